@@ -1,0 +1,134 @@
+//! Capabilities: what a skill may do beyond computing.
+//!
+//! Deny by default. A skill *requests* capabilities in its manifest, the operator
+//! configures a [`Policy`], and the skill gets the [`Grant`] = requested ∩ policy. Each
+//! kind of capability lives in its own file with its own `allows` tests.
+
+mod dir;
+
+use serde::{Deserialize, Serialize};
+
+pub use dir::{DirGrant, DirPolicy, DirRequest};
+
+/// Access to a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// List and read files.
+    Read,
+    /// Also create, write, rename and delete.
+    ReadWrite,
+}
+
+/// Access to long-term memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryAccess {
+    /// None (the default).
+    #[default]
+    None,
+    /// Search.
+    Read,
+    /// Search, store and forget.
+    ReadWrite,
+}
+
+/// What a skill's manifest asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RequestedCapabilities {
+    /// Directories, by guest path.
+    pub dirs: Vec<DirRequest>,
+    /// The language model.
+    pub llm: bool,
+    /// Long-term memory.
+    pub memory: MemoryAccess,
+}
+
+/// What the operator allows. The default allows nothing:
+///
+/// - no directories,
+/// - no language model,
+/// - no memory.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Directories the operator binds to guest paths, each with the most access allowed.
+    pub dirs: Vec<DirPolicy>,
+    /// Whether skills that ask for the language model get it.
+    pub llm: bool,
+    /// The most memory access any skill gets.
+    pub memory: MemoryAccess,
+}
+
+/// What a skill actually gets: requested ∩ policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// Directories to preopen.
+    pub dirs: Vec<DirGrant>,
+    /// The language model.
+    pub llm: bool,
+    /// Long-term memory.
+    pub memory: MemoryAccess,
+    /// Requests that were not granted, with the reason, for the operator to review.
+    pub refused: Vec<String>,
+}
+
+impl Grant {
+    /// Intersects a skill's request with the operator's policy.
+    pub fn new(requested: &RequestedCapabilities, policy: &Policy) -> Self {
+        let mut grant = Grant::default();
+        for request in &requested.dirs {
+            match dir::grant(request, &policy.dirs) {
+                Ok(granted) => grant.dirs.push(granted),
+                Err(reason) => grant.refused.push(reason),
+            }
+        }
+        grant.llm = requested.llm && policy.llm;
+        if requested.llm && !policy.llm {
+            grant.refused.push("llm: the host policy does not allow the language model".to_owned());
+        }
+        grant.memory = requested.memory.min(policy.memory);
+        if grant.memory < requested.memory {
+            grant.refused.push(format!(
+                "memory: requested {:?}, the host policy allows {:?}",
+                requested.memory, policy.memory
+            ));
+        }
+        grant
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_granted_by_default() {
+        let requested = RequestedCapabilities {
+            dirs: vec![DirRequest::new("/data", Access::Read, "files").unwrap()],
+            llm: true,
+            memory: MemoryAccess::ReadWrite,
+        };
+        let grant = Grant::new(&requested, &Policy::default());
+        assert!(grant.dirs.is_empty());
+        assert!(!grant.llm);
+        assert_eq!(grant.memory, MemoryAccess::None);
+        assert_eq!(grant.refused.len(), 3);
+    }
+
+    #[test]
+    fn memory_is_the_lesser_of_request_and_policy() {
+        let table = [
+            (MemoryAccess::None, MemoryAccess::ReadWrite, MemoryAccess::None),
+            (MemoryAccess::Read, MemoryAccess::ReadWrite, MemoryAccess::Read),
+            (MemoryAccess::ReadWrite, MemoryAccess::Read, MemoryAccess::Read),
+            (MemoryAccess::ReadWrite, MemoryAccess::ReadWrite, MemoryAccess::ReadWrite),
+        ];
+        for (requested, allowed, expected) in table {
+            let grant = Grant::new(
+                &RequestedCapabilities { memory: requested, ..Default::default() },
+                &Policy { memory: allowed, ..Default::default() },
+            );
+            assert_eq!(grant.memory, expected, "{requested:?} ∩ {allowed:?}");
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The on-disk cache of compiled components.
+//!
+//! Compiling a component takes 50 ms for a small Rust skill and seconds for a JS or
+//! Python one; loading a compiled artifact takes tens of microseconds. Artifacts are
+//! keyed by the component's SHA-256 and the engine's compatibility hash (wasmtime
+//! version, target, and every setting that affects code), so a new evo release or a
+//! different configuration never loads a stale artifact.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Where compiled artifacts live, one file per (component, engine) pair.
+#[derive(Debug, Clone)]
+pub struct ArtifactCache {
+    dir: PathBuf,
+}
+
+/// Whether a component was compiled now or loaded from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadSource {
+    /// Compiled in this process (and stored, when a cache is configured).
+    Compiled,
+    /// Loaded from the on-disk cache.
+    Cache,
+}
+
+impl ArtifactCache {
+    /// A cache in `dir` (created on first store).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, engine: &Engine, digest: &str) -> PathBuf {
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+        let engine_key = std::hash::Hasher::finish(&hasher);
+        self.dir.join(format!("{digest}-{engine_key:016x}.cwasm"))
+    }
+
+    /// Loads the artifact for `digest`, or compiles `bytes` and stores the result.
+    ///
+    /// A cache that cannot be read or written is not an error: the component is compiled
+    /// and the problem logged, because a cache must never stop a skill from running.
+    pub fn load_or_compile(&self, engine: &Engine, digest: &str, bytes: &[u8]) -> wasmtime::Result<(Component, LoadSource)> {
+        let path = self.path(engine, digest);
+        if path.exists() {
+            match deserialize(engine, &path) {
+                Ok(component) => return Ok((component, LoadSource::Cache)),
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "discarding unreadable compiled artifact"),
+            }
+        }
+        let component = Component::new(engine, bytes)?;
+        if let Err(e) = self.store(&path, &component) {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "could not cache the compiled component");
+        }
+        Ok((component, LoadSource::Compiled))
+    }
+
+    /// Writes atomically (temp file + rename), so a crash or a concurrent writer never
+    /// leaves a torn artifact under the final name.
+    fn store(&self, path: &Path, component: &Component) -> wasmtime::Result<()> {
+        fs::create_dir_all(&self.dir)?;
+        let bytes = component.serialize()?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        tmp.write_all(&bytes)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+#[expect(unsafe_code, reason = "loading precompiled code is unsafe by nature; see the SAFETY note")]
+fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: the file was written by `ArtifactCache::store` from `Component::serialize`
+    // with this engine's compatibility hash in its name, and wasmtime checks the
+    // artifact's header (version, target, settings) again before using it. The cache
+    // directory belongs to the evo data directory of the user running the host; anyone
+    // able to write there can already replace the evo binary's inputs.
+    unsafe { Component::deserialize_file(engine, path) }
+}

@@ -1,0 +1,380 @@
+//! One call of a Wasm skill: a fresh store and instance, run under the call's limits,
+//! with every way a guest can misbehave turned into a specific [`Error`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use wasmtime::Store;
+use wasmtime::Trap;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use super::bindings::PluginPre;
+use super::bindings::evo::skill::types;
+use super::limits::{Limits, STDIO_CAP_BYTES, StoreLimiter};
+use super::state::HostState;
+use super::{EPOCH_TICK, LoadSource, WasmEngine};
+use crate::capabilities::{Access, Grant, Policy};
+use crate::error::{Error, FailureKind, Result};
+use crate::skill::context::RunContext;
+use crate::skill::meta::SkillMeta;
+
+/// A memory write a skill suggested.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemoryWrite {
+    /// The text.
+    pub text: String,
+    /// The suggested category.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+}
+
+/// A step a skill reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepTrace {
+    /// Step id.
+    pub step_id: String,
+    /// Step name.
+    pub step_name: String,
+    /// Input (JSON, or the raw text if it was not JSON).
+    pub input: Value,
+    /// Output (likewise).
+    pub output: Value,
+    /// Duration in ms.
+    pub duration: u64,
+    /// Error, if it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a successful call returns (the seed's `ToolExecutionResult`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillOutcome {
+    /// The output JSON.
+    pub output: Value,
+    /// Memory the skill suggests keeping.
+    pub memory_writes: Vec<MemoryWrite>,
+    /// Steps the skill reported.
+    pub intermediate_steps: Vec<StepTrace>,
+    /// Wall-clock time of the call.
+    #[serde(serialize_with = "as_millis")]
+    pub duration: Duration,
+    /// What the guest wrote to stdout (capped).
+    pub stdout: String,
+    /// What the guest wrote to stderr (capped).
+    pub stderr: String,
+}
+
+fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
+}
+
+/// A loaded Wasm skill, ready to call. Cheap to clone; calls may run concurrently.
+#[derive(Clone)]
+pub struct WasmSkill {
+    inner: Arc<SkillInner>,
+}
+
+struct SkillInner {
+    engine: WasmEngine,
+    meta: SkillMeta,
+    info: super::ComponentInfo,
+    digest: String,
+    source: LoadSource,
+    limits: Limits,
+    grant: Arc<Grant>,
+    calls: Arc<[String]>,
+    name: Arc<str>,
+    pre: PluginPre<HostState>,
+}
+
+impl std::fmt::Debug for WasmSkill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmSkill")
+            .field("name", &self.inner.meta.name)
+            .field("digest", &self.inner.digest)
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WasmSkill {
+    #[expect(clippy::too_many_arguments, reason = "private constructor fed by WasmEngine::load_bytes")]
+    pub(super) fn new(
+        engine: WasmEngine,
+        meta: SkillMeta,
+        info: super::ComponentInfo,
+        digest: String,
+        source: LoadSource,
+        limits: Limits,
+        policy: &Policy,
+        pre: PluginPre<HostState>,
+    ) -> Self {
+        let grant = Grant::new(&meta.capabilities, policy);
+        for refused in &grant.refused {
+            tracing::info!(skill = %meta.name, "not granted: {refused}");
+        }
+        let inner = SkillInner {
+            name: meta.name.as_str().into(),
+            calls: meta.calls.clone().into(),
+            grant: Arc::new(grant),
+            engine,
+            meta,
+            info,
+            digest,
+            source,
+            limits,
+            pre,
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// The manifest, as the component describes itself.
+    pub fn meta(&self) -> &SkillMeta {
+        &self.inner.meta
+    }
+
+    /// The limits each call runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The capabilities granted (and refused).
+    pub fn grant(&self) -> &Grant {
+        &self.inner.grant
+    }
+
+    /// SHA-256 of the component bytes.
+    pub fn digest(&self) -> &str {
+        &self.inner.digest
+    }
+
+    /// The API version and SDK stamp read from the component.
+    pub fn info(&self) -> &super::ComponentInfo {
+        &self.inner.info
+    }
+
+    /// Whether the component was compiled or loaded from the cache.
+    pub fn load_source(&self) -> LoadSource {
+        self.inner.source
+    }
+
+    /// Runs the skill on `input` (JSON text) in a fresh instance.
+    pub async fn call(&self, input: &str, run: &RunContext) -> Result<SkillOutcome> {
+        let skill = &self.inner;
+        serde_json::from_str::<serde::de::IgnoredAny>(input).map_err(|e| Error::InvalidInput {
+            skill: skill.meta.name.clone(),
+            reason: format!("not valid JSON: {e}"),
+        })?;
+        let started = Instant::now();
+        let input = input.to_owned();
+        let (result, guest) = run_guest(&skill.engine, &skill.pre, &skill.name, &skill.limits, &skill.grant, &skill.calls, run, move |plugin, store| {
+            Box::pin(async move { plugin.evo_skill_skill().call_execute(store, &input).await })
+        })
+        .await?;
+        let output = match result.map_err(|e| guest.classify(e))? {
+            Ok(output) => output,
+            Err(error) => {
+                let (kind, message) = failure(error);
+                return Err(Error::Skill { skill: skill.meta.name.clone(), kind, message });
+            }
+        };
+        guest.check_output(output.output.len())?;
+        let value = serde_json::from_str(&output.output).map_err(|e| Error::InvalidOutput {
+            skill: skill.meta.name.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(SkillOutcome {
+            output: value,
+            memory_writes: output
+                .memory_writes
+                .into_iter()
+                .map(|w| MemoryWrite { text: w.text, category: w.category })
+                .collect(),
+            intermediate_steps: output.intermediate_steps.into_iter().map(step).collect(),
+            duration: started.elapsed(),
+            stdout: guest.stdout_text(),
+            stderr: guest.stderr_text(),
+        })
+    }
+}
+
+/// Calls the `manifest` export of a component not yet described, with no grants.
+pub(super) async fn read_manifest(engine: &WasmEngine, label: &str, pre: &PluginPre<HostState>) -> Result<SkillMeta> {
+    let limits = Limits::for_manifest();
+    let grant = Arc::new(Grant::default());
+    let (result, guest) = run_guest(engine, pre, label, &limits, &grant, &[], &RunContext::default(), |plugin, store| {
+        Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
+    })
+    .await?;
+    let json = result.map_err(|e| guest.classify(e))?;
+    guest.check_output(json.len())?;
+    SkillMeta::from_json(&json).map_err(|problems| Error::InvalidManifest { skill: label.to_owned(), problems })
+}
+
+type GuestFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
+
+/// What is left of a store after a call, to explain how it ended.
+struct GuestRun {
+    skill: String,
+    limits: Limits,
+    memory_exceeded: bool,
+    timed_out: bool,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+}
+
+#[expect(clippy::too_many_arguments, reason = "internal helper shared by call and read_manifest")]
+async fn run_guest<T>(
+    engine: &WasmEngine,
+    pre: &PluginPre<HostState>,
+    skill: &str,
+    limits: &Limits,
+    grant: &Arc<Grant>,
+    calls: &[String],
+    run: &RunContext,
+    body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>,
+) -> Result<(wasmtime::Result<T>, GuestRun)> {
+    let _slot = engine.inner.slots.acquire().await.map_err(|e| Error::Engine(e.to_string()))?;
+    let stdout = MemoryOutputPipe::new(STDIO_CAP_BYTES);
+    let stderr = MemoryOutputPipe::new(STDIO_CAP_BYTES);
+    let wasi = wasi_ctx(grant, &stdout, &stderr)?;
+    let state = HostState {
+        wasi,
+        table: wasmtime::component::ResourceTable::new(),
+        limiter: StoreLimiter::new(limits.memory_bytes()),
+        skill: skill.into(),
+        calls: calls.into(),
+        grant: grant.clone(),
+        run: run.clone(),
+        chatter: 0,
+    };
+    let flavor = engine.flavor(limits.fuel.is_some())?;
+    let mut store = Store::new(&flavor.engine, state);
+    store.limiter(|state| &mut state.limiter);
+    store.set_epoch_deadline(limits.timeout_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1);
+    if let Some(fuel) = limits.fuel {
+        store.set_fuel(fuel).map_err(|e| Error::Engine(e.to_string()))?;
+    }
+
+    // The epoch deadline interrupts guest code; this guard also bounds time spent in
+    // host calls, which the epoch cannot interrupt.
+    let guard = Duration::from_millis(limits.timeout_ms) + EPOCH_TICK * 2;
+    let outcome = tokio::time::timeout(guard, async {
+        let plugin = pre.instantiate_async(&mut store).await?;
+        body(plugin, &mut store).await
+    })
+    .await;
+    let (result, timed_out) = match outcome {
+        Ok(result) => (result, false),
+        Err(_) => (Err(wasmtime::Error::msg("wall-clock guard expired")), true),
+    };
+    let guest = GuestRun {
+        skill: skill.to_owned(),
+        limits: *limits,
+        memory_exceeded: store.data().limiter.memory_exceeded,
+        timed_out,
+        stdout,
+        stderr,
+    };
+    guest.forward_stdio();
+    Ok((result, guest))
+}
+
+fn wasi_ctx(grant: &Grant, stdout: &MemoryOutputPipe, stderr: &MemoryOutputPipe) -> Result<wasmtime_wasi::WasiCtx> {
+    let mut builder = WasiCtxBuilder::new();
+    builder.stdout(stdout.clone()).stderr(stderr.clone());
+    for dir in &grant.dirs {
+        let perms = match dir.access {
+            Access::Read => FsPerms::ReadOnly,
+            Access::ReadWrite => FsPerms::ReadWrite,
+        };
+        builder.preopened_dir(&dir.host, &dir.guest, perms).map_err(|e| {
+            Error::Capability(format!("cannot open {} for {}: {e}", dir.host.display(), dir.guest))
+        })?;
+    }
+    Ok(builder.build())
+}
+
+impl GuestRun {
+    /// Turns a trap or host error into the error a user should see.
+    fn classify(&self, error: wasmtime::Error) -> Error {
+        let skill = self.skill.clone();
+        if self.memory_exceeded {
+            return Error::MemoryLimit { skill, limit_mib: self.limits.memory_mib };
+        }
+        if self.timed_out {
+            return Error::Timeout { skill, limit_ms: self.limits.timeout_ms };
+        }
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => return Error::Timeout { skill, limit_ms: self.limits.timeout_ms },
+            Some(Trap::OutOfFuel) => return Error::FuelExhausted { skill, fuel: self.limits.fuel.unwrap_or(0) },
+            _ => {}
+        }
+        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            if pipe.contents().len() >= STDIO_CAP_BYTES {
+                return Error::OutputLimit { skill, stream, limit: STDIO_CAP_BYTES as u64 };
+            }
+        }
+        let mut message = format!("{error:?}");
+        let stderr = self.stderr_text();
+        if let Some(last) = stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+            message.push_str(&format!("\nguest stderr: {last}"));
+        }
+        Error::Trap { skill, message }
+    }
+
+    fn check_output(&self, len: usize) -> Result<()> {
+        if len as u64 > self.limits.output_bytes {
+            return Err(Error::OutputLimit { skill: self.skill.clone(), stream: "output", limit: self.limits.output_bytes });
+        }
+        Ok(())
+    }
+
+    fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout.contents()).into_owned()
+    }
+
+    fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.contents()).into_owned()
+    }
+
+    /// Guests have no terminal: what they print goes to the log, tagged with the skill.
+    fn forward_stdio(&self) {
+        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let contents = pipe.contents();
+            if contents.is_empty() {
+                continue;
+            }
+            for line in String::from_utf8_lossy(&contents).lines() {
+                tracing::debug!(target: "evo::skill", skill = %self.skill, stream, "{line}");
+            }
+        }
+    }
+}
+
+fn failure(error: types::SkillError) -> (FailureKind, String) {
+    match error {
+        types::SkillError::InvalidInput(m) => (FailureKind::InvalidInput, m),
+        types::SkillError::NotFound(m) => (FailureKind::NotFound, m),
+        types::SkillError::Denied(m) => (FailureKind::Denied, m),
+        types::SkillError::Timeout(m) => (FailureKind::Timeout, m),
+        types::SkillError::Failed(m) => (FailureKind::Failed, m),
+    }
+}
+
+fn step(trace: types::StepTrace) -> StepTrace {
+    let json = |text: String| serde_json::from_str(&text).unwrap_or(Value::String(text));
+    StepTrace {
+        step_id: trace.step_id,
+        step_name: trace.step_name,
+        input: json(trace.input),
+        output: json(trace.output),
+        duration: trace.duration_ms,
+        error: trace.error,
+    }
+}

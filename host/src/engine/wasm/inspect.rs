@@ -1,0 +1,135 @@
+//! Reads what a component says about itself before anything is compiled: which
+//! `evo:skill` version it targets (from its import and export names, which every
+//! toolchain writes) and, if the Rust SDK built it, the SDK's stamp.
+
+use wasmtime::wasmparser::{ComponentExternalKind, Parser, Payload};
+
+use crate::error::{Error, Result};
+
+/// The WIT package version this host implements.
+pub const API_VERSION: &str = "0.1.0";
+/// The package every skill interface belongs to.
+const PACKAGE: &str = "evo:skill/";
+/// Custom section written by `evo-guest`.
+const SDK_SECTION: &str = "evo:sdk";
+
+/// What a component declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentInfo {
+    /// The `evo:skill` version of its `skill` export.
+    pub api_version: String,
+    /// The SDK stamp (`evo-guest 0.1.0; evo:skill@0.1.0`), when present.
+    pub sdk: Option<String>,
+}
+
+/// Checks that `bytes` is a component exporting a supported `evo:skill/skill`.
+pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
+    if !Parser::is_component(bytes) {
+        let reason = if Parser::is_core_wasm(bytes) {
+            "it is a core module".to_owned()
+        } else {
+            "the file does not start with the WebAssembly magic number".to_owned()
+        };
+        return Err(Error::InvalidComponent { skill: skill.to_owned(), reason });
+    }
+
+    let mut exports = Vec::new();
+    let mut imports = Vec::new();
+    let mut sdk = None;
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| Error::InvalidComponent {
+            skill: skill.to_owned(),
+            reason: e.to_string(),
+        })?;
+        match payload {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    let export = export.map_err(|e| invalid(skill, &e))?;
+                    if export.kind == ComponentExternalKind::Instance {
+                        exports.push(export.name.name.to_owned());
+                    }
+                }
+            }
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let import = import.map_err(|e| invalid(skill, &e))?;
+                    imports.push(import.name.name.to_owned());
+                }
+            }
+            Payload::CustomSection(section) if section.name() == SDK_SECTION => {
+                sdk = Some(String::from_utf8_lossy(section.data()).into_owned());
+            }
+            _ => {}
+        }
+    }
+
+    let skill_exports: Vec<&String> = exports.iter().filter(|e| e.starts_with(PACKAGE)).collect();
+    let Some(export) = skill_exports.iter().find(|e| e.starts_with("evo:skill/skill")) else {
+        let found = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
+        return Err(Error::NotASkill {
+            skill: skill.to_owned(),
+            reason: format!("it must export `evo:skill/skill@{API_VERSION}` but exports {found}"),
+        });
+    };
+    let api_version = version_of(export).unwrap_or_default().to_owned();
+    let context_versions = imports.iter().filter(|i| i.starts_with(PACKAGE)).filter_map(|i| version_of(i));
+    for version in std::iter::once(api_version.as_str()).chain(context_versions) {
+        if !is_supported(version) {
+            return Err(Error::IncompatibleApi {
+                skill: skill.to_owned(),
+                found: if version.is_empty() { "(unversioned)".to_owned() } else { version.to_owned() },
+                supported: API_VERSION.to_owned(),
+            });
+        }
+    }
+    Ok(ComponentInfo { api_version, sdk })
+}
+
+fn invalid(skill: &str, error: &dyn std::fmt::Display) -> Error {
+    Error::InvalidComponent { skill: skill.to_owned(), reason: error.to_string() }
+}
+
+fn version_of(name: &str) -> Option<&str> {
+    name.split_once('@').map(|(_, v)| v)
+}
+
+/// Semver for 0.x: the same minor version, and a patch no newer than ours (a newer
+/// patch may use additions this host does not have).
+fn is_supported(version: &str) -> bool {
+    let parse = |v: &str| -> Option<(u64, u64, u64)> {
+        let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+        Some((parts.next()??, parts.next()??, parts.next()??))
+    };
+    match (parse(version), parse(API_VERSION)) {
+        (Some((0, minor, patch)), Some((0, our_minor, our_patch))) => minor == our_minor && patch <= our_patch,
+        (Some((major, _, patch)), Some((our_major, _, our_patch))) => major == our_major && patch <= our_patch,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_rules() {
+        assert!(is_supported("0.1.0"));
+        assert!(!is_supported("0.1.1"));
+        assert!(!is_supported("0.2.0"));
+        assert!(!is_supported("1.0.0"));
+        assert!(!is_supported(""));
+        assert!(!is_supported("0.1"));
+    }
+
+    #[test]
+    fn non_components_are_refused_with_the_reason() {
+        let err = inspect("x", b"\0asm\x01\0\0\0").unwrap_err();
+        assert_eq!(err.code(), "INVALID_COMPONENT");
+        assert!(err.to_string().contains("it is a core module"), "{err}");
+        let err = inspect("x", b"hello").unwrap_err();
+        assert!(err.to_string().contains("magic number"), "{err}");
+    }
+}

@@ -1,0 +1,188 @@
+//! Per-call limits: what a skill asks for, clamped by the host's policy.
+
+use std::time::Duration;
+
+use crate::skill::meta::SkillMeta;
+
+/// Memory a skill gets when its manifest does not say: enough for a Rust guest parsing
+/// a few MiB of JSON, small enough that a bomb is caught early.
+pub const DEFAULT_MEMORY_MIB: u64 = 64;
+/// The most memory any skill may have unless the operator raises it. The JS and Python
+/// guests (12–18 MB components with an interpreter) run comfortably within it.
+pub const MAX_MEMORY_MIB: u64 = 512;
+/// Largest output unless the manifest asks for less: 1 MiB of JSON is far more than a
+/// model can read in one tool result.
+pub const DEFAULT_OUTPUT_BYTES: u64 = 1 << 20;
+/// The most output any skill may return unless the operator raises it.
+pub const MAX_OUTPUT_BYTES: u64 = 16 << 20;
+/// Longest call any skill may ask for unless the operator raises it (10 minutes).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Captured stdout and stderr, each: enough for diagnostics, too little to use as a
+/// side channel for bulk output.
+pub const STDIO_CAP_BYTES: usize = 64 << 10;
+/// Table elements across all tables; Rust guests use a few hundred.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+/// Instances, tables and memories a component may create; a Rust wasip2 component has
+/// 3–4 core instances and one memory.
+pub const MAX_INSTANCES: usize = 32;
+/// See [`MAX_INSTANCES`].
+pub const MAX_TABLES: usize = 32;
+/// See [`MAX_INSTANCES`].
+pub const MAX_MEMORIES: usize = 4;
+/// Deadline for each host call that can block (`call`, `llm`, `memory-*`), so a slow
+/// backend cannot hold a guest past its own deadline unnoticed.
+pub const HOST_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Most `log` and `emit` calls per skill call; more are dropped with one warning.
+pub const MAX_LOG_AND_EVENT_CALLS: u32 = 1_000;
+/// Deadline for the `manifest` export, which only builds a string.
+pub const MANIFEST_TIMEOUT_MS: u64 = 5_000;
+
+/// The host's maxima; a manifest may ask for less, never more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitPolicy {
+    /// Largest memory, MiB.
+    pub max_memory_mib: u64,
+    /// Largest output, bytes.
+    pub max_output_bytes: u64,
+    /// Longest call, ms.
+    pub max_timeout_ms: u64,
+    /// Most fuel per call, if the operator caps it.
+    pub max_fuel: Option<u64>,
+}
+
+impl Default for LimitPolicy {
+    fn default() -> Self {
+        Self {
+            max_memory_mib: MAX_MEMORY_MIB,
+            max_output_bytes: MAX_OUTPUT_BYTES,
+            max_timeout_ms: MAX_TIMEOUT_MS,
+            max_fuel: None,
+        }
+    }
+}
+
+/// The limits one call runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// Wall-clock deadline, ms.
+    pub timeout_ms: u64,
+    /// Linear memory across all memories, MiB.
+    pub memory_mib: u64,
+    /// Output JSON, bytes.
+    pub output_bytes: u64,
+    /// Fuel, when metered.
+    pub fuel: Option<u64>,
+}
+
+impl Limits {
+    /// The manifest's requests, each clamped to `policy`.
+    pub fn resolve(meta: &SkillMeta, policy: &LimitPolicy) -> Self {
+        Self {
+            timeout_ms: meta.timeout_ms.min(policy.max_timeout_ms),
+            memory_mib: meta.limits.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB).min(policy.max_memory_mib),
+            output_bytes: meta.limits.output_bytes.unwrap_or(DEFAULT_OUTPUT_BYTES).min(policy.max_output_bytes),
+            fuel: match (meta.limits.fuel, policy.max_fuel) {
+                (Some(fuel), Some(max)) => Some(fuel.min(max)),
+                (fuel, _) => fuel,
+            },
+        }
+    }
+
+    /// Limits for running the `manifest` export of a skill not yet described.
+    pub fn for_manifest() -> Self {
+        Self { timeout_ms: MANIFEST_TIMEOUT_MS, memory_mib: DEFAULT_MEMORY_MIB, output_bytes: DEFAULT_OUTPUT_BYTES, fuel: None }
+    }
+
+    /// Memory in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        usize::try_from(self.memory_mib << 20).unwrap_or(usize::MAX)
+    }
+}
+
+/// Counts linear memory across all of a store's memories, and tables, against the
+/// call's limits. Refusing a grow with an error (rather than `Ok(false)`) traps at once
+/// with a clear cause instead of letting the guest's allocator abort later.
+#[derive(Debug)]
+pub struct StoreLimiter {
+    memory_limit: usize,
+    memory_used: usize,
+    table_elements: usize,
+    /// Set when a grow was refused, so the caller can report the limit.
+    pub memory_exceeded: bool,
+}
+
+/// The error a refused memory grow traps with.
+#[derive(Debug, thiserror::Error)]
+#[error("linear memory limit of {limit} bytes exceeded (asked for {asked} bytes in total)")]
+pub struct MemoryLimitExceeded {
+    limit: usize,
+    asked: usize,
+}
+
+impl StoreLimiter {
+    /// A limiter allowing `memory_limit` bytes of linear memory in total.
+    pub fn new(memory_limit: usize) -> Self {
+        Self { memory_limit, memory_used: 0, table_elements: 0, memory_exceeded: false }
+    }
+}
+
+impl wasmtime::ResourceLimiter for StoreLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let asked = self.memory_used.saturating_sub(current).saturating_add(desired);
+        if asked > self.memory_limit {
+            self.memory_exceeded = true;
+            return Err(wasmtime::Error::new(MemoryLimitExceeded { limit: self.memory_limit, asked }));
+        }
+        self.memory_used = asked;
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let asked = self.table_elements.saturating_sub(current).saturating_add(desired);
+        if asked > MAX_TABLE_ELEMENTS {
+            return Ok(false);
+        }
+        self.table_elements = asked;
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::ResourceLimiter;
+
+    #[test]
+    fn memory_is_counted_across_memories() {
+        let mut limiter = StoreLimiter::new(10);
+        assert!(limiter.memory_growing(0, 4, None).unwrap());
+        assert!(limiter.memory_growing(0, 4, None).unwrap());
+        assert!(limiter.memory_growing(4, 6, None).unwrap());
+        let err = limiter.memory_growing(4, 5, None).unwrap_err();
+        assert!(limiter.memory_exceeded);
+        assert_eq!(err.to_string(), "linear memory limit of 10 bytes exceeded (asked for 11 bytes in total)");
+    }
+
+    #[test]
+    fn manifest_requests_are_clamped_to_policy() {
+        let mut meta = crate::skill::meta::SkillMeta::from_json(r#"{"name":"a","description":"b","timeout":9999999}"#).unwrap();
+        meta.limits.memory_mib = Some(4096);
+        meta.limits.fuel = Some(1_000);
+        let policy = LimitPolicy { max_fuel: Some(10), ..LimitPolicy::default() };
+        let limits = Limits::resolve(&meta, &policy);
+        assert_eq!(limits, Limits { timeout_ms: MAX_TIMEOUT_MS, memory_mib: MAX_MEMORY_MIB, output_bytes: DEFAULT_OUTPUT_BYTES, fuel: Some(10) });
+    }
+}

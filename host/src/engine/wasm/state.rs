@@ -1,0 +1,195 @@
+//! The per-call store state and the host side of the WIT `context` interface.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::evo::skill::{context, types};
+use super::limits::{HOST_CALL_TIMEOUT, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
+use crate::capabilities::{Grant, MemoryAccess};
+use crate::error::FailureKind;
+use crate::skill::context::{ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES, RunContext, SkillEvent};
+
+/// Everything a store holds for one call.
+pub struct HostState {
+    pub(super) wasi: WasiCtx,
+    pub(super) table: ResourceTable,
+    pub(super) limiter: StoreLimiter,
+    pub(super) skill: Arc<str>,
+    pub(super) calls: Arc<[String]>,
+    pub(super) grant: Arc<Grant>,
+    pub(super) run: RunContext,
+    pub(super) chatter: u32,
+}
+
+impl std::fmt::Debug for HostState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostState").field("skill", &self.skill).field("grant", &self.grant).finish_non_exhaustive()
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Adds WASI p2 and the `context` interface to `linker`.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)?;
+    Ok(())
+}
+
+impl From<ContextError> for types::SkillError {
+    fn from(error: ContextError) -> Self {
+        match error.kind {
+            FailureKind::InvalidInput => Self::InvalidInput(error.message),
+            FailureKind::NotFound => Self::NotFound(error.message),
+            FailureKind::Denied => Self::Denied(error.message),
+            FailureKind::Timeout => Self::Timeout(error.message),
+            FailureKind::Failed => Self::Failed(error.message),
+        }
+    }
+}
+
+impl HostState {
+    fn denied(&self, what: &str) -> types::SkillError {
+        types::SkillError::Denied(format!(
+            "{} was not granted {what}; the skill must request it in its manifest and the operator must allow it",
+            self.skill
+        ))
+    }
+
+    fn memory(&self, needed: MemoryAccess) -> Result<(), types::SkillError> {
+        if self.grant.memory >= needed {
+            Ok(())
+        } else {
+            Err(self.denied(match needed {
+                MemoryAccess::ReadWrite => "write access to memory",
+                _ => "read access to memory",
+            }))
+        }
+    }
+
+    /// Counts a `log`/`emit` call; false once the per-call budget is spent.
+    fn chatter_allowed(&mut self) -> bool {
+        self.chatter += 1;
+        if self.chatter == MAX_LOG_AND_EVENT_CALLS + 1 {
+            tracing::warn!(skill = %self.skill, "more than {MAX_LOG_AND_EVENT_CALLS} log/emit calls; dropping the rest");
+        }
+        self.chatter <= MAX_LOG_AND_EVENT_CALLS
+    }
+}
+
+/// Runs a backend request under [`HOST_CALL_TIMEOUT`].
+async fn bounded<T>(what: &str, future: impl Future<Output = Result<T, ContextError>>) -> Result<T, types::SkillError> {
+    match tokio::time::timeout(HOST_CALL_TIMEOUT, future).await {
+        Ok(result) => result.map_err(Into::into),
+        Err(_) => Err(types::SkillError::Timeout(format!(
+            "{what} did not answer within {} s",
+            Duration::as_secs(&HOST_CALL_TIMEOUT)
+        ))),
+    }
+}
+
+impl types::Host for HostState {}
+
+impl context::Host for HostState {
+    async fn call(&mut self, skill: String, input: String) -> Result<String, types::SkillError> {
+        if !self.calls.iter().any(|c| *c == skill) {
+            return Err(types::SkillError::Denied(format!(
+                "{} may not call {skill:?}: add it to the `calls` list of its manifest",
+                self.skill
+            )));
+        }
+        let services = self.run.services.clone();
+        bounded(&format!("skill {skill:?}"), services.call(self.skill.to_string(), skill, input)).await
+    }
+
+    async fn llm(&mut self, request: types::LlmRequest) -> Result<String, types::SkillError> {
+        if !self.grant.llm {
+            return Err(self.denied("the language model"));
+        }
+        let services = self.run.services.clone();
+        let request = LlmRequest {
+            caller: self.skill.to_string(),
+            system: request.system,
+            prompt: request.prompt,
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+        };
+        bounded("the language model", services.llm(request)).await
+    }
+
+    async fn memory_search(&mut self, query: String, limit: u32) -> Result<Vec<types::MemoryEntry>, types::SkillError> {
+        self.memory(MemoryAccess::Read)?;
+        let services = self.run.services.clone();
+        let hits = bounded("memory search", services.memory_search(query, limit)).await?;
+        Ok(hits
+            .into_iter()
+            .map(|h| types::MemoryEntry { id: h.id, text: h.text, score: h.score, category: h.category, created_at: h.created_at })
+            .collect())
+    }
+
+    async fn memory_store(&mut self, text: String, category: Option<String>) -> Result<types::StoreOutcome, types::SkillError> {
+        self.memory(MemoryAccess::ReadWrite)?;
+        let services = self.run.services.clone();
+        let outcome = bounded("memory store", services.memory_store(text, category)).await?;
+        Ok(types::StoreOutcome { stored: outcome.stored, reason: outcome.reason })
+    }
+
+    async fn memory_forget(&mut self, query: String) -> Result<u32, types::SkillError> {
+        self.memory(MemoryAccess::ReadWrite)?;
+        let services = self.run.services.clone();
+        bounded("memory forget", services.memory_forget(query)).await
+    }
+
+    async fn scratch_get(&mut self, key: String) -> Option<String> {
+        self.run.scratch.get(&key).map(|v| v.to_string())
+    }
+
+    async fn scratch_set(&mut self, key: String, value: String) {
+        if value.len() > MAX_SCRATCH_VALUE_BYTES {
+            tracing::warn!(skill = %self.skill, %key, bytes = value.len(), "scratch value larger than {MAX_SCRATCH_VALUE_BYTES} bytes dropped");
+            return;
+        }
+        let value = match serde_json::from_str(&value) {
+            Ok(value) => value,
+            Err(e) => {
+                tracing::warn!(skill = %self.skill, %key, error = %e, "scratch value is not JSON; dropped");
+                return;
+            }
+        };
+        if let Err(reason) = self.run.scratch.set(&key, value) {
+            tracing::warn!(skill = %self.skill, %key, "scratch write dropped: {reason}");
+        }
+    }
+
+    async fn emit(&mut self, event: String) {
+        if !self.chatter_allowed() {
+            return;
+        }
+        let Some(sink) = self.run.events.clone() else { return };
+        match serde_json::from_str(&event) {
+            Ok(event) => sink(SkillEvent { skill: self.skill.to_string(), event }),
+            Err(e) => tracing::warn!(skill = %self.skill, error = %e, "emitted event is not JSON; dropped"),
+        }
+    }
+
+    async fn log(&mut self, level: types::LogLevel, message: String) {
+        if !self.chatter_allowed() {
+            return;
+        }
+        let skill = &*self.skill;
+        match level {
+            types::LogLevel::Trace => tracing::trace!(target: "evo::skill", skill, "{message}"),
+            types::LogLevel::Debug => tracing::debug!(target: "evo::skill", skill, "{message}"),
+            types::LogLevel::Info => tracing::info!(target: "evo::skill", skill, "{message}"),
+            types::LogLevel::Warn => tracing::warn!(target: "evo::skill", skill, "{message}"),
+            types::LogLevel::Error => tracing::error!(target: "evo::skill", skill, "{message}"),
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Typed errors with stable codes.
+//!
+//! Every error a user can hit carries the context needed to act on it (which skill,
+//! which limit, which path) and a [`Error::code`] that scripts can match on; the codes
+//! are part of Evo's interface and do not change between releases.
+
+use std::path::PathBuf;
+
+use crate::skill::meta::Problem;
+
+/// Result with Evo's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What kind of expected failure a skill reported (the WIT `skill-error` cases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// The input was not acceptable.
+    InvalidInput,
+    /// Something named does not exist.
+    NotFound,
+    /// A capability was not granted.
+    Denied,
+    /// A host call ran out of time.
+    Timeout,
+    /// Any other failure.
+    Failed,
+}
+
+impl FailureKind {
+    /// The words used in messages (`invalid input`, `denied`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidInput => "invalid input",
+            Self::NotFound => "not found",
+            Self::Denied => "denied",
+            Self::Timeout => "timeout",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// Every error the Evo host reports.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The bytes are not a WebAssembly component.
+    #[error(
+        "{skill}: not a WebAssembly component ({reason}); build skills for wasm32-wasip2 \
+         (a core module must be turned into a component first)"
+    )]
+    InvalidComponent {
+        /// The skill (or file) name.
+        skill: String,
+        /// What the parser or compiler said.
+        reason: String,
+    },
+
+    /// A component that does not implement the `evo:skill` world.
+    #[error("{skill}: not an Evo skill: {reason}")]
+    NotASkill {
+        /// The skill (or file) name.
+        skill: String,
+        /// What is missing or extra.
+        reason: String,
+    },
+
+    /// A component built against a WIT version this host does not support.
+    #[error(
+        "{skill} was built for evo:skill@{found}, but this host supports evo:skill@{supported}; \
+         rebuild the skill with a matching evo-guest, or use an evo release that supports {found}"
+    )]
+    IncompatibleApi {
+        /// The skill (or file) name.
+        skill: String,
+        /// The version the component uses.
+        found: String,
+        /// The version this host implements.
+        supported: String,
+    },
+
+    /// The skill's manifest has problems; all of them are listed.
+    #[error("{skill}: invalid manifest:{}", format_problems(problems))]
+    InvalidManifest {
+        /// The skill (or file) name.
+        skill: String,
+        /// Every problem found, each with its field and a fix.
+        problems: Vec<Problem>,
+    },
+
+    /// The input is not JSON or not an object.
+    #[error("{skill}: invalid input: {reason}")]
+    InvalidInput {
+        /// The skill.
+        skill: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The call ran past its wall-clock deadline.
+    #[error("{skill}: timeout: the call did not finish within {limit_ms} ms")]
+    Timeout {
+        /// The skill.
+        skill: String,
+        /// The deadline that applied.
+        limit_ms: u64,
+    },
+
+    /// The guest tried to grow its linear memory past its limit.
+    #[error("{skill}: memory limit of {limit_mib} MiB exceeded")]
+    MemoryLimit {
+        /// The skill.
+        skill: String,
+        /// The limit that applied, across all of the skill's memories.
+        limit_mib: u64,
+    },
+
+    /// The guest used all of its fuel.
+    #[error("{skill}: fuel exhausted: the call used all {fuel} units of fuel")]
+    FuelExhausted {
+        /// The skill.
+        skill: String,
+        /// The fuel the call started with.
+        fuel: u64,
+    },
+
+    /// The guest produced more output (result, stdout or stderr) than allowed.
+    #[error("{skill}: {stream} exceeded {limit} bytes")]
+    OutputLimit {
+        /// The skill.
+        skill: String,
+        /// `output`, `stdout` or `stderr`.
+        stream: &'static str,
+        /// The limit that applied.
+        limit: u64,
+    },
+
+    /// The guest trapped (a bug in the skill, such as a panic or `unreachable`).
+    #[error("{skill}: trapped: {message}")]
+    Trap {
+        /// The skill.
+        skill: String,
+        /// The trap message and the top of the guest backtrace.
+        message: String,
+    },
+
+    /// The skill returned an expected failure.
+    #[error("{skill}: {}: {message}", kind.as_str())]
+    Skill {
+        /// The skill.
+        skill: String,
+        /// The kind of failure.
+        kind: FailureKind,
+        /// The skill's message.
+        message: String,
+    },
+
+    /// The skill returned something that is not JSON.
+    #[error("{skill}: the skill returned output that is not valid JSON: {reason}")]
+    InvalidOutput {
+        /// The skill.
+        skill: String,
+        /// The JSON parser's message.
+        reason: String,
+    },
+
+    /// A capability could not be granted as configured by the operator.
+    #[error("capability: {0}")]
+    Capability(String),
+
+    /// The Wasm engine could not be set up or failed unexpectedly.
+    #[error("engine: {0}")]
+    Engine(String),
+}
+
+fn format_problems(problems: &[Problem]) -> String {
+    problems.iter().map(|p| format!("\n  - {p}")).collect()
+}
+
+impl Error {
+    /// The stable, machine-readable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Io { .. } => "IO_ERROR",
+            Self::InvalidComponent { .. } => "INVALID_COMPONENT",
+            Self::NotASkill { .. } => "NOT_A_SKILL",
+            Self::IncompatibleApi { .. } => "INCOMPATIBLE_API_VERSION",
+            Self::InvalidManifest { .. } => "INVALID_MANIFEST",
+            Self::InvalidInput { .. } => "INVALID_INPUT",
+            Self::Timeout { .. } => "SKILL_TIMEOUT",
+            Self::MemoryLimit { .. } => "MEMORY_LIMIT_EXCEEDED",
+            Self::FuelExhausted { .. } => "FUEL_EXHAUSTED",
+            Self::OutputLimit { .. } => "OUTPUT_LIMIT_EXCEEDED",
+            Self::Trap { .. } => "SKILL_TRAPPED",
+            Self::Skill { kind, .. } => match kind {
+                FailureKind::InvalidInput => "INVALID_INPUT",
+                FailureKind::NotFound => "NOT_FOUND",
+                FailureKind::Denied => "PERMISSION_DENIED",
+                FailureKind::Timeout => "SKILL_TIMEOUT",
+                FailureKind::Failed => "SKILL_FAILED",
+            },
+            Self::InvalidOutput { .. } => "INVALID_OUTPUT",
+            Self::Capability(_) => "CAPABILITY_DENIED",
+            Self::Engine(_) => "ENGINE_ERROR",
+        }
+    }
+
+    /// True when the caller's input (a file, a manifest, a flag) is at fault rather than
+    /// the skill's run; the CLI exits with 2 for these and 1 for the rest.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Self::Io { .. }
+                | Self::InvalidComponent { .. }
+                | Self::NotASkill { .. }
+                | Self::IncompatibleApi { .. }
+                | Self::InvalidManifest { .. }
+                | Self::InvalidInput { .. }
+                | Self::Capability(_)
+        )
+    }
+
+    /// A short hint on what to do next, when there is a useful one.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::Timeout { .. } => {
+                Some("raise the skill's `timeout` in its manifest if the work is legitimately slow")
+            }
+            Self::MemoryLimit { .. } => {
+                Some("raise `limits.memoryMib` in the manifest, within the host's policy")
+            }
+            Self::OutputLimit { .. } => Some("return less data, or raise `limits.outputBytes`"),
+            Self::Skill { kind: FailureKind::Denied, .. } => Some(
+                "grant the capability the skill asks for (e.g. `--dir HOST::GUEST`), if you trust it",
+            ),
+            Self::NotASkill { .. } | Self::InvalidComponent { .. } => Some(
+                "skills implement the `plugin` world of wit/skill.wit; see guest-sdk/README.md",
+            ),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Evo: a WebAssembly-first plugin host for LLM agents.
+//!
+//! The host is the agent's operating system: the LLM is the CPU, skills are its
+//! instruction set. Skills are WebAssembly components built against Evo's WIT contract
+//! (`wit/skill.wit`) and run under wasmtime with time, memory and output limits and
+//! deny-by-default capabilities.
+//!
+//! - [`engine::wasm`] loads and runs Wasm skills.
+//! - [`skill`] describes skills ([`skill::meta::SkillMeta`]) and what they may ask of the
+//!   host ([`skill::context`]).
+//! - [`capabilities`] decides what a skill may touch.
+//! - [`error`] lists every error with its stable code.
+#![deny(missing_docs)]
+
+pub mod capabilities;
+pub mod engine;
+pub mod error;
+pub mod paths;
+pub mod skill;
+
+pub use error::{Error, Result};

@@ -1,0 +1,23 @@
+//! Where Evo keeps its data.
+
+use std::path::{Path, PathBuf};
+
+/// Environment variable naming the data directory.
+pub const EVO_HOME: &str = "EVO_HOME";
+
+/// The data directory: the explicit choice, else `$EVO_HOME`, else the platform data
+/// directory (`~/.local/share/evo` on Linux), else `./.evo`.
+pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
+    if let Some(dir) = explicit {
+        return dir.to_owned();
+    }
+    if let Some(dir) = std::env::var_os(EVO_HOME).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    dirs::data_dir().map_or_else(|| PathBuf::from(".evo"), |d| d.join("evo"))
+}
+
+/// The compiled-component cache inside a data directory.
+pub fn wasm_cache_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("cache").join("wasm")
+}

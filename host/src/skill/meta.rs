@@ -1,0 +1,372 @@
+//! Skill metadata, the `skill.json` contract, parsed in two stages.
+//!
+//! [`RawMeta`] is exactly what serde reads, with every field optional; [`SkillMeta::from_raw`]
+//! checks it and reports every problem at once, each with its field and a fix, so an
+//! author fixes a manifest in one round.
+//!
+//! ```
+//! use evo_host::skill::meta::SkillMeta;
+//!
+//! let meta = SkillMeta::from_json(r#"{
+//!     "name": "calculate",
+//!     "description": "Evaluates arithmetic.",
+//!     "input": { "type": "object" },
+//!     "output": { "type": "object" }
+//! }"#).unwrap();
+//! assert_eq!(meta.version, "1.0.0");
+//! assert_eq!(meta.timeout_ms, 30_000);
+//!
+//! let problems = SkillMeta::from_json(r#"{ "name": "Bad Name" }"#).unwrap_err();
+//! assert!(problems.iter().any(|p| p.field == "description"));
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::capabilities::{Access, DirRequest, MemoryAccess, RequestedCapabilities};
+
+/// Default `timeout` of the blueprint (§4.1): 30 s per call.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Default `version` of the blueprint (§4.1).
+pub const DEFAULT_VERSION: &str = "1.0.0";
+/// Longest accepted name; 64 characters fit every LLM tool-name limit.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// One problem in a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The field, as a path (`name`, `capabilities.dirs[0].path`).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} ({})", self.field, self.message, self.fix)
+    }
+}
+
+/// How a skill executes, as declared in its manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Deterministic code (built-in, Wasm or script).
+    #[default]
+    Code,
+    /// A prompt for the language model.
+    Llm,
+    /// A pipeline of other skills.
+    Composite,
+}
+
+/// Limits a skill asks for; the host clamps them to its policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestedLimits {
+    /// Linear memory across all memories, in MiB.
+    pub memory_mib: Option<u64>,
+    /// Fuel per call (enables deterministic metering).
+    pub fuel: Option<u64>,
+    /// Largest output, in bytes of JSON.
+    pub output_bytes: Option<u64>,
+}
+
+/// `skill.json` as read, before validation.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawMeta {
+    /// See [`SkillMeta::name`].
+    pub name: Option<String>,
+    /// See [`SkillMeta::description`].
+    pub description: Option<String>,
+    /// See [`SkillMeta::category`].
+    pub category: Option<String>,
+    /// See [`SkillMeta::input`].
+    pub input: Option<Value>,
+    /// See [`SkillMeta::output`].
+    pub output: Option<Value>,
+    /// See [`SkillMeta::mode`].
+    pub mode: Option<Value>,
+    /// See [`SkillMeta::calls`].
+    pub calls: Option<Vec<String>>,
+    /// See [`SkillMeta::version`].
+    pub version: Option<String>,
+    /// See [`SkillMeta::tags`].
+    pub tags: Option<Vec<String>>,
+    /// See [`SkillMeta::author`].
+    pub author: Option<String>,
+    /// See [`SkillMeta::timeout_ms`].
+    pub timeout: Option<Value>,
+    /// See [`SkillMeta::retry`].
+    pub retry: Option<Value>,
+    /// See [`SkillMeta::limits`].
+    pub limits: Option<Value>,
+    /// See [`SkillMeta::capabilities`].
+    pub capabilities: Option<Value>,
+}
+
+/// A validated skill manifest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillMeta {
+    /// Unique name, `^[a-z][a-z0-9_-]{0,63}$`.
+    pub name: String,
+    /// What the skill does; the model reads it to choose skills.
+    pub description: String,
+    /// Grouping for listings and prompts; `general` when not given.
+    pub category: String,
+    /// JSON Schema of the input.
+    pub input: Value,
+    /// JSON Schema of the output.
+    pub output: Value,
+    /// How it executes.
+    pub mode: Mode,
+    /// Skills it may call.
+    pub calls: Vec<String>,
+    /// SemVer version.
+    pub version: String,
+    /// Free-form tags.
+    pub tags: Vec<String>,
+    /// Author, if given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// Wall-clock limit per call, in milliseconds.
+    #[serde(rename = "timeout")]
+    pub timeout_ms: u64,
+    /// Retries on transient errors.
+    pub retry: u32,
+    /// Resource limits requested.
+    pub limits: RequestedLimits,
+    /// Capabilities requested.
+    pub capabilities: RequestedCapabilities,
+}
+
+/// Whether `name` is a valid skill name.
+pub fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && name.len() <= MAX_NAME_LEN
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-'))
+}
+
+impl SkillMeta {
+    /// Parses and validates `skill.json` text.
+    pub fn from_json(text: &str) -> Result<Self, Vec<Problem>> {
+        let raw: RawMeta = serde_json::from_str(text).map_err(|e| {
+            vec![problem("(manifest)", format!("not a JSON object: {e}"), "write the manifest as a JSON object")]
+        })?;
+        Self::from_raw(raw)
+    }
+
+    /// Validates a raw manifest, reporting every problem found.
+    pub fn from_raw(raw: RawMeta) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let missing: Vec<&str> = [("name", raw.name.is_none()), ("description", raw.description.is_none())]
+            .into_iter()
+            .filter_map(|(field, absent)| absent.then_some(field))
+            .collect();
+        for field in &missing {
+            problems.push(problem(
+                field,
+                format!("Missing required fields: {}", missing.join(", ")),
+                format!("add a `{field}` string"),
+            ));
+        }
+
+        let name = raw.name.unwrap_or_default();
+        if !missing.contains(&"name") && !is_valid_name(&name) {
+            problems.push(problem(
+                "name",
+                format!("{name:?} is not a valid skill name"),
+                "use 1–64 characters: a lowercase letter, then lowercase letters, digits, `-` or `_`",
+            ));
+        }
+        let description = raw.description.unwrap_or_default();
+        if !missing.contains(&"description") && description.trim().is_empty() {
+            problems.push(problem("description", "is empty", "say what the skill does and when to use it"));
+        }
+
+        let input = schema(&mut problems, "input", raw.input);
+        let output = schema(&mut problems, "output", raw.output);
+        let mode = match raw.mode {
+            None => Mode::Code,
+            Some(v) => serde_json::from_value(v.clone()).unwrap_or_else(|_| {
+                problems.push(problem("mode", format!("{v} is not a mode"), "use \"code\", \"llm\" or \"composite\""));
+                Mode::Code
+            }),
+        };
+        let calls = raw.calls.unwrap_or_default();
+        for (i, callee) in calls.iter().enumerate() {
+            if !is_valid_name(callee) {
+                problems.push(problem(&format!("calls[{i}]"), format!("{callee:?} is not a skill name"), "list skill names"));
+            }
+        }
+        let version = raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned());
+        if !is_semver(&version) {
+            problems.push(problem("version", format!("{version:?} is not MAJOR.MINOR.PATCH"), "use a SemVer version such as \"1.0.0\""));
+        }
+        let timeout_ms = match raw.timeout {
+            None => DEFAULT_TIMEOUT_MS,
+            Some(v) => match v.as_u64() {
+                Some(ms) if ms > 0 => ms,
+                _ => {
+                    problems.push(problem("timeout", format!("{v} is not a positive number of milliseconds"), "use e.g. 30000"));
+                    DEFAULT_TIMEOUT_MS
+                }
+            },
+        };
+        let retry = match raw.retry {
+            None => 0,
+            Some(v) => match v.as_u64().and_then(|r| u32::try_from(r).ok()) {
+                Some(r) => r,
+                None => {
+                    problems.push(problem("retry", format!("{v} is not a count"), "use a whole number such as 0 or 2"));
+                    0
+                }
+            },
+        };
+        let limits = match raw.limits {
+            None => RequestedLimits::default(),
+            Some(v) => serde_json::from_value(v).unwrap_or_else(|e| {
+                problems.push(problem("limits", e.to_string(), "use { \"memoryMib\": n, \"fuel\": n, \"outputBytes\": n }"));
+                RequestedLimits::default()
+            }),
+        };
+        let capabilities = capabilities(&mut problems, raw.capabilities);
+
+        if problems.is_empty() {
+            Ok(Self {
+                name,
+                description,
+                category: raw.category.unwrap_or_else(|| "general".to_owned()),
+                input,
+                output,
+                mode,
+                calls,
+                version,
+                tags: raw.tags.unwrap_or_default(),
+                author: raw.author,
+                timeout_ms,
+                retry,
+                limits,
+                capabilities,
+            })
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+fn problem(field: &str, message: impl Into<String>, fix: impl Into<String>) -> Problem {
+    Problem { field: field.to_owned(), message: message.into(), fix: fix.into() }
+}
+
+fn schema(problems: &mut Vec<Problem>, field: &str, value: Option<Value>) -> Value {
+    match value {
+        None => serde_json::json!({ "type": "object" }),
+        Some(v @ (Value::Object(_) | Value::Bool(_))) => v,
+        Some(v) => {
+            problems.push(problem(field, format!("{v} is not a JSON Schema"), "give a schema object such as { \"type\": \"object\" }"));
+            Value::Null
+        }
+    }
+}
+
+fn is_semver(version: &str) -> bool {
+    let core = version.split(['-', '+']).next().unwrap_or_default();
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapabilities {
+    #[serde(default)]
+    dirs: Vec<RawDir>,
+    #[serde(default)]
+    llm: bool,
+    #[serde(default)]
+    memory: MemoryAccess,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDir {
+    path: String,
+    access: Access,
+    #[serde(default)]
+    reason: String,
+}
+
+fn capabilities(problems: &mut Vec<Problem>, value: Option<Value>) -> RequestedCapabilities {
+    let Some(value) = value else { return RequestedCapabilities::default() };
+    let raw: RawCapabilities = match serde_json::from_value(value) {
+        Ok(raw) => raw,
+        Err(e) => {
+            problems.push(problem(
+                "capabilities",
+                e.to_string(),
+                "use { \"dirs\": [{ \"path\": \"/data\", \"access\": \"read\" }], \"llm\": bool, \"memory\": \"none\"|\"read\"|\"read-write\" }",
+            ));
+            return RequestedCapabilities::default();
+        }
+    };
+    let mut dirs = Vec::new();
+    for (i, dir) in raw.dirs.into_iter().enumerate() {
+        match DirRequest::new(&dir.path, dir.access, dir.reason) {
+            Ok(request) => dirs.push(request),
+            Err(message) => problems.push(problem(
+                &format!("capabilities.dirs[{i}].path"),
+                message,
+                "use an absolute guest path without `..`, such as \"/data\"",
+            )),
+        }
+    }
+    RequestedCapabilities { dirs, llm: raw.llm, memory: raw.memory }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_blueprint() {
+        let meta = SkillMeta::from_json(r#"{"name":"memory_search","description":"d"}"#).unwrap();
+        assert_eq!(meta.version, "1.0.0");
+        assert_eq!(meta.timeout_ms, 30_000);
+        assert_eq!(meta.retry, 0);
+        assert!(meta.calls.is_empty());
+        assert!(meta.tags.is_empty());
+        assert_eq!(meta.category, "general");
+        assert_eq!(meta.mode, Mode::Code);
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let problems = SkillMeta::from_json(
+            r#"{"version":"one","timeout":-5,"input":7,"capabilities":{"dirs":[{"path":"../etc","access":"read"}]}}"#,
+        )
+        .unwrap_err();
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["name", "description", "input", "version", "timeout", "capabilities.dirs[0].path"]
+        );
+        assert_eq!(problems[0].message, "Missing required fields: name, description");
+    }
+
+    #[test]
+    fn names_follow_the_pattern() {
+        for ok in ["calculate", "git-commit", "memory_search", "a", &"a".repeat(64)] {
+            assert!(is_valid_name(ok), "{ok}");
+        }
+        for bad in ["", "Calculate", "1abc", "-a", "a b", "a.b", &"a".repeat(65)] {
+            assert!(!is_valid_name(bad), "{bad}");
+        }
+    }
+}
