@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::Error;
 use crate::__private::bindings::evo::skill::{context as host, types};
+use crate::Error;
 
 pub use types::LogLevel;
 
@@ -47,11 +47,15 @@ pub(crate) fn take_memory_writes() -> Vec<types::MemoryWrite> {
 /// # Ok::<(), evo_guest::Error>(())
 /// ```
 pub fn call<I: Serialize, O: DeserializeOwned>(skill: &str, input: &I) -> Result<O, Error> {
-    let input = serde_json::to_string(input)
-        .map_err(|e| Error::invalid_input(format!("could not encode the input for {skill}: {e}")))?;
+    let input = serde_json::to_string(input).map_err(|e| {
+        Error::invalid_input(format!("could not encode the input for {skill}: {e}"))
+    })?;
     let output = host::call(skill, &input)?;
-    serde_json::from_str(&output)
-        .map_err(|e| Error::failed(format!("{skill} returned output this skill cannot read: {e}")))
+    serde_json::from_str(&output).map_err(|e| {
+        Error::failed(format!(
+            "{skill} returned output this skill cannot read: {e}"
+        ))
+    })
 }
 
 /// Asks the language model (needs [`crate::Manifest::llm`]).
@@ -89,7 +93,10 @@ pub fn remember(text: impl Into<String>, category: Option<&str>) {
 pub fn emit<T: Serialize>(event: &T) {
     match serde_json::to_string(event) {
         Ok(json) => host::emit(&json),
-        Err(e) => log(LogLevel::Warn, &format!("event not emitted, it is not JSON: {e}")),
+        Err(e) => log(
+            LogLevel::Warn,
+            &format!("event not emitted, it is not JSON: {e}"),
+        ),
     }
 }
 
@@ -132,7 +139,9 @@ pub mod scratch {
         host::scratch_get(key)
             .map(|json| {
                 serde_json::from_str(&json).map_err(|e| {
-                    Error::failed(format!("scratch value {key:?} has an unexpected shape: {e}"))
+                    Error::failed(format!(
+                        "scratch value {key:?} has an unexpected shape: {e}"
+                    ))
                 })
             })
             .transpose()

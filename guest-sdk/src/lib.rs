@@ -180,8 +180,9 @@ pub mod __private {
     /// Decodes the input, runs `S`, and encodes the output.
     pub fn execute<S: Skill>(input: &str) -> Result<SkillOutput, SkillError> {
         let _ = crate::context::take_memory_writes();
-        let input: S::Input = serde_json::from_str(input)
-            .map_err(|e| SkillError::InvalidInput(format!("input does not match the schema: {e}")))?;
+        let input: S::Input = serde_json::from_str(input).map_err(|e| {
+            SkillError::InvalidInput(format!("input does not match the schema: {e}"))
+        })?;
         let output = S::execute(input).map_err(SkillError::from)?;
         let output = serde_json::to_string(&output)
             .map_err(|e| SkillError::Failed(format!("could not encode the output as JSON: {e}")))?;

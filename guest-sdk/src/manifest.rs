@@ -175,7 +175,12 @@ impl Manifest {
     }
 
     /// Requests a directory, seen by the skill at `path`.
-    pub fn dir(mut self, path: impl Into<String>, access: Access, reason: impl Into<String>) -> Self {
+    pub fn dir(
+        mut self,
+        path: impl Into<String>,
+        access: Access,
+        reason: impl Into<String>,
+    ) -> Self {
         self.capabilities.dirs.push(DirRequest {
             path: path.into(),
             access,

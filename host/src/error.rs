@@ -240,7 +240,10 @@ impl Error {
                 Some("raise `limits.memoryMib` in the manifest, within the host's policy")
             }
             Self::OutputLimit { .. } => Some("return less data, or raise `limits.outputBytes`"),
-            Self::Skill { kind: FailureKind::Denied, .. } => Some(
+            Self::Skill {
+                kind: FailureKind::Denied,
+                ..
+            } => Some(
                 "grant the capability the skill asks for (e.g. `--dir HOST::GUEST`), if you trust it",
             ),
             Self::NotASkill { .. } | Self::InvalidComponent { .. } => Some(

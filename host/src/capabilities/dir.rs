@@ -5,7 +5,7 @@
 //! (symlinks, `..`) before it is opened, and everything below it is reached through a
 //! capability handle (cap-std), so neither `..` nor a symlink inside it leads out.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -25,7 +25,11 @@ pub struct DirRequest {
 impl DirRequest {
     /// Checks that `path` is absolute and contains no `.`/`..` segments.
     pub fn new(path: &str, access: Access, reason: impl Into<String>) -> Result<Self, String> {
-        Ok(Self { path: normalize_guest_path(path)?, access, reason: reason.into() })
+        Ok(Self {
+            path: normalize_guest_path(path)?,
+            access,
+            reason: reason.into(),
+        })
     }
 }
 
@@ -50,7 +54,11 @@ impl DirPolicy {
         if !canonical.is_dir() {
             return Err(format!("{} is not a directory", host.display()));
         }
-        Ok(Self { host: canonical, guest: normalize_guest_path(guest)?, access })
+        Ok(Self {
+            host: canonical,
+            guest: normalize_guest_path(guest)?,
+            access,
+        })
     }
 
     /// Parses the CLI form `HOST::GUEST[:ro|:rw]` (read-write unless `:ro`), or just
@@ -94,7 +102,11 @@ pub(super) fn grant(request: &DirRequest, policy: &[DirPolicy]) -> Result<DirGra
     policy
         .iter()
         .find_map(|p| {
-            p.allows(request).map(|access| DirGrant { host: p.host.clone(), guest: p.guest.clone(), access })
+            p.allows(request).map(|access| DirGrant {
+                host: p.host.clone(),
+                guest: p.guest.clone(),
+                access,
+            })
         })
         .ok_or_else(|| {
             format!(
@@ -105,20 +117,16 @@ pub(super) fn grant(request: &DirRequest, policy: &[DirPolicy]) -> Result<DirGra
 }
 
 fn normalize_guest_path(path: &str) -> Result<String, String> {
-    let p = Path::new(path);
-    if !p.is_absolute() {
+    let Some(rest) = path.strip_prefix('/') else {
         return Err(format!("{path:?} is not an absolute path"));
-    }
+    };
     let mut out = String::new();
-    for component in p.components() {
-        match component {
-            Component::RootDir => {}
-            Component::Normal(segment) => {
-                out.push('/');
-                out.push_str(&segment.to_string_lossy());
-            }
-            _ => return Err(format!("{path:?} contains `.` or `..`")),
+    for segment in rest.split('/').filter(|s| !s.is_empty()) {
+        if segment == "." || segment == ".." {
+            return Err(format!("{path:?} contains `.` or `..`"));
         }
+        out.push('/');
+        out.push_str(segment);
     }
     if out.is_empty() {
         return Err("the guest root `/` cannot be granted".to_owned());
@@ -141,13 +149,22 @@ mod tests {
             (Access::Read, "/data", Access::Read, Some(Access::Read)),
             (Access::Read, "/data", Access::ReadWrite, Some(Access::Read)),
             (Access::ReadWrite, "/data", Access::Read, Some(Access::Read)),
-            (Access::ReadWrite, "/data", Access::ReadWrite, Some(Access::ReadWrite)),
+            (
+                Access::ReadWrite,
+                "/data",
+                Access::ReadWrite,
+                Some(Access::ReadWrite),
+            ),
             (Access::ReadWrite, "/data/sub", Access::Read, None),
             (Access::ReadWrite, "/other", Access::Read, None),
         ];
         for (allowed, path, requested, expected) in table {
             let policy = DirPolicy::new(dir.path(), "/data", allowed).unwrap();
-            assert_eq!(policy.allows(&request(path, requested)), expected, "{allowed:?} {path} {requested:?}");
+            assert_eq!(
+                policy.allows(&request(path, requested)),
+                expected,
+                "{allowed:?} {path} {requested:?}"
+            );
         }
     }
 
@@ -168,8 +185,15 @@ mod tests {
         let rw = DirPolicy::parse(&format!("{host}::/data")).unwrap();
         assert_eq!(rw.access, Access::ReadWrite);
         let same = DirPolicy::parse(&host.to_string()).unwrap();
-        assert_eq!(same.guest, dir.path().canonicalize().unwrap().to_string_lossy());
-        assert!(DirPolicy::parse("/no/such/dir::/data").unwrap_err().contains("/no/such/dir"));
+        assert_eq!(
+            same.guest,
+            dir.path().canonicalize().unwrap().to_string_lossy()
+        );
+        assert!(
+            DirPolicy::parse("/no/such/dir::/data")
+                .unwrap_err()
+                .contains("/no/such/dir")
+        );
     }
 
     #[test]

@@ -84,7 +84,9 @@ impl Grant {
         }
         grant.llm = requested.llm && policy.llm;
         if requested.llm && !policy.llm {
-            grant.refused.push("llm: the host policy does not allow the language model".to_owned());
+            grant
+                .refused
+                .push("llm: the host policy does not allow the language model".to_owned());
         }
         grant.memory = requested.memory.min(policy.memory);
         if grant.memory < requested.memory {
@@ -118,15 +120,37 @@ mod tests {
     #[test]
     fn memory_is_the_lesser_of_request_and_policy() {
         let table = [
-            (MemoryAccess::None, MemoryAccess::ReadWrite, MemoryAccess::None),
-            (MemoryAccess::Read, MemoryAccess::ReadWrite, MemoryAccess::Read),
-            (MemoryAccess::ReadWrite, MemoryAccess::Read, MemoryAccess::Read),
-            (MemoryAccess::ReadWrite, MemoryAccess::ReadWrite, MemoryAccess::ReadWrite),
+            (
+                MemoryAccess::None,
+                MemoryAccess::ReadWrite,
+                MemoryAccess::None,
+            ),
+            (
+                MemoryAccess::Read,
+                MemoryAccess::ReadWrite,
+                MemoryAccess::Read,
+            ),
+            (
+                MemoryAccess::ReadWrite,
+                MemoryAccess::Read,
+                MemoryAccess::Read,
+            ),
+            (
+                MemoryAccess::ReadWrite,
+                MemoryAccess::ReadWrite,
+                MemoryAccess::ReadWrite,
+            ),
         ];
         for (requested, allowed, expected) in table {
             let grant = Grant::new(
-                &RequestedCapabilities { memory: requested, ..Default::default() },
-                &Policy { memory: allowed, ..Default::default() },
+                &RequestedCapabilities {
+                    memory: requested,
+                    ..Default::default()
+                },
+                &Policy {
+                    memory: allowed,
+                    ..Default::default()
+                },
             );
             assert_eq!(grant.memory, expected, "{requested:?} ∩ {allowed:?}");
         }

@@ -55,7 +55,11 @@ pub(crate) struct Globals {
 /// A command failure: an Evo error, or a usage problem found by the CLI itself.
 pub(crate) enum Failure {
     Evo(Error),
-    Usage { code: &'static str, message: String, hint: Option<String> },
+    Usage {
+        code: &'static str,
+        message: String,
+        hint: Option<String>,
+    },
 }
 
 impl From<Error> for Failure {
@@ -67,8 +71,14 @@ impl From<Error> for Failure {
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    let globals = Globals { data_dir: evo_host::paths::data_dir(cli.data_dir.as_deref()), json: cli.json };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let globals = Globals {
+        data_dir: evo_host::paths::data_dir(cli.data_dir.as_deref()),
+        json: cli.json,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error[RUNTIME_ERROR]: could not start the async runtime: {e}");
@@ -88,8 +98,17 @@ pub(crate) fn main() -> ExitCode {
 
 fn report(failure: &Failure, json: bool) -> ExitCode {
     let (code, message, hint, exit) = match failure {
-        Failure::Evo(e) => (e.code(), e.to_string(), e.hint().map(str::to_owned), if e.is_bad_input() { 2 } else { 1 }),
-        Failure::Usage { code, message, hint } => (*code, message.clone(), hint.clone(), 2),
+        Failure::Evo(e) => (
+            e.code(),
+            e.to_string(),
+            e.hint().map(str::to_owned),
+            if e.is_bad_input() { 2 } else { 1 },
+        ),
+        Failure::Usage {
+            code,
+            message,
+            hint,
+        } => (*code, message.clone(), hint.clone(), 2),
     };
     if json {
         let value = serde_json::json!({ "success": false, "error": message, "code": code });
@@ -110,5 +129,9 @@ fn init_tracing(verbose: u8) {
         _ => "debug,cranelift_codegen=info,wasmtime=info",
     };
     let filter = EnvFilter::try_from_env("EVO_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }

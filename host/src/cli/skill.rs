@@ -51,33 +51,49 @@ impl Grants {
                 DirPolicy::parse(spec).map_err(|message| Failure::Usage {
                     code: "INVALID_ARGUMENT",
                     message: format!("--dir {spec}: {message}"),
-                    hint: Some("use HOST::GUEST or HOST::GUEST:ro with an existing host directory".into()),
+                    hint: Some(
+                        "use HOST::GUEST or HOST::GUEST:ro with an existing host directory".into(),
+                    ),
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(Policy { dirs, ..Policy::default() })
+        Ok(Policy {
+            dirs,
+            ..Policy::default()
+        })
     }
 }
 
 pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), Failure> {
     match command {
-        SkillCommand::Run { skill, input, grants } => {
+        SkillCommand::Run {
+            skill,
+            input,
+            grants,
+        } => {
             let input = read_input(input)?;
             let skill = load(&skill, &grants.policy()?, globals).await?;
             let json_mode = globals.json;
-            let events: evo_host::skill::context::EventSink = std::sync::Arc::new(move |e: SkillEvent| {
-                if !json_mode {
-                    eprintln!("event from {}: {}", e.skill, e.event);
-                }
-            });
-            let run = RunContext { events: Some(events), ..RunContext::default() };
+            let events: evo_host::skill::context::EventSink =
+                std::sync::Arc::new(move |e: SkillEvent| {
+                    if !json_mode {
+                        eprintln!("event from {}: {}", e.skill, e.event);
+                    }
+                });
+            let run = RunContext {
+                events: Some(events),
+                ..RunContext::default()
+            };
             let outcome = skill.call(&input, &run).await?;
             if globals.json {
                 let mut value = serde_json::to_value(&outcome).map_err(internal)?;
                 value["success"] = json!(true);
                 println!("{value}");
             } else {
-                println!("{}", serde_json::to_string_pretty(&outcome.output).map_err(internal)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&outcome.output).map_err(internal)?
+                );
             }
             Ok(())
         }
@@ -115,19 +131,36 @@ fn print_info(skill: &WasmSkill) {
         limits.timeout_ms,
         limits.memory_mib,
         limits.output_bytes,
-        limits.fuel.map(|f| format!(", {f} fuel")).unwrap_or_default()
+        limits
+            .fuel
+            .map(|f| format!(", {f} fuel"))
+            .unwrap_or_default()
     );
     let grant = skill.grant();
     if meta.capabilities.dirs.is_empty() && !meta.capabilities.llm && grant.refused.is_empty() {
         println!("  requests:   nothing (pure computation)");
     }
     for dir in &grant.dirs {
-        println!("  granted:    {} → {} ({:?})", dir.host.display(), dir.guest, dir.access);
+        println!(
+            "  granted:    {} → {} ({:?})",
+            dir.host.display(),
+            dir.guest,
+            dir.access
+        );
     }
     for refused in &grant.refused {
         println!("  not granted: {refused}");
     }
-    println!("  api:        evo:skill@{}{}", skill.info().api_version, skill.info().sdk.as_deref().map(|s| format!(" ({s})")).unwrap_or_default());
+    println!(
+        "  api:        evo:skill@{}{}",
+        skill.info().api_version,
+        skill
+            .info()
+            .sdk
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default()
+    );
     println!("  digest:     sha256:{}", skill.digest());
 }
 
@@ -152,11 +185,13 @@ async fn load(path: &Path, policy: &Policy, globals: &Globals) -> Result<WasmSki
 fn read_input(input: String) -> Result<String, Failure> {
     let input = if input == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| Failure::Usage {
-            code: "INVALID_INPUT",
-            message: format!("could not read the input from stdin: {e}"),
-            hint: None,
-        })?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::Usage {
+                code: "INVALID_INPUT",
+                message: format!("could not read the input from stdin: {e}"),
+                hint: None,
+            })?;
         text
     } else {
         input
@@ -165,12 +200,18 @@ fn read_input(input: String) -> Result<String, Failure> {
         return Err(Failure::Usage {
             code: "INVALID_INPUT",
             message: format!("--input is not valid JSON: {e}"),
-            hint: Some("quote the JSON for your shell, e.g. --input '{\"expression\":\"1+2\"}'".into()),
+            hint: Some(
+                "quote the JSON for your shell, e.g. --input '{\"expression\":\"1+2\"}'".into(),
+            ),
         });
     }
     Ok(input)
 }
 
 fn internal(error: serde_json::Error) -> Failure {
-    Failure::Usage { code: "INTERNAL_ERROR", message: error.to_string(), hint: None }
+    Failure::Usage {
+        code: "INTERNAL_ERROR",
+        message: error.to_string(),
+        hint: None,
+    }
 }

@@ -37,7 +37,10 @@ pub struct ContextError {
 impl ContextError {
     /// A failure of `kind` with `message`.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
@@ -92,13 +95,26 @@ pub struct LlmRequest {
 /// everything else (depth limits, validation, deduplication).
 pub trait KernelServices: Send + Sync + fmt::Debug {
     /// Runs skill `skill` on JSON `input` on behalf of `caller`.
-    fn call(&self, caller: String, skill: String, input: String) -> BoxFuture<'_, Result<String, ContextError>>;
+    fn call(
+        &self,
+        caller: String,
+        skill: String,
+        input: String,
+    ) -> BoxFuture<'_, Result<String, ContextError>>;
     /// Asks the language model.
     fn llm(&self, request: LlmRequest) -> BoxFuture<'_, Result<String, ContextError>>;
     /// Searches long-term memory.
-    fn memory_search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>>;
+    fn memory_search(
+        &self,
+        query: String,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>>;
     /// Stores text in long-term memory.
-    fn memory_store(&self, text: String, category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome, ContextError>>;
+    fn memory_store(
+        &self,
+        text: String,
+        category: Option<String>,
+    ) -> BoxFuture<'_, Result<StoreOutcome, ContextError>>;
     /// Forgets entries by id or query.
     fn memory_forget(&self, query: String) -> BoxFuture<'_, Result<u32, ContextError>>;
 }
@@ -109,26 +125,44 @@ pub trait KernelServices: Send + Sync + fmt::Debug {
 pub struct Unwired;
 
 impl KernelServices for Unwired {
-    fn call(&self, _caller: String, skill: String, _input: String) -> BoxFuture<'_, Result<String, ContextError>> {
+    fn call(
+        &self,
+        _caller: String,
+        skill: String,
+        _input: String,
+    ) -> BoxFuture<'_, Result<String, ContextError>> {
         Box::pin(async move {
             Err(ContextError::new(
                 FailureKind::NotFound,
-                format!("skill {skill:?} is not available: this host runs a single skill with no skill registry attached"),
+                format!(
+                    "skill {skill:?} is not available: this host runs a single skill with no skill registry attached"
+                ),
             ))
         })
     }
 
     fn llm(&self, _request: LlmRequest) -> BoxFuture<'_, Result<String, ContextError>> {
         Box::pin(async {
-            Err(ContextError::new(FailureKind::Denied, "no language model is configured for this host"))
+            Err(ContextError::new(
+                FailureKind::Denied,
+                "no language model is configured for this host",
+            ))
         })
     }
 
-    fn memory_search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>> {
+    fn memory_search(
+        &self,
+        _query: String,
+        _limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>> {
         Box::pin(async { Err(no_memory()) })
     }
 
-    fn memory_store(&self, _text: String, _category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome, ContextError>> {
+    fn memory_store(
+        &self,
+        _text: String,
+        _category: Option<String>,
+    ) -> BoxFuture<'_, Result<StoreOutcome, ContextError>> {
         Box::pin(async { Err(no_memory()) })
     }
 
@@ -168,11 +202,15 @@ impl Scratch {
     /// Sets `key` to `value`, enforcing the size caps; returns why a write was refused.
     pub fn set(&self, key: &str, value: Value) -> Result<(), String> {
         if key.len() > MAX_SCRATCH_KEY_BYTES {
-            return Err(format!("scratch key longer than {MAX_SCRATCH_KEY_BYTES} bytes"));
+            return Err(format!(
+                "scratch key longer than {MAX_SCRATCH_KEY_BYTES} bytes"
+            ));
         }
         let mut values = self.lock();
         if values.len() >= MAX_SCRATCH_ENTRIES && !values.contains_key(key) {
-            return Err(format!("scratch already holds {MAX_SCRATCH_ENTRIES} entries"));
+            return Err(format!(
+                "scratch already holds {MAX_SCRATCH_ENTRIES} entries"
+            ));
         }
         values.insert(key.to_owned(), value);
         Ok(())
@@ -186,7 +224,9 @@ impl Scratch {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Value>> {
         // A panic while holding this lock cannot leave the map half-written (each
         // operation is a single insert or read), so a poisoned lock is still usable.
-        self.values.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.values
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -213,7 +253,11 @@ impl fmt::Debug for RunContext {
 
 impl Default for RunContext {
     fn default() -> Self {
-        Self { scratch: Scratch::default(), events: None, services: Arc::new(Unwired) }
+        Self {
+            scratch: Scratch::default(),
+            events: None,
+            services: Arc::new(Unwired),
+        }
     }
 }
 
@@ -224,21 +268,34 @@ mod tests {
     #[test]
     fn scratch_refuses_oversized_keys_and_too_many_entries() {
         let scratch = Scratch::default();
-        assert!(scratch.set(&"k".repeat(MAX_SCRATCH_KEY_BYTES + 1), Value::Null).is_err());
+        assert!(
+            scratch
+                .set(&"k".repeat(MAX_SCRATCH_KEY_BYTES + 1), Value::Null)
+                .is_err()
+        );
         for i in 0..MAX_SCRATCH_ENTRIES {
             scratch.set(&i.to_string(), Value::from(i)).unwrap();
         }
-        assert_eq!(scratch.set("one-more", Value::Null).unwrap_err(), "scratch already holds 1024 entries");
+        assert_eq!(
+            scratch.set("one-more", Value::Null).unwrap_err(),
+            "scratch already holds 1024 entries"
+        );
         scratch.set("0", Value::from("replaced")).unwrap();
         assert_eq!(scratch.get("0"), Some(Value::from("replaced")));
     }
 
     #[tokio::test]
     async fn unwired_services_explain_themselves() {
-        let err = Unwired.call("a".into(), "b".into(), "{}".into()).await.unwrap_err();
+        let err = Unwired
+            .call("a".into(), "b".into(), "{}".into())
+            .await
+            .unwrap_err();
         assert_eq!(err.kind, FailureKind::NotFound);
         assert!(err.message.contains("\"b\""));
         let err = Unwired.memory_search("q".into(), 3).await.unwrap_err();
-        assert_eq!(err.to_string(), "denied: no memory is attached to this host");
+        assert_eq!(
+            err.to_string(),
+            "denied: no memory is attached to this host"
+        );
     }
 }

@@ -158,7 +158,11 @@ impl SkillMeta {
     /// Parses and validates `skill.json` text.
     pub fn from_json(text: &str) -> Result<Self, Vec<Problem>> {
         let raw: RawMeta = serde_json::from_str(text).map_err(|e| {
-            vec![problem("(manifest)", format!("not a JSON object: {e}"), "write the manifest as a JSON object")]
+            vec![problem(
+                "(manifest)",
+                format!("not a JSON object: {e}"),
+                "write the manifest as a JSON object",
+            )]
         })?;
         Self::from_raw(raw)
     }
@@ -166,10 +170,13 @@ impl SkillMeta {
     /// Validates a raw manifest, reporting every problem found.
     pub fn from_raw(raw: RawMeta) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
-        let missing: Vec<&str> = [("name", raw.name.is_none()), ("description", raw.description.is_none())]
-            .into_iter()
-            .filter_map(|(field, absent)| absent.then_some(field))
-            .collect();
+        let missing: Vec<&str> = [
+            ("name", raw.name.is_none()),
+            ("description", raw.description.is_none()),
+        ]
+        .into_iter()
+        .filter_map(|(field, absent)| absent.then_some(field))
+        .collect();
         for field in &missing {
             problems.push(problem(
                 field,
@@ -188,7 +195,11 @@ impl SkillMeta {
         }
         let description = raw.description.unwrap_or_default();
         if !missing.contains(&"description") && description.trim().is_empty() {
-            problems.push(problem("description", "is empty", "say what the skill does and when to use it"));
+            problems.push(problem(
+                "description",
+                "is empty",
+                "say what the skill does and when to use it",
+            ));
         }
 
         let input = schema(&mut problems, "input", raw.input);
@@ -196,26 +207,42 @@ impl SkillMeta {
         let mode = match raw.mode {
             None => Mode::Code,
             Some(v) => serde_json::from_value(v.clone()).unwrap_or_else(|_| {
-                problems.push(problem("mode", format!("{v} is not a mode"), "use \"code\", \"llm\" or \"composite\""));
+                problems.push(problem(
+                    "mode",
+                    format!("{v} is not a mode"),
+                    "use \"code\", \"llm\" or \"composite\"",
+                ));
                 Mode::Code
             }),
         };
         let calls = raw.calls.unwrap_or_default();
         for (i, callee) in calls.iter().enumerate() {
             if !is_valid_name(callee) {
-                problems.push(problem(&format!("calls[{i}]"), format!("{callee:?} is not a skill name"), "list skill names"));
+                problems.push(problem(
+                    &format!("calls[{i}]"),
+                    format!("{callee:?} is not a skill name"),
+                    "list skill names",
+                ));
             }
         }
         let version = raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned());
         if !is_semver(&version) {
-            problems.push(problem("version", format!("{version:?} is not MAJOR.MINOR.PATCH"), "use a SemVer version such as \"1.0.0\""));
+            problems.push(problem(
+                "version",
+                format!("{version:?} is not MAJOR.MINOR.PATCH"),
+                "use a SemVer version such as \"1.0.0\"",
+            ));
         }
         let timeout_ms = match raw.timeout {
             None => DEFAULT_TIMEOUT_MS,
             Some(v) => match v.as_u64() {
                 Some(ms) if ms > 0 => ms,
                 _ => {
-                    problems.push(problem("timeout", format!("{v} is not a positive number of milliseconds"), "use e.g. 30000"));
+                    problems.push(problem(
+                        "timeout",
+                        format!("{v} is not a positive number of milliseconds"),
+                        "use e.g. 30000",
+                    ));
                     DEFAULT_TIMEOUT_MS
                 }
             },
@@ -225,7 +252,11 @@ impl SkillMeta {
             Some(v) => match v.as_u64().and_then(|r| u32::try_from(r).ok()) {
                 Some(r) => r,
                 None => {
-                    problems.push(problem("retry", format!("{v} is not a count"), "use a whole number such as 0 or 2"));
+                    problems.push(problem(
+                        "retry",
+                        format!("{v} is not a count"),
+                        "use a whole number such as 0 or 2",
+                    ));
                     0
                 }
             },
@@ -233,7 +264,11 @@ impl SkillMeta {
         let limits = match raw.limits {
             None => RequestedLimits::default(),
             Some(v) => serde_json::from_value(v).unwrap_or_else(|e| {
-                problems.push(problem("limits", e.to_string(), "use { \"memoryMib\": n, \"fuel\": n, \"outputBytes\": n }"));
+                problems.push(problem(
+                    "limits",
+                    e.to_string(),
+                    "use { \"memoryMib\": n, \"fuel\": n, \"outputBytes\": n }",
+                ));
                 RequestedLimits::default()
             }),
         };
@@ -263,7 +298,11 @@ impl SkillMeta {
 }
 
 fn problem(field: &str, message: impl Into<String>, fix: impl Into<String>) -> Problem {
-    Problem { field: field.to_owned(), message: message.into(), fix: fix.into() }
+    Problem {
+        field: field.to_owned(),
+        message: message.into(),
+        fix: fix.into(),
+    }
 }
 
 fn schema(problems: &mut Vec<Problem>, field: &str, value: Option<Value>) -> Value {
@@ -271,7 +310,11 @@ fn schema(problems: &mut Vec<Problem>, field: &str, value: Option<Value>) -> Val
         None => serde_json::json!({ "type": "object" }),
         Some(v @ (Value::Object(_) | Value::Bool(_))) => v,
         Some(v) => {
-            problems.push(problem(field, format!("{v} is not a JSON Schema"), "give a schema object such as { \"type\": \"object\" }"));
+            problems.push(problem(
+                field,
+                format!("{v} is not a JSON Schema"),
+                "give a schema object such as { \"type\": \"object\" }",
+            ));
             Value::Null
         }
     }
@@ -280,7 +323,10 @@ fn schema(problems: &mut Vec<Problem>, field: &str, value: Option<Value>) -> Val
 fn is_semver(version: &str) -> bool {
     let core = version.split(['-', '+']).next().unwrap_or_default();
     let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[derive(Deserialize)]
@@ -304,7 +350,9 @@ struct RawDir {
 }
 
 fn capabilities(problems: &mut Vec<Problem>, value: Option<Value>) -> RequestedCapabilities {
-    let Some(value) = value else { return RequestedCapabilities::default() };
+    let Some(value) = value else {
+        return RequestedCapabilities::default();
+    };
     let raw: RawCapabilities = match serde_json::from_value(value) {
         Ok(raw) => raw,
         Err(e) => {
@@ -327,7 +375,11 @@ fn capabilities(problems: &mut Vec<Problem>, value: Option<Value>) -> RequestedC
             )),
         }
     }
-    RequestedCapabilities { dirs, llm: raw.llm, memory: raw.memory }
+    RequestedCapabilities {
+        dirs,
+        llm: raw.llm,
+        memory: raw.memory,
+    }
 }
 
 #[cfg(test)]
@@ -355,14 +407,30 @@ mod tests {
         let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
         assert_eq!(
             fields,
-            ["name", "description", "input", "version", "timeout", "capabilities.dirs[0].path"]
+            [
+                "name",
+                "description",
+                "input",
+                "version",
+                "timeout",
+                "capabilities.dirs[0].path"
+            ]
         );
-        assert_eq!(problems[0].message, "Missing required fields: name, description");
+        assert_eq!(
+            problems[0].message,
+            "Missing required fields: name, description"
+        );
     }
 
     #[test]
     fn names_follow_the_pattern() {
-        for ok in ["calculate", "git-commit", "memory_search", "a", &"a".repeat(64)] {
+        for ok in [
+            "calculate",
+            "git-commit",
+            "memory_search",
+            "a",
+            &"a".repeat(64),
+        ] {
             assert!(is_valid_name(ok), "{ok}");
         }
         for bad in ["", "Calculate", "1abc", "-a", "a b", "a.b", &"a".repeat(65)] {

@@ -25,7 +25,11 @@ impl fmt::Display for ExprError {
 
 /// Evaluates `source`; the result is always a finite number.
 pub fn evaluate(source: &str) -> Result<f64, ExprError> {
-    let mut parser = Parser { chars: source.chars().collect(), pos: 0, depth: 0 };
+    let mut parser = Parser {
+        chars: source.chars().collect(),
+        pos: 0,
+        depth: 0,
+    };
     parser.skip_space();
     if parser.peek().is_none() {
         return Err(parser.error("the expression is empty"));
@@ -36,7 +40,10 @@ pub fn evaluate(source: &str) -> Result<f64, ExprError> {
         return Err(parser.error(format!("unexpected '{c}'")));
     }
     if !value.is_finite() {
-        return Err(ExprError { message: "the result is not a finite number".into(), offset: 0 });
+        return Err(ExprError {
+            message: "the result is not a finite number".into(),
+            offset: 0,
+        });
     }
     Ok(value)
 }
@@ -49,7 +56,10 @@ struct Parser {
 
 impl Parser {
     fn error(&self, message: impl Into<String>) -> ExprError {
-        ExprError { message: message.into(), offset: self.pos }
+        ExprError {
+            message: message.into(),
+            offset: self.pos,
+        }
     }
 
     fn peek(&self) -> Option<char> {
@@ -101,7 +111,10 @@ impl Parser {
                 let at = self.pos;
                 let divisor = self.unary()?;
                 if divisor == 0.0 {
-                    return Err(ExprError { message: "division by zero".into(), offset: at });
+                    return Err(ExprError {
+                        message: "division by zero".into(),
+                        offset: at,
+                    });
                 }
                 value /= divisor;
             } else if self.eat('%') {
@@ -109,7 +122,10 @@ impl Parser {
                 let at = self.pos;
                 let divisor = self.unary()?;
                 if divisor == 0.0 {
-                    return Err(ExprError { message: "remainder by zero".into(), offset: at });
+                    return Err(ExprError {
+                        message: "remainder by zero".into(),
+                        offset: at,
+                    });
                 }
                 value %= divisor;
             } else {
@@ -167,7 +183,10 @@ impl Parser {
             self.pos += 1;
         }
         if matches!(self.peek(), Some('e' | 'E'))
-            && self.chars.get(self.pos + 1).is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
+            && self
+                .chars
+                .get(self.pos + 1)
+                .is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
         {
             self.pos += 2;
             while self.peek().is_some_and(|c| c.is_ascii_digit()) {
@@ -175,20 +194,32 @@ impl Parser {
             }
         }
         let text: String = self.chars[start..self.pos].iter().collect();
-        text.parse().map_err(|_| ExprError { message: format!("'{text}' is not a number"), offset: start })
+        text.parse().map_err(|_| ExprError {
+            message: format!("'{text}' is not a number"),
+            offset: start,
+        })
     }
 
     fn name(&mut self) -> Result<f64, ExprError> {
         let start = self.pos;
-        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
             self.pos += 1;
         }
-        let name: String = self.chars[start..self.pos].iter().collect::<String>().to_lowercase();
+        let name: String = self.chars[start..self.pos]
+            .iter()
+            .collect::<String>()
+            .to_lowercase();
         if !self.eat('(') {
             return match name.as_str() {
                 "pi" => Ok(std::f64::consts::PI),
                 "e" => Ok(std::f64::consts::E),
-                _ => Err(ExprError { message: format!("unknown name '{name}'"), offset: start }),
+                _ => Err(ExprError {
+                    message: format!("unknown name '{name}'"),
+                    offset: start,
+                }),
             };
         }
         let mut args = Vec::new();
@@ -203,7 +234,10 @@ impl Parser {
                 }
             }
         }
-        apply(&name, &args).map_err(|message| ExprError { message, offset: start })
+        apply(&name, &args).map_err(|message| ExprError {
+            message,
+            offset: start,
+        })
     }
 }
 
@@ -260,12 +294,35 @@ mod tests {
 
     #[test]
     fn errors_say_what_and_where() {
-        assert_eq!(evaluate("1 / 0").unwrap_err().to_string(), "division by zero at position 5");
-        assert_eq!(evaluate("2 +").unwrap_err().to_string(), "the expression ends too early at position 4");
-        assert_eq!(evaluate("foo(1)").unwrap_err().to_string(), "unknown function 'foo()' at position 1");
-        assert_eq!(evaluate("1 & 2").unwrap_err().to_string(), "unexpected '&' at position 3");
-        assert_eq!(evaluate("sqrt(-1)").unwrap_err().to_string(), "sqrt() of a negative number (-1) at position 1");
-        assert_eq!(evaluate("").unwrap_err().to_string(), "the expression is empty at position 1");
-        assert!(evaluate(&"(".repeat(1000)).unwrap_err().to_string().starts_with("nesting deeper"));
+        assert_eq!(
+            evaluate("1 / 0").unwrap_err().to_string(),
+            "division by zero at position 5"
+        );
+        assert_eq!(
+            evaluate("2 +").unwrap_err().to_string(),
+            "the expression ends too early at position 4"
+        );
+        assert_eq!(
+            evaluate("foo(1)").unwrap_err().to_string(),
+            "unknown function 'foo()' at position 1"
+        );
+        assert_eq!(
+            evaluate("1 & 2").unwrap_err().to_string(),
+            "unexpected '&' at position 3"
+        );
+        assert_eq!(
+            evaluate("sqrt(-1)").unwrap_err().to_string(),
+            "sqrt() of a negative number (-1) at position 1"
+        );
+        assert_eq!(
+            evaluate("").unwrap_err().to_string(),
+            "the expression is empty at position 1"
+        );
+        assert!(
+            evaluate(&"(".repeat(1000))
+                .unwrap_err()
+                .to_string()
+                .starts_with("nesting deeper")
+        );
     }
 }

@@ -50,7 +50,9 @@ impl Skill for Calculate {
 
     fn execute(input: Input) -> Result<Output, Error> {
         expr::evaluate(&input.expression)
-            .map(|value| Output { result: number(value) })
+            .map(|value| Output {
+                result: number(value),
+            })
             .map_err(|e| Error::invalid_input(e.to_string()))
     }
 }

@@ -38,17 +38,22 @@ impl Skill for FileHead {
     type Output = Output;
 
     fn manifest() -> Manifest {
-        Manifest::new("file-head", "Reads the first lines of a text file in the granted /data directory.")
-            .category("files")
-            .tags(["files", "readonly"])
-            .timeout_ms(5_000)
-            .dir("/data", Access::Read, "the files it is asked to read")
+        Manifest::new(
+            "file-head",
+            "Reads the first lines of a text file in the granted /data directory.",
+        )
+        .category("files")
+        .tags(["files", "readonly"])
+        .timeout_ms(5_000)
+        .dir("/data", Access::Read, "the files it is asked to read")
     }
 
     fn execute(input: Input) -> Result<Output, Error> {
         let limit = input.lines.unwrap_or(DEFAULT_LINES);
         if limit == 0 || limit > MAX_LINES {
-            return Err(Error::invalid_input(format!("`lines` must be between 1 and {MAX_LINES}, got {limit}")));
+            return Err(Error::invalid_input(format!(
+                "`lines` must be between 1 and {MAX_LINES}, got {limit}"
+            )));
         }
         let path = if input.path.starts_with('/') {
             input.path.clone()
@@ -70,16 +75,22 @@ impl Skill for FileHead {
     }
 }
 
-/// Maps I/O errors to the skill's error kinds; the sandbox reports a path outside every
-/// granted directory as not found or not permitted, and both mean "not granted" here.
+/// Maps I/O errors to the skill's error kinds. The sandbox answers "not found" for a
+/// path under no granted directory, so "not found" with no `/data` at all means the
+/// operator did not grant it.
 fn describe(path: &str, error: std::io::Error) -> Error {
     use std::io::ErrorKind;
     match error.kind() {
+        ErrorKind::NotFound if !std::path::Path::new("/data").exists() => Error::denied(format!(
+            "/data was not granted to this skill, so {path} cannot be read"
+        )),
         ErrorKind::NotFound if !path.starts_with("/data/") => {
             Error::denied(format!("{path} is outside the granted directory /data"))
         }
         ErrorKind::NotFound => Error::not_found(format!("{path} does not exist")),
-        ErrorKind::PermissionDenied => Error::denied(format!("access to {path} was denied: {error}")),
+        ErrorKind::PermissionDenied => {
+            Error::denied(format!("access to {path} was denied: {error}"))
+        }
         _ => Error::failed(format!("could not read {path}: {error}")),
     }
 }

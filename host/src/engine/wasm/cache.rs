@@ -51,12 +51,19 @@ impl ArtifactCache {
     ///
     /// A cache that cannot be read or written is not an error: the component is compiled
     /// and the problem logged, because a cache must never stop a skill from running.
-    pub fn load_or_compile(&self, engine: &Engine, digest: &str, bytes: &[u8]) -> wasmtime::Result<(Component, LoadSource)> {
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        bytes: &[u8],
+    ) -> wasmtime::Result<(Component, LoadSource)> {
         let path = self.path(engine, digest);
         if path.exists() {
             match deserialize(engine, &path) {
                 Ok(component) => return Ok((component, LoadSource::Cache)),
-                Err(e) => tracing::warn!(path = %path.display(), error = %e, "discarding unreadable compiled artifact"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "discarding unreadable compiled artifact")
+                }
             }
         }
         let component = Component::new(engine, bytes)?;
@@ -79,7 +86,10 @@ impl ArtifactCache {
     }
 }
 
-#[expect(unsafe_code, reason = "loading precompiled code is unsafe by nature; see the SAFETY note")]
+#[expect(
+    unsafe_code,
+    reason = "loading precompiled code is unsafe by nature; see the SAFETY note"
+)]
 fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // SAFETY: the file was written by `ArtifactCache::store` from `Component::serialize`
     // with this engine's compatibility hash in its name, and wasmtime checks the

@@ -69,7 +69,10 @@ pub struct SkillOutcome {
     pub stderr: String,
 }
 
-fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+fn as_millis<S: serde::Serializer>(
+    duration: &Duration,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
     serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
 }
 
@@ -103,7 +106,10 @@ impl std::fmt::Debug for WasmSkill {
 }
 
 impl WasmSkill {
-    #[expect(clippy::too_many_arguments, reason = "private constructor fed by WasmEngine::load_bytes")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "private constructor fed by WasmEngine::load_bytes"
+    )]
     pub(super) fn new(
         engine: WasmEngine,
         meta: SkillMeta,
@@ -130,7 +136,9 @@ impl WasmSkill {
             limits,
             pre,
         };
-        Self { inner: Arc::new(inner) }
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The manifest, as the component describes itself.
@@ -172,15 +180,28 @@ impl WasmSkill {
         })?;
         let started = Instant::now();
         let input = input.to_owned();
-        let (result, guest) = run_guest(&skill.engine, &skill.pre, &skill.name, &skill.limits, &skill.grant, &skill.calls, run, move |plugin, store| {
-            Box::pin(async move { plugin.evo_skill_skill().call_execute(store, &input).await })
-        })
+        let (result, guest) = run_guest(
+            &skill.engine,
+            &skill.pre,
+            &skill.name,
+            &skill.limits,
+            &skill.grant,
+            &skill.calls,
+            run,
+            move |plugin, store| {
+                Box::pin(async move { plugin.evo_skill_skill().call_execute(store, &input).await })
+            },
+        )
         .await?;
         let output = match result.map_err(|e| guest.classify(e))? {
             Ok(output) => output,
             Err(error) => {
                 let (kind, message) = failure(error);
-                return Err(Error::Skill { skill: skill.meta.name.clone(), kind, message });
+                return Err(Error::Skill {
+                    skill: skill.meta.name.clone(),
+                    kind,
+                    message,
+                });
             }
         };
         guest.check_output(output.output.len())?;
@@ -193,7 +214,10 @@ impl WasmSkill {
             memory_writes: output
                 .memory_writes
                 .into_iter()
-                .map(|w| MemoryWrite { text: w.text, category: w.category })
+                .map(|w| MemoryWrite {
+                    text: w.text,
+                    category: w.category,
+                })
                 .collect(),
             intermediate_steps: output.intermediate_steps.into_iter().map(step).collect(),
             duration: started.elapsed(),
@@ -204,16 +228,32 @@ impl WasmSkill {
 }
 
 /// Calls the `manifest` export of a component not yet described, with no grants.
-pub(super) async fn read_manifest(engine: &WasmEngine, label: &str, pre: &PluginPre<HostState>) -> Result<SkillMeta> {
+pub(super) async fn read_manifest(
+    engine: &WasmEngine,
+    label: &str,
+    pre: &PluginPre<HostState>,
+) -> Result<SkillMeta> {
     let limits = Limits::for_manifest();
     let grant = Arc::new(Grant::default());
-    let (result, guest) = run_guest(engine, pre, label, &limits, &grant, &[], &RunContext::default(), |plugin, store| {
-        Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
-    })
+    let (result, guest) = run_guest(
+        engine,
+        pre,
+        label,
+        &limits,
+        &grant,
+        &[],
+        &RunContext::default(),
+        |plugin, store| {
+            Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
+        },
+    )
     .await?;
     let json = result.map_err(|e| guest.classify(e))?;
     guest.check_output(json.len())?;
-    SkillMeta::from_json(&json).map_err(|problems| Error::InvalidManifest { skill: label.to_owned(), problems })
+    SkillMeta::from_json(&json).map_err(|problems| Error::InvalidManifest {
+        skill: label.to_owned(),
+        problems,
+    })
 }
 
 type GuestFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
@@ -228,7 +268,10 @@ struct GuestRun {
     stderr: MemoryOutputPipe,
 }
 
-#[expect(clippy::too_many_arguments, reason = "internal helper shared by call and read_manifest")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "internal helper shared by call and read_manifest"
+)]
 async fn run_guest<T>(
     engine: &WasmEngine,
     pre: &PluginPre<HostState>,
@@ -239,7 +282,12 @@ async fn run_guest<T>(
     run: &RunContext,
     body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
-    let _slot = engine.inner.slots.acquire().await.map_err(|e| Error::Engine(e.to_string()))?;
+    let _slot = engine
+        .inner
+        .slots
+        .acquire()
+        .await
+        .map_err(|e| Error::Engine(e.to_string()))?;
     let stdout = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let stderr = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let wasi = wasi_ctx(grant, &stdout, &stderr)?;
@@ -258,7 +306,9 @@ async fn run_guest<T>(
     store.limiter(|state| &mut state.limiter);
     store.set_epoch_deadline(limits.timeout_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1);
     if let Some(fuel) = limits.fuel {
-        store.set_fuel(fuel).map_err(|e| Error::Engine(e.to_string()))?;
+        store
+            .set_fuel(fuel)
+            .map_err(|e| Error::Engine(e.to_string()))?;
     }
 
     // The epoch deadline interrupts guest code; this guard also bounds time spent in
@@ -285,7 +335,11 @@ async fn run_guest<T>(
     Ok((result, guest))
 }
 
-fn wasi_ctx(grant: &Grant, stdout: &MemoryOutputPipe, stderr: &MemoryOutputPipe) -> Result<wasmtime_wasi::WasiCtx> {
+fn wasi_ctx(
+    grant: &Grant,
+    stdout: &MemoryOutputPipe,
+    stderr: &MemoryOutputPipe,
+) -> Result<wasmtime_wasi::WasiCtx> {
     let mut builder = WasiCtxBuilder::new();
     builder.stdout(stdout.clone()).stderr(stderr.clone());
     for dir in &grant.dirs {
@@ -293,9 +347,15 @@ fn wasi_ctx(grant: &Grant, stdout: &MemoryOutputPipe, stderr: &MemoryOutputPipe)
             Access::Read => FsPerms::ReadOnly,
             Access::ReadWrite => FsPerms::ReadWrite,
         };
-        builder.preopened_dir(&dir.host, &dir.guest, perms).map_err(|e| {
-            Error::Capability(format!("cannot open {} for {}: {e}", dir.host.display(), dir.guest))
-        })?;
+        builder
+            .preopened_dir(&dir.host, &dir.guest, perms)
+            .map_err(|e| {
+                Error::Capability(format!(
+                    "cannot open {} for {}: {e}",
+                    dir.host.display(),
+                    dir.guest
+                ))
+            })?;
     }
     Ok(builder.build())
 }
@@ -305,19 +365,39 @@ impl GuestRun {
     fn classify(&self, error: wasmtime::Error) -> Error {
         let skill = self.skill.clone();
         if self.memory_exceeded {
-            return Error::MemoryLimit { skill, limit_mib: self.limits.memory_mib };
+            return Error::MemoryLimit {
+                skill,
+                limit_mib: self.limits.memory_mib,
+            };
         }
         if self.timed_out {
-            return Error::Timeout { skill, limit_ms: self.limits.timeout_ms };
+            return Error::Timeout {
+                skill,
+                limit_ms: self.limits.timeout_ms,
+            };
         }
         match error.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => return Error::Timeout { skill, limit_ms: self.limits.timeout_ms },
-            Some(Trap::OutOfFuel) => return Error::FuelExhausted { skill, fuel: self.limits.fuel.unwrap_or(0) },
+            Some(Trap::Interrupt) => {
+                return Error::Timeout {
+                    skill,
+                    limit_ms: self.limits.timeout_ms,
+                };
+            }
+            Some(Trap::OutOfFuel) => {
+                return Error::FuelExhausted {
+                    skill,
+                    fuel: self.limits.fuel.unwrap_or(0),
+                };
+            }
             _ => {}
         }
         for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             if pipe.contents().len() >= STDIO_CAP_BYTES {
-                return Error::OutputLimit { skill, stream, limit: STDIO_CAP_BYTES as u64 };
+                return Error::OutputLimit {
+                    skill,
+                    stream,
+                    limit: STDIO_CAP_BYTES as u64,
+                };
             }
         }
         let mut message = format!("{error:?}");
@@ -330,7 +410,11 @@ impl GuestRun {
 
     fn check_output(&self, len: usize) -> Result<()> {
         if len as u64 > self.limits.output_bytes {
-            return Err(Error::OutputLimit { skill: self.skill.clone(), stream: "output", limit: self.limits.output_bytes });
+            return Err(Error::OutputLimit {
+                skill: self.skill.clone(),
+                stream: "output",
+                limit: self.limits.output_bytes,
+            });
         }
         Ok(())
     }

@@ -30,7 +30,10 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
         } else {
             "the file does not start with the WebAssembly magic number".to_owned()
         };
-        return Err(Error::InvalidComponent { skill: skill.to_owned(), reason });
+        return Err(Error::InvalidComponent {
+            skill: skill.to_owned(),
+            reason,
+        });
     }
 
     let mut exports = Vec::new();
@@ -67,20 +70,34 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
     }
 
     let skill_exports: Vec<&String> = exports.iter().filter(|e| e.starts_with(PACKAGE)).collect();
-    let Some(export) = skill_exports.iter().find(|e| e.starts_with("evo:skill/skill")) else {
-        let found = if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") };
+    let Some(export) = skill_exports
+        .iter()
+        .find(|e| e.starts_with("evo:skill/skill"))
+    else {
+        let found = if exports.is_empty() {
+            "nothing".to_owned()
+        } else {
+            exports.join(", ")
+        };
         return Err(Error::NotASkill {
             skill: skill.to_owned(),
             reason: format!("it must export `evo:skill/skill@{API_VERSION}` but exports {found}"),
         });
     };
     let api_version = version_of(export).unwrap_or_default().to_owned();
-    let context_versions = imports.iter().filter(|i| i.starts_with(PACKAGE)).filter_map(|i| version_of(i));
+    let context_versions = imports
+        .iter()
+        .filter(|i| i.starts_with(PACKAGE))
+        .filter_map(|i| version_of(i));
     for version in std::iter::once(api_version.as_str()).chain(context_versions) {
         if !is_supported(version) {
             return Err(Error::IncompatibleApi {
                 skill: skill.to_owned(),
-                found: if version.is_empty() { "(unversioned)".to_owned() } else { version.to_owned() },
+                found: if version.is_empty() {
+                    "(unversioned)".to_owned()
+                } else {
+                    version.to_owned()
+                },
                 supported: API_VERSION.to_owned(),
             });
         }
@@ -89,7 +106,10 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
 }
 
 fn invalid(skill: &str, error: &dyn std::fmt::Display) -> Error {
-    Error::InvalidComponent { skill: skill.to_owned(), reason: error.to_string() }
+    Error::InvalidComponent {
+        skill: skill.to_owned(),
+        reason: error.to_string(),
+    }
 }
 
 fn version_of(name: &str) -> Option<&str> {
@@ -104,8 +124,12 @@ fn is_supported(version: &str) -> bool {
         Some((parts.next()??, parts.next()??, parts.next()??))
     };
     match (parse(version), parse(API_VERSION)) {
-        (Some((0, minor, patch)), Some((0, our_minor, our_patch))) => minor == our_minor && patch <= our_patch,
-        (Some((major, _, patch)), Some((our_major, _, our_patch))) => major == our_major && patch <= our_patch,
+        (Some((0, minor, patch)), Some((0, our_minor, our_patch))) => {
+            minor == our_minor && patch <= our_patch
+        }
+        (Some((major, _, patch)), Some((our_major, _, our_patch))) => {
+            major == our_major && patch <= our_patch
+        }
         _ => false,
     }
 }

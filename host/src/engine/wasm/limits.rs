@@ -80,8 +80,16 @@ impl Limits {
     pub fn resolve(meta: &SkillMeta, policy: &LimitPolicy) -> Self {
         Self {
             timeout_ms: meta.timeout_ms.min(policy.max_timeout_ms),
-            memory_mib: meta.limits.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB).min(policy.max_memory_mib),
-            output_bytes: meta.limits.output_bytes.unwrap_or(DEFAULT_OUTPUT_BYTES).min(policy.max_output_bytes),
+            memory_mib: meta
+                .limits
+                .memory_mib
+                .unwrap_or(DEFAULT_MEMORY_MIB)
+                .min(policy.max_memory_mib),
+            output_bytes: meta
+                .limits
+                .output_bytes
+                .unwrap_or(DEFAULT_OUTPUT_BYTES)
+                .min(policy.max_output_bytes),
             fuel: match (meta.limits.fuel, policy.max_fuel) {
                 (Some(fuel), Some(max)) => Some(fuel.min(max)),
                 (fuel, _) => fuel,
@@ -91,7 +99,12 @@ impl Limits {
 
     /// Limits for running the `manifest` export of a skill not yet described.
     pub fn for_manifest() -> Self {
-        Self { timeout_ms: MANIFEST_TIMEOUT_MS, memory_mib: DEFAULT_MEMORY_MIB, output_bytes: DEFAULT_OUTPUT_BYTES, fuel: None }
+        Self {
+            timeout_ms: MANIFEST_TIMEOUT_MS,
+            memory_mib: DEFAULT_MEMORY_MIB,
+            output_bytes: DEFAULT_OUTPUT_BYTES,
+            fuel: None,
+        }
     }
 
     /// Memory in bytes.
@@ -123,23 +136,47 @@ pub struct MemoryLimitExceeded {
 impl StoreLimiter {
     /// A limiter allowing `memory_limit` bytes of linear memory in total.
     pub fn new(memory_limit: usize) -> Self {
-        Self { memory_limit, memory_used: 0, table_elements: 0, memory_exceeded: false }
+        Self {
+            memory_limit,
+            memory_used: 0,
+            table_elements: 0,
+            memory_exceeded: false,
+        }
     }
 }
 
 impl wasmtime::ResourceLimiter for StoreLimiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let asked = self.memory_used.saturating_sub(current).saturating_add(desired);
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let asked = self
+            .memory_used
+            .saturating_sub(current)
+            .saturating_add(desired);
         if asked > self.memory_limit {
             self.memory_exceeded = true;
-            return Err(wasmtime::Error::new(MemoryLimitExceeded { limit: self.memory_limit, asked }));
+            return Err(wasmtime::Error::new(MemoryLimitExceeded {
+                limit: self.memory_limit,
+                asked,
+            }));
         }
         self.memory_used = asked;
         Ok(true)
     }
 
-    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let asked = self.table_elements.saturating_sub(current).saturating_add(desired);
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let asked = self
+            .table_elements
+            .saturating_sub(current)
+            .saturating_add(desired);
         if asked > MAX_TABLE_ELEMENTS {
             return Ok(false);
         }
@@ -173,16 +210,31 @@ mod tests {
         assert!(limiter.memory_growing(4, 6, None).unwrap());
         let err = limiter.memory_growing(4, 5, None).unwrap_err();
         assert!(limiter.memory_exceeded);
-        assert_eq!(err.to_string(), "linear memory limit of 10 bytes exceeded (asked for 11 bytes in total)");
+        assert_eq!(
+            err.to_string(),
+            "linear memory limit of 10 bytes exceeded (asked for 11 bytes in total)"
+        );
     }
 
     #[test]
     fn manifest_requests_are_clamped_to_policy() {
-        let mut meta = crate::skill::meta::SkillMeta::from_json(r#"{"name":"a","description":"b","timeout":9999999}"#).unwrap();
+        let mut meta =
+            SkillMeta::from_json(r#"{"name":"a","description":"b","timeout":9999999}"#).unwrap();
         meta.limits.memory_mib = Some(4096);
         meta.limits.fuel = Some(1_000);
-        let policy = LimitPolicy { max_fuel: Some(10), ..LimitPolicy::default() };
+        let policy = LimitPolicy {
+            max_fuel: Some(10),
+            ..LimitPolicy::default()
+        };
         let limits = Limits::resolve(&meta, &policy);
-        assert_eq!(limits, Limits { timeout_ms: MAX_TIMEOUT_MS, memory_mib: MAX_MEMORY_MIB, output_bytes: DEFAULT_OUTPUT_BYTES, fuel: Some(10) });
+        assert_eq!(
+            limits,
+            Limits {
+                timeout_ms: MAX_TIMEOUT_MS,
+                memory_mib: MAX_MEMORY_MIB,
+                output_bytes: DEFAULT_OUTPUT_BYTES,
+                fuel: Some(10)
+            }
+        );
     }
 }

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Linker;
-use wasmtime::{Config, Engine, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use cache::{ArtifactCache, LoadSource};
 pub use call::{MemoryWrite, SkillOutcome, StepTrace, WasmSkill};
@@ -125,7 +125,9 @@ impl EngineConfig {
             .total_tables(calls * TABLES_PER_CALL)
             .total_stacks(calls)
             .max_memories_per_component(MEMORIES_PER_CALL)
-            .max_memory_size(usize::try_from(self.limits.max_memory_mib << 20).unwrap_or(usize::MAX))
+            .max_memory_size(
+                usize::try_from(self.limits.max_memory_mib << 20).unwrap_or(usize::MAX),
+            )
             .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
             .table_keep_resident(KEEP_RESIDENT_SMALL)
             .async_stack_keep_resident(KEEP_RESIDENT_SMALL)
@@ -154,11 +156,22 @@ struct Flavor {
 impl Flavor {
     fn new(config: &EngineConfig, fuel: bool) -> Result<Self> {
         let (engine, allocator) = match Engine::new(&config.wasmtime_config(fuel)) {
-            Ok(engine) => (engine, if config.pooling { Allocator::Pooling } else { Allocator::OnDemand }),
+            Ok(engine) => (
+                engine,
+                if config.pooling {
+                    Allocator::Pooling
+                } else {
+                    Allocator::OnDemand
+                },
+            ),
             Err(e) if config.pooling => {
                 tracing::warn!(error = %e, "pooling allocator unavailable; falling back to on-demand allocation");
-                let fallback = EngineConfig { pooling: false, ..config.clone() };
-                let engine = Engine::new(&fallback.wasmtime_config(fuel)).map_err(|e| Error::Engine(e.to_string()))?;
+                let fallback = EngineConfig {
+                    pooling: false,
+                    ..config.clone()
+                };
+                let engine = Engine::new(&fallback.wasmtime_config(fuel))
+                    .map_err(|e| Error::Engine(e.to_string()))?;
                 (engine, Allocator::OnDemand)
             }
             Err(e) => return Err(Error::Engine(e.to_string())),
@@ -166,22 +179,28 @@ impl Flavor {
         let mut linker = Linker::new(&engine);
         state::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         start_epoch_ticker(&engine);
-        Ok(Self { engine, linker, allocator })
+        Ok(Self {
+            engine,
+            linker,
+            allocator,
+        })
     }
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.
 fn start_epoch_ticker(engine: &Engine) {
     let weak = engine.weak();
-    let spawned = std::thread::Builder::new().name("evo-epoch".into()).spawn(move || {
-        loop {
-            std::thread::sleep(EPOCH_TICK);
-            match weak.upgrade() {
-                Some(engine) => engine.increment_epoch(),
-                None => return,
+    let spawned = std::thread::Builder::new()
+        .name("evo-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
             }
-        }
-    });
+        });
     if let Err(e) = spawned {
         // Without a ticker, deadlines never fire; the tokio guard in `call` still
         // bounds each call's wall-clock time, so this degrades rather than hangs.
@@ -219,7 +238,15 @@ impl WasmEngine {
         let plain = Flavor::new(&config, false)?;
         let cache = config.cache_dir.clone().map(ArtifactCache::new);
         let slots = tokio::sync::Semaphore::new(config.max_concurrent_calls.max(1) as usize);
-        Ok(Self { inner: Arc::new(Inner { config, plain, fuel: OnceLock::new(), cache, slots }) })
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                plain,
+                fuel: OnceLock::new(),
+                cache,
+                slots,
+            }),
+        })
     }
 
     /// The allocator in use.
@@ -251,15 +278,26 @@ impl WasmEngine {
         })
         .await
         .map_err(|e| Error::Engine(e.to_string()))?
-        .map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        let label = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        .map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let label = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         self.load_bytes(&label, bytes, policy).await
     }
 
     /// Loads a skill: checks the API version before compiling, compiles or loads from
     /// the cache, reads the manifest from the component, and grants capabilities as
     /// requested ∩ `policy`.
-    pub async fn load_bytes(&self, label: &str, bytes: Vec<u8>, policy: &Policy) -> Result<WasmSkill> {
+    pub async fn load_bytes(
+        &self,
+        label: &str,
+        bytes: Vec<u8>,
+        policy: &Policy,
+    ) -> Result<WasmSkill> {
         let info = inspect(label, &bytes)?;
         let digest = hex::encode(Sha256::digest(&bytes));
         let bytes: Arc<[u8]> = bytes.into();
@@ -271,7 +309,16 @@ impl WasmEngine {
         } else {
             pre
         };
-        Ok(WasmSkill::new(self.clone(), meta, info, digest, source, limits, policy, pre))
+        Ok(WasmSkill::new(
+            self.clone(),
+            meta,
+            info,
+            digest,
+            source,
+            limits,
+            policy,
+            pre,
+        ))
     }
 
     async fn prepare(

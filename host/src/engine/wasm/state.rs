@@ -10,7 +10,9 @@ use super::bindings::evo::skill::{context, types};
 use super::limits::{HOST_CALL_TIMEOUT, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
 use crate::capabilities::{Grant, MemoryAccess};
 use crate::error::FailureKind;
-use crate::skill::context::{ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES, RunContext, SkillEvent};
+use crate::skill::context::{
+    ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES, RunContext, SkillEvent,
+};
 
 /// Everything a store holds for one call.
 pub struct HostState {
@@ -26,13 +28,19 @@ pub struct HostState {
 
 impl std::fmt::Debug for HostState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostState").field("skill", &self.skill).field("grant", &self.grant).finish_non_exhaustive()
+        f.debug_struct("HostState")
+            .field("skill", &self.skill)
+            .field("grant", &self.grant)
+            .finish_non_exhaustive()
     }
 }
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -85,7 +93,10 @@ impl HostState {
 }
 
 /// Runs a backend request under [`HOST_CALL_TIMEOUT`].
-async fn bounded<T>(what: &str, future: impl Future<Output = Result<T, ContextError>>) -> Result<T, types::SkillError> {
+async fn bounded<T>(
+    what: &str,
+    future: impl Future<Output = Result<T, ContextError>>,
+) -> Result<T, types::SkillError> {
     match tokio::time::timeout(HOST_CALL_TIMEOUT, future).await {
         Ok(result) => result.map_err(Into::into),
         Err(_) => Err(types::SkillError::Timeout(format!(
@@ -106,7 +117,11 @@ impl context::Host for HostState {
             )));
         }
         let services = self.run.services.clone();
-        bounded(&format!("skill {skill:?}"), services.call(self.skill.to_string(), skill, input)).await
+        bounded(
+            &format!("skill {skill:?}"),
+            services.call(self.skill.to_string(), skill, input),
+        )
+        .await
     }
 
     async fn llm(&mut self, request: types::LlmRequest) -> Result<String, types::SkillError> {
@@ -124,21 +139,38 @@ impl context::Host for HostState {
         bounded("the language model", services.llm(request)).await
     }
 
-    async fn memory_search(&mut self, query: String, limit: u32) -> Result<Vec<types::MemoryEntry>, types::SkillError> {
+    async fn memory_search(
+        &mut self,
+        query: String,
+        limit: u32,
+    ) -> Result<Vec<types::MemoryEntry>, types::SkillError> {
         self.memory(MemoryAccess::Read)?;
         let services = self.run.services.clone();
         let hits = bounded("memory search", services.memory_search(query, limit)).await?;
         Ok(hits
             .into_iter()
-            .map(|h| types::MemoryEntry { id: h.id, text: h.text, score: h.score, category: h.category, created_at: h.created_at })
+            .map(|h| types::MemoryEntry {
+                id: h.id,
+                text: h.text,
+                score: h.score,
+                category: h.category,
+                created_at: h.created_at,
+            })
             .collect())
     }
 
-    async fn memory_store(&mut self, text: String, category: Option<String>) -> Result<types::StoreOutcome, types::SkillError> {
+    async fn memory_store(
+        &mut self,
+        text: String,
+        category: Option<String>,
+    ) -> Result<types::StoreOutcome, types::SkillError> {
         self.memory(MemoryAccess::ReadWrite)?;
         let services = self.run.services.clone();
         let outcome = bounded("memory store", services.memory_store(text, category)).await?;
-        Ok(types::StoreOutcome { stored: outcome.stored, reason: outcome.reason })
+        Ok(types::StoreOutcome {
+            stored: outcome.stored,
+            reason: outcome.reason,
+        })
     }
 
     async fn memory_forget(&mut self, query: String) -> Result<u32, types::SkillError> {
@@ -172,10 +204,17 @@ impl context::Host for HostState {
         if !self.chatter_allowed() {
             return;
         }
-        let Some(sink) = self.run.events.clone() else { return };
+        let Some(sink) = self.run.events.clone() else {
+            return;
+        };
         match serde_json::from_str(&event) {
-            Ok(event) => sink(SkillEvent { skill: self.skill.to_string(), event }),
-            Err(e) => tracing::warn!(skill = %self.skill, error = %e, "emitted event is not JSON; dropped"),
+            Ok(event) => sink(SkillEvent {
+                skill: self.skill.to_string(),
+                event,
+            }),
+            Err(e) => {
+                tracing::warn!(skill = %self.skill, error = %e, "emitted event is not JSON; dropped")
+            }
         }
     }
 

@@ -1,0 +1,162 @@
+use evo_host::capabilities::Policy;
+use evo_host::skill::context::RunContext;
+use evo_tests::{engine, load, skills};
+use serde_json::json;
+
+#[tokio::test]
+async fn evaluates_the_seed_expression() {
+    // sandbox-executor.spec.md: calculate { expression: 'sqrt(144) + 10' } returns 22.
+    let engine = engine();
+    let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let outcome = skill
+        .call(r#"{"expression":"sqrt(144) + 10"}"#, &RunContext::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome.output, json!({ "result": 22 }));
+    assert!(outcome.memory_writes.is_empty());
+}
+
+#[tokio::test]
+async fn manifest_comes_from_the_component() {
+    let engine = engine();
+    let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let meta = skill.meta();
+    assert_eq!(meta.name, "calculate");
+    assert_eq!(meta.category, "math");
+    assert_eq!(meta.timeout_ms, 1_000);
+    assert_eq!(meta.input["properties"]["expression"]["type"], "string");
+    assert_eq!(meta.input["required"], json!(["expression"]));
+    assert_eq!(skill.info().api_version, "0.1.0");
+    assert!(
+        skill
+            .info()
+            .sdk
+            .as_deref()
+            .unwrap()
+            .starts_with("evo-guest 0.1.0"),
+        "{:?}",
+        skill.info().sdk
+    );
+}
+
+#[tokio::test]
+async fn bad_expressions_are_invalid_input_with_the_position() {
+    let engine = engine();
+    let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let err = skill
+        .call(r#"{"expression":"2 * (3 +"}"#, &RunContext::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    assert_eq!(
+        err.to_string(),
+        "calculate: invalid input: the expression ends too early at position 9"
+    );
+    let err = skill
+        .call(r#"{"expr":"1"}"#, &RunContext::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    assert!(
+        err.to_string().contains("missing field `expression`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn input_that_is_not_json_never_reaches_the_guest() {
+    let engine = engine();
+    let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let err = skill
+        .call("{expression", &RunContext::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    assert!(
+        err.to_string()
+            .starts_with("calculate: invalid input: not valid JSON"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_calls_share_one_loaded_skill() {
+    let engine = engine();
+    let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let calls = (0..32).map(|i| {
+        let skill = skill.clone();
+        tokio::spawn(async move {
+            let input = format!(r#"{{"expression":"{i} * 2"}}"#);
+            skill
+                .call(&input, &RunContext::default())
+                .await
+                .unwrap()
+                .output["result"]
+                .as_i64()
+                .unwrap()
+        })
+    });
+    let mut results = Vec::new();
+    for call in calls {
+        results.push(call.await.unwrap());
+    }
+    assert_eq!(results, (0..32).map(|i| i * 2).collect::<Vec<i64>>());
+}
+
+#[tokio::test]
+async fn a_second_engine_loads_from_the_disk_cache() {
+    use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig {
+        cache_dir: Some(dir.path().to_owned()),
+        max_concurrent_calls: 2,
+        ..EngineConfig::default()
+    };
+    let first = WasmEngine::new(config.clone()).unwrap();
+    let skill = load(&first, skills::CALCULATE, &Policy::default()).await;
+    assert_eq!(skill.load_source(), LoadSource::Compiled);
+    let artifacts: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(
+        artifacts.len(),
+        1,
+        "one artifact, no temp files left behind"
+    );
+
+    let second = WasmEngine::new(config).unwrap();
+    let skill = load(&second, skills::CALCULATE, &Policy::default()).await;
+    assert_eq!(skill.load_source(), LoadSource::Cache);
+    let outcome = skill
+        .call(r#"{"expression":"1 + 1"}"#, &RunContext::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome.output, json!({ "result": 2 }));
+}
+
+#[tokio::test]
+async fn a_corrupt_cache_entry_is_recompiled() {
+    use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig {
+        cache_dir: Some(dir.path().to_owned()),
+        max_concurrent_calls: 2,
+        ..EngineConfig::default()
+    };
+    let engine = WasmEngine::new(config.clone()).unwrap();
+    load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let artifact = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&artifact, b"garbage").unwrap();
+
+    let engine = WasmEngine::new(config).unwrap();
+    let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    assert_eq!(skill.load_source(), LoadSource::Compiled);
+    let outcome = skill
+        .call(r#"{"expression":"6 * 7"}"#, &RunContext::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome.output, json!({ "result": 42 }));
+}

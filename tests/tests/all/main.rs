@@ -1,0 +1,17 @@
+//! Evo's integration tests: one binary, one module per area.
+
+mod calculate;
+mod cli;
+mod file_head;
+mod misbehaving;
+mod notes;
+mod versions;
+
+/// Fails the build if a skill in `skills-wasm/` has no test module of its own name.
+macro_rules! assert_test_exists {
+    ($name:ident) => {
+        #[expect(unused_imports, reason = "only checks that the module exists")]
+        use self::$name as _;
+    };
+}
+evo_tests::foreach_skill!(assert_test_exists);

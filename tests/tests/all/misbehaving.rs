@@ -1,0 +1,157 @@
+//! Guests that misbehave, written in WAT so each does exactly one bad thing. Each must
+//! produce its own clear error, and the engine must keep serving other calls.
+
+use evo_host::capabilities::Policy;
+use evo_host::engine::wasm::WasmEngine;
+use evo_host::skill::context::RunContext;
+use evo_host::{Error, Result};
+use evo_tests::{engine, load, skills, wat_skill};
+use serde_json::json;
+
+async fn call_wat(
+    engine: &WasmEngine,
+    manifest: serde_json::Value,
+    body: &str,
+) -> Result<serde_json::Value> {
+    let bytes = wat_skill(&manifest.to_string(), body);
+    let skill = engine
+        .load_bytes("fixture.wasm", bytes, &Policy::default())
+        .await?;
+    skill
+        .call("{}", &RunContext::default())
+        .await
+        .map(|o| o.output)
+}
+
+/// Runs `body` twice (a dead instance must not be reused) and checks that a real skill
+/// still works on the same engine afterwards.
+async fn misbehave(manifest: serde_json::Value, body: &str) -> Error {
+    let engine = engine();
+    let first = call_wat(&engine, manifest.clone(), body).await.unwrap_err();
+    let second = call_wat(&engine, manifest, body).await.unwrap_err();
+    assert_eq!(first.to_string(), second.to_string());
+    let calculate = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let outcome = calculate
+        .call(r#"{"expression":"2 + 2"}"#, &RunContext::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome.output, json!({ "result": 4 }));
+    first
+}
+
+#[tokio::test]
+async fn an_infinite_loop_times_out() {
+    let err = misbehave(
+        json!({ "name": "looper", "description": "loops", "timeout": 200 }),
+        "(loop $l (br $l)) unreachable",
+    )
+    .await;
+    assert_eq!(err.code(), "SKILL_TIMEOUT");
+    assert_eq!(
+        err.to_string(),
+        "looper: timeout: the call did not finish within 200 ms"
+    );
+}
+
+#[tokio::test]
+async fn an_infinite_loop_runs_out_of_fuel_when_metered() {
+    let manifest =
+        json!({ "name": "burner", "description": "burns fuel", "limits": { "fuel": 100000 } });
+    let err = misbehave(manifest, "(loop $l (br $l)) unreachable").await;
+    assert_eq!(err.code(), "FUEL_EXHAUSTED");
+    assert_eq!(
+        err.to_string(),
+        "burner: fuel exhausted: the call used all 100000 units of fuel"
+    );
+}
+
+#[tokio::test]
+async fn a_memory_bomb_hits_the_memory_limit() {
+    let manifest = json!({ "name": "bomb", "description": "grows", "limits": { "memoryMib": 16 } });
+    let body =
+        "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable";
+    let err = misbehave(manifest, body).await;
+    assert_eq!(err.code(), "MEMORY_LIMIT_EXCEEDED");
+    assert_eq!(err.to_string(), "bomb: memory limit of 16 MiB exceeded");
+}
+
+#[tokio::test]
+async fn a_trap_reports_the_trap() {
+    let err = misbehave(
+        json!({ "name": "trapper", "description": "traps" }),
+        "unreachable",
+    )
+    .await;
+    assert_eq!(err.code(), "SKILL_TRAPPED");
+    let message = err.to_string();
+    assert!(message.starts_with("trapper: trapped: "), "{message}");
+    assert!(message.contains("unreachable"), "{message}");
+}
+
+#[tokio::test]
+async fn output_over_the_limit_is_refused() {
+    let manifest =
+        json!({ "name": "flood", "description": "floods", "limits": { "outputBytes": 1024 } });
+    // Ok(skill-output { output: 4096 NUL bytes at 1024, memory-writes: [], steps: [] }).
+    let body = "(i32.store8 (i32.const 0) (i32.const 0))
+                (i32.store (i32.const 4) (i32.const 1024))
+                (i32.store (i32.const 8) (i32.const 4096))
+                (i64.store (i32.const 12) (i64.const 0))
+                (i64.store (i32.const 20) (i64.const 0))
+                (i32.const 0)";
+    let err = misbehave(manifest, body).await;
+    assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED");
+    assert_eq!(err.to_string(), "flood: output exceeded 1024 bytes");
+}
+
+#[tokio::test]
+async fn a_failure_returned_as_a_value_keeps_its_message() {
+    let manifest = json!({ "name": "refuser", "description": "refuses" });
+    // Err(skill-error::failed("no")): the message "no" is written at 32.
+    let body = "(i32.store8 (i32.const 0) (i32.const 1))
+                (i32.store8 (i32.const 4) (i32.const 4))
+                (i32.store (i32.const 8) (i32.const 32))
+                (i32.store (i32.const 12) (i32.const 2))
+                (i32.store16 (i32.const 32) (i32.const 0x6f6e))
+                (i32.const 0)";
+    let err = misbehave(manifest, body).await;
+    assert_eq!(err.code(), "SKILL_FAILED");
+    assert_eq!(err.to_string(), "refuser: failed: no");
+}
+
+#[tokio::test]
+async fn output_that_is_not_json_is_refused() {
+    let manifest = json!({ "name": "garbler", "description": "garbles" });
+    let body = "(i32.store8 (i32.const 0) (i32.const 0))
+                (i32.store (i32.const 4) (i32.const 1024))
+                (i32.store (i32.const 8) (i32.const 3))
+                (i64.store (i32.const 12) (i64.const 0))
+                (i64.store (i32.const 20) (i64.const 0))
+                (i32.const 0)";
+    let err = misbehave(manifest, body).await;
+    assert_eq!(err.code(), "INVALID_OUTPUT");
+}
+
+#[tokio::test]
+async fn an_invalid_manifest_lists_every_problem() {
+    let engine = engine();
+    let bytes = wat_skill(r#"{"name":"Bad Name","version":"x"}"#, "unreachable");
+    let err = engine
+        .load_bytes("bad.wasm", bytes, &Policy::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_MANIFEST");
+    let message = err.to_string();
+    assert!(
+        message.contains("description: Missing required fields: description"),
+        "{message}"
+    );
+    assert!(
+        message.contains("name: \"Bad Name\" is not a valid skill name"),
+        "{message}"
+    );
+    assert!(
+        message.contains("version: \"x\" is not MAJOR.MINOR.PATCH"),
+        "{message}"
+    );
+}

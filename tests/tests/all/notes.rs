@@ -1,0 +1,68 @@
+use std::sync::{Arc, Mutex};
+
+use evo_host::capabilities::Policy;
+use evo_host::skill::context::{RunContext, SkillEvent};
+use evo_tests::{engine, load, skills};
+use serde_json::json;
+
+#[tokio::test]
+async fn notes_live_in_scratch_across_calls_of_one_run() {
+    let engine = engine();
+    let skill = load(&engine, skills::NOTES, &Policy::default()).await;
+    let events = Arc::new(Mutex::new(Vec::<SkillEvent>::new()));
+    let sink = events.clone();
+    let run = RunContext {
+        events: Some(Arc::new(move |e| sink.lock().unwrap().push(e))),
+        ..RunContext::default()
+    };
+
+    skill
+        .call(r#"{"op":"add","text":"buy milk"}"#, &run)
+        .await
+        .unwrap();
+    let outcome = skill
+        .call(r#"{"op":"add","text":"call Ada","important":true}"#, &run)
+        .await
+        .unwrap();
+    assert_eq!(outcome.output, json!({ "notes": ["buy milk", "call Ada"] }));
+    assert_eq!(
+        run.scratch.get("notes"),
+        Some(json!(["buy milk", "call Ada"]))
+    );
+
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[1].skill, "notes");
+    assert_eq!(events[1].event, json!({ "type": "note_added", "count": 2 }));
+
+    assert_eq!(
+        outcome.memory_writes.len(),
+        1,
+        "only the important note is suggested for memory"
+    );
+    assert_eq!(outcome.memory_writes[0].text, "call Ada");
+    assert_eq!(outcome.memory_writes[0].category.as_deref(), Some("fact"));
+
+    let other_run = RunContext::default();
+    let outcome = skill.call(r#"{"op":"list"}"#, &other_run).await.unwrap();
+    assert_eq!(
+        outcome.output,
+        json!({ "notes": [] }),
+        "scratch belongs to one run"
+    );
+}
+
+#[tokio::test]
+async fn adding_without_text_is_invalid_input() {
+    let engine = engine();
+    let skill = load(&engine, skills::NOTES, &Policy::default()).await;
+    let err = skill
+        .call(r#"{"op":"add"}"#, &RunContext::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    assert_eq!(
+        err.to_string(),
+        "notes: invalid input: `text` is required to add a note"
+    );
+}

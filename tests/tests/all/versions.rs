@@ -1,0 +1,71 @@
+//! Components that are not Evo skills of a supported version are refused before they
+//! are instantiated, with a message naming what was found and what is supported.
+
+use evo_host::capabilities::Policy;
+use evo_tests::{SKILL_WIT, component_from_wat, engine};
+
+const CORE: &str = r#"(module
+    (memory (export "memory") 1)
+    (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32) (i32.const 1024))
+    (func (export "evo:skill/skill@VERSION#manifest") (result i32) unreachable)
+    (func (export "evo:skill/skill@VERSION#execute") (param i32 i32) (result i32) unreachable))"#;
+
+#[tokio::test]
+async fn another_api_version_is_refused_naming_both_versions() {
+    let wit = SKILL_WIT.replace("evo:skill@0.1.0", "evo:skill@0.2.0");
+    let bytes = component_from_wat(&CORE.replace("VERSION", "0.2.0"), &wit, "plugin");
+    let err = engine()
+        .load_bytes("future.wasm", bytes, &Policy::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INCOMPATIBLE_API_VERSION");
+    assert_eq!(
+        err.to_string(),
+        "future.wasm was built for evo:skill@0.2.0, but this host supports evo:skill@0.1.0; \
+         rebuild the skill with a matching evo-guest, or use an evo release that supports 0.2.0"
+    );
+}
+
+#[tokio::test]
+async fn a_component_of_another_world_is_not_a_skill() {
+    let wit = "package other:tool; world tool { export run: func() -> string; }";
+    let core = r#"(module
+        (memory (export "memory") 1)
+        (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32) (i32.const 1024))
+        (func (export "run") (result i32) unreachable))"#;
+    let bytes = component_from_wat(core, wit, "tool");
+    let err = engine()
+        .load_bytes("tool.wasm", bytes, &Policy::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_A_SKILL");
+    assert!(
+        err.to_string()
+            .contains("it must export `evo:skill/skill@0.1.0`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_core_module_is_not_a_component() {
+    let bytes = wat::parse_str("(module)").unwrap();
+    let err = engine()
+        .load_bytes("core.wasm", bytes, &Policy::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_COMPONENT");
+    assert!(err.to_string().contains("it is a core module"), "{err}");
+}
+
+#[tokio::test]
+async fn garbage_is_not_a_component() {
+    let err = engine()
+        .load_bytes(
+            "junk.wasm",
+            b"\0asm\x0d\0\x01\0junk".to_vec(),
+            &Policy::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_COMPONENT", "{err}");
+}
