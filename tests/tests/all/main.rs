@@ -3,6 +3,7 @@
 mod calculate;
 mod cli;
 mod file_head;
+mod fixture_stdio;
 mod misbehaving;
 mod notes;
 mod versions;

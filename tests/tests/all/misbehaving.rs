@@ -85,7 +85,12 @@ async fn a_trap_reports_the_trap() {
     assert_eq!(err.code(), "SKILL_TRAPPED");
     let message = err.to_string();
     assert!(message.starts_with("trapper: trapped: "), "{message}");
-    assert!(message.contains("unreachable"), "{message}");
+    assert!(
+        message
+            .starts_with("trapper: trapped: wasm trap: wasm `unreachable` instruction executed\n"),
+        "{message}"
+    );
+    assert!(message.contains("guest backtrace:"), "{message}");
 }
 
 #[tokio::test]

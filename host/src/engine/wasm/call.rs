@@ -196,6 +196,9 @@ impl WasmSkill {
         let output = match result.map_err(|e| guest.classify(e))? {
             Ok(output) => output,
             Err(error) => {
+                if let Some(exceeded) = guest.stdio_exceeded() {
+                    return Err(exceeded);
+                }
                 let (kind, message) = failure(error);
                 return Err(Error::Skill {
                     skill: skill.meta.name.clone(),
@@ -400,12 +403,21 @@ impl GuestRun {
                 };
             }
         }
-        let mut message = format!("{error:?}");
-        let stderr = self.stderr_text();
-        if let Some(last) = stderr.lines().rev().find(|l| !l.trim().is_empty()) {
-            message.push_str(&format!("\nguest stderr: {last}"));
-        }
+        let message = trap_message(&error, &self.stderr_text());
         Error::Trap { skill, message }
+    }
+
+    /// A guest that filled stdout or stderr may report that as its own failure or trap;
+    /// either way the cause the user needs is the cap.
+    fn stdio_exceeded(&self) -> Option<Error> {
+        [("stdout", &self.stdout), ("stderr", &self.stderr)]
+            .into_iter()
+            .find(|(_, pipe)| pipe.contents().len() >= STDIO_CAP_BYTES)
+            .map(|(stream, _)| Error::OutputLimit {
+                skill: self.skill.clone(),
+                stream,
+                limit: STDIO_CAP_BYTES as u64,
+            })
     }
 
     fn check_output(&self, len: usize) -> Result<()> {
@@ -440,6 +452,43 @@ impl GuestRun {
         }
     }
 }
+
+/// Frames of the guest backtrace kept in a trap message: enough to locate the bug.
+const TRAP_BACKTRACE_FRAMES: usize = 8;
+
+/// The cause first (for a Rust guest, the panic message it printed), then the top of
+/// the guest backtrace.
+fn trap_message(error: &wasmtime::Error, stderr: &str) -> String {
+    let mut message = error.root_cause().to_string();
+    // A Rust panic prints `thread '…' panicked at src/lib.rs:1:2:` and the message on
+    // the next line, then a note about RUST_BACKTRACE that would only confuse here.
+    let printed: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    if !printed.is_empty() {
+        let tail = &printed[printed.len().saturating_sub(2)..];
+        message = format!("{message}; the guest printed: {}", tail.join(" "));
+    }
+    if let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() {
+        let frames = backtrace.to_string();
+        let frames: Vec<&str> = frames
+            .lines()
+            .filter(|l| l.contains(" - ") && !RUNTIME_FRAMES.iter().any(|f| l.contains(f)))
+            .take(TRAP_BACKTRACE_FRAMES)
+            .collect();
+        if !frames.is_empty() {
+            message.push_str("\nguest backtrace:\n");
+            message.push_str(&frames.join("\n"));
+        }
+    }
+    message
+}
+
+/// Frames of the Rust runtime's panic and abort machinery, which say nothing about
+/// where the skill went wrong.
+const RUNTIME_FRAMES: [&str; 5] = ["!std[", "!core[", "!alloc[", "!__rustc", "!abort"];
 
 fn failure(error: types::SkillError) -> (FailureKind, String) {
     match error {
