@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use evo_host::capabilities::{DirPolicy, Policy};
+use evo_host::capabilities::{Access, DirPolicy, Policy};
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
 use evo_host::skill::context::{RunContext, SkillEvent};
 use serde_json::json;

@@ -30,7 +30,7 @@ async fn notes_live_in_scratch_across_calls_of_one_run() {
         Some(json!(["buy milk", "call Ada"]))
     );
 
-    let events = events.lock().unwrap();
+    let events = events.lock().unwrap().clone();
     assert_eq!(events.len(), 2);
     assert_eq!(events[1].skill, "notes");
     assert_eq!(events[1].event, json!({ "type": "note_added", "count": 2 }));

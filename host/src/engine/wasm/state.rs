@@ -110,7 +110,7 @@ impl types::Host for HostState {}
 
 impl context::Host for HostState {
     async fn call(&mut self, skill: String, input: String) -> Result<String, types::SkillError> {
-        if !self.calls.iter().any(|c| *c == skill) {
+        if !self.calls.contains(&skill) {
             return Err(types::SkillError::Denied(format!(
                 "{} may not call {skill:?}: add it to the `calls` list of its manifest",
                 self.skill
