@@ -141,12 +141,11 @@ fn print_info(skill: &WasmSkill) {
         println!("  requests:   nothing (pure computation)");
     }
     for dir in &grant.dirs {
-        println!(
-            "  granted:    {} → {} ({:?})",
-            dir.host.display(),
-            dir.guest,
-            dir.access
-        );
+        let access = match dir.access {
+            Access::Read => "read-only",
+            Access::ReadWrite => "read-write",
+        };
+        println!("  granted:    {} → {} ({access})", dir.host.display(), dir.guest);
     }
     for refused in &grant.refused {
         println!("  not granted: {refused}");
