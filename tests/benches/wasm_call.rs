@@ -1,1 +1,295 @@
-fn main() {}
+//! `cargo bench -p evo-tests --bench wasm_call`
+//!
+//! Evo's Wasm call path next to its floor, measured in the same run: a bare wasmtime
+//! engine with the same configuration (pooling, epoch interruption) instantiating the
+//! same component from an `InstancePre` and calling it — no Evo code. Budget: Evo's
+//! fresh-instance call ≤ 1.3× the floor. Also: compile vs cache-hit load, and calls on
+//! two threads.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use evo_host::capabilities::Policy;
+use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
+use evo_host::skill::context::RunContext;
+use evo_tests::skills;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+const INPUT: &str = r#"{"expression":"sqrt(144) + 10"}"#;
+
+/// The floor: wasmtime's own bindings for the same world, nothing of Evo's.
+mod floor {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "evo:skill/plugin",
+        imports: { default: async },
+        exports: { default: async },
+    });
+}
+
+struct FloorState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for FloorState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl floor::evo::skill::types::Host for FloorState {}
+
+/// `calculate` never calls the context; these exist only to satisfy the linker.
+impl floor::evo::skill::context::Host for FloorState {
+    async fn call(
+        &mut self,
+        _: String,
+        _: String,
+    ) -> Result<String, floor::evo::skill::types::SkillError> {
+        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
+    }
+    async fn llm(
+        &mut self,
+        _: floor::evo::skill::types::LlmRequest,
+    ) -> Result<String, floor::evo::skill::types::SkillError> {
+        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
+    }
+    async fn memory_search(
+        &mut self,
+        _: String,
+        _: u32,
+    ) -> Result<Vec<floor::evo::skill::types::MemoryEntry>, floor::evo::skill::types::SkillError>
+    {
+        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
+    }
+    async fn memory_store(
+        &mut self,
+        _: String,
+        _: Option<String>,
+    ) -> Result<floor::evo::skill::types::StoreOutcome, floor::evo::skill::types::SkillError> {
+        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
+    }
+    async fn memory_forget(
+        &mut self,
+        _: String,
+    ) -> Result<u32, floor::evo::skill::types::SkillError> {
+        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
+    }
+    async fn scratch_get(&mut self, _: String) -> Option<String> {
+        None
+    }
+    async fn scratch_set(&mut self, _: String, _: String) {}
+    async fn emit(&mut self, _: String) {}
+    async fn log(&mut self, _: floor::evo::skill::types::LogLevel, _: String) {}
+}
+
+struct Floor {
+    engine: Engine,
+    pre: floor::PluginPre<FloorState>,
+    input: String,
+}
+
+impl Floor {
+    fn new(config: &EngineConfig, bytes: &[u8]) -> Self {
+        let engine = Engine::new(&config.wasmtime_config(false)).unwrap();
+        let component = Component::new(&engine, bytes).unwrap();
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+        floor::evo::skill::context::add_to_linker::<FloorState, HasSelf<FloorState>>(
+            &mut linker,
+            |s| s,
+        )
+        .unwrap();
+        let pre = floor::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+        Self {
+            engine,
+            pre,
+            input: INPUT.to_owned(),
+        }
+    }
+
+    async fn call(&self) -> String {
+        let state = FloorState {
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.set_epoch_deadline(1_000);
+        let plugin = self.pre.instantiate_async(&mut store).await.unwrap();
+        let output = plugin
+            .evo_skill_skill()
+            .call_execute(&mut store, &self.input)
+            .await
+            .unwrap()
+            .unwrap();
+        output.output
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        max_concurrent_calls: 16,
+        ..EngineConfig::default()
+    }
+}
+
+fn evo_skill(rt: &tokio::runtime::Runtime, config: EngineConfig) -> WasmSkill {
+    let engine = WasmEngine::new(config).unwrap();
+    rt.block_on(engine.load_file(Path::new(skills::CALCULATE), &Policy::default()))
+        .unwrap()
+}
+
+fn fresh_instance_call(c: &mut Criterion) {
+    let rt = runtime();
+    let bytes = std::fs::read(skills::CALCULATE).unwrap();
+    let floor = Floor::new(&config(), &bytes);
+    let skill = evo_skill(&rt, config());
+    let run = RunContext::default();
+    assert_eq!(rt.block_on(floor.call()), r#"{"result":22}"#);
+    assert_eq!(
+        rt.block_on(skill.call(INPUT, &run)).unwrap().output["result"],
+        22
+    );
+
+    let mut group = c.benchmark_group("wasm_call");
+    group.bench_function("floor: wasmtime instantiate + call", |b| {
+        b.iter(|| rt.block_on(floor.call()))
+    });
+    group.bench_function("evo: WasmSkill::call", |b| {
+        b.iter(|| rt.block_on(skill.call(black_box(INPUT), &run)).unwrap())
+    });
+    group.finish();
+}
+
+fn load(c: &mut Criterion) {
+    let rt = runtime();
+    let bytes = std::fs::read(skills::CALCULATE).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cached = WasmEngine::new(EngineConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..config()
+    })
+    .unwrap();
+    rt.block_on(cached.load_bytes("calculate.wasm", bytes.clone(), &Policy::default()))
+        .unwrap();
+    let uncached = WasmEngine::new(config()).unwrap();
+    let artifact = std::fs::read_dir(cache.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let engine = Engine::new(&config().wasmtime_config(false)).unwrap();
+
+    let mut group = c.benchmark_group("load");
+    group.sample_size(10);
+    group.bench_function("floor: Component::new (compile)", |b| {
+        b.iter(|| Component::new(&engine, black_box(&bytes)).unwrap())
+    });
+    group.bench_function("evo: load, cold (compile)", |b| {
+        b.iter(|| {
+            rt.block_on(uncached.load_bytes("calculate.wasm", bytes.clone(), &Policy::default()))
+                .unwrap()
+        })
+    });
+    group.sample_size(100);
+    group.bench_function("floor: Component::deserialize_file", |b| {
+        #[expect(
+            unsafe_code,
+            reason = "the artifact was written by Component::serialize above"
+        )]
+        // SAFETY: `artifact` is the serialized output of the same engine configuration.
+        b.iter(|| unsafe { Component::deserialize_file(&engine, &artifact) }.unwrap())
+    });
+    group.bench_function("evo: load, cache hit", |b| {
+        b.iter(|| {
+            rt.block_on(cached.load_bytes("calculate.wasm", bytes.clone(), &Policy::default()))
+                .unwrap()
+        })
+    });
+    group.finish();
+}
+
+/// Calls per second with two threads, each on its own runtime, sharing one engine.
+fn two_threads(c: &mut Criterion) {
+    let rt = runtime();
+    let bytes = Arc::new(std::fs::read(skills::CALCULATE).unwrap());
+    let floor = Arc::new(Floor::new(&config(), &bytes));
+    let skill = evo_skill(&rt, config());
+
+    let mut group = c.benchmark_group("throughput_2_threads");
+    group.throughput(Throughput::Elements(2));
+    group.bench_function("floor: wasmtime", |b| {
+        b.iter_custom(|iters| {
+            parallel(iters, {
+                let floor = floor.clone();
+                move || {
+                    let floor = floor.clone();
+                    Box::new(move |rt: &tokio::runtime::Runtime| {
+                        rt.block_on(floor.call());
+                    })
+                }
+            })
+        })
+    });
+    group.bench_function("evo: WasmSkill::call", |b| {
+        b.iter_custom(|iters| {
+            parallel(iters, {
+                let skill = skill.clone();
+                move || {
+                    let skill = skill.clone();
+                    let run = RunContext::default();
+                    Box::new(move |rt: &tokio::runtime::Runtime| {
+                        rt.block_on(skill.call(INPUT, &run)).unwrap();
+                    })
+                }
+            })
+        })
+    });
+    group.finish();
+}
+
+type Work = Box<dyn FnMut(&tokio::runtime::Runtime) + Send>;
+
+/// Runs `iters` calls on each of two threads and returns the elapsed time.
+fn parallel(iters: u64, make: impl Fn() -> Work) -> Duration {
+    let barrier = Arc::new(std::sync::Barrier::new(3));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let mut work = make();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let rt = runtime();
+                barrier.wait();
+                for _ in 0..iters {
+                    work(&rt);
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    start.elapsed()
+}
+
+criterion_group!(benches, fresh_instance_call, load, two_threads);
+criterion_main!(benches);

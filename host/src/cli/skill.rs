@@ -145,7 +145,11 @@ fn print_info(skill: &WasmSkill) {
             Access::Read => "read-only",
             Access::ReadWrite => "read-write",
         };
-        println!("  granted:    {} → {} ({access})", dir.host.display(), dir.guest);
+        println!(
+            "  granted:    {} → {} ({access})",
+            dir.host.display(),
+            dir.guest
+        );
     }
     for refused in &grant.refused {
         println!("  not granted: {refused}");

@@ -160,3 +160,27 @@ async fn a_corrupt_cache_entry_is_recompiled() {
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 42 }));
 }
+
+#[tokio::test]
+async fn an_unreservable_pool_falls_back_to_on_demand_allocation() {
+    use evo_host::engine::wasm::{Allocator, EngineConfig, WasmEngine};
+    // A million slots of 4 GiB reservations cannot fit in a 47-bit address space.
+    let engine = WasmEngine::new(EngineConfig {
+        max_concurrent_calls: 1_000_000,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    assert_eq!(engine.allocator(), Allocator::OnDemand);
+    let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
+    let outcome = skill
+        .call(r#"{"expression":"2 ^ 10"}"#, &RunContext::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome.output, json!({ "result": 1024 }));
+}
+
+#[tokio::test]
+async fn the_default_engine_pools_instances() {
+    use evo_host::engine::wasm::Allocator;
+    assert_eq!(engine().allocator(), Allocator::Pooling);
+}

@@ -3,7 +3,7 @@
 mod calculate;
 mod cli;
 mod file_head;
-mod fixture_stdio;
+mod fixture_probe;
 mod misbehaving;
 mod notes;
 mod versions;

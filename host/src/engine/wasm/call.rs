@@ -344,7 +344,14 @@ fn wasi_ctx(
     stderr: &MemoryOutputPipe,
 ) -> Result<wasmtime_wasi::WasiCtx> {
     let mut builder = WasiCtxBuilder::new();
-    builder.stdout(stdout.clone()).stderr(stderr.clone());
+    builder
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        // No network until a skill can be granted hosts: WASI's default already denies
+        // every address, and switching the socket APIs off says so outright.
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
     for dir in &grant.dirs {
         let perms = match dir.access {
             Access::Read => FsPerms::ReadOnly,

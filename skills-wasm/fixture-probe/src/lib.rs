@@ -1,5 +1,7 @@
-//! `fixture-stdio`: a test fixture that writes to stdout and stderr and can panic, so
-//! the tests can check how the host captures, caps and reports guest output.
+//! `fixture-probe`: a test fixture that probes its sandbox. It writes to stdout and
+//! stderr, reports the environment and arguments it sees, tries to open a network
+//! connection, and can panic — so the tests can check what the host captures, caps,
+//! reports and refuses.
 
 use std::io::Write;
 
@@ -14,7 +16,10 @@ struct Input {
     /// A line to write to stderr.
     #[serde(default)]
     stderr_line: Option<String>,
-    /// Panic with this message after writing.
+    /// An address (`127.0.0.1:8080`) to try to connect to.
+    #[serde(default)]
+    connect: Option<String>,
+    /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
 }
@@ -23,18 +28,24 @@ struct Input {
 struct Output {
     /// Bytes written to stdout.
     written: usize,
+    /// Environment variables visible to the guest.
+    env: Vec<String>,
+    /// Command-line arguments visible to the guest.
+    args: Vec<String>,
+    /// The connection attempt's outcome: `connected` or the error.
+    connect: Option<String>,
 }
 
-struct FixtureStdio;
+struct FixtureProbe;
 
-impl Skill for FixtureStdio {
+impl Skill for FixtureProbe {
     type Input = Input;
     type Output = Output;
 
     fn manifest() -> Manifest {
         Manifest::new(
-            "fixture-stdio",
-            "Test fixture: writes to stdout and stderr, optionally panics.",
+            "fixture-probe",
+            "Test fixture: probes the sandbox (stdio, env, network, panics).",
         )
         .category("testing")
         .tags(["fixture"])
@@ -56,11 +67,22 @@ impl Skill for FixtureStdio {
         if let Some(line) = input.stderr_line {
             eprintln!("{line}");
         }
+        let connect = input
+            .connect
+            .map(|address| match std::net::TcpStream::connect(&address) {
+                Ok(_) => "connected".to_owned(),
+                Err(e) => e.to_string(),
+            });
         if let Some(message) = input.panic {
             panic!("{message}");
         }
-        Ok(Output { written })
+        Ok(Output {
+            written,
+            env: std::env::vars().map(|(k, _)| k).collect(),
+            args: std::env::args().collect(),
+            connect,
+        })
     }
 }
 
-evo_guest::export_skill!(FixtureStdio);
+evo_guest::export_skill!(FixtureProbe);
