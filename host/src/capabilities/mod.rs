@@ -33,6 +33,17 @@ pub enum MemoryAccess {
     ReadWrite,
 }
 
+impl MemoryAccess {
+    /// `none`, `read` or `read-write`, as written in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Read => "read",
+            Self::ReadWrite => "read-write",
+        }
+    }
+}
+
 /// What a skill's manifest asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RequestedCapabilities {
@@ -91,8 +102,9 @@ impl Grant {
         grant.memory = requested.memory.min(policy.memory);
         if grant.memory < requested.memory {
             grant.refused.push(format!(
-                "memory: requested {:?}, the host policy allows {:?}",
-                requested.memory, policy.memory
+                "memory: requested {} access, the host policy allows {}",
+                requested.memory.as_str(),
+                policy.memory.as_str()
             ));
         }
         grant

@@ -3,9 +3,10 @@
 //! connection, and can panic — so the tests can check what the host captures, caps,
 //! reports and refuses.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
-use evo_guest::{Error, JsonSchema, Manifest, Skill};
+use evo_guest::{Error, JsonSchema, Manifest, MemoryAccess, Skill, memory};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, JsonSchema)]
@@ -19,6 +20,9 @@ struct Input {
     /// An address (`127.0.0.1:8080`) to try to connect to.
     #[serde(default)]
     connect: Option<String>,
+    /// Try every host call of the context and report how each ended.
+    #[serde(default)]
+    host_calls: bool,
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
@@ -34,6 +38,8 @@ struct Output {
     args: Vec<String>,
     /// The connection attempt's outcome: `connected` or the error.
     connect: Option<String>,
+    /// Each host call's outcome (`ok` or the error), by name.
+    host_calls: BTreeMap<String, String>,
 }
 
 struct FixtureProbe;
@@ -50,6 +56,9 @@ impl Skill for FixtureProbe {
         .category("testing")
         .tags(["fixture"])
         .timeout_ms(5_000)
+        .calls("calculate")
+        .llm()
+        .memory(MemoryAccess::ReadWrite)
     }
 
     fn execute(input: Input) -> Result<Output, Error> {
@@ -73,6 +82,31 @@ impl Skill for FixtureProbe {
                 Ok(_) => "connected".to_owned(),
                 Err(e) => e.to_string(),
             });
+        let mut host_calls = BTreeMap::new();
+        if input.host_calls {
+            let mut record = |name: &str, result: Result<(), Error>| {
+                host_calls.insert(
+                    name.to_owned(),
+                    result.map_or_else(|e| e.to_string(), |()| "ok".to_owned()),
+                );
+            };
+            let calculate = serde_json::json!({ "expression": "1 + 1" });
+            record(
+                "call-listed",
+                evo_guest::call::<_, serde_json::Value>("calculate", &calculate).map(drop),
+            );
+            record(
+                "call-unlisted",
+                evo_guest::call::<_, serde_json::Value>("notes", &calculate).map(drop),
+            );
+            record("llm", evo_guest::llm("hello").map(drop));
+            record("memory-search", memory::search("anything", 3).map(drop));
+            record(
+                "memory-store",
+                memory::store("a fact", Some("fact")).map(drop),
+            );
+            record("memory-forget", memory::forget("a fact").map(drop));
+        }
         if let Some(message) = input.panic {
             panic!("{message}");
         }
@@ -81,6 +115,7 @@ impl Skill for FixtureProbe {
             env: std::env::vars().map(|(k, _)| k).collect(),
             args: std::env::args().collect(),
             connect,
+            host_calls,
         })
     }
 }

@@ -137,6 +137,24 @@ fn bad_input_exits_2() {
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["code"], "SKILL_NOT_FOUND");
 
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            skills::FILE_HEAD,
+            "--dir",
+            "/no/such/dir::/data",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .starts_with("error[INVALID_ARGUMENT]: --dir /no/such/dir::/data: /no/such/dir:"),
+        "{}",
+        stderr(&out)
+    );
+
     let not_wasm = home.path().join("README.md");
     std::fs::write(&not_wasm, "# hello").unwrap();
     let out = evo(home.path(), &["skill", "run", not_wasm.to_str().unwrap()]);

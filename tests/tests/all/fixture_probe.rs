@@ -84,3 +84,62 @@ async fn no_environment_arguments_or_network() {
     );
     assert!(listener.accept().is_err(), "nothing reached the listener");
 }
+
+#[tokio::test]
+async fn host_calls_that_are_not_granted_return_errors_not_traps() {
+    let engine = engine();
+    let skill = load(&engine, skills::FIXTURE_PROBE, &Policy::default()).await;
+    assert_eq!(
+        skill.grant().refused,
+        [
+            "llm: the host policy does not allow the language model",
+            "memory: requested read-write access, the host policy allows none",
+        ]
+    );
+    let outcome = skill
+        .call(r#"{"host_calls":true}"#, &RunContext::default())
+        .await
+        .unwrap();
+    let denied = |what: &str| {
+        format!(
+            "denied: fixture-probe was not granted {what}; the skill must request it in its manifest and the operator must allow it"
+        )
+    };
+    assert_eq!(
+        outcome.output["host_calls"],
+        json!({
+            "call-listed": "not found: skill \"calculate\" is not available: this host runs a single skill with no skill registry attached",
+            "call-unlisted": "denied: fixture-probe may not call \"notes\": add it to the `calls` list of its manifest",
+            "llm": denied("the language model"),
+            "memory-search": denied("read access to memory"),
+            "memory-store": denied("write access to memory"),
+            "memory-forget": denied("write access to memory"),
+        })
+    );
+}
+
+#[tokio::test]
+async fn granted_memory_reaches_the_kernel_services() {
+    use evo_host::capabilities::MemoryAccess;
+    let engine = engine();
+    let policy = Policy {
+        memory: MemoryAccess::ReadWrite,
+        llm: true,
+        ..Policy::default()
+    };
+    let skill = load(&engine, skills::FIXTURE_PROBE, &policy).await;
+    assert!(skill.grant().refused.is_empty());
+    let outcome = skill
+        .call(r#"{"host_calls":true}"#, &RunContext::default())
+        .await
+        .unwrap();
+    // Granted, so the request reaches the (unwired) services, which explain themselves.
+    assert_eq!(
+        outcome.output["host_calls"]["memory-search"],
+        "denied: no memory is attached to this host"
+    );
+    assert_eq!(
+        outcome.output["host_calls"]["llm"],
+        "denied: no language model is configured for this host"
+    );
+}
