@@ -31,7 +31,8 @@ pub async fn load(engine: &WasmEngine, path: &str, policy: &Policy) -> WasmSkill
         .unwrap_or_else(|e| panic!("{path} loads: {e}"))
 }
 
-/// The `evo` binary next to the test executable (built by `cargo test --workspace`).
+/// The `evo` binary next to the test executable (built by `cargo build --workspace`,
+/// which `./scripts/test` runs before the tests).
 pub fn evo_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe
@@ -41,7 +42,7 @@ pub fn evo_bin() -> PathBuf {
     let bin = dir.join("evo");
     assert!(
         bin.exists(),
-        "{} is missing: run the tests with `cargo test --workspace`",
+        "{} is missing: build it with `cargo build -p evo-host` (./scripts/test does)",
         bin.display()
     );
     bin
