@@ -17,7 +17,14 @@ fn main() {
         .parent()
         .expect("tests/ lives in the workspace root");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for watched in ["skills-wasm", "guest-sdk", "wit", "Cargo.lock"] {
+    for watched in [
+        "skills-wasm",
+        "guest-sdk",
+        "wit",
+        "Cargo.lock",
+        // Included by path into skills-wasm/calculate.
+        "host/src/engine/builtin/expr.rs",
+    ] {
         println!(
             "cargo:rerun-if-changed={}",
             workspace.join(watched).display()

@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 
 use crate::skill::meta::Problem;
+use crate::skill::template::TemplateError;
+use crate::skill::validate::{Direction, ValidationReport};
 
 /// Result with Evo's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -181,6 +183,82 @@ pub enum Error {
     /// The Wasm engine could not be set up or failed unexpectedly.
     #[error("engine: {0}")]
     Engine(String),
+
+    /// No skill of that name is registered (or installed).
+    #[error("Skills not found: {name}")]
+    SkillNotFound {
+        /// The name asked for.
+        name: String,
+    },
+
+    /// No built-in tool of that name exists.
+    #[error("BuiltIn tool not found: {name}")]
+    ToolNotFound {
+        /// The name asked for.
+        name: String,
+    },
+
+    /// A call would go deeper than the call depth limit.
+    #[error(
+        "{skill}: call depth limit reached ({depth} of {max} frames); a skill is probably calling itself in a loop"
+    )]
+    SkillDepth {
+        /// The skill that was to be called.
+        skill: String,
+        /// The depth of the caller.
+        depth: u32,
+        /// The limit.
+        max: u32,
+    },
+
+    /// An input or output does not match the skill's schema; the report lists every
+    /// violation with a suggestion and is written for a model to act on.
+    #[error("{0}")]
+    Validation(Box<ValidationReport>),
+
+    /// A template of the skill (pipeline, output mapping, prompt) is wrong.
+    #[error("{skill}: {source}")]
+    Template {
+        /// The skill.
+        skill: String,
+        /// Where and what.
+        #[source]
+        source: TemplateError,
+    },
+
+    /// A step of a composite skill failed.
+    #[error("{skill}: step `{step}` failed: {source}")]
+    Step {
+        /// The composite skill.
+        skill: String,
+        /// The step's label.
+        step: String,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// The language model could not answer.
+    #[error("llm: {message}")]
+    Llm {
+        /// What went wrong and what to do.
+        message: String,
+        /// Whether trying again later may work (rate limit, timeout, server error).
+        transient: bool,
+    },
+
+    /// The skill is of a kind this build cannot run.
+    #[error("{0}")]
+    Unsupported(String),
+
+    /// The host database failed.
+    #[error("database: {message}")]
+    Database {
+        /// The file and SQLite's message.
+        message: String,
+        /// Whether it was busy or locked by another process (worth retrying).
+        transient: bool,
+    },
 }
 
 fn format_problems(problems: &[Problem]) -> String {
@@ -212,6 +290,38 @@ impl Error {
             Self::InvalidOutput { .. } => "INVALID_OUTPUT",
             Self::Capability(_) => "CAPABILITY_DENIED",
             Self::Engine(_) => "ENGINE_ERROR",
+            Self::SkillNotFound { .. } => "SKILL_NOT_FOUND",
+            Self::ToolNotFound { .. } => "TOOL_NOT_FOUND",
+            Self::SkillDepth { .. } => "SKILL_DEPTH_EXCEEDED",
+            Self::Validation(_) => "SKILL_VALIDATION_FAILED",
+            Self::Template { .. } => "TEMPLATE_ERROR",
+            Self::Step { source, .. } => source.code(),
+            Self::Llm { .. } => "LLM_ERROR",
+            Self::Database { .. } => "DATABASE_ERROR",
+            Self::Unsupported(_) => "UNSUPPORTED_SKILL_KIND",
+        }
+    }
+
+    /// True for failures that may pass if tried again (timeouts, a busy database, a rate
+    /// limit); the kernel retries only these. Validation and depth errors never are.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Timeout { .. }
+            | Self::Skill {
+                kind: FailureKind::Timeout,
+                ..
+            } => true,
+            Self::Llm { transient, .. } | Self::Database { transient, .. } => *transient,
+            Self::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted
+                    | std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+            ),
+            Self::Step { source, .. } => source.is_transient(),
+            _ => false,
         }
     }
 
@@ -227,7 +337,10 @@ impl Error {
                 | Self::InvalidManifest { .. }
                 | Self::InvalidInput { .. }
                 | Self::Capability(_)
-        )
+                | Self::SkillNotFound { .. }
+                | Self::ToolNotFound { .. }
+                | Self::Template { .. }
+        ) || matches!(self, Self::Validation(report) if report.direction == Direction::Input)
     }
 
     /// A short hint on what to do next, when there is a useful one.
@@ -249,6 +362,21 @@ impl Error {
             Self::NotASkill { .. } | Self::InvalidComponent { .. } => Some(
                 "skills implement the `plugin` world of wit/skill.wit; see guest-sdk/README.md",
             ),
+            Self::SkillNotFound { .. } => {
+                Some("`evo skill list` shows the skills available; check the name's spelling")
+            }
+            Self::SkillDepth { .. } => {
+                Some("look for a skill that calls itself, directly or through another skill")
+            }
+            Self::Validation(report) if report.direction == Direction::Input => {
+                Some("fix the input as the report says and run again")
+            }
+            Self::Validation(_) => Some(
+                "the skill produced output its own schema rejects: report it to the skill's author",
+            ),
+            Self::Llm { .. } => {
+                Some("check the model's configuration (EVO_LLM, API keys, base URL)")
+            }
             _ => None,
         }
     }

@@ -5,14 +5,16 @@
 //! (`wit/skill.wit`) and run under wasmtime with time, memory and output limits and
 //! deny-by-default capabilities.
 //!
-//! - [`engine::wasm`] loads and runs Wasm skills.
-//! - [`skill`] describes skills ([`skill::meta::SkillMeta`]) and what they may ask of the
-//!   host ([`skill::context`]).
+//! - [`skill`] is the kernel: manifests, the registry, and [`skill::kernel::SkillContext`]
+//!   with its validation gates, templates, pipelines and llm skills.
+//! - [`engine`] runs skills: built-in tools, Wasm components, skill directories.
+//! - [`db`] is the host's SQLite database (statistics).
 //! - [`capabilities`] decides what a skill may touch.
 //! - [`error`] lists every error with its stable code.
 #![deny(missing_docs)]
 
 pub mod capabilities;
+pub mod db;
 pub mod engine;
 pub mod error;
 pub mod paths;

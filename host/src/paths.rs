@@ -21,3 +21,8 @@ pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
 pub fn wasm_cache_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("cache").join("wasm")
 }
+
+/// Where installed skills live inside a data directory, one directory each.
+pub fn skills_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("skills")
+}

@@ -105,3 +105,99 @@ pub fn wat_skill(manifest: &str, body: &str) -> Vec<u8> {
     );
     component_from_wat(&core, SKILL_WIT, "plugin")
 }
+
+/// Kernel fixtures: skills made of closures, and a scripted language model.
+pub mod kernel {
+    use std::collections::VecDeque;
+    use std::fmt;
+    use std::sync::{Arc, Mutex};
+
+    use evo_host::Result;
+    use evo_host::skill::context::{BoxFuture, LlmRequest};
+    use evo_host::skill::events::{EventSink, RunEvent};
+    use evo_host::skill::executor::{Executor, ExecutorKind, SkillOutput};
+    use evo_host::skill::kernel::{Llm, SkillContext};
+    use evo_host::skill::meta::SkillMeta;
+    use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
+    use serde_json::Value;
+
+    type Body = dyn Fn(Value, SkillContext) -> BoxFuture<'static, Result<Value>> + Send + Sync;
+
+    /// A code skill whose body is a closure.
+    pub struct FnExecutor(Box<Body>);
+
+    impl fmt::Debug for FnExecutor {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("FnExecutor")
+        }
+    }
+
+    impl Executor for FnExecutor {
+        fn kind(&self) -> ExecutorKind {
+            ExecutorKind::Builtin
+        }
+
+        fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
+            let future = (self.0)(input, ctx);
+            Box::pin(async move { future.await.map(SkillOutput::from) })
+        }
+    }
+
+    /// Registers a skill with manifest `manifest` (JSON) and body `body`.
+    pub fn register<F, Fut>(registry: &SkillRegistry, manifest: Value, body: F)
+    where
+        F: Fn(Value, SkillContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value>> + Send + 'static,
+    {
+        let meta = SkillMeta::from_json(&manifest.to_string())
+            .unwrap_or_else(|p| panic!("test manifest is invalid: {p:?}"));
+        let executor = FnExecutor(Box::new(move |input, ctx| Box::pin(body(input, ctx))));
+        registry.register(RegisteredSkill::new(meta, Arc::new(executor)).expect("schemas compile"));
+    }
+
+    /// A language model that answers from a script, in order, and records every request.
+    /// (A fake is allowed for the model only: every other part of a test is real.)
+    #[derive(Debug, Default)]
+    pub struct ScriptedLlm {
+        answers: Mutex<VecDeque<String>>,
+        requests: Mutex<Vec<LlmRequest>>,
+    }
+
+    impl ScriptedLlm {
+        /// A model that will give `answers`, one per request.
+        pub fn new<S: Into<String>>(answers: impl IntoIterator<Item = S>) -> Arc<Self> {
+            Arc::new(Self {
+                answers: Mutex::new(answers.into_iter().map(Into::into).collect()),
+                requests: Mutex::default(),
+            })
+        }
+
+        /// The requests received so far.
+        pub fn requests(&self) -> Vec<LlmRequest> {
+            self.requests.lock().unwrap().clone()
+        }
+    }
+
+    impl Llm for ScriptedLlm {
+        fn complete(&self, request: LlmRequest) -> BoxFuture<'_, Result<String>> {
+            self.requests.lock().unwrap().push(request);
+            let answer = self.answers.lock().unwrap().pop_front();
+            Box::pin(async move {
+                answer.ok_or_else(|| evo_host::Error::Llm {
+                    message: "the script has no more answers".into(),
+                    transient: false,
+                })
+            })
+        }
+    }
+
+    /// An event sink that keeps every event.
+    pub fn recorder() -> (EventSink, Arc<Mutex<Vec<RunEvent>>>) {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = {
+            let events = events.clone();
+            EventSink::new(move |e| events.lock().unwrap().push(e))
+        };
+        (sink, events)
+    }
+}

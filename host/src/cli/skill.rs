@@ -3,10 +3,19 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use clap::Subcommand;
+use evo_host::Error;
 use evo_host::capabilities::{Access, DirPolicy, Policy};
-use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
-use evo_host::skill::context::{RunContext, SkillEvent};
+use evo_host::db::Db;
+use evo_host::engine::builtin::BuiltinTools;
+use evo_host::engine::loader::Loader;
+use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmExecutor, WasmSkill};
+use evo_host::skill::events::{EventKind, EventSink, RunEvent};
+use evo_host::skill::kernel::{Kernel, RunOptions};
+use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
+use evo_host::skill::stats::Stats;
 use serde_json::json;
 
 use super::{Failure, Globals};
@@ -14,26 +23,54 @@ use super::{Failure, Globals};
 #[derive(Debug, Subcommand)]
 pub(crate) enum SkillCommand {
     /// Run a skill once and print its output.
+    ///
+    /// SKILL is a built-in tool or installed skill name (`calculate`), a skill directory
+    /// (SKILL.md, skill.json, skill.wasm, prompt.md), or a `.wasm` component. The call goes
+    /// through the same gates as an agent's: input defaults and validation, the skill's
+    /// timeout and retries, output validation.
     Run {
-        /// The skill: a `.wasm` component.
-        skill: PathBuf,
+        /// The skill: a name, a directory, or a `.wasm` file.
+        skill: String,
         /// The input as JSON; `-` reads it from stdin.
         #[arg(long, short, default_value = "{}", value_name = "JSON")]
         input: String,
         #[command(flatten)]
+        sources: Sources,
+        #[command(flatten)]
         grants: Grants,
+    },
+    /// List the skills available: built-in tools, installed skills, and `--skills-dir`.
+    List {
+        #[command(flatten)]
+        sources: Sources,
+    },
+    /// Show per-skill call statistics (all runs that used this data directory).
+    Stats {
+        /// Only this skill.
+        skill: Option<String>,
     },
     /// Show a skill's manifest, limits, and what it would be granted.
     Info {
-        /// The skill: a `.wasm` component.
-        skill: PathBuf,
+        /// The skill: a name, a directory, or a `.wasm` file.
+        skill: String,
+        #[command(flatten)]
+        sources: Sources,
         #[command(flatten)]
         grants: Grants,
     },
 }
 
-/// Capabilities the operator grants for this invocation.
+/// Where skills come from besides the built-ins.
 #[derive(Debug, clap::Args)]
+pub(crate) struct Sources {
+    /// Also load every skill directory under DIR (before the installed ones, which it
+    /// overrides on a name clash).
+    #[arg(long, value_name = "DIR")]
+    skills_dir: Option<PathBuf>,
+}
+
+/// Capabilities the operator grants for this invocation.
+#[derive(Debug, Default, clap::Args)]
 pub(crate) struct Grants {
     /// Offer a host directory to the skill: `HOST::GUEST` (read-write), `HOST::GUEST:ro`
     /// (read-only), or `HOST` (same path in the guest). The skill gets it only if its
@@ -69,25 +106,45 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
         SkillCommand::Run {
             skill,
             input,
+            sources,
             grants,
         } => {
             let input = read_input(input)?;
-            let skill = load(&skill, &grants.policy()?, globals).await?;
+            let host = Host::open(globals, &sources, &grants).await?;
+            let name = host.resolve(&skill).await?;
             let json_mode = globals.json;
-            let events: evo_host::skill::context::EventSink =
-                std::sync::Arc::new(move |e: SkillEvent| {
-                    if !json_mode {
-                        eprintln!("event from {}: {}", e.skill, e.event);
-                    }
-                });
-            let run = RunContext {
+            let events = EventSink::new(move |event: RunEvent| {
+                if json_mode {
+                    return;
+                }
+                match event.kind {
+                    EventKind::Emit => eprintln!(
+                        "event from {}: {}",
+                        event.skill.unwrap_or_default(),
+                        event.output.unwrap_or_default()
+                    ),
+                    EventKind::SkillCall if event.depth.unwrap_or(0) > 1 => eprintln!(
+                        "{}→ {} {}",
+                        "  ".repeat(event.depth.unwrap_or(2) as usize - 2),
+                        event.skill.unwrap_or_default(),
+                        event.input.unwrap_or_default()
+                    ),
+                    _ => {}
+                }
+            });
+            let ctx = host.kernel.context(RunOptions {
                 events: Some(events),
-                ..RunContext::default()
-            };
-            let outcome = skill.call(&input, &run).await?;
+                ..RunOptions::default()
+            });
+            let started = std::time::Instant::now();
+            let result = ctx.call_full(&name, input).await;
+            host.flush_stats();
+            let outcome = result?;
             if globals.json {
                 let mut value = serde_json::to_value(&outcome).map_err(internal)?;
                 value["success"] = json!(true);
+                value["skill"] = json!(name);
+                value["duration"] = json!(started.elapsed().as_secs_f64() * 1000.0);
                 println!("{value}");
             } else {
                 println!(
@@ -97,23 +154,234 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             }
             Ok(())
         }
-        SkillCommand::Info { skill, grants } => {
-            let skill = load(&skill, &grants.policy()?, globals).await?;
-            let value = json!({
-                "manifest": skill.meta(),
-                "limits": skill.limits(),
-                "grant": skill.grant(),
-                "apiVersion": skill.info().api_version,
-                "sdk": skill.info().sdk,
-                "digest": skill.digest(),
-                "loadedFrom": skill.load_source(),
-            });
+        SkillCommand::List { sources } => {
+            let host = Host::open(globals, &sources, &Grants::default()).await?;
+            let skills = host.kernel.registry().list();
             if globals.json {
-                println!("{value}");
+                let items: Vec<_> = skills
+                    .iter()
+                    .map(|s| {
+                        json!({
+                            "name": s.meta.name,
+                            "kind": s.kind(),
+                            "category": s.meta.category,
+                            "version": s.meta.version,
+                            "description": s.meta.description,
+                            "tags": s.meta.tags,
+                        })
+                    })
+                    .collect();
+                println!("{}", json!({ "skills": items, "errors": host.load_errors }));
             } else {
-                print_info(&skill);
+                let width = skills.iter().map(|s| s.meta.name.len()).max().unwrap_or(0);
+                for skill in &skills {
+                    println!(
+                        "{:width$}  {:9}  {}",
+                        skill.meta.name,
+                        skill.kind().as_str(),
+                        first_sentence(&skill.meta.description)
+                    );
+                }
             }
             Ok(())
+        }
+        SkillCommand::Stats { skill } => {
+            let db = Db::open(&globals.data_dir)?;
+            let mut stats = Stats::load(&db)?;
+            if let Some(name) = &skill {
+                stats.retain(|k, _| k == name);
+                if stats.is_empty() {
+                    return Err(Failure::Usage {
+                        code: "SKILL_NOT_FOUND",
+                        message: format!(
+                            "no calls of {name} are recorded in {}",
+                            db.path().display()
+                        ),
+                        hint: Some(
+                            "statistics are recorded by `evo skill run` and agent runs".into(),
+                        ),
+                    });
+                }
+            }
+            if globals.json {
+                println!("{}", serde_json::to_value(&stats).map_err(internal)?);
+            } else if stats.is_empty() {
+                println!("no calls recorded yet");
+            } else {
+                let width = stats.keys().map(String::len).max().unwrap_or(5).max(5);
+                println!(
+                    "{:width$}  {:>7}  {:>8}  {:>9}  {:>9}",
+                    "skill", "calls", "success", "avg ms", "max ms"
+                );
+                for (name, s) in &stats {
+                    println!(
+                        "{name:width$}  {:>7}  {:>7.1}%  {:>9.2}  {:>9.2}",
+                        s.call_count,
+                        s.success_rate * 100.0,
+                        s.average_duration,
+                        s.max_duration
+                    );
+                }
+            }
+            Ok(())
+        }
+        SkillCommand::Info {
+            skill,
+            sources,
+            grants,
+        } => {
+            let host = Host::open(globals, &sources, &grants).await?;
+            let name = host.resolve(&skill).await?;
+            let registered = host
+                .kernel
+                .registry()
+                .get(&name)
+                .ok_or(Error::SkillNotFound { name: name.clone() })?;
+            let wasm = registered
+                .executor
+                .as_any()
+                .and_then(|any| any.downcast_ref::<WasmExecutor>())
+                .map(WasmExecutor::skill);
+            let mut value = json!({ "manifest": registered.meta, "kind": registered.kind() });
+            if let Some(skill) = wasm {
+                value["limits"] = json!(skill.limits());
+                value["grant"] = json!(skill.grant());
+                value["apiVersion"] = json!(skill.info().api_version);
+                value["sdk"] = json!(skill.info().sdk);
+                value["digest"] = json!(skill.digest());
+                value["loadedFrom"] = json!(skill.load_source());
+            }
+            if globals.json {
+                println!("{value}");
+            } else if let Some(skill) = wasm {
+                print_info(skill);
+            } else {
+                let meta = &registered.meta;
+                println!("{} {} — {}", meta.name, meta.version, meta.description);
+                println!("  kind:       {}", registered.kind());
+                println!("  category:   {}", meta.category);
+                if !meta.tags.is_empty() {
+                    println!("  tags:       {}", meta.tags.join(", "));
+                }
+                println!(
+                    "  timeout:    {} ms, {} retries",
+                    meta.timeout_ms, meta.retry
+                );
+                if !meta.calls.is_empty() {
+                    println!("  calls:      {}", meta.calls.join(", "));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn first_sentence(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.find(". ") {
+        Some(end) => line[..=end].to_owned(),
+        None => line,
+    }
+}
+
+/// The skills of one CLI invocation: built-ins, installed skills, `--skills-dir`.
+struct Host {
+    kernel: Arc<Kernel>,
+    loader: Loader,
+    data_dir: PathBuf,
+    load_errors: Vec<serde_json::Value>,
+}
+
+impl Host {
+    async fn open(globals: &Globals, sources: &Sources, grants: &Grants) -> Result<Self, Failure> {
+        let config = EngineConfig {
+            cache_dir: Some(evo_host::paths::wasm_cache_dir(&globals.data_dir)),
+            // One CLI invocation runs a handful of calls; a small pool starts fastest.
+            max_concurrent_calls: 4,
+            ..EngineConfig::default()
+        };
+        let engine = WasmEngine::new(config)?;
+        let loader = Loader::new().with_wasm(engine, grants.policy()?);
+        let registry = Arc::new(SkillRegistry::new());
+        BuiltinTools::default().register(&registry)?;
+        let mut load_errors = Vec::new();
+        let installed = evo_host::paths::skills_dir(&globals.data_dir);
+        let dirs = [Some(installed), sources.skills_dir.clone()];
+        for dir in dirs.into_iter().flatten() {
+            if !dir.is_dir() {
+                if sources.skills_dir.as_ref() == Some(&dir) {
+                    return Err(Failure::Usage {
+                        code: "INVALID_ARGUMENT",
+                        message: format!("--skills-dir {}: not a directory", dir.display()),
+                        hint: None,
+                    });
+                }
+                continue;
+            }
+            for (path, result) in loader.load_all(&dir).await? {
+                match result {
+                    Ok(skill) => {
+                        registry.register(skill);
+                    }
+                    Err(e) => {
+                        eprintln!("warning: skipped {}: [{}] {e}", path.display(), e.code());
+                        load_errors.push(
+                            json!({ "path": path, "code": e.code(), "error": e.to_string() }),
+                        );
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            kernel: Arc::new(Kernel::new(registry)),
+            loader,
+            data_dir: globals.data_dir.clone(),
+            load_errors,
+        })
+    }
+
+    /// The registered name for SKILL: a `.wasm` file or a directory is loaded and
+    /// registered first; anything else is looked up by name.
+    async fn resolve(&self, skill: &str) -> Result<String, Failure> {
+        let path = Path::new(skill);
+        let registered = if path.is_dir() {
+            self.loader.load_dir(path).await?
+        } else if path.is_file() {
+            let wasm = self.loader.load_wasm_file(path).await?;
+            RegisteredSkill::new(wasm.meta().clone(), Arc::new(WasmExecutor::new(wasm)))?
+        } else if self.kernel.registry().has(skill) {
+            let name = self
+                .kernel
+                .registry()
+                .get(skill)
+                .map(|s| s.meta.name.clone());
+            return Ok(name.unwrap_or_else(|| skill.to_owned()));
+        } else if skill.contains(['/', '\\']) || skill.ends_with(".wasm") {
+            return Err(Failure::Usage {
+                code: "SKILL_NOT_FOUND",
+                message: format!("{skill} is not a file or directory"),
+                hint: Some(
+                    "give a skill name (`evo skill list`), a skill directory, or a .wasm component"
+                        .into(),
+                ),
+            });
+        } else {
+            return Err(Error::SkillNotFound {
+                name: skill.to_owned(),
+            }
+            .into());
+        };
+        let name = registered.meta.name.clone();
+        self.kernel.registry().register(registered);
+        Ok(name)
+    }
+
+    /// Adds this invocation's calls to the statistics in the data directory. Failing to
+    /// record statistics must not fail the command that ran, so it only warns.
+    fn flush_stats(&self) {
+        let result = Db::open(&self.data_dir).and_then(|mut db| self.kernel.stats().flush(&mut db));
+        if let Err(e) = result {
+            eprintln!("warning: could not record statistics: {e}");
         }
     }
 }
@@ -167,25 +435,7 @@ fn print_info(skill: &WasmSkill) {
     println!("  digest:     sha256:{}", skill.digest());
 }
 
-async fn load(path: &Path, policy: &Policy, globals: &Globals) -> Result<WasmSkill, Failure> {
-    if !path.is_file() {
-        return Err(Failure::Usage {
-            code: "SKILL_NOT_FOUND",
-            message: format!("{} is not a file", path.display()),
-            hint: Some("give the path of a skill's .wasm component".into()),
-        });
-    }
-    let config = EngineConfig {
-        cache_dir: Some(evo_host::paths::wasm_cache_dir(&globals.data_dir)),
-        // One CLI invocation runs one call at a time; a small pool starts fastest.
-        max_concurrent_calls: 4,
-        ..EngineConfig::default()
-    };
-    let engine = WasmEngine::new(config)?;
-    Ok(engine.load_file(path, policy).await?)
-}
-
-fn read_input(input: String) -> Result<String, Failure> {
+fn read_input(input: String) -> Result<serde_json::Value, Failure> {
     let input = if input == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -199,16 +449,11 @@ fn read_input(input: String) -> Result<String, Failure> {
     } else {
         input
     };
-    if let Err(e) = serde_json::from_str::<serde_json::Value>(&input) {
-        return Err(Failure::Usage {
-            code: "INVALID_INPUT",
-            message: format!("--input is not valid JSON: {e}"),
-            hint: Some(
-                "quote the JSON for your shell, e.g. --input '{\"expression\":\"1+2\"}'".into(),
-            ),
-        });
-    }
-    Ok(input)
+    serde_json::from_str(&input).map_err(|e| Failure::Usage {
+        code: "INVALID_INPUT",
+        message: format!("--input is not valid JSON: {e}"),
+        hint: Some("quote the JSON for your shell, e.g. --input '{\"expression\":\"1+2\"}'".into()),
+    })
 }
 
 fn internal(error: serde_json::Error) -> Failure {

@@ -1,4 +1,11 @@
 //! Executors, one per kind of skill. Each runs a skill under limits and reports the
-//! result the same way; the kernel knows them only through what they return.
+//! result the same way; the kernel knows them only through the
+//! [`Executor`](crate::skill::executor::Executor) trait.
+//!
+//! - [`builtin`]: in-process tools (`read`, `calculate`).
+//! - [`wasm`]: WebAssembly components.
+//! - [`loader`]: picks the executor for a skill directory.
 
+pub mod builtin;
+pub mod loader;
 pub mod wasm;

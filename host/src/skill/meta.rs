@@ -25,6 +25,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::template::{self, Template};
 use crate::capabilities::{Access, DirRequest, MemoryAccess, RequestedCapabilities};
 
 /// Default `timeout` of the blueprint (§4.1): 30 s per call.
@@ -108,6 +109,35 @@ pub struct RawMeta {
     pub limits: Option<Value>,
     /// See [`SkillMeta::capabilities`].
     pub capabilities: Option<Value>,
+    /// See [`SkillMeta::pipeline`].
+    pub pipeline: Option<Value>,
+    /// See [`SkillMeta::output_mapping`].
+    pub output_mapping: Option<Value>,
+    /// See [`SkillMeta::prompt`].
+    pub prompt: Option<String>,
+}
+
+/// One step of a composite skill's pipeline (blueprint §4.2 `pipeline`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineStep {
+    /// The step's label; later steps read its output as `steps.<step>`.
+    pub step: String,
+    /// The skill to call.
+    pub skill: String,
+    /// The input, with `{{ }}` templates.
+    #[serde(default = "empty_object")]
+    pub input: Value,
+    /// Run the step only when this expression is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// Run the step once per element of this array; the outputs are collected in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreach: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 /// A validated skill manifest.
@@ -144,6 +174,16 @@ pub struct SkillMeta {
     pub limits: RequestedLimits,
     /// Capabilities requested.
     pub capabilities: RequestedCapabilities,
+    /// The steps of a composite skill.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pipeline: Vec<PipelineStep>,
+    /// How a composite skill's output is assembled from its steps (default: the last
+    /// step's output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_mapping: Option<serde_json::Map<String, Value>>,
+    /// An llm skill's prompt given inline instead of in `prompt.md`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
 }
 
 /// Whether `name` is a valid skill name.
@@ -273,6 +313,33 @@ impl SkillMeta {
             }),
         };
         let capabilities = capabilities(&mut problems, raw.capabilities);
+        let pipeline = pipeline(&mut problems, raw.pipeline, mode);
+        let output_mapping = match raw.output_mapping {
+            None => None,
+            Some(Value::Object(map)) => {
+                for (key, value) in &map {
+                    check_templates(&mut problems, &format!("outputMapping.{key}"), value);
+                }
+                Some(map)
+            }
+            Some(other) => {
+                problems.push(problem(
+                    "outputMapping",
+                    format!("{other} is not an object"),
+                    "map output fields to templates, e.g. { \"summary\": \"{{steps.summarize.summary}}\" }",
+                ));
+                None
+            }
+        };
+        if let Some(prompt) = &raw.prompt
+            && let Err(e) = Template::parse(prompt)
+        {
+            problems.push(problem(
+                "prompt",
+                e.to_string(),
+                "fix the template at that offset",
+            ));
+        }
 
         if problems.is_empty() {
             Ok(Self {
@@ -290,6 +357,9 @@ impl SkillMeta {
                 retry,
                 limits,
                 capabilities,
+                pipeline,
+                output_mapping,
+                prompt: raw.prompt,
             })
         } else {
             Err(problems)
@@ -327,6 +397,83 @@ fn is_semver(version: &str) -> bool {
         && parts
             .iter()
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn pipeline(problems: &mut Vec<Problem>, value: Option<Value>, mode: Mode) -> Vec<PipelineStep> {
+    let steps: Vec<PipelineStep> = match value {
+        None => Vec::new(),
+        Some(value) => match serde_json::from_value(value) {
+            Ok(steps) => steps,
+            Err(e) => {
+                problems.push(problem(
+                    "pipeline",
+                    e.to_string(),
+                    "write a list of { \"step\", \"skill\", \"input\", \"condition\"?, \"foreach\"? }",
+                ));
+                return Vec::new();
+            }
+        },
+    };
+    if mode == Mode::Composite && steps.is_empty() {
+        problems.push(problem(
+            "pipeline",
+            "a composite skill needs at least one step",
+            "add `pipeline` steps, or use mode \"code\" or \"llm\"",
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, step) in steps.iter().enumerate() {
+        let at = format!("pipeline[{i}]");
+        if step.step.is_empty()
+            || !step
+                .step
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        {
+            problems.push(problem(
+                &format!("{at}.step"),
+                format!("{:?} is not a step label", step.step),
+                "use letters, digits, `_` or `-`, so that `steps.<step>` can refer to it",
+            ));
+        } else if !seen.insert(step.step.as_str()) {
+            problems.push(problem(
+                &format!("{at}.step"),
+                format!("step {:?} appears twice", step.step),
+                "give each step its own label",
+            ));
+        }
+        if !is_valid_name(&step.skill) {
+            problems.push(problem(
+                &format!("{at}.skill"),
+                format!("{:?} is not a skill name", step.skill),
+                "name a registered skill",
+            ));
+        }
+        check_templates(problems, &format!("{at}.input"), &step.input);
+        for (field, expression) in [("condition", &step.condition), ("foreach", &step.foreach)] {
+            if let Some(expression) = expression
+                && let Err(e) = template::parse_expression(expression)
+            {
+                problems.push(problem(
+                    &format!("{at}.{field}"),
+                    e.to_string(),
+                    "fix the expression at that offset",
+                ));
+            }
+        }
+    }
+    steps
+}
+
+/// Reports every string in `value` that is not a valid template.
+fn check_templates(problems: &mut Vec<Problem>, field: &str, value: &Value) {
+    if let Err(e) = template::ValueTemplate::compile(value) {
+        problems.push(problem(
+            field,
+            e.to_string(),
+            "fix the template at that offset",
+        ));
+    }
 }
 
 #[derive(Deserialize)]

@@ -1,5 +1,23 @@
-//! The skill kernel: what a skill is ([`meta::SkillMeta`]) and what it may ask of the
-//! host while it runs ([`context`]).
+//! The skill kernel: what a skill is, how it is called, and how calls are checked.
+//!
+//! - [`meta`]: the manifest (`skill.json`, SKILL.md [`frontmatter`]), parsed raw → validated.
+//! - [`registry`]: every skill the agent can call, whatever runs it.
+//! - [`kernel`]: [`kernel::SkillContext::call`], the one path every call takes: depth
+//!   limit, lookup, gate 1, timeout and retry, gate 2, statistics, [`events`].
+//! - [`validate`]: JSON Schema validation with reports a model can act on.
+//! - [`template`]: the `{{ }}` language of pipelines and prompts.
+//! - [`pipeline`] and [`llm_mode`]: the composite and llm executors.
+//! - [`context`]: what a Wasm guest may ask of the host.
 
 pub mod context;
+pub mod events;
+pub mod executor;
+pub mod frontmatter;
+pub mod kernel;
+pub mod llm_mode;
 pub mod meta;
+pub mod pipeline;
+pub mod registry;
+pub mod stats;
+pub mod template;
+pub mod validate;

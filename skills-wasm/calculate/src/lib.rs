@@ -3,6 +3,8 @@
 use evo_guest::{Error, JsonSchema, Manifest, Skill};
 use serde::{Deserialize, Serialize};
 
+// The evaluator is shared with the host's in-process `calculate` built-in.
+#[path = "../../../host/src/engine/builtin/expr.rs"]
 mod expr;
 
 /// The expression to evaluate.
@@ -18,17 +20,6 @@ struct Input {
 struct Output {
     /// Whole numbers are written without a fraction (`22`, not `22.0`).
     result: serde_json::Number,
-}
-
-/// Integers up to 2^53 are exact in an f64, so printing them as integers loses nothing.
-const MAX_EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
-
-fn number(value: f64) -> serde_json::Number {
-    if value.fract() == 0.0 && value.abs() <= MAX_EXACT_INTEGER {
-        serde_json::Number::from(value as i64)
-    } else {
-        serde_json::Number::from_f64(value).unwrap_or_else(|| serde_json::Number::from(0))
-    }
 }
 
 struct Calculate;
@@ -51,7 +42,7 @@ impl Skill for Calculate {
     fn execute(input: Input) -> Result<Output, Error> {
         expr::evaluate(&input.expression)
             .map(|value| Output {
-                result: number(value),
+                result: expr::to_json_number(value),
             })
             .map_err(|e| Error::invalid_input(e.to_string()))
     }

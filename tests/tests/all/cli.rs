@@ -201,3 +201,189 @@ fn help_lists_the_commands() {
     let out = evo(home.path(), &["skill", "frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A skills directory with a composite skill, an instruction-only skill and a broken one.
+fn skills_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let squares = dir.path().join("squares");
+    std::fs::create_dir(&squares).unwrap();
+    std::fs::write(
+        squares.join("skill.json"),
+        json!({
+            "name": "squares", "description": "Adds the squares of numbers.", "mode": "composite",
+            "category": "math",
+            "input": { "type": "object", "properties": { "numbers": { "type": "array", "items": { "type": "number" } } }, "required": ["numbers"] },
+            "pipeline": [
+                { "step": "each", "skill": "calculate", "input": { "expression": "{{item}} ^ 2" }, "foreach": "{{input.numbers}}" },
+                { "step": "total", "skill": "calculate", "input": { "expression": "{{steps.each | pluck:result | join:' + '}}" } }
+            ],
+            "outputMapping": { "sum": "{{steps.total.result}}", "squares": "{{steps.each | pluck:result}}" }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let guide = dir.path().join("commit-guide");
+    std::fs::create_dir(&guide).unwrap();
+    std::fs::write(
+        guide.join("SKILL.md"),
+        "---\nname: commit-guide\ndescription: >\n  How to write a commit message.\nmetadata:\n  version: 1.1.0\n---\nUse the imperative mood.\n",
+    )
+    .unwrap();
+    let broken = dir.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(broken.join("skill.json"), r#"{"name":"Broken Name"}"#).unwrap();
+    dir
+}
+
+#[test]
+fn built_in_tools_run_by_name() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            "calculate",
+            "--input",
+            r#"{"expression":"sqrt(144) + 10"}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
+        json!({ "result": 22 })
+    );
+
+    let out = evo(home.path(), &["skill", "run", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error[SKILL_NOT_FOUND]: Skills not found: nope\n"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn validation_errors_print_the_report_and_exit_2() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            "calculate",
+            "--input",
+            r#"{"expression":7}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error[SKILL_VALIDATION_FAILED]: calculate input does not match its schema (attempt 1 of 3):\n  • [expression] type: expected string, got 7."),
+        "{err}"
+    );
+}
+
+#[test]
+fn composite_and_instruction_skills_run_from_a_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let skills = skills_dir();
+    let dir = skills.path().to_str().unwrap();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            "squares",
+            "--skills-dir",
+            dir,
+            "--input",
+            r#"{"numbers":[1,2,3]}"#,
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["output"], json!({ "sum": 14, "squares": [1, 4, 9] }));
+    assert_eq!(value["intermediateSteps"].as_array().unwrap().len(), 4);
+    assert!(
+        stderr(&out).contains("skipped"),
+        "the broken skill is reported: {}",
+        stderr(&out)
+    );
+
+    let guide = skills.path().join("commit-guide");
+    let out = evo(home.path(), &["skill", "run", guide.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        value,
+        json!({ "instructions": "Use the imperative mood.\n" })
+    );
+}
+
+#[test]
+fn list_shows_every_kind_and_the_skills_that_failed_to_load() {
+    let home = tempfile::tempdir().unwrap();
+    let skills = skills_dir();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "list",
+            "--skills-dir",
+            skills.path().to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<(&str, &str)> = value["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("calculate", "builtin"),
+            ("commit-guide", "static"),
+            ("read", "builtin"),
+            ("squares", "composite")
+        ]
+    );
+    let errors = value["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["code"], "INVALID_MANIFEST");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("Missing required fields: description")
+    );
+}
+
+#[test]
+fn stats_survive_across_processes() {
+    let home = tempfile::tempdir().unwrap();
+    for expression in ["1 + 1", "2 * 3", "1 / 0"] {
+        let input = json!({ "expression": expression }).to_string();
+        evo(
+            home.path(),
+            &["skill", "run", "calculate", "--input", &input],
+        );
+    }
+    let out = evo(home.path(), &["skill", "stats", "calculate", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let calc = &value["calculate"];
+    assert_eq!(
+        (calc["callCount"].clone(), calc["successCount"].clone()),
+        (json!(3), json!(2))
+    );
+    assert!((calc["successRate"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9);
+    let human = evo(home.path(), &["skill", "stats"]);
+    assert!(stdout(&human).contains("calculate"), "{}", stdout(&human));
+    assert!(stdout(&human).contains("66.7%"), "{}", stdout(&human));
+}

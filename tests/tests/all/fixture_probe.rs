@@ -143,3 +143,61 @@ async fn granted_memory_reaches_the_kernel_services() {
         "denied: no language model is configured for this host"
     );
 }
+
+#[tokio::test]
+async fn a_wasm_skill_reaches_the_kernel_through_its_context_imports() {
+    use std::sync::Arc;
+
+    use evo_host::capabilities::MemoryAccess;
+    use evo_host::engine::builtin::BuiltinTools;
+    use evo_host::engine::wasm::WasmExecutor;
+    use evo_host::skill::kernel::{Kernel, RunOptions};
+    use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
+    use evo_tests::kernel::ScriptedLlm;
+
+    let engine = engine();
+    let policy = Policy {
+        llm: true,
+        memory: MemoryAccess::ReadWrite,
+        ..Policy::default()
+    };
+    let probe = load(&engine, skills::FIXTURE_PROBE, &policy).await;
+    let registry = Arc::new(SkillRegistry::new());
+    BuiltinTools::default().register(&registry).unwrap();
+    registry.register(
+        RegisteredSkill::new(probe.meta().clone(), Arc::new(WasmExecutor::new(probe))).unwrap(),
+    );
+    let llm = ScriptedLlm::new(["hello back"]);
+    let kernel = Arc::new(Kernel::new(registry).with_llm(llm.clone()));
+    let ctx = kernel.context(RunOptions::default());
+    let out = ctx
+        .call("fixture-probe", json!({ "host_calls": true }))
+        .await
+        .unwrap();
+    let calls = &out["host_calls"];
+    assert_eq!(calls["call-listed"], "ok", "{calls}");
+    assert_eq!(calls["llm"], "ok", "{calls}");
+    assert!(
+        calls["call-unlisted"]
+            .as_str()
+            .unwrap()
+            .contains("may not call \"notes\""),
+        "{calls}"
+    );
+    assert!(
+        calls["memory-search"]
+            .as_str()
+            .unwrap()
+            .contains("no memory is attached to this host"),
+        "{calls}"
+    );
+    assert_eq!(llm.requests()[0].caller, "fixture-probe");
+    assert_eq!(llm.requests()[0].prompt, "hello");
+    let stats = kernel.stats();
+    assert_eq!(
+        stats.get("calculate").unwrap().call_count,
+        1,
+        "the guest's call went through the kernel"
+    );
+    assert_eq!(stats.get("fixture-probe").unwrap().success_count, 1);
+}

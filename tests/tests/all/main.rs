@@ -2,8 +2,10 @@
 
 mod calculate;
 mod cli;
+mod composite;
 mod file_head;
 mod fixture_probe;
+mod kernel;
 mod misbehaving;
 mod notes;
 mod versions;

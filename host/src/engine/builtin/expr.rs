@@ -1,4 +1,8 @@
-//! A small recursive-descent evaluator.
+//! Arithmetic expressions (`sqrt(144) + 10`): a small recursive-descent evaluator.
+//!
+//! Shared by the in-process `calculate` built-in and the `skills-wasm/calculate`
+//! component (which includes this file by path), so both give the same answers and the
+//! same errors.
 //!
 //! Grammar (usual precedence, `^` right-associative and above unary minus):
 //! expr := term (('+' | '-') term)*; term := unary (('*' | '/' | '%') unary)*;
@@ -20,6 +24,18 @@ pub struct ExprError {
 impl fmt::Display for ExprError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} at position {}", self.message, self.offset + 1)
+    }
+}
+
+/// Integers up to 2^53 are exact in an f64, so printing them as integers loses nothing.
+const MAX_EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// `value` as a JSON number: whole numbers without a fraction (`22`, not `22.0`).
+pub fn to_json_number(value: f64) -> serde_json::Number {
+    if value.fract() == 0.0 && value.abs() <= MAX_EXACT_INTEGER {
+        serde_json::Number::from(value as i64)
+    } else {
+        serde_json::Number::from_f64(value).unwrap_or_else(|| serde_json::Number::from(0))
     }
 }
 

@@ -21,34 +21,7 @@ use crate::error::{Error, FailureKind, Result};
 use crate::skill::context::RunContext;
 use crate::skill::meta::SkillMeta;
 
-/// A memory write a skill suggested.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemoryWrite {
-    /// The text.
-    pub text: String,
-    /// The suggested category.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-}
-
-/// A step a skill reported.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepTrace {
-    /// Step id.
-    pub step_id: String,
-    /// Step name.
-    pub step_name: String,
-    /// Input (JSON, or the raw text if it was not JSON).
-    pub input: Value,
-    /// Output (likewise).
-    pub output: Value,
-    /// Duration in ms.
-    pub duration: u64,
-    /// Error, if it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+pub use crate::skill::executor::{MemoryWrite, StepTrace};
 
 /// What a successful call returns (the seed's `ToolExecutionResult`).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -23,6 +23,7 @@
 
 mod cache;
 mod call;
+mod executor;
 mod inspect;
 pub mod limits;
 mod state;
@@ -37,6 +38,7 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 
 pub use cache::{ArtifactCache, LoadSource};
 pub use call::{MemoryWrite, SkillOutcome, StepTrace, WasmSkill};
+pub use executor::WasmExecutor;
 pub use inspect::{API_VERSION, ComponentInfo, inspect};
 pub use limits::{LimitPolicy, Limits};
 pub use state::HostState;

@@ -1,0 +1,127 @@
+//! The host database: one SQLite file (`evo.db`) in the data directory, in WAL mode, with
+//! numbered migrations recorded in `PRAGMA user_version`.
+//!
+//! Several `evo` processes may use one data directory: WAL lets readers run beside a
+//! writer, and [`BUSY_TIMEOUT`] makes a writer wait for another instead of failing.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, Transaction};
+
+use crate::error::{Error, Result};
+
+/// File name of the database inside the data directory.
+pub const DB_FILE: &str = "evo.db";
+/// How long a write waits for another process's write to finish. Writes are short
+/// (milliseconds); five seconds covers a busy machine without hanging a CLI forever.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Schema changes, in order; entry `i` moves the database from version `i` to `i + 1`.
+/// Released entries are never edited, only appended to.
+const MIGRATIONS: &[&str] = &[
+    // 1: per-skill call statistics.
+    "CREATE TABLE skill_stats (
+        skill TEXT PRIMARY KEY,
+        call_count INTEGER NOT NULL,
+        success_count INTEGER NOT NULL,
+        total_duration_ms REAL NOT NULL,
+        max_duration_ms REAL NOT NULL
+    ) STRICT;",
+];
+
+/// An open host database.
+#[derive(Debug)]
+pub struct Db {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Db {
+    /// Opens (creating if needed) `evo.db` in `data_dir` and brings its schema up to date.
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(data_dir).map_err(|source| Error::Io {
+            path: data_dir.to_owned(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        let fail = |e: rusqlite::Error| database_error(&path, &e);
+        let mut conn = Connection::open(&path).map_err(fail)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(fail)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(fail)?;
+        migrate(&mut conn).map_err(fail)?;
+        Ok(Self { conn, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in a write transaction (`BEGIN IMMEDIATE`, so concurrent writers queue
+    /// instead of failing halfway), committing if it succeeds.
+    pub fn transaction<T>(
+        &mut self,
+        f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| database_error(&path, &e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let value = f(&tx).map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(value)
+    }
+
+    /// Runs a read-only `f`.
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        f(&self.conn).map_err(|e| database_error(&self.path, &e))
+    }
+}
+
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let applied = usize::try_from(version).unwrap_or(0);
+    for (i, migration) in (1_i64..).zip(MIGRATIONS).skip(applied) {
+        tx.execute_batch(migration)?;
+        tx.pragma_update(None, "user_version", i)?;
+    }
+    tx.commit()
+}
+
+fn database_error(path: &Path, error: &rusqlite::Error) -> Error {
+    let transient = matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    );
+    Error::Database {
+        message: format!("{}: {error}", path.display()),
+        transient,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opening_twice_migrates_once() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Db::open(dir.path()).unwrap());
+        let db = Db::open(dir.path()).unwrap();
+        let version: i64 = db
+            .read(|c| c.pragma_query_value(None, "user_version", |r| r.get(0)))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        let mode: String = db
+            .read(|c| c.pragma_query_value(None, "journal_mode", |r| r.get(0)))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+}

@@ -1,0 +1,256 @@
+//! Loads a skill directory and picks its executor from the files in it (DESIGN.md,
+//! "Skill packages"):
+//!
+//! | file | kind |
+//! | --- | --- |
+//! | `skill.wasm` | wasm: the component describes itself |
+//! | `skill.json` with `mode: "llm"`, or `prompt.md` | llm |
+//! | `skill.json` with `mode: "composite"` | composite (its `pipeline`) |
+//! | `scripts/execute.js` | native (Node) |
+//! | only `SKILL.md` | static: the instructions are the result |
+//!
+//! Metadata comes from `skill.json`, with SKILL.md frontmatter filling what it leaves
+//! out, so a skill written in the public Agent Skills format loads as it is.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::wasm::{WasmEngine, WasmExecutor, WasmSkill};
+use crate::capabilities::Policy;
+use crate::error::{Error, Result};
+use crate::skill::context::BoxFuture;
+use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::frontmatter::SkillDoc;
+use crate::skill::kernel::SkillContext;
+use crate::skill::llm_mode::LlmExecutor;
+use crate::skill::meta::{Mode, Problem, RawMeta, SkillMeta};
+use crate::skill::pipeline::PipelineExecutor;
+use crate::skill::registry::RegisteredSkill;
+
+/// The instructions file of a skill.
+pub const SKILL_MD: &str = "SKILL.md";
+/// The typed contract of a skill.
+pub const SKILL_JSON: &str = "skill.json";
+/// The component of a Wasm skill.
+pub const SKILL_WASM: &str = "skill.wasm";
+/// The prompt of an llm skill.
+pub const PROMPT_MD: &str = "prompt.md";
+/// The script of a native skill.
+pub const EXECUTE_JS: &str = "scripts/execute.js";
+
+/// Loads skill directories.
+#[derive(Debug, Clone, Default)]
+pub struct Loader {
+    wasm: Option<WasmEngine>,
+    policy: Policy,
+}
+
+impl Loader {
+    /// A loader for skills of every kind but Wasm.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads Wasm skills with `engine`, granting capabilities within `policy`.
+    pub fn with_wasm(mut self, engine: WasmEngine, policy: Policy) -> Self {
+        self.wasm = Some(engine);
+        self.policy = policy;
+        self
+    }
+
+    /// Loads a `.wasm` component file.
+    pub async fn load_wasm_file(&self, path: &Path) -> Result<WasmSkill> {
+        match &self.wasm {
+            Some(engine) => engine.load_file(path, &self.policy).await,
+            None => Err(Error::Engine(format!(
+                "{}: this host was set up without the Wasm engine",
+                path.display()
+            ))),
+        }
+    }
+
+    /// Loads the skill in `dir`.
+    pub async fn load_dir(&self, dir: &Path) -> Result<RegisteredSkill> {
+        let label = dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let read = |file: &str| read_optional(&dir.join(file));
+        let json_text = read(SKILL_JSON)?;
+        let md_text = read(SKILL_MD)?;
+        let invalid = |problems: Vec<Problem>| Error::InvalidManifest {
+            skill: label.clone(),
+            problems,
+        };
+
+        if dir.join(SKILL_WASM).is_file() {
+            let skill = self.load_wasm_file(&dir.join(SKILL_WASM)).await?;
+            let meta = skill.meta().clone();
+            return RegisteredSkill::new(meta, Arc::new(WasmExecutor::new(skill)));
+        }
+        if json_text.is_none() && md_text.is_none() {
+            return Err(invalid(vec![Problem {
+                field: "(skill)".into(),
+                message: format!("{} has no {SKILL_MD} or {SKILL_JSON}", dir.display()),
+                fix: format!("add a {SKILL_MD} with `name` and `description` frontmatter"),
+            }]));
+        }
+
+        let doc = md_text
+            .as_deref()
+            .map(SkillDoc::parse)
+            .transpose()
+            .map_err(|p| invalid(vec![p]))?;
+        let mut raw: RawMeta = match &json_text {
+            Some(text) => serde_json::from_str(text).map_err(|e| {
+                invalid(vec![Problem {
+                    field: "(manifest)".into(),
+                    message: format!("{SKILL_JSON} is not a JSON object: {e}"),
+                    fix: "write the manifest as a JSON object".into(),
+                }])
+            })?,
+            None => RawMeta::default(),
+        };
+        if let Some(doc) = &doc {
+            fill_from(&mut raw, &doc.raw);
+        }
+        let prompt = read(PROMPT_MD)?;
+        if raw.mode.is_none() && (prompt.is_some() || raw.prompt.is_some()) {
+            raw.mode = Some(json!("llm"));
+        }
+        let meta = SkillMeta::from_raw(raw).map_err(invalid)?;
+
+        let executor: Arc<dyn Executor> = match meta.mode {
+            Mode::Llm => {
+                let Some(prompt) = prompt.or_else(|| meta.prompt.clone()) else {
+                    return Err(invalid(vec![Problem {
+                        field: "prompt".into(),
+                        message: "an llm skill needs a prompt".into(),
+                        fix: format!("add {PROMPT_MD}, or a `prompt` field to {SKILL_JSON}"),
+                    }]));
+                };
+                Arc::new(LlmExecutor::new(&meta, &prompt)?)
+            }
+            Mode::Composite => Arc::new(PipelineExecutor::new(&meta)?),
+            Mode::Code if dir.join(EXECUTE_JS).is_file() => {
+                return Err(Error::Unsupported(format!(
+                    "{}: native (Node script) skills need the native sandbox, which this version of evo does not have yet",
+                    meta.name
+                )));
+            }
+            Mode::Code => match doc {
+                Some(doc) if json_text.is_none() || !doc.body.trim().is_empty() => {
+                    Arc::new(StaticExecutor {
+                        instructions: doc.body,
+                    })
+                }
+                _ => {
+                    return Err(invalid(vec![Problem {
+                        field: "mode".into(),
+                        message: "a code skill needs something to run".into(),
+                        fix: format!(
+                            "add {SKILL_WASM}, or set mode to \"llm\" (with {PROMPT_MD}) or \"composite\" (with a pipeline)"
+                        ),
+                    }]));
+                }
+            },
+        };
+        let meta = if executor.kind() == ExecutorKind::Static {
+            SkillMeta {
+                output: static_output_schema(),
+                ..meta
+            }
+        } else {
+            meta
+        };
+        RegisteredSkill::new(meta, executor)
+    }
+
+    /// Loads every skill directory directly under `root`, in name order; one broken skill
+    /// does not keep the others from loading.
+    pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<RegisteredSkill>)>> {
+        let entries = std::fs::read_dir(root).map_err(|source| Error::Io {
+            path: root.to_owned(),
+            source,
+        })?;
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.is_dir()
+                    && !p
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
+            .collect();
+        dirs.sort();
+        let mut loaded = Vec::with_capacity(dirs.len());
+        for dir in dirs {
+            let result = self.load_dir(&dir).await;
+            loaded.push((dir, result));
+        }
+        Ok(loaded)
+    }
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Fills the fields `raw` leaves out from the SKILL.md frontmatter.
+fn fill_from(raw: &mut RawMeta, doc: &RawMeta) {
+    macro_rules! fill {
+        ($($field:ident),*) => {$(
+            if raw.$field.is_none() {
+                raw.$field = doc.$field.clone();
+            }
+        )*};
+    }
+    fill!(
+        name,
+        description,
+        category,
+        version,
+        tags,
+        author,
+        input,
+        output,
+        mode,
+        timeout,
+        retry
+    );
+}
+
+fn static_output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": { "instructions": { "type": "string" } },
+        "required": ["instructions"]
+    })
+}
+
+/// An instruction-only skill: calling it returns the SKILL.md body, for the model to
+/// follow (progressive disclosure: the body enters the context only when needed).
+#[derive(Debug)]
+pub struct StaticExecutor {
+    instructions: String,
+}
+
+impl Executor for StaticExecutor {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Static
+    }
+
+    fn execute(&self, _input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
+        let output = SkillOutput::from(json!({ "instructions": self.instructions }));
+        Box::pin(std::future::ready(Ok(output)))
+    }
+}

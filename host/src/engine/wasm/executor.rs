@@ -1,0 +1,62 @@
+//! A Wasm skill as a kernel [`Executor`]: each call runs in a fresh instance with the
+//! calling frame's scratch, events, skill calls, model and memory behind the WIT
+//! `context` imports.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::WasmSkill;
+use crate::error::Result;
+use crate::skill::context::{BoxFuture, EventSink, RunContext, SkillEvent};
+use crate::skill::events::RunEvent;
+use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::kernel::SkillContext;
+
+/// Runs a loaded [`WasmSkill`] for the kernel.
+#[derive(Debug, Clone)]
+pub struct WasmExecutor {
+    skill: WasmSkill,
+}
+
+impl WasmExecutor {
+    /// Wraps `skill`.
+    pub fn new(skill: WasmSkill) -> Self {
+        Self { skill }
+    }
+
+    /// The loaded component.
+    pub fn skill(&self) -> &WasmSkill {
+        &self.skill
+    }
+}
+
+impl Executor for WasmExecutor {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Wasm
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
+        Box::pin(async move {
+            let events_ctx = ctx.clone();
+            let events: EventSink = Arc::new(move |event: SkillEvent| {
+                events_ctx.emit(RunEvent::emitted(&event.skill, event.event));
+            });
+            let run = RunContext {
+                scratch: ctx.scratch().clone(),
+                events: Some(events),
+                services: Arc::new(ctx),
+            };
+            let outcome = self.skill.call(&input.to_string(), &run).await?;
+            Ok(SkillOutput {
+                output: outcome.output,
+                memory_writes: outcome.memory_writes,
+                intermediate_steps: outcome.intermediate_steps,
+            })
+        })
+    }
+}

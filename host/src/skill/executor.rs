@@ -1,0 +1,127 @@
+//! How a skill runs: the [`Executor`] trait every kind implements, and what a run
+//! returns ([`SkillOutput`], the seed's `ToolExecutionResult`).
+//!
+//! The kernel knows executors only through this trait: built-in tools, Wasm components,
+//! Node scripts, prompts, pipelines and instruction-only skills all plug into the same
+//! [`SkillContext::call`](super::kernel::SkillContext::call) and its gates.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::context::BoxFuture;
+use super::kernel::SkillContext;
+use crate::error::Result;
+
+/// What runs a skill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutorKind {
+    /// In-process Rust code, no IPC.
+    Builtin,
+    /// A WebAssembly component.
+    Wasm,
+    /// A Node script in a subprocess sandbox.
+    Native,
+    /// A prompt for the language model (`mode: llm`).
+    Llm,
+    /// A pipeline of other skills (`mode: composite`).
+    Composite,
+    /// Instructions only: returns the SKILL.md body for the model to follow.
+    Static,
+}
+
+impl ExecutorKind {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Wasm => "wasm",
+            Self::Native => "native",
+            Self::Llm => "llm",
+            Self::Composite => "composite",
+            Self::Static => "static",
+        }
+    }
+}
+
+impl fmt::Display for ExecutorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A memory write a skill suggests; the memory kernel applies it (with deduplication)
+/// at the end of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemoryWrite {
+    /// The text.
+    pub text: String,
+    /// The suggested category.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+}
+
+/// One step of a skill's work, for debugging and observability.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepTrace {
+    /// Unique within the call.
+    pub step_id: String,
+    /// Human-readable name.
+    pub step_name: String,
+    /// The step's input.
+    pub input: Value,
+    /// The step's output (`null` if it failed or was skipped).
+    pub output: Value,
+    /// Duration in milliseconds.
+    pub duration: u64,
+    /// The error, if the step failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a successful run returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillOutput {
+    /// The result, matching the skill's output schema.
+    pub output: Value,
+    /// Memory the skill suggests keeping.
+    pub memory_writes: Vec<MemoryWrite>,
+    /// Steps taken (composite skills fill this in).
+    pub intermediate_steps: Vec<StepTrace>,
+}
+
+impl From<Value> for SkillOutput {
+    fn from(output: Value) -> Self {
+        Self {
+            output,
+            memory_writes: Vec::new(),
+            intermediate_steps: Vec::new(),
+        }
+    }
+}
+
+/// Runs one kind of skill.
+pub trait Executor: Send + Sync + fmt::Debug {
+    /// Which kind this is.
+    fn kind(&self) -> ExecutorKind;
+
+    /// Runs the skill on `input`, which has passed gate 1 (defaults applied). `ctx` is
+    /// the skill's own frame: its `call`s run one level deeper, on its behalf.
+    fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>>;
+
+    /// True when the executor validates its output itself (the llm executor's self-heal
+    /// loop); the kernel's gate 2 then leaves the result alone.
+    fn validates_output(&self) -> bool {
+        false
+    }
+
+    /// The executor as [`Any`](std::any::Any), for callers that need a concrete kind
+    /// (e.g. to show a Wasm skill's grant); `None` unless the executor opts in.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+}

@@ -1,0 +1,523 @@
+//! The execution context: how one skill calls another (blueprint §3.6, §6.2, §13.6).
+//!
+//! A [`Kernel`] holds the registry, the model, memory and statistics of a host. Each run
+//! gets a [`SkillContext`] from [`Kernel::context`]; [`SkillContext::call`] is the one
+//! path every call takes, whatever runs the skill:
+//!
+//! 1. the depth limit (`SKILL_DEPTH_EXCEEDED`, default 10 frames),
+//! 2. lookup (`Skills not found: <name>`, `SKILL_NOT_FOUND`),
+//! 3. gate 1: defaults applied, input validated (`SKILL_VALIDATION_FAILED` with a report),
+//! 4. a `skill_call` event, then the executor under the skill's `timeout`, retried with
+//!    exponential backoff up to `retry` times, for transient errors only,
+//! 5. gate 2: the output validated (llm skills heal themselves instead),
+//! 6. statistics and a `skill_result` event.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use evo_host::engine::builtin::BuiltinTools;
+//! use evo_host::skill::kernel::{Kernel, RunOptions};
+//! use evo_host::skill::registry::SkillRegistry;
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let registry = Arc::new(SkillRegistry::new());
+//! BuiltinTools::default().register(&registry).unwrap();
+//! let kernel = Arc::new(Kernel::new(registry));
+//! let ctx = kernel.context(RunOptions::default());
+//! let out = ctx.call("calculate", json!({ "expression": "sqrt(144) + 10" })).await.unwrap();
+//! assert_eq!(out, json!({ "result": 22 }));
+//! let err = ctx.call("nope", json!({})).await.unwrap_err();
+//! assert_eq!((err.code(), err.to_string().as_str()), ("SKILL_NOT_FOUND", "Skills not found: nope"));
+//! # });
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::context::{
+    BoxFuture, ContextError, KernelServices, LlmRequest, MemoryHit, Scratch, StoreOutcome,
+};
+use super::events::{EventSink, RunEvent};
+use super::executor::SkillOutput;
+use super::registry::{RegisteredSkill, SkillRegistry};
+use super::stats::Stats;
+use super::validate::{Direction, ValidationReport};
+use crate::error::{Error, FailureKind, Result};
+
+/// Default call depth limit (blueprint §3.7 `maxDepth`): deep enough for real pipelines,
+/// shallow enough that a skill calling itself fails fast.
+pub const DEFAULT_MAX_DEPTH: u32 = 10;
+/// Attempts an llm skill gets to produce valid output (blueprint §13.11).
+pub const DEFAULT_MAX_OUTPUT_ATTEMPTS: u32 = 3;
+/// Attempts the calling model gets to fix its arguments (blueprint §13.11); reported in
+/// gate-1 reports so the model knows how many tries it has.
+pub const DEFAULT_MAX_INPUT_ATTEMPTS: u32 = 3;
+/// First wait before a retry; doubled each time. Long enough for a lock or a rate limit
+/// to clear, short enough not to stall a conversation.
+pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(200);
+/// Longest wait between retries.
+pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(5);
+
+/// What an llm skill returns when its output is still invalid after the last attempt
+/// (blueprint §13.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// Fail with `SKILL_VALIDATION_FAILED` (strict; the default).
+    #[default]
+    Throw,
+    /// Return what the model said: the parsed JSON, or the text if it was not JSON.
+    ReturnRaw,
+    /// Return the valid fields, with the invalid ones listed under `_invalid`.
+    ReturnPartial,
+}
+
+/// How the kernel runs calls.
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    /// Call depth limit.
+    pub max_depth: u32,
+    /// See [`DEFAULT_MAX_INPUT_ATTEMPTS`].
+    pub max_input_attempts: u32,
+    /// See [`DEFAULT_MAX_OUTPUT_ATTEMPTS`].
+    pub max_output_attempts: u32,
+    /// What llm skills do when self-heal fails.
+    pub fallback: Fallback,
+    /// First retry wait (see [`DEFAULT_RETRY_BACKOFF`]).
+    pub retry_backoff: Duration,
+}
+
+impl Default for KernelConfig {
+    /// - depth limit [`DEFAULT_MAX_DEPTH`],
+    /// - [`DEFAULT_MAX_INPUT_ATTEMPTS`] and [`DEFAULT_MAX_OUTPUT_ATTEMPTS`],
+    /// - [`Fallback::Throw`],
+    /// - retries after [`DEFAULT_RETRY_BACKOFF`], doubling up to [`MAX_RETRY_BACKOFF`].
+    fn default() -> Self {
+        Self {
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_input_attempts: DEFAULT_MAX_INPUT_ATTEMPTS,
+            max_output_attempts: DEFAULT_MAX_OUTPUT_ATTEMPTS,
+            fallback: Fallback::Throw,
+            retry_backoff: DEFAULT_RETRY_BACKOFF,
+        }
+    }
+}
+
+/// The language model as skills see it: one prompt in, one text out.
+pub trait Llm: Send + Sync + fmt::Debug {
+    /// Completes `request`.
+    fn complete(&self, request: LlmRequest) -> BoxFuture<'_, Result<String>>;
+}
+
+/// Long-term memory as skills see it; the memory kernel implements it.
+pub trait Memory: Send + Sync + fmt::Debug {
+    /// Hybrid search, best first.
+    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Vec<MemoryHit>>>;
+    /// Stores `text` unless a near-duplicate exists.
+    fn store(&self, text: String, category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome>>;
+    /// Forgets entries by id or query; returns how many.
+    fn forget(&self, query: String) -> BoxFuture<'_, Result<u32>>;
+}
+
+/// Everything the calls of a host share.
+#[derive(Debug)]
+pub struct Kernel {
+    registry: Arc<SkillRegistry>,
+    config: KernelConfig,
+    llm: Option<Arc<dyn Llm>>,
+    memory: Option<Arc<dyn Memory>>,
+    stats: Arc<Stats>,
+}
+
+impl Kernel {
+    /// A kernel over `registry` with the default [`KernelConfig`], no model and no memory.
+    pub fn new(registry: Arc<SkillRegistry>) -> Self {
+        Self {
+            registry,
+            config: KernelConfig::default(),
+            llm: None,
+            memory: None,
+            stats: Arc::new(Stats::default()),
+        }
+    }
+
+    /// Replaces the configuration.
+    pub fn with_config(mut self, config: KernelConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Attaches the language model.
+    pub fn with_llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// Attaches long-term memory.
+    pub fn with_memory(mut self, memory: Arc<dyn Memory>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Shares `stats` (e.g. with other kernels of the process).
+    pub fn with_stats(mut self, stats: Arc<Stats>) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// The skills.
+    pub fn registry(&self) -> &Arc<SkillRegistry> {
+        &self.registry
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &KernelConfig {
+        &self.config
+    }
+
+    /// Per-skill call statistics.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// The root context of a new run.
+    pub fn context(self: &Arc<Self>, options: RunOptions) -> SkillContext {
+        SkillContext {
+            kernel: self.clone(),
+            run: Arc::new(Run {
+                task_id: options.task_id.unwrap_or_else(new_task_id),
+                scratch: options.scratch.unwrap_or_default(),
+                events: options.events,
+            }),
+            depth: 0,
+            parent: None,
+        }
+    }
+}
+
+fn new_task_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("task-{millis}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// How to start a run.
+#[derive(Debug, Default)]
+pub struct RunOptions {
+    /// The run's id; generated when `None`.
+    pub task_id: Option<String>,
+    /// Scratch to start from (e.g. recalled memories); empty when `None`.
+    pub scratch: Option<Scratch>,
+    /// Where events go; dropped when `None`.
+    pub events: Option<EventSink>,
+}
+
+#[derive(Debug)]
+struct Run {
+    task_id: String,
+    scratch: Scratch,
+    events: Option<EventSink>,
+}
+
+/// One frame of a run: what a skill sees while it executes. Cheap to clone.
+#[derive(Clone)]
+pub struct SkillContext {
+    kernel: Arc<Kernel>,
+    run: Arc<Run>,
+    depth: u32,
+    parent: Option<Arc<str>>,
+}
+
+impl fmt::Debug for SkillContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SkillContext")
+            .field("task_id", &self.run.task_id)
+            .field("depth", &self.depth)
+            .field("parent", &self.parent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SkillContext {
+    /// The run's id.
+    pub fn task_id(&self) -> &str {
+        &self.run.task_id
+    }
+
+    /// The run's scratch space, shared by every frame.
+    pub fn scratch(&self) -> &Scratch {
+        &self.run.scratch
+    }
+
+    /// Frames above this one (0 for the run itself).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// The depth limit.
+    pub fn max_depth(&self) -> u32 {
+        self.kernel.config.max_depth
+    }
+
+    /// The skill this frame belongs to (`None` for the run itself).
+    pub fn parent_skill(&self) -> Option<&str> {
+        self.parent.as_deref()
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> &Arc<Kernel> {
+        &self.kernel
+    }
+
+    /// Long-term memory, when attached.
+    pub fn memory(&self) -> Option<&Arc<dyn Memory>> {
+        self.kernel.memory.as_ref()
+    }
+
+    /// Sends `event` to the run's listener.
+    pub fn emit(&self, event: RunEvent) {
+        if let Some(sink) = &self.run.events {
+            sink.send(event);
+        }
+    }
+
+    /// Logs `message`, tagged with the skill and depth.
+    pub fn log(&self, message: &str) {
+        tracing::info!(
+            target: "evo::skill",
+            task = %self.run.task_id,
+            skill = self.parent.as_deref().unwrap_or("root"),
+            depth = self.depth,
+            "{message}"
+        );
+    }
+
+    /// Asks the language model.
+    pub async fn llm(&self, mut request: LlmRequest) -> Result<String> {
+        let Some(llm) = &self.kernel.llm else {
+            return Err(Error::Llm {
+                message: "no language model is configured for this host; set EVO_LLM or attach one with Kernel::with_llm".to_owned(),
+                transient: false,
+            });
+        };
+        if request.caller.is_empty() {
+            request.caller = self.parent.as_deref().unwrap_or("root").to_owned();
+        }
+        llm.complete(request).await
+    }
+
+    /// Calls skill `name` with `input` and returns its output.
+    pub async fn call(&self, name: &str, input: Value) -> Result<Value> {
+        self.call_full(name, input).await.map(|out| out.output)
+    }
+
+    /// Calls skill `name` with `input` and returns everything it produced.
+    pub async fn call_full(&self, name: &str, input: Value) -> Result<SkillOutput> {
+        let started = Instant::now();
+        let config = &self.kernel.config;
+        if self.depth >= config.max_depth {
+            return Err(Error::SkillDepth {
+                skill: name.to_owned(),
+                depth: self.depth,
+                max: config.max_depth,
+            });
+        }
+        let skill = self
+            .kernel
+            .registry
+            .get(name)
+            .ok_or_else(|| Error::SkillNotFound {
+                name: name.to_owned(),
+            })?;
+        let name = skill.meta.name.as_str();
+
+        let mut input = input;
+        skill.input_schema().apply_defaults(&mut input);
+        let violations = skill.input_schema().check(&input);
+        if !violations.is_empty() {
+            let report = ValidationReport::new(
+                name,
+                Direction::Input,
+                1,
+                config.max_input_attempts,
+                violations,
+            );
+            let error = Error::Validation(Box::new(report));
+            self.kernel.stats.record(name, false, started.elapsed());
+            return Err(error);
+        }
+
+        self.emit(RunEvent::skill_call(name, &input, self.depth + 1));
+        let child = SkillContext {
+            kernel: self.kernel.clone(),
+            run: self.run.clone(),
+            depth: self.depth + 1,
+            parent: Some(name.into()),
+        };
+        let result = match execute_with_retry(&skill, input, child).await {
+            Ok(out) => check_output(&skill, out),
+            Err(e) => Err(e),
+        };
+        let elapsed = started.elapsed();
+        self.kernel.stats.record(name, result.is_ok(), elapsed);
+        match &result {
+            Ok(out) => self.emit(RunEvent::skill_result(name, &out.output, elapsed)),
+            Err(e) => self.emit(RunEvent::skill_failed(name, e, elapsed)),
+        }
+        result
+    }
+}
+
+async fn execute_with_retry(
+    skill: &RegisteredSkill,
+    input: Value,
+    ctx: SkillContext,
+) -> Result<SkillOutput> {
+    let meta = &skill.meta;
+    let timeout = Duration::from_millis(meta.timeout_ms);
+    let mut backoff = ctx.kernel.config.retry_backoff;
+    let mut attempt = 0;
+    let mut input = Some(input);
+    loop {
+        let last = attempt == meta.retry;
+        // The last attempt takes the input; earlier ones keep it for the next.
+        let this_input = if last { input.take() } else { input.clone() }.unwrap_or(Value::Null);
+        let outcome =
+            tokio::time::timeout(timeout, skill.executor.execute(this_input, ctx.clone()))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        skill: meta.name.clone(),
+                        limit_ms: meta.timeout_ms,
+                    })
+                });
+        match outcome {
+            Err(error) if !last && error.is_transient() => {
+                attempt += 1;
+                tracing::info!(
+                    target: "evo::skill",
+                    skill = %meta.name,
+                    attempt,
+                    retries = meta.retry,
+                    "transient failure, retrying in {} ms: {error}",
+                    backoff.as_millis()
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_RETRY_BACKOFF);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Gate 2 for executors that do not validate their own output: a code skill that breaks
+/// its own output schema has a bug, and retrying deterministic code changes nothing.
+fn check_output(skill: &RegisteredSkill, out: SkillOutput) -> Result<SkillOutput> {
+    if skill.executor.validates_output() {
+        return Ok(out);
+    }
+    let violations = skill.output_schema().check(&out.output);
+    if violations.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::Validation(Box::new(ValidationReport::new(
+            skill.meta.name.clone(),
+            Direction::Output,
+            1,
+            1,
+            violations,
+        ))))
+    }
+}
+
+/// Wasm skills reach the kernel through the WIT `context` imports; this answers them.
+impl KernelServices for SkillContext {
+    fn call(
+        &self,
+        _caller: String,
+        skill: String,
+        input: String,
+    ) -> BoxFuture<'_, Result<String, ContextError>> {
+        Box::pin(async move {
+            let input: Value = serde_json::from_str(&input).map_err(|e| {
+                ContextError::new(
+                    FailureKind::InvalidInput,
+                    format!("the input for {skill} is not JSON: {e}"),
+                )
+            })?;
+            let output = SkillContext::call(self, &skill, input)
+                .await
+                .map_err(to_context_error)?;
+            Ok(output.to_string())
+        })
+    }
+
+    fn llm(&self, request: LlmRequest) -> BoxFuture<'_, Result<String, ContextError>> {
+        Box::pin(async move {
+            SkillContext::llm(self, request)
+                .await
+                .map_err(to_context_error)
+        })
+    }
+
+    fn memory_search(
+        &self,
+        query: String,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>> {
+        Box::pin(async move {
+            match self.memory() {
+                Some(memory) => memory.search(query, limit).await.map_err(to_context_error),
+                None => Err(no_memory()),
+            }
+        })
+    }
+
+    fn memory_store(
+        &self,
+        text: String,
+        category: Option<String>,
+    ) -> BoxFuture<'_, Result<StoreOutcome, ContextError>> {
+        Box::pin(async move {
+            match self.memory() {
+                Some(memory) => memory.store(text, category).await.map_err(to_context_error),
+                None => Err(no_memory()),
+            }
+        })
+    }
+
+    fn memory_forget(&self, query: String) -> BoxFuture<'_, Result<u32, ContextError>> {
+        Box::pin(async move {
+            match self.memory() {
+                Some(memory) => memory.forget(query).await.map_err(to_context_error),
+                None => Err(no_memory()),
+            }
+        })
+    }
+}
+
+fn no_memory() -> ContextError {
+    ContextError::new(FailureKind::Denied, "no memory is attached to this host")
+}
+
+/// How a kernel error looks to a guest: the WIT `skill-error` case closest to it, with
+/// the full message (a validation report stays readable).
+fn to_context_error(error: Error) -> ContextError {
+    let kind = match &error {
+        Error::SkillNotFound { .. } | Error::ToolNotFound { .. } => FailureKind::NotFound,
+        Error::SkillDepth { .. } => FailureKind::Denied,
+        Error::Validation(report) if report.direction == Direction::Input => {
+            FailureKind::InvalidInput
+        }
+        Error::Timeout { .. } => FailureKind::Timeout,
+        Error::Skill { kind, .. } => *kind,
+        _ => FailureKind::Failed,
+    };
+    ContextError::new(kind, error.to_string())
+}

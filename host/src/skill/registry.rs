@@ -1,0 +1,258 @@
+//! The instruction table: every skill the agent can call, whatever runs it (blueprint
+//! §6.1).
+//!
+//! A [`RegisteredSkill`] pairs a validated [`SkillMeta`] with its [`Executor`] and the
+//! compiled input and output schemas, so the gates never recompile a schema. Registering
+//! a name again replaces the earlier skill (host skills override built-ins).
+//!
+//! ```
+//! use evo_host::engine::builtin::BuiltinTools;
+//! use evo_host::skill::registry::SkillRegistry;
+//!
+//! let registry = SkillRegistry::new();
+//! BuiltinTools::default().register(&registry).unwrap();
+//! assert!(registry.has("calculate"));
+//! assert!(registry.has("file-read")); // the seed's alias of `read`
+//! let tools = registry.to_tool_definitions();
+//! assert!(tools.iter().any(|t| t.name == "calculate"));
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::executor::{Executor, ExecutorKind};
+use super::meta::{Problem, SkillMeta};
+use super::validate::Schema;
+use crate::error::{Error, Result};
+
+/// Tag that keeps a skill out of the model's tool list and system prompt (blueprint
+/// §4.2: internal skills are not exposed to the user's conversation).
+pub const INTERNAL_TAG: &str = "internal";
+/// Category of automatic, internal skills; also kept from the model.
+pub const SYSTEM_CATEGORY: &str = "system";
+
+/// A skill in the registry: metadata, executor, compiled schemas.
+#[derive(Debug)]
+pub struct RegisteredSkill {
+    /// The manifest.
+    pub meta: SkillMeta,
+    /// What runs it.
+    pub executor: Arc<dyn Executor>,
+    input: Schema,
+    output: Schema,
+}
+
+impl RegisteredSkill {
+    /// Pairs `meta` with `executor`, compiling both schemas; a schema that does not
+    /// compile is an invalid manifest.
+    pub fn new(meta: SkillMeta, executor: Arc<dyn Executor>) -> Result<Self> {
+        let mut problems = Vec::new();
+        let mut compile = |field: &str, schema: &Value| {
+            Schema::compile(schema).map_err(|message| {
+                problems.push(Problem {
+                    field: field.to_owned(),
+                    message: format!("not a valid JSON Schema: {message}"),
+                    fix: "write a draft-7 JSON Schema such as { \"type\": \"object\" }".to_owned(),
+                });
+            })
+        };
+        let input = compile("input", &meta.input);
+        let output = compile("output", &meta.output);
+        match (input, output) {
+            (Ok(input), Ok(output)) => Ok(Self {
+                meta,
+                executor,
+                input,
+                output,
+            }),
+            _ => Err(Error::InvalidManifest {
+                skill: meta.name,
+                problems,
+            }),
+        }
+    }
+
+    /// The compiled input schema (gate 1).
+    pub fn input_schema(&self) -> &Schema {
+        &self.input
+    }
+
+    /// The compiled output schema (gate 2).
+    pub fn output_schema(&self) -> &Schema {
+        &self.output
+    }
+
+    /// The executor's kind.
+    pub fn kind(&self) -> ExecutorKind {
+        self.executor.kind()
+    }
+
+    /// Whether the model may see and call this skill.
+    pub fn is_exposed(&self) -> bool {
+        self.meta.category != SYSTEM_CATEGORY && !self.meta.tags.iter().any(|t| t == INTERNAL_TAG)
+    }
+}
+
+/// A tool as offered to the model: the output schema is not sent (the model does not
+/// need to know the result's shape to choose a call).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// The skill's name.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// The input JSON Schema.
+    pub parameters: Value,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    skills: BTreeMap<String, Arc<RegisteredSkill>>,
+    aliases: HashMap<String, String>,
+}
+
+/// The skills of one host. Shared (`Arc`) and safe to change while calls run.
+#[derive(Debug, Default)]
+pub struct SkillRegistry {
+    table: RwLock<Table>,
+}
+
+impl SkillRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
+        // Every write is a single insert or remove, so a panic elsewhere cannot leave
+        // the table half-changed; a poisoned lock is still consistent.
+        self.table
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Table> {
+        self.table
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Adds `skill`, replacing (and returning) a skill of the same name.
+    pub fn register(&self, skill: RegisteredSkill) -> Option<Arc<RegisteredSkill>> {
+        let mut table = self.write();
+        table.aliases.remove(&skill.meta.name);
+        table
+            .skills
+            .insert(skill.meta.name.clone(), Arc::new(skill))
+    }
+
+    /// Makes `alias` another name for the skill `name` (e.g. `Read` for `read`).
+    pub fn alias(&self, alias: &str, name: &str) {
+        self.write()
+            .aliases
+            .insert(alias.to_owned(), name.to_owned());
+    }
+
+    /// Removes the skill `name` and its aliases, returning it.
+    pub fn unregister(&self, name: &str) -> Option<Arc<RegisteredSkill>> {
+        let mut table = self.write();
+        let removed = table.skills.remove(name);
+        if removed.is_some() {
+            table.aliases.retain(|_, target| target != name);
+        }
+        removed
+    }
+
+    /// The skill called `name` (or aliased so).
+    pub fn get(&self, name: &str) -> Option<Arc<RegisteredSkill>> {
+        let table = self.read();
+        match table.skills.get(name) {
+            Some(skill) => Some(skill.clone()),
+            None => table
+                .aliases
+                .get(name)
+                .and_then(|target| table.skills.get(target))
+                .cloned(),
+        }
+    }
+
+    /// Whether `name` (or an alias) is registered.
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Every skill, sorted by name.
+    pub fn list(&self) -> Vec<Arc<RegisteredSkill>> {
+        self.read().skills.values().cloned().collect()
+    }
+
+    /// The skills of `category`, sorted by name.
+    pub fn list_by_category(&self, category: &str) -> Vec<Arc<RegisteredSkill>> {
+        self.read()
+            .skills
+            .values()
+            .filter(|s| s.meta.category == category)
+            .cloned()
+            .collect()
+    }
+
+    /// How many skills are registered (aliases not counted).
+    pub fn len(&self) -> usize {
+        self.read().skills.len()
+    }
+
+    /// Whether no skill is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The exposed skills as tools for the model (name, description, input schema).
+    pub fn to_tool_definitions(&self) -> Vec<ToolDefinition> {
+        self.read()
+            .skills
+            .values()
+            .filter(|s| s.is_exposed())
+            .map(|s| ToolDefinition {
+                name: s.meta.name.clone(),
+                description: s.meta.description.clone(),
+                parameters: s.meta.input.clone(),
+            })
+            .collect()
+    }
+
+    /// The instruction set as text for the system prompt, grouped by category.
+    pub fn to_system_prompt(&self) -> String {
+        let table = self.read();
+        let mut by_category: BTreeMap<&str, Vec<&RegisteredSkill>> = BTreeMap::new();
+        for skill in table.skills.values().filter(|s| s.is_exposed()) {
+            by_category
+                .entry(&skill.meta.category)
+                .or_default()
+                .push(skill);
+        }
+        if by_category.is_empty() {
+            return "No skills are available.".to_owned();
+        }
+        let mut text = String::from("You can call these skills:\n");
+        for (category, skills) in by_category {
+            let _ = write!(text, "\n## {category}\n");
+            for skill in skills {
+                let _ = writeln!(
+                    text,
+                    "- {}: {}",
+                    skill.meta.name,
+                    one_line(&skill.meta.description)
+                );
+            }
+        }
+        text
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

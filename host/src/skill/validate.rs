@@ -1,0 +1,653 @@
+//! JSON Schema validation with reports a language model can act on (blueprint §13).
+//!
+//! [`Schema`] compiles a skill's input or output schema once (draft 7 unless the schema
+//! names another `$schema`) with the `jsonschema` crate. [`Schema::check`] lists every
+//! violation with a readable path (`routing.strategy`, `intents[0].confidence`), the rule
+//! that failed, what was expected, what was there, and one suggestion; a
+//! [`ValidationReport`] wraps them with the skill, the direction and the attempt, and
+//! [`ValidationReport::to_llm_text`] is what goes back to the model.
+//!
+//! ```
+//! use evo_host::skill::validate::{Direction, Schema, ValidationReport};
+//! use serde_json::json;
+//!
+//! let schema = Schema::compile(&json!({
+//!     "type": "object",
+//!     "properties": { "limit": { "type": "number", "default": 5, "minimum": 1 } },
+//! })).unwrap();
+//! let mut input = json!({});
+//! schema.apply_defaults(&mut input);
+//! assert_eq!(input, json!({ "limit": 5 }));
+//!
+//! let violations = schema.check(&json!({ "limit": 0 }));
+//! assert_eq!(violations[0].path, "limit");
+//! assert_eq!(violations[0].rule, "minimum");
+//! let report = ValidationReport::new("memory_search", Direction::Input, 1, 3, violations);
+//! assert!(report.to_llm_text().contains("[limit] minimum"));
+//! ```
+
+use std::fmt;
+
+use jsonschema::Validator;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Which side of a call failed validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Gate 1: the arguments, before the skill runs.
+    Input,
+    /// Gate 2: the result, before it is returned.
+    Output,
+}
+
+impl Direction {
+    /// `input` or `output`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Input => "input",
+            Self::Output => "output",
+        }
+    }
+}
+
+/// One way a value breaks its schema.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    /// Where, as `a.b[0].c`; `(root)` for the value itself.
+    pub path: String,
+    /// The JSON Schema keyword that failed (`type`, `required`, `enum`, `minimum`, …).
+    pub rule: String,
+    /// What the schema wants, in words.
+    pub expected: String,
+    /// What was there (`null` when missing).
+    pub actual: Value,
+    /// How to fix it, in one sentence.
+    pub suggestion: String,
+}
+
+/// Every violation of one validation, with its context (blueprint §13.3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidationReport {
+    /// The skill whose schema was checked.
+    #[serde(rename = "skillName")]
+    pub skill: String,
+    /// Input or output.
+    pub direction: Direction,
+    /// Which attempt this was, from 1.
+    pub attempt: u32,
+    /// How many attempts are allowed.
+    pub max_attempts: u32,
+    /// What is wrong.
+    pub violations: Vec<Violation>,
+}
+
+impl ValidationReport {
+    /// A report for `skill`.
+    pub fn new(
+        skill: impl Into<String>,
+        direction: Direction,
+        attempt: u32,
+        max_attempts: u32,
+        violations: Vec<Violation>,
+    ) -> Self {
+        Self {
+            skill: skill.into(),
+            direction,
+            attempt,
+            max_attempts,
+            violations,
+        }
+    }
+
+    /// The report as the model reads it: one line per violation with its suggestion.
+    pub fn to_llm_text(&self) -> String {
+        let mut text = format!(
+            "{} {} does not match its schema (attempt {} of {}):",
+            self.skill,
+            self.direction.as_str(),
+            self.attempt,
+            self.max_attempts
+        );
+        for v in &self.violations {
+            text.push_str(&format!(
+                "\n  • [{}] {}: expected {}, got {}. {}",
+                v.path,
+                v.rule,
+                v.expected,
+                short_json(&v.actual),
+                v.suggestion
+            ));
+        }
+        text.push_str(match self.direction {
+            Direction::Input => "\nFix these arguments and call the skill again.",
+            Direction::Output => "\nFix these fields and answer again with the JSON object only.",
+        });
+        text
+    }
+}
+
+impl fmt::Display for ValidationReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_llm_text())
+    }
+}
+
+/// Longest rendering of an actual value in a report; a report is read by a model whose
+/// context is precious, and the start of a value is enough to recognise it.
+const MAX_ACTUAL_CHARS: usize = 200;
+
+fn short_json(value: &Value) -> String {
+    if value.is_null() {
+        return "nothing".to_owned();
+    }
+    let text = value.to_string();
+    if text.chars().count() > MAX_ACTUAL_CHARS {
+        let cut: String = text.chars().take(MAX_ACTUAL_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        text
+    }
+}
+
+/// A compiled JSON Schema.
+pub struct Schema {
+    source: Value,
+    validator: Option<Validator>,
+}
+
+impl fmt::Debug for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Schema")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Schema {
+    /// Compiles `schema`. An empty schema (`{}` or `true`) accepts everything and costs
+    /// nothing to check.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        let accepts_all = match schema {
+            Value::Bool(true) => true,
+            Value::Object(map) => map.is_empty(),
+            _ => false,
+        };
+        let validator = if accepts_all {
+            None
+        } else {
+            let mut options = jsonschema::options();
+            if schema.get("$schema").is_none() {
+                options = options.with_draft(jsonschema::Draft::Draft7);
+            }
+            Some(options.build(schema).map_err(|e| e.to_string())?)
+        };
+        Ok(Self {
+            source: schema.clone(),
+            validator,
+        })
+    }
+
+    /// The schema as written.
+    pub fn source(&self) -> &Value {
+        &self.source
+    }
+
+    /// Whether `value` is valid, without building a report.
+    pub fn is_valid(&self, value: &Value) -> bool {
+        self.validator.as_ref().is_none_or(|v| v.is_valid(value))
+    }
+
+    /// Every violation in `value`; empty when it is valid.
+    pub fn check(&self, value: &Value) -> Vec<Violation> {
+        let Some(validator) = &self.validator else {
+            return Vec::new();
+        };
+        if validator.is_valid(value) {
+            return Vec::new();
+        }
+        validator
+            .iter_errors(value)
+            .map(|error| self.violation(&error))
+            .collect()
+    }
+
+    /// Fills in `default` values of missing object properties, recursively through
+    /// properties that are present and array items.
+    pub fn apply_defaults(&self, value: &mut Value) {
+        apply_defaults(&self.source, value, 0);
+    }
+
+    fn violation(&self, error: &jsonschema::ValidationError<'_>) -> Violation {
+        let rule = error.kind().keyword().to_owned();
+        let schema_path = error.schema_path().to_string();
+        let parent = schema_path
+            .rsplit_once('/')
+            .map_or("", |(parent, _)| parent);
+        let subschema = self.source.pointer(parent).unwrap_or(&Value::Null);
+        let mut path = readable_path(&error.instance_path().to_string());
+        let mut actual = error.instance().clone().into_owned();
+
+        let (expected, suggestion) = match error.kind() {
+            jsonschema::error::ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default().to_owned();
+                path = join_path(&path, &name);
+                actual = Value::Null;
+                let described = subschema
+                    .pointer(&format!(
+                        "/properties/{}/description",
+                        escape_pointer(&name)
+                    ))
+                    .and_then(Value::as_str);
+                (
+                    format!("a value for \"{name}\""),
+                    match described {
+                        Some(description) => format!("Provide `{name}` ({description})."),
+                        None => format!("Provide `{name}`."),
+                    },
+                )
+            }
+            _ => expectation(&rule, subschema, &actual, &path, &error.to_string()),
+        };
+        Violation {
+            path,
+            rule,
+            expected,
+            actual,
+            suggestion,
+        }
+    }
+}
+
+/// What the schema wants and how to get there, for a violation of `rule`.
+fn expectation(
+    rule: &str,
+    schema: &Value,
+    actual: &Value,
+    path: &str,
+    message: &str,
+) -> (String, String) {
+    let field = if path == "(root)" { "the value" } else { path };
+    let get = |key: &str| schema.get(key).map(Value::to_string).unwrap_or_default();
+    match rule {
+        "type" => {
+            let wanted = match schema.get("type") {
+                Some(Value::Array(types)) => types
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                Some(Value::String(t)) => t.clone(),
+                _ => "another type".to_owned(),
+            };
+            let range = match (schema.get("minimum"), schema.get("maximum")) {
+                (Some(lo), Some(hi)) => format!(" ({lo}-{hi})"),
+                (Some(lo), None) => format!(" (>= {lo})"),
+                (None, Some(hi)) => format!(" (<= {hi})"),
+                (None, None) => String::new(),
+            };
+            let example = match wanted.as_str() {
+                "number" | "integer" => {
+                    match (actual.as_str().map(str::trim), schema.get("minimum")) {
+                        (Some(text), _) if text.parse::<f64>().is_ok() => {
+                            format!(" Write {text} without quotes.")
+                        }
+                        (_, Some(lo)) => format!(" For example {lo}."),
+                        _ => String::new(),
+                    }
+                }
+                "string" if !actual.is_null() => format!(" For example \"{}\".", plain(actual)),
+                _ => String::new(),
+            };
+            (
+                format!("{wanted}{range}"),
+                format!("{field} must be {}{range}.{example}", article(&wanted)),
+            )
+        }
+        "enum" => {
+            let options: Vec<&Value> = schema
+                .get("enum")
+                .and_then(Value::as_array)
+                .map(|o| o.iter().collect())
+                .unwrap_or_default();
+            let list = options
+                .iter()
+                .map(|o| plain(o))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let closest = actual.as_str().and_then(|text| {
+                options
+                    .iter()
+                    .filter_map(|o| o.as_str())
+                    .map(|o| (similarity(text, o), o))
+                    .filter(|(score, _)| *score > 0.3)
+                    .max_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|(_, o)| o)
+            });
+            (
+                format!("one of: {list}"),
+                match closest {
+                    Some(option) => format!("Change '{}' to '{option}'.", plain(actual)),
+                    None => format!("Choose one of [{list}]."),
+                },
+            )
+        }
+        "minimum" => (
+            format!(">= {}", get("minimum")),
+            format!("{field} must not be less than {}.", get("minimum")),
+        ),
+        "maximum" => (
+            format!("<= {}", get("maximum")),
+            format!("{field} must not be greater than {}.", get("maximum")),
+        ),
+        "exclusiveMinimum" => (
+            format!("> {}", get("exclusiveMinimum")),
+            format!("{field} must be greater than {}.", get("exclusiveMinimum")),
+        ),
+        "exclusiveMaximum" => (
+            format!("< {}", get("exclusiveMaximum")),
+            format!("{field} must be less than {}.", get("exclusiveMaximum")),
+        ),
+        "minLength" => (
+            format!("at least {} characters", get("minLength")),
+            format!(
+                "Make {field} at least {} characters long.",
+                get("minLength")
+            ),
+        ),
+        "maxLength" => (
+            format!("at most {} characters", get("maxLength")),
+            format!(
+                "Shorten {field} to at most {} characters.",
+                get("maxLength")
+            ),
+        ),
+        "minItems" => (
+            format!("at least {} items", get("minItems")),
+            format!("Give {field} at least {} items.", get("minItems")),
+        ),
+        "maxItems" => (
+            format!("at most {} items", get("maxItems")),
+            format!("Give {field} at most {} items.", get("maxItems")),
+        ),
+        "pattern" => (
+            format!("text matching {}", get("pattern")),
+            format!("Rewrite {field} to match the pattern {}.", get("pattern")),
+        ),
+        "format" => (
+            format!(
+                "a valid {}",
+                plain(schema.get("format").unwrap_or(&Value::Null))
+            ),
+            format!(
+                "Write {field} as a valid {}.",
+                plain(schema.get("format").unwrap_or(&Value::Null))
+            ),
+        ),
+        "additionalProperties" => (
+            "no other properties".to_owned(),
+            format!("Remove the properties the schema does not list from {field}."),
+        ),
+        "const" => (get("const"), format!("Set {field} to {}.", get("const"))),
+        _ => (message.to_owned(), format!("Fix {field}: {message}.")),
+    }
+}
+
+/// How alike two enum values are, in [0, 1]: the better of edit distance and shared
+/// words, so `answer_directly` finds `direct_answer` and `pipeline_mode` finds `pipeline`.
+fn similarity(a: &str, b: &str) -> f64 {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (wa, wb) = (words(a), words(b));
+    let alike = |x: &String, y: &String| {
+        x == y
+            || (x.len().min(y.len()) >= 3
+                && (x.starts_with(y.as_str()) || y.starts_with(x.as_str())))
+    };
+    let shared = wa.iter().filter(|x| wb.iter().any(|y| alike(x, y))).count();
+    let by_words = shared as f64 / wa.len().max(wb.len()).max(1) as f64;
+    by_words.max(strsim::normalized_levenshtein(a, b))
+}
+
+fn article(word: &str) -> String {
+    match word.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u') => format!("an {word}"),
+        _ => format!("a {word}"),
+    }
+}
+
+/// A value as text without JSON quotes around strings.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `/intents/0/confidence` → `intents[0].confidence`; `` → `(root)`.
+fn readable_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            out = join_path(&out, &token);
+        }
+    }
+    if out.is_empty() {
+        "(root)".to_owned()
+    } else {
+        out
+    }
+}
+
+fn join_path(parent: &str, key: &str) -> String {
+    if parent.is_empty() || parent == "(root)" {
+        key.to_owned()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Deepest schema nesting `apply_defaults` follows; schemas deeper than this are not
+/// written by hand, and a bound keeps a self-similar schema from recursing forever.
+const MAX_DEFAULTS_DEPTH: usize = 32;
+
+fn apply_defaults(schema: &Value, value: &mut Value, depth: usize) {
+    if depth > MAX_DEFAULTS_DEPTH {
+        return;
+    }
+    match value {
+        Value::Object(object) => {
+            let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            for (key, property) in properties {
+                match object.get_mut(key) {
+                    Some(present) => apply_defaults(property, present, depth + 1),
+                    None => {
+                        if let Some(default) = property.get("default") {
+                            object.insert(key.clone(), default.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+                for item in items {
+                    apply_defaults(item_schema, item, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn intent_schema() -> Schema {
+        Schema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "intents": { "type": "array", "items": { "type": "object", "properties": {
+                    "confidence": { "type": "number", "minimum": 0, "maximum": 1 } } } },
+                "routing": { "type": "object", "properties": {
+                    "strategy": { "type": "string", "enum": ["direct_answer", "single_skill", "multi_skill", "pipeline", "clarify"] } },
+                    "required": ["strategy"] }
+            },
+            "required": ["intents", "routing"]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_blueprint_example_report() {
+        // §13.3: strategy "answer_directly" and confidence "high".
+        let violations = intent_schema().check(&json!({
+            "intents": [{ "confidence": "high" }],
+            "routing": { "strategy": "answer_directly" }
+        }));
+        let by_path: Vec<(&str, &str)> = violations
+            .iter()
+            .map(|v| (v.path.as_str(), v.rule.as_str()))
+            .collect();
+        assert!(
+            by_path.contains(&("routing.strategy", "enum")),
+            "{by_path:?}"
+        );
+        assert!(
+            by_path.contains(&("intents[0].confidence", "type")),
+            "{by_path:?}"
+        );
+        let strategy = violations.iter().find(|v| v.rule == "enum").unwrap();
+        assert_eq!(strategy.actual, json!("answer_directly"));
+        assert_eq!(
+            strategy.expected,
+            "one of: direct_answer, single_skill, multi_skill, pipeline, clarify"
+        );
+        assert_eq!(
+            strategy.suggestion,
+            "Change 'answer_directly' to 'direct_answer'."
+        );
+        let confidence = violations.iter().find(|v| v.rule == "type").unwrap();
+        assert_eq!(confidence.expected, "number (0-1)");
+        assert_eq!(
+            confidence.suggestion,
+            "intents[0].confidence must be a number (0-1). For example 0."
+        );
+
+        let report = ValidationReport::new("intent_recognize", Direction::Output, 1, 3, violations);
+        let text = report.to_llm_text();
+        assert!(
+            text.starts_with("intent_recognize output does not match its schema (attempt 1 of 3):")
+        );
+        assert!(text.contains("\n  • [routing.strategy] enum: expected one of: direct_answer"));
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["skillName"], "intent_recognize");
+        assert_eq!(json["maxAttempts"], 3);
+        assert_eq!(json["direction"], "output");
+    }
+
+    #[test]
+    fn missing_fields_name_the_field_and_its_description() {
+        // §13.4: memory_search called with wrong types, and without its query.
+        let schema = Schema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "query": { "type": "string", "description": "the search query" },
+                "limit": { "type": "number", "default": 5, "minimum": 1, "maximum": 50 }
+            },
+            "required": ["query"]
+        }))
+        .unwrap();
+        let violations = schema.check(&json!({ "limit": "five" }));
+        assert_eq!(violations.len(), 2, "{violations:?}");
+        let required = violations.iter().find(|v| v.rule == "required").unwrap();
+        assert_eq!(required.path, "query");
+        assert_eq!(required.suggestion, "Provide `query` (the search query).");
+        assert_eq!(required.actual, Value::Null);
+        let limit = violations.iter().find(|v| v.path == "limit").unwrap();
+        assert_eq!(
+            (limit.rule.as_str(), limit.expected.as_str()),
+            ("type", "number (1-50)")
+        );
+
+        let violations = schema.check(&json!({ "query": 123, "limit": "7" }));
+        let limit = violations.iter().find(|v| v.path == "limit").unwrap();
+        assert_eq!(
+            limit.suggestion,
+            "limit must be a number (1-50). Write 7 without quotes."
+        );
+        let query = violations.iter().find(|v| v.path == "query").unwrap();
+        assert_eq!(
+            query.suggestion,
+            "query must be a string. For example \"123\"."
+        );
+    }
+
+    #[test]
+    fn ranges_lengths_and_root_values() {
+        let schema = Schema::compile(&json!({
+            "type": "object",
+            "properties": { "n": { "type": "integer", "maximum": 3 }, "s": { "type": "string", "minLength": 2 } }
+        }))
+        .unwrap();
+        let violations = schema.check(&json!({ "n": 4, "s": "x" }));
+        let rules: Vec<&str> = violations.iter().map(|v| v.rule.as_str()).collect();
+        assert!(
+            rules.contains(&"maximum") && rules.contains(&"minLength"),
+            "{rules:?}"
+        );
+        let root = schema.check(&json!([1]));
+        assert_eq!(
+            (root[0].path.as_str(), root[0].rule.as_str()),
+            ("(root)", "type")
+        );
+        assert!(schema.check(&json!({ "n": 2 })).is_empty());
+        assert!(
+            Schema::compile(&json!({}))
+                .unwrap()
+                .check(&json!(42))
+                .is_empty()
+        );
+        assert!(Schema::compile(&json!({ "type": 7 })).is_err());
+    }
+
+    #[test]
+    fn defaults_fill_missing_fields_only() {
+        let schema = Schema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "limit": { "type": "number", "default": 10 },
+                "opts": { "type": "object", "properties": { "deep": { "default": true } } },
+                "items": { "type": "array", "items": { "type": "object", "properties": { "w": { "default": 1 } } } }
+            }
+        }))
+        .unwrap();
+        let mut value = json!({ "limit": 3, "opts": {}, "items": [{}, { "w": 2 }] });
+        schema.apply_defaults(&mut value);
+        assert_eq!(
+            value,
+            json!({ "limit": 3, "opts": { "deep": true }, "items": [{ "w": 1 }, { "w": 2 }] })
+        );
+        let mut empty = json!({});
+        schema.apply_defaults(&mut empty);
+        assert_eq!(empty, json!({ "limit": 10 }));
+    }
+}
