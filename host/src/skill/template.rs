@@ -676,7 +676,9 @@ fn parse_filter(source: &str, text: &str, offset: usize) -> Result<Filter, Templ
                     Filter::Slice(number(start).unwrap_or(0), number(end))
                 }
                 _ => {
-                    return fail("use `slice:start` or `slice:start:end` with whole numbers".into());
+                    return fail(
+                        "use `slice:start` or `slice:start:end` with whole numbers".into(),
+                    );
                 }
             }
         }
