@@ -142,9 +142,7 @@ impl Loader {
             }
             Mode::Code => match doc {
                 Some(doc) if json_text.is_none() || !doc.body.trim().is_empty() => {
-                    Arc::new(StaticExecutor {
-                        instructions: doc.body,
-                    })
+                    Arc::new(StaticExecutor::new(doc.body))
                 }
                 _ => {
                     return Err(invalid(vec![Problem {
@@ -242,6 +240,15 @@ fn static_output_schema() -> Value {
 #[derive(Debug)]
 pub struct StaticExecutor {
     instructions: String,
+}
+
+impl StaticExecutor {
+    /// A skill whose result is `instructions`.
+    pub fn new(instructions: impl Into<String>) -> Self {
+        Self {
+            instructions: instructions.into(),
+        }
+    }
 }
 
 impl Executor for StaticExecutor {

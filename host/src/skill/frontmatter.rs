@@ -98,7 +98,7 @@ impl SkillDoc {
             name: text_field("name"),
             description: text_field("description"),
             category: text_field("category"),
-            version: text_field("version"),
+            version: text_field("version").map(|v| pad_version(&v)),
             author: text_field("author"),
             tags,
             input: field("input"),
@@ -127,6 +127,25 @@ fn split_closing_fence(rest: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// `1` and `1.2` as SemVer (`1.0.0`, `1.2.0`): YAML reads an unquoted `1.0` as a
+/// number, and authors often write two parts.
+fn pad_version(version: &str) -> String {
+    let parts: Vec<&str> = version.split('.').collect();
+    if parts.len() < 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        let mut padded = parts.join(".");
+        for _ in parts.len()..3 {
+            padded.push_str(".0");
+        }
+        padded
+    } else {
+        version.to_owned()
+    }
+}
+
 /// A description as one paragraph: block scalars (`|`) keep their line breaks in YAML,
 /// but a description is read as prose.
 fn fold_description(text: &str) -> String {
@@ -151,6 +170,12 @@ mod tests {
         assert_eq!(doc.raw.version.as_deref(), Some("2.0.0"));
         assert_eq!(doc.raw.tags, Some(vec!["git".into(), "vcs".into()]));
         assert_eq!(doc.body, "Body");
+        let doc = SkillDoc::parse("---\nname: x\ndescription: d\nversion: 1.0\n---\n").unwrap();
+        assert_eq!(
+            doc.raw.version.as_deref(),
+            Some("1.0.0"),
+            "YAML's number 1.0"
+        );
 
         // Agent Skills format: extra fields, version under metadata, literal block.
         let doc = SkillDoc::parse(
@@ -161,7 +186,7 @@ mod tests {
             doc.raw.description.as_deref(),
             Some("Extract text. Fill forms.")
         );
-        assert_eq!(doc.raw.version.as_deref(), Some("1.0"));
+        assert_eq!(doc.raw.version.as_deref(), Some("1.0.0"));
         assert_eq!(doc.raw.tags, Some(vec!["pdf".into(), "documents".into()]));
     }
 

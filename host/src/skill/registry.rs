@@ -256,3 +256,97 @@ impl SkillRegistry {
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::loader::StaticExecutor;
+
+    fn skill(manifest: Value) -> RegisteredSkill {
+        let meta = SkillMeta::from_json(&manifest.to_string()).unwrap();
+        RegisteredSkill::new(meta, Arc::new(StaticExecutor::new("do it"))).unwrap()
+    }
+
+    fn registry() -> SkillRegistry {
+        let registry = SkillRegistry::new();
+        registry.register(skill(json!({ "name": "memory_search", "description": "Searches\n  memory.", "category": "memory",
+            "input": { "type": "object", "properties": { "query": { "type": "string" } } },
+            "output": { "type": "object", "properties": { "results": { "type": "array" } } } })));
+        registry.register(skill(
+            json!({ "name": "summarize", "description": "Summarises text.", "category": "text" }),
+        ));
+        registry.register(skill(json!({ "name": "auto_recall", "description": "Recalls.", "category": "memory", "tags": ["internal"] })));
+        registry.register(skill(
+            json!({ "name": "auto_capture", "description": "Captures.", "category": "system" }),
+        ));
+        registry
+    }
+
+    #[test]
+    fn tools_carry_the_input_schema_and_never_the_output_schema() {
+        let tools = registry().to_tool_definitions();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["memory_search", "summarize"],
+            "internal and system skills are not offered"
+        );
+        assert_eq!(tools[0].parameters["properties"]["query"]["type"], "string");
+        let sent = serde_json::to_value(&tools[0]).unwrap();
+        assert_eq!(sent.as_object().unwrap().len(), 3);
+        assert!(
+            !sent.to_string().contains("results"),
+            "the output schema stays home: {sent}"
+        );
+    }
+
+    #[test]
+    fn the_system_prompt_groups_by_category() {
+        assert_eq!(
+            registry().to_system_prompt(),
+            "You can call these skills:\n\n## memory\n- memory_search: Searches memory.\n\n## text\n- summarize: Summarises text.\n"
+        );
+        assert_eq!(
+            SkillRegistry::new().to_system_prompt(),
+            "No skills are available."
+        );
+    }
+
+    #[test]
+    fn register_replaces_and_unregister_drops_aliases() {
+        let registry = registry();
+        assert_eq!(registry.len(), 4);
+        assert_eq!(registry.list_by_category("memory").len(), 2);
+        registry.alias("search", "memory_search");
+        assert!(registry.has("search"));
+        let replaced = registry.register(skill(
+            json!({ "name": "summarize", "description": "Better.", "category": "text" }),
+        ));
+        assert_eq!(replaced.unwrap().meta.description, "Summarises text.");
+        assert_eq!(
+            registry.get("summarize").unwrap().meta.description,
+            "Better."
+        );
+        assert!(registry.unregister("memory_search").is_some());
+        assert!(!registry.has("search") && !registry.has("memory_search"));
+        assert!(registry.unregister("memory_search").is_none());
+        assert_eq!(registry.len(), 3);
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_is_an_invalid_manifest() {
+        let meta = SkillMeta::from_json(
+            &json!({ "name": "x", "description": "d", "input": { "type": "nonsense" } })
+                .to_string(),
+        )
+        .unwrap();
+        let err = RegisteredSkill::new(meta, Arc::new(StaticExecutor::new(""))).unwrap_err();
+        assert_eq!(err.code(), "INVALID_MANIFEST");
+        assert!(
+            err.to_string().contains("input: not a valid JSON Schema"),
+            "{err}"
+        );
+    }
+}

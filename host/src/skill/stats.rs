@@ -18,6 +18,8 @@ use crate::error::Result;
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillStats {
+    /// The skill (the seed's `getStats` names it `toolName`).
+    pub tool_name: String,
     /// Calls that found the skill.
     pub call_count: u64,
     /// Calls that returned a valid result.
@@ -87,7 +89,10 @@ impl Stats {
             match map.get_mut(skill) {
                 Some(entry) => entry.add(&call),
                 None => {
-                    let mut entry = call.clone();
+                    let mut entry = SkillStats {
+                        tool_name: skill.to_owned(),
+                        ..call.clone()
+                    };
                     entry.derive();
                     map.insert(skill.to_owned(), entry);
                 }
@@ -140,7 +145,14 @@ impl Stats {
         if result.is_err() {
             let mut counts = self.lock();
             for (skill, s) in pending {
-                counts.unflushed.entry(skill).or_default().add(&s);
+                counts
+                    .unflushed
+                    .entry(skill)
+                    .or_insert_with(|| SkillStats {
+                        tool_name: s.tool_name.clone(),
+                        ..SkillStats::default()
+                    })
+                    .add(&s);
             }
         }
         result
@@ -154,7 +166,9 @@ impl Stats {
                  FROM skill_stats ORDER BY skill",
             )?;
             let rows = query.query_map([], |row| {
+                let name: String = row.get(0)?;
                 let mut s = SkillStats {
+                    tool_name: name.clone(),
                     call_count: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
                     success_count: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
                     total_duration: row.get(3)?,
@@ -162,7 +176,7 @@ impl Stats {
                     ..SkillStats::default()
                 };
                 s.derive();
-                Ok((row.get::<_, String>(0)?, s))
+                Ok((name, s))
             })?;
             rows.collect()
         })
@@ -196,6 +210,7 @@ mod tests {
         let db = Db::open(dir.path()).unwrap();
         let stored = Stats::load(&db).unwrap();
         let s = &stored["calculate"];
+        assert_eq!(serde_json::to_value(s).unwrap()["toolName"], "calculate");
         assert_eq!(
             (s.call_count, s.success_count, s.total_duration),
             (3, 2, 60.0)
