@@ -45,14 +45,7 @@ impl Db {
             source,
         })?;
         let path = data_dir.join(DB_FILE);
-        let fail = |e: rusqlite::Error| database_error(&path, &e);
-        let mut conn = Connection::open(&path).map_err(fail)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fail)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(fail)?;
-        migrate(&mut conn).map_err(fail)?;
+        let conn = open_sqlite(&path, MIGRATIONS)?;
         Ok(Self { conn, path })
     }
 
@@ -84,18 +77,35 @@ impl Db {
     }
 }
 
-fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+/// Opens the SQLite file at `path` the way every Evo database is used: WAL, a
+/// [`BUSY_TIMEOUT`] for writers, `synchronous=NORMAL` (durable at each checkpoint, safe
+/// against corruption), and `migrations` applied in order (entry `i` moves
+/// `PRAGMA user_version` from `i` to `i + 1`).
+pub(crate) fn open_sqlite(path: &Path, migrations: &[&str]) -> Result<Connection> {
+    let fail = |e: rusqlite::Error| database_error(path, &e);
+    let mut conn = Connection::open(path).map_err(fail)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(fail)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(fail)?;
+    migrate(&mut conn, migrations).map_err(fail)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection, migrations: &[&str]) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
     let applied = usize::try_from(version).unwrap_or(0);
-    for (i, migration) in (1_i64..).zip(MIGRATIONS).skip(applied) {
+    for (i, migration) in (1_i64..).zip(migrations).skip(applied) {
         tx.execute_batch(migration)?;
         tx.pragma_update(None, "user_version", i)?;
     }
     tx.commit()
 }
 
-fn database_error(path: &Path, error: &rusqlite::Error) -> Error {
+/// An SQLite error as Evo's [`Error::Database`], transient when the file was busy.
+pub(crate) fn database_error(path: &Path, error: &rusqlite::Error) -> Error {
     let transient = matches!(
         error.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)

@@ -1,0 +1,689 @@
+//! The memory kernel: the agent's disk (blueprint §0.4, §3.4, §5.1).
+//!
+//! A host gives a data directory (and optionally an [`Embedder`]); the kernel manages the
+//! rest:
+//!
+//! - `memory.db`: entries with a stable id, text, category, source, times, and a vector;
+//!   FTS5 and an in-process vector index for hybrid search ([`store`]).
+//! - `MEMORY.md`: long-term memory a person edits; each list item or paragraph is an
+//!   entry, re-indexed when the file changes.
+//! - `memory/YYYY-MM-DD.md`: daily logs, append-only.
+//!
+//! [`MemoryManager::store`] refuses near-duplicates (cosine ≥ 0.92 by default) and
+//! names the existing entry; a close variant of an entry of the same category (an
+//! update: cosine ≥ 0.75) supersedes it instead of deleting it. [`MemoryManager::recall`]
+//! and [`MemoryManager::capture`] run at the start and end of an agent run.
+//!
+//! ```
+//! use evo_host::memory::{Category, MemoryManager};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let memory = MemoryManager::open(dir.path()).unwrap();
+//! assert!(memory.store("The user prefers dark mode", Some(Category::Preference)).unwrap().stored);
+//! let again = memory.store("the user prefers dark mode.", None).unwrap();
+//! assert!(!again.stored && again.reason.contains("near-duplicate"));
+//! let hits = memory.search("which mode does the user prefer", 5).unwrap();
+//! assert_eq!(hits[0].text, "The user prefers dark mode");
+//! ```
+
+pub mod capture;
+pub mod embed;
+pub mod files;
+pub mod index;
+mod skills;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+
+pub use embed::{Embedder, HashEmbedder};
+pub use skills::register_skills;
+
+use crate::error::{Error, Result};
+use crate::skill::context::{BoxFuture, MemoryHit, StoreOutcome};
+use crate::skill::executor::MemoryWrite;
+use crate::skill::kernel::Memory;
+use store::{Store, new_id, now_ms};
+
+/// Default cosine at or above which a new text is a duplicate of an entry.
+pub const DEFAULT_DEDUP_THRESHOLD: f32 = 0.92;
+/// Default cosine at or above which a new text of the same category updates (supersedes)
+/// an entry rather than standing beside it. Tuned on the default embedder, where one
+/// changed word of a short fact ("deploys happen on Tuesday" → "… Thursday") scores
+/// 0.77–0.81 and different facts of the same shape ("Alice leads payments" / "Bob leads
+/// search") about 0.5; a model embedder scores variants higher, so raise it for one.
+pub const DEFAULT_SUPERSEDE_THRESHOLD: f32 = 0.75;
+/// Longest text one entry holds: a memory is a fact, not a document.
+pub const MAX_TEXT_BYTES: usize = 4 * 1024;
+/// Most results one search returns.
+pub const MAX_SEARCH_LIMIT: usize = 100;
+/// Lowest score a recalled entry needs; below it, recall adds noise to the prompt.
+pub const DEFAULT_RECALL_MIN_SCORE: f32 = 0.3;
+/// Entries recalled at the start of a run.
+pub const DEFAULT_RECALL_LIMIT: usize = 5;
+/// Lowest score an entry needs to be forgotten by a query (not an id): forgetting is
+/// destructive, so only close matches go.
+pub const FORGET_MIN_SCORE: f32 = 0.6;
+/// Most entries one `forget` by query removes.
+pub const MAX_FORGET: usize = 20;
+
+/// What kind of thing an entry remembers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// How the user likes things.
+    Preference,
+    /// Something true.
+    Fact,
+    /// Something decided.
+    Decision,
+    /// A person, place, project or thing.
+    Entity,
+    /// Anything else.
+    Other,
+}
+
+impl Category {
+    /// Every category, in order.
+    pub const ALL: [Category; 5] = [
+        Self::Preference,
+        Self::Fact,
+        Self::Decision,
+        Self::Entity,
+        Self::Other,
+    ];
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Preference => "preference",
+            Self::Fact => "fact",
+            Self::Decision => "decision",
+            Self::Entity => "entity",
+            Self::Other => "other",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// Parses a name given by a user or a skill, with an error listing the choices.
+    pub fn parse_checked(name: &str) -> Result<Self> {
+        Self::parse(name).ok_or_else(|| Error::InvalidInput {
+            skill: "memory".into(),
+            reason: format!(
+                "{name:?} is not a memory category; use one of {}",
+                Self::ALL.map(Self::as_str).join(", ")
+            ),
+        })
+    }
+}
+
+/// Where an entry came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Stored on request (`memory_store`, `evo memory store`).
+    User,
+    /// Captured from a conversation.
+    Capture,
+    /// Suggested by a skill (`memoryWrites`).
+    Skill,
+    /// An item of `MEMORY.md`.
+    File,
+}
+
+impl Source {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Capture => "capture",
+            Self::Skill => "skill",
+            Self::File => "file",
+        }
+    }
+
+    fn parse(name: &str) -> Self {
+        match name {
+            "capture" => Self::Capture,
+            "skill" => Self::Skill,
+            "file" => Self::File,
+            _ => Self::User,
+        }
+    }
+}
+
+/// One remembered thing (the seed's `MemoryEntry`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryEntry {
+    /// Stable id; `forget` accepts it.
+    pub id: String,
+    /// The text.
+    pub text: String,
+    /// Relevance to the query, in [0, 1] (0 outside a search).
+    pub score: f32,
+    /// The category.
+    pub category: Category,
+    /// Where it came from.
+    pub source: Source,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at: i64,
+    /// Last change, ms since the Unix epoch.
+    pub updated_at: i64,
+}
+
+impl From<MemoryEntry> for MemoryHit {
+    fn from(entry: MemoryEntry) -> Self {
+        Self {
+            id: entry.id,
+            text: entry.text,
+            score: entry.score,
+            category: Some(entry.category.as_str().to_owned()),
+            created_at: u64::try_from(entry.created_at).unwrap_or(0),
+        }
+    }
+}
+
+/// What `forget` removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForgetOutcome {
+    /// How many entries.
+    pub deleted: u32,
+    /// Their ids.
+    pub ids: Vec<String>,
+}
+
+/// What `capture` kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CaptureOutcome {
+    /// How many entries were stored.
+    pub captured: u32,
+    /// Their texts.
+    pub entries: Vec<String>,
+}
+
+/// How the memory kernel behaves.
+#[derive(Debug, Clone)]
+pub struct MemoryConfig {
+    /// See [`DEFAULT_DEDUP_THRESHOLD`].
+    pub dedup_threshold: f32,
+    /// See [`DEFAULT_SUPERSEDE_THRESHOLD`].
+    pub supersede_threshold: f32,
+    /// Recall at the start of a run.
+    pub auto_recall: bool,
+    /// Capture at the end of a run.
+    pub auto_capture: bool,
+    /// See [`DEFAULT_RECALL_LIMIT`].
+    pub recall_limit: usize,
+    /// See [`DEFAULT_RECALL_MIN_SCORE`].
+    pub recall_min_score: f32,
+}
+
+impl Default for MemoryConfig {
+    /// The blueprint's defaults: dedup at 0.92, recall and capture on.
+    fn default() -> Self {
+        Self {
+            dedup_threshold: DEFAULT_DEDUP_THRESHOLD,
+            supersede_threshold: DEFAULT_SUPERSEDE_THRESHOLD,
+            auto_recall: true,
+            auto_capture: true,
+            recall_limit: DEFAULT_RECALL_LIMIT,
+            recall_min_score: DEFAULT_RECALL_MIN_SCORE,
+        }
+    }
+}
+
+/// How the memory kernel is set up, for `evo doctor` and logs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryStatus {
+    /// The database file.
+    pub database: PathBuf,
+    /// The embedder's model id.
+    pub embedder: String,
+    /// Vector length.
+    pub dimension: usize,
+    /// How vectors are searched.
+    pub vector_search: &'static str,
+    /// Active (searchable, not superseded) entries.
+    pub entries: usize,
+}
+
+/// The memory kernel of one data directory. Share it with `Arc`; it is safe to use from
+/// many threads, and several processes may open the same data directory.
+#[derive(Debug)]
+pub struct MemoryManager {
+    data_dir: PathBuf,
+    embedder: Arc<dyn Embedder>,
+    config: MemoryConfig,
+    store: Mutex<Store>,
+}
+
+impl MemoryManager {
+    /// Opens the memory of `data_dir` with the built-in [`HashEmbedder`].
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        Self::open_with(data_dir, Arc::new(HashEmbedder), MemoryConfig::default())
+    }
+
+    /// Opens the memory of `data_dir` with `embedder` and `config`. If the embedder's
+    /// model differs from the one the entries were embedded with, they are re-embedded
+    /// (and a warning says so).
+    pub fn open_with(
+        data_dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        config: MemoryConfig,
+    ) -> Result<Self> {
+        let mut store = Store::open(data_dir, embedder.as_ref())?;
+        store.sync_memory_md(data_dir, embedder.as_ref())?;
+        tracing::debug!(
+            "memory: {} entries, embedder {} ({} dimensions), vector search in-process",
+            store.index.len(),
+            embedder.model(),
+            embedder.dim()
+        );
+        Ok(Self {
+            data_dir: data_dir.to_owned(),
+            embedder,
+            config,
+            store: Mutex::new(store),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        // The store's state is the database (transactional) plus an index rebuilt from
+        // it; a panic mid-update at worst leaves the index stale, which `refresh` fixes.
+        self.store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The store, current with other processes' writes and with `MEMORY.md`.
+    fn current(&self) -> Result<MutexGuard<'_, Store>> {
+        let mut store = self.lock();
+        store.refresh()?;
+        store.sync_memory_md(&self.data_dir, self.embedder.as_ref())?;
+        Ok(store)
+    }
+
+    /// How memory is set up.
+    pub fn status(&self) -> Result<MemoryStatus> {
+        let store = self.current()?;
+        Ok(MemoryStatus {
+            database: store.path().to_owned(),
+            embedder: self.embedder.model(),
+            dimension: self.embedder.dim(),
+            vector_search: "in-process exact scan (int8-quantised, rescored exactly)",
+            entries: store.index.len(),
+        })
+    }
+
+    fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
+        self.embedder
+            .embed(&[text])?
+            .pop()
+            .ok_or_else(|| Error::Engine("the embedder returned no vector".into()))
+    }
+
+    /// The `limit` entries most relevant to `query`, best first, scores in [0, 1].
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<MemoryEntry>> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(invalid("the search query is empty"));
+        }
+        let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
+        let vector = self.embed_one(query)?;
+        let store = self.current()?;
+        search_locked(&store, query, &vector, limit)
+    }
+
+    /// Stores `text` from the user (see [`MemoryManager::store_from`]).
+    pub fn store(&self, text: &str, category: Option<Category>) -> Result<StoreOutcome> {
+        self.store_from(text, category.unwrap_or(Category::Other), Source::User)
+    }
+
+    /// Stores `text` unless an entry is a near-duplicate (cosine ≥ the dedup threshold);
+    /// a close variant of the same category supersedes the older entry, which is kept.
+    /// The check and the write are one transaction, so two processes storing the same
+    /// text at once store it once.
+    pub fn store_from(
+        &self,
+        text: &str,
+        category: Category,
+        source: Source,
+    ) -> Result<StoreOutcome> {
+        let text = check_text(text)?;
+        let vector = self.embed_one(text)?;
+        let model = self.embedder.model();
+        let mut store = self.lock();
+        // Take the write lock first: the duplicate check must see every committed entry.
+        let db_path = store.path().to_owned();
+        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
+        store.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+        let outcome =
+            (|| -> Result<(StoreOutcome, Option<(i64, i64)>)> {
+                store.refresh()?;
+                let nearest = store.index.top_k(&vector, 5);
+                let rowids: Vec<i64> = nearest.iter().map(|(r, _)| *r).collect();
+                let mut close = store.fetch(&rowids, &vector)?;
+                close.sort_by(|a, b| b.2.total_cmp(&a.2));
+                if let Some((_, entry, cosine)) = close.first()
+                    && *cosine >= self.config.dedup_threshold
+                {
+                    return Ok((
+                        StoreOutcome {
+                            stored: false,
+                            reason: format!(
+                                "near-duplicate of {} (similarity {cosine:.2}): {:?}",
+                                entry.id, entry.text
+                            ),
+                        },
+                        None,
+                    ));
+                }
+                let superseded = close
+                    .iter()
+                    .find(|(_, e, cosine)| {
+                        *cosine >= self.config.supersede_threshold && e.category == category
+                    })
+                    .map(|(rowid, e, _)| (*rowid, e.id.clone()));
+                let now = now_ms();
+                let entry = MemoryEntry {
+                    id: new_id(text),
+                    text: text.to_owned(),
+                    score: 0.0,
+                    category,
+                    source,
+                    created_at: now,
+                    updated_at: now,
+                };
+                let rowid = Store::insert(&store.conn, &entry, &model, &vector).map_err(fail)?;
+                if let Some((old_rowid, _)) = &superseded {
+                    store.conn.execute(
+                    "UPDATE entries SET superseded_by = ?1, updated_at = ?2 WHERE rowid = ?3",
+                    rusqlite::params![entry.id, now, old_rowid],
+                )
+                .map_err(fail)?;
+                }
+                let reason = match &superseded {
+                    Some((_, old)) => format!("stored as {}; supersedes {old}", entry.id),
+                    None => format!("stored as {}", entry.id),
+                };
+                Ok((
+                    StoreOutcome {
+                        stored: true,
+                        reason,
+                    },
+                    Some((rowid, superseded.map_or(-1, |s| s.0))),
+                ))
+            })();
+        match outcome {
+            Ok((outcome, written)) => {
+                store.conn.execute_batch("COMMIT").map_err(fail)?;
+                store.committed()?;
+                if let Some((rowid, old)) = written {
+                    store.index.insert(rowid, &vector);
+                    store.index.remove(old);
+                }
+                Ok(outcome)
+            }
+            Err(e) => {
+                let _ = store.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Forgets the entry with id `query`, or else the entries that match `query` closely
+    /// (score ≥ [`FORGET_MIN_SCORE`], at most [`MAX_FORGET`]). Items of `MEMORY.md` are
+    /// not forgotten this way: they live in the file; edit it instead.
+    pub fn forget(&self, query: &str) -> Result<ForgetOutcome> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(invalid(
+                "say what to forget: an id from a search, or a description",
+            ));
+        }
+        let vector = self.embed_one(query)?;
+        let mut store = self.current()?;
+        let by_id: Option<(i64, String)> = store
+            .conn
+            .query_row(
+                "SELECT rowid, id FROM entries WHERE id = ?1 AND source != 'file'",
+                [query],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok();
+        let targets: Vec<(i64, String)> = match by_id {
+            Some(target) => vec![target],
+            None => search_rows(&store, query, &vector, MAX_FORGET)?
+                .into_iter()
+                .filter(|(_, e)| e.score >= FORGET_MIN_SCORE && e.source != Source::File)
+                .map(|(rowid, e)| (rowid, e.id))
+                .collect(),
+        };
+        let db_path = store.path().to_owned();
+        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
+        let tx = store
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let mut deleted = Vec::new();
+        for (rowid, id) in &targets {
+            if tx
+                .execute("DELETE FROM entries WHERE rowid = ?1", [rowid])
+                .map_err(fail)?
+                > 0
+            {
+                deleted.push((*rowid, id.clone()));
+            }
+        }
+        tx.commit().map_err(fail)?;
+        store.committed()?;
+        for (rowid, _) in &deleted {
+            store.index.remove(*rowid);
+        }
+        Ok(ForgetOutcome {
+            deleted: u32::try_from(deleted.len()).unwrap_or(u32::MAX),
+            ids: deleted.into_iter().map(|(_, id)| id).collect(),
+        })
+    }
+
+    /// Appends `entry` to today's daily log.
+    pub fn append_daily_log(&self, entry: &str) -> Result<PathBuf> {
+        files::append_daily_log(&self.data_dir, entry)
+    }
+
+    /// The daily log of `date` (`YYYY-MM-DD`; today when `None`).
+    pub fn load_daily_log(&self, date: Option<&str>) -> Result<String> {
+        files::load_daily_log(&self.data_dir, date)
+    }
+
+    /// The contents of `MEMORY.md`.
+    pub fn load_long_term(&self) -> Result<String> {
+        files::load_long_term(&self.data_dir)
+    }
+
+    /// The entries relevant to `message`, for the start of a run (none when
+    /// `auto_recall` is off).
+    pub fn recall(&self, message: &str) -> Result<Vec<MemoryEntry>> {
+        if !self.config.auto_recall || message.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut hits = self.search(message, self.config.recall_limit)?;
+        hits.retain(|e| e.score >= self.config.recall_min_score);
+        Ok(hits)
+    }
+
+    /// Keeps what is worth remembering at the end of a run: facts, preferences and
+    /// decisions the user stated in `message` (see [`capture`]), and the `writes` skills
+    /// suggested. Text that was recalled for this run is not stored again. The model's
+    /// `response` is logged, not stored. Nothing is stored when `auto_capture` is off.
+    pub fn capture(
+        &self,
+        message: &str,
+        response: &str,
+        writes: &[MemoryWrite],
+        recalled: &[MemoryEntry],
+    ) -> Result<CaptureOutcome> {
+        let mut entries = Vec::new();
+        if self.config.auto_capture {
+            let from_message = capture::candidates(message)
+                .into_iter()
+                .map(|c| (c.text, c.category, Source::Capture));
+            let from_skills = writes.iter().map(|w| {
+                let category = w
+                    .category
+                    .as_deref()
+                    .and_then(Category::parse)
+                    .unwrap_or(Category::Other);
+                (w.text.clone(), category, Source::Skill)
+            });
+            for (text, category, source) in from_message.chain(from_skills) {
+                if recalled.iter().any(|r| r.text == text) || capture::looks_like_injection(&text) {
+                    continue;
+                }
+                match self.store_from(&text, category, source) {
+                    Ok(outcome) if outcome.stored => entries.push(text),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("memory: could not capture {text:?}: {e}"),
+                }
+            }
+        }
+        if !message.trim().is_empty() {
+            let summary: String = response.chars().take(200).collect();
+            let line = format!("user: {}\n  agent: {}", message.trim(), summary.trim());
+            if let Err(e) = self.append_daily_log(&line) {
+                tracing::warn!("memory: could not append to the daily log: {e}");
+            }
+        }
+        Ok(CaptureOutcome {
+            captured: u32::try_from(entries.len()).unwrap_or(u32::MAX),
+            entries,
+        })
+    }
+}
+
+fn invalid(reason: &str) -> Error {
+    Error::InvalidInput {
+        skill: "memory".into(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn check_text(text: &str) -> Result<&str> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(invalid("the text to remember is empty"));
+    }
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(invalid(&format!(
+            "the text is {} bytes; a memory holds at most {MAX_TEXT_BYTES} bytes — store the key facts, not the document",
+            text.len()
+        )));
+    }
+    Ok(text)
+}
+
+fn search_locked(
+    store: &Store,
+    query: &str,
+    vector: &[f32],
+    limit: usize,
+) -> Result<Vec<MemoryEntry>> {
+    Ok(search_rows(store, query, vector, limit)?
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect())
+}
+
+/// Hybrid search (see [`store`] for the fusion), keeping rowids.
+fn search_rows(
+    store: &Store,
+    query: &str,
+    vector: &[f32],
+    limit: usize,
+) -> Result<Vec<(i64, MemoryEntry)>> {
+    let n = store::candidates(limit);
+    let by_vector = store.index.top_k(vector, n);
+    let by_keyword = store.keyword_candidates(query, n)?;
+    let best_keyword = by_keyword.iter().map(|(_, s)| *s).fold(0.0_f32, f32::max);
+    let mut rowids: Vec<i64> = by_vector
+        .iter()
+        .chain(&by_keyword)
+        .map(|(r, _)| *r)
+        .collect();
+    rowids.sort_unstable();
+    rowids.dedup();
+    let mut scored: Vec<(i64, MemoryEntry)> = store
+        .fetch(&rowids, vector)?
+        .into_iter()
+        .map(|(rowid, mut entry, cosine)| {
+            let keyword = by_keyword
+                .iter()
+                .find(|(r, _)| *r == rowid)
+                .map_or(0.0, |(_, s)| {
+                    if best_keyword > 0.0 {
+                        s / best_keyword
+                    } else {
+                        0.0
+                    }
+                });
+            entry.score = (store::VECTOR_WEIGHT * cosine.max(0.0)
+                + store::KEYWORD_WEIGHT * keyword)
+                .clamp(0.0, 1.0);
+            (rowid, entry)
+        })
+        .filter(|(_, e)| e.score > 0.0)
+        .collect();
+    scored.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    scored.truncate(limit);
+    Ok(scored)
+}
+
+/// The kernel's view of memory (what `ctx.memory()` and Wasm skills use). Each operation
+/// is a few milliseconds of SQLite and a vector scan, run inline: moving it to a blocking
+/// thread would cost about as much as it saves.
+impl Memory for MemoryManager {
+    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Vec<MemoryHit>>> {
+        Box::pin(async move {
+            let limit = usize::try_from(limit).unwrap_or(MAX_SEARCH_LIMIT);
+            MemoryManager::search(self, &query, limit)
+                .map(|hits| hits.into_iter().map(MemoryHit::from).collect())
+        })
+    }
+
+    fn store(&self, text: String, category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome>> {
+        Box::pin(async move {
+            let category = category
+                .as_deref()
+                .map(Category::parse_checked)
+                .transpose()?;
+            MemoryManager::store_from(
+                self,
+                &text,
+                category.unwrap_or(Category::Other),
+                Source::User,
+            )
+        })
+    }
+
+    fn forget(&self, query: String) -> BoxFuture<'_, Result<u32>> {
+        Box::pin(async move { MemoryManager::forget(self, &query).map(|o| o.deleted) })
+    }
+}
