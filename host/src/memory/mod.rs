@@ -449,6 +449,48 @@ impl MemoryManager {
         }
     }
 
+    /// Adds many entries in one transaction, without duplicate checks (for migrating an
+    /// existing store or seeding one), then optimises the keyword index. Every text is
+    /// checked like [`MemoryManager::store`]'s; one bad text stops the import and nothing
+    /// is written. Returns how many entries were added.
+    pub fn import(&self, items: &[(&str, Category)], source: Source) -> Result<usize> {
+        let texts = items
+            .iter()
+            .map(|(text, _)| check_text(text))
+            .collect::<Result<Vec<_>>>()?;
+        let vectors = self.embedder.embed(&texts)?;
+        let model = self.embedder.model();
+        let mut store = self.lock();
+        let db_path = store.path().to_owned();
+        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
+        let now = now_ms();
+        let tx = store
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let mut rowids = Vec::with_capacity(items.len());
+        for ((text, (_, category)), vector) in texts.iter().zip(items).zip(&vectors) {
+            let entry = MemoryEntry {
+                id: new_id(text),
+                text: (*text).to_owned(),
+                score: 0.0,
+                category: *category,
+                source,
+                created_at: now,
+                updated_at: now,
+            };
+            rowids.push(Store::insert(&tx, &entry, &model, vector).map_err(fail)?);
+        }
+        tx.execute_batch("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        store.committed()?;
+        for (rowid, vector) in rowids.into_iter().zip(&vectors) {
+            store.index.insert(rowid, vector);
+        }
+        Ok(items.len())
+    }
+
     /// Forgets the entry with id `query`, or else the entries that match `query` closely
     /// (score ≥ [`FORGET_MIN_SCORE`], at most [`MAX_FORGET`]). Items of `MEMORY.md` are
     /// not forgotten this way: they live in the file; edit it instead.
