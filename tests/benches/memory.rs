@@ -63,14 +63,22 @@ fn search(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("memory_search_{}k", n / 1000));
         group.sample_size(50);
         for (label, query) in QUERIES {
-            group.bench_with_input(BenchmarkId::new("evo: hybrid top-10", label), query, |b, q| {
-                b.iter(|| black_box(memory.search(q, 10).expect("searches")));
-            });
+            group.bench_with_input(
+                BenchmarkId::new("evo: hybrid top-10", label),
+                query,
+                |b, q| {
+                    b.iter(|| black_box(memory.search(q, 10).expect("searches")));
+                },
+            );
         }
         // Floors: each half alone, on the same data, without Evo's code around it.
         let conn = rusqlite::Connection::open(dir.path().join("memory.db")).expect("opens");
         for (label, query) in QUERIES {
-            let expression = query.split(' ').map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR ");
+            let expression = query
+                .split(' ')
+                .map(|t| format!("\"{t}\""))
+                .collect::<Vec<_>>()
+                .join(" OR ");
             group.bench_with_input(BenchmarkId::new("floor: FTS5 bm25 top-10", label), &expression, |b, e| {
                 let mut statement = conn
                     .prepare("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?1 ORDER BY bm25(entries_fts) LIMIT 10")
@@ -121,7 +129,11 @@ fn store_and_recall(c: &mut Criterion) {
     group.bench_function("store with duplicate check", |b| {
         b.iter(|| {
             i += 1;
-            black_box(memory.store(&format!("bench fact number {i} about w0001x"), None).expect("stores"))
+            black_box(
+                memory
+                    .store(&format!("bench fact number {i} about w0001x"), None)
+                    .expect("stores"),
+            )
         });
     });
     let message = "I was wondering whether the project update from last week covered the w0450x \

@@ -5,6 +5,7 @@
 //! - errors go to stderr as `error[CODE]: message` plus a hint;
 //! - exit code 0 on success, 1 when the skill failed, 2 for bad usage or bad input.
 
+mod memory;
 mod skill;
 
 use std::path::PathBuf;
@@ -20,7 +21,10 @@ use evo_host::Error;
 #[command(after_help = "Examples:\n  \
     evo skill run calculate.wasm --input '{\"expression\":\"sqrt(144) + 10\"}'\n  \
     evo skill run file-head.wasm --dir ./docs::/data:ro --input '{\"path\":\"README.md\"}'\n  \
-    evo skill info calculate.wasm --json")]
+    evo skill info calculate.wasm --json\n  \
+    evo memory store \"The user prefers dark mode\" --category preference\n  \
+    evo memory search \"which theme\"\n  \
+    evo doctor")]
 struct Cli {
     /// Data directory (compiled-component cache, installed skills, memory).
     #[arg(long, global = true, env = "EVO_HOME", value_name = "DIR")]
@@ -44,6 +48,11 @@ enum Command {
     /// Run and inspect skills.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Search, store and forget long-term memory; read the daily logs.
+    #[command(subcommand)]
+    Memory(memory::MemoryCommand),
+    /// Check the set-up: data directory, Wasm engine, compile cache, memory.
+    Doctor,
 }
 
 /// Options every command sees.
@@ -88,6 +97,8 @@ pub(crate) fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Skill(command) => skill::run(command, &globals).await,
+            Command::Memory(command) => memory::run(command, &globals),
+            Command::Doctor => skill::doctor(&globals).await,
         }
     });
     match result {

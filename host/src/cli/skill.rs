@@ -12,6 +12,7 @@ use evo_host::db::Db;
 use evo_host::engine::builtin::BuiltinTools;
 use evo_host::engine::loader::Loader;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmExecutor, WasmSkill};
+use evo_host::memory::MemoryManager;
 use evo_host::skill::events::{EventKind, EventSink, RunEvent};
 use evo_host::skill::kernel::{Kernel, RunOptions};
 use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
@@ -276,6 +277,55 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
     }
 }
 
+/// `evo doctor`: what this installation can do, and where things are.
+pub(crate) async fn doctor(globals: &Globals) -> Result<(), Failure> {
+    let host = Host::open(globals, &Sources { skills_dir: None }, &Grants::default()).await?;
+    let engine = host.loader.wasm_engine().map(|e| e.allocator());
+    let cache = evo_host::paths::wasm_cache_dir(&globals.data_dir);
+    let cached = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+    let memory = MemoryManager::open(&globals.data_dir)?.status()?;
+    let skills = host.kernel.registry().len();
+    let value = json!({
+        "dataDir": globals.data_dir,
+        "wasm": { "allocator": engine, "cache": cache, "cachedComponents": cached },
+        "memory": memory,
+        "skills": { "available": skills, "failedToLoad": host.load_errors.len() },
+        "nativeSkills": "not supported by this version",
+    });
+    if globals.json {
+        println!("{value}");
+        return Ok(());
+    }
+    println!("data directory:  {}", globals.data_dir.display());
+    match engine {
+        Some(allocator) => println!(
+            "wasm engine:     ok ({} allocator)",
+            serde_json::to_value(allocator)
+                .map_err(internal)?
+                .as_str()
+                .unwrap_or("?")
+        ),
+        None => println!("wasm engine:     unavailable"),
+    }
+    println!("compile cache:   {} ({cached} components)", cache.display());
+    println!(
+        "memory:          {} entries in {}",
+        memory.entries,
+        memory.database.display()
+    );
+    println!(
+        "  embedder:      {} ({} dimensions)",
+        memory.embedder, memory.dimension
+    );
+    println!("  vector search: {}", memory.vector_search);
+    println!(
+        "skills:          {skills} available, {} failed to load",
+        host.load_errors.len()
+    );
+    println!("native skills:   not supported by this version (Node sandbox not built yet)");
+    Ok(())
+}
+
 fn first_sentence(text: &str) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match line.find(". ") {
@@ -304,6 +354,8 @@ impl Host {
         let loader = Loader::new().with_wasm(engine, grants.policy()?);
         let registry = Arc::new(SkillRegistry::new());
         BuiltinTools::default().register(&registry)?;
+        evo_host::memory::register_skills(&registry)?;
+        let memory = Arc::new(MemoryManager::open(&globals.data_dir)?);
         let mut load_errors = Vec::new();
         let installed = evo_host::paths::skills_dir(&globals.data_dir);
         let dirs = [Some(installed), sources.skills_dir.clone()];
@@ -333,7 +385,7 @@ impl Host {
             }
         }
         Ok(Self {
-            kernel: Arc::new(Kernel::new(registry)),
+            kernel: Arc::new(Kernel::new(registry).with_memory(memory)),
             loader,
             data_dir: globals.data_dir.clone(),
             load_errors,

@@ -60,6 +60,11 @@ impl Loader {
         self
     }
 
+    /// The Wasm engine, if this loader has one.
+    pub fn wasm_engine(&self) -> Option<&WasmEngine> {
+        self.wasm.as_ref()
+    }
+
     /// Loads a `.wasm` component file.
     pub async fn load_wasm_file(&self, path: &Path) -> Result<WasmSkill> {
         match &self.wasm {

@@ -435,7 +435,6 @@ impl MemoryManager {
         match outcome {
             Ok((outcome, written)) => {
                 store.conn.execute_batch("COMMIT").map_err(fail)?;
-                store.committed()?;
                 if let Some((rowid, old)) = written {
                     store.index.insert(rowid, &vector);
                     store.index.remove(old);
@@ -484,7 +483,6 @@ impl MemoryManager {
         tx.execute_batch("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
             .map_err(fail)?;
         tx.commit().map_err(fail)?;
-        store.committed()?;
         for (rowid, vector) in rowids.into_iter().zip(&vectors) {
             store.index.insert(rowid, vector);
         }
@@ -536,7 +534,6 @@ impl MemoryManager {
             }
         }
         tx.commit().map_err(fail)?;
-        store.committed()?;
         for (rowid, _) in &deleted {
             store.index.remove(*rowid);
         }

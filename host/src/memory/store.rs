@@ -193,7 +193,10 @@ impl Store {
 
     /// Rebuilds the vector index from the database.
     fn reload(&mut self) -> Result<()> {
-        let mut index = VectorIndex::new(self.index_dim());
+        // Read the version first: a commit that lands while the rows are read then
+        // shows as a newer version at the next refresh, instead of being missed.
+        let version = self.data_version()?;
+        let mut index = VectorIndex::new(self.index.dim());
         {
             let mut query = self
                 .conn
@@ -207,12 +210,8 @@ impl Store {
             }
         }
         self.index = index;
-        self.data_version = self.data_version()?;
+        self.data_version = version;
         Ok(())
-    }
-
-    fn index_dim(&self) -> usize {
-        self.index.dim()
     }
 
     fn data_version(&self) -> Result<i64> {
@@ -222,7 +221,8 @@ impl Store {
     }
 
     /// Brings the index up to date with writes of other connections (other processes),
-    /// which change `PRAGMA data_version`; this connection's own writes do not.
+    /// which change `PRAGMA data_version`; this connection's own writes do not change it
+    /// (SQLite's documented behaviour), and update the index directly.
     pub(super) fn refresh(&mut self) -> Result<()> {
         if self.data_version()? != self.data_version {
             self.reload()?;
@@ -406,12 +406,6 @@ impl Store {
             ],
         )?;
         Ok(tx.last_insert_rowid())
-    }
-
-    /// Records this connection's own commit, so [`Store::refresh`] does not reload for it.
-    pub(super) fn committed(&mut self) -> Result<()> {
-        self.data_version = self.data_version()?;
-        Ok(())
     }
 
     /// The database file.

@@ -370,3 +370,143 @@ async fn the_memory_skills_follow_the_blueprint_contracts() {
         0
     );
 }
+
+/// A text unlike every other one: its words are hex digits of a hash of `i`, so no two
+/// share words or many trigrams.
+fn distinct_text(i: u64) -> String {
+    let mut h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xdead_beef;
+    (0..4)
+        .map(|_| {
+            h = h.rotate_left(17).wrapping_mul(0xff51_afd7_ed55_8ccd);
+            format!("{:x}", h >> 24)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn processes_writing_at_once_lose_nothing() {
+    use std::process::{Command, Stdio};
+
+    let home = tempfile::tempdir().unwrap();
+    // Create the database first so the writers race on entries, not on the schema.
+    drop(open(home.path()));
+    let texts: Vec<String> = (0..16).map(distinct_text).collect();
+    let mut children: Vec<_> = texts
+        .iter()
+        .map(String::as_str)
+        // Two processes store the same text at once: exactly one of them may store it.
+        .chain(["The release train leaves every second Monday"; 2])
+        .map(|text| {
+            Command::new(evo_tests::evo_bin())
+                .args(["memory", "store", text, "--json"])
+                .env("EVO_HOME", home.path())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<serde_json::Value> = children
+        .drain(..)
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    let stored = outputs.iter().filter(|o| o["stored"] == true).count();
+    assert_eq!(
+        stored, 17,
+        "16 distinct texts and one of the twins: {outputs:?}"
+    );
+
+    let memory = open(home.path());
+    assert_eq!(memory.status().unwrap().entries, 17);
+    for text in &texts {
+        let hits = memory.search(text, 1).unwrap();
+        assert_eq!(&hits[0].text, text);
+    }
+}
+
+#[test]
+fn the_cli_searches_stores_forgets_and_logs() {
+    use std::process::Command;
+
+    let home = tempfile::tempdir().unwrap();
+    let evo = |args: &[&str]| {
+        Command::new(evo_tests::evo_bin())
+            .args(args)
+            .env("EVO_HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let out = evo(&[
+        "memory",
+        "store",
+        "The user prefers dark mode",
+        "--category",
+        "preference",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let stored: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stored["stored"], true);
+
+    let out = evo(&[
+        "memory",
+        "search",
+        "which mode does the user prefer",
+        "--json",
+    ]);
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["count"], 1);
+    let id = found["results"][0]["id"].as_str().unwrap().to_owned();
+
+    let out = evo(&["memory", "store", "x", "--category", "opinion"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with(
+        "error[INVALID_INPUT]: memory: invalid input: \"opinion\" is not a memory category"
+    ));
+
+    let out = evo(&["memory", "log", "--add", "checked the CLI"]);
+    assert!(out.status.success());
+    let out = evo(&["memory", "log"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("checked the CLI"));
+
+    let out = evo(&[
+        "skill",
+        "run",
+        "memory_search",
+        "--input",
+        r#"{"query":"dark mode"}"#,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let via_skill: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(via_skill["results"][0]["id"], id.as_str());
+
+    let out = evo(&["memory", "forget", &id, "--json"]);
+    let forgot: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(forgot, json!({ "deleted": 1, "ids": [id] }));
+
+    let out = evo(&["doctor", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doctor["memory"]["vectorSearch"],
+        "in-process exact scan (int8-quantised, rescored exactly)"
+    );
+    assert_eq!(doctor["memory"]["entries"], 0);
+}
