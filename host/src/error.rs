@@ -247,6 +247,15 @@ pub enum Error {
         transient: bool,
     },
 
+    /// The embeddings service could not embed.
+    #[error("embeddings: {message}")]
+    Embedding {
+        /// The endpoint, what went wrong and what to do.
+        message: String,
+        /// Whether trying again later may work.
+        transient: bool,
+    },
+
     /// The skill is of a kind this build cannot run.
     #[error("{0}")]
     Unsupported(String),
@@ -299,6 +308,7 @@ impl Error {
             Self::Llm { .. } => "LLM_ERROR",
             Self::Database { .. } => "DATABASE_ERROR",
             Self::Unsupported(_) => "UNSUPPORTED_SKILL_KIND",
+            Self::Embedding { .. } => "EMBEDDING_ERROR",
         }
     }
 
@@ -311,7 +321,9 @@ impl Error {
                 kind: FailureKind::Timeout,
                 ..
             } => true,
-            Self::Llm { transient, .. } | Self::Database { transient, .. } => *transient,
+            Self::Llm { transient, .. }
+            | Self::Database { transient, .. }
+            | Self::Embedding { transient, .. } => *transient,
             Self::Io { source, .. } => matches!(
                 source.kind(),
                 std::io::ErrorKind::TimedOut

@@ -201,3 +201,75 @@ pub mod kernel {
         (sink, events)
     }
 }
+
+/// A real HTTP/1.1 server on loopback for tests of HTTP clients: it speaks the wire
+/// format, and a closure decides each answer.
+pub mod http {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{SocketAddr, TcpListener};
+    use std::sync::{Arc, Mutex};
+
+    /// A request as received.
+    #[derive(Debug, Clone)]
+    pub struct Request {
+        /// `POST /v1/embeddings`.
+        pub line: String,
+        /// Header lines, lower-cased names.
+        pub headers: Vec<(String, String)>,
+        /// The body.
+        pub body: String,
+    }
+
+    /// Serves on 127.0.0.1 until the test ends; `answer` returns status and JSON body.
+    /// Returns the base URL and the requests received so far.
+    pub fn serve(
+        answer: impl Fn(&Request) -> (u16, String) + Send + 'static,
+    ) -> (String, Arc<Mutex<Vec<Request>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binds loopback");
+        let addr: SocketAddr = listener.local_addr().expect("has an address");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().expect("clones"));
+                let mut line = String::new();
+                if reader.read_line(&mut line).is_err() {
+                    continue;
+                }
+                let mut headers = Vec::new();
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = header.trim().split_once(':') {
+                        headers.push((name.trim().to_lowercase(), value.trim().to_owned()));
+                    }
+                }
+                let length: usize = headers
+                    .iter()
+                    .find(|(n, _)| n == "content-length")
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_err() {
+                    continue;
+                }
+                let request = Request {
+                    line: line.trim().to_owned(),
+                    headers,
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                };
+                let (status, reply) = answer(&request);
+                log.lock().expect("not poisoned").push(request);
+                let response = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                    reply.len()
+                );
+                let _ = stream.write_all(response.as_bytes());
+            }
+        });
+        (format!("http://{addr}/v1"), seen)
+    }
+}

@@ -44,7 +44,7 @@ pub(crate) enum MemoryCommand {
 }
 
 pub(crate) fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failure> {
-    let memory = MemoryManager::open(&globals.data_dir)?;
+    let memory = MemoryManager::open_configured(&globals.data_dir)?;
     let print = |value: serde_json::Value, human: &dyn Fn()| {
         if globals.json {
             println!("{value}");

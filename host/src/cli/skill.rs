@@ -283,7 +283,7 @@ pub(crate) async fn doctor(globals: &Globals) -> Result<(), Failure> {
     let engine = host.loader.wasm_engine().map(|e| e.allocator());
     let cache = evo_host::paths::wasm_cache_dir(&globals.data_dir);
     let cached = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
-    let memory = MemoryManager::open(&globals.data_dir)?.status()?;
+    let memory = host.memory.status()?;
     let skills = host.kernel.registry().len();
     let value = json!({
         "dataDir": globals.data_dir,
@@ -337,6 +337,7 @@ fn first_sentence(text: &str) -> String {
 /// The skills of one CLI invocation: built-ins, installed skills, `--skills-dir`.
 struct Host {
     kernel: Arc<Kernel>,
+    memory: Arc<MemoryManager>,
     loader: Loader,
     data_dir: PathBuf,
     load_errors: Vec<serde_json::Value>,
@@ -355,7 +356,8 @@ impl Host {
         let registry = Arc::new(SkillRegistry::new());
         BuiltinTools::default().register(&registry)?;
         evo_host::memory::register_skills(&registry)?;
-        let memory = Arc::new(MemoryManager::open(&globals.data_dir)?);
+        let memory = Arc::new(MemoryManager::open_configured(&globals.data_dir)?);
+        let kernel = Arc::new(Kernel::new(registry.clone()).with_memory(memory.clone()));
         let mut load_errors = Vec::new();
         let installed = evo_host::paths::skills_dir(&globals.data_dir);
         let dirs = [Some(installed), sources.skills_dir.clone()];
@@ -385,7 +387,8 @@ impl Host {
             }
         }
         Ok(Self {
-            kernel: Arc::new(Kernel::new(registry).with_memory(memory)),
+            kernel,
+            memory,
             loader,
             data_dir: globals.data_dir.clone(),
             load_errors,

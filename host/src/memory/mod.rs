@@ -30,6 +30,7 @@ pub mod capture;
 pub mod embed;
 pub mod files;
 pub mod index;
+pub mod openai;
 mod skills;
 pub mod store;
 
@@ -269,6 +270,16 @@ impl MemoryManager {
     /// Opens the memory of `data_dir` with the built-in [`HashEmbedder`].
     pub fn open(data_dir: &Path) -> Result<Self> {
         Self::open_with(data_dir, Arc::new(HashEmbedder), MemoryConfig::default())
+    }
+
+    /// Opens the memory of `data_dir` with the embedder the environment configures (see
+    /// [`openai::OpenAiEmbedder::from_env`]), else the built-in one.
+    pub fn open_configured(data_dir: &Path) -> Result<Self> {
+        let embedder: Arc<dyn Embedder> = match openai::OpenAiEmbedder::from_env()? {
+            Some(remote) => Arc::new(remote),
+            None => Arc::new(HashEmbedder),
+        };
+        Self::open_with(data_dir, embedder, MemoryConfig::default())
     }
 
     /// Opens the memory of `data_dir` with `embedder` and `config`. If the embedder's

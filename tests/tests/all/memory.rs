@@ -510,3 +510,97 @@ fn the_cli_searches_stores_forgets_and_logs() {
     );
     assert_eq!(doctor["memory"]["entries"], 0);
 }
+
+/// Embeddings as a toy model would give them: 3 dimensions from simple text features.
+fn toy_embedding(text: &str) -> Vec<f32> {
+    let lower = text.to_lowercase();
+    vec![
+        lower.matches("cat").count() as f32 + 0.1,
+        lower.matches("dog").count() as f32 + 0.1,
+        lower.len() as f32 / 100.0,
+    ]
+}
+
+#[test]
+fn an_openai_compatible_server_embeds_over_http() {
+    use evo_host::memory::openai::OpenAiEmbedder;
+
+    let (base, requests) = evo_tests::http::serve(|request| {
+        let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+        if request
+            .headers
+            .iter()
+            .all(|(n, v)| !(n == "authorization" && v == "Bearer sk-test"))
+        {
+            return (
+                401,
+                r#"{"error":{"message":"Incorrect API key provided"}}"#.into(),
+            );
+        }
+        let inputs = body["input"].as_array().unwrap();
+        // Answer out of order, as the API allows: the client must sort by index.
+        let data: Vec<_> = inputs
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, t)| json!({ "object": "embedding", "index": i, "embedding": toy_embedding(t.as_str().unwrap()) }))
+            .collect();
+        (
+            200,
+            json!({ "object": "list", "data": data, "model": body["model"] }).to_string(),
+        )
+    });
+
+    let embedder = OpenAiEmbedder::new(&base, "toy-embed", Some("sk-test".into())).unwrap();
+    assert_eq!(
+        (embedder.dim(), embedder.model()),
+        (3, "openai:toy-embed:3".to_owned())
+    );
+    let vectors = embedder.embed(&["a cat", "a dog"]).unwrap();
+    assert!(
+        vectors[0][0] > vectors[0][1] && vectors[1][1] > vectors[1][0],
+        "{vectors:?}"
+    );
+    let last = requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last.line, "POST /v1/embeddings HTTP/1.1");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&last.body).unwrap(),
+        json!({ "model": "toy-embed", "input": ["a cat", "a dog"] })
+    );
+
+    let err = OpenAiEmbedder::new(&base, "toy-embed", Some("wrong".into())).unwrap_err();
+    assert_eq!(err.code(), "EMBEDDING_ERROR");
+    assert!(
+        err.to_string()
+            .contains("HTTP 401: the API key was refused"),
+        "{err}"
+    );
+    let err = OpenAiEmbedder::new("http://127.0.0.1:9/v1", "m", None).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is the embeddings server running?"),
+        "{err}"
+    );
+    assert!(err.is_transient());
+
+    // Memory with the remote model: the store written with the built-in embedder is
+    // re-embedded, and search uses the model's vectors.
+    let dir = tempfile::tempdir().unwrap();
+    open(dir.path())
+        .store("The cat sleeps on the sofa", Some(Category::Fact))
+        .unwrap();
+    let memory =
+        MemoryManager::open_with(dir.path(), Arc::new(embedder), MemoryConfig::default()).unwrap();
+    memory
+        .store("The dog barks at the postman", Some(Category::Fact))
+        .unwrap();
+    assert_eq!(memory.status().unwrap().embedder, "openai:toy-embed:3");
+    assert_eq!(
+        memory.search("cat", 1).unwrap()[0].text,
+        "The cat sleeps on the sofa"
+    );
+    assert_eq!(
+        memory.search("dog", 1).unwrap()[0].text,
+        "The dog barks at the postman"
+    );
+}
