@@ -515,6 +515,7 @@ fn to_context_error(error: Error) -> ContextError {
         Error::Validation(report) if report.direction == Direction::Input => {
             FailureKind::InvalidInput
         }
+        Error::InvalidInput { .. } => FailureKind::InvalidInput,
         Error::Timeout { .. } => FailureKind::Timeout,
         Error::Skill { kind, .. } => *kind,
         _ => FailureKind::Failed,
