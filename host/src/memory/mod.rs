@@ -555,6 +555,12 @@ impl MemoryManager {
         })
     }
 
+    /// Registers the memory skills (`memory_search`, `memory_store`, `memory_forget`) in
+    /// `registry`; see [`register_skills`].
+    pub fn register_skills(&self, registry: &crate::skill::registry::SkillRegistry) -> Result<()> {
+        register_skills(registry)
+    }
+
     /// Appends `entry` to today's daily log.
     pub fn append_daily_log(&self, entry: &str) -> Result<PathBuf> {
         files::append_daily_log(&self.data_dir, entry)

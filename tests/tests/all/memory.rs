@@ -643,3 +643,35 @@ fn recall_fills_scratch_and_prompts_mark_memories_as_data() {
     );
     assert!(prompt.ends_with("</memory>"));
 }
+
+#[test]
+fn threads_and_two_managers_in_one_process_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Arc::new(open(dir.path()));
+    let second = Arc::new(open(dir.path()));
+    let handles: Vec<_> = (0..8_u64)
+        .map(|t| {
+            let memory = if t % 2 == 0 {
+                first.clone()
+            } else {
+                second.clone()
+            };
+            std::thread::spawn(move || {
+                for i in 0..5 {
+                    let text = distinct_text(100 + t * 10 + i);
+                    assert!(memory.store(&text, None).unwrap().stored, "{text}");
+                    assert!(!memory.search(&text, 3).unwrap().is_empty());
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(first.status().unwrap().entries, 40);
+    assert_eq!(
+        second.status().unwrap().entries,
+        40,
+        "each sees the other's writes"
+    );
+}
