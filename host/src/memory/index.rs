@@ -83,20 +83,59 @@ impl VectorIndex {
             return Vec::new();
         }
         let (q, q_scale) = quantize(query);
-        // A bounded min-heap would save a little for small k; a partial sort of all
-        // scores is simpler and the scan dominates anyway.
-        let mut scored: Vec<(i64, f32)> = self
-            .codes
-            .chunks_exact(self.dim)
-            .zip(&self.rowids)
-            .zip(&self.scales)
-            .map(|((codes, &rowid), &scale)| (rowid, dot_i8(codes, &q) as f32 * scale * q_scale))
-            .collect();
-        let k = k.min(scored.len());
-        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
-        scored.truncate(k);
+        let rows = self.rowids.len();
+        let threads = if rows >= PARALLEL_SCAN_MIN_ROWS {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_SCAN_THREADS))
+        } else {
+            1
+        };
+        let per_thread = rows.div_ceil(threads);
+        let scan = |start: usize| {
+            let end = (start + per_thread).min(rows);
+            let codes = &self.codes[start * self.dim..end * self.dim];
+            let mut scored: Vec<(i64, f32)> = codes
+                .chunks_exact(self.dim)
+                .zip(&self.rowids[start..end])
+                .zip(&self.scales[start..end])
+                .map(|((codes, &rowid), &scale)| {
+                    (rowid, dot_i8(codes, &q) as f32 * scale * q_scale)
+                })
+                .collect();
+            best_k(&mut scored, k);
+            scored
+        };
+        let mut scored = if threads == 1 {
+            scan(0)
+        } else {
+            // The scan is bound by memory bandwidth; each core streams its own share.
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (1..threads)
+                    .map(|t| scope.spawn(move || scan(t * per_thread)))
+                    .collect();
+                let mut merged = scan(0);
+                for handle in handles {
+                    merged.extend(handle.join().unwrap_or_default());
+                }
+                merged
+            })
+        };
+        best_k(&mut scored, k);
         scored.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
         scored
+    }
+}
+
+/// Below this many vectors a scan takes well under a millisecond on one core, less than
+/// starting threads would save.
+const PARALLEL_SCAN_MIN_ROWS: usize = 32_768;
+/// Threads one scan may use; more only contend for the same memory bandwidth.
+const MAX_SCAN_THREADS: usize = 4;
+
+/// Keeps the `k` best of `scored` (in no particular order).
+fn best_k(scored: &mut Vec<(i64, f32)>, k: usize) {
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        scored.truncate(k);
     }
 }
 
