@@ -328,7 +328,12 @@ pub(crate) async fn doctor(globals: &Globals) -> Result<(), Failure> {
 
 fn first_sentence(text: &str) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.find(". ") {
+    // A sentence ends at ". " before a capital letter, not at "e.g. ".
+    let end = line
+        .match_indices(". ")
+        .map(|(i, _)| i)
+        .find(|&i| line[i + 2..].chars().next().is_some_and(char::is_uppercase));
+    match end {
         Some(end) => line[..=end].to_owned(),
         None => line,
     }
