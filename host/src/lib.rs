@@ -17,6 +17,7 @@ pub mod capabilities;
 pub mod db;
 pub mod engine;
 pub mod error;
+pub mod llm;
 pub mod memory;
 pub mod paths;
 pub mod skill;

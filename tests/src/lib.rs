@@ -220,10 +220,56 @@ pub mod http {
         pub body: String,
     }
 
+    /// An answer: status, extra header lines, and the body in the pieces it is written
+    /// in (each flushed on its own, so a client sees a stream arrive in parts).
+    #[derive(Debug, Clone)]
+    pub struct Reply {
+        /// HTTP status.
+        pub status: u16,
+        /// `Content-Type`.
+        pub content_type: &'static str,
+        /// Extra headers, e.g. `("Retry-After", "0")`.
+        pub headers: Vec<(&'static str, String)>,
+        /// Body pieces.
+        pub pieces: Vec<String>,
+    }
+
+    impl Reply {
+        /// A JSON body.
+        pub fn json(status: u16, body: impl Into<String>) -> Self {
+            Self {
+                status,
+                content_type: "application/json",
+                headers: Vec::new(),
+                pieces: vec![body.into()],
+            }
+        }
+
+        /// A server-sent-events stream, one piece per event.
+        pub fn sse<S: Into<String>>(events: impl IntoIterator<Item = S>) -> Self {
+            Self {
+                status: 200,
+                content_type: "text/event-stream",
+                headers: Vec::new(),
+                pieces: events.into_iter().map(Into::into).collect(),
+            }
+        }
+    }
+
     /// Serves on 127.0.0.1 until the test ends; `answer` returns status and JSON body.
     /// Returns the base URL and the requests received so far.
     pub fn serve(
         answer: impl Fn(&Request) -> (u16, String) + Send + 'static,
+    ) -> (String, Arc<Mutex<Vec<Request>>>) {
+        serve_replies(move |request| {
+            let (status, body) = answer(request);
+            Reply::json(status, body)
+        })
+    }
+
+    /// Like [`serve`], with full control of the reply.
+    pub fn serve_replies(
+        answer: impl Fn(&Request) -> Reply + Send + 'static,
     ) -> (String, Arc<Mutex<Vec<Request>>>) {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binds loopback");
         let addr: SocketAddr = listener.local_addr().expect("has an address");
@@ -261,13 +307,25 @@ pub mod http {
                     headers,
                     body: String::from_utf8_lossy(&body).into_owned(),
                 };
-                let (status, reply) = answer(&request);
-                log.lock().expect("not poisoned").push(request);
-                let response = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-                    reply.len()
+                log.lock().expect("not poisoned").push(request.clone());
+                let reply = answer(&request);
+                let mut head = format!(
+                    "HTTP/1.1 {} X\r\nContent-Type: {}\r\nConnection: close\r\n",
+                    reply.status, reply.content_type
                 );
-                let _ = stream.write_all(response.as_bytes());
+                for (name, value) in &reply.headers {
+                    head.push_str(&format!("{name}: {value}\r\n"));
+                }
+                if reply.pieces.len() == 1 {
+                    head.push_str(&format!("Content-Length: {}\r\n", reply.pieces[0].len()));
+                }
+                head.push_str("\r\n");
+                let _ = stream.write_all(head.as_bytes());
+                for piece in &reply.pieces {
+                    let _ = stream.write_all(piece.as_bytes());
+                    let _ = stream.flush();
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
             }
         });
         (format!("http://{addr}/v1"), seen)

@@ -362,7 +362,16 @@ impl Host {
         BuiltinTools::default().register(&registry)?;
         evo_host::memory::register_skills(&registry)?;
         let memory = Arc::new(MemoryManager::open_configured(&globals.data_dir)?);
-        let kernel = Arc::new(Kernel::new(registry.clone()).with_memory(memory.clone()));
+        let mut kernel = Kernel::new(registry.clone()).with_memory(memory.clone());
+        // A broken model configuration must not stop commands that need no model.
+        match evo_host::llm::config::from_env() {
+            Ok(Some(provider)) => {
+                kernel = kernel.with_llm(Arc::new(evo_host::llm::ProviderLlm(provider)));
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("warning: no language model: {e}"),
+        }
+        let kernel = Arc::new(kernel);
         let mut load_errors = Vec::new();
         let installed = evo_host::paths::skills_dir(&globals.data_dir);
         let dirs = [Some(installed), sources.skills_dir.clone()];

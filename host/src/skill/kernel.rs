@@ -302,7 +302,10 @@ impl SkillContext {
     pub async fn llm(&self, mut request: LlmRequest) -> Result<String> {
         let Some(llm) = &self.kernel.llm else {
             return Err(Error::Llm {
-                message: "no language model is configured for this host; set EVO_LLM or attach one with Kernel::with_llm".to_owned(),
+                message: format!(
+                    "no language model is configured for this host; {}",
+                    crate::llm::config::HOW_TO_CONFIGURE
+                ),
                 transient: false,
             });
         };

@@ -390,3 +390,51 @@ fn stats_survive_across_processes() {
     assert!(stdout(&human).contains("calculate"), "{}", stdout(&human));
     assert!(stdout(&human).contains("66.7%"), "{}", stdout(&human));
 }
+
+#[test]
+fn llm_skills_run_with_the_model_evo_llm_names() {
+    let home = tempfile::tempdir().unwrap();
+    let skill = home.path().join("summarize");
+    std::fs::create_dir(&skill).unwrap();
+    std::fs::write(
+        skill.join("skill.json"),
+        json!({ "name": "summarize", "description": "Summarises text.", "mode": "llm",
+                "output": { "type": "object", "properties": { "summary": { "type": "string" } }, "required": ["summary"] } })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(skill.join("prompt.md"), "Summarise: {{input.text}}").unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{ "responses": ["Sure: {\"summary\": \"short\"}"] }"#,
+    )
+    .unwrap();
+    let args = [
+        "skill",
+        "run",
+        skill.to_str().unwrap(),
+        "--input",
+        r#"{"text":"long"}"#,
+    ];
+
+    let out = evo(home.path(), &args);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no language model is configured for this host; set EVO_LLM to"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = Command::new(evo_bin())
+        .args(args)
+        .env("EVO_HOME", home.path())
+        .env("EVO_LLM", format!("scripted:{}", script.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
+        json!({ "summary": "short" })
+    );
+}

@@ -6,6 +6,7 @@ mod composite;
 mod file_head;
 mod fixture_probe;
 mod kernel;
+mod llm;
 mod memory;
 mod misbehaving;
 mod notes;

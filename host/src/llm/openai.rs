@@ -1,0 +1,236 @@
+//! OpenAI-compatible chat completions with streaming and tool calls: OpenAI, Ollama,
+//! llama.cpp's server, vLLM.
+//!
+//! Tool-call arguments arrive as string fragments spread over many chunks, keyed by the
+//! call's `index`; they are joined and parsed once the stream says the turn is over.
+
+use std::collections::BTreeMap;
+use std::io::BufReader;
+
+use serde_json::{Value, json};
+
+use super::http::{self, Failure};
+use super::sse::read_events;
+use super::{
+    ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, Role, ToolCall,
+};
+
+/// OpenAI's API base.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// Ollama's OpenAI-compatible base on its default port.
+pub const OLLAMA_BASE_URL: &str = "http://localhost:11434/v1";
+
+/// A chat-completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    base_url: String,
+    api_key: Option<String>,
+    model: String,
+    label: &'static str,
+}
+
+impl OpenAiProvider {
+    /// A provider for `model` at `base_url` (ending in `/v1`), with an optional key.
+    pub fn new(base_url: &str, model: &str, api_key: Option<String>) -> Self {
+        Self {
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+            model: model.to_owned(),
+            label: "openai",
+        }
+    }
+
+    /// The same provider, shown as `label` (e.g. `ollama`).
+    pub fn labelled(mut self, label: &'static str) -> Self {
+        self.label = label;
+        self
+    }
+
+    fn body(&self, messages: &[Message], options: &ChatOptions) -> Value {
+        let model = if options.model.is_empty() {
+            &self.model
+        } else {
+            &options.model
+        };
+        let mut body = json!({
+            "model": model,
+            "messages": wire_messages(messages),
+            "stream": true,
+        });
+        if let Some(max) = options.max_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        if let Some(t) = options.temperature {
+            body["temperature"] = json!(t);
+        }
+        if !options.tools.is_empty() {
+            body["tools"] = options
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({ "type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters } })
+                })
+                .collect();
+        }
+        body
+    }
+
+    fn run(
+        &self,
+        messages: &[Message],
+        options: &ChatOptions,
+        send: &dyn Fn(LlmEvent) -> bool,
+    ) -> Result<(), Failure> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let mut headers = Vec::new();
+        if let Some(key) = &self.api_key {
+            headers.push(("Authorization", format!("Bearer {key}")));
+        }
+        let hint = "set OPENAI_API_KEY (or point OPENAI_BASE_URL at a server that needs none)";
+        let response = http::post(
+            &http::agent(),
+            &url,
+            &headers,
+            &self.body(messages, options),
+            hint,
+        )?;
+        let mut text = String::new();
+        let mut calls: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
+        let mut stopped = false;
+        let mut bad: Option<String> = None;
+        let reader = BufReader::new(response.into_body().into_reader());
+        read_events(reader, |event| {
+            if event.data.trim() == "[DONE]" {
+                return false;
+            }
+            let chunk: Value = match serde_json::from_str(&event.data) {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    bad = Some(format!("a stream chunk is not JSON ({e}): {}", event.data));
+                    return false;
+                }
+            };
+            if let Some(message) = chunk.pointer("/error/message").and_then(Value::as_str) {
+                bad = Some(message.to_owned());
+                return false;
+            }
+            let Some(choice) = chunk.pointer("/choices/0") else {
+                return true;
+            };
+            if let Some(content) = choice.pointer("/delta/content").and_then(Value::as_str)
+                && !content.is_empty()
+            {
+                text.push_str(content);
+                if !send(LlmEvent::Token {
+                    content: content.to_owned(),
+                }) {
+                    stopped = true;
+                    return false;
+                }
+            }
+            for call in choice
+                .pointer("/delta/tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let entry = calls.entry(index).or_default();
+                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                    entry.0 = id.to_owned();
+                }
+                if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                    entry.1.push_str(name);
+                }
+                if let Some(arguments) = call.pointer("/function/arguments").and_then(Value::as_str)
+                {
+                    entry.2.push_str(arguments);
+                }
+            }
+            true
+        })
+        .map_err(|e| Failure {
+            code: "LLM_UNAVAILABLE",
+            message: format!("{url}: the stream broke off: {e}"),
+        })?;
+        if stopped {
+            return Ok(());
+        }
+        if let Some(message) = bad {
+            return Err(Failure {
+                code: "LLM_BAD_RESPONSE",
+                message: format!("{url}: {message}"),
+            });
+        }
+        if !calls.is_empty() {
+            let calls = calls
+                .into_iter()
+                .map(|(i, (id, name, arguments))| ToolCall {
+                    id: if id.is_empty() {
+                        format!("call_{i}")
+                    } else {
+                        id
+                    },
+                    name,
+                    arguments: parse_arguments(&arguments),
+                })
+                .collect();
+            send(LlmEvent::ToolCall { calls });
+        }
+        send(LlmEvent::Done {
+            full_response: text,
+        });
+        Ok(())
+    }
+}
+
+/// Tool arguments as JSON: `{}` when empty; the raw text when the model wrote broken
+/// JSON, so validation reports it back to the model instead of the call vanishing.
+pub(super) fn parse_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+fn wire_messages(messages: &[Message]) -> Vec<Value> {
+    let mut wire = Vec::new();
+    for message in messages {
+        let role = match message.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        let text = message.joined_text();
+        let mut tool_calls = Vec::new();
+        for block in &message.content {
+            match block {
+                ContentBlock::ToolUse { id, name, input } => tool_calls.push(json!({
+                    "id": id, "type": "function",
+                    "function": { "name": name, "arguments": input.to_string() } })),
+                ContentBlock::ToolResult { tool_use_id, content, is_error } => wire.push(json!({
+                    "role": "tool", "tool_call_id": tool_use_id,
+                    "content": if *is_error { format!("ERROR: {content}") } else { content.clone() } })),
+                ContentBlock::Text { .. } => {}
+            }
+        }
+        if !tool_calls.is_empty() {
+            wire.push(json!({ "role": role, "content": if text.is_empty() { Value::Null } else { json!(text) }, "tool_calls": tool_calls }));
+        } else if !text.is_empty() {
+            wire.push(json!({ "role": role, "content": text }));
+        }
+    }
+    wire
+}
+
+impl LlmProvider for OpenAiProvider {
+    fn describe(&self) -> String {
+        format!("{}:{}", self.label, self.model)
+    }
+
+    fn chat(&self, messages: Vec<Message>, options: ChatOptions) -> EventStream {
+        let provider = self.clone();
+        http::spawn_stream(move |send| provider.run(&messages, &options, send))
+    }
+}
