@@ -13,6 +13,7 @@
 //! - [`error`] lists every error with its stable code.
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod capabilities;
 pub mod db;
 pub mod engine;

@@ -10,6 +10,7 @@ mod llm;
 mod memory;
 mod misbehaving;
 mod notes;
+mod tool_loop;
 mod versions;
 
 /// Fails the build if a skill in `skills-wasm/` has no test module of its own name.

@@ -1,0 +1,194 @@
+//! The tool-calling loop (blueprint §3.1 `chatWithTools`, §13.4): ask the model; if it
+//! calls tools, run them and give it the results; repeat until it answers without tools
+//! or the round limit is reached.
+//!
+//! Skills are the tools. A call that fails gate 1 goes back to the model as a tool error
+//! carrying the validation report, so it can fix its arguments and call again; a call the
+//! agent's permission profile does not allow comes back as `blocked`.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::llm::{ChatOptions, ContentBlock, LlmProvider, Message, Role, ToolCall, collect};
+use crate::skill::kernel::SkillContext;
+use crate::skill::validate::Direction;
+
+/// Default bound on model requests in one loop (blueprint §3.7 `maxLLMRounds`).
+pub const DEFAULT_MAX_LLM_ROUNDS: u32 = 10;
+
+/// Which skills the model may call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Permissions {
+    /// Every skill offered.
+    #[default]
+    All,
+    /// Only these skills.
+    Only(BTreeSet<String>),
+}
+
+impl Permissions {
+    /// Whether `skill` may be called.
+    pub fn allows(&self, skill: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Only(names) => names.contains(skill),
+        }
+    }
+}
+
+/// What a tool call returned to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolOutcome {
+    /// The call.
+    pub call: ToolCall,
+    /// The content given to the model (JSON text).
+    pub content: String,
+    /// Whether it failed (or was blocked).
+    pub is_error: bool,
+}
+
+/// How a loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// The model answered without calling tools.
+    Answered,
+    /// The round limit was reached while the model still called tools.
+    RoundLimit,
+}
+
+/// The result of a loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopOutcome {
+    /// The model's last text.
+    pub text: String,
+    /// The whole conversation, including tool calls and results.
+    pub messages: Vec<Message>,
+    /// Every tool call made, in order.
+    pub tool_results: Vec<ToolOutcome>,
+    /// Model requests made.
+    pub rounds: u32,
+    /// Why it stopped.
+    pub stop: Stop,
+}
+
+/// Runs the loop: `messages` so far, the tools in `options`, skills called through `ctx`
+/// under `permissions`. `on_token` sees the model's text as it streams.
+pub async fn chat_with_tools(
+    provider: &dyn LlmProvider,
+    mut messages: Vec<Message>,
+    options: ChatOptions,
+    ctx: &SkillContext,
+    permissions: &Permissions,
+    max_rounds: u32,
+    mut on_token: impl FnMut(&str),
+) -> Result<LoopOutcome> {
+    let mut tool_results = Vec::new();
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        let answer = collect(
+            provider.chat(messages.clone(), options.clone()),
+            &mut on_token,
+        )
+        .await?;
+        let mut content = Vec::new();
+        if !answer.text.is_empty() {
+            content.push(ContentBlock::Text {
+                text: answer.text.clone(),
+            });
+        }
+        for call in &answer.tool_calls {
+            content.push(ContentBlock::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.arguments.clone(),
+            });
+        }
+        messages.push(Message {
+            role: Role::Assistant,
+            content,
+        });
+        if answer.tool_calls.is_empty() || rounds >= max_rounds {
+            let stop = if answer.tool_calls.is_empty() {
+                Stop::Answered
+            } else {
+                Stop::RoundLimit
+            };
+            return Ok(LoopOutcome {
+                text: answer.text,
+                messages,
+                tool_results,
+                rounds,
+                stop,
+            });
+        }
+        let mut results = Vec::new();
+        for call in answer.tool_calls {
+            let outcome = run_tool(ctx, permissions, &options, call).await;
+            results.push(ContentBlock::ToolResult {
+                tool_use_id: outcome.call.id.clone(),
+                content: outcome.content.clone(),
+                is_error: outcome.is_error,
+            });
+            tool_results.push(outcome);
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+    }
+}
+
+async fn run_tool(
+    ctx: &SkillContext,
+    permissions: &Permissions,
+    options: &ChatOptions,
+    call: ToolCall,
+) -> ToolOutcome {
+    let failed = |call: ToolCall, value: Value| ToolOutcome {
+        call,
+        content: value.to_string(),
+        is_error: true,
+    };
+    let offered = options.tools.iter().any(|t| t.name == call.name);
+    if !offered {
+        let message = format!("unknown tool {:?}; use one of the tools offered", call.name);
+        return failed(call, json!({ "error": "unknown_tool", "message": message }));
+    }
+    if !permissions.allows(&call.name) {
+        let message = format!(
+            "{} is not allowed by this agent's permission profile",
+            call.name
+        );
+        return failed(call, json!({ "error": "blocked", "message": message }));
+    }
+    if !call.arguments.is_object() {
+        let message = format!(
+            "the arguments must be a JSON object, got {}",
+            call.arguments
+        );
+        return failed(
+            call,
+            json!({ "error": "input_validation_failed", "message": message }),
+        );
+    }
+    match ctx.call(&call.name, call.arguments.clone()).await {
+        Ok(output) => ToolOutcome {
+            call,
+            content: output.to_string(),
+            is_error: false,
+        },
+        Err(Error::Validation(report)) if report.direction == Direction::Input => failed(
+            call,
+            json!({ "error": "input_validation_failed", "message": report.to_llm_text() }),
+        ),
+        Err(error) => failed(
+            call,
+            json!({ "error": error.to_string(), "code": error.code() }),
+        ),
+    }
+}
