@@ -168,6 +168,11 @@ impl Kernel {
         self
     }
 
+    /// Whether a language model is attached.
+    pub fn has_llm(&self) -> bool {
+        self.llm.is_some()
+    }
+
     /// The skills.
     pub fn registry(&self) -> &Arc<SkillRegistry> {
         &self.registry

@@ -1,5 +1,6 @@
 //! Evo's integration tests: one binary, one module per area.
 
+mod agent;
 mod calculate;
 mod cli;
 mod composite;
