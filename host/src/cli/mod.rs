@@ -5,6 +5,7 @@
 //! - errors go to stderr as `error[CODE]: message` plus a hint;
 //! - exit code 0 on success, 1 when the skill failed, 2 for bad usage or bad input.
 
+mod agent;
 mod memory;
 mod skill;
 
@@ -51,6 +52,9 @@ enum Command {
     /// Search, store and forget long-term memory; read the daily logs.
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
+    /// Talk to the agent (needs a model: EVO_LLM).
+    #[command(subcommand)]
+    Agent(agent::AgentCommand),
     /// Check the set-up: data directory, Wasm engine, compile cache, memory.
     Doctor,
 }
@@ -98,6 +102,7 @@ pub(crate) fn main() -> ExitCode {
         match cli.command {
             Command::Skill(command) => skill::run(command, &globals).await,
             Command::Memory(command) => memory::run(command, &globals),
+            Command::Agent(command) => agent::run(command, &globals).await,
             Command::Doctor => skill::doctor(&globals).await,
         }
     });

@@ -67,7 +67,7 @@ pub(crate) struct Sources {
     /// Also load every skill directory under DIR (before the installed ones, which it
     /// overrides on a name clash).
     #[arg(long, value_name = "DIR")]
-    skills_dir: Option<PathBuf>,
+    pub(crate) skills_dir: Option<PathBuf>,
 }
 
 /// Capabilities the operator grants for this invocation.
@@ -340,16 +340,21 @@ fn first_sentence(text: &str) -> String {
 }
 
 /// The skills of one CLI invocation: built-ins, installed skills, `--skills-dir`.
-struct Host {
+pub(crate) struct Host {
     kernel: Arc<Kernel>,
-    memory: Arc<MemoryManager>,
+    pub(crate) memory: Arc<MemoryManager>,
+    registry: Arc<SkillRegistry>,
     loader: Loader,
     data_dir: PathBuf,
     load_errors: Vec<serde_json::Value>,
 }
 
 impl Host {
-    async fn open(globals: &Globals, sources: &Sources, grants: &Grants) -> Result<Self, Failure> {
+    pub(crate) async fn open(
+        globals: &Globals,
+        sources: &Sources,
+        grants: &Grants,
+    ) -> Result<Self, Failure> {
         let config = EngineConfig {
             cache_dir: Some(evo_host::paths::wasm_cache_dir(&globals.data_dir)),
             // One CLI invocation runs a handful of calls; a small pool starts fastest.
@@ -403,6 +408,7 @@ impl Host {
         Ok(Self {
             kernel,
             memory,
+            registry,
             loader,
             data_dir: globals.data_dir.clone(),
             load_errors,
@@ -445,9 +451,17 @@ impl Host {
         Ok(name)
     }
 
+    /// A kernel over the same skills and memory without a model, for an agent to give
+    /// its own.
+    pub(crate) fn kernel_without_llm(&self) -> Kernel {
+        Kernel::new(self.registry.clone())
+            .with_memory(self.memory.clone())
+            .with_stats(self.kernel.stats().clone())
+    }
+
     /// Adds this invocation's calls to the statistics in the data directory. Failing to
     /// record statistics must not fail the command that ran, so it only warns.
-    fn flush_stats(&self) {
+    pub(crate) fn flush_stats(&self) {
         let result = Db::open(&self.data_dir).and_then(|mut db| self.kernel.stats().flush(&mut db));
         if let Err(e) = result {
             eprintln!("warning: could not record statistics: {e}");

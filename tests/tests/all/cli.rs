@@ -438,3 +438,58 @@ fn llm_skills_run_with_the_model_evo_llm_names() {
         json!({ "summary": "short" })
     );
 }
+
+#[test]
+fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(home.path(), &["agent", "run", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "error[LLM_NOT_CONFIGURED]: no language model is configured\n  hint: set EVO_LLM to"
+        ),
+        "{}",
+        stderr(&out)
+    );
+
+    let script = home.path().join("script.json");
+    let routing = json!({ "intents": [], "routing": { "strategy": "single_skill",
+        "skills": [{ "name": "calculate", "input": { "expression": "sqrt(144) + 10" }, "reason": "math" }] } });
+    std::fs::write(
+        &script,
+        json!({ "responses": [routing.to_string(), "It is 22."] }).to_string(),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["agent", "run", "what is sqrt(144) + 10?"];
+        args.extend_from_slice(extra);
+        Command::new(evo_bin())
+            .args(&args)
+            .env("EVO_HOME", home.path())
+            .env("EVO_LLM", format!("scripted:{}", script.display()))
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "It is 22.\n");
+    assert!(
+        stderr(&out).contains("→ calculate {\"expression\":\"sqrt(144) + 10\"}"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = run(&["--json"]);
+    let types: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("skill_call"));
+    assert_eq!(types.last().map(String::as_str), Some("done"));
+    assert!(types.contains(&"token".to_owned()));
+}
