@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::llm::{Message, Role};
 use crate::memory::{MemoryEntry, as_prompt_data};
 use crate::skill::kernel::SkillContext;
 use crate::skill::llm_mode::LlmExecutor;
@@ -75,6 +76,28 @@ impl Routing {
     }
 }
 
+/// Turns of the conversation given to the router, newest last: enough to resolve "it"
+/// and "that one", few enough to keep routing fast.
+const SUMMARY_TURNS: usize = 6;
+/// Characters of one turn in the summary.
+const SUMMARY_TURN_CHARS: usize = 300;
+
+fn summary(history: &[Message]) -> String {
+    history[history.len().saturating_sub(SUMMARY_TURNS)..]
+        .iter()
+        .map(|m| {
+            let who = if m.role == Role::Assistant {
+                "assistant"
+            } else {
+                "user"
+            };
+            let text: String = m.joined_text().chars().take(SUMMARY_TURN_CHARS).collect();
+            format!("{who}: {text}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Registers `intent_recognize` in `registry`.
 pub fn register(registry: &SkillRegistry) -> Result<()> {
     let meta = SkillMeta::from_json(SKILL_JSON).map_err(|problems| Error::InvalidManifest {
@@ -91,6 +114,7 @@ pub fn register(registry: &SkillRegistry) -> Result<()> {
 pub async fn recognize(
     ctx: &SkillContext,
     message: &str,
+    history: &[Message],
     candidates: &[ToolDefinition],
     recalled: &[MemoryEntry],
 ) -> Routing {
@@ -101,6 +125,9 @@ pub async fn recognize(
     let mut input = json!({ "message": message, "available_skills": available });
     if !recalled.is_empty() {
         input["relevant_memories"] = json!(as_prompt_data(recalled));
+    }
+    if !history.is_empty() {
+        input["conversation_summary"] = json!(summary(history));
     }
     match ctx.call(SKILL_NAME, input).await {
         Ok(output) => match serde_json::from_value::<Routing>(output["routing"].clone()) {

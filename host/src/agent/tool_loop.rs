@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::llm::{ChatOptions, ContentBlock, LlmProvider, Message, Role, ToolCall, collect};
+use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::SkillContext;
 use crate::skill::validate::Direction;
 
@@ -25,15 +26,26 @@ pub enum Permissions {
     /// Every skill offered.
     #[default]
     All,
+    /// Only skills tagged `readonly` (no side effects).
+    ReadOnly,
     /// Only these skills.
     Only(BTreeSet<String>),
 }
 
+/// The tag of skills without side effects (blueprint §4.2), which [`Permissions::ReadOnly`]
+/// allows.
+pub const READONLY_TAG: &str = "readonly";
+
 impl Permissions {
-    /// Whether `skill` may be called.
-    pub fn allows(&self, skill: &str) -> bool {
+    /// Whether the skill named `skill`, as registered in `ctx`'s kernel, may be called.
+    pub fn allows(&self, ctx: &SkillContext, skill: &str) -> bool {
         match self {
             Self::All => true,
+            Self::ReadOnly => ctx
+                .kernel()
+                .registry()
+                .get(skill)
+                .is_some_and(|s| s.meta.tags.iter().any(|t| t == READONLY_TAG)),
             Self::Only(names) => names.contains(skill),
         }
     }
@@ -48,6 +60,9 @@ pub struct ToolOutcome {
     pub content: String,
     /// Whether it failed (or was blocked).
     pub is_error: bool,
+    /// Memory the skill suggested keeping.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory_writes: Vec<MemoryWrite>,
 }
 
 /// How a loop ended.
@@ -153,13 +168,14 @@ async fn run_tool(
         call,
         content: value.to_string(),
         is_error: true,
+        memory_writes: Vec::new(),
     };
     let offered = options.tools.iter().any(|t| t.name == call.name);
     if !offered {
         let message = format!("unknown tool {:?}; use one of the tools offered", call.name);
         return failed(call, json!({ "error": "unknown_tool", "message": message }));
     }
-    if !permissions.allows(&call.name) {
+    if !permissions.allows(ctx, &call.name) {
         let message = format!(
             "{} is not allowed by this agent's permission profile",
             call.name
@@ -176,11 +192,12 @@ async fn run_tool(
             json!({ "error": "input_validation_failed", "message": message }),
         );
     }
-    match ctx.call(&call.name, call.arguments.clone()).await {
-        Ok(output) => ToolOutcome {
+    match ctx.call_full(&call.name, call.arguments.clone()).await {
+        Ok(out) => ToolOutcome {
             call,
-            content: output.to_string(),
+            content: out.output.to_string(),
             is_error: false,
+            memory_writes: out.memory_writes,
         },
         Err(Error::Validation(report)) if report.direction == Direction::Input => failed(
             call,

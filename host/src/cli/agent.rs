@@ -3,7 +3,9 @@
 use std::io::Write as _;
 
 use clap::Subcommand;
+use evo_host::agent::tool_loop::Permissions;
 use evo_host::agent::{Agent, AgentOptions};
+use evo_host::llm::{Message, Role};
 use evo_host::skill::events::{EventKind, EventSink, RunEvent};
 
 use super::skill::{Grants, Host, Sources};
@@ -21,6 +23,20 @@ pub(crate) enum AgentCommand {
         /// Most model requests in the tool loop.
         #[arg(long, default_value_t = evo_host::agent::tool_loop::DEFAULT_MAX_LLM_ROUNDS)]
         max_rounds: u32,
+        /// Let the model call only skills tagged `readonly` (no side effects).
+        #[arg(long)]
+        read_only: bool,
+        #[command(flatten)]
+        sources: Sources,
+        #[command(flatten)]
+        grants: Grants,
+    },
+    /// Talk with the agent turn by turn; earlier turns are remembered for the session.
+    /// `/reset` forgets them, `/exit` (or Ctrl-D) quits.
+    Chat {
+        /// Let the model call only skills tagged `readonly`.
+        #[arg(long)]
+        read_only: bool,
         #[command(flatten)]
         sources: Sources,
         #[command(flatten)]
@@ -28,14 +44,67 @@ pub(crate) enum AgentCommand {
     },
 }
 
+/// Turns of a chat kept as history: enough context for follow-ups, bounded so a long
+/// session does not grow every request without end.
+const CHAT_HISTORY_TURNS: usize = 20;
+
 pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), Failure> {
-    let AgentCommand::Run {
-        message,
-        no_routing,
-        max_rounds,
-        sources,
-        grants,
-    } = command;
+    match command {
+        AgentCommand::Run {
+            message,
+            no_routing,
+            max_rounds,
+            read_only,
+            sources,
+            grants,
+        } => {
+            let options = AgentOptions {
+                intent_recognition: !no_routing,
+                max_llm_rounds: max_rounds,
+                permissions: permissions(read_only),
+                ..AgentOptions::default()
+            };
+            let (host, agent) = open(globals, &sources, &grants, options).await?;
+            let json = globals.json;
+            let events = EventSink::new(move |event: RunEvent| show(&event, json));
+            let result = agent.run(&message, events).await;
+            host.flush_stats();
+            if !json {
+                let _ = writeln!(std::io::stdout());
+            }
+            result.map(drop).map_err(Into::into)
+        }
+        AgentCommand::Chat {
+            read_only,
+            sources,
+            grants,
+        } => {
+            let options = AgentOptions {
+                permissions: permissions(read_only),
+                ..AgentOptions::default()
+            };
+            let (host, agent) = open(globals, &sources, &grants, options).await?;
+            chat(&agent, globals.json).await;
+            host.flush_stats();
+            Ok(())
+        }
+    }
+}
+
+fn permissions(read_only: bool) -> Permissions {
+    if read_only {
+        Permissions::ReadOnly
+    } else {
+        Permissions::All
+    }
+}
+
+async fn open(
+    globals: &Globals,
+    sources: &Sources,
+    grants: &Grants,
+    options: AgentOptions,
+) -> Result<(Host, Agent), Failure> {
     let Some(provider) = evo_host::llm::config::from_env()? else {
         return Err(Failure::Usage {
             code: "LLM_NOT_CONFIGURED",
@@ -43,23 +112,54 @@ pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), 
             hint: Some(evo_host::llm::config::HOW_TO_CONFIGURE.into()),
         });
     };
-    let host = Host::open(globals, &sources, &grants).await?;
-    let kernel = host.kernel_without_llm();
-    let agent = Agent::new(kernel, provider)?
+    let host = Host::open(globals, sources, grants).await?;
+    let agent = Agent::new(host.kernel_without_llm(), provider)?
         .with_memory(host.memory.clone())
-        .with_options(AgentOptions {
-            intent_recognition: !no_routing,
-            max_llm_rounds: max_rounds,
-            ..AgentOptions::default()
-        });
-    let json = globals.json;
-    let events = EventSink::new(move |event: RunEvent| show(&event, json));
-    let result = agent.run(&message, events).await;
-    host.flush_stats();
-    if !json {
-        let _ = writeln!(std::io::stdout());
+        .with_options(options);
+    Ok((host, agent))
+}
+
+async fn chat(agent: &Agent, json: bool) {
+    let mut history: Vec<Message> = Vec::new();
+    let stdin = std::io::stdin();
+    loop {
+        if !json {
+            print!("you> ");
+            let _ = std::io::stdout().flush();
+        }
+        let mut line = String::new();
+        match stdin.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let line = line.trim();
+        match line {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            "/reset" => {
+                history.clear();
+                eprintln!("(history cleared)");
+                continue;
+            }
+            _ => {}
+        }
+        if !json {
+            print!("evo> ");
+        }
+        let events = EventSink::new(move |event: RunEvent| show(&event, json));
+        match agent.run_turn(line, &history, events).await {
+            Ok(outcome) => {
+                history.push(Message::text(Role::User, line));
+                history.push(Message::text(Role::Assistant, outcome.response));
+                let excess = history.len().saturating_sub(CHAT_HISTORY_TURNS * 2);
+                history.drain(..excess);
+            }
+            Err(e) => eprintln!("error[{}]: {e}", e.code()),
+        }
+        if !json {
+            println!();
+        }
     }
-    result.map(drop).map_err(Into::into)
 }
 
 /// Prints one event: JSON lines with `--json`, else tokens to stdout and skill calls to

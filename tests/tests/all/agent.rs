@@ -279,3 +279,120 @@ async fn a_preference_captured_in_one_run_is_recalled_into_the_next() {
         "{system}"
     );
 }
+
+#[tokio::test]
+async fn memory_a_wasm_skill_suggests_is_kept_at_the_end_of_the_run() {
+    use evo_host::capabilities::Policy;
+    use evo_host::engine::wasm::WasmExecutor;
+    use evo_host::skill::registry::RegisteredSkill;
+
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Arc::new(MemoryManager::open(dir.path()).unwrap());
+    let run = agent(
+        vec![
+            routing(
+                json!({ "strategy": "single_skill", "skills": [{ "name": "notes",
+                "input": { "op": "add", "text": "The launch demo is on Friday", "important": true }, "reason": "note" }] }),
+            ),
+            "Noted for Friday.".into(),
+        ],
+        Some(memory.clone()),
+    );
+    let engine = evo_tests::engine();
+    let notes = evo_tests::load(&engine, evo_tests::skills::NOTES, &Policy::default()).await;
+    let registry = run.agent.kernel().registry().clone();
+    registry.register(
+        RegisteredSkill::new(notes.meta().clone(), Arc::new(WasmExecutor::new(notes))).unwrap(),
+    );
+
+    let (sink, events) = recorder();
+    let outcome = run
+        .agent
+        .run("add a note about the launch demo", sink)
+        .await
+        .unwrap();
+    assert_eq!(outcome.response, "Noted for Friday.");
+    assert!(
+        outcome
+            .captured
+            .contains(&"The launch demo is on Friday".to_owned()),
+        "{:?}",
+        outcome.captured
+    );
+    let hit = &memory.search("when is the launch demo", 1).unwrap()[0];
+    assert_eq!(
+        (hit.text.as_str(), hit.source),
+        (
+            "The launch demo is on Friday",
+            evo_host::memory::Source::Skill
+        )
+    );
+    assert!(
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.kind == EventKind::Emit),
+        "the skill's own event reached the run"
+    );
+}
+
+#[tokio::test]
+async fn history_reaches_the_router_and_hooks_run_around_the_turn() {
+    let hooks = Arc::new(Mutex::new(Vec::new()));
+    let run = agent(
+        vec![
+            routing(json!({ "strategy": "direct_answer" })),
+            "It was 22.".into(),
+        ],
+        None,
+    );
+    for name in ["before_hook", "after_hook"] {
+        let seen = hooks.clone();
+        evo_tests::kernel::register(
+            run.agent.kernel().registry(),
+            json!({ "name": name, "description": "A hook.", "tags": ["internal"] }),
+            move |input, _ctx| {
+                seen.lock().unwrap().push((name, input.clone()));
+                async { Ok(json!({})) }
+            },
+        );
+    }
+    let agent = run.agent.clone().with_options(AgentOptions {
+        before_skills: vec!["before_hook".into()],
+        after_skills: vec!["after_hook".into(), "missing_hook".into()],
+        ..AgentOptions::default()
+    });
+    let history = [
+        evo_host::llm::Message::text(evo_host::llm::Role::User, "what is sqrt(144) + 10?"),
+        evo_host::llm::Message::text(evo_host::llm::Role::Assistant, "22"),
+    ];
+    let outcome = agent
+        .run_turn("what was that again?", &history, recorder().0)
+        .await
+        .unwrap();
+    assert_eq!(outcome.response, "It was 22.");
+    let router_prompt = run.provider.requests()[0].0[1].joined_text();
+    assert!(
+        router_prompt.contains("user: what is sqrt(144) + 10?\nassistant: 22"),
+        "{router_prompt}"
+    );
+    let answer_request = &run.provider.requests()[1].0;
+    assert_eq!(
+        answer_request.len(),
+        4,
+        "system, two earlier turns, the message"
+    );
+    let hooks = hooks.lock().unwrap();
+    assert_eq!(
+        hooks[0],
+        ("before_hook", json!({ "message": "what was that again?" }))
+    );
+    assert_eq!(
+        hooks[1],
+        (
+            "after_hook",
+            json!({ "message": "what was that again?", "response": "It was 22." })
+        )
+    );
+}

@@ -493,3 +493,59 @@ fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
     assert_eq!(types.last().map(String::as_str), Some("done"));
     assert!(types.contains(&"token".to_owned()));
 }
+
+#[test]
+fn agent_chat_keeps_the_conversation_between_turns() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("script.json");
+    let direct = |reply: Option<&str>| {
+        let mut routing = json!({ "strategy": "direct_answer" });
+        if let Some(reply) = reply {
+            routing["direct_response"] = json!(reply);
+        }
+        json!({ "intents": [], "routing": routing }).to_string()
+    };
+    std::fs::write(
+        &script,
+        json!({ "responses": [direct(Some("Hi, Ada!")), direct(None), "Your name is Ada."] })
+            .to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(evo_bin())
+        .args(["agent", "chat", "--json"])
+        .env("EVO_HOME", home.path())
+        .env("EVO_LLM", format!("scripted:{}", script.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"my name is Ada\nwhat is my name?\n/exit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "done")
+        .map(|e| e["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(done, ["Hi, Ada!", "Your name is Ada."]);
+    // The second turn's router saw the first turn.
+    let calls: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "skill_call" && e["skill"] == "intent_recognize")
+        .collect();
+    assert_eq!(
+        calls[1]["input"]["conversation_summary"],
+        "user: my name is Ada\nassistant: Hi, Ada!"
+    );
+}
