@@ -1,0 +1,105 @@
+//! `cargo bench -p evo-tests --bench agent`
+//!
+//! The agent kernel's own cost per run, model time excluded: a `single_skill` run
+//! (routing, one built-in call, the answer) with recall and capture on a 10k-entry memory,
+//! against a scripted model. Floor, in the same run: the two scripted model requests
+//! alone. Budget: run − floor < 2 ms p50.
+//!
+//! Also prints the router prompt's size with and without the skill shortlist for a host
+//! with 60 skills: what progressive disclosure saves per message.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use evo_host::agent::{Agent, AgentOptions};
+use evo_host::engine::builtin::BuiltinTools;
+use evo_host::llm::scripted::ScriptedProvider;
+use evo_host::llm::{ChatOptions, LlmProvider, Message, Role, collect};
+use evo_host::memory::{Category, MemoryManager, Source};
+use evo_host::skill::events::EventSink;
+use evo_host::skill::kernel::Kernel;
+use evo_host::skill::registry::SkillRegistry;
+use serde_json::json;
+
+const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"single_skill","skills":[{"name":"calculate","input":{"expression":"sqrt(144) + 10"},"reason":"math"}]}}"#;
+
+fn script(runs: usize) -> Arc<ScriptedProvider> {
+    let responses: Vec<&str> = (0..runs).flat_map(|_| [ROUTING, "It is 22."]).collect();
+    ScriptedProvider::from_json("bench", &json!({ "responses": responses }).to_string()).expect("script")
+}
+
+fn run_overhead(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let memory = Arc::new(MemoryManager::open(dir.path()).expect("memory"));
+    let texts: Vec<String> = (0..10_000).map(|i| format!("fact {i}: project w{} uses w{}", i % 97, i % 89)).collect();
+    let items: Vec<(&str, Category)> = texts.iter().map(|t| (t.as_str(), Category::Fact)).collect();
+    memory.import(&items, Source::User).expect("imports");
+
+    let iterations = 20_000;
+    let registry = Arc::new(SkillRegistry::new());
+    BuiltinTools::default().register(&registry).expect("builtins");
+    let agent = Agent::new(Kernel::new(registry).with_memory(memory.clone()), script(iterations))
+        .expect("agent")
+        .with_memory(memory);
+    let floor = script(iterations);
+
+    let mut group = c.benchmark_group("agent_run");
+    group.bench_function("floor: the two scripted model requests", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                for _ in 0..2 {
+                    let stream = floor.chat(vec![Message::text(Role::User, "q")], ChatOptions::default());
+                    black_box(collect(stream, |_| {}).await.expect("answers"));
+                }
+            });
+        });
+    });
+    group.bench_function("evo: single_skill run with recall and capture (10k memory)", |b| {
+        b.iter(|| {
+            let outcome = rt
+                .block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
+                .expect("runs");
+            black_box(outcome)
+        });
+    });
+    group.finish();
+}
+
+fn shortlist_savings(_: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let registry = Arc::new(SkillRegistry::new());
+    BuiltinTools::default().register(&registry).expect("builtins");
+    for i in 0..58 {
+        evo_tests::kernel::register(
+            &registry,
+            json!({ "name": format!("tool_{i:02}"), "description": format!(
+                "Handles task family {i}: reads, transforms and reports data of kind {i} for the user's projects, with options for format and detail.") }),
+            |input, _ctx| async move { Ok(input) },
+        );
+    }
+    let mut sizes = Vec::new();
+    for shortlist in [usize::MAX, evo_host::agent::DEFAULT_SHORTLIST] {
+        let provider = script(1);
+        let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
+            .expect("agent")
+            .with_options(AgentOptions { shortlist, ..AgentOptions::default() });
+        rt.block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {}))).expect("runs");
+        let requests = provider.requests();
+        let router = requests[0].0.iter().map(|m| m.joined_text().len()).sum::<usize>();
+        let answer = requests[1].0.iter().map(|m| m.joined_text().len()).sum::<usize>();
+        sizes.push((shortlist, router, answer));
+    }
+    for (shortlist, router, answer) in &sizes {
+        let label = if *shortlist == usize::MAX { "all 60 skills".to_owned() } else { format!("shortlist of {shortlist}") };
+        println!(
+            "prompt size, {label}: router {router} chars (~{} tokens), answer {answer} chars (~{} tokens)",
+            router / 4,
+            answer / 4
+        );
+    }
+}
+
+criterion_group!(benches, run_overhead, shortlist_savings);
+criterion_main!(benches);
