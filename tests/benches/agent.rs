@@ -2,20 +2,21 @@
 //!
 //! The agent kernel's own cost per run, model time excluded: a `single_skill` run
 //! (routing, one built-in call, the answer) with recall and capture on a 10k-entry memory,
-//! against a scripted model. Floor, in the same run: the two scripted model requests
-//! alone. Budget: run − floor < 2 ms p50.
+//! against a model that answers instantly. Floor, in the same run: the two model requests
+//! alone, answered instantly by the same in-memory model. Budget: run − floor < 2 ms p50.
 //!
 //! Also prints the router prompt's size with and without the skill shortlist for a host
 //! with 60 skills: what progressive disclosure saves per message.
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use evo_host::agent::{Agent, AgentOptions};
 use evo_host::engine::builtin::BuiltinTools;
 use evo_host::llm::scripted::ScriptedProvider;
-use evo_host::llm::{ChatOptions, LlmProvider, Message, Role, collect};
+use evo_host::llm::{ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel};
 use evo_host::memory::{Category, MemoryManager, Source};
 use evo_host::skill::events::EventSink;
 use evo_host::skill::kernel::Kernel;
@@ -29,6 +30,25 @@ fn script(runs: usize) -> Arc<ScriptedProvider> {
     ScriptedProvider::from_json("bench", &json!({ "responses": responses }).to_string()).expect("script")
 }
 
+/// A model that answers instantly and forever: the routing, then the answer, in turn.
+/// Its cost (a channel and two events) is the floor's.
+#[derive(Debug, Default)]
+struct Alternating(AtomicUsize);
+
+impl LlmProvider for Alternating {
+    fn describe(&self) -> String {
+        "bench:alternating".into()
+    }
+
+    fn chat(&self, _: Vec<Message>, _: ChatOptions) -> EventStream {
+        let text = if self.0.fetch_add(1, Ordering::Relaxed) % 2 == 0 { ROUTING } else { "It is 22." };
+        let (tx, rx) = event_channel();
+        let _ = tx.try_send(LlmEvent::Token { content: text.to_owned() });
+        let _ = tx.try_send(LlmEvent::Done { full_response: text.to_owned() });
+        rx
+    }
+}
+
 fn run_overhead(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -37,16 +57,15 @@ fn run_overhead(c: &mut Criterion) {
     let items: Vec<(&str, Category)> = texts.iter().map(|t| (t.as_str(), Category::Fact)).collect();
     memory.import(&items, Source::User).expect("imports");
 
-    let iterations = 20_000;
     let registry = Arc::new(SkillRegistry::new());
     BuiltinTools::default().register(&registry).expect("builtins");
-    let agent = Agent::new(Kernel::new(registry).with_memory(memory.clone()), script(iterations))
+    let agent = Agent::new(Kernel::new(registry).with_memory(memory.clone()), Arc::new(Alternating::default()))
         .expect("agent")
         .with_memory(memory);
-    let floor = script(iterations);
+    let floor = Alternating::default();
 
     let mut group = c.benchmark_group("agent_run");
-    group.bench_function("floor: the two scripted model requests", |b| {
+    group.bench_function("floor: two requests to an instant model", |b| {
         b.iter(|| {
             rt.block_on(async {
                 for _ in 0..2 {
