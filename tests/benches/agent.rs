@@ -16,7 +16,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use evo_host::agent::{Agent, AgentOptions};
 use evo_host::engine::builtin::BuiltinTools;
 use evo_host::llm::scripted::ScriptedProvider;
-use evo_host::llm::{ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel};
+use evo_host::llm::{
+    ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel,
+};
 use evo_host::memory::{Category, MemoryManager, Source};
 use evo_host::skill::events::EventSink;
 use evo_host::skill::kernel::Kernel;
@@ -27,7 +29,8 @@ const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"
 
 fn script(runs: usize) -> Arc<ScriptedProvider> {
     let responses: Vec<&str> = (0..runs).flat_map(|_| [ROUTING, "It is 22."]).collect();
-    ScriptedProvider::from_json("bench", &json!({ "responses": responses }).to_string()).expect("script")
+    ScriptedProvider::from_json("bench", &json!({ "responses": responses }).to_string())
+        .expect("script")
 }
 
 /// A model that answers instantly and forever: the routing, then the answer, in turn.
@@ -41,27 +44,46 @@ impl LlmProvider for Alternating {
     }
 
     fn chat(&self, _: Vec<Message>, _: ChatOptions) -> EventStream {
-        let text = if self.0.fetch_add(1, Ordering::Relaxed) % 2 == 0 { ROUTING } else { "It is 22." };
+        let text = if self.0.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+            ROUTING
+        } else {
+            "It is 22."
+        };
         let (tx, rx) = event_channel();
-        let _ = tx.try_send(LlmEvent::Token { content: text.to_owned() });
-        let _ = tx.try_send(LlmEvent::Done { full_response: text.to_owned() });
+        let _ = tx.try_send(LlmEvent::Token {
+            content: text.to_owned(),
+        });
+        let _ = tx.try_send(LlmEvent::Done {
+            full_response: text.to_owned(),
+        });
         rx
     }
 }
 
 fn run_overhead(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let dir = tempfile::tempdir().expect("tempdir");
     let memory = Arc::new(MemoryManager::open(dir.path()).expect("memory"));
-    let texts: Vec<String> = (0..10_000).map(|i| format!("fact {i}: project w{} uses w{}", i % 97, i % 89)).collect();
+    let texts: Vec<String> = (0..10_000)
+        .map(|i| format!("fact {i}: project w{} uses w{}", i % 97, i % 89))
+        .collect();
     let items: Vec<(&str, Category)> = texts.iter().map(|t| (t.as_str(), Category::Fact)).collect();
     memory.import(&items, Source::User).expect("imports");
 
     let registry = Arc::new(SkillRegistry::new());
-    BuiltinTools::default().register(&registry).expect("builtins");
-    let agent = Agent::new(Kernel::new(registry).with_memory(memory.clone()), Arc::new(Alternating::default()))
-        .expect("agent")
-        .with_memory(memory);
+    BuiltinTools::default()
+        .register(&registry)
+        .expect("builtins");
+    let agent = Agent::new(
+        Kernel::new(registry).with_memory(memory.clone()),
+        Arc::new(Alternating::default()),
+    )
+    .expect("agent")
+    .with_memory(memory);
     let floor = Alternating::default();
 
     let mut group = c.benchmark_group("agent_run");
@@ -69,27 +91,36 @@ fn run_overhead(c: &mut Criterion) {
         b.iter(|| {
             rt.block_on(async {
                 for _ in 0..2 {
-                    let stream = floor.chat(vec![Message::text(Role::User, "q")], ChatOptions::default());
+                    let stream =
+                        floor.chat(vec![Message::text(Role::User, "q")], ChatOptions::default());
                     black_box(collect(stream, |_| {}).await.expect("answers"));
                 }
             });
         });
     });
-    group.bench_function("evo: single_skill run with recall and capture (10k memory)", |b| {
-        b.iter(|| {
-            let outcome = rt
-                .block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
-                .expect("runs");
-            black_box(outcome)
-        });
-    });
+    group.bench_function(
+        "evo: single_skill run with recall and capture (10k memory)",
+        |b| {
+            b.iter(|| {
+                let outcome = rt
+                    .block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
+                    .expect("runs");
+                black_box(outcome)
+            });
+        },
+    );
     group.finish();
 }
 
 fn shortlist_savings(_: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let registry = Arc::new(SkillRegistry::new());
-    BuiltinTools::default().register(&registry).expect("builtins");
+    BuiltinTools::default()
+        .register(&registry)
+        .expect("builtins");
     for i in 0..58 {
         evo_tests::kernel::register(
             &registry,
@@ -103,15 +134,31 @@ fn shortlist_savings(_: &mut Criterion) {
         let provider = script(1);
         let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
             .expect("agent")
-            .with_options(AgentOptions { shortlist, ..AgentOptions::default() });
-        rt.block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {}))).expect("runs");
+            .with_options(AgentOptions {
+                shortlist,
+                ..AgentOptions::default()
+            });
+        rt.block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
+            .expect("runs");
         let requests = provider.requests();
-        let router = requests[0].0.iter().map(|m| m.joined_text().len()).sum::<usize>();
-        let answer = requests[1].0.iter().map(|m| m.joined_text().len()).sum::<usize>();
+        let router = requests[0]
+            .0
+            .iter()
+            .map(|m| m.joined_text().len())
+            .sum::<usize>();
+        let answer = requests[1]
+            .0
+            .iter()
+            .map(|m| m.joined_text().len())
+            .sum::<usize>();
         sizes.push((shortlist, router, answer));
     }
     for (shortlist, router, answer) in &sizes {
-        let label = if *shortlist == usize::MAX { "all 60 skills".to_owned() } else { format!("shortlist of {shortlist}") };
+        let label = if *shortlist == usize::MAX {
+            "all 60 skills".to_owned()
+        } else {
+            format!("shortlist of {shortlist}")
+        };
         println!(
             "prompt size, {label}: router {router} chars (~{} tokens), answer {answer} chars (~{} tokens)",
             router / 4,

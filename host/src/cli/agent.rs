@@ -105,7 +105,7 @@ async fn open(
     grants: &Grants,
     options: AgentOptions,
 ) -> Result<(Host, Agent), Failure> {
-    let Some(provider) = evo_host::llm::config::from_env()? else {
+    let Some(provider) = evo_host::llm::config::load(&globals.data_dir)? else {
         return Err(Failure::Usage {
             code: "LLM_NOT_CONFIGURED",
             message: "no language model is configured".into(),

@@ -369,7 +369,7 @@ impl Host {
         let memory = Arc::new(MemoryManager::open_configured(&globals.data_dir)?);
         let mut kernel = Kernel::new(registry.clone()).with_memory(memory.clone());
         // A broken model configuration must not stop commands that need no model.
-        match evo_host::llm::config::from_env() {
+        match evo_host::llm::config::load(&globals.data_dir) {
             Ok(Some(provider)) => {
                 kernel = kernel.with_llm(Arc::new(evo_host::llm::ProviderLlm(provider)));
             }

@@ -4,6 +4,15 @@
 //! - `EVO_LLM=anthropic:<model>` (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`),
 //! - `EVO_LLM=ollama:<model>` (no key; `OLLAMA_BASE_URL`, else `http://localhost:11434/v1`),
 //! - `EVO_LLM=scripted:<file>` (replays a script; for tests and demos).
+//!
+//! Without `EVO_LLM`, `evo.toml` in the data directory may name one (keys stay in the
+//! environment, never in the file):
+//!
+//! ```toml
+//! [llm]
+//! model = "ollama:llama3.2"                 # provider:model, as EVO_LLM
+//! base_url = "http://gpu-box:11434/v1"      # optional: overrides the provider's URL
+//! ```
 
 use std::sync::Arc;
 
@@ -14,7 +23,7 @@ use super::scripted::ScriptedProvider;
 use crate::error::{Error, Result};
 
 /// How to configure a provider, for messages that find none.
-pub const HOW_TO_CONFIGURE: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2";
+pub const HOW_TO_CONFIGURE: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -26,6 +35,52 @@ pub fn from_env() -> Result<Option<Arc<dyn LlmProvider>>> {
         return Ok(None);
     };
     parse(&spec, var).map(Some)
+}
+
+/// Name of the configuration file in the data directory.
+pub const CONFIG_FILE: &str = "evo.toml";
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    llm: Option<LlmSection>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LlmSection {
+    model: String,
+    #[serde(default)]
+    base_url: Option<String>,
+}
+
+/// The provider `EVO_LLM` names, else the one `evo.toml` in `data_dir` names, else `None`.
+pub fn load(data_dir: &std::path::Path) -> Result<Option<Arc<dyn LlmProvider>>> {
+    if let Some(provider) = from_env()? {
+        return Ok(Some(provider));
+    }
+    let path = data_dir.join(CONFIG_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(Error::Io { path, source }),
+    };
+    let file: File = toml::from_str(&text).map_err(|e| Error::InvalidInput {
+        skill: "config".into(),
+        reason: format!("{}: {e}", path.display()),
+    })?;
+    let Some(llm) = file.llm else {
+        return Ok(None);
+    };
+    let base_url = llm.base_url;
+    parse(&llm.model, |name| match name {
+        "OPENAI_BASE_URL" | "ANTHROPIC_BASE_URL" | "OLLAMA_BASE_URL" if base_url.is_some() => {
+            base_url.clone()
+        }
+        other => var(other),
+    })
+    .map(Some)
 }
 
 /// The provider for `spec` (`provider:model`), reading keys and URLs through `env`.
@@ -106,6 +161,27 @@ mod tests {
             .describe(),
             "anthropic:claude-sonnet-4-5"
         );
+    }
+
+    #[test]
+    fn evo_toml_names_a_provider_when_evo_llm_does_not() {
+        if std::env::var_os("EVO_LLM").is_some() {
+            return; // The environment wins; this test is about the file.
+        }
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load(dir.path()).unwrap().is_none());
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[llm]\nmodel = \"ollama:qwen3\"\nbase_url = \"http://gpu:11434/v1\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            load(dir.path()).unwrap().unwrap().describe(),
+            "ollama:qwen3"
+        );
+        std::fs::write(dir.path().join(CONFIG_FILE), "[llm]\nmodle = \"x\"\n").unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("unknown field `modle`"), "{err}");
     }
 
     #[test]
