@@ -44,7 +44,7 @@ impl LlmProvider for Alternating {
     }
 
     fn chat(&self, _: Vec<Message>, _: ChatOptions) -> EventStream {
-        let text = if self.0.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+        let text = if self.0.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
             ROUTING
         } else {
             "It is 22."
