@@ -224,10 +224,15 @@ impl Agent {
             Some(memory) => memory.load_long_term()?,
             None => String::new(),
         };
+        let daily_log = match &self.memory {
+            Some(memory) => memory.load_daily_log(None)?,
+            None => String::new(),
+        };
         let system = self.prompt.compile(&prompt::PromptInput {
             skills: &candidates,
             long_term: &long_term,
             recalled: &recalled,
+            daily_log: &daily_log,
         });
 
         let routing = if self.options.intent_recognition {
