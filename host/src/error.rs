@@ -191,6 +191,13 @@ pub enum Error {
         name: String,
     },
 
+    /// No native script skill of that name is installed (seed: sandbox-executor).
+    #[error("Skills not found: {name}")]
+    ScriptNotFound {
+        /// The name asked for.
+        name: String,
+    },
+
     /// No built-in tool of that name exists.
     #[error("BuiltIn tool not found: {name}")]
     ToolNotFound {
@@ -301,6 +308,7 @@ impl Error {
             Self::Engine(_) => "ENGINE_ERROR",
             Self::SkillNotFound { .. } => "SKILL_NOT_FOUND",
             Self::ToolNotFound { .. } => "TOOL_NOT_FOUND",
+            Self::ScriptNotFound { .. } => "ENOENT",
             Self::SkillDepth { .. } => "SKILL_DEPTH_EXCEEDED",
             Self::Validation(_) => "SKILL_VALIDATION_FAILED",
             Self::Template { .. } => "TEMPLATE_ERROR",
@@ -351,6 +359,7 @@ impl Error {
                 | Self::Capability(_)
                 | Self::SkillNotFound { .. }
                 | Self::ToolNotFound { .. }
+                | Self::ScriptNotFound { .. }
                 | Self::Template { .. }
         ) || matches!(self, Self::Validation(report) if report.direction == Direction::Input)
     }

@@ -6,7 +6,7 @@
 //! | `skill.wasm` | wasm: the component describes itself |
 //! | `skill.json` with `mode: "llm"`, or `prompt.md` | llm |
 //! | `skill.json` with `mode: "composite"` | composite (its `pipeline`) |
-//! | `scripts/execute.js` | native (Node) |
+//! | `scripts/execute.js` | native (Node subprocess; lower trust than Wasm) |
 //! | only `SKILL.md` | static: the instructions are the result |
 //!
 //! Metadata comes from `skill.json`, with SKILL.md frontmatter filling what it leaves
@@ -17,6 +17,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use std::time::Duration;
+
+use super::native::{NativeConfig, NativeExecutor, NativeSandbox};
 use super::wasm::{WasmEngine, WasmExecutor, WasmSkill};
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
@@ -41,10 +44,21 @@ pub const PROMPT_MD: &str = "prompt.md";
 pub const EXECUTE_JS: &str = "scripts/execute.js";
 
 /// Loads skill directories.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Loader {
     wasm: Option<WasmEngine>,
     policy: Policy,
+    native: NativeSandbox,
+}
+
+impl Default for Loader {
+    fn default() -> Self {
+        Self {
+            wasm: None,
+            policy: Policy::default(),
+            native: NativeSandbox::new(std::env::temp_dir(), NativeConfig::default()),
+        }
+    }
 }
 
 impl Loader {
@@ -125,7 +139,13 @@ impl Loader {
         if raw.mode.is_none() && (prompt.is_some() || raw.prompt.is_some()) {
             raw.mode = Some(json!("llm"));
         }
-        let meta = SkillMeta::from_raw(raw).map_err(invalid)?;
+        let timeout_given = raw.timeout.is_some();
+        let mut meta = SkillMeta::from_raw(raw).map_err(invalid)?;
+        if !timeout_given && dir.join(EXECUTE_JS).is_file() {
+            // The sandbox seed's default for scripts (60 s) rather than the blueprint's 30 s.
+            meta.timeout_ms = u64::try_from(crate::engine::native::DEFAULT_TIMEOUT.as_millis())
+                .unwrap_or(u64::MAX);
+        }
 
         let executor: Arc<dyn Executor> = match meta.mode {
             Mode::Llm => {
@@ -140,10 +160,21 @@ impl Loader {
             }
             Mode::Composite => Arc::new(PipelineExecutor::new(&meta)?),
             Mode::Code if dir.join(EXECUTE_JS).is_file() => {
-                return Err(Error::Unsupported(format!(
-                    "{}: native (Node script) skills need the native sandbox, which this version of evo does not have yet",
-                    meta.name
-                )));
+                tracing::info!(
+                    skill = %meta.name,
+                    "native skill: runs as a Node subprocess, with less isolation than a Wasm skill"
+                );
+                let timeout = if timeout_given {
+                    Duration::from_millis(meta.timeout_ms)
+                } else {
+                    crate::engine::native::DEFAULT_TIMEOUT
+                };
+                Arc::new(NativeExecutor::new(
+                    self.native.clone(),
+                    &meta.name,
+                    dir.join(EXECUTE_JS),
+                    timeout,
+                ))
             }
             Mode::Code => match doc {
                 Some(doc) if json_text.is_none() || !doc.body.trim().is_empty() => {

@@ -10,6 +10,7 @@ mod kernel;
 mod llm;
 mod memory;
 mod misbehaving;
+mod native;
 mod notes;
 mod tool_loop;
 mod versions;

@@ -1,0 +1,272 @@
+//! Native script skills: `scripts/execute.js` run by Node in a subprocess sandbox (seed:
+//! sandbox-executor). Lower trust than Wasm skills: the script is an ordinary process
+//! with the limits below, not a capability-checked guest.
+//!
+//! Per execution:
+//!
+//! - a fresh workspace `skill-workspace-<random>` under the temp dir, the process's
+//!   working directory, removed afterwards whatever happened;
+//! - an environment of `PATH` only (the host's keys and tokens never reach the script);
+//! - the input JSON on stdin;
+//! - V8's heap capped (`--max-old-space-size`, 512 MiB by default): an OOM is
+//!   `Out of memory` and only the child dies;
+//! - a wall-clock timeout (60 s by default): the whole process group gets SIGKILL and is
+//!   reaped, so no zombie or orphaned grandchild is left;
+//! - stdout + stderr capped (10 MB): the group is killed when reached and the kept output
+//!   ends with `[TRUNCATED]`;
+//! - at most `max_concurrency` scripts at once, the rest wait in FIFO order.
+
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::skill::stats::Stats;
+
+pub use run::execute_script;
+
+/// Default wall-clock limit (seed: 60 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default cap on stdout + stderr (seed: 10 MB).
+pub const DEFAULT_OUTPUT_CAP: usize = 10 * 1024 * 1024;
+/// Default V8 old-space limit in MiB (seed: `--max-old-space-size=512`).
+pub const DEFAULT_MAX_OLD_SPACE_MB: u32 = 512;
+/// The script each native skill runs, relative to its directory.
+pub const SCRIPT: &str = "scripts/execute.js";
+
+/// How native skills run.
+#[derive(Debug, Clone)]
+pub struct NativeConfig {
+    /// The Node binary (looked up on `PATH` when relative).
+    pub node: PathBuf,
+    /// Wall-clock limit per execution.
+    pub timeout: Duration,
+    /// Cap on stdout + stderr, in bytes.
+    pub output_cap: usize,
+    /// V8 heap limit in MiB.
+    pub max_old_space_mb: u32,
+    /// Scripts that may run at once.
+    pub max_concurrency: usize,
+}
+
+impl Default for NativeConfig {
+    /// - `node` from `PATH`,
+    /// - [`DEFAULT_TIMEOUT`], [`DEFAULT_OUTPUT_CAP`], [`DEFAULT_MAX_OLD_SPACE_MB`],
+    /// - as many concurrent scripts as the machine has cores.
+    fn default() -> Self {
+        Self {
+            node: PathBuf::from("node"),
+            timeout: DEFAULT_TIMEOUT,
+            output_cap: DEFAULT_OUTPUT_CAP,
+            max_old_space_mb: DEFAULT_MAX_OLD_SPACE_MB,
+            max_concurrency: std::thread::available_parallelism().map_or(1, usize::from),
+        }
+    }
+}
+
+/// The seed's `ExecutionResult`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionResult {
+    /// Whether the script exited 0 within its limits.
+    pub success: bool,
+    /// What it printed (capped).
+    pub stdout: String,
+    /// What it printed on stderr (capped).
+    pub stderr: String,
+    /// Its exit code (`None` when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// Wall-clock time, in milliseconds.
+    pub duration: u64,
+    /// Why it failed: `Execution timeout`, `Output size exceeded 10MB limit`,
+    /// `Out of memory`, the thrown error's message, or `Failed to spawn process: …`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Protections that applied to this execution.
+    pub protections: Vec<&'static str>,
+}
+
+impl ExecutionResult {
+    /// The structured output: the last line of stdout if it is a JSON object, else
+    /// `{ "stdout": … }`.
+    pub fn output(&self) -> Value {
+        self.stdout
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| serde_json::from_str::<Value>(l.trim()).ok())
+            .filter(Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({ "stdout": self.stdout }))
+    }
+}
+
+/// Runs native skills from one skills directory.
+#[derive(Debug, Clone)]
+pub struct NativeSandbox {
+    config: Arc<NativeConfig>,
+    skills_root: PathBuf,
+    slots: Arc<tokio::sync::Semaphore>,
+    stats: Arc<Stats>,
+}
+
+impl NativeSandbox {
+    /// A sandbox for the skills under `skills_root` (`<root>/<name>/scripts/execute.js`).
+    pub fn new(skills_root: impl Into<PathBuf>, config: NativeConfig) -> Self {
+        let slots = tokio::sync::Semaphore::new(config.max_concurrency.max(1));
+        Self {
+            config: Arc::new(config),
+            skills_root: skills_root.into(),
+            slots: Arc::new(slots),
+            stats: Arc::default(),
+        }
+    }
+
+    /// Shares `stats` (e.g. with the kernel's).
+    pub fn with_stats(mut self, stats: Arc<Stats>) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// Per-skill statistics.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NativeConfig {
+        &self.config
+    }
+
+    /// The script of skill `name`, or `Skills not found: <name>` (`ENOENT`).
+    pub fn script(&self, name: &str) -> Result<PathBuf> {
+        let valid = crate::skill::meta::is_valid_name(name);
+        let script = self.skills_root.join(name).join(SCRIPT);
+        if valid && script.is_file() {
+            Ok(script)
+        } else {
+            Err(Error::ScriptNotFound {
+                name: name.to_owned(),
+            })
+        }
+    }
+
+    /// Runs skill `name` on `input`, waiting for a slot first (FIFO), and records its
+    /// statistics.
+    pub async fn execute(&self, name: &str, input: &Value) -> Result<ExecutionResult> {
+        let script = self.script(name)?;
+        let result = self.run_script(&script, input, self.config.timeout).await?;
+        self.stats
+            .record(name, result.success, Duration::from_millis(result.duration));
+        Ok(result)
+    }
+
+    /// Runs `script` on `input` with `timeout`, waiting for a slot first (FIFO).
+    pub async fn run_script(
+        &self,
+        script: &Path,
+        input: &Value,
+        timeout: Duration,
+    ) -> Result<ExecutionResult> {
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|e| Error::Engine(e.to_string()))?;
+        let config = NativeConfig {
+            timeout,
+            ..(*self.config).clone()
+        };
+        Ok(execute_script(&config, script, input).await)
+    }
+
+    /// The directory of skill `name`.
+    pub fn skill_dir(&self, name: &str) -> PathBuf {
+        self.skills_root.join(name)
+    }
+
+    /// The skills root.
+    pub fn root(&self) -> &Path {
+        &self.skills_root
+    }
+}
+
+/// A native skill as a kernel executor.
+#[derive(Debug, Clone)]
+pub struct NativeExecutor {
+    sandbox: NativeSandbox,
+    script: PathBuf,
+    timeout: Duration,
+    name: String,
+}
+
+impl NativeExecutor {
+    /// Runs `script` for skill `name` in `sandbox`'s slots, with `timeout`.
+    pub fn new(sandbox: NativeSandbox, name: &str, script: PathBuf, timeout: Duration) -> Self {
+        Self {
+            sandbox,
+            script,
+            timeout,
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl crate::skill::executor::Executor for NativeExecutor {
+    fn kind(&self) -> crate::skill::executor::ExecutorKind {
+        crate::skill::executor::ExecutorKind::Native
+    }
+
+    fn execute(
+        &self,
+        input: Value,
+        _ctx: crate::skill::kernel::SkillContext,
+    ) -> crate::skill::context::BoxFuture<'_, Result<crate::skill::executor::SkillOutput>> {
+        Box::pin(async move {
+            let result = self
+                .sandbox
+                .run_script(&self.script, &input, self.timeout)
+                .await?;
+            if let Some(error) = result.error {
+                let kind = if error == "Execution timeout" {
+                    crate::error::FailureKind::Timeout
+                } else {
+                    crate::error::FailureKind::Failed
+                };
+                return Err(Error::Skill {
+                    skill: self.name.clone(),
+                    kind,
+                    message: error,
+                });
+            }
+            let mut output = result.output();
+            let memory_writes = output
+                .as_object_mut()
+                .and_then(|o| o.remove("memoryWrites"))
+                .and_then(|w| serde_json::from_value::<Vec<WireWrite>>(w).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|w| crate::skill::executor::MemoryWrite {
+                    text: w.text,
+                    category: w.category,
+                })
+                .collect();
+            Ok(crate::skill::executor::SkillOutput {
+                output,
+                memory_writes,
+                intermediate_steps: Vec::new(),
+            })
+        })
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct WireWrite {
+    text: String,
+    #[serde(default)]
+    category: Option<String>,
+}

@@ -1,0 +1,241 @@
+//! One execution of a script: spawn, feed, watch, kill, reap, clean up.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use super::{ExecutionResult, NativeConfig};
+
+/// Marker appended to output cut at the cap (seed: `[TRUNCATED]`).
+pub const TRUNCATED: &str = "[TRUNCATED]";
+
+/// What Node prints when V8's heap limit is hit.
+const OOM_MARKERS: [&str; 2] = ["JavaScript heap out of memory", "Reached heap limit"];
+
+/// Protections every execution gets.
+const PROTECTIONS: [&str; 6] = [
+    "env-scrubbed",
+    "fresh-workspace",
+    "process-group-kill",
+    "timeout",
+    "output-cap",
+    "v8-heap-limit",
+];
+
+/// Runs `script` with `input` on stdin under `config`'s limits. Never fails: every
+/// failure is a result with `success: false` and an `error`.
+pub async fn execute_script(
+    config: &NativeConfig,
+    script: &Path,
+    input: &Value,
+) -> ExecutionResult {
+    let started = Instant::now();
+    let failed = |error: String, started: Instant| ExecutionResult {
+        success: false,
+        stdout: String::new(),
+        stderr: String::new(),
+        exit_code: None,
+        duration: millis(started),
+        error: Some(error),
+        protections: PROTECTIONS.to_vec(),
+    };
+    // Removed when dropped, whatever happens below.
+    let workspace = match tempfile::Builder::new()
+        .prefix("skill-workspace-")
+        .tempdir()
+    {
+        Ok(dir) => dir,
+        Err(e) => {
+            return failed(
+                format!("Failed to spawn process: no workspace: {e}"),
+                started,
+            );
+        }
+    };
+    let mut command = Command::new(&config.node);
+    command
+        .arg(format!("--max-old-space-size={}", config.max_old_space_mb))
+        .arg(script)
+        .current_dir(workspace.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so a timeout kills everything the script started.
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return failed(
+                format!("Failed to spawn process: {} ({e})", config.node.display()),
+                started,
+            );
+        }
+    };
+    let group = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    let kill_group = move || {
+        if let Some(pid) = group {
+            // ESRCH (already gone) is fine: the point is that nothing is left.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    };
+
+    if let Some(mut stdin) = child.stdin.take() {
+        let bytes = input.to_string().into_bytes();
+        // A script that never reads stdin must not block us: write in the background.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    let total = Arc::new(AtomicUsize::new(0));
+    let flooded = Arc::new(AtomicBool::new(false));
+    let stdout = child.stdout.take().map(|s| {
+        tokio::spawn(capture(
+            s,
+            config.output_cap,
+            total.clone(),
+            flooded.clone(),
+            kill_group,
+        ))
+    });
+    let stderr = child.stderr.take().map(|s| {
+        tokio::spawn(capture(
+            s,
+            config.output_cap,
+            total.clone(),
+            flooded.clone(),
+            kill_group,
+        ))
+    });
+
+    let status = match tokio::time::timeout(config.timeout, child.wait()).await {
+        Ok(status) => status.ok(),
+        Err(_) => {
+            kill_group();
+            // Reap the child so it does not linger as a zombie.
+            let _ = child.wait().await;
+            let stdout = join(stdout).await;
+            let stderr = join(stderr).await;
+            return ExecutionResult {
+                success: false,
+                stdout,
+                stderr,
+                exit_code: None,
+                duration: millis(started),
+                error: Some("Execution timeout".into()),
+                protections: PROTECTIONS.to_vec(),
+            };
+        }
+    };
+    // Grandchildren may still hold the pipes open; the group is done either way.
+    kill_group();
+    let stdout = join(stdout).await;
+    let stderr = join(stderr).await;
+    let exit_code = status.and_then(|s| s.code());
+    let error = if flooded.load(Ordering::SeqCst) {
+        Some(format!(
+            "Output size exceeded {}MB limit",
+            config.output_cap / (1024 * 1024)
+        ))
+    } else if OOM_MARKERS.iter().any(|m| stderr.contains(m)) {
+        Some("Out of memory".into())
+    } else if exit_code == Some(0) {
+        None
+    } else {
+        Some(thrown_message(&stderr).unwrap_or_else(|| match exit_code {
+            Some(code) => format!("the script exited with code {code}"),
+            None => "the script was killed by a signal".into(),
+        }))
+    };
+    drop(workspace);
+    ExecutionResult {
+        success: error.is_none(),
+        stdout,
+        stderr,
+        exit_code,
+        duration: millis(started),
+        error,
+        protections: PROTECTIONS.to_vec(),
+    }
+}
+
+fn millis(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Reads `stream` until it ends, keeping bytes while the shared total is under `cap`;
+/// at the cap, marks the run flooded and kills the group.
+async fn capture(
+    mut stream: impl AsyncRead + Unpin,
+    cap: usize,
+    total: Arc<AtomicUsize>,
+    flooded: Arc<AtomicBool>,
+    kill_group: impl Fn(),
+) -> String {
+    let mut kept = Vec::new();
+    let mut buffer = vec![0_u8; 64 * 1024];
+    loop {
+        let n = match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let before = total.fetch_add(n, Ordering::SeqCst);
+        let room = cap.saturating_sub(before);
+        kept.extend_from_slice(&buffer[..n.min(room)]);
+        if before + n > cap {
+            if !flooded.swap(true, Ordering::SeqCst) {
+                kill_group();
+            }
+            break;
+        }
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if flooded.load(Ordering::SeqCst) && total.load(Ordering::SeqCst) > cap {
+        text.push_str(TRUNCATED);
+    }
+    text
+}
+
+async fn join(handle: Option<tokio::task::JoinHandle<String>>) -> String {
+    match handle {
+        Some(handle) => handle.await.unwrap_or_default(),
+        None => String::new(),
+    }
+}
+
+/// The message of the exception Node printed for an uncaught throw: the `Error: …` line.
+fn thrown_message(stderr: &str) -> Option<String> {
+    stderr.lines().find_map(|line| {
+        let line = line.trim();
+        let (kind, message) = line.split_once(": ")?;
+        let is_error_type = kind.ends_with("Error") && kind.chars().all(char::is_alphanumeric);
+        is_error_type.then(|| message.to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_thrown_message_is_found_in_nodes_report() {
+        let stderr = "/tmp/x/scripts/execute.js:2\nthrow new Error('boom: bad input');\n^\n\nError: boom: bad input\n    at Object.<anonymous> (/tmp/x/scripts/execute.js:2:7)\n";
+        assert_eq!(thrown_message(stderr).as_deref(), Some("boom: bad input"));
+        assert_eq!(
+            thrown_message("TypeError: x is not a function\n").as_deref(),
+            Some("x is not a function")
+        );
+        assert_eq!(thrown_message("nothing here"), None);
+    }
+}

@@ -1,0 +1,252 @@
+//! Native script skills under real Node, one test per scenario of the sandbox seed.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use evo_host::engine::native::{NativeConfig, NativeSandbox};
+use serde_json::{Value, json};
+
+/// A skills root with one skill per `(name, script)`.
+fn skills(scripts: &[(&str, &str)]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    for (name, script) in scripts {
+        let dir = root.path().join(name).join("scripts");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("execute.js"), script).unwrap();
+        std::fs::write(
+            root.path().join(name).join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: Test script.\n---\n"),
+        )
+        .unwrap();
+    }
+    root
+}
+
+fn sandbox(root: &Path, config: NativeConfig) -> NativeSandbox {
+    NativeSandbox::new(root, config)
+}
+
+const ECHO: &str = r#"
+let data = '';
+process.stdin.on('data', c => data += c);
+process.stdin.on('end', () => {
+  const input = JSON.parse(data);
+  console.log(JSON.stringify({ message: input.message, cwd: process.cwd() }));
+});
+"#;
+
+#[tokio::test]
+async fn a_script_gets_its_input_on_stdin_and_runs_in_a_fresh_workspace() {
+    let root = skills(&[("echo", ECHO)]);
+    let sandbox = sandbox(root.path(), NativeConfig::default());
+    let result = sandbox
+        .execute("echo", &json!({ "message": "feat: add new feature" }))
+        .await
+        .unwrap();
+    assert!(result.success, "{result:?}");
+    assert_eq!((result.exit_code, result.error.clone()), (Some(0), None));
+    let output = result.output();
+    assert_eq!(output["message"], "feat: add new feature");
+    let cwd = output["cwd"].as_str().unwrap();
+    assert!(
+        Path::new(cwd)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("skill-workspace-"),
+        "{cwd}"
+    );
+    assert!(
+        !Path::new(cwd).exists(),
+        "the workspace is removed afterwards"
+    );
+    assert!(result.protections.contains(&"env-scrubbed"));
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_process_group_and_leaves_no_zombie() {
+    let root = skills(&[(
+        "hang",
+        r#"
+const { spawn } = require('child_process');
+const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+console.log(JSON.stringify({ pid: process.pid, child: child.pid }));
+setInterval(() => {}, 1000);
+"#,
+    )]);
+    let sandbox = sandbox(
+        root.path(),
+        NativeConfig {
+            timeout: Duration::from_millis(800),
+            ..NativeConfig::default()
+        },
+    );
+    let result = sandbox.execute("hang", &json!({})).await.unwrap();
+    assert_eq!(result.error.as_deref(), Some("Execution timeout"));
+    assert!(!result.success);
+    assert!(
+        (800..5_000).contains(&result.duration),
+        "duration recorded: {}",
+        result.duration
+    );
+    let pids = result.output();
+    let pid = pids["pid"].as_u64().unwrap();
+    let child = pids["child"].as_u64().unwrap();
+    // The script was reaped (no /proc entry at all); its child got SIGKILL with the group.
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the script is gone, not a zombie"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let state = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+    let running = state
+        .split(") ")
+        .nth(1)
+        .is_some_and(|rest| !rest.starts_with('Z'));
+    assert!(!running, "the grandchild is not running: {state}");
+}
+
+#[tokio::test]
+async fn a_flood_of_output_is_cut_at_10mb() {
+    let root = skills(&[(
+        "flood",
+        "const line = 'x'.repeat(1023) + '\\n'; for (let i = 0; i < 12 * 1024; i++) process.stdout.write(line);",
+    )]);
+    let sandbox = sandbox(root.path(), NativeConfig::default());
+    let result = sandbox.execute("flood", &json!({})).await.unwrap();
+    assert_eq!(
+        result.error.as_deref(),
+        Some("Output size exceeded 10MB limit")
+    );
+    assert!(result.stdout.ends_with("[TRUNCATED]"));
+    assert!(result.stdout.len() <= 10 * 1024 * 1024 + "[TRUNCATED]".len());
+}
+
+#[tokio::test]
+async fn an_out_of_memory_script_fails_alone() {
+    let root = skills(&[(
+        "leak",
+        "const keep = []; while (true) keep.push(new Array(1e6).fill(1.5));",
+    )]);
+    // A small heap makes the test fast; the default is the seed's 512 MiB.
+    let sandbox = sandbox(
+        root.path(),
+        NativeConfig {
+            max_old_space_mb: 64,
+            ..NativeConfig::default()
+        },
+    );
+    let result = sandbox.execute("leak", &json!({})).await.unwrap();
+    assert_eq!(result.error.as_deref(), Some("Out of memory"));
+    // The host goes on: the next execution works.
+    let root = skills(&[("echo", ECHO)]);
+    let ok = sandbox_for(&root)
+        .execute("echo", &json!({ "message": "still here" }))
+        .await
+        .unwrap();
+    assert!(ok.success);
+}
+
+fn sandbox_for(root: &tempfile::TempDir) -> NativeSandbox {
+    sandbox(root.path(), NativeConfig::default())
+}
+
+#[tokio::test]
+async fn missing_skills_thrown_errors_and_spawn_failures_are_reported() {
+    let root = skills(&[("thrower", "throw new Error('boom: the input was wrong');")]);
+    let sandbox = sandbox_for(&root);
+    let err = sandbox
+        .execute("non-existent", &json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.to_string().as_str(), err.code()),
+        ("Skills not found: non-existent", "ENOENT")
+    );
+
+    let result = sandbox.execute("thrower", &json!({})).await.unwrap();
+    assert_eq!((result.success, result.exit_code), (false, Some(1)));
+    assert_eq!(result.error.as_deref(), Some("boom: the input was wrong"));
+
+    let broken = NativeSandbox::new(
+        root.path(),
+        NativeConfig {
+            node: "/nonexistent/node".into(),
+            ..NativeConfig::default()
+        },
+    );
+    let result = broken.execute("thrower", &json!({})).await.unwrap();
+    assert!(
+        result
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("Failed to spawn process: /nonexistent/node"),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn statistics_count_every_execution() {
+    let root = skills(&[("echo", ECHO), ("thrower", "throw new Error('no');")]);
+    let sandbox = sandbox_for(&root);
+    for _ in 0..2 {
+        sandbox
+            .execute("echo", &json!({ "message": "m" }))
+            .await
+            .unwrap();
+    }
+    sandbox.execute("thrower", &json!({})).await.unwrap();
+    let echo = sandbox.stats().get("echo").unwrap();
+    assert_eq!(
+        (echo.call_count, echo.success_count, echo.success_rate),
+        (2, 2, 1.0)
+    );
+    assert!(echo.average_duration > 0.0);
+    let thrower = sandbox.stats().get("thrower").unwrap();
+    assert_eq!((thrower.call_count, thrower.success_count), (1, 0));
+}
+
+#[tokio::test]
+async fn ten_scripts_at_max_three_never_run_more_than_three_at_once() {
+    let root = skills(&[(
+        "nap",
+        "const start = Date.now(); setTimeout(() => console.log(JSON.stringify({ start, end: Date.now() })), 300);",
+    )]);
+    let sandbox = Arc::new(sandbox(
+        root.path(),
+        NativeConfig {
+            max_concurrency: 3,
+            ..NativeConfig::default()
+        },
+    ));
+    let handles: Vec<_> = (0..10)
+        .map(|_| {
+            let sandbox = sandbox.clone();
+            tokio::spawn(async move { sandbox.execute("nap", &json!({})).await.unwrap() })
+        })
+        .collect();
+    let mut spans = Vec::new();
+    for handle in handles {
+        let result = handle.await.unwrap();
+        let output: Value = result.output();
+        spans.push((
+            output["start"].as_u64().unwrap(),
+            output["end"].as_u64().unwrap(),
+        ));
+    }
+    let most = spans
+        .iter()
+        .map(|(start, _)| {
+            spans
+                .iter()
+                .filter(|(s, e)| s <= start && start < e)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(most <= 3, "at most 3 at once, saw {most}: {spans:?}");
+    assert!(most >= 2, "the slots are used in parallel: {spans:?}");
+}
