@@ -250,3 +250,91 @@ async fn ten_scripts_at_max_three_never_run_more_than_three_at_once() {
     assert!(most <= 3, "at most 3 at once, saw {most}: {spans:?}");
     assert!(most >= 2, "the slots are used in parallel: {spans:?}");
 }
+
+fn example(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../skills-native")
+        .join(name)
+}
+
+#[tokio::test]
+async fn the_example_skills_run_through_the_kernel() {
+    use evo_host::engine::loader::Loader;
+    use evo_host::skill::kernel::{Kernel, RunOptions};
+    use evo_host::skill::registry::SkillRegistry;
+
+    let registry = Arc::new(SkillRegistry::new());
+    for name in ["git-commit", "csv-to-json", "text-stats"] {
+        let skill = Loader::new().load_dir(&example(name)).await.unwrap();
+        assert_eq!(
+            skill.kind(),
+            evo_host::skill::executor::ExecutorKind::Native
+        );
+        registry.register(skill);
+    }
+    let ctx = Arc::new(Kernel::new(registry)).context(RunOptions::default());
+
+    // The seed's example: git-commit with { message: 'feat: add new feature' }.
+    let out = ctx
+        .call("git-commit", json!({ "message": "feat: add new feature." }))
+        .await
+        .unwrap();
+    assert_eq!(out["message"], "feat: add new feature");
+    assert_eq!(out["type"], "feat");
+    assert_eq!(out["commit"].as_str().unwrap().len(), 40, "{out}");
+    let err = ctx
+        .call("git-commit", json!({ "message": "added stuff" }))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "git-commit: failed: \"added stuff\" is not \"type(scope): subject\""
+    );
+
+    let out = ctx.call("csv-to-json", json!({ "csv": "name,quote\nAda,\"loops, and \"\"more\"\"\"\nGrace,\"line\nbreak\"\n" })).await.unwrap();
+    assert_eq!(out["columns"], json!(["name", "quote"]));
+    assert_eq!(out["rows"][0]["quote"], "loops, and \"more\"");
+    assert_eq!(out["rows"][1]["quote"], "line\nbreak");
+
+    let out = ctx
+        .call(
+            "text-stats",
+            json!({ "text": "The cat sat. The cat ran! Dogs barked?" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (out["words"].clone(), out["sentences"].clone()),
+        (json!(8), json!(3))
+    );
+    assert_eq!(out["topWords"][0], json!({ "word": "cat", "count": 2 }));
+}
+
+#[test]
+fn the_hosts_secrets_never_reach_a_script() {
+    let root = skills(&[(
+        "env-probe",
+        "console.log(JSON.stringify({ keys: Object.keys(process.env).sort(), home: process.env.HOME || null }));",
+    )]);
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(evo_tests::evo_bin())
+        .args([
+            "skill",
+            "run",
+            root.path().join("env-probe").to_str().unwrap(),
+            "--json",
+        ])
+        .env("EVO_HOME", home.path())
+        .env("OPENAI_API_KEY", "sk-secret-do-not-leak")
+        .env("GITHUB_TOKEN", "ghp_secret")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["output"]["keys"], json!(["PATH"]), "{value}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("secret"));
+}
