@@ -1,0 +1,69 @@
+//! `cargo bench -p evo-tests --bench native`
+//!
+//! A whole native-skill call of a trivial script through the sandbox, next to its floor
+//! measured in the same run: a bare `node` process reading the same JSON on stdin and
+//! printing the answer (no workspace, no env scrub, no limits). Budget ≤ 1.1× the floor.
+//! Also: ten calls at maxConcurrency 1 vs 2.
+
+use std::hint::black_box;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use evo_host::engine::native::{NativeConfig, NativeSandbox};
+use serde_json::json;
+
+const SCRIPT: &str = "const d = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(JSON.stringify({ echo: d.message }));";
+
+fn native(c: &mut Criterion) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("echo/scripts");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let script = dir.join("execute.js");
+    std::fs::write(&script, SCRIPT).expect("script");
+    let input = json!({ "message": "hello" });
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+
+    let mut group = c.benchmark_group("native_call");
+    group.sample_size(20);
+    group.bench_function("floor: bare node reading stdin", |b| {
+        b.iter(|| {
+            let mut child = Command::new("node")
+                .arg(&script)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("node runs");
+            child.stdin.take().expect("stdin").write_all(input.to_string().as_bytes()).expect("writes");
+            black_box(child.wait_with_output().expect("waits"))
+        });
+    });
+    let sandbox = NativeSandbox::new(root.path(), NativeConfig::default());
+    group.bench_function("evo: sandboxed call", |b| {
+        b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
+    });
+    for concurrency in [1, 2] {
+        let sandbox = Arc::new(NativeSandbox::new(root.path(), NativeConfig { max_concurrency: concurrency, ..NativeConfig::default() }));
+        group.bench_function(format!("evo: 10 calls at maxConcurrency {concurrency}"), |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let calls: Vec<_> = (0..10)
+                        .map(|_| {
+                            let sandbox = sandbox.clone();
+                            let input = input.clone();
+                            tokio::spawn(async move { sandbox.execute("echo", &input).await.expect("runs") })
+                        })
+                        .collect();
+                    for call in calls {
+                        black_box(call.await.expect("joins"));
+                    }
+                });
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, native);
+criterion_main!(benches);
