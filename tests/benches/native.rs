@@ -24,13 +24,20 @@ fn native(c: &mut Criterion) {
     let script = dir.join("execute.js");
     std::fs::write(&script, SCRIPT).expect("script");
     let input = json!({ "message": "hello" });
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
 
     let mut group = c.benchmark_group("native_call");
     group.sample_size(20);
     for (label, flags) in [
         ("floor: bare node reading stdin", &[][..]),
-        ("floor: same, with --max-old-space-size=512", &["--max-old-space-size=512"][..]),
+        (
+            "floor: same, with --max-old-space-size=512",
+            &["--max-old-space-size=512"][..],
+        ),
     ] {
         group.bench_function(label, |b| {
             b.iter(|| {
@@ -45,7 +52,12 @@ fn native(c: &mut Criterion) {
                     .stdout(Stdio::piped())
                     .spawn()
                     .expect("node runs");
-                child.stdin.take().expect("stdin").write_all(input.to_string().as_bytes()).expect("writes");
+                child
+                    .stdin
+                    .take()
+                    .expect("stdin")
+                    .write_all(input.to_string().as_bytes())
+                    .expect("writes");
                 black_box(child.wait_with_output().expect("waits"))
             });
         });
@@ -55,23 +67,34 @@ fn native(c: &mut Criterion) {
         b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
     });
     for concurrency in [1, 2] {
-        let sandbox = Arc::new(NativeSandbox::new(root.path(), NativeConfig { max_concurrency: concurrency, ..NativeConfig::default() }));
-        group.bench_function(format!("evo: 10 calls at maxConcurrency {concurrency}"), |b| {
-            b.iter(|| {
-                rt.block_on(async {
-                    let calls: Vec<_> = (0..10)
-                        .map(|_| {
-                            let sandbox = sandbox.clone();
-                            let input = input.clone();
-                            tokio::spawn(async move { sandbox.execute("echo", &input).await.expect("runs") })
-                        })
-                        .collect();
-                    for call in calls {
-                        black_box(call.await.expect("joins"));
-                    }
+        let sandbox = Arc::new(NativeSandbox::new(
+            root.path(),
+            NativeConfig {
+                max_concurrency: concurrency,
+                ..NativeConfig::default()
+            },
+        ));
+        group.bench_function(
+            format!("evo: 10 calls at maxConcurrency {concurrency}"),
+            |b| {
+                b.iter(|| {
+                    rt.block_on(async {
+                        let calls: Vec<_> = (0..10)
+                            .map(|_| {
+                                let sandbox = sandbox.clone();
+                                let input = input.clone();
+                                tokio::spawn(async move {
+                                    sandbox.execute("echo", &input).await.expect("runs")
+                                })
+                            })
+                            .collect();
+                        for call in calls {
+                            black_box(call.await.expect("joins"));
+                        }
+                    });
                 });
-            });
-        });
+            },
+        );
     }
     group.finish();
 }

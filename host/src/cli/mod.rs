@@ -57,6 +57,22 @@ enum Command {
     Agent(agent::AgentCommand),
     /// Check the set-up: data directory, Wasm engine, compile cache, memory.
     Doctor,
+    /// Internal: confine this process and become a native skill's Node.
+    #[command(name = "__native-exec", hide = true)]
+    NativeExec {
+        /// The only writable directory.
+        #[arg(long)]
+        workspace: PathBuf,
+        /// Extra read-only directories.
+        #[arg(long = "read")]
+        read: Vec<PathBuf>,
+        /// CPU seconds allowed.
+        #[arg(long, default_value_t = 60)]
+        cpu_seconds: u64,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        program: Vec<std::ffi::OsString>,
+    },
 }
 
 /// Options every command sees.
@@ -83,6 +99,27 @@ impl From<Error> for Failure {
 
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any runtime or thread exists: the launcher replaces itself with the script.
+    if let Command::NativeExec {
+        workspace,
+        read,
+        cpu_seconds,
+        program,
+    } = &cli.command
+    {
+        let spec = evo_host::engine::native::confine::Spec {
+            workspace: workspace.clone(),
+            read_only: read.clone(),
+            cpu_seconds: *cpu_seconds,
+        };
+        let error =
+            evo_host::engine::native::confine::confine_and_exec(&spec, &program[0], &program[1..]);
+        eprintln!(
+            "Failed to spawn process: {}: {error}",
+            program[0].to_string_lossy()
+        );
+        return ExitCode::from(127);
+    }
     init_tracing(cli.verbose);
     let globals = Globals {
         data_dir: evo_host::paths::data_dir(cli.data_dir.as_deref()),
@@ -104,6 +141,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Memory(command) => memory::run(command, &globals),
             Command::Agent(command) => agent::run(command, &globals).await,
             Command::Doctor => skill::doctor(&globals).await,
+            Command::NativeExec { .. } => Ok(()),
         }
     });
     match result {

@@ -11,6 +11,7 @@ use evo_host::capabilities::{Access, DirPolicy, Policy};
 use evo_host::db::Db;
 use evo_host::engine::builtin::BuiltinTools;
 use evo_host::engine::loader::Loader;
+use evo_host::engine::native::{NativeConfig, NativeSandbox};
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmExecutor, WasmSkill};
 use evo_host::memory::MemoryManager;
 use evo_host::skill::events::{EventKind, EventSink, RunEvent};
@@ -113,6 +114,28 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             let input = read_input(input)?;
             let host = Host::open(globals, &sources, &grants).await?;
             let name = host.resolve(&skill).await?;
+            let native = host
+                .kernel
+                .registry()
+                .get(&name)
+                .is_some_and(|s| s.kind() == evo_host::skill::executor::ExecutorKind::Native);
+            if native && !globals.json {
+                let confined = host
+                    .loader
+                    .native()
+                    .isolation()
+                    .await
+                    .iter()
+                    .any(|p| p.starts_with("landlock"));
+                eprintln!(
+                    "note: {name} is a native script skill: a Node process {}, less isolated than a Wasm skill",
+                    if confined {
+                        "confined to its workspace"
+                    } else {
+                        "with process limits only (no file-system isolation here)"
+                    }
+                );
+            }
             let json_mode = globals.json;
             let events = EventSink::new(move |event: RunEvent| {
                 if json_mode {
@@ -285,12 +308,13 @@ pub(crate) async fn doctor(globals: &Globals) -> Result<(), Failure> {
     let cached = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
     let memory = host.memory.status()?;
     let skills = host.kernel.registry().len();
+    let native = host.loader.native().isolation().await;
     let value = json!({
         "dataDir": globals.data_dir,
         "wasm": { "allocator": engine, "cache": cache, "cachedComponents": cached },
         "memory": memory,
         "skills": { "available": skills, "failedToLoad": host.load_errors.len() },
-        "nativeSkills": "not supported by this version",
+        "nativeSkills": { "protections": native },
     });
     if globals.json {
         println!("{value}");
@@ -322,7 +346,17 @@ pub(crate) async fn doctor(globals: &Globals) -> Result<(), Failure> {
         "skills:          {skills} available, {} failed to load",
         host.load_errors.len()
     );
-    println!("native skills:   not supported by this version (Node sandbox not built yet)");
+    if native.iter().any(|p| p.starts_with("landlock")) {
+        println!("native skills:   confined ({})", native.join(", "));
+    } else {
+        println!(
+            "native skills:   NOT confined to their workspace (Landlock unavailable{}); they run with process limits only",
+            if native.is_empty() { "" } else { "; applied: " }
+        );
+        if !native.is_empty() {
+            println!("                 {}", native.join(", "));
+        }
+    }
     Ok(())
 }
 
@@ -362,7 +396,14 @@ impl Host {
             ..EngineConfig::default()
         };
         let engine = WasmEngine::new(config)?;
-        let loader = Loader::new().with_wasm(engine, grants.policy()?);
+        let native = NativeConfig {
+            // This binary confines itself (`evo __native-exec`) before becoming Node.
+            launcher: std::env::current_exe().ok(),
+            ..NativeConfig::default()
+        };
+        let loader = Loader::new()
+            .with_wasm(engine, grants.policy()?)
+            .with_native(NativeSandbox::new(std::env::temp_dir(), native));
         let registry = Arc::new(SkillRegistry::new());
         BuiltinTools::default().register(&registry)?;
         evo_host::memory::register_skills(&registry)?;

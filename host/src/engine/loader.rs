@@ -74,6 +74,17 @@ impl Loader {
         self
     }
 
+    /// Runs native skills in `sandbox` (its limits, launcher and concurrency slots).
+    pub fn with_native(mut self, sandbox: NativeSandbox) -> Self {
+        self.native = sandbox;
+        self
+    }
+
+    /// The native sandbox.
+    pub fn native(&self) -> &NativeSandbox {
+        &self.native
+    }
+
     /// The Wasm engine, if this loader has one.
     pub fn wasm_engine(&self) -> Option<&WasmEngine> {
         self.wasm.as_ref()

@@ -62,7 +62,7 @@ async fn a_script_gets_its_input_on_stdin_and_runs_in_a_fresh_workspace() {
         !Path::new(cwd).exists(),
         "the workspace is removed afterwards"
     );
-    assert!(result.protections.contains(&"env-scrubbed"));
+    assert!(result.protections.contains(&"env-scrubbed".to_owned()));
 }
 
 #[tokio::test]
@@ -337,4 +337,98 @@ fn the_hosts_secrets_never_reach_a_script() {
     let value: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(value["output"]["keys"], json!(["PATH"]), "{value}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("secret"));
+}
+
+fn confined(root: &Path) -> NativeSandbox {
+    NativeSandbox::new(
+        root,
+        NativeConfig {
+            launcher: Some(evo_tests::evo_bin()),
+            ..NativeConfig::default()
+        },
+    )
+}
+
+#[tokio::test]
+async fn a_confined_script_touches_nothing_outside_its_workspace() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("memory.db");
+    std::fs::write(&secret, "private").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        r#"
+const fs = require('fs');
+const net = require('net');
+const r = {{}};
+try {{ fs.readFileSync({secret:?}); r.read = 'read'; }} catch (e) {{ r.read = e.code; }}
+try {{ fs.writeFileSync({outside:?}, 'x'); r.write = 'written'; }} catch (e) {{ r.write = e.code; }}
+fs.writeFileSync('inside.txt', 'ok'); r.inside = fs.readFileSync('inside.txt', 'utf8');
+const socket = net.connect({port}, '127.0.0.1');
+socket.on('connect', () => {{ r.connect = 'connected'; done(); }});
+socket.on('error', e => {{ r.connect = e.code; done(); }});
+function done() {{ console.log(JSON.stringify(r)); process.exit(0); }}
+"#,
+        secret = secret.to_str().unwrap(),
+        outside = secret_dir.path().join("planted.txt").to_str().unwrap(),
+    );
+    let root = skills(&[("peek", &script)]);
+    let sandbox = confined(root.path());
+    let isolation = sandbox.isolation().await;
+    assert!(
+        isolation.iter().any(|p| p == "landlock-full"),
+        "Landlock is not available on this kernel, so native isolation cannot be checked here: {isolation:?}"
+    );
+    let result = sandbox.execute("peek", &json!({})).await.unwrap();
+    assert!(result.success, "{result:?}");
+    assert!(
+        result.protections.contains(&"landlock-full".to_owned()),
+        "{:?}",
+        result.protections
+    );
+    let seen = result.output();
+    assert_eq!(
+        seen["read"], "EACCES",
+        "the host's data cannot be read: {seen}"
+    );
+    assert_eq!(
+        seen["write"], "EACCES",
+        "nothing can be planted outside: {seen}"
+    );
+    assert_eq!(seen["inside"], "ok");
+    assert_ne!(seen["connect"], "connected", "no network: {seen}");
+    assert!(!secret_dir.path().join("planted.txt").exists());
+    drop(listener);
+}
+
+#[tokio::test]
+async fn the_examples_work_confined_and_isolation_can_be_required() {
+    let sandbox = confined(&example(""));
+    let result = sandbox
+        .execute(
+            "git-commit",
+            &json!({ "message": "docs: explain the sandbox" }),
+        )
+        .await
+        .unwrap();
+    assert!(result.success, "{result:?}");
+    assert_eq!(result.output()["message"], "docs: explain the sandbox");
+
+    let unconfined = NativeSandbox::new(
+        example(""),
+        NativeConfig {
+            require_isolation: true,
+            ..NativeConfig::default()
+        },
+    );
+    let err = unconfined
+        .execute("text-stats", &json!({ "text": "x" }))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "CAPABILITY_DENIED");
+    assert!(
+        err.to_string()
+            .contains("require file-system isolation (Landlock)"),
+        "{err}"
+    );
 }

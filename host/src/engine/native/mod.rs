@@ -16,6 +16,7 @@
 //!   ends with `[TRUNCATED]`;
 //! - at most `max_concurrency` scripts at once, the rest wait in FIFO order.
 
+pub mod confine;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -52,12 +53,19 @@ pub struct NativeConfig {
     pub max_old_space_mb: u32,
     /// Scripts that may run at once.
     pub max_concurrency: usize,
+    /// A program that confines itself and then becomes Node (the `evo` binary's
+    /// `__native-exec`, see [`confine`]); `None` runs Node directly, without
+    /// file-system and network isolation.
+    pub launcher: Option<PathBuf>,
+    /// Refuse to run scripts when file-system isolation is not available.
+    pub require_isolation: bool,
 }
 
 impl Default for NativeConfig {
     /// - `node` from `PATH`,
     /// - [`DEFAULT_TIMEOUT`], [`DEFAULT_OUTPUT_CAP`], [`DEFAULT_MAX_OLD_SPACE_MB`],
-    /// - as many concurrent scripts as the machine has cores.
+    /// - as many concurrent scripts as the machine has cores,
+    /// - no launcher (no file-system isolation), not required.
     fn default() -> Self {
         Self {
             node: PathBuf::from("node"),
@@ -65,6 +73,8 @@ impl Default for NativeConfig {
             output_cap: DEFAULT_OUTPUT_CAP,
             max_old_space_mb: DEFAULT_MAX_OLD_SPACE_MB,
             max_concurrency: std::thread::available_parallelism().map_or(1, usize::from),
+            launcher: None,
+            require_isolation: false,
         }
     }
 }
@@ -87,8 +97,9 @@ pub struct ExecutionResult {
     /// `Out of memory`, the thrown error's message, or `Failed to spawn process: …`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Protections that applied to this execution.
-    pub protections: Vec<&'static str>,
+    /// Protections that applied to this execution (`landlock-full` means the script
+    /// could touch no file outside its workspace and the read-only system directories).
+    pub protections: Vec<String>,
 }
 
 impl ExecutionResult {
@@ -112,6 +123,7 @@ pub struct NativeSandbox {
     skills_root: PathBuf,
     slots: Arc<tokio::sync::Semaphore>,
     stats: Arc<Stats>,
+    probe: Arc<tokio::sync::OnceCell<Vec<String>>>,
 }
 
 impl NativeSandbox {
@@ -123,6 +135,7 @@ impl NativeSandbox {
             skills_root: skills_root.into(),
             slots: Arc::new(slots),
             stats: Arc::default(),
+            probe: Arc::default(),
         }
     }
 
@@ -172,6 +185,17 @@ impl NativeSandbox {
         input: &Value,
         timeout: Duration,
     ) -> Result<ExecutionResult> {
+        if self.config.require_isolation
+            && !self
+                .isolation()
+                .await
+                .iter()
+                .any(|p| p.starts_with("landlock"))
+        {
+            return Err(Error::Capability(
+                "native skills are configured to require file-system isolation (Landlock), which is not available here; run them on Linux 5.13+ with Landlock enabled, or use Wasm skills".into(),
+            ));
+        }
         let _slot = self
             .slots
             .acquire()
@@ -182,6 +206,16 @@ impl NativeSandbox {
             ..(*self.config).clone()
         };
         Ok(execute_script(&config, script, input).await)
+    }
+
+    /// The protections the launcher can apply here (probed once by confining a no-op
+    /// program); empty without a launcher.
+    pub async fn isolation(&self) -> Vec<String> {
+        let config = self.config.clone();
+        self.probe
+            .get_or_init(|| async move { run::probe(&config).await })
+            .await
+            .clone()
     }
 
     /// The directory of skill `name`.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use super::{ExecutionResult, NativeConfig};
+use super::{ExecutionResult, NativeConfig, confine};
 
 /// Marker appended to output cut at the cap (seed: `[TRUNCATED]`).
 pub const TRUNCATED: &str = "[TRUNCATED]";
@@ -43,8 +43,10 @@ pub async fn execute_script(
         exit_code: None,
         duration: millis(started),
         error: Some(error),
-        protections: PROTECTIONS.to_vec(),
+        protections: base_protections(),
     };
+    // The script runs from its workspace, so it is named absolutely.
+    let script = &script.canonicalize().unwrap_or_else(|_| script.to_owned());
     // Removed when dropped, whatever happens below.
     let workspace = match tempfile::Builder::new()
         .prefix("skill-workspace-")
@@ -58,10 +60,37 @@ pub async fn execute_script(
             );
         }
     };
-    let mut command = Command::new(&config.node);
+    let heap = format!("--max-old-space-size={}", config.max_old_space_mb);
+    let mut command = match &config.launcher {
+        None => {
+            let mut command = Command::new(&config.node);
+            command.arg(&heap).arg(script);
+            command
+        }
+        Some(launcher) => {
+            let mut command = Command::new(launcher);
+            command
+                .arg("__native-exec")
+                .arg("--workspace")
+                .arg(workspace.path());
+            // The skill's own directory (its script and files) and Node's installation.
+            let skill_dir = script.parent().and_then(Path::parent).unwrap_or(script);
+            command.arg("--read").arg(skill_dir);
+            let node = resolve(&config.node);
+            if let Some(install) = node.parent().and_then(Path::parent) {
+                command.arg("--read").arg(install);
+            }
+            command
+                .arg("--cpu-seconds")
+                .arg((config.timeout.as_secs() + 1).to_string())
+                .arg("--")
+                .arg(&node)
+                .arg(&heap)
+                .arg(script);
+            command
+        }
+    };
     command
-        .arg(format!("--max-old-space-size={}", config.max_old_space_mb))
-        .arg(script)
         .current_dir(workspace.path())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -134,14 +163,14 @@ pub async fn execute_script(
                 exit_code: None,
                 duration: millis(started),
                 error: Some("Execution timeout".into()),
-                protections: PROTECTIONS.to_vec(),
+                protections: base_protections(),
             };
         }
     };
     // Grandchildren may still hold the pipes open; the group is done either way.
     kill_group();
     let stdout = join(stdout).await;
-    let stderr = join(stderr).await;
+    let (confined, stderr) = confine::take_status(&join(stderr).await);
     let exit_code = status.and_then(|s| s.code());
     let error = if flooded.load(Ordering::SeqCst) {
         Some(format!(
@@ -159,6 +188,8 @@ pub async fn execute_script(
         }))
     };
     drop(workspace);
+    let mut protections = base_protections();
+    protections.extend(confined);
     ExecutionResult {
         success: error.is_none(),
         stdout,
@@ -166,7 +197,54 @@ pub async fn execute_script(
         exit_code,
         duration: millis(started),
         error,
-        protections: PROTECTIONS.to_vec(),
+        protections,
+    }
+}
+
+fn base_protections() -> Vec<String> {
+    PROTECTIONS.iter().map(|p| (*p).to_owned()).collect()
+}
+
+/// `program` as an absolute path, looked up on `PATH` when it has no directory.
+fn resolve(program: &Path) -> std::path::PathBuf {
+    if program.components().count() > 1 {
+        return program.to_owned();
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .and_then(|found| found.canonicalize().ok())
+        .unwrap_or_else(|| program.to_owned())
+}
+
+/// What the launcher can enforce here: it confines itself and runs `true`.
+pub(super) async fn probe(config: &NativeConfig) -> Vec<String> {
+    let Some(launcher) = &config.launcher else {
+        return Vec::new();
+    };
+    let Ok(workspace) = tempfile::Builder::new()
+        .prefix("skill-workspace-probe-")
+        .tempdir()
+    else {
+        return Vec::new();
+    };
+    let output = Command::new(launcher)
+        .arg("__native-exec")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--cpu-seconds")
+        .arg("5")
+        .arg("--")
+        .arg(resolve(Path::new("true")))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .await;
+    match output {
+        Ok(output) => confine::take_status(&String::from_utf8_lossy(&output.stderr)).0,
+        Err(_) => Vec::new(),
     }
 }
 
