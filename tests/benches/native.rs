@@ -66,6 +66,29 @@ fn native(c: &mut Criterion) {
     group.bench_function("evo: sandboxed call", |b| {
         b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
     });
+    // Confined: through `evo __native-exec` (Landlock, rlimits), when the binary is built
+    // next to this bench (`cargo build --release -p evo-host`).
+    let evo = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("evo")))
+        .filter(|path| path.is_file());
+    match evo {
+        Some(launcher) => {
+            let sandbox = NativeSandbox::new(
+                root.path(),
+                NativeConfig {
+                    launcher: Some(launcher),
+                    ..NativeConfig::default()
+                },
+            );
+            group.bench_function("evo: confined call (evo __native-exec)", |b| {
+                b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
+            });
+        }
+        None => eprintln!(
+            "note: the evo binary is not built next to this bench; the confined call is not measured (cargo build --release -p evo-host)"
+        ),
+    }
     for concurrency in [1, 2] {
         let sandbox = Arc::new(NativeSandbox::new(
             root.path(),

@@ -399,6 +399,8 @@ impl Host {
         let native = NativeConfig {
             // This binary confines itself (`evo __native-exec`) before becoming Node.
             launcher: std::env::current_exe().ok(),
+            require_isolation: std::env::var("EVO_NATIVE_REQUIRE_ISOLATION")
+                .is_ok_and(|v| v == "1"),
             ..NativeConfig::default()
         };
         let loader = Loader::new()

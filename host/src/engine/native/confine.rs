@@ -6,7 +6,8 @@
 //!   directory, home, other temp files are invisible); TCP connect and bind denied where
 //!   the kernel supports network rules;
 //! - no new privileges (set-uid binaries cannot raise them);
-//! - rlimits: no core dumps, files written at most [`MAX_FILE_BYTES`], CPU time bounded.
+//! - rlimits: no core dumps, files written at most [`MAX_FILE_BYTES`], CPU time bounded,
+//!   at most [`MAX_USER_PROCESSES`] processes.
 //!
 //! The launcher reports what it could enforce on stderr's first line, prefixed with
 //! [`STATUS_PREFIX`]; the sandbox strips it and lists the protections in the result.
@@ -24,6 +25,10 @@ use landlock::{
 pub const STATUS_PREFIX: &str = "\u{1}evo-sandbox:";
 /// Largest file a script may write: enough for real work, not enough to fill a disk.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Processes the user may have while a script runs (`RLIMIT_NPROC` counts all of the
+/// user's processes, not just the script's): high enough for a desktop session, low
+/// enough that a fork bomb stops. Not enforced for root.
+pub const MAX_USER_PROCESSES: u64 = 4096;
 /// Directories every Node process needs to read (program, libraries, certificates,
 /// `/dev/null`, `/proc/self`).
 pub const SYSTEM_READ_DIRS: [&str; 8] = [
@@ -61,6 +66,7 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
         (rustix::process::Resource::Core, 0),
         (rustix::process::Resource::Fsize, MAX_FILE_BYTES),
         (rustix::process::Resource::Cpu, spec.cpu_seconds),
+        (rustix::process::Resource::Nproc, MAX_USER_PROCESSES),
     ];
     let mut all_limits = true;
     for (resource, value) in limits {
