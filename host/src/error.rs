@@ -198,6 +198,17 @@ pub enum Error {
         name: String,
     },
 
+    /// A skill archive or directory does not have the required shape.
+    #[error("{0}")]
+    InvalidSkillStructure(String),
+
+    /// Installing would replace an installed skill without `overwrite`.
+    #[error("Skill {name} already exists. Use overwrite:true to replace.")]
+    SkillAlreadyExists {
+        /// The skill.
+        name: String,
+    },
+
     /// No built-in tool of that name exists.
     #[error("BuiltIn tool not found: {name}")]
     ToolNotFound {
@@ -309,6 +320,8 @@ impl Error {
             Self::SkillNotFound { .. } => "SKILL_NOT_FOUND",
             Self::ToolNotFound { .. } => "TOOL_NOT_FOUND",
             Self::ScriptNotFound { .. } => "ENOENT",
+            Self::InvalidSkillStructure(_) => "INVALID_SKILL_STRUCTURE",
+            Self::SkillAlreadyExists { .. } => "SKILL_ALREADY_EXISTS",
             Self::SkillDepth { .. } => "SKILL_DEPTH_EXCEEDED",
             Self::Validation(_) => "SKILL_VALIDATION_FAILED",
             Self::Template { .. } => "TEMPLATE_ERROR",
@@ -360,6 +373,8 @@ impl Error {
                 | Self::SkillNotFound { .. }
                 | Self::ToolNotFound { .. }
                 | Self::ScriptNotFound { .. }
+                | Self::InvalidSkillStructure(_)
+                | Self::SkillAlreadyExists { .. }
                 | Self::Template { .. }
         ) || matches!(self, Self::Validation(report) if report.direction == Direction::Input)
     }
@@ -386,6 +401,10 @@ impl Error {
             Self::SkillNotFound { .. } => {
                 Some("`evo skill list` shows the skills available; check the name's spelling")
             }
+            Self::SkillAlreadyExists { .. } => Some("`evo skill install --overwrite` replaces it"),
+            Self::InvalidSkillStructure(_) => Some(
+                "a skill archive holds one directory named like the skill, with a SKILL.md (name, description) inside",
+            ),
             Self::SkillDepth { .. } => {
                 Some("look for a skill that calls itself, directly or through another skill")
             }

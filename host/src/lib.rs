@@ -20,6 +20,7 @@ pub mod engine;
 pub mod error;
 pub mod llm;
 pub mod memory;
+pub mod packages;
 pub mod paths;
 pub mod skill;
 

@@ -14,6 +14,7 @@ use evo_host::engine::loader::Loader;
 use evo_host::engine::native::{NativeConfig, NativeSandbox};
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmExecutor, WasmSkill};
 use evo_host::memory::MemoryManager;
+use evo_host::packages::SkillManager;
 use evo_host::skill::events::{EventKind, EventSink, RunEvent};
 use evo_host::skill::kernel::{Kernel, RunOptions};
 use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
@@ -40,6 +41,19 @@ pub(crate) enum SkillCommand {
         sources: Sources,
         #[command(flatten)]
         grants: Grants,
+    },
+    /// Install a skill from a ZIP archive into the data directory.
+    Install {
+        /// The archive: one skill directory with its SKILL.md.
+        zip: PathBuf,
+        /// Replace an installed skill of the same name.
+        #[arg(long)]
+        overwrite: bool,
+    },
+    /// Remove an installed skill.
+    Uninstall {
+        /// The skill's name.
+        name: String,
     },
     /// List the skills available: built-in tools, installed skills, and `--skills-dir`.
     List {
@@ -175,6 +189,56 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                     "{}",
                     serde_json::to_string_pretty(&outcome.output).map_err(internal)?
                 );
+            }
+            Ok(())
+        }
+        SkillCommand::Install { zip, overwrite } => {
+            let bytes = std::fs::read(&zip).map_err(|source| Error::Io {
+                path: zip.clone(),
+                source,
+            })?;
+            let manager = SkillManager::new(&globals.data_dir);
+            let outcome = manager.install_skill(&bytes, overwrite)?;
+            // Load it as the host will, to show what it is and what it asks for.
+            let host =
+                Host::open(globals, &Sources { skills_dir: None }, &Grants::default()).await?;
+            let skill = host.kernel.registry().get(&outcome.name);
+            if globals.json {
+                let mut value = serde_json::to_value(&outcome).map_err(internal)?;
+                if let Some(skill) = &skill {
+                    value["kind"] = json!(skill.kind());
+                    value["capabilities"] = json!(skill.meta.capabilities);
+                }
+                println!("{value}");
+            } else {
+                println!("{}: {}", outcome.name, outcome.message);
+                if let Some(skill) = &skill {
+                    println!("  kind:       {}", skill.kind());
+                    let caps = &skill.meta.capabilities;
+                    for dir in &caps.dirs {
+                        println!(
+                            "  requests:   directory {} ({:?}) {}",
+                            dir.path, dir.access, dir.reason
+                        );
+                    }
+                    if caps.llm {
+                        println!("  requests:   the language model");
+                    }
+                    if skill.kind() == evo_host::skill::executor::ExecutorKind::Native {
+                        println!(
+                            "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"
+                        );
+                    }
+                }
+            }
+            Ok(())
+        }
+        SkillCommand::Uninstall { name } => {
+            let outcome = SkillManager::new(&globals.data_dir).uninstall_skill(&name)?;
+            if globals.json {
+                println!("{}", serde_json::to_value(&outcome).map_err(internal)?);
+            } else {
+                println!("{}: {}", outcome.name, outcome.message);
             }
             Ok(())
         }

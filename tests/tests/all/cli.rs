@@ -549,3 +549,70 @@ fn agent_chat_keeps_the_conversation_between_turns() {
         "user: my name is Ada\nassistant: Hi, Ada!"
     );
 }
+
+#[test]
+fn skills_install_from_a_zip_run_by_name_and_uninstall() {
+    use std::io::Write as _;
+
+    let home = tempfile::tempdir().unwrap();
+    let archive = home.path().join("csv-to-json.zip");
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(&archive).unwrap());
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills-native/csv-to-json");
+    for file in ["SKILL.md", "skill.json", "scripts/execute.js"] {
+        writer
+            .start_file(
+                format!("csv-to-json/{file}"),
+                zip::write::SimpleFileOptions::default(),
+            )
+            .unwrap();
+        writer
+            .write_all(&std::fs::read(root.join(file)).unwrap())
+            .unwrap();
+    }
+    writer.finish().unwrap();
+    let zip = archive.to_str().unwrap();
+
+    let out = evo(home.path(), &["skill", "install", zip]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("csv-to-json: Skill installed successfully\n  kind:       native"),
+        "{}",
+        stdout(&out)
+    );
+    let out = evo(home.path(), &["skill", "install", zip]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error[SKILL_ALREADY_EXISTS]: Skill csv-to-json already exists. Use overwrite:true to replace.\n  hint: `evo skill install --overwrite`"), "{}", stderr(&out));
+    assert!(
+        evo(home.path(), &["skill", "install", zip, "--overwrite"])
+            .status
+            .success()
+    );
+
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            "csv-to-json",
+            "--input",
+            r#"{"csv":"a,b\n1,2"}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()["rows"],
+        json!([{ "a": "1", "b": "2" }])
+    );
+
+    let out = evo(
+        home.path(),
+        &["skill", "uninstall", "csv-to-json", "--json"],
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
+        json!({ "success": true, "name": "csv-to-json", "message": "Skill uninstalled successfully" })
+    );
+    let out = evo(home.path(), &["skill", "run", "csv-to-json"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -12,6 +12,7 @@ mod memory;
 mod misbehaving;
 mod native;
 mod notes;
+mod packages;
 mod tool_loop;
 mod versions;
 

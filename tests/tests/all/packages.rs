@@ -1,0 +1,306 @@
+//! The skill manager on real ZIP archives, one test per scenario of the seed.
+
+use std::io::Write as _;
+
+use evo_host::packages::{ListQuery, SkillManager};
+
+/// A ZIP of `(path, content)` entries, each stamped with `year` as its modification time.
+fn zip_of(files: &[(&str, &str)], year: u16) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let time = zip::DateTime::from_date_and_time(year, 1, 2, 3, 4, 6).unwrap();
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(time);
+    for (path, content) in files {
+        writer.start_file(*path, options).unwrap();
+        writer.write_all(content.as_bytes()).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+fn skill_md(name: &str, description: &str) -> String {
+    format!(
+        "---\nname: {name}\ndescription: {description}\nversion: 1.2.0\ntags: [git, vcs]\n---\n# {name}\n"
+    )
+}
+
+fn git_commit(description: &str, year: u16) -> Vec<u8> {
+    zip_of(
+        &[
+            ("git-commit/SKILL.md", &skill_md("git-commit", description)),
+            ("git-commit/scripts/execute.js", "console.log('{}')"),
+        ],
+        year,
+    )
+}
+
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn install_extracts_marks_and_refuses_to_replace_without_overwrite() {
+    let data = tempfile::tempdir().unwrap();
+    let manager = SkillManager::new(data.path());
+    let outcome = manager
+        .install_skill(&git_commit("Builds commit messages.", 2024), false)
+        .unwrap();
+    assert_eq!(
+        (
+            outcome.success,
+            outcome.name.as_str(),
+            outcome.message.as_str()
+        ),
+        (true, "git-commit", "Skill installed successfully")
+    );
+    let dir = data.path().join("skills/git-commit");
+    assert!(dir.join("scripts/execute.js").is_file() && dir.join(".vectorized").is_file());
+    assert_eq!(
+        entries(&data.path().join("skills")),
+        ["git-commit"],
+        "no staging left behind"
+    );
+
+    let err = manager
+        .install_skill(&git_commit("Another.", 2024), false)
+        .unwrap_err();
+    assert_eq!(
+        (err.to_string().as_str(), err.code()),
+        (
+            "Skill git-commit already exists. Use overwrite:true to replace.",
+            "SKILL_ALREADY_EXISTS"
+        )
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("SKILL.md"))
+            .unwrap()
+            .contains("Builds commit messages.")
+    );
+
+    // The digest ignores ZIP timestamps; overwrite replaces the files.
+    let again = manager
+        .install_skill(&git_commit("Builds commit messages.", 2020), true)
+        .unwrap();
+    assert_eq!(again.digest, outcome.digest);
+    manager
+        .install_skill(&git_commit("Replaced.", 2024), true)
+        .unwrap();
+    assert!(
+        std::fs::read_to_string(dir.join("SKILL.md"))
+            .unwrap()
+            .contains("Replaced.")
+    );
+    assert_eq!(entries(&data.path().join("skills")), ["git-commit"]);
+}
+
+#[test]
+fn bad_archives_are_refused_and_leave_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let manager = SkillManager::new(data.path());
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            zip_of(
+                &[
+                    ("SKILL.md", &skill_md("x", "d")),
+                    ("scripts/execute.js", ""),
+                ],
+                2024,
+            ),
+            "Invalid ZIP structure: missing root directory",
+        ),
+        (
+            zip_of(&[("git-commit/README.md", "no skill here")], 2024),
+            "Invalid skill structure: SKILL.md is missing",
+        ),
+        (
+            zip_of(
+                &[("git-commit/SKILL.md", "---\ndescription: no name\n---\n")],
+                2024,
+            ),
+            "Invalid skill structure: Missing required fields: name",
+        ),
+        (
+            zip_of(
+                &[("git-commit/SKILL.md", &skill_md("other-name", "d"))],
+                2024,
+            ),
+            "Skill name mismatch: expected \"git-commit\", got \"other-name\"",
+        ),
+        (
+            zip_of(
+                &[
+                    ("git-commit/SKILL.md", &skill_md("git-commit", "d")),
+                    ("git-commit/scripts/run.js", ""),
+                ],
+                2024,
+            ),
+            "Invalid skill structure: scripts/ must contain execute.js",
+        ),
+        (
+            zip_of(
+                &[
+                    ("git-commit/SKILL.md", &skill_md("git-commit", "d")),
+                    ("git-commit/../../escape.txt", "x"),
+                ],
+                2024,
+            ),
+            "points outside the archive",
+        ),
+        (
+            zip_of(
+                &[("/etc/git-commit/SKILL.md", &skill_md("git-commit", "d"))],
+                2024,
+            ),
+            "points outside the archive",
+        ),
+        (
+            b"not a zip at all".to_vec(),
+            "Invalid ZIP structure: not a ZIP archive",
+        ),
+    ];
+    for (zip, expected) in cases {
+        let err = manager.install_skill(&zip, false).unwrap_err();
+        assert_eq!(err.code(), "INVALID_SKILL_STRUCTURE", "{err}");
+        assert!(
+            err.to_string().contains(expected),
+            "expected {expected:?}, got {err}"
+        );
+        assert!(
+            entries(&data.path().join("skills")).is_empty(),
+            "nothing created after: {err}"
+        );
+    }
+    let bomb = "0".repeat(10 << 20);
+    let err = manager
+        .install_skill(
+            &zip_of(
+                &[
+                    ("git-commit/SKILL.md", &skill_md("git-commit", "d")),
+                    ("git-commit/zeros.txt", &bomb),
+                ],
+                2024,
+            ),
+            false,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("expands more than 100×"), "{err}");
+    assert!(
+        !data.path().join("escape.txt").exists() && !std::path::Path::new("/escape.txt").exists()
+    );
+}
+
+#[test]
+fn a_nested_skill_is_found_at_the_deepest_skill_md() {
+    let data = tempfile::tempdir().unwrap();
+    let manager = SkillManager::new(data.path());
+    let zip = zip_of(
+        &[
+            (
+                "some-folder/git-commit/SKILL.md",
+                &skill_md("git-commit", "d"),
+            ),
+            ("some-folder/git-commit/scripts/execute.js", ""),
+        ],
+        2024,
+    );
+    assert_eq!(
+        manager.install_skill(&zip, false).unwrap().name,
+        "git-commit"
+    );
+    assert!(
+        data.path()
+            .join("skills/git-commit/scripts/execute.js")
+            .is_file()
+    );
+}
+
+#[test]
+fn uninstall_update_and_list_follow_the_seed() {
+    let data = tempfile::tempdir().unwrap();
+    let manager = SkillManager::new(data.path());
+    for (name, tags) in [
+        ("git-push", "[git]"),
+        ("git-commit", "[git, vcs]"),
+        ("file-read", "[files]"),
+    ] {
+        let md = format!("---\nname: {name}\ndescription: About {name}.\ntags: {tags}\n---\n");
+        manager
+            .install_skill(&zip_of(&[(&format!("{name}/SKILL.md"), &md)], 2024), false)
+            .unwrap();
+    }
+    let all = manager.list_skills(&ListQuery::default()).unwrap();
+    let names: Vec<&str> = all.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        (names, all.total),
+        (vec!["file-read", "git-commit", "git-push"], 3)
+    );
+    assert_eq!(all.skills[0].version, "1.0.0");
+    assert!(all.skills[0].installed_at > 0);
+    let git = manager
+        .list_skills(&ListQuery {
+            name: Some("git".into()),
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(git.total, 2);
+    let vcs = manager
+        .list_skills(&ListQuery {
+            tags: vec!["vcs".into()],
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(vcs.skills[0].name, "git-commit");
+    let page = manager
+        .list_skills(&ListQuery {
+            page: Some(2),
+            limit: Some(2),
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(
+        (page.skills.len(), page.skills[0].name.as_str(), page.total),
+        (1, "git-push", 3)
+    );
+
+    let md_before =
+        std::fs::read_to_string(data.path().join("skills/git-commit/SKILL.md")).unwrap();
+    let outcome = manager
+        .update_skill_description(
+            "git-commit",
+            "自动生成Git提交信息，支持emoji和conventional commits格式",
+        )
+        .unwrap();
+    assert_eq!(outcome.message, "Description updated");
+    let md_after = std::fs::read_to_string(data.path().join("skills/git-commit/SKILL.md")).unwrap();
+    assert_eq!(
+        md_after,
+        md_before.replace(
+            "description: About git-commit.",
+            "description: \"自动生成Git提交信息，支持emoji和conventional commits格式\""
+        )
+    );
+    let err = manager
+        .update_skill_field("git-commit", "tags", "x")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "git-commit: invalid input: Only description field can be modified"
+    );
+
+    let outcome = manager.uninstall_skill("git-commit").unwrap();
+    assert_eq!(outcome.message, "Skill uninstalled successfully");
+    assert!(!data.path().join("skills/git-commit").exists());
+    let err = manager.uninstall_skill("non-existent").unwrap_err();
+    assert_eq!(
+        (err.to_string().as_str(), err.code()),
+        ("Skills not found: non-existent", "SKILL_NOT_FOUND")
+    );
+}
