@@ -76,6 +76,29 @@ pub struct Listing {
     pub total: usize,
 }
 
+/// Installs counted for one day or week.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DateCount {
+    /// `YYYY-MM-DD` (for a week, its Monday), local time.
+    pub date: String,
+    /// Installs.
+    pub count: usize,
+}
+
+/// What is installed, by tag and by install date.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Statistics {
+    /// Installed skills.
+    pub total: usize,
+    /// Skills per tag.
+    pub by_tag: std::collections::BTreeMap<String, usize>,
+    /// Installs per day, oldest first.
+    pub installs_per_day: Vec<DateCount>,
+    /// Installs per week (weeks start on Monday), oldest first.
+    pub installs_per_week: Vec<DateCount>,
+}
+
 /// Installs and manages the skills of one data directory (`<data>/skills/<name>/`).
 #[derive(Debug, Clone)]
 pub struct SkillManager {
@@ -273,6 +296,43 @@ impl SkillManager {
                 .collect();
         }
         Ok(Listing { skills, total })
+    }
+
+    /// Counts of what is installed.
+    pub fn statistics(&self) -> Result<Statistics> {
+        use chrono::{Datelike, TimeZone};
+        let listing = self.list_skills(&ListQuery::default())?;
+        let mut by_tag = std::collections::BTreeMap::new();
+        let mut per_day = std::collections::BTreeMap::<String, usize>::new();
+        let mut per_week = std::collections::BTreeMap::<String, usize>::new();
+        for skill in &listing.skills {
+            for tag in &skill.tags {
+                *by_tag.entry(tag.clone()).or_insert(0) += 1;
+            }
+            let millis = i64::try_from(skill.installed_at).unwrap_or(0);
+            let Some(time) = chrono::Local.timestamp_millis_opt(millis).single() else {
+                continue;
+            };
+            let day = time.date_naive();
+            *per_day
+                .entry(day.format("%Y-%m-%d").to_string())
+                .or_insert(0) += 1;
+            let monday = day - chrono::Days::new(u64::from(day.weekday().num_days_from_monday()));
+            *per_week
+                .entry(monday.format("%Y-%m-%d").to_string())
+                .or_insert(0) += 1;
+        }
+        let counts = |map: std::collections::BTreeMap<String, usize>| {
+            map.into_iter()
+                .map(|(date, count)| DateCount { date, count })
+                .collect()
+        };
+        Ok(Statistics {
+            total: listing.total,
+            by_tag,
+            installs_per_day: counts(per_day),
+            installs_per_week: counts(per_week),
+        })
     }
 
     fn installed(&self, name: &str) -> Result<PathBuf> {

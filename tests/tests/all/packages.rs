@@ -295,6 +295,15 @@ fn uninstall_update_and_list_follow_the_seed() {
         "git-commit: invalid input: Only description field can be modified"
     );
 
+    let stats = manager.statistics().unwrap();
+    assert_eq!(stats.total, 3);
+    assert_eq!(stats.by_tag.get("git"), Some(&2));
+    assert_eq!(stats.installs_per_day.len(), 1);
+    assert_eq!(stats.installs_per_day[0].count, 3);
+    assert_eq!(stats.installs_per_week[0].count, 3);
+    let today = today_local();
+    assert_eq!(stats.installs_per_day[0].date, today);
+
     let outcome = manager.uninstall_skill("git-commit").unwrap();
     assert_eq!(outcome.message, "Skill uninstalled successfully");
     assert!(!data.path().join("skills/git-commit").exists());
@@ -303,4 +312,9 @@ fn uninstall_update_and_list_follow_the_seed() {
         (err.to_string().as_str(), err.code()),
         ("Skills not found: non-existent", "SKILL_NOT_FOUND")
     );
+}
+
+/// Today as `YYYY-MM-DD` in local time (the clock install dates are counted in).
+fn today_local() -> String {
+    evo_host::memory::files::today()
 }
