@@ -28,6 +28,14 @@ const MIGRATIONS: &[&str] = &[
         total_duration_ms REAL NOT NULL,
         max_duration_ms REAL NOT NULL
     ) STRICT;",
+    // 2: the skill index (packages::index).
+    "CREATE TABLE skill_index (
+        name TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        model TEXT NOT NULL,
+        embedding BLOB NOT NULL
+    ) STRICT;
+    CREATE VIRTUAL TABLE skill_index_fts USING fts5(name UNINDEXED, text);",
 ];
 
 /// An open host database.

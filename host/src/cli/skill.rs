@@ -50,6 +50,14 @@ pub(crate) enum SkillCommand {
         #[arg(long)]
         overwrite: bool,
     },
+    /// Find installed skills for a request (keywords and meaning together).
+    Search {
+        /// What you want done, in plain words.
+        query: String,
+        /// How many results.
+        #[arg(long, short = 'n', default_value_t = 5)]
+        limit: usize,
+    },
     /// Remove an installed skill.
     Uninstall {
         /// The skill's name.
@@ -197,7 +205,7 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                 path: zip.clone(),
                 source,
             })?;
-            let manager = SkillManager::new(&globals.data_dir);
+            let manager = manager(globals)?;
             let outcome = manager.install_skill(&bytes, overwrite)?;
             // Load it as the host will, to show what it is and what it asks for.
             let host =
@@ -233,8 +241,21 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             }
             Ok(())
         }
+        SkillCommand::Search { query, limit } => {
+            let hits = manager(globals)?.search_skills(&query, limit)?;
+            if globals.json {
+                println!("{}", json!({ "results": hits }));
+            } else if hits.is_empty() {
+                println!("no installed skill matches");
+            } else {
+                for hit in &hits {
+                    println!("{:.2}  {}", hit.score, hit.name);
+                }
+            }
+            Ok(())
+        }
         SkillCommand::Uninstall { name } => {
-            let outcome = SkillManager::new(&globals.data_dir).uninstall_skill(&name)?;
+            let outcome = manager(globals)?.uninstall_skill(&name)?;
             if globals.json {
                 println!("{}", serde_json::to_value(&outcome).map_err(internal)?);
             } else {
@@ -362,6 +383,17 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             Ok(())
         }
     }
+}
+
+/// The skill manager of the data directory, keeping the skill index current.
+fn manager(globals: &Globals) -> Result<SkillManager, Failure> {
+    let embedder: Arc<dyn evo_host::memory::Embedder> =
+        match evo_host::memory::openai::OpenAiEmbedder::from_env()? {
+            Some(remote) => Arc::new(remote),
+            None => Arc::new(evo_host::memory::HashEmbedder),
+        };
+    let index = evo_host::packages::index::SkillIndex::new(Db::open(&globals.data_dir)?, embedder);
+    Ok(SkillManager::new(&globals.data_dir).with_index(index))
 }
 
 /// `evo doctor`: what this installation can do, and where things are.

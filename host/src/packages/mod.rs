@@ -8,6 +8,7 @@
 //! overwriting) untouched until the new one is complete.
 
 mod archive;
+pub mod index;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -100,9 +101,10 @@ pub struct Statistics {
 }
 
 /// Installs and manages the skills of one data directory (`<data>/skills/<name>/`).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SkillManager {
     root: PathBuf,
+    index: Option<std::sync::Mutex<index::SkillIndex>>,
 }
 
 fn structure(problem: impl Into<String>) -> Error {
@@ -114,6 +116,41 @@ impl SkillManager {
     pub fn new(data_dir: &Path) -> Self {
         Self {
             root: crate::paths::skills_dir(data_dir),
+            index: None,
+        }
+    }
+
+    /// Keeps `index` up to date on install, uninstall and description changes.
+    pub fn with_index(mut self, index: index::SkillIndex) -> Self {
+        self.index = Some(std::sync::Mutex::new(index));
+        self
+    }
+
+    fn reindex(&self, name: &str, doc: Option<&SkillDoc>) -> Result<()> {
+        let Some(index) = &self.index else {
+            return Ok(());
+        };
+        let mut index = index
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match doc {
+            Some(doc) => index.index_skill(
+                name,
+                doc.raw.description.as_deref().unwrap_or_default(),
+                doc.raw.tags.as_deref().unwrap_or_default(),
+            ),
+            None => index.remove_skill(name),
+        }
+    }
+
+    /// The skills most relevant to `query` (needs [`SkillManager::with_index`]).
+    pub fn search_skills(&self, query: &str, k: usize) -> Result<Vec<index::SkillHit>> {
+        match &self.index {
+            Some(index) => index
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .search_skills(query, k),
+            None => Ok(Vec::new()),
         }
     }
 
@@ -161,6 +198,7 @@ impl SkillManager {
         } else {
             std::fs::rename(&skill_dir, &target).map_err(io(&target))?;
         }
+        self.reindex(&name, Some(&doc))?;
         tracing::info!(skill = %name, version = ?doc.raw.version, "installed");
         Ok(Outcome {
             success: true,
@@ -184,6 +222,7 @@ impl SkillManager {
             path: doomed,
             source,
         })?;
+        self.reindex(name, None)?;
         Ok(Outcome {
             success: true,
             name: name.to_owned(),
@@ -235,6 +274,8 @@ impl SkillManager {
             source,
         })?;
         write_marker(&dir, &digest(&dir)?)?;
+        let doc = SkillDoc::parse(&updated).map_err(|p| structure(p.message))?;
+        self.reindex(name, Some(&doc))?;
         Ok(Outcome {
             success: true,
             name: name.to_owned(),

@@ -318,3 +318,48 @@ fn uninstall_update_and_list_follow_the_seed() {
 fn today_local() -> String {
     evo_host::memory::files::today()
 }
+
+#[test]
+fn the_skill_index_follows_installs_and_ranks_skills_for_a_request() {
+    use std::sync::Arc;
+
+    use evo_host::db::Db;
+    use evo_host::memory::HashEmbedder;
+    use evo_host::packages::index::SkillIndex;
+
+    let data = tempfile::tempdir().unwrap();
+    let index = SkillIndex::new(Db::open(data.path()).unwrap(), Arc::new(HashEmbedder));
+    let manager = SkillManager::new(data.path()).with_index(index);
+    for (name, description) in [
+        ("git-commit", "Writes a commit message for staged changes."),
+        ("csv-to-json", "Converts CSV tables into JSON rows."),
+        ("text-stats", "Counts words and sentences in a text."),
+    ] {
+        let md = format!("---\nname: {name}\ndescription: {description}\n---\n");
+        manager
+            .install_skill(&zip_of(&[(&format!("{name}/SKILL.md"), &md)], 2024), false)
+            .unwrap();
+    }
+    let hits = manager.search_skills("write a commit message", 3).unwrap();
+    assert_eq!(hits[0].name, "git-commit", "{hits:?}");
+    assert!(hits.iter().all(|h| (0.0..=1.0).contains(&h.score)));
+    assert_eq!(
+        manager.search_skills("convert this csv table", 1).unwrap()[0].name,
+        "csv-to-json"
+    );
+
+    manager
+        .update_skill_description("text-stats", "Turns CSV spreadsheets into charts.")
+        .unwrap();
+    let hits = manager
+        .search_skills("draw charts from spreadsheets", 3)
+        .unwrap();
+    assert_eq!(
+        hits[0].name, "text-stats",
+        "re-indexed with its new description: {hits:?}"
+    );
+
+    manager.uninstall_skill("git-commit").unwrap();
+    let hits = manager.search_skills("write a commit message", 3).unwrap();
+    assert!(hits.iter().all(|h| h.name != "git-commit"), "{hits:?}");
+}
