@@ -18,8 +18,15 @@ fn archive() -> Vec<u8> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills-native/git-commit");
     let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
     for file in ["SKILL.md", "skill.json", "scripts/execute.js"] {
-        writer.start_file(format!("git-commit/{file}"), zip::write::SimpleFileOptions::default()).expect("starts");
-        writer.write_all(&std::fs::read(root.join(file)).expect("reads")).expect("writes");
+        writer
+            .start_file(
+                format!("git-commit/{file}"),
+                zip::write::SimpleFileOptions::default(),
+            )
+            .expect("starts");
+        writer
+            .write_all(&std::fs::read(root.join(file)).expect("reads"))
+            .expect("writes");
     }
     writer.finish().expect("finishes").into_inner()
 }
@@ -30,19 +37,25 @@ fn install(c: &mut Criterion) {
     group.bench_function("floor: extract the archive with the zip crate", |b| {
         b.iter(|| {
             let dir = tempfile::tempdir().expect("tempdir");
-            zip::ZipArchive::new(Cursor::new(&zip)).expect("opens").extract(dir.path()).expect("extracts");
+            zip::ZipArchive::new(Cursor::new(&zip))
+                .expect("opens")
+                .extract(dir.path())
+                .expect("extracts");
             black_box(dir)
         });
     });
     let data = tempfile::tempdir().expect("tempdir");
     let index = SkillIndex::new(Db::open(data.path()).expect("db"), Arc::new(HashEmbedder));
     let manager = SkillManager::new(data.path()).with_index(index);
-    group.bench_function("evo: install (validate, digest, rename, marker, index) + uninstall", |b| {
-        b.iter(|| {
-            black_box(manager.install_skill(&zip, false).expect("installs"));
-            black_box(manager.uninstall_skill("git-commit").expect("uninstalls"));
-        });
-    });
+    group.bench_function(
+        "evo: install (validate, digest, rename, marker, index) + uninstall",
+        |b| {
+            b.iter(|| {
+                black_box(manager.install_skill(&zip, false).expect("installs"));
+                black_box(manager.uninstall_skill("git-commit").expect("uninstalls"));
+            });
+        },
+    );
     group.finish();
 }
 
