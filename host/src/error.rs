@@ -274,10 +274,6 @@ pub enum Error {
         transient: bool,
     },
 
-    /// The skill is of a kind this build cannot run.
-    #[error("{0}")]
-    Unsupported(String),
-
     /// The host database failed.
     #[error("database: {message}")]
     Database {
@@ -328,7 +324,6 @@ impl Error {
             Self::Step { source, .. } => source.code(),
             Self::Llm { .. } => "LLM_ERROR",
             Self::Database { .. } => "DATABASE_ERROR",
-            Self::Unsupported(_) => "UNSUPPORTED_SKILL_KIND",
             Self::Embedding { .. } => "EMBEDDING_ERROR",
         }
     }

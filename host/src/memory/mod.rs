@@ -728,19 +728,11 @@ fn search_rows(
         .fetch(&rowids, vector)?
         .into_iter()
         .map(|(rowid, mut entry, cosine)| {
-            let keyword = by_keyword
+            let bm25 = by_keyword
                 .iter()
                 .find(|(r, _)| *r == rowid)
-                .map_or(0.0, |(_, s)| {
-                    if best_keyword > 0.0 {
-                        s / best_keyword
-                    } else {
-                        0.0
-                    }
-                });
-            entry.score = (store::VECTOR_WEIGHT * cosine.max(0.0)
-                + store::KEYWORD_WEIGHT * keyword)
-                .clamp(0.0, 1.0);
+                .map(|(_, s)| *s);
+            entry.score = store::fuse(cosine, bm25, best_keyword);
             (rowid, entry)
         })
         .filter(|(_, e)| e.score > 0.0)

@@ -35,6 +35,16 @@ pub const COMMON_TERM_FRACTION: f64 = 0.1;
 /// Below this many entries every term is used: small stores are fast anyway.
 pub const COMMON_TERM_MIN_ENTRIES: usize = 1_000;
 
+/// The hybrid score of a candidate: its cosine and its bm25 relative to the best bm25
+/// among the candidates (0 when it had no keyword match), in [0, 1].
+pub fn fuse(cosine: f32, bm25: Option<f32>, best_bm25: f32) -> f32 {
+    let keyword = match bm25 {
+        Some(score) if best_bm25 > 0.0 => score / best_bm25,
+        _ => 0.0,
+    };
+    (VECTOR_WEIGHT * cosine.max(0.0) + KEYWORD_WEIGHT * keyword).clamp(0.0, 1.0)
+}
+
 /// Candidates taken from each side for `limit` results.
 pub fn candidates(limit: usize) -> usize {
     (limit * 4).max(40)
@@ -88,11 +98,14 @@ pub(super) fn now_ms() -> i64 {
 
 pub(super) use crate::db::database_error as db_error;
 
-fn to_blob(vector: &[f32]) -> Vec<u8> {
+/// A vector as stored in SQLite: little-endian `f32`s, shared by every table that keeps
+/// embeddings (memory entries, the skill index).
+pub fn to_blob(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn from_blob(blob: &[u8]) -> Vec<f32> {
+/// The vector [`to_blob`] stored.
+pub fn from_blob(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()

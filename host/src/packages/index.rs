@@ -1,6 +1,6 @@
 //! The skill index (the seed's ToolRetrievalService): installed skills' names, tags and
 //! descriptions in `evo.db`, searchable by keywords (FTS5) and meaning (embeddings),
-//! fused as the memory kernel fuses them.
+//! fused as the memory kernel fuses them ([`fuse`]).
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::db::Db;
 use crate::error::Result;
 use crate::memory::embed::{Embedder, dot};
-use crate::memory::store::{KEYWORD_WEIGHT, VECTOR_WEIGHT};
+use crate::memory::store::{from_blob, fuse, to_blob};
 
 /// A skill found for a request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,16 +26,6 @@ pub struct SkillHit {
 pub struct SkillIndex {
     db: Db,
     embedder: Arc<dyn Embedder>,
-}
-
-fn to_blob(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn from_blob(blob: &[u8]) -> Vec<f32> {
-    blob.chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
 }
 
 impl SkillIndex {
@@ -120,11 +110,8 @@ impl SkillIndex {
                 } else {
                     0.0
                 };
-                let kw = keyword
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map_or(0.0, |(_, s)| if best > 0.0 { s / best } else { 0.0 });
-                let score = (VECTOR_WEIGHT * cosine.max(0.0) + KEYWORD_WEIGHT * kw).clamp(0.0, 1.0);
+                let bm25 = keyword.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
+                let score = fuse(cosine, bm25, best);
                 SkillHit { name, score }
             })
             .filter(|h| h.score > 0.0)
