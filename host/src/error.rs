@@ -209,6 +209,19 @@ pub enum Error {
         name: String,
     },
 
+    /// An installed skill now asks for capabilities the operator did not see at install
+    /// (its files changed since).
+    #[error(
+        "{skill}: asks for capabilities not approved at install ({}); reinstall it with `evo skill install --overwrite` to review them",
+        requests.join("; ")
+    )]
+    CapabilitiesChanged {
+        /// The skill.
+        skill: String,
+        /// The new requests.
+        requests: Vec<String>,
+    },
+
     /// No built-in tool of that name exists.
     #[error("BuiltIn tool not found: {name}")]
     ToolNotFound {
@@ -318,6 +331,7 @@ impl Error {
             Self::ScriptNotFound { .. } => "ENOENT",
             Self::InvalidSkillStructure(_) => "INVALID_SKILL_STRUCTURE",
             Self::SkillAlreadyExists { .. } => "SKILL_ALREADY_EXISTS",
+            Self::CapabilitiesChanged { .. } => "CAPABILITIES_CHANGED",
             Self::SkillDepth { .. } => "SKILL_DEPTH_EXCEEDED",
             Self::Validation(_) => "SKILL_VALIDATION_FAILED",
             Self::Template { .. } => "TEMPLATE_ERROR",

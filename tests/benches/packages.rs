@@ -11,8 +11,8 @@ use std::sync::Arc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use evo_host::db::Db;
 use evo_host::memory::HashEmbedder;
-use evo_host::packages::SkillManager;
 use evo_host::packages::index::SkillIndex;
+use evo_host::packages::{InstallOptions, SkillManager};
 
 fn archive() -> Vec<u8> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills-native/git-commit");
@@ -47,11 +47,15 @@ fn install(c: &mut Criterion) {
     let data = tempfile::tempdir().expect("tempdir");
     let index = SkillIndex::new(Db::open(data.path()).expect("db"), Arc::new(HashEmbedder));
     let manager = SkillManager::new(data.path()).with_index(index);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
     group.bench_function(
         "evo: install (validate, digest, rename, marker, index) + uninstall",
         |b| {
             b.iter(|| {
-                black_box(manager.install_skill(&zip, false).expect("installs"));
+                let installing = manager.install_skill(&zip, InstallOptions::default());
+                black_box(runtime.block_on(installing).expect("installs"));
                 black_box(manager.uninstall_skill("git-commit").expect("uninstalls"));
             });
         },

@@ -7,12 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Access;
 
 /// A directory a skill asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirRequest {
     /// Absolute, normalised guest path, e.g. `/data`.
     pub path: String,

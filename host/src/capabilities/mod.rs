@@ -45,7 +45,8 @@ impl MemoryAccess {
 }
 
 /// What a skill's manifest asks for.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RequestedCapabilities {
     /// Directories, by guest path.
     pub dirs: Vec<DirRequest>,
@@ -53,6 +54,35 @@ pub struct RequestedCapabilities {
     pub llm: bool,
     /// Long-term memory.
     pub memory: MemoryAccess,
+}
+
+impl RequestedCapabilities {
+    /// Whether nothing is requested.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty() && !self.llm && self.memory == MemoryAccess::None
+    }
+
+    /// The requests of `other` that these do not cover, described for the operator.
+    pub fn not_covering(&self, other: &RequestedCapabilities) -> Vec<String> {
+        let mut extra: Vec<String> = other
+            .dirs
+            .iter()
+            .filter(|d| {
+                !self
+                    .dirs
+                    .iter()
+                    .any(|mine| mine.path == d.path && mine.access >= d.access)
+            })
+            .map(|d| format!("directory {} ({:?})", d.path, d.access))
+            .collect();
+        if other.llm && !self.llm {
+            extra.push("the language model".into());
+        }
+        if other.memory > self.memory {
+            extra.push(format!("memory ({})", other.memory.as_str()));
+        }
+        extra
+    }
 }
 
 /// What the operator allows. The default allows nothing:

@@ -14,7 +14,7 @@ use evo_host::engine::loader::Loader;
 use evo_host::engine::native::{NativeConfig, NativeSandbox};
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmExecutor, WasmSkill};
 use evo_host::memory::MemoryManager;
-use evo_host::packages::SkillManager;
+use evo_host::packages::{InstallOptions, ListQuery, SkillManager};
 use evo_host::skill::events::{EventKind, EventSink, RunEvent};
 use evo_host::skill::kernel::{Kernel, RunOptions};
 use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
@@ -42,13 +42,26 @@ pub(crate) enum SkillCommand {
         #[command(flatten)]
         grants: Grants,
     },
-    /// Install a skill from a ZIP archive into the data directory.
+    /// Install a skill from a ZIP archive or a directory into the data directory.
+    ///
+    /// The skill is checked and loaded as the host will load it before anything is
+    /// written; the capabilities it asks for are shown and recorded, and it will not be
+    /// given more later without a reinstall.
     Install {
-        /// The archive: one skill directory with its SKILL.md.
-        zip: PathBuf,
+        /// A ZIP archive holding one skill directory, or a skill directory (SKILL.md,
+        /// skill.json, skill.wasm, prompt.md or scripts/execute.js).
+        source: PathBuf,
         /// Replace an installed skill of the same name.
         #[arg(long)]
         overwrite: bool,
+    },
+    /// Change an installed skill's description (only the description can be changed;
+    /// the rest of its SKILL.md stays byte for byte).
+    UpdateDescription {
+        /// The skill's name.
+        name: String,
+        /// The new description, one line.
+        description: String,
     },
     /// Find installed skills for a request (keywords and meaning together).
     Search {
@@ -65,13 +78,29 @@ pub(crate) enum SkillCommand {
     },
     /// List the skills available: built-in tools, installed skills, and `--skills-dir`.
     List {
+        /// Only names containing this.
+        #[arg(long)]
+        name: Option<String>,
+        /// Only skills with this tag (repeat for all of several).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Page to show, from 1 (with --limit).
+        #[arg(long, default_value_t = 1)]
+        page: usize,
+        /// Skills per page.
+        #[arg(long)]
+        limit: Option<usize>,
         #[command(flatten)]
         sources: Sources,
     },
-    /// Show per-skill call statistics (all runs that used this data directory).
+    /// Show per-skill call statistics (all runs that used this data directory), or with
+    /// --installs what is installed by tag and by day and week.
     Stats {
         /// Only this skill.
         skill: Option<String>,
+        /// Install statistics instead of call statistics.
+        #[arg(long, conflicts_with = "skill")]
+        installs: bool,
     },
     /// Show a skill's manifest, limits, and what it would be granted.
     Info {
@@ -200,49 +229,79 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             }
             Ok(())
         }
-        SkillCommand::Install { zip, overwrite } => {
-            let bytes = std::fs::read(&zip).map_err(|source| Error::Io {
-                path: zip.clone(),
-                source,
-            })?;
-            let manager = manager(globals)?;
-            let outcome = manager.install_skill(&bytes, overwrite)?;
-            // Load it as the host will, to show what it is and what it asks for.
-            let host =
-                Host::open(globals, &Sources { skills_dir: None }, &Grants::default()).await?;
-            let skill = host.kernel.registry().get(&outcome.name);
+        SkillCommand::Install { source, overwrite } => {
+            let manager = manager(globals, &Grants::default())?;
+            let bar = (!globals.json).then(install_bar);
+            let mut progress = |done: u64, total: u64| {
+                if let Some(bar) = &bar {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                }
+            };
+            let options = InstallOptions {
+                overwrite,
+                progress: Some(&mut progress),
+            };
+            let result = if source.is_dir() {
+                manager.install_dir(&source, options).await
+            } else {
+                let bytes = std::fs::read(&source).map_err(|source_error| Error::Io {
+                    path: source.clone(),
+                    source: source_error,
+                })?;
+                manager.install_skill(&bytes, options).await
+            };
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            let outcome = result?;
+            let record = outcome.skill.clone().unwrap_or_default();
             if globals.json {
                 let mut value = serde_json::to_value(&outcome).map_err(internal)?;
-                if let Some(skill) = &skill {
-                    value["kind"] = json!(skill.kind());
-                    value["capabilities"] = json!(skill.meta.capabilities);
-                }
+                value["kind"] = json!(record.kind);
+                value["capabilities"] = json!(record.capabilities);
                 println!("{value}");
             } else {
                 println!("{}: {}", outcome.name, outcome.message);
-                if let Some(skill) = &skill {
-                    println!("  kind:       {}", skill.kind());
-                    let caps = &skill.meta.capabilities;
-                    for dir in &caps.dirs {
-                        println!(
-                            "  requests:   directory {} ({:?}) {}",
-                            dir.path, dir.access, dir.reason
-                        );
-                    }
-                    if caps.llm {
-                        println!("  requests:   the language model");
-                    }
-                    if skill.kind() == evo_host::skill::executor::ExecutorKind::Native {
-                        println!(
-                            "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"
-                        );
-                    }
+                println!("  kind:       {}", record.kind);
+                println!("  version:    {}", record.version);
+                let caps = &record.capabilities;
+                if caps.is_empty() {
+                    println!("  requests:   nothing (pure computation)");
                 }
+                for dir in &caps.dirs {
+                    println!(
+                        "  requests:   directory {} ({:?}) {}",
+                        dir.path, dir.access, dir.reason
+                    );
+                }
+                if caps.llm {
+                    println!("  requests:   the language model");
+                }
+                if caps.memory != evo_host::capabilities::MemoryAccess::None {
+                    println!("  requests:   memory ({})", caps.memory.as_str());
+                }
+                if record.kind == "native" {
+                    println!(
+                        "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"
+                    );
+                }
+                println!("  digest:     sha256:{}", record.digest);
+            }
+            Ok(())
+        }
+        SkillCommand::UpdateDescription { name, description } => {
+            let outcome = manager(globals, &Grants::default())?
+                .update_skill_description(&name, &description)?;
+            if globals.json {
+                println!("{}", serde_json::to_value(&outcome).map_err(internal)?);
+            } else {
+                println!("{}: {}", outcome.name, outcome.message);
             }
             Ok(())
         }
         SkillCommand::Search { query, limit } => {
-            let hits = manager(globals)?.search_skills(&query, limit)?;
+            let hits = manager(globals, &Grants::default())?.search_skills(&query, limit)?;
             if globals.json {
                 println!("{}", json!({ "results": hits }));
             } else if hits.is_empty() {
@@ -255,7 +314,7 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             Ok(())
         }
         SkillCommand::Uninstall { name } => {
-            let outcome = manager(globals)?.uninstall_skill(&name)?;
+            let outcome = manager(globals, &Grants::default())?.uninstall_skill(&name)?;
             if globals.json {
                 println!("{}", serde_json::to_value(&outcome).map_err(internal)?);
             } else {
@@ -263,9 +322,34 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             }
             Ok(())
         }
-        SkillCommand::List { sources } => {
+        SkillCommand::List {
+            name,
+            tags,
+            page,
+            limit,
+            sources,
+        } => {
             let host = Host::open(globals, &sources, &Grants::default()).await?;
-            let skills = host.kernel.registry().list();
+            let installed: std::collections::HashMap<String, u64> =
+                SkillManager::new(&globals.data_dir)
+                    .list_skills(&ListQuery::default())?
+                    .skills
+                    .into_iter()
+                    .map(|s| (s.name, s.installed_at))
+                    .collect();
+            let mut skills = host.kernel.registry().list();
+            skills.retain(|s| {
+                name.as_deref().is_none_or(|n| s.meta.name.contains(n))
+                    && tags.iter().all(|t| s.meta.tags.contains(t))
+            });
+            let total = skills.len();
+            if let Some(limit) = limit.filter(|l| *l > 0) {
+                skills = skills
+                    .into_iter()
+                    .skip((page.max(1) - 1) * limit)
+                    .take(limit)
+                    .collect();
+            }
             if globals.json {
                 let items: Vec<_> = skills
                     .iter()
@@ -277,10 +361,14 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                             "version": s.meta.version,
                             "description": s.meta.description,
                             "tags": s.meta.tags,
+                            "installedAt": installed.get(&s.meta.name),
                         })
                     })
                     .collect();
-                println!("{}", json!({ "skills": items, "errors": host.load_errors }));
+                println!(
+                    "{}",
+                    json!({ "skills": items, "total": total, "errors": host.load_errors })
+                );
             } else {
                 let width = skills.iter().map(|s| s.meta.name.len()).max().unwrap_or(0);
                 for skill in &skills {
@@ -291,10 +379,34 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                         first_sentence(&skill.meta.description)
                     );
                 }
+                if skills.len() < total {
+                    println!(
+                        "({} of {total}; --page and --limit show others)",
+                        skills.len()
+                    );
+                }
             }
             Ok(())
         }
-        SkillCommand::Stats { skill } => {
+        SkillCommand::Stats {
+            skill: None,
+            installs: true,
+        } => {
+            let stats = SkillManager::new(&globals.data_dir).statistics()?;
+            if globals.json {
+                println!("{}", serde_json::to_value(&stats).map_err(internal)?);
+            } else {
+                println!("{} skills installed", stats.total);
+                for (tag, count) in &stats.by_tag {
+                    println!("  tag {tag}: {count}");
+                }
+                for day in &stats.installs_per_day {
+                    println!("  {}: {} installed", day.date, day.count);
+                }
+            }
+            Ok(())
+        }
+        SkillCommand::Stats { skill, .. } => {
             let db = Db::open(&globals.data_dir)?;
             let mut stats = Stats::load(&db)?;
             if let Some(name) = &skill {
@@ -385,15 +497,53 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
     }
 }
 
-/// The skill manager of the data directory, keeping the skill index current.
-fn manager(globals: &Globals) -> Result<SkillManager, Failure> {
+/// A bar for installs of large archives (hidden when stderr is not a terminal).
+fn install_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        None,
+        indicatif::ProgressDrawTarget::stderr_with_hz(10),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("installing {bar:30} {bytes}/{total_bytes}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The skill manager of the data directory: it checks skills with the loader the host
+/// uses and keeps the skill index current.
+pub(crate) fn manager(globals: &Globals, grants: &Grants) -> Result<SkillManager, Failure> {
     let embedder: Arc<dyn evo_host::memory::Embedder> =
         match evo_host::memory::openai::OpenAiEmbedder::from_env()? {
             Some(remote) => Arc::new(remote),
             None => Arc::new(evo_host::memory::HashEmbedder),
         };
     let index = evo_host::packages::index::SkillIndex::new(Db::open(&globals.data_dir)?, embedder);
-    Ok(SkillManager::new(&globals.data_dir).with_index(index))
+    Ok(SkillManager::new(&globals.data_dir)
+        .with_index(index)
+        .with_loader(loader(globals, grants)?))
+}
+
+/// The loader of one CLI invocation: Wasm with the compile cache in the data directory,
+/// native skills confined by this binary.
+fn loader(globals: &Globals, grants: &Grants) -> Result<Loader, Failure> {
+    let config = EngineConfig {
+        cache_dir: Some(evo_host::paths::wasm_cache_dir(&globals.data_dir)),
+        // One CLI invocation runs a handful of calls; a small pool starts fastest.
+        max_concurrent_calls: 4,
+        ..EngineConfig::default()
+    };
+    let engine = WasmEngine::new(config)?;
+    let native = NativeConfig {
+        // This binary confines itself (`evo __native-exec`) before becoming Node.
+        launcher: std::env::current_exe().ok(),
+        require_isolation: std::env::var("EVO_NATIVE_REQUIRE_ISOLATION").is_ok_and(|v| v == "1"),
+        ..NativeConfig::default()
+    };
+    Ok(Loader::new()
+        .with_wasm(engine, grants.policy()?)
+        .with_native(NativeSandbox::new(std::env::temp_dir(), native)))
 }
 
 /// `evo doctor`: what this installation can do, and where things are.
@@ -485,23 +635,7 @@ impl Host {
         sources: &Sources,
         grants: &Grants,
     ) -> Result<Self, Failure> {
-        let config = EngineConfig {
-            cache_dir: Some(evo_host::paths::wasm_cache_dir(&globals.data_dir)),
-            // One CLI invocation runs a handful of calls; a small pool starts fastest.
-            max_concurrent_calls: 4,
-            ..EngineConfig::default()
-        };
-        let engine = WasmEngine::new(config)?;
-        let native = NativeConfig {
-            // This binary confines itself (`evo __native-exec`) before becoming Node.
-            launcher: std::env::current_exe().ok(),
-            require_isolation: std::env::var("EVO_NATIVE_REQUIRE_ISOLATION")
-                .is_ok_and(|v| v == "1"),
-            ..NativeConfig::default()
-        };
-        let loader = Loader::new()
-            .with_wasm(engine, grants.policy()?)
-            .with_native(NativeSandbox::new(std::env::temp_dir(), native));
+        let loader = loader(globals, grants)?;
         let registry = Arc::new(SkillRegistry::new());
         BuiltinTools::default().register(&registry)?;
         evo_host::memory::register_skills(&registry)?;

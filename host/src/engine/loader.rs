@@ -101,8 +101,24 @@ impl Loader {
         }
     }
 
-    /// Loads the skill in `dir`.
+    /// Loads the skill in `dir`. A skill installed by the skill manager may not ask for
+    /// more capabilities than it did at install
+    /// ([`Error::CapabilitiesChanged`]).
     pub async fn load_dir(&self, dir: &Path) -> Result<RegisteredSkill> {
+        let skill = self.load_files(dir).await?;
+        if let Some(record) = crate::packages::InstallRecord::read(dir) {
+            let requests = record.capabilities.not_covering(&skill.meta.capabilities);
+            if !requests.is_empty() {
+                return Err(Error::CapabilitiesChanged {
+                    skill: skill.meta.name.clone(),
+                    requests,
+                });
+            }
+        }
+        Ok(skill)
+    }
+
+    async fn load_files(&self, dir: &Path) -> Result<RegisteredSkill> {
         let label = dir.file_name().map_or_else(
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),

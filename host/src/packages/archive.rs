@@ -18,9 +18,17 @@ fn invalid(problem: impl Into<String>) -> Error {
     Error::InvalidSkillStructure(problem.into())
 }
 
+/// Files that make a directory a skill, in the order they identify it: an archive may
+/// nest the skill in other folders, and the deepest directory holding the first of these
+/// found is the skill.
+const SKILL_FILES: [&str; 3] = ["SKILL.md", "skill.json", "skill.wasm"];
+
+/// Called as extraction goes: bytes written so far, bytes in all.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
 /// Extracts `zip` under `into` and returns the skill's directory: the deepest directory
-/// holding a SKILL.md (archives may nest the skill in another folder).
-pub(super) fn extract(zip: &[u8], into: &Path) -> Result<PathBuf> {
+/// holding a SKILL.md, or failing that a skill.json or skill.wasm.
+pub(super) fn extract(zip: &[u8], into: &Path, progress: Progress<'_>) -> Result<PathBuf> {
     let mut archive = zip::ZipArchive::new(Cursor::new(zip))
         .map_err(|e| invalid(format!("Invalid ZIP structure: not a ZIP archive ({e})")))?;
     if archive.len() > MAX_ENTRIES {
@@ -29,8 +37,12 @@ pub(super) fn extract(zip: &[u8], into: &Path) -> Result<PathBuf> {
             archive.len()
         )));
     }
+    // Sizes from the central directory, for progress; each entry is checked again below.
+    let declared: u64 = (0..archive.len())
+        .filter_map(|i| archive.by_index_raw(i).ok().map(|e| e.size()))
+        .fold(0, u64::saturating_add);
     let mut total = 0_u64;
-    let mut skill_mds = Vec::new();
+    let mut found: Vec<(usize, PathBuf)> = Vec::new();
     for i in 0..archive.len() {
         let mut entry = archive.by_index(i).map_err(|e| {
             invalid(format!(
@@ -102,13 +114,25 @@ pub(super) fn extract(zip: &[u8], into: &Path) -> Result<PathBuf> {
             path: target.clone(),
             source,
         })?;
-        if relative.file_name().is_some_and(|n| n == "SKILL.md") {
-            skill_mds.push(relative);
+        progress(total, declared.max(total));
+        if let Some(rank) = SKILL_FILES
+            .iter()
+            .position(|f| relative.file_name().is_some_and(|n| n == *f))
+        {
+            found.push((rank, relative));
         }
     }
-    // The deepest SKILL.md decides; a SKILL.md at the top of the archive has no directory.
-    let deepest = skill_mds
+    // The deepest SKILL.md decides (else skill.json, else skill.wasm); one at the top of
+    // the archive has no directory.
+    let rank = found
         .iter()
+        .map(|(rank, _)| *rank)
+        .min()
+        .ok_or_else(|| invalid("Invalid skill structure: SKILL.md is missing"))?;
+    let deepest = found
+        .iter()
+        .filter(|(r, _)| *r == rank)
+        .map(|(_, p)| p)
         .max_by_key(|p| p.components().count())
         .ok_or_else(|| invalid("Invalid skill structure: SKILL.md is missing"))?;
     match deepest.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -138,4 +162,67 @@ fn safe_path(name: &str) -> Result<PathBuf> {
         )));
     }
     Ok(clean)
+}
+
+/// `dir` zipped in memory under its own name, so a directory installs through the same
+/// checks as an archive. Symbolic links are refused, `.git` is left out, and the caps
+/// apply while walking, before anything large is read.
+pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
+    use std::io::Write as _;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { path, source }
+    };
+    let dir = dir.canonicalize().map_err(io(dir))?;
+    let root = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| invalid("Invalid skill structure: install a skill's directory, not /"))?;
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let (mut entries, mut total) = (0_usize, 0_u64);
+    let mut stack = vec![dir.clone()];
+    while let Some(current) = stack.pop() {
+        let mut children: Vec<_> = std::fs::read_dir(&current)
+            .map_err(io(&current))?
+            .flatten()
+            .collect();
+        children.sort_by_key(std::fs::DirEntry::file_name);
+        for child in children {
+            let path = child.path();
+            let relative = path.strip_prefix(&dir).unwrap_or(&path);
+            let kind = child.file_type().map_err(io(&path))?;
+            if kind.is_symlink() {
+                return Err(invalid(format!(
+                    "Invalid skill structure: {} is a symbolic link",
+                    relative.display()
+                )));
+            }
+            if kind.is_dir() {
+                if child.file_name() != ".git" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            entries += 1;
+            total += child.metadata().map_err(io(&path))?.len();
+            if entries > MAX_ENTRIES || total > MAX_TOTAL_BYTES {
+                return Err(invalid(format!(
+                    "Invalid skill structure: {} holds more than {MAX_ENTRIES} files or {MAX_TOTAL_BYTES} bytes",
+                    dir.display()
+                )));
+            }
+            let name = format!("{root}/{}", relative.to_string_lossy().replace('\\', "/"));
+            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            writer
+                .start_file(name, options)
+                .and_then(|()| writer.write_all(&bytes).map_err(Into::into))
+                .map_err(|e| Error::Engine(format!("zipping {}: {e}", path.display())))?;
+        }
+    }
+    writer
+        .finish()
+        .map(Cursor::into_inner)
+        .map_err(|e| Error::Engine(format!("zipping {}: {e}", dir.display())))
 }

@@ -1,29 +1,99 @@
-//! The skill manager (seed: skill-manager): install skills from ZIP archives, uninstall
-//! them, change a description, list what is installed.
+//! The skill manager (seed: skill-manager): install skills from ZIP archives or
+//! directories, uninstall them, change a description, list what is installed.
 //!
 //! Installing is atomic: the archive is checked entry by entry (no absolute paths, no
 //! `..`, no symlinks, caps on entries, sizes and compression ratio), extracted into a
-//! temporary directory inside the skills directory, validated, and only then renamed into
-//! place; a failure at any point leaves nothing behind and the previous version (when
-//! overwriting) untouched until the new one is complete.
+//! temporary directory inside the skills directory, validated and loaded as the host will
+//! load it, and only then renamed into place; a failure at any point leaves nothing
+//! behind and the previous version (when overwriting) untouched until the new one is
+//! complete. A staging directory left by a process that died midway is locked by nobody
+//! and is swept by the next install.
+//!
+//! Each installed skill carries an install record ([`MARKER`]): what was installed (name,
+//! description, version, tags, kind), the capabilities it asked for when the operator
+//! installed it, and a content digest. Listing reads only these records; the loader
+//! refuses an installed skill that later asks for more than its record
+//! ([`Error::CapabilitiesChanged`]).
 
 mod archive;
 pub mod index;
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::capabilities::RequestedCapabilities;
+use crate::engine::loader::{Loader, SKILL_JSON, SKILL_MD, SKILL_WASM};
 use crate::error::{Error, Result};
 use crate::skill::frontmatter::SkillDoc;
+use crate::skill::meta::{DEFAULT_VERSION, SkillMeta, is_valid_name};
 
-pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES};
+pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, Progress};
 
-/// Written into each installed skill: when it was installed (or its description last
-/// changed) and the content digest, marking the skill as indexed.
+/// The install record in each installed skill: what was installed, when, with which
+/// capabilities, and its digest. Its presence marks the skill as indexed.
 pub const MARKER: &str = ".vectorized";
+
+/// What was installed, as recorded in [`MARKER`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct InstallRecord {
+    /// The skill.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its version.
+    pub version: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// How it runs: `wasm`, `native`, `llm`, `composite` or `static`.
+    pub kind: String,
+    /// What it asked for when it was installed: the most it will be given.
+    pub capabilities: RequestedCapabilities,
+    /// SHA-256 over its files (paths and contents, not ZIP timestamps).
+    pub digest: String,
+    /// When it was installed, ms since the Unix epoch.
+    pub installed_at: u64,
+    /// When it (or its description) last changed, ms since the Unix epoch.
+    pub updated_at: u64,
+}
+
+impl InstallRecord {
+    fn from_meta(meta: &SkillMeta, kind: &str) -> Self {
+        Self {
+            name: meta.name.clone(),
+            description: meta.description.clone(),
+            version: meta.version.clone(),
+            tags: meta.tags.clone(),
+            kind: kind.to_owned(),
+            capabilities: meta.capabilities.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// The record of the skill installed in `dir`, if it has one written by this
+    /// version of the manager (older markers hold only dates and the digest).
+    pub fn read(dir: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(dir.join(MARKER)).ok()?;
+        serde_json::from_str::<Self>(&text)
+            .ok()
+            .filter(|r| !r.kind.is_empty())
+    }
+
+    fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(MARKER);
+        let staged = dir.join(".vectorized.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Engine(e.to_string()))?;
+        std::fs::write(&staged, text).map_err(|source| Error::Io {
+            path: staged.clone(),
+            source,
+        })?;
+        std::fs::rename(&staged, &path).map_err(|source| Error::Io { path, source })
+    }
+}
 
 /// What install, uninstall and update return.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -37,6 +107,37 @@ pub struct Outcome {
     /// SHA-256 over the skill's files (paths and contents, not ZIP timestamps).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// For an install: what was installed, including the capabilities it asks for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill: Option<InstallRecord>,
+}
+
+/// How to install.
+#[derive(Default)]
+pub struct InstallOptions<'a> {
+    /// Replace an installed skill of the same name.
+    pub overwrite: bool,
+    /// Told how extraction goes (bytes written, bytes in all), for a progress bar.
+    pub progress: Option<Progress<'a>>,
+}
+
+impl std::fmt::Debug for InstallOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstallOptions")
+            .field("overwrite", &self.overwrite)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+impl InstallOptions<'_> {
+    /// Install, replacing an installed skill of the same name.
+    pub fn overwrite() -> Self {
+        Self {
+            overwrite: true,
+            progress: None,
+        }
+    }
 }
 
 /// One installed skill in a listing.
@@ -51,6 +152,8 @@ pub struct ListedSkill {
     pub version: String,
     /// Its tags.
     pub tags: Vec<String>,
+    /// How it runs (empty for a skill copied in by hand).
+    pub kind: String,
     /// When it was installed, ms since the Unix epoch.
     pub installed_at: u64,
 }
@@ -105,18 +208,29 @@ pub struct Statistics {
 pub struct SkillManager {
     root: PathBuf,
     index: Option<std::sync::Mutex<index::SkillIndex>>,
+    loader: Loader,
 }
 
 fn structure(problem: impl Into<String>) -> Error {
     Error::InvalidSkillStructure(problem.into())
 }
 
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + use<> {
+    let path = path.to_owned();
+    move |source| Error::Io { path, source }
+}
+
+/// A staging directory whose lock is older than this and not held is abandoned.
+const STAGING_GRACE: Duration = Duration::from_secs(60);
+
 impl SkillManager {
-    /// The manager of the skills under `data_dir`.
+    /// The manager of the skills under `data_dir`. It checks skills by loading them with
+    /// a loader without the Wasm engine; see [`SkillManager::with_loader`].
     pub fn new(data_dir: &Path) -> Self {
         Self {
             root: crate::paths::skills_dir(data_dir),
             index: None,
+            loader: Loader::new(),
         }
     }
 
@@ -126,19 +240,22 @@ impl SkillManager {
         self
     }
 
-    fn reindex(&self, name: &str, doc: Option<&SkillDoc>) -> Result<()> {
+    /// Checks skills at install by loading them with `loader`, as the host will; a loader
+    /// with the Wasm engine is needed to install Wasm skills.
+    pub fn with_loader(mut self, loader: Loader) -> Self {
+        self.loader = loader;
+        self
+    }
+
+    fn reindex(&self, name: &str, record: Option<&InstallRecord>) -> Result<()> {
         let Some(index) = &self.index else {
             return Ok(());
         };
         let mut index = index
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match doc {
-            Some(doc) => index.index_skill(
-                name,
-                doc.raw.description.as_deref().unwrap_or_default(),
-                doc.raw.tags.as_deref().unwrap_or_default(),
-            ),
+        match record {
+            Some(r) => index.index_skill(name, &r.description, &r.tags),
             None => index.remove_skill(name),
         }
     }
@@ -159,31 +276,37 @@ impl SkillManager {
         &self.root
     }
 
-    /// Installs the skill in `zip` (see the module docs); with `overwrite`, replaces an
-    /// installed skill of the same name.
-    pub fn install_skill(&self, zip: &[u8], overwrite: bool) -> Result<Outcome> {
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| Error::Io { path, source }
-        };
+    /// Installs the skill in `zip` (see the module docs).
+    pub async fn install_skill(&self, zip: &[u8], options: InstallOptions<'_>) -> Result<Outcome> {
         std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
+        self.sweep();
         // Staging inside the skills directory, so the final rename stays on one file system.
         let staging = tempfile::Builder::new()
             .prefix(".install-")
             .tempdir_in(&self.root)
             .map_err(io(&self.root))?;
-        let skill_dir = archive::extract(zip, staging.path())?;
+        let _lock = lock(staging.path())?;
+        let mut quiet = |_: u64, _: u64| {};
+        let progress = match options.progress {
+            Some(progress) => progress,
+            None => &mut quiet,
+        };
+        let skill_dir = archive::extract(zip, staging.path(), progress)?;
         let name = skill_dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| structure("Invalid ZIP structure: missing root directory"))?;
-        let doc = validate(&skill_dir, &name)?;
-        let digest = digest(&skill_dir)?;
+        // A record inside the archive is not the operator's.
+        let _ = std::fs::remove_file(skill_dir.join(MARKER));
+        let mut record = self.check(&skill_dir, &name).await?;
         let target = self.root.join(&name);
-        if target.exists() && !overwrite {
+        if target.exists() && !options.overwrite {
             return Err(Error::SkillAlreadyExists { name });
         }
-        write_marker(&skill_dir, &digest)?;
+        record.digest = digest(&skill_dir)?;
+        record.installed_at = now_ms();
+        record.updated_at = record.installed_at;
+        record.write(&skill_dir)?;
         if target.exists() {
             // Move the old version aside first, so a failed rename can put it back.
             let old = staging.path().join(".previous");
@@ -198,14 +321,78 @@ impl SkillManager {
         } else {
             std::fs::rename(&skill_dir, &target).map_err(io(&target))?;
         }
-        self.reindex(&name, Some(&doc))?;
-        tracing::info!(skill = %name, version = ?doc.raw.version, "installed");
+        self.reindex(&name, Some(&record))?;
+        tracing::info!(skill = %name, version = %record.version, kind = %record.kind, "installed");
         Ok(Outcome {
             success: true,
             name,
             message: "Skill installed successfully".into(),
-            digest: Some(digest),
+            digest: Some(record.digest.clone()),
+            skill: Some(record),
         })
+    }
+
+    /// Installs the skill in directory `dir` as if it were zipped: the same checks, the
+    /// same atomic install. Symbolic links in it are refused.
+    pub async fn install_dir(&self, dir: &Path, options: InstallOptions<'_>) -> Result<Outcome> {
+        let zip = archive::zip_dir(dir)?;
+        self.install_skill(&zip, options).await
+    }
+
+    /// Checks the staged skill `dir` the way the seed asks, then loads it as the host
+    /// will, and returns what it is.
+    async fn check(&self, dir: &Path, name: &str) -> Result<InstallRecord> {
+        let doc = check_structure(dir, name)?;
+        let wasm = dir.join(SKILL_WASM).is_file();
+        if wasm && self.loader.wasm_engine().is_none() {
+            return Err(structure(format!(
+                "Invalid skill structure: {name} is a Wasm skill and this host was set up without the Wasm engine to check it"
+            )));
+        }
+        if doc.is_none() && !wasm && !dir.join(SKILL_JSON).is_file() {
+            return Err(structure("Invalid skill structure: SKILL.md is missing"));
+        }
+        let skill = self.loader.load_dir(dir).await.map_err(|e| match e {
+            Error::InvalidSkillStructure(_) => e,
+            other => structure(format!("Invalid skill structure: {other}")),
+        })?;
+        if skill.meta.name != name {
+            return Err(structure(format!(
+                "Skill name mismatch: expected \"{name}\", got \"{}\"",
+                skill.meta.name
+            )));
+        }
+        Ok(InstallRecord::from_meta(&skill.meta, skill.kind().as_str()))
+    }
+
+    /// Removes staging directories that processes which died midway left behind.
+    fn sweep(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            let abandoned = if name.starts_with(".install-") {
+                match File::open(path.join(LOCK)) {
+                    Ok(file) => file.try_lock().is_ok(),
+                    // Not locked yet: a process may be creating it right now.
+                    Err(_) => entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > STAGING_GRACE),
+                }
+            } else {
+                // An uninstall renames the skill here before deleting it.
+                name.starts_with(".uninstall-")
+            };
+            if abandoned {
+                tracing::info!(path = %path.display(), "removing an abandoned staging directory");
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
     }
 
     /// Removes skill `name` (`Skills not found: <name>`, `SKILL_NOT_FOUND`, if it is not
@@ -214,20 +401,15 @@ impl SkillManager {
         let dir = self.installed(name)?;
         // Rename first so a half-deleted skill is never loaded; then delete.
         let doomed = self.root.join(format!(".uninstall-{name}-{}", now_ms()));
-        std::fs::rename(&dir, &doomed).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
-        std::fs::remove_dir_all(&doomed).map_err(|source| Error::Io {
-            path: doomed,
-            source,
-        })?;
+        std::fs::rename(&dir, &doomed).map_err(io(&dir))?;
+        std::fs::remove_dir_all(&doomed).map_err(io(&doomed))?;
         self.reindex(name, None)?;
         Ok(Outcome {
             success: true,
             name: name.to_owned(),
             message: "Skill uninstalled successfully".into(),
             digest: None,
+            skill: None,
         })
     }
 
@@ -254,34 +436,71 @@ impl SkillManager {
             });
         }
         let dir = self.installed(name)?;
-        let path = dir.join("SKILL.md");
-        let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let in_json = std::fs::read_to_string(dir.join(SKILL_JSON))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v.get("description").is_some());
+        let path = dir.join(SKILL_MD);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) if !in_json => text,
+            _ => {
+                return Err(structure(format!(
+                    "Invalid skill structure: {name}'s description is not in SKILL.md frontmatter but in {}; change it there and reinstall",
+                    if in_json { SKILL_JSON } else { "its component" }
+                )));
+            }
+        };
         let updated = replace_description(&text, description).ok_or_else(|| {
             structure(format!(
                 "Invalid skill structure: {name}/SKILL.md has no description in its frontmatter"
             ))
         })?;
-        let staged = dir.join(".SKILL.md.tmp");
-        std::fs::write(&staged, &updated).map_err(|source| Error::Io {
-            path: staged.clone(),
-            source,
-        })?;
-        std::fs::rename(&staged, &path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-        write_marker(&dir, &digest(&dir)?)?;
         let doc = SkillDoc::parse(&updated).map_err(|p| structure(p.message))?;
-        self.reindex(name, Some(&doc))?;
+        let staged = dir.join(".SKILL.md.tmp");
+        std::fs::write(&staged, &updated).map_err(io(&staged))?;
+        std::fs::rename(&staged, &path).map_err(io(&path))?;
+        let mut record = self.record(&dir, name);
+        record.description = doc.raw.description.unwrap_or_default();
+        record.digest = digest(&dir)?;
+        record.updated_at = now_ms();
+        if record.installed_at == 0 {
+            record.installed_at = record.updated_at;
+        }
+        record.write(&dir)?;
+        self.reindex(name, Some(&record))?;
         Ok(Outcome {
             success: true,
             name: name.to_owned(),
             message: "Description updated".into(),
             digest: None,
+            skill: None,
         })
+    }
+
+    /// The record of installed skill `name` in `dir`; for a skill copied in by hand or
+    /// installed by an older version, what its SKILL.md says.
+    fn record(&self, dir: &Path, name: &str) -> InstallRecord {
+        if let Some(record) = InstallRecord::read(dir) {
+            return record;
+        }
+        let doc = std::fs::read_to_string(dir.join(SKILL_MD))
+            .ok()
+            .and_then(|text| SkillDoc::parse(&text).ok());
+        let old: serde_json::Value = std::fs::read_to_string(dir.join(MARKER))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        let raw = doc.map(|d| d.raw).unwrap_or_default();
+        InstallRecord {
+            name: name.to_owned(),
+            description: raw.description.unwrap_or_default(),
+            version: raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned()),
+            tags: raw.tags.unwrap_or_default(),
+            installed_at: old["installedAt"].as_u64().unwrap_or(0),
+            updated_at: old["updatedAt"].as_u64().unwrap_or(0),
+            digest: old["digest"].as_str().unwrap_or_default().to_owned(),
+            ..InstallRecord::default()
+        }
     }
 
     /// Installed skills sorted by name, filtered and paged.
@@ -302,31 +521,26 @@ impl SkillManager {
         for entry in entries.flatten() {
             let dir = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || !dir.is_dir() {
+            if name.starts_with('.') || !is_skill_dir(&dir) {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(dir.join("SKILL.md")) else {
+            if query.name.as_deref().is_some_and(|n| !name.contains(n)) {
                 continue;
-            };
-            let Ok(doc) = SkillDoc::parse(&text) else {
+            }
+            let record = self.record(&dir, &name);
+            if !query.tags.iter().all(|t| record.tags.contains(t)) {
                 continue;
-            };
+            }
             skills.push(ListedSkill {
                 name,
-                description: doc.raw.description.unwrap_or_default(),
-                version: doc
-                    .raw
-                    .version
-                    .unwrap_or_else(|| crate::skill::meta::DEFAULT_VERSION.to_owned()),
-                tags: doc.raw.tags.unwrap_or_default(),
-                installed_at: installed_at(&dir),
+                description: record.description,
+                version: record.version,
+                tags: record.tags,
+                kind: record.kind,
+                installed_at: record.installed_at,
             });
         }
         skills.sort_by(|a, b| a.name.cmp(&b.name));
-        skills.retain(|s| {
-            query.name.as_deref().is_none_or(|n| s.name.contains(n))
-                && query.tags.iter().all(|t| s.tags.contains(t))
-        });
         let total = skills.len();
         if let Some(limit) = query.limit.filter(|l| *l > 0) {
             let page = query.page.unwrap_or(1).max(1);
@@ -378,7 +592,7 @@ impl SkillManager {
 
     fn installed(&self, name: &str) -> Result<PathBuf> {
         let dir = self.root.join(name);
-        if crate::skill::meta::is_valid_name(name) && dir.join("SKILL.md").is_file() {
+        if is_valid_name(name) && is_skill_dir(&dir) {
             Ok(dir)
         } else {
             Err(Error::SkillNotFound {
@@ -388,58 +602,60 @@ impl SkillManager {
     }
 }
 
+/// Whether `dir` holds a skill.
+fn is_skill_dir(dir: &Path) -> bool {
+    [SKILL_MD, SKILL_JSON, SKILL_WASM]
+        .iter()
+        .any(|f| dir.join(f).is_file())
+}
+
+/// The lock file of a staging directory, held while the install runs.
+const LOCK: &str = ".lock";
+
+fn lock(staging: &Path) -> Result<File> {
+    let path = staging.join(LOCK);
+    let file = File::create(&path).map_err(io(&path))?;
+    file.lock().map_err(io(&path))?;
+    Ok(file)
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn installed_at(dir: &Path) -> u64 {
-    std::fs::read_to_string(dir.join(MARKER))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v["installedAt"].as_u64())
-        .unwrap_or(0)
-}
-
-fn write_marker(dir: &Path, digest: &str) -> Result<()> {
-    let path = dir.join(MARKER);
-    let previous = installed_at(dir);
-    let now = now_ms();
-    let marker = serde_json::json!({
-        "installedAt": if previous > 0 { previous } else { now },
-        "updatedAt": now,
-        "digest": digest,
-    });
-    std::fs::write(&path, marker.to_string()).map_err(|source| Error::Io { path, source })
-}
-
-/// Checks what the seed requires, reporting every problem at once.
-fn validate(dir: &Path, name: &str) -> Result<SkillDoc> {
-    let md = dir.join("SKILL.md");
-    let text = std::fs::read_to_string(&md)
-        .map_err(|_| structure("Invalid skill structure: SKILL.md is missing"))?;
-    let doc = SkillDoc::parse(&text)
-        .map_err(|p| structure(format!("Invalid skill structure: SKILL.md: {}", p.message)))?;
+/// Checks what the seed requires of SKILL.md (when there is one) and of the layout,
+/// reporting every problem at once; returns the parsed SKILL.md.
+fn check_structure(dir: &Path, name: &str) -> Result<Option<SkillDoc>> {
     let mut problems = Vec::new();
-    let missing: Vec<&str> = [
-        ("name", doc.raw.name.is_none()),
-        ("description", doc.raw.description.is_none()),
-    ]
-    .into_iter()
-    .filter_map(|(field, absent)| absent.then_some(field))
-    .collect();
-    if !missing.is_empty() {
-        problems.push(format!("Missing required fields: {}", missing.join(", ")));
+    let doc =
+        match std::fs::read_to_string(dir.join(SKILL_MD)) {
+            Ok(text) => Some(SkillDoc::parse(&text).map_err(|p| {
+                structure(format!("Invalid skill structure: SKILL.md: {}", p.message))
+            })?),
+            Err(_) => None,
+        };
+    if let Some(doc) = &doc {
+        let missing: Vec<&str> = [
+            ("name", doc.raw.name.is_none()),
+            ("description", doc.raw.description.is_none()),
+        ]
+        .into_iter()
+        .filter_map(|(field, absent)| absent.then_some(field))
+        .collect();
+        if !missing.is_empty() {
+            problems.push(format!("Missing required fields: {}", missing.join(", ")));
+        }
+        if let Some(declared) = &doc.raw.name
+            && declared != name
+        {
+            return Err(structure(format!(
+                "Skill name mismatch: expected \"{name}\", got \"{declared}\""
+            )));
+        }
     }
-    if let Some(declared) = &doc.raw.name
-        && declared != name
-    {
-        return Err(structure(format!(
-            "Skill name mismatch: expected \"{name}\", got \"{declared}\""
-        )));
-    }
-    if !crate::skill::meta::is_valid_name(name) {
+    if !is_valid_name(name) {
         problems.push(format!("{name:?} is not a valid skill name (a lowercase letter, then lowercase letters, digits, - or _)"));
     }
     if dir.join("scripts").is_dir() && !dir.join("scripts/execute.js").is_file() {

@@ -2,7 +2,7 @@
 
 use std::io::Write as _;
 
-use evo_host::packages::{ListQuery, SkillManager};
+use evo_host::packages::{InstallOptions, ListQuery, SkillManager};
 
 /// A ZIP of `(path, content)` entries, each stamped with `year` as its modification time.
 fn zip_of(files: &[(&str, &str)], year: u16) -> Vec<u8> {
@@ -46,12 +46,16 @@ fn entries(dir: &std::path::Path) -> Vec<String> {
     names
 }
 
-#[test]
-fn install_extracts_marks_and_refuses_to_replace_without_overwrite() {
+#[tokio::test]
+async fn install_extracts_marks_and_refuses_to_replace_without_overwrite() {
     let data = tempfile::tempdir().unwrap();
     let manager = SkillManager::new(data.path());
     let outcome = manager
-        .install_skill(&git_commit("Builds commit messages.", 2024), false)
+        .install_skill(
+            &git_commit("Builds commit messages.", 2024),
+            InstallOptions::default(),
+        )
+        .await
         .unwrap();
     assert_eq!(
         (
@@ -70,7 +74,8 @@ fn install_extracts_marks_and_refuses_to_replace_without_overwrite() {
     );
 
     let err = manager
-        .install_skill(&git_commit("Another.", 2024), false)
+        .install_skill(&git_commit("Another.", 2024), InstallOptions::default())
+        .await
         .unwrap_err();
     assert_eq!(
         (err.to_string().as_str(), err.code()),
@@ -87,11 +92,16 @@ fn install_extracts_marks_and_refuses_to_replace_without_overwrite() {
 
     // The digest ignores ZIP timestamps; overwrite replaces the files.
     let again = manager
-        .install_skill(&git_commit("Builds commit messages.", 2020), true)
+        .install_skill(
+            &git_commit("Builds commit messages.", 2020),
+            InstallOptions::overwrite(),
+        )
+        .await
         .unwrap();
     assert_eq!(again.digest, outcome.digest);
     manager
-        .install_skill(&git_commit("Replaced.", 2024), true)
+        .install_skill(&git_commit("Replaced.", 2024), InstallOptions::overwrite())
+        .await
         .unwrap();
     assert!(
         std::fs::read_to_string(dir.join("SKILL.md"))
@@ -101,8 +111,8 @@ fn install_extracts_marks_and_refuses_to_replace_without_overwrite() {
     assert_eq!(entries(&data.path().join("skills")), ["git-commit"]);
 }
 
-#[test]
-fn bad_archives_are_refused_and_leave_nothing() {
+#[tokio::test]
+async fn bad_archives_are_refused_and_leave_nothing() {
     let data = tempfile::tempdir().unwrap();
     let manager = SkillManager::new(data.path());
     let cases: Vec<(Vec<u8>, &str)> = vec![
@@ -167,7 +177,10 @@ fn bad_archives_are_refused_and_leave_nothing() {
         ),
     ];
     for (zip, expected) in cases {
-        let err = manager.install_skill(&zip, false).unwrap_err();
+        let err = manager
+            .install_skill(&zip, InstallOptions::default())
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), "INVALID_SKILL_STRUCTURE", "{err}");
         assert!(
             err.to_string().contains(expected),
@@ -188,8 +201,9 @@ fn bad_archives_are_refused_and_leave_nothing() {
                 ],
                 2024,
             ),
-            false,
+            InstallOptions::default(),
         )
+        .await
         .unwrap_err();
     assert!(err.to_string().contains("expands more than 100×"), "{err}");
     assert!(
@@ -197,8 +211,8 @@ fn bad_archives_are_refused_and_leave_nothing() {
     );
 }
 
-#[test]
-fn a_nested_skill_is_found_at_the_deepest_skill_md() {
+#[tokio::test]
+async fn a_nested_skill_is_found_at_the_deepest_skill_md() {
     let data = tempfile::tempdir().unwrap();
     let manager = SkillManager::new(data.path());
     let zip = zip_of(
@@ -212,7 +226,11 @@ fn a_nested_skill_is_found_at_the_deepest_skill_md() {
         2024,
     );
     assert_eq!(
-        manager.install_skill(&zip, false).unwrap().name,
+        manager
+            .install_skill(&zip, InstallOptions::default())
+            .await
+            .unwrap()
+            .name,
         "git-commit"
     );
     assert!(
@@ -222,8 +240,8 @@ fn a_nested_skill_is_found_at_the_deepest_skill_md() {
     );
 }
 
-#[test]
-fn uninstall_update_and_list_follow_the_seed() {
+#[tokio::test]
+async fn uninstall_update_and_list_follow_the_seed() {
     let data = tempfile::tempdir().unwrap();
     let manager = SkillManager::new(data.path());
     for (name, tags) in [
@@ -233,7 +251,11 @@ fn uninstall_update_and_list_follow_the_seed() {
     ] {
         let md = format!("---\nname: {name}\ndescription: About {name}.\ntags: {tags}\n---\n");
         manager
-            .install_skill(&zip_of(&[(&format!("{name}/SKILL.md"), &md)], 2024), false)
+            .install_skill(
+                &zip_of(&[(&format!("{name}/SKILL.md"), &md)], 2024),
+                InstallOptions::default(),
+            )
+            .await
             .unwrap();
     }
     let all = manager.list_skills(&ListQuery::default()).unwrap();
@@ -319,8 +341,8 @@ fn today_local() -> String {
     evo_host::memory::files::today()
 }
 
-#[test]
-fn the_skill_index_follows_installs_and_ranks_skills_for_a_request() {
+#[tokio::test]
+async fn the_skill_index_follows_installs_and_ranks_skills_for_a_request() {
     use std::sync::Arc;
 
     use evo_host::db::Db;
@@ -337,7 +359,11 @@ fn the_skill_index_follows_installs_and_ranks_skills_for_a_request() {
     ] {
         let md = format!("---\nname: {name}\ndescription: {description}\n---\n");
         manager
-            .install_skill(&zip_of(&[(&format!("{name}/SKILL.md"), &md)], 2024), false)
+            .install_skill(
+                &zip_of(&[(&format!("{name}/SKILL.md"), &md)], 2024),
+                InstallOptions::default(),
+            )
+            .await
             .unwrap();
     }
     let hits = manager.search_skills("write a commit message", 3).unwrap();
