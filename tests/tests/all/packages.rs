@@ -389,3 +389,307 @@ async fn the_skill_index_follows_installs_and_ranks_skills_for_a_request() {
     let hits = manager.search_skills("write a commit message", 3).unwrap();
     assert!(hits.iter().all(|h| h.name != "git-commit"), "{hits:?}");
 }
+
+/// A ZIP of `(path, bytes)` entries.
+fn zip_bytes(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (path, content) in files {
+        writer
+            .start_file(*path, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        writer.write_all(content).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+fn wasm_manager(data: &std::path::Path) -> SkillManager {
+    let loader = evo_host::engine::loader::Loader::new().with_wasm(
+        evo_tests::engine(),
+        evo_host::capabilities::Policy::default(),
+    );
+    SkillManager::new(data).with_loader(loader)
+}
+
+#[tokio::test]
+async fn every_kind_installs_the_same_way_and_is_checked_by_loading_it() {
+    let data = tempfile::tempdir().unwrap();
+    let manager = wasm_manager(data.path());
+    let wasm = std::fs::read(evo_tests::skills::CALCULATE).unwrap();
+    let llm_json = serde_json::json!({
+        "name": "summarize", "description": "Summarizes a text in one sentence.", "mode": "llm",
+        "input": { "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] }
+    })
+    .to_string();
+    let composite_json = serde_json::json!({
+        "name": "squares", "description": "Adds the squares of numbers.", "mode": "composite",
+        "tags": ["math"],
+        "pipeline": [{ "step": "each", "skill": "calculate", "input": { "expression": "{{item}} ^ 2" }, "foreach": "{{input.numbers}}" }]
+    })
+    .to_string();
+    let native_md = skill_md("csv-to-json", "Converts CSV to JSON.");
+    let guide_md = "---\nname: commit-guide\ndescription: How to write a commit message.\n---\nUse the imperative mood.\n";
+    let cases: [(Vec<u8>, &str, &str); 5] = [
+        // The manifest lives only in the component: no SKILL.md, no skill.json.
+        (
+            zip_bytes(&[("calculate/skill.wasm", &wasm)]),
+            "calculate",
+            "wasm",
+        ),
+        (
+            zip_bytes(&[
+                ("summarize/skill.json", llm_json.as_bytes()),
+                ("summarize/prompt.md", b"Summarize: {{input.text}}"),
+            ]),
+            "summarize",
+            "llm",
+        ),
+        (
+            zip_bytes(&[("squares/skill.json", composite_json.as_bytes())]),
+            "squares",
+            "composite",
+        ),
+        (
+            zip_bytes(&[
+                ("csv-to-json/SKILL.md", native_md.as_bytes()),
+                ("csv-to-json/scripts/execute.js", b"console.log('{}')"),
+            ]),
+            "csv-to-json",
+            "native",
+        ),
+        (
+            zip_bytes(&[("commit-guide/SKILL.md", guide_md.as_bytes())]),
+            "commit-guide",
+            "static",
+        ),
+    ];
+    for (zip, name, kind) in cases {
+        let outcome = manager
+            .install_skill(&zip, InstallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{name} installs: {e}"));
+        let record = outcome.skill.unwrap();
+        assert_eq!((record.name.as_str(), record.kind.as_str()), (name, kind));
+        assert!(!record.description.is_empty(), "{name}");
+        assert_eq!(
+            evo_host::packages::InstallRecord::read(&data.path().join("skills").join(name))
+                .unwrap()
+                .kind,
+            kind
+        );
+    }
+    let listing = manager.list_skills(&ListQuery::default()).unwrap();
+    let listed: Vec<(&str, &str)> = listing
+        .skills
+        .iter()
+        .map(|s| (s.name.as_str(), s.kind.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("calculate", "wasm"),
+            ("commit-guide", "static"),
+            ("csv-to-json", "native"),
+            ("squares", "composite"),
+            ("summarize", "llm")
+        ]
+    );
+
+    // Checked by loading: an llm skill without a prompt is refused with the loader's reason.
+    let no_prompt =
+        serde_json::json!({ "name": "mute", "description": "d", "mode": "llm" }).to_string();
+    let err = manager
+        .install_skill(
+            &zip_bytes(&[("mute/skill.json", no_prompt.as_bytes())]),
+            InstallOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_SKILL_STRUCTURE");
+    assert!(
+        err.to_string()
+            .starts_with("Invalid skill structure: mute: invalid manifest"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("an llm skill needs a prompt"),
+        "{err}"
+    );
+    // A component whose own name differs from its directory.
+    let err = manager
+        .install_skill(
+            &zip_bytes(&[("calc/skill.wasm", &wasm)]),
+            InstallOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Skill name mismatch: expected \"calc\", got \"calculate\""
+    );
+    // Without the Wasm engine, a Wasm skill cannot be checked and is not installed.
+    let err = SkillManager::new(data.path())
+        .install_skill(
+            &zip_bytes(&[("calculate/skill.wasm", &wasm)]),
+            InstallOptions::overwrite(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("without the Wasm engine"), "{err}");
+    assert!(!data.path().join("skills/mute").exists() && !data.path().join("skills/calc").exists());
+}
+
+#[tokio::test]
+async fn capabilities_are_recorded_at_install_and_more_are_refused_later() {
+    let data = tempfile::tempdir().unwrap();
+    let manager = SkillManager::new(data.path());
+    let manifest = serde_json::json!({
+        "name": "recaller", "description": "Answers from memory.", "mode": "llm",
+        "capabilities": { "memory": "read" }
+    });
+    let zip = zip_bytes(&[
+        ("recaller/skill.json", manifest.to_string().as_bytes()),
+        ("recaller/prompt.md", b"Answer."),
+    ]);
+    let record = manager
+        .install_skill(&zip, InstallOptions::default())
+        .await
+        .unwrap()
+        .skill
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&record.capabilities).unwrap(),
+        serde_json::json!({ "dirs": [], "llm": false, "memory": "read" })
+    );
+    let dir = data.path().join("skills/recaller");
+    let loader = evo_host::engine::loader::Loader::new();
+    assert!(loader.load_dir(&dir).await.is_ok());
+
+    // The files change under the host and now ask for more.
+    let mut wider = manifest.clone();
+    wider["capabilities"] = serde_json::json!({ "memory": "read-write" });
+    std::fs::write(dir.join("skill.json"), wider.to_string()).unwrap();
+    let err = loader.load_dir(&dir).await.unwrap_err();
+    assert_eq!(err.code(), "CAPABILITIES_CHANGED");
+    assert_eq!(
+        err.to_string(),
+        "recaller: asks for capabilities not approved at install (memory (read-write)); reinstall it with `evo skill install --overwrite` to review them"
+    );
+    // Asking for less is fine.
+    std::fs::write(
+        dir.join("skill.json"),
+        serde_json::json!({ "name": "recaller", "description": "d", "mode": "llm" }).to_string(),
+    )
+    .unwrap();
+    assert!(loader.load_dir(&dir).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_directory_installs_like_its_archive_and_symlinks_are_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let manager = SkillManager::new(data.path());
+    let source = tempfile::tempdir().unwrap();
+    let skill = source.path().join("git-commit");
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    std::fs::create_dir_all(skill.join(".git")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        skill_md("git-commit", "Builds commit messages."),
+    )
+    .unwrap();
+    std::fs::write(skill.join("scripts/execute.js"), "console.log('{}')").unwrap();
+    std::fs::write(skill.join(".git/HEAD"), "ref: refs/heads/main").unwrap();
+    let from_dir = manager
+        .install_dir(&skill, InstallOptions::default())
+        .await
+        .unwrap();
+    let from_zip = manager
+        .install_skill(
+            &git_commit("Builds commit messages.", 2021),
+            InstallOptions::overwrite(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        from_dir.digest, from_zip.digest,
+        "same files, same digest; .git left out"
+    );
+    assert!(!data.path().join("skills/git-commit/.git").exists());
+
+    std::os::unix::fs::symlink("/etc/passwd", skill.join("passwd")).unwrap();
+    let err = manager
+        .install_dir(&skill, InstallOptions::overwrite())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.to_string().as_str(), err.code()),
+        (
+            "Invalid skill structure: passwd is a symbolic link",
+            "INVALID_SKILL_STRUCTURE"
+        )
+    );
+}
+
+#[test]
+fn an_install_killed_midway_leaves_no_trace_and_its_staging_is_swept() {
+    use std::process::{Command, Stdio};
+    let home = tempfile::tempdir().unwrap();
+    // Big enough that extraction takes a while: 40 files of 1 MiB of noise.
+    let noise: Vec<u8> = (0..1_u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let md = skill_md("git-commit", "Builds commit messages.");
+    let mut files: Vec<(String, &[u8])> = vec![("git-commit/SKILL.md".into(), md.as_bytes())];
+    for i in 0..40 {
+        files.push((format!("git-commit/assets/blob-{i}.bin"), &noise));
+    }
+    let refs: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (p.as_str(), *b)).collect();
+    let archive = home.path().join("big.zip");
+    std::fs::write(&archive, zip_bytes(&refs)).unwrap();
+    let skills = home.path().join("skills");
+
+    let mut child = Command::new(evo_tests::evo_bin())
+        .args(["skill", "install", archive.to_str().unwrap()])
+        .env("EVO_HOME", home.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut saw_staging = false;
+    while started.elapsed() < std::time::Duration::from_secs(30) {
+        // Extraction has begun: the skill's directory exists in the staging directory.
+        if entries(&skills)
+            .iter()
+            .any(|e| e.starts_with(".install-") && skills.join(e).join("git-commit").exists())
+        {
+            saw_staging = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(saw_staging, "the install was caught while staging");
+    // All or nothing: either the install finished before the kill, or there is no skill.
+    let installed = skills.join("git-commit");
+    if installed.exists() {
+        assert_eq!(
+            std::fs::read_dir(installed.join("assets")).unwrap().count(),
+            40,
+            "a skill that is there is complete"
+        );
+    } else {
+        let manager = SkillManager::new(home.path());
+        assert_eq!(manager.list_skills(&ListQuery::default()).unwrap().total, 0);
+        assert!(matches!(
+            manager.uninstall_skill("git-commit").unwrap_err().code(),
+            "SKILL_NOT_FOUND"
+        ));
+    }
+    // The next install sweeps the dead process's staging directory.
+    let small = git_commit("Builds commit messages.", 2024);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(SkillManager::new(home.path()).install_skill(&small, InstallOptions::overwrite()))
+        .unwrap();
+    assert_eq!(entries(&skills), ["git-commit"]);
+}
