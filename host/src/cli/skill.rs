@@ -10,7 +10,7 @@ use evo_host::Error;
 use evo_host::capabilities::{Access, DirPolicy, Policy};
 use evo_host::db::Db;
 use evo_host::engine::builtin::BuiltinTools;
-use evo_host::engine::loader::Loader;
+use evo_host::engine::loader::{Loader, StaticExecutor};
 use evo_host::engine::native::{NativeConfig, NativeSandbox};
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmExecutor, WasmSkill};
 use evo_host::memory::MemoryManager;
@@ -472,6 +472,19 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                 value["digest"] = json!(skill.digest());
                 value["loadedFrom"] = json!(skill.load_source());
             }
+            let instructions = registered
+                .executor
+                .as_any()
+                .and_then(|any| any.downcast_ref::<StaticExecutor>())
+                .map(|s| s.files().instructions())
+                .transpose()?;
+            if let Some(instructions) = &instructions {
+                value["instructions"] = json!({
+                    "sections": instructions.sections.iter().map(|s| json!({ "heading": s.heading, "level": s.level })).collect::<Vec<_>>(),
+                    "codeBlocks": instructions.code_blocks,
+                    "resources": instructions.resources,
+                });
+            }
             if globals.json {
                 println!("{value}");
             } else if let Some(skill) = wasm {
@@ -490,6 +503,24 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                 );
                 if !meta.calls.is_empty() {
                     println!("  calls:      {}", meta.calls.join(", "));
+                }
+                if let Some(instructions) = &instructions {
+                    for section in &instructions.sections {
+                        println!(
+                            "  section:    {}{}",
+                            "  ".repeat(usize::from(section.level.saturating_sub(1))),
+                            section.heading
+                        );
+                    }
+                    if !instructions.code_blocks.is_empty() {
+                        println!("  code:       {} blocks", instructions.code_blocks.len());
+                    }
+                    for resource in &instructions.resources {
+                        println!(
+                            "  resource:   {} ({} bytes, {})",
+                            resource.path, resource.bytes, resource.kind
+                        );
+                    }
                 }
             }
             Ok(())

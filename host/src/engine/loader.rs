@@ -23,6 +23,7 @@ use super::native::{NativeConfig, NativeExecutor, NativeSandbox};
 use super::wasm::{WasmEngine, WasmExecutor, WasmSkill};
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
+use crate::packages::disclosure::SkillFiles;
 use crate::skill::context::BoxFuture;
 use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::frontmatter::SkillDoc;
@@ -205,7 +206,7 @@ impl Loader {
             }
             Mode::Code => match doc {
                 Some(doc) if json_text.is_none() || !doc.body.trim().is_empty() => {
-                    Arc::new(StaticExecutor::new(doc.body))
+                    Arc::new(StaticExecutor::new(dir))
                 }
                 _ => {
                     return Err(invalid(vec![Problem {
@@ -220,6 +221,7 @@ impl Loader {
         };
         let meta = if executor.kind() == ExecutorKind::Static {
             SkillMeta {
+                input: static_input_schema(),
                 output: static_output_schema(),
                 ..meta
             }
@@ -290,27 +292,70 @@ fn fill_from(raw: &mut RawMeta, doc: &RawMeta) {
     );
 }
 
-fn static_output_schema() -> Value {
+fn static_input_schema() -> Value {
     json!({
         "type": "object",
-        "properties": { "instructions": { "type": "string" } },
-        "required": ["instructions"]
+        "properties": {
+            "resource": {
+                "type": "string",
+                "description": "A file of this skill to read, as its instructions name it (e.g. reference.md). Leave out to get the instructions."
+            }
+        }
     })
 }
 
-/// An instruction-only skill: calling it returns the SKILL.md body, for the model to
-/// follow (progressive disclosure: the body enters the context only when needed).
+fn static_output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "instructions": { "type": "string" },
+            "sections": { "type": "array" },
+            "resources": { "type": "array" },
+            "path": { "type": "string" },
+            "content": { "type": "string" }
+        }
+    })
+}
+
+/// An instruction-only skill (the public Agent Skills format), loaded level by level
+/// ([`SkillFiles`]): called with `{}` it returns its SKILL.md body, the body's section
+/// headings and the files the body refers to; called with `{ "resource": "<path>" }` it
+/// returns that file. Nothing past the frontmatter is read until the first call, so the
+/// instructions enter the model's context only when needed.
 #[derive(Debug)]
 pub struct StaticExecutor {
-    instructions: String,
+    files: SkillFiles,
 }
 
 impl StaticExecutor {
-    /// A skill whose result is `instructions`.
-    pub fn new(instructions: impl Into<String>) -> Self {
+    /// The instruction-only skill in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
-            instructions: instructions.into(),
+            files: SkillFiles::new(dir),
         }
+    }
+
+    /// Its files, level by level.
+    pub fn files(&self) -> &SkillFiles {
+        &self.files
+    }
+
+    fn run(&self, input: &Value) -> Result<Value> {
+        if let Some(path) = input.get("resource").and_then(Value::as_str) {
+            let resource = self.files.resource(path)?;
+            return serde_json::to_value(&*resource).map_err(|e| Error::Engine(e.to_string()));
+        }
+        let instructions = self.files.instructions()?;
+        let sections: Vec<Value> = instructions
+            .sections
+            .iter()
+            .map(|s| json!({ "heading": s.heading, "level": s.level }))
+            .collect();
+        Ok(json!({
+            "instructions": instructions.body,
+            "sections": sections,
+            "resources": instructions.resources,
+        }))
     }
 }
 
@@ -319,8 +364,11 @@ impl Executor for StaticExecutor {
         ExecutorKind::Static
     }
 
-    fn execute(&self, _input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
-        let output = SkillOutput::from(json!({ "instructions": self.instructions }));
-        Box::pin(std::future::ready(Ok(output)))
+    fn execute(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
+        Box::pin(std::future::ready(self.run(&input).map(SkillOutput::from)))
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }

@@ -16,6 +16,7 @@
 //! ([`Error::CapabilitiesChanged`]).
 
 mod archive;
+pub mod disclosure;
 pub mod index;
 
 use std::fs::File;

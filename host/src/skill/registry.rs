@@ -266,7 +266,7 @@ mod tests {
 
     fn skill(manifest: Value) -> RegisteredSkill {
         let meta = SkillMeta::from_json(&manifest.to_string()).unwrap();
-        RegisteredSkill::new(meta, Arc::new(StaticExecutor::new("do it"))).unwrap()
+        RegisteredSkill::new(meta, Arc::new(StaticExecutor::new("/nonexistent/skill"))).unwrap()
     }
 
     fn registry() -> SkillRegistry {
@@ -342,7 +342,8 @@ mod tests {
                 .to_string(),
         )
         .unwrap();
-        let err = RegisteredSkill::new(meta, Arc::new(StaticExecutor::new(""))).unwrap_err();
+        let err = RegisteredSkill::new(meta, Arc::new(StaticExecutor::new("/nonexistent/skill")))
+            .unwrap_err();
         assert_eq!(err.code(), "INVALID_MANIFEST");
         assert!(
             err.to_string().contains("input: not a valid JSON Schema"),

@@ -318,7 +318,7 @@ fn composite_and_instruction_skills_run_from_a_directory() {
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
         value,
-        json!({ "instructions": "Use the imperative mood.\n" })
+        json!({ "instructions": "Use the imperative mood.\n", "sections": [], "resources": [] })
     );
 }
 

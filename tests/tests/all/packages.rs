@@ -693,3 +693,221 @@ fn an_install_killed_midway_leaves_no_trace_and_its_staging_is_swept() {
         .unwrap();
     assert_eq!(entries(&skills), ["git-commit"]);
 }
+
+/// Skills in the public Agent Skills format: SKILL.md with frontmatter the format allows
+/// (block-scalar and quoted descriptions, `license`, `metadata`, `allowed-tools`), the
+/// instructions in its body, and resources beside it, binary ones included.
+fn agent_skills(root: &std::path::Path) {
+    let forms = root.join("pdf-forms");
+    std::fs::create_dir_all(forms.join("templates")).unwrap();
+    std::fs::write(
+        forms.join("SKILL.md"),
+        r#"---
+name: pdf-forms
+description: |
+  Fills in PDF forms from structured data.
+  Use when the user asks to complete, sign or flatten a PDF form.
+license: Apache-2.0
+allowed-tools: Bash(python:*) Read Write
+metadata:
+  version: "2.1.0"
+  author: evo-tests
+---
+# PDF forms
+
+Read [the field reference](reference.md#fields) before filling anything.
+
+## Filling
+
+1. Extract the fields.
+2. Fill them with `templates/fill.py`:
+
+```bash
+python templates/fill.py input.pdf data.json out.pdf
+```
+
+## Flattening
+
+```python
+from pypdf import PdfWriter
+```
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        forms.join("reference.md"),
+        "# Fields\n\nText fields take strings.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        forms.join("templates/fill.py"),
+        "import sys\nprint(sys.argv)\n",
+    )
+    .unwrap();
+
+    let poster = root.join("brand-poster");
+    std::fs::create_dir_all(poster.join("fonts")).unwrap();
+    std::fs::write(
+        poster.join("SKILL.md"),
+        "---\nname: brand-poster\ndescription: \"Designs posters: brand fonts, colors & layout. Use for 'make a poster'.\"\nlicense: Proprietary. LICENSE.txt has the terms\n---\nUse the fonts in `fonts/` and the logo ![logo](logo.png).\n",
+    )
+    .unwrap();
+    // A TrueType header and table directory: NULs and bytes that are not UTF-8.
+    let mut font = vec![0x00, 0x01, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x80, 0x00, 0x03];
+    font.extend((0..4096_u32).map(|i| (i * 37 % 251) as u8 | 0x80));
+    std::fs::write(poster.join("fonts/BrandSans-Regular.ttf"), &font).unwrap();
+    std::fs::write(poster.join("fonts/BrandSans-Bold.ttf"), &font[..2048]).unwrap();
+    std::fs::write(
+        poster.join("logo.png"),
+        [
+            0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d,
+        ],
+    )
+    .unwrap();
+    std::fs::write(poster.join("LICENSE.txt"), "All rights reserved.\n").unwrap();
+}
+
+#[tokio::test]
+async fn agent_skills_format_installs_lists_and_loads_level_by_level() {
+    use evo_host::skill::kernel::{Kernel, RunOptions};
+    use evo_host::skill::registry::SkillRegistry;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    let sources = tempfile::tempdir().unwrap();
+    agent_skills(sources.path());
+    let data = tempfile::tempdir().unwrap();
+    let manager = SkillManager::new(data.path());
+    for name in ["pdf-forms", "brand-poster"] {
+        let outcome = manager
+            .install_dir(&sources.path().join(name), InstallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{name} installs: {e}"));
+        assert_eq!(outcome.skill.unwrap().kind, "static");
+    }
+    let listing = manager.list_skills(&ListQuery::default()).unwrap();
+    let listed: Vec<(&str, &str, &str)> = listing
+        .skills
+        .iter()
+        .map(|s| (s.name.as_str(), s.version.as_str(), s.description.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                "brand-poster",
+                "1.0.0",
+                "Designs posters: brand fonts, colors & layout. Use for 'make a poster'."
+            ),
+            (
+                "pdf-forms",
+                "2.1.0",
+                // A block scalar's lines are joined: a description is one paragraph.
+                "Fills in PDF forms from structured data. Use when the user asks to complete, sign or flatten a PDF form."
+            ),
+        ]
+    );
+
+    // Level 1 at start-up: the loader reads the frontmatter; levels 2 and 3 on use.
+    let registry = Arc::new(SkillRegistry::new());
+    let loader = evo_host::engine::loader::Loader::new();
+    for (dir, loaded) in loader.load_all(manager.root()).await.unwrap() {
+        registry.register(loaded.unwrap_or_else(|e| panic!("{} loads: {e}", dir.display())));
+    }
+    let ctx = Arc::new(Kernel::new(registry)).context(RunOptions::default());
+    let forms = ctx.call("pdf-forms", json!({})).await.unwrap();
+    assert!(
+        forms["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with("# PDF forms\n\nRead [the field reference]")
+    );
+    assert_eq!(
+        forms["sections"],
+        json!([
+            { "heading": "PDF forms", "level": 1 },
+            { "heading": "Filling", "level": 2 },
+            { "heading": "Flattening", "level": 2 }
+        ])
+    );
+    assert_eq!(
+        forms["resources"],
+        json!([
+            { "path": "reference.md", "bytes": 36, "kind": "text" },
+            { "path": "templates/fill.py", "bytes": 27, "kind": "text" }
+        ])
+    );
+    let reference = ctx
+        .call("pdf-forms", json!({ "resource": "reference.md" }))
+        .await
+        .unwrap();
+    assert_eq!(
+        reference["content"],
+        "# Fields\n\nText fields take strings.\n"
+    );
+    assert_eq!(reference["mediaType"], "text/markdown");
+
+    let poster = ctx.call("brand-poster", json!({})).await.unwrap();
+    let resources: Vec<(&str, &str)> = poster["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap(), r["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        resources,
+        [
+            ("fonts/BrandSans-Bold.ttf", "binary"),
+            ("fonts/BrandSans-Regular.ttf", "binary"),
+            ("logo.png", "binary")
+        ],
+        "a directory reference stands for its files; LICENSE.txt is not referenced"
+    );
+    let font = ctx
+        .call(
+            "brand-poster",
+            json!({ "resource": "fonts/BrandSans-Regular.ttf" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            font["kind"].clone(),
+            font["mediaType"].clone(),
+            font["bytes"].clone()
+        ),
+        (json!("binary"), json!("font/ttf"), json!(4106))
+    );
+    assert!(
+        font.get("content").is_none(),
+        "binary content is described, not inlined"
+    );
+    assert_eq!(font["sha256"].as_str().unwrap().len(), 64);
+
+    // Cached, and re-read when the file changes.
+    let installed = manager.root().join("pdf-forms");
+    std::fs::write(
+        installed.join("reference.md"),
+        "# Fields\n\nChanged, and longer.\n",
+    )
+    .unwrap();
+    let reference = ctx
+        .call("pdf-forms", json!({ "resource": "reference.md" }))
+        .await
+        .unwrap();
+    assert_eq!(reference["content"], "# Fields\n\nChanged, and longer.\n");
+
+    // Nothing outside the skill is served.
+    for path in ["../brand-poster/LICENSE.txt", "/etc/passwd", "missing.md"] {
+        let err = ctx
+            .call("pdf-forms", json!({ "resource": path }))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT", "{path}: {err}");
+        assert!(
+            err.to_string()
+                .contains("is not a file of this skill; give a path relative to the skill's directory, one of: reference.md, templates/fill.py"),
+            "{err}"
+        );
+    }
+}
