@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::error::{Error, Result};
 use crate::llm::{ChatOptions, LlmProvider, Message, Role, collect};
 use crate::memory::{MemoryEntry, MemoryManager};
+use crate::packages::index::SkillIndex;
 use crate::skill::events::{EventKind, EventSink, RunEvent};
 use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::{Kernel, RunOptions, SkillContext};
@@ -101,6 +102,7 @@ pub struct Agent {
     memory: Option<Arc<MemoryManager>>,
     prompt: Arc<dyn PromptCompiler>,
     options: AgentOptions,
+    index: Option<Arc<std::sync::Mutex<SkillIndex>>>,
 }
 
 impl Agent {
@@ -122,6 +124,7 @@ impl Agent {
             memory: None,
             prompt: Arc::new(prompt::DefaultPromptCompiler::default()),
             options: AgentOptions::default(),
+            index: None,
         })
     }
 
@@ -129,6 +132,30 @@ impl Agent {
     pub fn with_memory(mut self, memory: Arc<MemoryManager>) -> Self {
         self.memory = Some(memory);
         self
+    }
+
+    /// Shortlists skills with `index` (the skill index of the data directory: keywords and
+    /// the memory kernel's embeddings), after bringing it up to date with the skills the
+    /// kernel exposes; only skills that are new or changed are embedded.
+    pub fn with_skill_index(mut self, mut index: SkillIndex) -> Result<Self> {
+        let registry = self.kernel.registry();
+        let skills: Vec<_> = registry
+            .to_tool_definitions()
+            .into_iter()
+            .filter_map(|t| registry.get(&t.name))
+            .collect();
+        let updated = index.sync(skills.iter().map(|s| {
+            (
+                s.meta.name.as_str(),
+                s.meta.description.as_str(),
+                s.meta.tags.as_slice(),
+            )
+        }))?;
+        if updated > 0 {
+            tracing::debug!(updated, "skill index brought up to date");
+        }
+        self.index = Some(Arc::new(std::sync::Mutex::new(index)));
+        Ok(self)
     }
 
     /// The kernel the agent runs skills with.
@@ -418,7 +445,10 @@ impl Agent {
         Ok(answer.text)
     }
 
-    /// The exposed skills most relevant to `message`, at most `options.shortlist`.
+    /// The exposed skills most relevant to `message`, at most `options.shortlist`: ranked
+    /// by the skill index when the agent has one, else by the built-in embedding in
+    /// memory. Skills nothing in the message points to fill the remaining places in name
+    /// order.
     fn shortlist(&self, ctx: &SkillContext, message: &str) -> Vec<ToolDefinition> {
         let mut tools: Vec<ToolDefinition> = self
             .kernel
@@ -427,22 +457,49 @@ impl Agent {
             .into_iter()
             .filter(|t| self.options.permissions.allows(ctx, &t.name))
             .collect();
-        if tools.len() <= self.options.shortlist {
+        let limit = self.options.shortlist;
+        if tools.len() <= limit {
             return tools;
         }
-        let query = crate::memory::embed::hash_embed(message);
-        let mut scored: Vec<(f32, ToolDefinition)> = tools
-            .drain(..)
-            .map(|t| {
-                let text = format!("{} {}", t.name.replace(['_', '-'], " "), t.description);
-                (
-                    crate::memory::embed::dot(&query, &crate::memory::embed::hash_embed(&text)),
-                    t,
-                )
-            })
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored.truncate(self.options.shortlist);
-        scored.into_iter().map(|(_, t)| t).collect()
+        let ranked: Vec<String> = match &self.index {
+            Some(index) => {
+                let index = index
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match index.search_skills(message, usize::MAX) {
+                    Ok(hits) => hits.into_iter().map(|h| h.name).collect(),
+                    Err(e) => {
+                        tracing::warn!("skill index: {e}; offering skills in name order");
+                        Vec::new()
+                    }
+                }
+            }
+            None => {
+                let query = crate::memory::embed::hash_embed(message);
+                let mut scored: Vec<(f32, String)> = tools
+                    .iter()
+                    .map(|t| {
+                        let text = format!("{} {}", t.name.replace(['_', '-'], " "), t.description);
+                        let vector = crate::memory::embed::hash_embed(&text);
+                        (crate::memory::embed::dot(&query, &vector), t.name.clone())
+                    })
+                    .filter(|(score, _)| *score > 0.0)
+                    .collect();
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+                scored.into_iter().map(|(_, name)| name).collect()
+            }
+        };
+        let mut chosen = Vec::with_capacity(limit);
+        for name in ranked {
+            if let Some(i) = tools.iter().position(|t| t.name == name) {
+                chosen.push(tools.swap_remove(i));
+                if chosen.len() == limit {
+                    return chosen;
+                }
+            }
+        }
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        chosen.extend(tools.into_iter().take(limit - chosen.len()));
+        chosen
     }
 }

@@ -113,9 +113,14 @@ async fn open(
         });
     };
     let host = Host::open(globals, sources, grants).await?;
+    let index = evo_host::packages::index::SkillIndex::new(
+        evo_host::db::Db::open(&globals.data_dir)?,
+        host.memory.embedder(),
+    );
     let agent = Agent::new(host.kernel_without_llm(), provider)?
         .with_memory(host.memory.clone())
-        .with_options(options);
+        .with_options(options)
+        .with_skill_index(index)?;
     Ok((host, agent))
 }
 

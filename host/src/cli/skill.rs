@@ -545,12 +545,10 @@ fn install_bar() -> indicatif::ProgressBar {
 /// The skill manager of the data directory: it checks skills with the loader the host
 /// uses and keeps the skill index current.
 pub(crate) fn manager(globals: &Globals, grants: &Grants) -> Result<SkillManager, Failure> {
-    let embedder: Arc<dyn evo_host::memory::Embedder> =
-        match evo_host::memory::openai::OpenAiEmbedder::from_env()? {
-            Some(remote) => Arc::new(remote),
-            None => Arc::new(evo_host::memory::HashEmbedder),
-        };
-    let index = evo_host::packages::index::SkillIndex::new(Db::open(&globals.data_dir)?, embedder);
+    let index = evo_host::packages::index::SkillIndex::new(
+        Db::open(&globals.data_dir)?,
+        evo_host::memory::configured_embedder()?,
+    );
     Ok(SkillManager::new(&globals.data_dir)
         .with_index(index)
         .with_loader(loader(globals, grants)?))

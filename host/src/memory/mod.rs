@@ -267,6 +267,15 @@ pub struct MemoryManager {
     store: Mutex<Store>,
 }
 
+/// The embedder the environment configures (see [`openai::OpenAiEmbedder::from_env`]),
+/// else the built-in [`HashEmbedder`].
+pub fn configured_embedder() -> Result<Arc<dyn Embedder>> {
+    Ok(match openai::OpenAiEmbedder::from_env()? {
+        Some(remote) => Arc::new(remote),
+        None => Arc::new(HashEmbedder),
+    })
+}
+
 impl MemoryManager {
     /// Opens the memory of `data_dir` with the built-in [`HashEmbedder`].
     pub fn open(data_dir: &Path) -> Result<Self> {
@@ -276,11 +285,12 @@ impl MemoryManager {
     /// Opens the memory of `data_dir` with the embedder the environment configures (see
     /// [`openai::OpenAiEmbedder::from_env`]), else the built-in one.
     pub fn open_configured(data_dir: &Path) -> Result<Self> {
-        let embedder: Arc<dyn Embedder> = match openai::OpenAiEmbedder::from_env()? {
-            Some(remote) => Arc::new(remote),
-            None => Arc::new(HashEmbedder),
-        };
-        Self::open_with(data_dir, embedder, MemoryConfig::default())
+        Self::open_with(data_dir, configured_embedder()?, MemoryConfig::default())
+    }
+
+    /// The embedder the memory (and the skill index beside it) uses.
+    pub fn embedder(&self) -> Arc<dyn Embedder> {
+        self.embedder.clone()
     }
 
     /// Opens the memory of `data_dir` with `embedder` and `config`. If the embedder's

@@ -28,6 +28,16 @@ pub struct SkillIndex {
     embedder: Arc<dyn Embedder>,
 }
 
+/// What is indexed of a skill: its name as words, its description, its tags.
+fn indexed_text(name: &str, description: &str, tags: &[String]) -> String {
+    format!(
+        "{} {} {}",
+        name.replace(['-', '_'], " "),
+        description,
+        tags.join(" ")
+    )
+}
+
 impl SkillIndex {
     /// Opens the index in `db` with `embedder`.
     pub fn new(db: Db, embedder: Arc<dyn Embedder>) -> Self {
@@ -36,22 +46,54 @@ impl SkillIndex {
 
     /// Indexes (or re-indexes) skill `name`.
     pub fn index_skill(&mut self, name: &str, description: &str, tags: &[String]) -> Result<()> {
-        let text = format!(
-            "{} {} {}",
-            name.replace(['-', '_'], " "),
-            description,
-            tags.join(" ")
-        );
-        let vector = self.embedder.embed(&[&text])?.pop().unwrap_or_default();
+        self.write(&[(name.to_owned(), indexed_text(name, description, tags))])
+    }
+
+    /// Makes sure each of `skills` (name, description, tags) is indexed as it is now,
+    /// embedding only those that are new, changed, or embedded with another model; the
+    /// others are left as they are. Returns how many were (re-)indexed.
+    pub fn sync<'a>(
+        &mut self,
+        skills: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>,
+    ) -> Result<usize> {
+        let model = self.embedder.model();
+        let current: std::collections::HashMap<String, (String, String)> = self.db.read(|c| {
+            let mut q = c.prepare("SELECT name, text, model FROM skill_index")?;
+            let rows = q.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
+            rows.collect()
+        })?;
+        let stale: Vec<(String, String)> = skills
+            .into_iter()
+            .map(|(name, description, tags)| {
+                (name.to_owned(), indexed_text(name, description, tags))
+            })
+            .filter(|(name, text)| {
+                current
+                    .get(name)
+                    .is_none_or(|(t, m)| t != text || *m != model)
+            })
+            .collect();
+        self.write(&stale)?;
+        Ok(stale.len())
+    }
+
+    fn write(&mut self, skills: &[(String, String)]) -> Result<()> {
+        if skills.is_empty() {
+            return Ok(());
+        }
+        let texts: Vec<&str> = skills.iter().map(|(_, text)| text.as_str()).collect();
+        let vectors = self.embedder.embed(&texts)?;
         let model = self.embedder.model();
         self.db.transaction(|tx| {
-            tx.execute("DELETE FROM skill_index_fts WHERE name = ?1", [name])?;
-            tx.execute("INSERT INTO skill_index_fts (name, text) VALUES (?1, ?2)", params![name, text])?;
-            tx.execute(
-                "INSERT INTO skill_index (name, text, model, embedding) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(name) DO UPDATE SET text = excluded.text, model = excluded.model, embedding = excluded.embedding",
-                params![name, text, model, to_blob(&vector)],
-            )?;
+            for ((name, text), vector) in skills.iter().zip(&vectors) {
+                tx.execute("DELETE FROM skill_index_fts WHERE name = ?1", [name])?;
+                tx.execute("INSERT INTO skill_index_fts (name, text) VALUES (?1, ?2)", params![name, text])?;
+                tx.execute(
+                    "INSERT INTO skill_index (name, text, model, embedding) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT(name) DO UPDATE SET text = excluded.text, model = excluded.model, embedding = excluded.embedding",
+                    params![name, text, model, to_blob(vector)],
+                )?;
+            }
             Ok(())
         })
     }

@@ -396,3 +396,112 @@ async fn history_reaches_the_router_and_hooks_run_around_the_turn() {
         )
     );
 }
+
+#[tokio::test]
+async fn the_skill_index_shortlists_skills_and_is_synced_only_where_skills_changed() {
+    use evo_host::db::Db;
+    use evo_host::memory::HashEmbedder;
+    use evo_host::packages::index::SkillIndex;
+
+    let registry = Arc::new(SkillRegistry::new());
+    BuiltinTools::default().register(&registry).unwrap();
+    let topics = [
+        (
+            "weather-forecast",
+            "Forecasts the weather for a city: rain, wind and temperature.",
+        ),
+        (
+            "currency-convert",
+            "Converts an amount between currencies at today's rates.",
+        ),
+        (
+            "git-commit",
+            "Writes a git commit message from the staged changes.",
+        ),
+        ("translate-text", "Translates text between languages."),
+        ("pdf-merge", "Merges several PDF files into one."),
+        ("image-resize", "Resizes images to a width and height."),
+        ("timezone-convert", "Converts a time between time zones."),
+        (
+            "unit-convert",
+            "Converts between units of length, mass and volume.",
+        ),
+    ];
+    for (name, description) in topics {
+        evo_tests::kernel::register(
+            &registry,
+            json!({ "name": name, "description": description }),
+            |_, _| async { Ok(json!({})) },
+        );
+    }
+    let data = tempfile::tempdir().unwrap();
+    let mut index = SkillIndex::new(Db::open(data.path()).unwrap(), Arc::new(HashEmbedder));
+    let exposed = || {
+        registry
+            .to_tool_definitions()
+            .into_iter()
+            .map(|t| {
+                let meta = &registry.get(&t.name).unwrap().meta;
+                (
+                    meta.name.clone(),
+                    meta.description.clone(),
+                    meta.tags.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let skills = exposed();
+    let synced = |index: &mut SkillIndex, skills: &[(String, String, Vec<String>)]| {
+        index
+            .sync(
+                skills
+                    .iter()
+                    .map(|(n, d, t)| (n.as_str(), d.as_str(), t.as_slice())),
+            )
+            .unwrap()
+    };
+    assert_eq!(synced(&mut index, &skills), 10, "8 skills and 2 built-ins");
+    assert_eq!(
+        synced(&mut index, &skills),
+        0,
+        "nothing changed, nothing embedded"
+    );
+    let mut changed = skills.clone();
+    changed[0].1 = "Something else entirely.".into();
+    assert_eq!(synced(&mut index, &changed), 1);
+
+    let script = json!({ "responses": [routing(json!({ "strategy": "direct_answer", "direct_response": "Sunny." }))] });
+    let provider = ScriptedProvider::from_json("agent-test", &script.to_string()).unwrap();
+    let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
+        .unwrap()
+        .with_options(AgentOptions {
+            shortlist: 3,
+            ..AgentOptions::default()
+        })
+        .with_skill_index(index)
+        .unwrap();
+    agent
+        .run(
+            "what will the weather be in Paris, rain or wind?",
+            recorder().0,
+        )
+        .await
+        .unwrap();
+    let router: String = provider.requests()[0]
+        .0
+        .iter()
+        .map(|m| format!("{:?}", m.content))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // The router's prompt lists the offered skills as `- name: description`, best first.
+    let mut offered: Vec<(usize, &str)> = topics
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(["calculate", "read"])
+        .filter_map(|name| router.find(&format!("- {name}: ")).map(|at| (at, name)))
+        .collect();
+    offered.sort();
+    let offered: Vec<&str> = offered.into_iter().map(|(_, name)| name).collect();
+    assert_eq!(offered.len(), 3, "a shortlist of 3: {offered:?}");
+    assert_eq!(offered[0], "weather-forecast", "{offered:?}");
+}
