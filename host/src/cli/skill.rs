@@ -396,7 +396,11 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             if globals.json {
                 println!("{}", serde_json::to_value(&stats).map_err(internal)?);
             } else {
-                println!("{} skills installed", stats.total);
+                println!(
+                    "{} skill{} installed",
+                    stats.total,
+                    if stats.total == 1 { "" } else { "s" }
+                );
                 for (tag, count) in &stats.by_tag {
                     println!("  tag {tag}: {count}");
                 }
@@ -513,7 +517,8 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                         );
                     }
                     if !instructions.code_blocks.is_empty() {
-                        println!("  code:       {} blocks", instructions.code_blocks.len());
+                        let n = instructions.code_blocks.len();
+                        println!("  code:       {n} block{}", if n == 1 { "" } else { "s" });
                     }
                     for resource in &instructions.resources {
                         println!(

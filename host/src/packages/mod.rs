@@ -437,31 +437,37 @@ impl SkillManager {
             });
         }
         let dir = self.installed(name)?;
-        let in_json = std::fs::read_to_string(dir.join(SKILL_JSON))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|v| v.get("description").is_some());
-        let path = dir.join(SKILL_MD);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) if !in_json => text,
-            _ => {
-                return Err(structure(format!(
-                    "Invalid skill structure: {name}'s description is not in SKILL.md frontmatter but in {}; change it there and reinstall",
-                    if in_json { SKILL_JSON } else { "its component" }
-                )));
-            }
-        };
-        let updated = replace_description(&text, description).ok_or_else(|| {
-            structure(format!(
-                "Invalid skill structure: {name}/SKILL.md has no description in its frontmatter"
-            ))
-        })?;
-        let doc = SkillDoc::parse(&updated).map_err(|p| structure(p.message))?;
-        let staged = dir.join(".SKILL.md.tmp");
-        std::fs::write(&staged, &updated).map_err(io(&staged))?;
-        std::fs::rename(&staged, &path).map_err(io(&path))?;
+        // The loader takes the description from skill.json first, then SKILL.md: change
+        // it wherever it is written, each file otherwise byte for byte as it was.
+        let mut rewrites = Vec::new();
+        let json_path = dir.join(SKILL_JSON);
+        if let Ok(text) = std::fs::read_to_string(&json_path)
+            && let Some(updated) = replace_json_description(&text, description)
+        {
+            rewrites.push((json_path, updated));
+        }
+        let md_path = dir.join(SKILL_MD);
+        if let Ok(text) = std::fs::read_to_string(&md_path)
+            && let Some(updated) = replace_description(&text, description)
+        {
+            SkillDoc::parse(&updated).map_err(|p| structure(p.message))?;
+            rewrites.push((md_path, updated));
+        }
+        if rewrites.is_empty() {
+            return Err(Error::InvalidInput {
+                skill: name.to_owned(),
+                reason: format!(
+                    "{name} has no description in SKILL.md or {SKILL_JSON} (a Wasm skill's is in its component); rebuild it with the new description and reinstall"
+                ),
+            });
+        }
+        for (path, text) in &rewrites {
+            let staged = dir.join(".update.tmp");
+            std::fs::write(&staged, text).map_err(io(&staged))?;
+            std::fs::rename(&staged, path).map_err(io(path))?;
+        }
         let mut record = self.record(&dir, name);
-        record.description = doc.raw.description.unwrap_or_default();
+        record.description = description.to_owned();
         record.digest = digest(&dir)?;
         record.updated_at = now_ms();
         if record.installed_at == 0 {
@@ -710,6 +716,49 @@ fn digest(dir: &Path) -> Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
+/// The JSON object `text` with its top-level `"description"` string replaced by `value`;
+/// every other byte as it was. `None` if there is no such string.
+fn replace_json_description(text: &str, value: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (0_usize, 0_usize);
+    // The span of the last string read at depth 1, and whether it was a key.
+    let mut key: Option<(usize, usize)> = None;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                let end = (i + 1).min(bytes.len());
+                if depth == 1 {
+                    let rest = text[end..].trim_start();
+                    if rest.starts_with(':') {
+                        key = Some((start, end));
+                    } else if let Some((ks, ke)) = key.take()
+                        && serde_json::from_str::<String>(&text[ks..ke])
+                            .ok()
+                            .as_deref()
+                            == Some("description")
+                    {
+                        let quoted = serde_json::to_string(value).ok()?;
+                        let updated = format!("{}{quoted}{}", &text[..start], &text[end..]);
+                        return serde_json::from_str::<serde_json::Value>(&updated)
+                            .is_ok()
+                            .then_some(updated);
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// `text` with the frontmatter's `description` replaced by `value`; everything else,
 /// including the other fields and the body, byte for byte as it was.
 fn replace_description(text: &str, value: &str) -> Option<String> {
@@ -732,6 +781,21 @@ fn replace_description(text: &str, value: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_json_description_changes() {
+        let text = "{\n  \"name\": \"x\",\n  \"input\": { \"description\": \"nested\" },\n  \"description\" :  \"Old \\\"quoted\\\" text\",\n  \"tags\": [\"a\"]\n}\n";
+        assert_eq!(
+            replace_json_description(text, "New: \"text\"").unwrap(),
+            "{\n  \"name\": \"x\",\n  \"input\": { \"description\": \"nested\" },\n  \"description\" :  \"New: \\\"text\\\"\",\n  \"tags\": [\"a\"]\n}\n"
+        );
+        assert_eq!(replace_json_description("{\"name\": \"x\"}", "d"), None);
+        assert_eq!(
+            replace_json_description("{\"description\": 3}", "d"),
+            None,
+            "not a string"
+        );
+    }
 
     #[test]
     fn only_the_description_changes() {

@@ -616,3 +616,117 @@ fn skills_install_from_a_zip_run_by_name_and_uninstall() {
     let out = evo(home.path(), &["skill", "run", "csv-to-json"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn skills_install_from_a_directory_and_are_managed_from_the_cli() {
+    let home = tempfile::tempdir().unwrap();
+    let native = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills-native");
+    for name in ["git-commit", "csv-to-json", "text-stats"] {
+        let out = evo(
+            home.path(),
+            &[
+                "skill",
+                "install",
+                native.join(name).to_str().unwrap(),
+                "--json",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(
+            (value["name"].as_str(), value["kind"].as_str()),
+            (Some(name), Some("native"))
+        );
+        assert_eq!(value["skill"]["digest"].as_str().unwrap().len(), 64);
+    }
+
+    // The description lives in skill.json for these: it changes there, the rest stays.
+    let skill_json = home.path().join("skills/git-commit/skill.json");
+    let before = std::fs::read_to_string(&skill_json).unwrap();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "update-description",
+            "git-commit",
+            "自动生成Git提交信息，支持emoji和conventional commits格式",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "git-commit: Description updated\n");
+    let after = std::fs::read_to_string(&skill_json).unwrap();
+    let old_description = serde_json::from_str::<Value>(&before).unwrap()["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        after,
+        before.replace(
+            &serde_json::to_string(&old_description).unwrap(),
+            "\"自动生成Git提交信息，支持emoji和conventional commits格式\""
+        )
+    );
+
+    let out = evo(
+        home.path(),
+        &[
+            "skill", "list", "--tag", "native", "--limit", "2", "--page", "2", "--json",
+        ],
+    );
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["total"], 3);
+    let names: Vec<&str> = value["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["text-stats"], "page 2 of 2, sorted by name");
+    assert!(value["skills"][0]["installedAt"].as_u64().unwrap() > 0);
+    let out = evo(home.path(), &["skill", "list", "--name", "git"]);
+    assert!(
+        stdout(&out).starts_with("git-commit  native     自动生成Git提交信息"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = evo(home.path(), &["skill", "stats", "--installs", "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (value["total"].clone(), value["byTag"]["native"].clone()),
+        (json!(3), json!(3))
+    );
+    assert_eq!(value["installsPerDay"][0]["count"], 3);
+
+    let out = evo(
+        home.path(),
+        &["skill", "search", "turn a csv table into json", "--json"],
+    );
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["results"][0]["name"], "csv-to-json", "{value}");
+}
+
+#[test]
+fn skill_info_shows_an_instruction_skills_sections_and_resources() {
+    let home = tempfile::tempdir().unwrap();
+    let skills = tempfile::tempdir().unwrap();
+    let guide = skills.path().join("release-guide");
+    std::fs::create_dir_all(guide.join("checklists")).unwrap();
+    std::fs::write(
+        guide.join("SKILL.md"),
+        "---\nname: release-guide\ndescription: How to cut a release.\n---\n# Release\n\nFollow [the checklist](checklists/release.md).\n\n## Tagging\n\n```bash\ngit tag v1.2.3\n```\n",
+    )
+    .unwrap();
+    std::fs::write(guide.join("checklists/release.md"), "- [ ] changelog\n").unwrap();
+    let out = evo(home.path(), &["skill", "info", guide.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "  section:    Release\n",
+        "  section:      Tagging\n",
+        "  code:       1 block\n",
+        "  resource:   checklists/release.md (16 bytes, text)\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+}
