@@ -463,7 +463,7 @@ impl Agent {
         }
         let ranked: Vec<String> = match &self.index {
             Some(index) => {
-                let index = index
+                let mut index = index
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 match index.search_skills(message, usize::MAX) {

@@ -26,7 +26,13 @@ pub struct SkillHit {
 pub struct SkillIndex {
     db: Db,
     embedder: Arc<dyn Embedder>,
+    /// The decoded embeddings and the `data_version` they were read at (it changes when
+    /// another connection commits; this one's own writes clear the cache).
+    vectors: Option<(i64, Vectors)>,
 }
+
+/// Each indexed skill's name and embedding.
+type Vectors = Arc<Vec<(String, Vec<f32>)>>;
 
 /// What is indexed of a skill: its name as words, its description, its tags.
 fn indexed_text(name: &str, description: &str, tags: &[String]) -> String {
@@ -41,7 +47,11 @@ fn indexed_text(name: &str, description: &str, tags: &[String]) -> String {
 impl SkillIndex {
     /// Opens the index in `db` with `embedder`.
     pub fn new(db: Db, embedder: Arc<dyn Embedder>) -> Self {
-        Self { db, embedder }
+        Self {
+            db,
+            embedder,
+            vectors: None,
+        }
     }
 
     /// Indexes (or re-indexes) skill `name`.
@@ -81,6 +91,7 @@ impl SkillIndex {
         if skills.is_empty() {
             return Ok(());
         }
+        self.vectors = None;
         let texts: Vec<&str> = skills.iter().map(|(_, text)| text.as_str()).collect();
         let vectors = self.embedder.embed(&texts)?;
         let model = self.embedder.model();
@@ -100,6 +111,7 @@ impl SkillIndex {
 
     /// Removes skill `name` from the index.
     pub fn remove_skill(&mut self, name: &str) -> Result<()> {
+        self.vectors = None;
         self.db.transaction(|tx| {
             tx.execute("DELETE FROM skill_index_fts WHERE name = ?1", [name])?;
             tx.execute("DELETE FROM skill_index WHERE name = ?1", [name])?;
@@ -118,8 +130,33 @@ impl SkillIndex {
         })
     }
 
+    /// Every skill's embedding, decoded once and read again only after another process
+    /// changed the index.
+    fn vectors(&mut self) -> Result<Vectors> {
+        let version: i64 = self
+            .db
+            .read(|c| c.query_row("PRAGMA data_version", [], |r| r.get(0)))?;
+        if let Some((cached, vectors)) = &self.vectors
+            && *cached == version
+        {
+            return Ok(vectors.clone());
+        }
+        let rows: Vec<(String, Vec<u8>)> = self.db.read(|c| {
+            let mut q = c.prepare("SELECT name, embedding FROM skill_index")?;
+            let rows = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })?;
+        let vectors = Arc::new(
+            rows.into_iter()
+                .map(|(name, blob)| (name, from_blob(&blob)))
+                .collect(),
+        );
+        self.vectors = Some((version, Arc::clone(&vectors)));
+        Ok(vectors)
+    }
+
     /// The `k` installed skills most relevant to `query`, best first.
-    pub fn search_skills(&self, query: &str, k: usize) -> Result<Vec<SkillHit>> {
+    pub fn search_skills(&mut self, query: &str, k: usize) -> Result<Vec<SkillHit>> {
         let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let terms: Vec<String> = query
             .split(|c: char| !c.is_alphanumeric())
@@ -138,23 +175,21 @@ impl SkillIndex {
             })?
         };
         let best = keyword.iter().map(|(_, s)| *s).fold(0.0_f32, f32::max);
-        let rows: Vec<(String, Vec<u8>)> = self.db.read(|c| {
-            let mut q = c.prepare("SELECT name, embedding FROM skill_index")?;
-            let rows = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect()
-        })?;
-        let mut hits: Vec<SkillHit> = rows
-            .into_iter()
-            .map(|(name, blob)| {
-                let embedding = from_blob(&blob);
+        let keyword: std::collections::HashMap<String, f32> = keyword.into_iter().collect();
+        let mut hits: Vec<SkillHit> = self
+            .vectors()?
+            .iter()
+            .map(|(name, embedding)| {
                 let cosine = if embedding.len() == vector.len() {
-                    dot(&embedding, &vector)
+                    dot(embedding, &vector)
                 } else {
                     0.0
                 };
-                let bm25 = keyword.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
-                let score = fuse(cosine, bm25, best);
-                SkillHit { name, score }
+                let score = fuse(cosine, keyword.get(name).copied(), best);
+                SkillHit {
+                    name: name.clone(),
+                    score,
+                }
             })
             .filter(|h| h.score > 0.0)
             .collect();

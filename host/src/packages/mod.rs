@@ -528,13 +528,15 @@ impl SkillManager {
         for entry in entries.flatten() {
             let dir = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || !is_skill_dir(&dir) {
+            if name.starts_with('.') || query.name.as_deref().is_some_and(|n| !name.contains(n)) {
                 continue;
             }
-            if query.name.as_deref().is_some_and(|n| !name.contains(n)) {
-                continue;
-            }
-            let record = self.record(&dir, &name);
+            // The install record says it is a skill; without one, its files must.
+            let record = match InstallRecord::read(&dir) {
+                Some(record) => record,
+                None if is_skill_dir(&dir) => self.record(&dir, &name),
+                None => continue,
+            };
             if !query.tags.iter().all(|t| record.tags.contains(t)) {
                 continue;
             }
