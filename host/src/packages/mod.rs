@@ -208,6 +208,8 @@ pub struct Statistics {
 #[derive(Debug)]
 pub struct SkillManager {
     root: PathBuf,
+    /// Compiled Wasm artifacts ([`crate::paths::wasm_cache_dir`]).
+    wasm_cache: PathBuf,
     index: Option<std::sync::Mutex<index::SkillIndex>>,
     loader: Loader,
 }
@@ -230,6 +232,7 @@ impl SkillManager {
     pub fn new(data_dir: &Path) -> Self {
         Self {
             root: crate::paths::skills_dir(data_dir),
+            wasm_cache: crate::paths::wasm_cache_dir(data_dir),
             index: None,
             loader: Loader::new(),
         }
@@ -366,6 +369,23 @@ impl SkillManager {
         Ok(InstallRecord::from_meta(&skill.meta, skill.kind().as_str()))
     }
 
+    /// Deletes the compiled artifacts of the component with SHA-256 `digest` (one per
+    /// engine configuration that ran it). A failure only costs disk space, so it is
+    /// logged.
+    fn forget_artifacts(&self, digest: &str) {
+        let Ok(entries) = std::fs::read_dir(&self.wasm_cache) else {
+            return;
+        };
+        let prefix = format!("{digest}-");
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix)
+                && let Err(e) = std::fs::remove_file(entry.path())
+            {
+                tracing::warn!(path = %entry.path().display(), error = %e, "could not remove a compiled artifact");
+            }
+        }
+    }
+
     /// Removes staging directories that processes which died midway left behind.
     fn sweep(&self) {
         let Ok(entries) = std::fs::read_dir(&self.root) else {
@@ -397,14 +417,20 @@ impl SkillManager {
     }
 
     /// Removes skill `name` (`Skills not found: <name>`, `SKILL_NOT_FOUND`, if it is not
-    /// installed).
+    /// installed): its directory, its index entry, and its compiled Wasm artifacts.
     pub fn uninstall_skill(&self, name: &str) -> Result<Outcome> {
         let dir = self.installed(name)?;
+        let component = std::fs::read(dir.join(SKILL_WASM))
+            .ok()
+            .map(|bytes| hex::encode(Sha256::digest(&bytes)));
         // Rename first so a half-deleted skill is never loaded; then delete.
         let doomed = self.root.join(format!(".uninstall-{name}-{}", now_ms()));
         std::fs::rename(&dir, &doomed).map_err(io(&dir))?;
         std::fs::remove_dir_all(&doomed).map_err(io(&doomed))?;
         self.reindex(name, None)?;
+        if let Some(digest) = component {
+            self.forget_artifacts(&digest);
+        }
         Ok(Outcome {
             success: true,
             name: name.to_owned(),

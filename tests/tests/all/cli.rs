@@ -730,3 +730,52 @@ fn skill_info_shows_an_instruction_skills_sections_and_resources() {
         assert!(text.contains(line), "{line:?} in {text}");
     }
 }
+
+#[test]
+fn a_wasm_skill_installs_without_skill_md_and_uninstall_clears_its_compiled_code() {
+    let home = tempfile::tempdir().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    let dir = source.path().join("calculate");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(skills::CALCULATE, dir.join("skill.wasm")).unwrap();
+    let out = evo(home.path(), &["skill", "install", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with(
+            "calculate: Skill installed successfully\n  kind:       wasm\n  version:    "
+        ),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("  requests:   nothing (pure computation)\n"));
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            "calculate",
+            "--input",
+            r#"{"expression":"6 * 7"}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let digest = {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(
+            std::fs::read(skills::CALCULATE).unwrap(),
+        ))
+    };
+    let artifacts = || {
+        std::fs::read_dir(home.path().join("cache/wasm"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&digest))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(artifacts(), 1, "compiled once, at install, and reused");
+    let out = evo(home.path(), &["skill", "uninstall", "calculate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(artifacts(), 0, "the compiled code went with the skill");
+}
