@@ -230,6 +230,13 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             Ok(())
         }
         SkillCommand::Install { source, overwrite } => {
+            if !source.exists() {
+                return Err(Failure::Usage {
+                    code: "INVALID_ARGUMENT",
+                    message: format!("{}: no such file or directory", source.display()),
+                    hint: Some("give a skill's .zip archive or its directory".into()),
+                });
+            }
             let manager = manager(globals, &Grants::default())?;
             let bar = (!globals.json).then(install_bar);
             let mut progress = |done: u64, total: u64| {
