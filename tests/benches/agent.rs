@@ -109,6 +109,43 @@ fn run_overhead(c: &mut Criterion) {
             });
         },
     );
+
+    // The same run on a host with 1,000 more skills, shortlisted by the skill index.
+    let registry = Arc::new(SkillRegistry::new());
+    BuiltinTools::default()
+        .register(&registry)
+        .expect("builtins");
+    for i in 0..1_000 {
+        evo_tests::kernel::register(
+            &registry,
+            json!({ "name": format!("skill-{i:04}"), "description": format!("Handles task {i} about topic w{} and w{}.", i % 97, i % 89) }),
+            |_, _| async { Ok(json!({})) },
+        );
+    }
+    let index = evo_host::packages::index::SkillIndex::new(
+        evo_host::db::Db::open(dir.path()).expect("db"),
+        Arc::new(evo_host::memory::HashEmbedder),
+    );
+    let memory = Arc::new(MemoryManager::open(dir.path()).expect("memory"));
+    let big = Agent::new(
+        Kernel::new(registry).with_memory(memory.clone()),
+        Arc::new(Alternating::default()),
+    )
+    .expect("agent")
+    .with_memory(memory)
+    .with_skill_index(index)
+    .expect("index syncs");
+    group.bench_function(
+        "evo: same, 1,000 more skills shortlisted by the skill index",
+        |b| {
+            b.iter(|| {
+                let outcome = rt
+                    .block_on(big.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
+                    .expect("runs");
+                black_box(outcome)
+            });
+        },
+    );
     group.finish();
 }
 

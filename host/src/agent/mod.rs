@@ -25,7 +25,7 @@ use crate::packages::index::SkillIndex;
 use crate::skill::events::{EventKind, EventSink, RunEvent};
 use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::{Kernel, RunOptions, SkillContext};
-use crate::skill::registry::ToolDefinition;
+use crate::skill::registry::{RegisteredSkill, ToolDefinition};
 use intent::{Routing, Strategy};
 use prompt::PromptCompiler;
 use tool_loop::{Permissions, Stop, chat_with_tools};
@@ -138,11 +138,12 @@ impl Agent {
     /// the memory kernel's embeddings), after bringing it up to date with the skills the
     /// kernel exposes; only skills that are new or changed are embedded.
     pub fn with_skill_index(mut self, mut index: SkillIndex) -> Result<Self> {
-        let registry = self.kernel.registry();
-        let skills: Vec<_> = registry
-            .to_tool_definitions()
+        let skills: Vec<_> = self
+            .kernel
+            .registry()
+            .list()
             .into_iter()
-            .filter_map(|t| registry.get(&t.name))
+            .filter(|s| s.is_exposed())
             .collect();
         let updated = index.sync(skills.iter().map(|s| {
             (
@@ -450,23 +451,30 @@ impl Agent {
     /// memory. Skills nothing in the message points to fill the remaining places in name
     /// order.
     fn shortlist(&self, ctx: &SkillContext, message: &str) -> Vec<ToolDefinition> {
-        let mut tools: Vec<ToolDefinition> = self
+        // Definitions are built only for the chosen: schemas are not cloned for a
+        // catalogue of a thousand.
+        let skills: Vec<Arc<RegisteredSkill>> = self
             .kernel
             .registry()
-            .to_tool_definitions()
+            .list()
             .into_iter()
-            .filter(|t| self.options.permissions.allows(ctx, &t.name))
+            .filter(|s| s.is_exposed() && self.options.permissions.allows(ctx, &s.meta.name))
             .collect();
         let limit = self.options.shortlist;
-        if tools.len() <= limit {
-            return tools;
+        if skills.len() <= limit {
+            return skills.iter().map(|s| s.to_tool_definition()).collect();
         }
+        let offered: std::collections::HashMap<&str, usize> = skills
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.meta.name.as_str(), i))
+            .collect();
         let ranked: Vec<String> = match &self.index {
             Some(index) => {
                 let mut index = index
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match index.search_skills(message, usize::MAX) {
+                match index.search_skills_where(message, limit, |name| offered.contains_key(name)) {
                     Ok(hits) => hits.into_iter().map(|h| h.name).collect(),
                     Err(e) => {
                         tracing::warn!("skill index: {e}; offering skills in name order");
@@ -476,30 +484,38 @@ impl Agent {
             }
             None => {
                 let query = crate::memory::embed::hash_embed(message);
-                let mut scored: Vec<(f32, String)> = tools
+                let mut scored: Vec<(f32, String)> = skills
                     .iter()
-                    .map(|t| {
-                        let text = format!("{} {}", t.name.replace(['_', '-'], " "), t.description);
+                    .map(|s| {
+                        let text = format!(
+                            "{} {}",
+                            s.meta.name.replace(['_', '-'], " "),
+                            s.meta.description
+                        );
                         let vector = crate::memory::embed::hash_embed(&text);
-                        (crate::memory::embed::dot(&query, &vector), t.name.clone())
+                        (
+                            crate::memory::embed::dot(&query, &vector),
+                            s.meta.name.clone(),
+                        )
                     })
                     .filter(|(score, _)| *score > 0.0)
                     .collect();
                 scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+                scored.truncate(limit);
                 scored.into_iter().map(|(_, name)| name).collect()
             }
         };
-        let mut chosen = Vec::with_capacity(limit);
-        for name in ranked {
-            if let Some(i) = tools.iter().position(|t| t.name == name) {
-                chosen.push(tools.swap_remove(i));
-                if chosen.len() == limit {
-                    return chosen;
-                }
-            }
-        }
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-        chosen.extend(tools.into_iter().take(limit - chosen.len()));
+        let mut chosen: Vec<usize> = ranked
+            .iter()
+            .filter_map(|name| offered.get(name.as_str()).copied())
+            .collect();
+        // Skills nothing pointed to fill the remaining places, in name order (the
+        // registry lists by name).
+        let rest: Vec<usize> = (0..skills.len()).filter(|i| !chosen.contains(i)).collect();
+        chosen.extend(rest.into_iter().take(limit.saturating_sub(chosen.len())));
         chosen
+            .into_iter()
+            .map(|i| skills[i].to_tool_definition())
+            .collect()
     }
 }

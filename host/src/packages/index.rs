@@ -133,9 +133,10 @@ impl SkillIndex {
     /// Every skill's embedding, decoded once and read again only after another process
     /// changed the index.
     fn vectors(&mut self) -> Result<Vectors> {
-        let version: i64 = self
-            .db
-            .read(|c| c.query_row("PRAGMA data_version", [], |r| r.get(0)))?;
+        let version: i64 = self.db.read(|c| {
+            c.prepare_cached("PRAGMA data_version")?
+                .query_row([], |r| r.get(0))
+        })?;
         if let Some((cached, vectors)) = &self.vectors
             && *cached == version
         {
@@ -157,6 +158,16 @@ impl SkillIndex {
 
     /// The `k` installed skills most relevant to `query`, best first.
     pub fn search_skills(&mut self, query: &str, k: usize) -> Result<Vec<SkillHit>> {
+        self.search_skills_where(query, k, |_| true)
+    }
+
+    /// The `k` skills most relevant to `query` among those `keep` accepts, best first.
+    pub fn search_skills_where(
+        &mut self,
+        query: &str,
+        k: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<SkillHit>> {
         let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let terms: Vec<String> = query
             .split(|c: char| !c.is_alphanumeric())
@@ -167,7 +178,7 @@ impl SkillIndex {
             Vec::new()
         } else {
             self.db.read(|c| {
-                let mut q = c.prepare(
+                let mut q = c.prepare_cached(
                     "SELECT name, -bm25(skill_index_fts) FROM skill_index_fts WHERE skill_index_fts MATCH ?1",
                 )?;
                 let rows = q.query_map([terms.join(" OR ")], |r| Ok((r.get(0)?, r.get::<_, f64>(1)? as f32)))?;
@@ -176,25 +187,31 @@ impl SkillIndex {
         };
         let best = keyword.iter().map(|(_, s)| *s).fold(0.0_f32, f32::max);
         let keyword: std::collections::HashMap<String, f32> = keyword.into_iter().collect();
-        let mut hits: Vec<SkillHit> = self
-            .vectors()?
+        let vectors = self.vectors()?;
+        let mut scored: Vec<(f32, &str)> = vectors
             .iter()
+            .filter(|(name, _)| keep(name))
             .map(|(name, embedding)| {
                 let cosine = if embedding.len() == vector.len() {
                     dot(embedding, &vector)
                 } else {
                     0.0
                 };
-                let score = fuse(cosine, keyword.get(name).copied(), best);
-                SkillHit {
-                    name: name.clone(),
-                    score,
-                }
+                (
+                    fuse(cosine, keyword.get(name).copied(), best),
+                    name.as_str(),
+                )
             })
-            .filter(|h| h.score > 0.0)
+            .filter(|(score, _)| *score > 0.0)
             .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        hits.truncate(k);
-        Ok(hits)
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Ok(scored
+            .into_iter()
+            .take(k)
+            .map(|(score, name)| SkillHit {
+                name: name.to_owned(),
+                score,
+            })
+            .collect())
     }
 }

@@ -91,7 +91,16 @@ impl RegisteredSkill {
         self.executor.kind()
     }
 
-    /// Whether the model may see and call this skill.
+    /// This skill as a tool for the model (name, description, input schema).
+    pub fn to_tool_definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.meta.name.clone(),
+            description: self.meta.description.clone(),
+            parameters: self.meta.input.clone(),
+        }
+    }
+
+    /// Whether the model may see and call it (not `internal` or `system`).
     pub fn is_exposed(&self) -> bool {
         self.meta.category != SYSTEM_CATEGORY && !self.meta.tags.iter().any(|t| t == INTERNAL_TAG)
     }
@@ -216,11 +225,7 @@ impl SkillRegistry {
             .skills
             .values()
             .filter(|s| s.is_exposed())
-            .map(|s| ToolDefinition {
-                name: s.meta.name.clone(),
-                description: s.meta.description.clone(),
-                parameters: s.meta.input.clone(),
-            })
+            .map(|s| s.to_tool_definition())
             .collect()
     }
 
