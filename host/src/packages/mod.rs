@@ -313,7 +313,9 @@ impl SkillManager {
         record.write(&skill_dir)?;
         if target.exists() {
             // Move the old version aside first, so a failed rename can put it back.
-            let old = staging.path().join(".previous");
+            // Named, so that if this process dies between the two renames the next
+            // sweep can put the old version back.
+            let old = staging.path().join(format!("{PREVIOUS}{name}"));
             std::fs::rename(&target, &old).map_err(io(&target))?;
             if let Err(source) = std::fs::rename(&skill_dir, &target) {
                 let _ = std::fs::rename(&old, &target);
@@ -410,8 +412,34 @@ impl SkillManager {
                 name.starts_with(".uninstall-")
             };
             if abandoned {
+                self.restore_previous(&path);
                 tracing::info!(path = %path.display(), "removing an abandoned staging directory");
                 let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    }
+
+    /// Puts back a skill an overwrite moved aside in `staging` when its process died
+    /// before the new version was renamed into place.
+    fn restore_previous(&self, staging: &Path) {
+        let Ok(entries) = std::fs::read_dir(staging) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let Some(name) = file_name.strip_prefix(PREVIOUS) else {
+                continue;
+            };
+            let target = self.root.join(name);
+            if is_valid_name(name) && !target.exists() {
+                match std::fs::rename(entry.path(), &target) {
+                    Ok(()) => {
+                        tracing::warn!(skill = %name, "restored the version an interrupted overwrite had moved aside")
+                    }
+                    Err(e) => {
+                        tracing::warn!(skill = %name, error = %e, "could not restore the version an interrupted overwrite had moved aside")
+                    }
+                }
             }
         }
     }
@@ -647,6 +675,10 @@ fn is_skill_dir(dir: &Path) -> bool {
 /// The lock file of a staging directory, held while the install runs.
 const LOCK: &str = ".lock";
 
+/// Where an overwrite moves the installed version inside its staging directory:
+/// `.previous-<name>`.
+const PREVIOUS: &str = ".previous-";
+
 fn lock(staging: &Path) -> Result<File> {
     let path = staging.join(LOCK);
     let file = File::create(&path).map_err(io(&path))?;
@@ -809,6 +841,26 @@ fn replace_description(text: &str, value: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_puts_back_what_a_dead_overwrite_moved_aside() {
+        let data = tempfile::tempdir().unwrap();
+        let manager = SkillManager::new(data.path());
+        let staging = manager.root().join(".install-dead");
+        let previous = staging.join(".previous-git-commit");
+        std::fs::create_dir_all(&previous).unwrap();
+        std::fs::write(previous.join("SKILL.md"), "---\nname: git-commit\n---\n").unwrap();
+        std::fs::write(staging.join(LOCK), "").unwrap();
+        // A live install: its lock is held, so it is left alone.
+        let live = manager.root().join(".install-live");
+        std::fs::create_dir_all(&live).unwrap();
+        let _held = lock(&live).unwrap();
+
+        manager.sweep();
+        assert!(manager.root().join("git-commit/SKILL.md").is_file());
+        assert!(!staging.exists());
+        assert!(live.exists());
+    }
 
     #[test]
     fn only_the_json_description_changes() {
