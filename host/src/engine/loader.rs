@@ -7,7 +7,7 @@
 //! | `skill.json` with `mode: "llm"`, or `prompt.md` | llm |
 //! | `skill.json` with `mode: "composite"` | composite (its `pipeline`) |
 //! | `scripts/execute.js` | native (Node subprocess; lower trust than Wasm) |
-//! | only `SKILL.md` | static: the instructions are the result |
+//! | only `SKILL.md` | static: the instructions are the result, loaded on first use, and the files they name on request |
 //!
 //! Metadata comes from `skill.json`, with SKILL.md frontmatter filling what it leaves
 //! out, so a skill written in the public Agent Skills format loads as it is.
