@@ -496,6 +496,12 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                     "resources": instructions.resources,
                 });
             }
+            let record = evo_host::packages::InstallRecord::read(
+                &evo_host::paths::skills_dir(&globals.data_dir).join(&name),
+            );
+            if let Some(record) = &record {
+                value["installed"] = json!(record);
+            }
             if globals.json {
                 println!("{value}");
             } else if let Some(skill) = wasm {
@@ -533,6 +539,25 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                             resource.path, resource.bytes, resource.kind
                         );
                     }
+                }
+            }
+            if !globals.json
+                && let Some(record) = &record
+            {
+                let when = chrono::DateTime::from_timestamp_millis(
+                    i64::try_from(record.installed_at).unwrap_or(0),
+                )
+                .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                .unwrap_or_default();
+                println!("  installed:  {when}, sha256:{}", record.digest);
+                let approved = &record.capabilities;
+                if approved.is_empty() {
+                    println!("  approved:   nothing beyond computation, at install");
+                } else {
+                    println!(
+                        "  approved:   {} at install",
+                        serde_json::to_string(approved).map_err(internal)?
+                    );
                 }
             }
             Ok(())

@@ -775,6 +775,10 @@ fn a_wasm_skill_installs_without_skill_md_and_uninstall_clears_its_compiled_code
             .unwrap_or(0)
     };
     assert_eq!(artifacts(), 1, "compiled once, at install, and reused");
+    let out = evo(home.path(), &["skill", "info", "calculate", "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["installed"]["kind"], "wasm", "the install record");
+    assert_eq!(value["installed"]["digest"].as_str().unwrap().len(), 64);
     let out = evo(home.path(), &["skill", "uninstall", "calculate"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(artifacts(), 0, "the compiled code went with the skill");
