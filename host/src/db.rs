@@ -48,10 +48,7 @@ pub struct Db {
 impl Db {
     /// Opens (creating if needed) `evo.db` in `data_dir` and brings its schema up to date.
     pub fn open(data_dir: &Path) -> Result<Self> {
-        std::fs::create_dir_all(data_dir).map_err(|source| Error::Io {
-            path: data_dir.to_owned(),
-            source,
-        })?;
+        std::fs::create_dir_all(data_dir).map_err(Error::io_at(data_dir))?;
         let path = data_dir.join(DB_FILE);
         let conn = open_sqlite(&path, MIGRATIONS)?;
         Ok(Self { conn, path })

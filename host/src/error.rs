@@ -302,6 +302,12 @@ fn format_problems(problems: &[Problem]) -> String {
 }
 
 impl Error {
+    /// For `map_err`: an I/O failure at `path`.
+    pub(crate) fn io_at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self + use<> {
+        let path = path.to_owned();
+        move |source| Self::Io { path, source }
+    }
+
     /// The stable, machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         match self {

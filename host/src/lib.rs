@@ -25,3 +25,10 @@ pub mod paths;
 pub mod skill;
 
 pub use error::{Error, Result};
+
+/// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).
+pub(crate) fn unix_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}

@@ -234,10 +234,7 @@ impl Loader {
     /// Loads every skill directory directly under `root`, in name order; one broken skill
     /// does not keep the others from loading.
     pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<RegisteredSkill>)>> {
-        let entries = std::fs::read_dir(root).map_err(|source| Error::Io {
-            path: root.to_owned(),
-            source,
-        })?;
+        let entries = std::fs::read_dir(root).map_err(Error::io_at(root))?;
         let mut dirs: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {

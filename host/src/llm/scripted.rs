@@ -51,10 +51,7 @@ pub struct ScriptedProvider {
 impl ScriptedProvider {
     /// Reads the script at `path`.
     pub fn from_file(path: &Path) -> Result<Arc<Self>> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(path).map_err(Error::io_at(path))?;
         Self::from_json(&path.display().to_string(), &text)
     }
 

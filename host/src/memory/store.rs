@@ -91,9 +91,7 @@ pub(super) struct Store {
 }
 
 pub(super) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    i64::try_from(crate::unix_millis()).unwrap_or(i64::MAX)
 }
 
 pub(super) use crate::db::database_error as db_error;
@@ -131,10 +129,7 @@ impl Store {
     /// Opens `memory.db` in `data_dir`, migrates it, re-embeds if the embedder changed,
     /// and loads the vector index.
     pub(super) fn open(data_dir: &Path, embedder: &dyn Embedder) -> Result<Self> {
-        std::fs::create_dir_all(data_dir).map_err(|source| Error::Io {
-            path: data_dir.to_owned(),
-            source,
-        })?;
+        std::fs::create_dir_all(data_dir).map_err(Error::io_at(data_dir))?;
         let path = data_dir.join(MEMORY_DB);
         let conn = crate::db::open_sqlite(&path, SCHEMA)?;
         let mut store = Self {

@@ -1,7 +1,7 @@
 //! Reading a skill ZIP safely: every entry is checked before a byte is written.
 
 use std::io::{Cursor, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -65,10 +65,7 @@ pub(super) fn extract(zip: &[u8], into: &Path, progress: Progress<'_>) -> Result
         let relative = safe_path(&raw_name)?;
         let target = into.join(&relative);
         if entry.is_dir() {
-            std::fs::create_dir_all(&target).map_err(|source| Error::Io {
-                path: target,
-                source,
-            })?;
+            std::fs::create_dir_all(&target).map_err(Error::io_at(&target))?;
             continue;
         }
         let size = entry.size();
@@ -89,10 +86,7 @@ pub(super) fn extract(zip: &[u8], into: &Path, progress: Progress<'_>) -> Result
             )));
         }
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| Error::Io {
-                path: parent.to_owned(),
-                source,
-            })?;
+            std::fs::create_dir_all(parent).map_err(Error::io_at(parent))?;
         }
         // Read at most the declared size plus one byte: a lying header cannot make us
         // write more than the caps allow.
@@ -110,10 +104,7 @@ pub(super) fn extract(zip: &[u8], into: &Path, progress: Progress<'_>) -> Result
                 "Invalid ZIP structure: {raw_name} is larger than its header says"
             )));
         }
-        std::fs::write(&target, &bytes).map_err(|source| Error::Io {
-            path: target.clone(),
-            source,
-        })?;
+        std::fs::write(&target, &bytes).map_err(Error::io_at(&target))?;
         progress(total, declared.max(total));
         if let Some(rank) = SKILL_FILES
             .iter()
@@ -143,25 +134,23 @@ pub(super) fn extract(zip: &[u8], into: &Path, progress: Progress<'_>) -> Result
 
 /// An entry's name as a relative path with no `..`, no root and no drive.
 fn safe_path(name: &str) -> Result<PathBuf> {
-    let path = Path::new(name);
-    let mut clean = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Normal(part) => clean.push(part),
-            Component::CurDir => {}
-            _ => {
-                return Err(invalid(format!(
-                    "Invalid ZIP structure: {name} points outside the archive (absolute or `..`)"
-                )));
-            }
-        }
-    }
-    if clean.as_os_str().is_empty() || name.contains('\\') {
-        return Err(invalid(format!(
+    match super::disclosure::clean_relative(name) {
+        Some(clean) if !name.contains('\\') => Ok(clean),
+        Some(_) => Err(invalid(format!(
             "Invalid ZIP structure: {name:?} is not a usable path"
-        )));
+        ))),
+        None if Path::new(name)
+            .components()
+            .all(|c| matches!(c, std::path::Component::CurDir)) =>
+        {
+            Err(invalid(format!(
+                "Invalid ZIP structure: {name:?} is not a usable path"
+            )))
+        }
+        None => Err(invalid(format!(
+            "Invalid ZIP structure: {name} points outside the archive (absolute or `..`)"
+        ))),
     }
-    Ok(clean)
 }
 
 /// `dir` zipped in memory under its own name, so a directory installs through the same
@@ -169,11 +158,7 @@ fn safe_path(name: &str) -> Result<PathBuf> {
 /// apply while walking, before anything large is read.
 pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
     use std::io::Write as _;
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| Error::Io { path, source }
-    };
-    let dir = dir.canonicalize().map_err(io(dir))?;
+    let dir = dir.canonicalize().map_err(Error::io_at(dir))?;
     let root = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -185,14 +170,14 @@ pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
     let mut stack = vec![dir.clone()];
     while let Some(current) = stack.pop() {
         let mut children: Vec<_> = std::fs::read_dir(&current)
-            .map_err(io(&current))?
+            .map_err(Error::io_at(&current))?
             .flatten()
             .collect();
         children.sort_by_key(std::fs::DirEntry::file_name);
         for child in children {
             let path = child.path();
             let relative = path.strip_prefix(&dir).unwrap_or(&path);
-            let kind = child.file_type().map_err(io(&path))?;
+            let kind = child.file_type().map_err(Error::io_at(&path))?;
             if kind.is_symlink() {
                 return Err(invalid(format!(
                     "Invalid skill structure: {} is a symbolic link",
@@ -206,7 +191,7 @@ pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
                 continue;
             }
             entries += 1;
-            total += child.metadata().map_err(io(&path))?.len();
+            total += child.metadata().map_err(Error::io_at(&path))?.len();
             if entries > MAX_ENTRIES || total > MAX_TOTAL_BYTES {
                 return Err(invalid(format!(
                     "Invalid skill structure: {} holds more than {MAX_ENTRIES} files or {MAX_TOTAL_BYTES} bytes",
@@ -214,7 +199,7 @@ pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
                 )));
             }
             let name = format!("{root}/{}", relative.to_string_lossy().replace('\\', "/"));
-            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            let bytes = std::fs::read(&path).map_err(Error::io_at(&path))?;
             writer
                 .start_file(name, options)
                 .and_then(|()| writer.write_all(&bytes).map_err(Into::into))

@@ -133,7 +133,7 @@ impl SkillFiles {
         {
             return Ok(cached.clone());
         }
-        let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+        let text = std::fs::read_to_string(&path).map_err(Error::io_at(&path))?;
         let doc = crate::skill::frontmatter::SkillDoc::parse(&text).map_err(|p| {
             Error::InvalidSkillStructure(format!(
                 "Invalid skill structure: SKILL.md: {}",
@@ -150,7 +150,7 @@ impl SkillFiles {
     /// pointing out) are refused.
     pub fn resource(&self, relative: &str) -> Result<Arc<Resource>> {
         let clean = clean_relative(relative).ok_or_else(|| self.no_such(relative))?;
-        let root = self.dir.canonicalize().map_err(io(&self.dir))?;
+        let root = self.dir.canonicalize().map_err(Error::io_at(&self.dir))?;
         let real = root
             .join(&clean)
             .canonicalize()
@@ -165,11 +165,11 @@ impl SkillFiles {
         {
             return Ok(cached.clone());
         }
-        let bytes = std::fs::read(&real).map_err(io(&real))?;
+        let bytes = std::fs::read(&real).map_err(Error::io_at(&real))?;
         let size = bytes.len() as u64;
         let sha256 = hex::encode(Sha256::digest(&bytes));
-        let text = String::from_utf8(bytes).ok();
-        let kind = if text.is_some() { "text" } else { "binary" };
+        let kind = kind_of(&bytes, false);
+        let text = String::from_utf8(bytes).ok().filter(|_| kind == "text");
         let resource = Arc::new(Resource {
             path: slashed(&clean),
             kind,
@@ -332,20 +332,15 @@ impl SkillFiles {
     }
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + use<> {
-    let path = path.to_owned();
-    move |source| Error::Io { path, source }
-}
-
 fn stamp(path: &Path) -> Result<Stamp> {
-    let meta = std::fs::metadata(path).map_err(io(path))?;
+    let meta = std::fs::metadata(path).map_err(Error::io_at(path))?;
     Ok((meta.len(), meta.modified().ok()))
 }
 
 /// `path` as a relative path with no `..`, no root, and at least one part.
-fn clean_relative(path: &str) -> Option<PathBuf> {
+pub(super) fn clean_relative(path: &str) -> Option<PathBuf> {
     let mut clean = PathBuf::new();
-    for component in Path::new(path.trim_start_matches("./")).components() {
+    for component in Path::new(path).components() {
         match component {
             Component::Normal(part) => clean.push(part),
             Component::CurDir => {}
@@ -386,19 +381,22 @@ fn list_files(root: &Path, dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Whether the first 8 KiB of `path` are not UTF-8 text.
+/// `text` or `binary`, judged from the first 8 KiB of `path`.
 fn looks_binary(path: &Path) -> bool {
     use std::io::Read as _;
     let mut head = Vec::with_capacity(8192);
     let read = std::fs::File::open(path).and_then(|f| f.take(8192).read_to_end(&mut head));
-    if read.is_err() {
-        return true;
-    }
-    match std::str::from_utf8(&head) {
-        Ok(text) => text.contains('\0'),
-        // A multi-byte character cut at the end of the sample is still text.
-        Err(e) => e.error_len().is_some(),
-    }
+    read.is_err() || kind_of(&head, head.len() == 8192) == "binary"
+}
+
+/// `text` for UTF-8 without NUL bytes, else `binary`; a `sample` cut from a longer file
+/// may end inside a multi-byte character and still be text.
+fn kind_of(bytes: &[u8], sample: bool) -> &'static str {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => !text.contains('\0'),
+        Err(e) => sample && e.error_len().is_none() && !bytes[..e.valid_up_to()].contains(&0),
+    };
+    if text { "text" } else { "binary" }
 }
 
 fn media_type(path: &Path, kind: &str) -> &'static str {
@@ -435,6 +433,19 @@ fn media_type(path: &Path, kind: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listing_and_reading_agree_on_text_and_binary() {
+        assert_eq!(kind_of("résumé".as_bytes(), false), "text");
+        assert_eq!(
+            kind_of(b"a\0b", false),
+            "binary",
+            "UTF-8 with NUL is binary"
+        );
+        let cut = &"é".as_bytes()[..1];
+        assert_eq!(kind_of(cut, true), "text", "a sample may end mid-character");
+        assert_eq!(kind_of(cut, false), "binary", "a whole file may not");
+    }
 
     #[test]
     fn sections_code_blocks_and_references_are_found() {

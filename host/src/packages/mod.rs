@@ -21,7 +21,7 @@ pub mod index;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -88,11 +88,8 @@ impl InstallRecord {
         let path = dir.join(MARKER);
         let staged = dir.join(".vectorized.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| Error::Engine(e.to_string()))?;
-        std::fs::write(&staged, text).map_err(|source| Error::Io {
-            path: staged.clone(),
-            source,
-        })?;
-        std::fs::rename(&staged, &path).map_err(|source| Error::Io { path, source })
+        std::fs::write(&staged, text).map_err(Error::io_at(&staged))?;
+        std::fs::rename(&staged, &path).map_err(Error::io_at(&path))
     }
 }
 
@@ -218,11 +215,6 @@ fn structure(problem: impl Into<String>) -> Error {
     Error::InvalidSkillStructure(problem.into())
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + use<> {
-    let path = path.to_owned();
-    move |source| Error::Io { path, source }
-}
-
 /// A staging directory whose lock is older than this and not held is abandoned.
 const STAGING_GRACE: Duration = Duration::from_secs(60);
 
@@ -282,13 +274,13 @@ impl SkillManager {
 
     /// Installs the skill in `zip` (see the module docs).
     pub async fn install_skill(&self, zip: &[u8], options: InstallOptions<'_>) -> Result<Outcome> {
-        std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
+        std::fs::create_dir_all(&self.root).map_err(Error::io_at(&self.root))?;
         self.sweep();
         // Staging inside the skills directory, so the final rename stays on one file system.
         let staging = tempfile::Builder::new()
             .prefix(".install-")
             .tempdir_in(&self.root)
-            .map_err(io(&self.root))?;
+            .map_err(Error::io_at(&self.root))?;
         let _lock = lock(staging.path())?;
         let mut quiet = |_: u64, _: u64| {};
         let progress = match options.progress {
@@ -308,7 +300,7 @@ impl SkillManager {
             return Err(Error::SkillAlreadyExists { name });
         }
         record.digest = digest(&skill_dir)?;
-        record.installed_at = now_ms();
+        record.installed_at = crate::unix_millis();
         record.updated_at = record.installed_at;
         record.write(&skill_dir)?;
         if target.exists() {
@@ -316,7 +308,7 @@ impl SkillManager {
             // Named, so that if this process dies between the two renames the next
             // sweep can put the old version back.
             let old = staging.path().join(format!("{PREVIOUS}{name}"));
-            std::fs::rename(&target, &old).map_err(io(&target))?;
+            std::fs::rename(&target, &old).map_err(Error::io_at(&target))?;
             if let Err(source) = std::fs::rename(&skill_dir, &target) {
                 let _ = std::fs::rename(&old, &target);
                 return Err(Error::Io {
@@ -325,7 +317,7 @@ impl SkillManager {
                 });
             }
         } else {
-            std::fs::rename(&skill_dir, &target).map_err(io(&target))?;
+            std::fs::rename(&skill_dir, &target).map_err(Error::io_at(&target))?;
         }
         self.reindex(&name, Some(&record))?;
         tracing::info!(skill = %name, version = %record.version, kind = %record.kind, "installed");
@@ -452,9 +444,11 @@ impl SkillManager {
             .ok()
             .map(|bytes| hex::encode(Sha256::digest(&bytes)));
         // Rename first so a half-deleted skill is never loaded; then delete.
-        let doomed = self.root.join(format!(".uninstall-{name}-{}", now_ms()));
-        std::fs::rename(&dir, &doomed).map_err(io(&dir))?;
-        std::fs::remove_dir_all(&doomed).map_err(io(&doomed))?;
+        let doomed = self
+            .root
+            .join(format!(".uninstall-{name}-{}", crate::unix_millis()));
+        std::fs::rename(&dir, &doomed).map_err(Error::io_at(&dir))?;
+        std::fs::remove_dir_all(&doomed).map_err(Error::io_at(&doomed))?;
         self.reindex(name, None)?;
         if let Some(digest) = component {
             self.forget_artifacts(&digest);
@@ -517,13 +511,13 @@ impl SkillManager {
         }
         for (path, text) in &rewrites {
             let staged = dir.join(".update.tmp");
-            std::fs::write(&staged, text).map_err(io(&staged))?;
-            std::fs::rename(&staged, path).map_err(io(path))?;
+            std::fs::write(&staged, text).map_err(Error::io_at(&staged))?;
+            std::fs::rename(&staged, path).map_err(Error::io_at(path))?;
         }
         let mut record = self.record(&dir, name);
         record.description = description.to_owned();
         record.digest = digest(&dir)?;
-        record.updated_at = now_ms();
+        record.updated_at = crate::unix_millis();
         if record.installed_at == 0 {
             record.installed_at = record.updated_at;
         }
@@ -541,27 +535,7 @@ impl SkillManager {
     /// The record of installed skill `name` in `dir`; for a skill copied in by hand or
     /// installed by an older version, what its SKILL.md says.
     fn record(&self, dir: &Path, name: &str) -> InstallRecord {
-        if let Some(record) = InstallRecord::read(dir) {
-            return record;
-        }
-        let doc = std::fs::read_to_string(dir.join(SKILL_MD))
-            .ok()
-            .and_then(|text| SkillDoc::parse(&text).ok());
-        let old: serde_json::Value = std::fs::read_to_string(dir.join(MARKER))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
-        let raw = doc.map(|d| d.raw).unwrap_or_default();
-        InstallRecord {
-            name: name.to_owned(),
-            description: raw.description.unwrap_or_default(),
-            version: raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned()),
-            tags: raw.tags.unwrap_or_default(),
-            installed_at: old["installedAt"].as_u64().unwrap_or(0),
-            updated_at: old["updatedAt"].as_u64().unwrap_or(0),
-            digest: old["digest"].as_str().unwrap_or_default().to_owned(),
-            ..InstallRecord::default()
-        }
+        InstallRecord::read(dir).unwrap_or_else(|| legacy_record(dir, name))
     }
 
     /// Installed skills sorted by name, filtered and paged.
@@ -588,7 +562,7 @@ impl SkillManager {
             // The install record says it is a skill; without one, its files must.
             let record = match InstallRecord::read(&dir) {
                 Some(record) => record,
-                None if is_skill_dir(&dir) => self.record(&dir, &name),
+                None if is_skill_dir(&dir) => legacy_record(&dir, &name),
                 None => continue,
             };
             if !query.tags.iter().all(|t| record.tags.contains(t)) {
@@ -665,6 +639,29 @@ impl SkillManager {
     }
 }
 
+/// What SKILL.md (and an older marker's dates and digest) say of a skill copied in by
+/// hand or installed by an older version, which has no install record.
+fn legacy_record(dir: &Path, name: &str) -> InstallRecord {
+    let doc = std::fs::read_to_string(dir.join(SKILL_MD))
+        .ok()
+        .and_then(|text| SkillDoc::parse(&text).ok());
+    let old: serde_json::Value = std::fs::read_to_string(dir.join(MARKER))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let raw = doc.map(|d| d.raw).unwrap_or_default();
+    InstallRecord {
+        name: name.to_owned(),
+        description: raw.description.unwrap_or_default(),
+        version: raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned()),
+        tags: raw.tags.unwrap_or_default(),
+        installed_at: old["installedAt"].as_u64().unwrap_or(0),
+        updated_at: old["updatedAt"].as_u64().unwrap_or(0),
+        digest: old["digest"].as_str().unwrap_or_default().to_owned(),
+        ..InstallRecord::default()
+    }
+}
+
 /// Whether `dir` holds a skill.
 fn is_skill_dir(dir: &Path) -> bool {
     [SKILL_MD, SKILL_JSON, SKILL_WASM]
@@ -681,15 +678,9 @@ const PREVIOUS: &str = ".previous-";
 
 fn lock(staging: &Path) -> Result<File> {
     let path = staging.join(LOCK);
-    let file = File::create(&path).map_err(io(&path))?;
-    file.lock().map_err(io(&path))?;
+    let file = File::create(&path).map_err(Error::io_at(&path))?;
+    file.lock().map_err(Error::io_at(&path))?;
     Ok(file)
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Checks what the seed requires of SKILL.md (when there is one) and of the layout,
@@ -744,10 +735,7 @@ fn digest(dir: &Path) -> Result<String> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(current) = stack.pop() {
-        let entries = std::fs::read_dir(&current).map_err(|source| Error::Io {
-            path: current.clone(),
-            source,
-        })?;
+        let entries = std::fs::read_dir(&current).map_err(Error::io_at(&current))?;
         for entry in entries.flatten() {
             let path = entry.path();
             if entry.file_name() == MARKER {
@@ -766,10 +754,7 @@ fn digest(dir: &Path) -> Result<String> {
         let relative = file.strip_prefix(dir).unwrap_or(&file);
         hasher.update(relative.to_string_lossy().as_bytes());
         hasher.update([0]);
-        let bytes = std::fs::read(&file).map_err(|source| Error::Io {
-            path: file.clone(),
-            source,
-        })?;
+        let bytes = std::fs::read(&file).map_err(Error::io_at(&file))?;
         hasher.update((bytes.len() as u64).to_le_bytes());
         hasher.update(&bytes);
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -78,9 +78,7 @@ pub struct RunEvent {
 impl RunEvent {
     /// An event of `kind` about `skill`, stamped now, with no other fields.
     pub fn new(kind: EventKind, skill: Option<&str>) -> Self {
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let timestamp = crate::unix_millis();
         Self {
             kind,
             timestamp,

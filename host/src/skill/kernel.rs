@@ -206,9 +206,7 @@ impl Kernel {
 fn new_task_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
+    let millis = crate::unix_millis();
     format!("task-{millis}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 

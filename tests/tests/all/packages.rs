@@ -562,7 +562,14 @@ async fn capabilities_are_recorded_at_install_and_more_are_refused_later() {
     );
     let dir = data.path().join("skills/recaller");
     let loader = evo_host::engine::loader::Loader::new();
-    assert!(loader.load_dir(&dir).await.is_ok());
+    let loaded = loader.load_dir(&dir).await.unwrap();
+    assert_eq!(
+        (
+            loaded.meta.name.as_str(),
+            loaded.meta.capabilities.memory.as_str()
+        ),
+        ("recaller", "read")
+    );
 
     // The files change under the host and now ask for more.
     let mut wider = manifest.clone();
@@ -580,7 +587,14 @@ async fn capabilities_are_recorded_at_install_and_more_are_refused_later() {
         serde_json::json!({ "name": "recaller", "description": "d", "mode": "llm" }).to_string(),
     )
     .unwrap();
-    assert!(loader.load_dir(&dir).await.is_ok());
+    let loaded = loader.load_dir(&dir).await.unwrap();
+    assert_eq!(
+        (
+            loaded.meta.description.as_str(),
+            loaded.meta.capabilities.memory.as_str()
+        ),
+        ("d", "none")
+    );
 }
 
 #[tokio::test]
@@ -654,9 +668,10 @@ fn an_install_killed_midway_leaves_no_trace_and_its_staging_is_swept() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
+    // Watch until the install is caught staging, or until the process is gone (then it
+    // finished before it could be caught, and the assertion below says so).
     let mut saw_staging = false;
-    while started.elapsed() < std::time::Duration::from_secs(30) {
+    while child.try_wait().unwrap().is_none() {
         // Extraction has begun: the skill's directory exists in the staging directory.
         if entries(&skills)
             .iter()

@@ -107,10 +107,7 @@ impl BuiltinTools {
             .and_then(Value::as_str)
             .ok_or_else(|| invalid("read", "`path` must be a string"))?;
         let path = contained(&self.root, Path::new(requested))?;
-        let metadata = std::fs::metadata(&path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let metadata = std::fs::metadata(&path).map_err(Error::io_at(&path))?;
         if metadata.len() > MAX_READ_BYTES {
             return Err(Error::Skill {
                 skill: "read".to_owned(),
@@ -121,10 +118,7 @@ impl BuiltinTools {
                 ),
             });
         }
-        let bytes = std::fs::read(&path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let bytes = std::fs::read(&path).map_err(Error::io_at(&path))?;
         let content = String::from_utf8(bytes)
             .map_err(|_| invalid("read", &format!("{requested} is not UTF-8 text")))?;
         Ok(json!({ "success": true, "content": content }))
@@ -134,15 +128,9 @@ impl BuiltinTools {
 /// `path` resolved against `root`, refused unless it stays inside `root` once symlinks
 /// and `..` are resolved.
 fn contained(root: &Path, path: &Path) -> Result<PathBuf> {
-    let root = root.canonicalize().map_err(|source| Error::Io {
-        path: root.to_owned(),
-        source,
-    })?;
+    let root = root.canonicalize().map_err(Error::io_at(root))?;
     let joined = root.join(path);
-    let resolved = joined.canonicalize().map_err(|source| Error::Io {
-        path: joined.clone(),
-        source,
-    })?;
+    let resolved = joined.canonicalize().map_err(Error::io_at(&joined))?;
     if resolved.starts_with(&root) {
         Ok(resolved)
     } else {

@@ -280,10 +280,7 @@ impl WasmEngine {
         })
         .await
         .map_err(|e| Error::Engine(e.to_string()))?
-        .map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        .map_err(Error::io_at(path))?;
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
