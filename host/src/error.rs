@@ -278,6 +278,19 @@ pub enum Error {
         transient: bool,
     },
 
+    /// The configuration (`evo.toml`, an `EVO_*` variable) is not valid.
+    #[error("{}{}{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default(), key.as_ref().map(|k| format!(", key {k}")).unwrap_or_default())]
+    Config {
+        /// The file (or the variable) at fault.
+        path: PathBuf,
+        /// The line, from 1, when known.
+        line: Option<usize>,
+        /// The dotted key (`engine.pool_slots`), when known.
+        key: Option<String>,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+
     /// The embeddings service could not embed.
     #[error("embeddings: {message}")]
     Embedding {
@@ -345,6 +358,7 @@ impl Error {
             Self::Llm { .. } => "LLM_ERROR",
             Self::Database { .. } => "DATABASE_ERROR",
             Self::Embedding { .. } => "EMBEDDING_ERROR",
+            Self::Config { .. } => "CONFIG_INVALID",
         }
     }
 
@@ -391,6 +405,11 @@ impl Error {
                 | Self::InvalidSkillStructure(_)
                 | Self::SkillAlreadyExists { .. }
                 | Self::Template { .. }
+                | Self::Config { .. }
+                | Self::Skill {
+                    kind: FailureKind::InvalidInput,
+                    ..
+                }
         ) || matches!(self, Self::Validation(report) if report.direction == Direction::Input)
     }
 
@@ -417,6 +436,9 @@ impl Error {
                 Some("`evo skill list` shows the skills available; check the name's spelling")
             }
             Self::SkillAlreadyExists { .. } => Some("`evo skill install --overwrite` replaces it"),
+            Self::Config { .. } => Some(
+                "fix the value (`evo config show` prints every key, its value and where it came from)",
+            ),
             Self::InvalidSkillStructure(_) => Some(
                 "a skill archive holds one directory named like the skill, with a SKILL.md (name, description) inside",
             ),

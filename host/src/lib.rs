@@ -15,16 +15,21 @@
 
 pub mod agent;
 pub mod capabilities;
+pub mod config;
 pub mod db;
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod llm;
 pub mod memory;
 pub mod packages;
 pub mod paths;
 pub mod skill;
+pub mod tools;
 
+pub use config::Config;
 pub use error::{Error, Result};
+pub use host::{Host, HostBuilder};
 
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).
 pub(crate) fn unix_millis() -> u64 {

@@ -115,11 +115,18 @@ impl Agent {
         } else {
             kernel.with_llm(Arc::new(crate::llm::ProviderLlm(provider.clone())))
         };
+        Self::on(Arc::new(kernel), provider)
+    }
+
+    /// An agent sharing `kernel` (its skills, model, memory and statistics) with the
+    /// rest of a host, thinking with `provider`. Registers `intent_recognize` in the
+    /// kernel's registry if it is not there.
+    pub fn on(kernel: Arc<Kernel>, provider: Arc<dyn LlmProvider>) -> Result<Self> {
         if !kernel.registry().has(intent::SKILL_NAME) {
             intent::register(kernel.registry())?;
         }
         Ok(Self {
-            kernel: Arc::new(kernel),
+            kernel,
             provider,
             memory: None,
             prompt: Arc::new(prompt::DefaultPromptCompiler::default()),

@@ -6,6 +6,8 @@
 
 mod dir;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 pub use dir::{DirGrant, DirPolicy, DirRequest};
@@ -40,6 +42,16 @@ impl MemoryAccess {
             Self::None => "none",
             Self::Read => "read",
             Self::ReadWrite => "read-write",
+        }
+    }
+
+    /// Parses `none`, `read` or `read-write`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "none" => Some(Self::None),
+            "read" => Some(Self::Read),
+            "read-write" => Some(Self::ReadWrite),
+            _ => None,
         }
     }
 }
@@ -89,7 +101,8 @@ impl RequestedCapabilities {
 ///
 /// - no directories,
 /// - no language model,
-/// - no memory.
+/// - no memory,
+/// - no per-skill entries.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     /// Directories the operator binds to guest paths, each with the most access allowed.
@@ -98,6 +111,16 @@ pub struct Policy {
     pub llm: bool,
     /// The most memory access any skill gets.
     pub memory: MemoryAccess,
+    /// Policies for named skills, each replacing this one for its skill (their own
+    /// `skills` are not consulted).
+    pub skills: BTreeMap<String, Policy>,
+}
+
+impl Policy {
+    /// The policy that applies to skill `name`: its own entry, else this one.
+    pub fn for_skill(&self, name: &str) -> &Policy {
+        self.skills.get(name).unwrap_or(self)
+    }
 }
 
 /// What a skill actually gets: requested ∩ policy.
@@ -196,5 +219,26 @@ mod tests {
             );
             assert_eq!(grant.memory, expected, "{requested:?} ∩ {allowed:?}");
         }
+    }
+
+    #[test]
+    fn a_skill_entry_replaces_the_default_for_that_skill_only() {
+        let policy = Policy {
+            llm: false,
+            skills: [(
+                "notes".to_owned(),
+                Policy {
+                    llm: true,
+                    memory: MemoryAccess::ReadWrite,
+                    ..Policy::default()
+                },
+            )]
+            .into(),
+            ..Policy::default()
+        };
+        assert!(policy.for_skill("notes").llm);
+        assert_eq!(policy.for_skill("notes").memory, MemoryAccess::ReadWrite);
+        assert!(!policy.for_skill("calculate").llm);
+        assert_eq!(policy.for_skill("calculate").memory, MemoryAccess::None);
     }
 }

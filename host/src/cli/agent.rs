@@ -3,12 +3,13 @@
 use std::io::Write as _;
 
 use clap::Subcommand;
+use evo_host::Host;
 use evo_host::agent::tool_loop::Permissions;
 use evo_host::agent::{Agent, AgentOptions};
 use evo_host::llm::{Message, Role};
 use evo_host::skill::events::{EventKind, EventSink, RunEvent};
 
-use super::skill::{Grants, Host, Sources};
+use super::args::{self, Grants, Sources};
 use super::{Failure, Globals};
 
 #[derive(Debug, Subcommand)]
@@ -20,9 +21,10 @@ pub(crate) enum AgentCommand {
         /// Skip intent recognition: go straight to the tool loop with every tool.
         #[arg(long)]
         no_routing: bool,
-        /// Most model requests in the tool loop.
-        #[arg(long, default_value_t = evo_host::agent::tool_loop::DEFAULT_MAX_LLM_ROUNDS)]
-        max_rounds: u32,
+        /// Most model requests in the tool loop (default: agent.max_llm_rounds in
+        /// evo.toml, else 10).
+        #[arg(long)]
+        max_rounds: Option<u32>,
         /// Let the model call only skills tagged `readonly` (no side effects).
         #[arg(long)]
         read_only: bool,
@@ -58,17 +60,20 @@ pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), 
             sources,
             grants,
         } => {
-            let options = AgentOptions {
-                intent_recognition: !no_routing,
-                max_llm_rounds: max_rounds,
-                permissions: permissions(read_only),
-                ..AgentOptions::default()
-            };
-            let (host, agent) = open(globals, &sources, &grants, options).await?;
+            let (host, agent) = open(globals, &sources, &grants, |options| {
+                if no_routing {
+                    options.intent_recognition = false;
+                }
+                if let Some(rounds) = max_rounds {
+                    options.max_llm_rounds = rounds;
+                }
+                options.permissions = permissions(read_only);
+            })
+            .await?;
             let json = globals.json;
             let events = EventSink::new(move |event: RunEvent| show(&event, json));
             let result = agent.run(&message, events).await;
-            host.flush_stats();
+            flush(&host);
             if !json {
                 let _ = writeln!(std::io::stdout());
             }
@@ -79,13 +84,12 @@ pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), 
             sources,
             grants,
         } => {
-            let options = AgentOptions {
-                permissions: permissions(read_only),
-                ..AgentOptions::default()
-            };
-            let (host, agent) = open(globals, &sources, &grants, options).await?;
+            let (host, agent) = open(globals, &sources, &grants, |options| {
+                options.permissions = permissions(read_only);
+            })
+            .await?;
             chat(&agent, globals.json).await;
-            host.flush_stats();
+            flush(&host);
             Ok(())
         }
     }
@@ -103,25 +107,25 @@ async fn open(
     globals: &Globals,
     sources: &Sources,
     grants: &Grants,
-    options: AgentOptions,
+    options: impl FnOnce(&mut AgentOptions),
 ) -> Result<(Host, Agent), Failure> {
-    let Some(provider) = evo_host::llm::config::load(&globals.data_dir)? else {
-        return Err(Failure::Usage {
-            code: "LLM_NOT_CONFIGURED",
-            message: "no language model is configured".into(),
-            hint: Some(evo_host::llm::config::HOW_TO_CONFIGURE.into()),
-        });
-    };
-    let host = Host::open(globals, sources, grants).await?;
-    let index = evo_host::packages::index::SkillIndex::new(
-        evo_host::db::Db::open(&globals.data_dir)?,
-        host.memory.embedder(),
-    );
-    let agent = Agent::new(host.kernel_without_llm(), provider)?
-        .with_memory(host.memory.clone())
-        .with_options(options)
-        .with_skill_index(index)?;
+    let host = args::host(globals, sources, grants).await?;
+    if host.llm().is_none() && host.llm_error().is_none() {
+        return Err(Failure::usage(
+            "LLM_NOT_CONFIGURED",
+            "no language model is configured".into(),
+            Some(evo_host::config::HOW_TO_CONFIGURE_LLM),
+        ));
+    }
+    let agent = host.agent(options)?;
     Ok((host, agent))
+}
+
+/// Failing to record statistics must not fail the run that happened.
+fn flush(host: &Host) {
+    if let Err(e) = host.flush_stats() {
+        eprintln!("warning: could not record statistics: {e}");
+    }
 }
 
 async fn chat(agent: &Agent, json: bool) {
@@ -129,7 +133,7 @@ async fn chat(agent: &Agent, json: bool) {
     let stdin = std::io::stdin();
     loop {
         if !json {
-            print!("you> ");
+            crate::cli::write_stdout(format_args!("you> "));
             let _ = std::io::stdout().flush();
         }
         let mut line = String::new();
@@ -149,7 +153,7 @@ async fn chat(agent: &Agent, json: bool) {
             _ => {}
         }
         if !json {
-            print!("evo> ");
+            crate::cli::write_stdout(format_args!("evo> "));
         }
         let events = EventSink::new(move |event: RunEvent| show(&event, json));
         match agent.run_turn(line, &history, events).await {
@@ -162,7 +166,7 @@ async fn chat(agent: &Agent, json: bool) {
             Err(e) => eprintln!("error[{}]: {e}", e.code()),
         }
         if !json {
-            println!();
+            crate::cli::write_stdout(format_args!("\n"));
         }
     }
 }

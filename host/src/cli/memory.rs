@@ -1,10 +1,10 @@
 //! `evo memory …`: search, store, forget, the daily log, and what memory holds.
 
 use clap::Subcommand;
-use evo_host::memory::{Category, MemoryManager};
+use evo_host::memory::Category;
 use serde_json::json;
 
-use super::{Failure, Globals};
+use super::{Failure, Globals, out};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum MemoryCommand {
@@ -43,11 +43,12 @@ pub(crate) enum MemoryCommand {
     Show,
 }
 
-pub(crate) fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failure> {
-    let memory = MemoryManager::open_configured(&globals.data_dir)?;
+pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failure> {
+    let host = super::args::plain_host(globals).await?;
+    let memory = host.memory();
     let print = |value: serde_json::Value, human: &dyn Fn()| {
         if globals.json {
-            println!("{value}");
+            out!("{value}");
         } else {
             human();
         }
@@ -57,10 +58,10 @@ pub(crate) fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failu
             let hits = memory.search(&query, limit)?;
             print(json!({ "results": hits, "count": hits.len() }), &|| {
                 if hits.is_empty() {
-                    println!("nothing found");
+                    out!("nothing found");
                 }
                 for hit in &hits {
-                    println!(
+                    out!(
                         "{:.2}  {}  [{}] {}",
                         hit.score,
                         hit.id,
@@ -79,19 +80,19 @@ pub(crate) fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failu
                 } else {
                     "not stored"
                 };
-                println!("{verb}: {}", outcome.reason);
+                out!("{verb}: {}", outcome.reason);
             });
         }
         MemoryCommand::Forget { query } => {
             let outcome = memory.forget(&query)?;
             print(json!(outcome), &|| {
-                println!(
+                out!(
                     "forgot {} entr{}",
                     outcome.deleted,
                     if outcome.deleted == 1 { "y" } else { "ies" }
                 );
                 for id in &outcome.ids {
-                    println!("  {id}");
+                    out!("  {id}");
                 }
             });
         }
@@ -99,16 +100,16 @@ pub(crate) fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failu
             Some(line) => {
                 let path = memory.append_daily_log(&line)?;
                 print(json!({ "appended": true, "path": path }), &|| {
-                    println!("added to {}", path.display());
+                    out!("added to {}", path.display());
                 });
             }
             None => {
                 let log = memory.load_daily_log(date.as_deref())?;
                 print(json!({ "date": date, "log": log }), &|| {
                     if log.is_empty() {
-                        println!("nothing logged that day");
+                        out!("nothing logged that day");
                     } else {
-                        print!("{log}");
+                        crate::cli::write_stdout(format_args!("{log}"));
                     }
                 });
             }
@@ -117,19 +118,19 @@ pub(crate) fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failu
             let status = memory.status()?;
             let long_term = memory.load_long_term()?;
             print(json!({ "status": status, "longTerm": long_term }), &|| {
-                println!("database:      {}", status.database.display());
-                println!(
+                out!("database:      {}", status.database.display());
+                out!(
                     "embedder:      {} ({} dimensions)",
                     status.embedder, status.dimension
                 );
-                println!("vector search: {}", status.vector_search);
-                println!("entries:       {}", status.entries);
+                out!("vector search: {}", status.vector_search);
+                out!("entries:       {}", status.entries);
                 if long_term.trim().is_empty() {
-                    println!(
+                    out!(
                         "\nMEMORY.md is empty; write facts there as a list and they become searchable."
                     );
                 } else {
-                    println!("\n{long_term}");
+                    out!("\n{long_term}");
                 }
             });
         }

@@ -1,19 +1,48 @@
-//! Argument parsing, output conventions and exit codes shared by every subcommand.
+//! The `evo` binary: flags parsed by clap ([`Cli`]), turned into a validated
+//! [`evo_host::Config`] and handed to [`evo_host::Host`] ([`args`]), one file per
+//! subcommand. Conventions every subcommand keeps:
 //!
 //! - the data directory is `--data-dir`, else `EVO_HOME`, else the platform data dir;
 //! - `--json` prints a machine-readable result on stdout;
-//! - errors go to stderr as `error[CODE]: message` plus a hint;
-//! - exit code 0 on success, 1 when the skill failed, 2 for bad usage or bad input.
+//! - errors go to stderr as `error[CODE]: message` plus a hint (with `--json`, also on
+//!   stdout as `{ success, error, code, hint }`);
+//! - exit code 0 on success, 1 when the skill failed, 2 for bad usage or bad input;
+//! - a closed stdout (`evo skill list | head -1`) ends the command quietly.
 
 mod agent;
+mod args;
+mod config;
+mod doctor;
 mod memory;
+mod meta;
 mod skill;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use evo_host::Error;
+
+/// Prints a line to stdout; a reader that went away (`| head`) ends the process quietly
+/// instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use out;
+
+/// Writes `args` to stdout and flushes; exits with status 0 when stdout is closed, as
+/// other Unix tools do.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
 
 /// Evo runs agent skills — WebAssembly components — in a sandbox with time, memory and
 /// output limits and no access to anything you did not grant.
@@ -25,11 +54,16 @@ use evo_host::Error;
     evo skill info calculate.wasm --json\n  \
     evo memory store \"The user prefers dark mode\" --category preference\n  \
     evo memory search \"which theme\"\n  \
+    evo config show\n  \
     evo doctor")]
-struct Cli {
-    /// Data directory (compiled-component cache, installed skills, memory).
+pub(crate) struct Cli {
+    /// Data directory (compiled-component cache, installed skills, memory, evo.toml).
     #[arg(long, global = true, env = "EVO_HOME", value_name = "DIR")]
     data_dir: Option<PathBuf>,
+
+    /// Configuration file to read instead of evo.toml in the data directory.
+    #[arg(long, global = true, env = "EVO_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
 
     /// Print a machine-readable JSON result on stdout.
     #[arg(long, global = true)]
@@ -46,17 +80,28 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run and inspect skills.
+    /// Run, install and inspect skills.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
     /// Search, store and forget long-term memory; read the daily logs.
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
-    /// Talk to the agent (needs a model: EVO_LLM).
+    /// Talk to the agent (needs a model: EVO_LLM or [llm] in evo.toml).
     #[command(subcommand)]
     Agent(agent::AgentCommand),
-    /// Check the set-up: data directory, Wasm engine, compile cache, memory.
+    /// Show the effective configuration and where each value came from.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Check the set-up: data directory, Wasm engine, compile cache, memory, model, Node,
+    /// native isolation. Exits 1 when a configured part is broken.
     Doctor,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout, e.g. `evo man > evo.1`.
+    Man,
     /// Internal: confine this process and become a native skill's Node.
     #[command(name = "__native-exec", hide = true)]
     NativeExec {
@@ -78,6 +123,7 @@ enum Command {
 /// Options every command sees.
 pub(crate) struct Globals {
     pub data_dir: PathBuf,
+    pub config: Option<PathBuf>,
     pub json: bool,
 }
 
@@ -89,11 +135,23 @@ pub(crate) enum Failure {
         message: String,
         hint: Option<String>,
     },
+    /// The command reported its own failure already; exit with this status.
+    Reported(u8),
 }
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         Self::Evo(error)
+    }
+}
+
+impl Failure {
+    pub(crate) fn usage(code: &'static str, message: String, hint: Option<&str>) -> Self {
+        Self::Usage {
+            code,
+            message,
+            hint: hint.map(str::to_owned),
+        }
     }
 }
 
@@ -123,27 +181,36 @@ pub(crate) fn main() -> ExitCode {
     init_tracing(cli.verbose);
     let globals = Globals {
         data_dir: evo_host::paths::data_dir(cli.data_dir.as_deref()),
+        config: cli.config,
         json: cli.json,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error[RUNTIME_ERROR]: could not start the async runtime: {e}");
-            return ExitCode::from(1);
+    let result = match cli.command {
+        Command::Completions { shell } => {
+            meta::completions(shell);
+            Ok(())
         }
+        Command::Man => meta::man(),
+        Command::Config(command) => config::run(command, &globals),
+        command => match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(async {
+                match command {
+                    Command::Skill(command) => skill::run(command, &globals).await,
+                    Command::Memory(command) => memory::run(command, &globals).await,
+                    Command::Agent(command) => agent::run(command, &globals).await,
+                    Command::Doctor => doctor::run(&globals).await,
+                    _ => Ok(()),
+                }
+            }),
+            Err(e) => Err(Failure::usage(
+                "RUNTIME_ERROR",
+                format!("could not start the async runtime: {e}"),
+                None,
+            )),
+        },
     };
-    let result = runtime.block_on(async {
-        match cli.command {
-            Command::Skill(command) => skill::run(command, &globals).await,
-            Command::Memory(command) => memory::run(command, &globals),
-            Command::Agent(command) => agent::run(command, &globals).await,
-            Command::Doctor => skill::doctor(&globals).await,
-            Command::NativeExec { .. } => Ok(()),
-        }
-    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => report(&failure, globals.json),
@@ -152,6 +219,7 @@ pub(crate) fn main() -> ExitCode {
 
 fn report(failure: &Failure, json: bool) -> ExitCode {
     let (code, message, hint, exit) = match failure {
+        Failure::Reported(status) => return ExitCode::from(*status),
         Failure::Evo(e) => (
             e.code(),
             e.to_string(),
@@ -165,8 +233,13 @@ fn report(failure: &Failure, json: bool) -> ExitCode {
         } => (*code, message.clone(), hint.clone(), 2),
     };
     if json {
-        let value = serde_json::json!({ "success": false, "error": message, "code": code });
-        println!("{value}");
+        let value = serde_json::json!({
+            "success": false,
+            "error": message,
+            "code": code,
+            "hint": hint,
+        });
+        out!("{value}");
     }
     eprintln!("error[{code}]: {message}");
     if let Some(hint) = hint {
@@ -188,4 +261,9 @@ fn init_tracing(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
+}
+
+/// Turns a serialisation failure (which would be a bug) into a reported error.
+pub(crate) fn internal(error: serde_json::Error) -> Failure {
+    Failure::usage("INTERNAL_ERROR", error.to_string(), None)
 }

@@ -1,12 +1,12 @@
-//! Which provider to use, from the environment, with the official SDKs' variable names:
+//! Which provider to use, with the official SDKs' variable names:
 //!
 //! - `EVO_LLM=openai:<model>` (`OPENAI_API_KEY`, `OPENAI_BASE_URL`),
 //! - `EVO_LLM=anthropic:<model>` (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`),
 //! - `EVO_LLM=ollama:<model>` (no key; `OLLAMA_BASE_URL`, else `http://localhost:11434/v1`),
 //! - `EVO_LLM=scripted:<file>` (replays a script; for tests and demos).
 //!
-//! Without `EVO_LLM`, `evo.toml` in the data directory may name one (keys stay in the
-//! environment, never in the file):
+//! Without `EVO_LLM`, `evo.toml` may name one (keys stay in the environment, never in
+//! the file; see [`crate::config`]):
 //!
 //! ```toml
 //! [llm]
@@ -20,67 +20,87 @@ use super::LlmProvider;
 use super::anthropic::{ANTHROPIC_BASE_URL, AnthropicProvider};
 use super::openai::{OLLAMA_BASE_URL, OPENAI_BASE_URL, OpenAiProvider};
 use super::scripted::ScriptedProvider;
+use crate::config::{HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE, LlmSettings};
 use crate::error::{Error, Result};
-
-/// How to configure a provider, for messages that find none.
-pub const HOW_TO_CONFIGURE: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// The provider `EVO_LLM` names, or `None` when it is unset.
-pub fn from_env() -> Result<Option<Arc<dyn LlmProvider>>> {
-    let Some(spec) = var("EVO_LLM") else {
+/// The provider `settings` name (from `evo.toml`, `EVO_LLM` or a flag; see
+/// [`crate::config`]), or `None` when they name none. Keys come from the environment;
+/// `settings.base_url` overrides the provider's URL variable.
+pub fn provider(settings: &LlmSettings) -> Result<Option<Arc<dyn LlmProvider>>> {
+    let Some(model) = &settings.model else {
         return Ok(None);
     };
-    parse(&spec, var).map(Some)
-}
-
-/// Name of the configuration file in the data directory.
-pub const CONFIG_FILE: &str = "evo.toml";
-
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct File {
-    #[serde(default)]
-    llm: Option<LlmSection>,
-}
-
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LlmSection {
-    model: String,
-    #[serde(default)]
-    base_url: Option<String>,
-}
-
-/// The provider `EVO_LLM` names, else the one `evo.toml` in `data_dir` names, else `None`.
-pub fn load(data_dir: &std::path::Path) -> Result<Option<Arc<dyn LlmProvider>>> {
-    if let Some(provider) = from_env()? {
-        return Ok(Some(provider));
-    }
-    let path = data_dir.join(CONFIG_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(Error::Io { path, source }),
-    };
-    let file: File = toml::from_str(&text).map_err(|e| Error::InvalidInput {
-        skill: "config".into(),
-        reason: format!("{}: {e}", path.display()),
-    })?;
-    let Some(llm) = file.llm else {
-        return Ok(None);
-    };
-    let base_url = llm.base_url;
-    parse(&llm.model, |name| match name {
+    let base_url = settings.base_url.clone();
+    parse(model, |name| match name {
         "OPENAI_BASE_URL" | "ANTHROPIC_BASE_URL" | "OLLAMA_BASE_URL" if base_url.is_some() => {
             base_url.clone()
         }
         other => var(other),
     })
     .map(Some)
+}
+
+/// Longest wait for [`probe`]: a doctor's check, not a request a user waits on.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Asks the configured provider's server whether it is there and takes the key
+/// (`GET {base}/models`), for `evo doctor`. `Ok` says what answered; `Err` says what is
+/// wrong. A scripted provider is checked by loading its file.
+pub fn probe(settings: &LlmSettings) -> std::result::Result<String, String> {
+    let Some(spec) = &settings.model else {
+        return Err("no model is configured".into());
+    };
+    provider(settings).map_err(|e| e.to_string())?;
+    let env = |name: &str| match name {
+        "OPENAI_BASE_URL" | "ANTHROPIC_BASE_URL" | "OLLAMA_BASE_URL"
+            if settings.base_url.is_some() =>
+        {
+            settings.base_url.clone()
+        }
+        other => var(other),
+    };
+    let (base, headers): (String, Vec<(&str, String)>) = match spec.split_once(':') {
+        Some(("openai", _)) => (
+            env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
+            env("OPENAI_API_KEY")
+                .map(|k| vec![("authorization", format!("Bearer {k}"))])
+                .unwrap_or_default(),
+        ),
+        Some(("ollama", _)) => (
+            env("OLLAMA_BASE_URL").unwrap_or_else(|| OLLAMA_BASE_URL.to_owned()),
+            Vec::new(),
+        ),
+        Some(("anthropic", _)) => (
+            env("ANTHROPIC_BASE_URL").unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned()),
+            vec![
+                ("x-api-key", env("ANTHROPIC_API_KEY").unwrap_or_default()),
+                ("anthropic-version", "2023-06-01".to_owned()),
+            ],
+        ),
+        _ => return Ok(format!("{spec} (replays a file)")),
+    };
+    let url = format!("{}/models", base.trim_end_matches('/'));
+    let agent = ureq::Agent::config_builder()
+        .timeout_global(Some(PROBE_TIMEOUT))
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let mut request = agent.get(&url);
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    match request.call() {
+        Ok(response) => match response.status().as_u16() {
+            401 | 403 => Err(format!("{url} refused the API key (HTTP {})", response.status().as_u16())),
+            status if status >= 500 => Err(format!("{url} answered HTTP {status}")),
+            _ => Ok(format!("{spec} at {base}")),
+        },
+        Err(e) => Err(format!("{url} is not reachable: {e}")),
+    }
 }
 
 /// The provider for `spec` (`provider:model`), reading keys and URLs through `env`.
@@ -164,24 +184,13 @@ mod tests {
     }
 
     #[test]
-    fn evo_toml_names_a_provider_when_evo_llm_does_not() {
-        if std::env::var_os("EVO_LLM").is_some() {
-            return; // The environment wins; this test is about the file.
-        }
-        let dir = tempfile::tempdir().unwrap();
-        assert!(load(dir.path()).unwrap().is_none());
-        std::fs::write(
-            dir.path().join(CONFIG_FILE),
-            "[llm]\nmodel = \"ollama:qwen3\"\nbase_url = \"http://gpu:11434/v1\"\n",
-        )
-        .unwrap();
-        assert_eq!(
-            load(dir.path()).unwrap().unwrap().describe(),
-            "ollama:qwen3"
-        );
-        std::fs::write(dir.path().join(CONFIG_FILE), "[llm]\nmodle = \"x\"\n").unwrap();
-        let err = load(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("unknown field `modle`"), "{err}");
+    fn settings_name_a_provider_and_override_its_url() {
+        assert!(provider(&LlmSettings::default()).unwrap().is_none());
+        let settings = LlmSettings {
+            model: Some("ollama:qwen3".into()),
+            base_url: Some("http://gpu:11434/v1".into()),
+        };
+        assert_eq!(provider(&settings).unwrap().unwrap().describe(), "ollama:qwen3");
     }
 
     #[test]

@@ -307,7 +307,7 @@ impl SkillContext {
             return Err(Error::Llm {
                 message: format!(
                     "no language model is configured for this host; {}",
-                    crate::llm::config::HOW_TO_CONFIGURE
+                    crate::config::HOW_TO_CONFIGURE_LLM
                 ),
                 transient: false,
             });

@@ -93,7 +93,7 @@ impl WasmSkill {
         policy: &Policy,
         pre: PluginPre<HostState>,
     ) -> Self {
-        let grant = Grant::new(&meta.capabilities, policy);
+        let grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
         for refused in &grant.refused {
             tracing::info!(skill = %meta.name, "not granted: {refused}");
         }

@@ -1,0 +1,148 @@
+//! Flags shared by several subcommands, and how they become a [`Host`]: the
+//! configuration is read (defaults → `evo.toml` → environment), the flags are applied
+//! on top with their source recorded, and the host is built from the result.
+
+use std::path::PathBuf;
+
+use evo_host::Host;
+use evo_host::capabilities::{DirPolicy, MemoryAccess, Policy};
+use evo_host::config::{Config, Source};
+
+use super::{Failure, Globals};
+
+/// Where skills come from besides the built-ins and the installed ones.
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct Sources {
+    /// Also load every skill directory under DIR (after the installed ones, which it
+    /// overrides on a name clash); repeat for more. `skill_dirs` in evo.toml keeps
+    /// directories for every run.
+    #[arg(long = "skills-dir", value_name = "DIR")]
+    pub(crate) skills_dirs: Vec<PathBuf>,
+}
+
+/// Capabilities the operator grants for this invocation, on top of evo.toml's
+/// `[grants]` (to every skill, including those with their own entry).
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct Grants {
+    /// Offer a host directory to the skill: `HOST::GUEST` (read-write), `HOST::GUEST:ro`
+    /// (read-only), or `HOST` (same path in the guest). The skill gets it only if its
+    /// manifest asks for GUEST; repeat for more directories.
+    #[arg(long = "dir", value_name = "HOST::GUEST[:ro]")]
+    dirs: Vec<String>,
+    /// Let skills that ask for the language model use it.
+    #[arg(long)]
+    allow_llm: bool,
+    /// The most memory access skills that ask for it get.
+    #[arg(long, value_name = "none|read|read-write")]
+    allow_memory: Option<String>,
+}
+
+impl Grants {
+    fn apply(&self, config: &mut Config) -> Result<(), Failure> {
+        let dirs: Vec<DirPolicy> = self
+            .dirs
+            .iter()
+            .map(|spec| {
+                DirPolicy::parse(spec).map_err(|message| {
+                    Failure::usage(
+                        "INVALID_ARGUMENT",
+                        format!("--dir {spec}: {message}"),
+                        Some("use HOST::GUEST or HOST::GUEST:ro with an existing host directory"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let memory = match &self.allow_memory {
+            None => None,
+            Some(level) => Some(MemoryAccess::parse(level).ok_or_else(|| {
+                Failure::usage(
+                    "INVALID_ARGUMENT",
+                    format!("--allow-memory {level}: not a memory access level"),
+                    Some("use none, read or read-write"),
+                )
+            })?),
+        };
+        let widen = |policy: &mut Policy| {
+            policy.dirs.extend(dirs.iter().cloned());
+            policy.llm |= self.allow_llm;
+            if let Some(memory) = memory {
+                policy.memory = policy.memory.max(memory);
+            }
+        };
+        let grants = &mut config.grants;
+        widen(grants);
+        grants.skills.values_mut().for_each(widen);
+        let flag = |flag: &str| Source::Flag { flag: flag.into() };
+        if !dirs.is_empty() {
+            config.set_source("grants.dirs", flag("--dir"));
+        }
+        if self.allow_llm {
+            config.set_source("grants.llm", flag("--allow-llm"));
+        }
+        if memory.is_some() {
+            config.set_source("grants.memory", flag("--allow-memory"));
+        }
+        Ok(())
+    }
+}
+
+/// The configuration of this invocation: evo.toml and the environment, with `sources`
+/// and `grants` on top.
+pub(crate) fn config(
+    globals: &Globals,
+    sources: &Sources,
+    grants: &Grants,
+) -> Result<Config, Failure> {
+    let mut config = Config::load(&globals.data_dir, globals.config.as_deref())?;
+    for dir in &sources.skills_dirs {
+        if !dir.is_dir() {
+            return Err(Failure::usage(
+                "INVALID_ARGUMENT",
+                format!("--skills-dir {}: not a directory", dir.display()),
+                None,
+            ));
+        }
+        config.skill_dirs.push(dir.clone());
+        config.set_source(
+            "skill_dirs",
+            Source::Flag {
+                flag: "--skills-dir".into(),
+            },
+        );
+    }
+    grants.apply(&mut config)?;
+    Ok(config)
+}
+
+/// The host of this invocation. Skills that failed to load and a model that cannot be
+/// used are warnings: commands that need neither still work.
+pub(crate) async fn host(
+    globals: &Globals,
+    sources: &Sources,
+    grants: &Grants,
+) -> Result<Host, Failure> {
+    let config = config(globals, sources, grants)?;
+    let mut builder = Host::builder().data_dir(&globals.data_dir).config(config);
+    // This binary confines itself (`evo __native-exec`) before becoming Node.
+    if let Ok(exe) = std::env::current_exe() {
+        builder = builder.native_launcher(exe);
+    }
+    let host = builder.build().await?;
+    for skipped in host.load_errors() {
+        eprintln!(
+            "warning: skipped {}: [{}] {}",
+            skipped.path.display(),
+            skipped.code,
+            skipped.error
+        );
+    }
+    if let Some(error) = host.llm_error() {
+        eprintln!("warning: no language model: {error}");
+    }
+    Ok(host)
+}
+
+/// The host with no extra sources or grants.
+pub(crate) async fn plain_host(globals: &Globals) -> Result<Host, Failure> {
+    host(globals, &Sources::default(), &Grants::default()).await
+}

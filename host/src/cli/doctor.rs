@@ -1,0 +1,164 @@
+//! `evo doctor`: what this installation can do, and what is broken. Exits 1 when a part
+//! that is configured or needed does not work, so scripts can gate on it.
+
+use std::time::Duration;
+
+use evo_host::skill::executor::ExecutorKind;
+use serde_json::{Value, json};
+
+use super::args;
+use super::{Failure, Globals, out};
+
+/// Longest wait for `node --version`.
+const NODE_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One line of the report.
+struct Check {
+    name: &'static str,
+    ok: bool,
+    /// Broken and it matters: the command fails.
+    broken: bool,
+    detail: String,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: String) -> Self {
+        Self { name, ok: true, broken: false, detail }
+    }
+    fn note(name: &'static str, detail: String) -> Self {
+        Self { name, ok: false, broken: false, detail }
+    }
+    fn broken(name: &'static str, detail: String) -> Self {
+        Self { name, ok: false, broken: true, detail }
+    }
+}
+
+pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
+    let host = args::plain_host(globals).await?;
+    let mut checks = Vec::new();
+
+    let data_dir = host.data_dir().to_owned();
+    checks.push(match tempfile::NamedTempFile::new_in(&data_dir) {
+        Ok(_) => Check::ok("data directory", format!("{} (writable)", data_dir.display())),
+        Err(e) => Check::broken("data directory", format!("{}: not writable: {e}", data_dir.display())),
+    });
+
+    checks.push(match host.loader().wasm_engine().map(|e| e.allocator()) {
+        Some(allocator) => Check::ok(
+            "wasm engine",
+            format!("{} allocator, {} pool slots", json!(allocator).as_str().unwrap_or("?"), host.config().engine.pool_slots),
+        ),
+        None => Check::broken("wasm engine", "unavailable".into()),
+    });
+
+    let cache = evo_host::paths::wasm_cache_dir(&data_dir);
+    checks.push(if !host.config().engine.compile_cache {
+        Check::note("compile cache", "off (engine.compile_cache = false): every run compiles".into())
+    } else {
+        let cached = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+        let writable = std::fs::create_dir_all(&cache)
+            .and_then(|()| tempfile::NamedTempFile::new_in(&cache).map(drop));
+        match writable {
+            Ok(()) => Check::ok("compile cache", format!("{} ({cached} components)", cache.display())),
+            Err(e) => Check::broken("compile cache", format!("{}: not writable: {e}", cache.display())),
+        }
+    });
+
+    let memory = host.memory().status()?;
+    checks.push(Check::ok(
+        "memory",
+        format!(
+            "{} entries in {}; embedder {} ({} dimensions), vector search {}",
+            memory.entries,
+            memory.database.display(),
+            memory.embedder,
+            memory.dimension,
+            memory.vector_search
+        ),
+    ));
+
+    let llm = &host.config().llm;
+    let source = host.config().source("llm.model");
+    checks.push(match &llm.model {
+        None => Check::note("language model", "none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)".into()),
+        Some(_) => {
+            let settings = llm.clone();
+            match tokio::task::spawn_blocking(move || evo_host::llm::config::probe(&settings)).await {
+                Ok(Ok(detail)) => Check::ok("language model", format!("{detail} (from {source})")),
+                Ok(Err(problem)) => Check::broken("language model", format!("{problem} (configured by {source})")),
+                Err(e) => Check::broken("language model", e.to_string()),
+            }
+        }
+    });
+
+    let native_skills = host.skills().iter().filter(|s| s.kind() == ExecutorKind::Native).count();
+    let node = &host.config().native.node;
+    checks.push(match node_version(node).await {
+        Ok(version) => Check::ok("node", format!("{} {version}", node.display())),
+        Err(problem) if native_skills > 0 => Check::broken(
+            "node",
+            format!("{problem}; {native_skills} installed native skill(s) cannot run"),
+        ),
+        Err(problem) => Check::note("node", format!("{problem} (only native script skills need it)")),
+    });
+
+    let protections = host.loader().native().isolation().await;
+    let confined = protections.iter().any(|p| p.starts_with("landlock"));
+    let required = host.config().native.isolation == evo_host::config::Isolation::Required;
+    checks.push(if confined {
+        Check::ok("native isolation", format!("confined ({})", protections.join(", ")))
+    } else {
+        let detail = format!(
+            "NOT confined to their workspace (Landlock unavailable); process limits only{}",
+            if protections.is_empty() { String::new() } else { format!(": {}", protections.join(", ")) }
+        );
+        if required && native_skills > 0 {
+            Check::broken("native isolation", format!("{detail}; native.isolation = required refuses to run them"))
+        } else {
+            Check::note("native isolation", detail)
+        }
+    });
+
+    let skills = host.skills().len();
+    let failed = host.load_errors().len();
+    checks.push(if failed == 0 {
+        Check::ok("skills", format!("{skills} available"))
+    } else {
+        Check::note("skills", format!("{skills} available, {failed} failed to load (see the warnings above)"))
+    });
+
+    let broken = checks.iter().any(|c| c.broken);
+    if globals.json {
+        let value: serde_json::Map<String, Value> = checks
+            .iter()
+            .map(|c| {
+                (c.name.to_owned(), json!({ "ok": c.ok, "broken": c.broken, "detail": c.detail }))
+            })
+            .collect();
+        out!("{}", json!({ "ok": !broken, "dataDir": data_dir, "checks": value }));
+    } else {
+        for check in &checks {
+            let mark = if check.ok { "ok  " } else if check.broken { "FAIL" } else { "note" };
+            out!("{mark}  {:18} {}", check.name, check.detail);
+        }
+    }
+    if broken {
+        return Err(Failure::Reported(1));
+    }
+    Ok(())
+}
+
+async fn node_version(node: &std::path::Path) -> Result<String, String> {
+    let run = tokio::process::Command::new(node)
+        .arg("--version")
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(NODE_PROBE_TIMEOUT, run).await {
+        Ok(Ok(output)) if output.status.success() => {
+            Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        }
+        Ok(Ok(output)) => Err(format!("{} --version failed ({})", node.display(), output.status)),
+        Ok(Err(e)) => Err(format!("{} not found: {e}", node.display())),
+        Err(_) => Err(format!("{} --version did not answer in {NODE_PROBE_TIMEOUT:?}", node.display())),
+    }
+}

@@ -1,0 +1,158 @@
+//! `evo skill info`: what a caller needs to know about a skill.
+
+use evo_host::Error;
+use evo_host::capabilities::Access;
+use evo_host::engine::loader::StaticExecutor;
+use evo_host::engine::wasm::{WasmExecutor, WasmSkill};
+use evo_host::packages::InstallRecord;
+use serde_json::json;
+
+use crate::cli::args::{self, Grants, Sources};
+use crate::cli::{Failure, Globals, internal, out};
+
+pub(super) async fn info(
+    globals: &Globals,
+    skill: &str,
+    sources: &Sources,
+    grants: &Grants,
+) -> Result<(), Failure> {
+    let host = args::host(globals, sources, grants).await?;
+    let name = host.resolve(skill).await?;
+    let registered = host
+        .skill(&name)
+        .ok_or(Error::SkillNotFound { name: name.clone() })?;
+    let wasm = registered
+        .executor
+        .as_any()
+        .and_then(|any| any.downcast_ref::<WasmExecutor>())
+        .map(WasmExecutor::skill);
+    let mut value = json!({ "manifest": registered.meta, "kind": registered.kind() });
+    if let Some(skill) = wasm {
+        value["limits"] = json!(skill.limits());
+        value["grant"] = json!(skill.grant());
+        value["apiVersion"] = json!(skill.info().api_version);
+        value["sdk"] = json!(skill.info().sdk);
+        value["digest"] = json!(skill.digest());
+        value["loadedFrom"] = json!(skill.load_source());
+    }
+    let instructions = registered
+        .executor
+        .as_any()
+        .and_then(|any| any.downcast_ref::<StaticExecutor>())
+        .map(|s| s.files().instructions())
+        .transpose()?;
+    if let Some(instructions) = &instructions {
+        value["instructions"] = json!({
+            "sections": instructions.sections.iter().map(|s| json!({ "heading": s.heading, "level": s.level })).collect::<Vec<_>>(),
+            "codeBlocks": instructions.code_blocks,
+            "resources": instructions.resources,
+        });
+    }
+    let record = InstallRecord::read(&evo_host::paths::skills_dir(host.data_dir()).join(&name));
+    if let Some(record) = &record {
+        value["installed"] = json!(record);
+    }
+    if globals.json {
+        out!("{value}");
+        return Ok(());
+    }
+    let meta = &registered.meta;
+    out!("{} {} — {}", meta.name, meta.version, meta.description);
+    out!("  kind:       {}", registered.kind());
+    out!("  category:   {}", meta.category);
+    if !meta.tags.is_empty() {
+        out!("  tags:       {}", meta.tags.join(", "));
+    }
+    match wasm {
+        Some(skill) => print_wasm(skill),
+        None => out!("  timeout:    {} ms, {} retries", meta.timeout_ms, meta.retry),
+    }
+    if !meta.calls.is_empty() {
+        out!("  calls:      {}", meta.calls.join(", "));
+    }
+    if let Some(instructions) = &instructions {
+        for section in &instructions.sections {
+            out!(
+                "  section:    {}{}",
+                "  ".repeat(usize::from(section.level.saturating_sub(1))),
+                section.heading
+            );
+        }
+        if !instructions.code_blocks.is_empty() {
+            let n = instructions.code_blocks.len();
+            out!("  code:       {n} block{}", if n == 1 { "" } else { "s" });
+        }
+        for resource in &instructions.resources {
+            out!(
+                "  resource:   {} ({} bytes, {})",
+                resource.path, resource.bytes, resource.kind
+            );
+        }
+    }
+    if let Some(record) = &record {
+        let when = chrono::DateTime::from_timestamp_millis(i64::try_from(record.installed_at).unwrap_or(0))
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_default();
+        out!("  installed:  {when}, sha256:{}", record.digest);
+        let approved = &record.capabilities;
+        if approved.is_empty() {
+            out!("  approved:   nothing beyond computation, at install");
+        } else {
+            out!(
+                "  approved:   {} at install",
+                serde_json::to_string(approved).map_err(internal)?
+            );
+        }
+    }
+    // The one thing a caller needs: what to send and what comes back.
+    out!("input schema:");
+    out!("{}", indent(&serde_json::to_string_pretty(&meta.input).map_err(internal)?));
+    out!("output schema:");
+    out!("{}", indent(&serde_json::to_string_pretty(&meta.output).map_err(internal)?));
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|line| format!("  {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn print_wasm(skill: &WasmSkill) {
+    let limits = skill.limits();
+    out!(
+        "  limits:     {} ms, {} MiB memory, {} bytes output{}",
+        limits.timeout_ms,
+        limits.memory_mib,
+        limits.output_bytes,
+        limits.fuel.map(|f| format!(", {f} fuel")).unwrap_or_default()
+    );
+    let grant = skill.grant();
+    let caps = &skill.meta().capabilities;
+    if caps.is_empty() && grant.refused.is_empty() {
+        out!("  requests:   nothing (pure computation)");
+    }
+    for dir in &grant.dirs {
+        let access = match dir.access {
+            Access::Read => "read-only",
+            Access::ReadWrite => "read-write",
+        };
+        out!("  granted:    {} → {} ({access})", dir.host.display(), dir.guest);
+    }
+    if grant.llm {
+        out!("  granted:    the language model");
+    }
+    if grant.memory != evo_host::capabilities::MemoryAccess::None {
+        out!("  granted:    memory ({})", grant.memory.as_str());
+    }
+    for refused in &grant.refused {
+        out!("  not granted: {refused}");
+    }
+    out!(
+        "  api:        evo:skill@{}{}",
+        skill.info().api_version,
+        skill.info().sdk.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
+    );
+    out!("  digest:     sha256:{}", skill.digest());
+}

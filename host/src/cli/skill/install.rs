@@ -1,0 +1,108 @@
+//! `evo skill install`, `uninstall` and `update-description`.
+
+use std::path::Path;
+
+use evo_host::packages::InstallOptions;
+use serde_json::json;
+
+use crate::cli::args;
+use crate::cli::{Failure, Globals, internal, out};
+
+pub(super) async fn install(globals: &Globals, source: &Path, overwrite: bool) -> Result<(), Failure> {
+    if !source.exists() {
+        return Err(Failure::usage(
+            "INVALID_ARGUMENT",
+            format!("{}: no such file or directory", source.display()),
+            Some("give a skill's .zip archive or its directory"),
+        ));
+    }
+    let host = args::plain_host(globals).await?;
+    let bar = (!globals.json).then(install_bar);
+    let mut progress = |done: u64, total: u64| {
+        if let Some(bar) = &bar {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    };
+    let options = InstallOptions {
+        overwrite,
+        progress: Some(&mut progress),
+    };
+    let result = host.install(source, options).await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let outcome = result?;
+    let record = outcome.skill.clone().unwrap_or_default();
+    if globals.json {
+        let mut value = serde_json::to_value(&outcome).map_err(internal)?;
+        value["kind"] = json!(record.kind);
+        value["capabilities"] = json!(record.capabilities);
+        out!("{value}");
+        return Ok(());
+    }
+    out!("{}: {}", outcome.name, outcome.message);
+    out!("  kind:       {}", record.kind);
+    out!("  version:    {}", record.version);
+    let caps = &record.capabilities;
+    if caps.is_empty() {
+        out!("  requests:   nothing (pure computation)");
+    }
+    for dir in &caps.dirs {
+        out!(
+            "  requests:   directory {} ({:?}) {}",
+            dir.path, dir.access, dir.reason
+        );
+    }
+    if caps.llm {
+        out!("  requests:   the language model");
+    }
+    if caps.memory != evo_host::capabilities::MemoryAccess::None {
+        out!("  requests:   memory ({})", caps.memory.as_str());
+    }
+    if record.kind == "native" {
+        out!("  trust:      native script: runs as a Node process, less isolated than a Wasm skill");
+    }
+    out!("  digest:     sha256:{}", record.digest);
+    Ok(())
+}
+
+/// A bar for installs of large archives (hidden when stderr is not a terminal).
+fn install_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        None,
+        indicatif::ProgressDrawTarget::stderr_with_hz(10),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("installing {bar:30} {bytes}/{total_bytes}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+pub(super) async fn uninstall(globals: &Globals, name: &str) -> Result<(), Failure> {
+    let outcome = args::plain_host(globals).await?.uninstall(name)?;
+    print_outcome(globals, &outcome)
+}
+
+pub(super) async fn update_description(
+    globals: &Globals,
+    name: &str,
+    description: &str,
+) -> Result<(), Failure> {
+    let outcome = args::plain_host(globals)
+        .await?
+        .manager()?
+        .update_skill_description(name, description)?;
+    print_outcome(globals, &outcome)
+}
+
+fn print_outcome(globals: &Globals, outcome: &evo_host::packages::Outcome) -> Result<(), Failure> {
+    if globals.json {
+        out!("{}", serde_json::to_value(outcome).map_err(internal)?);
+    } else {
+        out!("{}: {}", outcome.name, outcome.message);
+    }
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! `evo skill list`, `search` and `stats`.
+
+use evo_host::db::Db;
+use evo_host::packages::ListQuery;
+use evo_host::skill::stats::Stats;
+use serde_json::json;
+
+use crate::cli::args::{self, Grants, Sources};
+use crate::cli::{Failure, Globals, internal, out};
+
+/// Which skills `evo skill list` shows.
+pub(super) struct Filter {
+    pub(super) name: Option<String>,
+    pub(super) tags: Vec<String>,
+    pub(super) page: usize,
+    pub(super) limit: Option<usize>,
+}
+
+pub(super) async fn list(globals: &Globals, filter: &Filter, sources: &Sources) -> Result<(), Failure> {
+    let host = args::host(globals, sources, &Grants::default()).await?;
+    let installed: std::collections::HashMap<String, u64> = host
+        .manager()?
+        .list_skills(&ListQuery::default())?
+        .skills
+        .into_iter()
+        .map(|s| (s.name, s.installed_at))
+        .collect();
+    let mut skills = host.skills();
+    skills.retain(|s| {
+        filter.name.as_deref().is_none_or(|n| s.meta.name.contains(n))
+            && filter.tags.iter().all(|t| s.meta.tags.contains(t))
+    });
+    let total = skills.len();
+    if let Some(limit) = filter.limit.filter(|l| *l > 0) {
+        skills = skills
+            .into_iter()
+            .skip((filter.page.max(1) - 1) * limit)
+            .take(limit)
+            .collect();
+    }
+    if globals.json {
+        let items: Vec<_> = skills
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.meta.name,
+                    "kind": s.kind(),
+                    "category": s.meta.category,
+                    "version": s.meta.version,
+                    "description": s.meta.description,
+                    "tags": s.meta.tags,
+                    "installedAt": installed.get(&s.meta.name),
+                })
+            })
+            .collect();
+        out!(
+            "{}",
+            json!({ "skills": items, "total": total, "errors": host.load_errors() })
+        );
+        return Ok(());
+    }
+    let width = skills.iter().map(|s| s.meta.name.len()).max().unwrap_or(0);
+    for skill in &skills {
+        out!(
+            "{:width$}  {:9}  {}",
+            skill.meta.name,
+            skill.kind().as_str(),
+            first_sentence(&skill.meta.description)
+        );
+    }
+    if skills.len() < total {
+        out!("({} of {total}; --page and --limit show others)", skills.len());
+    }
+    Ok(())
+}
+
+pub(super) async fn search(globals: &Globals, query: &str, limit: usize) -> Result<(), Failure> {
+    let hits = args::plain_host(globals)
+        .await?
+        .manager()?
+        .search_skills(query, limit)?;
+    if globals.json {
+        out!("{}", json!({ "results": hits }));
+    } else if hits.is_empty() {
+        out!("no installed skill matches");
+    } else {
+        for hit in &hits {
+            out!("{:.2}  {}", hit.score, hit.name);
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn stats(globals: &Globals, skill: Option<&str>, installs: bool) -> Result<(), Failure> {
+    if installs {
+        return install_stats(globals);
+    }
+    let db = Db::open(&globals.data_dir)?;
+    let mut stats = Stats::load(&db)?;
+    if let Some(name) = skill {
+        stats.retain(|k, _| k == name);
+        if stats.is_empty() {
+            return Err(Failure::usage(
+                "SKILL_NOT_FOUND",
+                format!("no calls of {name} are recorded in {}", db.path().display()),
+                Some("statistics are recorded by `evo skill run` and agent runs"),
+            ));
+        }
+    }
+    if globals.json {
+        out!("{}", serde_json::to_value(&stats).map_err(internal)?);
+    } else if stats.is_empty() {
+        out!("no calls recorded yet");
+    } else {
+        let width = stats.keys().map(String::len).max().unwrap_or(5).max(5);
+        out!(
+            "{:width$}  {:>7}  {:>8}  {:>9}  {:>9}",
+            "skill", "calls", "success", "avg ms", "max ms"
+        );
+        for (name, s) in &stats {
+            out!(
+                "{name:width$}  {:>7}  {:>7.1}%  {:>9.2}  {:>9.2}",
+                s.call_count,
+                s.success_rate * 100.0,
+                s.average_duration,
+                s.max_duration
+            );
+        }
+    }
+    Ok(())
+}
+
+fn install_stats(globals: &Globals) -> Result<(), Failure> {
+    let stats = evo_host::packages::SkillManager::new(&globals.data_dir).statistics()?;
+    if globals.json {
+        out!("{}", serde_json::to_value(&stats).map_err(internal)?);
+        return Ok(());
+    }
+    out!(
+        "{} skill{} installed",
+        stats.total,
+        if stats.total == 1 { "" } else { "s" }
+    );
+    for (tag, count) in &stats.by_tag {
+        out!("  tag {tag}: {count}");
+    }
+    for day in &stats.installs_per_day {
+        out!("  {}: {} installed", day.date, day.count);
+    }
+    Ok(())
+}
+
+/// The first sentence of `text`, on one line.
+pub(crate) fn first_sentence(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // A sentence ends at ". " before a capital letter, not at "e.g. ".
+    let end = line
+        .match_indices(". ")
+        .map(|(i, _)| i)
+        .find(|&i| line[i + 2..].chars().next().is_some_and(char::is_uppercase));
+    match end {
+        Some(end) => line[..=end].to_owned(),
+        None => line,
+    }
+}

@@ -1,0 +1,146 @@
+//! `evo skill …`: run, install and inspect skills.
+
+mod info;
+mod install;
+mod list;
+mod run;
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::args::{Grants, Sources};
+use super::{Failure, Globals};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SkillCommand {
+    /// Run a skill once and print its output.
+    ///
+    /// SKILL is a built-in tool or installed skill name (`calculate`), a skill directory
+    /// (SKILL.md, skill.json, skill.wasm, prompt.md), or a `.wasm` component. The call goes
+    /// through the same gates as an agent's: input defaults and validation, the skill's
+    /// timeout and retries, output validation.
+    Run {
+        /// The skill: a name, a directory, or a `.wasm` file.
+        skill: String,
+        /// The input as JSON; `-` reads it from stdin.
+        #[arg(long, short, default_value = "{}", value_name = "JSON")]
+        input: String,
+        #[command(flatten)]
+        sources: Sources,
+        #[command(flatten)]
+        grants: Grants,
+    },
+    /// Install a skill from a ZIP archive or a directory into the data directory.
+    ///
+    /// The skill is checked and loaded as the host will load it before anything is
+    /// written; the capabilities it asks for are shown and recorded, and it will not be
+    /// given more later without a reinstall.
+    Install {
+        /// A ZIP archive holding one skill directory, or a skill directory (SKILL.md,
+        /// skill.json, skill.wasm, prompt.md or scripts/execute.js).
+        source: PathBuf,
+        /// Replace an installed skill of the same name.
+        #[arg(long)]
+        overwrite: bool,
+    },
+    /// Change an installed skill's description (only the description can be changed;
+    /// the rest of its SKILL.md stays byte for byte).
+    UpdateDescription {
+        /// The skill's name.
+        name: String,
+        /// The new description, one line.
+        description: String,
+    },
+    /// Find installed skills for a request (keywords and meaning together).
+    Search {
+        /// What you want done, in plain words.
+        query: String,
+        /// How many results.
+        #[arg(long, short = 'n', default_value_t = 5)]
+        limit: usize,
+    },
+    /// Remove an installed skill.
+    Uninstall {
+        /// The skill's name.
+        name: String,
+    },
+    /// List the skills available: built-in tools, installed skills, and skill directories.
+    List {
+        /// Only names containing this.
+        #[arg(long)]
+        name: Option<String>,
+        /// Only skills with this tag (repeat for all of several).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Page to show, from 1 (with --limit).
+        #[arg(long, default_value_t = 1)]
+        page: usize,
+        /// Skills per page.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        sources: Sources,
+    },
+    /// Show per-skill call statistics (all runs that used this data directory), or with
+    /// --installs what is installed by tag and by day and week.
+    Stats {
+        /// Only this skill.
+        skill: Option<String>,
+        /// Install statistics instead of call statistics.
+        #[arg(long, conflicts_with = "skill")]
+        installs: bool,
+    },
+    /// Show a skill's manifest, input and output schemas, limits, and what it would be
+    /// granted.
+    Info {
+        /// The skill: a name, a directory, or a `.wasm` file.
+        skill: String,
+        #[command(flatten)]
+        sources: Sources,
+        #[command(flatten)]
+        grants: Grants,
+    },
+}
+
+pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), Failure> {
+    match command {
+        SkillCommand::Run {
+            skill,
+            input,
+            sources,
+            grants,
+        } => run::run(globals, &skill, input, &sources, &grants).await,
+        SkillCommand::Install { source, overwrite } => {
+            install::install(globals, &source, overwrite).await
+        }
+        SkillCommand::UpdateDescription { name, description } => {
+            install::update_description(globals, &name, &description).await
+        }
+        SkillCommand::Uninstall { name } => install::uninstall(globals, &name).await,
+        SkillCommand::Search { query, limit } => list::search(globals, &query, limit).await,
+        SkillCommand::List {
+            name,
+            tags,
+            page,
+            limit,
+            sources,
+        } => {
+            let filter = list::Filter {
+                name,
+                tags,
+                page,
+                limit,
+            };
+            list::list(globals, &filter, &sources).await
+        }
+        SkillCommand::Stats { skill, installs } => {
+            list::stats(globals, skill.as_deref(), installs).await
+        }
+        SkillCommand::Info {
+            skill,
+            sources,
+            grants,
+        } => info::info(globals, &skill, &sources, &grants).await,
+    }
+}

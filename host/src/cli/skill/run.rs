@@ -1,0 +1,103 @@
+//! `evo skill run`.
+
+use std::io::Read as _;
+
+use evo_host::skill::events::{EventKind, EventSink, RunEvent};
+use evo_host::skill::executor::ExecutorKind;
+use serde_json::json;
+
+use crate::cli::args::{self, Grants, Sources};
+use crate::cli::{Failure, Globals, internal, out};
+
+pub(super) async fn run(
+    globals: &Globals,
+    skill: &str,
+    input: String,
+    sources: &Sources,
+    grants: &Grants,
+) -> Result<(), Failure> {
+    let input = read_input(input)?;
+    let host = args::host(globals, sources, grants).await?;
+    let name = host.resolve(skill).await?;
+    let native = host
+        .skill(&name)
+        .is_some_and(|s| s.kind() == ExecutorKind::Native);
+    if native && !globals.json {
+        let confined = host
+            .loader()
+            .native()
+            .isolation()
+            .await
+            .iter()
+            .any(|p| p.starts_with("landlock"));
+        eprintln!(
+            "note: {name} is a native script skill: a Node process {}, less isolated than a Wasm skill",
+            if confined {
+                "confined to its workspace"
+            } else {
+                "with process limits only (no file-system isolation here)"
+            }
+        );
+    }
+    let events = (!globals.json).then(|| EventSink::new(show));
+    let started = std::time::Instant::now();
+    let result = host.context(events).call_full(&name, input).await;
+    if let Err(e) = host.flush_stats() {
+        eprintln!("warning: could not record statistics: {e}");
+    }
+    let outcome = result?;
+    if globals.json {
+        let mut value = serde_json::to_value(&outcome).map_err(internal)?;
+        value["success"] = json!(true);
+        value["skill"] = json!(name);
+        value["duration"] = json!(started.elapsed().as_secs_f64() * 1000.0);
+        out!("{value}");
+    } else {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.output).map_err(internal)?
+        );
+    }
+    Ok(())
+}
+
+/// Shows what a skill emits and the calls it makes, on stderr.
+fn show(event: RunEvent) {
+    match event.kind {
+        EventKind::Emit => eprintln!(
+            "event from {}: {}",
+            event.skill.unwrap_or_default(),
+            event.output.unwrap_or_default()
+        ),
+        EventKind::SkillCall if event.depth.unwrap_or(0) > 1 => eprintln!(
+            "{}→ {} {}",
+            "  ".repeat(event.depth.unwrap_or(2) as usize - 2),
+            event.skill.unwrap_or_default(),
+            event.input.unwrap_or_default()
+        ),
+        _ => {}
+    }
+}
+
+fn read_input(input: String) -> Result<serde_json::Value, Failure> {
+    let input = if input == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| {
+            Failure::usage(
+                "INVALID_INPUT",
+                format!("could not read the input from stdin: {e}"),
+                None,
+            )
+        })?;
+        text
+    } else {
+        input
+    };
+    serde_json::from_str(&input).map_err(|e| {
+        Failure::usage(
+            "INVALID_INPUT",
+            format!("--input is not valid JSON: {e}"),
+            Some("quote the JSON for your shell, e.g. --input '{\"expression\":\"1+2\"}'"),
+        )
+    })
+}

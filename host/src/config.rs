@@ -1,0 +1,446 @@
+//! `evo.toml`: the host's configuration, layered defaults → file → environment → flags,
+//! with where every value came from.
+//!
+//! The file is `evo.toml` in the data directory, or the one `--config` / `EVO_CONFIG`
+//! names. Every key is optional; a key the host does not know, a value of the wrong
+//! type and a value out of range are refused with [`Error::Config`]
+//! (`CONFIG_INVALID`), naming the file, the line and the key. Nothing falls back to a
+//! default silently.
+//!
+//! ```toml
+//! skill_dirs = ["./my-skills"]        # loaded besides the installed skills
+//!
+//! [llm]
+//! model = "ollama:llama3.2"           # provider:model, as EVO_LLM (keys stay in the environment)
+//! base_url = "http://gpu-box:11434/v1"
+//!
+//! [grants]                            # every skill: requested ∩ this
+//! dirs = ["./docs::/data:ro"]         # HOST::GUEST[:ro], HOST relative to this file
+//! llm = false
+//! memory = "none"                     # none | read | read-write
+//!
+//! [grants.skill.notes]                # replaces [grants] for one skill
+//! memory = "read-write"
+//!
+//! [engine]
+//! pool_slots = 16                     # Wasm calls at once
+//! max_memory_mib = 256                # the most any skill may ask for
+//! max_timeout_ms = 300000
+//! max_output_bytes = 16777216
+//! max_fuel = 1000000000               # optional
+//! compile_cache = true
+//!
+//! [native]
+//! concurrency = 4
+//! isolation = "best-effort"           # or "required": refuse to run unconfined
+//! timeout_ms = 60000
+//! max_old_space_mb = 512
+//! node = "node"
+//!
+//! [kernel]
+//! max_depth = 10
+//! max_input_attempts = 3              # a model's tries to fix a skill's arguments
+//! max_output_attempts = 3             # an llm skill's tries to produce valid output
+//! fallback = "throw"                  # throw | return_raw | return_partial
+//! retry_backoff_ms = 200
+//!
+//! [agent]
+//! max_llm_rounds = 10
+//! shortlist = 12
+//! intent_recognition = true
+//! ```
+//!
+//! The environment overrides the file: `EVO_LLM`, `EVO_LLM_BASE_URL`, `EVO_SKILL_DIRS`
+//! (a `PATH`-style list), `EVO_NATIVE_ISOLATION` (`best-effort` or `required`; the older
+//! `EVO_NATIVE_REQUIRE_ISOLATION=1` still means `required`). Front ends put their flags
+//! on top with [`Config::set_source`].
+
+mod file;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::capabilities::Policy;
+use crate::error::{Error, Result};
+
+/// Name of the configuration file in the data directory.
+pub const CONFIG_FILE: &str = "evo.toml";
+/// Names another configuration file (the `--config` flag sets it too).
+pub const EVO_CONFIG: &str = "EVO_CONFIG";
+
+/// How to configure a language model, for messages that find none.
+pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
+
+/// Wasm calls that may run at once by default: the pool is sized to it (a pool sized to
+/// need starts ~10× faster than wasmtime's defaults, DESIGN.md), and a CLI invocation
+/// runs a handful of calls.
+pub const DEFAULT_POOL_SLOTS: u32 = 16;
+/// The largest pool `evo.toml` may ask for: each slot reserves address space for a
+/// memory of the policy's maximum size.
+pub const MAX_POOL_SLOTS: u32 = 1_024;
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "from")]
+pub enum Source {
+    /// The built-in default.
+    Default,
+    /// A configuration file, at a line.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Line, from 1.
+        line: usize,
+    },
+    /// An environment variable.
+    Env {
+        /// Its name.
+        var: String,
+    },
+    /// A command-line flag (or an embedder's builder call).
+    Flag {
+        /// The flag, e.g. `--skills-dir`.
+        flag: String,
+    },
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Self::Env { var } => write!(f, "env {var}"),
+            Self::Flag { flag } => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// The language model to use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LlmSettings {
+    /// `provider:model` (`openai:gpt-4o-mini`, `anthropic:…`, `ollama:…`, `scripted:FILE`).
+    pub model: Option<String>,
+    /// Overrides the provider's base URL.
+    pub base_url: Option<String>,
+}
+
+/// Sizing and limits of the Wasm engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EngineSettings {
+    /// Calls that may run at once (the pool's size); more wait for a slot.
+    pub pool_slots: u32,
+    /// Use the pooling allocator.
+    pub pooling: bool,
+    /// Keep compiled components in the data directory across runs.
+    pub compile_cache: bool,
+    /// The most memory any skill may ask for, MiB.
+    pub max_memory_mib: u64,
+    /// The largest output any skill may ask for, bytes.
+    pub max_output_bytes: u64,
+    /// The longest deadline any skill may ask for, ms.
+    pub max_timeout_ms: u64,
+    /// The most fuel per call, if the operator caps it.
+    pub max_fuel: Option<u64>,
+}
+
+/// Whether native skills may run without file-system isolation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Confine them when the kernel can (Landlock), else run them with process limits
+    /// only, and say so.
+    #[default]
+    BestEffort,
+    /// Refuse to run them unconfined.
+    Required,
+}
+
+/// How native script skills run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NativeSettings {
+    /// Scripts that may run at once.
+    pub concurrency: usize,
+    /// See [`Isolation`].
+    pub isolation: Isolation,
+    /// Wall-clock limit per script, ms.
+    pub timeout_ms: u64,
+    /// V8 heap limit, MiB.
+    pub max_old_space_mb: u32,
+    /// The Node binary.
+    pub node: PathBuf,
+}
+
+/// How the kernel runs calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelSettings {
+    /// Call depth limit.
+    pub max_depth: u32,
+    /// Tries a model gets to fix a skill's arguments in one run.
+    pub max_input_attempts: u32,
+    /// Tries an llm skill gets to produce valid output.
+    pub max_output_attempts: u32,
+    /// What an llm skill returns when its output is still invalid: `throw`,
+    /// `return_raw` or `return_partial`.
+    pub fallback: String,
+    /// First wait before a retry, ms (doubled each time).
+    pub retry_backoff_ms: u64,
+}
+
+/// How the agent runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentSettings {
+    /// Model requests one tool loop may make.
+    pub max_llm_rounds: u32,
+    /// Skills offered to the router.
+    pub shortlist: usize,
+    /// Route each message first.
+    pub intent_recognition: bool,
+}
+
+/// The effective configuration of a host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// Skill directories loaded besides the installed skills (later ones win on a name
+    /// clash).
+    pub skill_dirs: Vec<PathBuf>,
+    /// The language model.
+    pub llm: LlmSettings,
+    /// The standing grant policy: a default for every skill, and per-skill entries.
+    #[serde(skip)]
+    pub grants: Policy,
+    /// The Wasm engine.
+    pub engine: EngineSettings,
+    /// Native script skills.
+    pub native: NativeSettings,
+    /// The kernel.
+    pub kernel: KernelSettings,
+    /// The agent.
+    pub agent: AgentSettings,
+    /// The file read, if any.
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
+    #[serde(skip)]
+    sources: BTreeMap<String, Source>,
+}
+
+impl Default for Config {
+    /// Every default, from the constants of the parts it configures:
+    ///
+    /// - no extra skill directories, no model, nothing granted;
+    /// - [`DEFAULT_POOL_SLOTS`] pool slots, the engine's limit policy, compile cache on;
+    /// - native scripts as many at once as there are cores, best-effort isolation;
+    /// - the kernel's and the agent's defaults.
+    fn default() -> Self {
+        use crate::engine::native as native;
+        use crate::engine::wasm::LimitPolicy;
+        use crate::skill::kernel as kernel;
+        let limits = LimitPolicy::default();
+        Self {
+            skill_dirs: Vec::new(),
+            llm: LlmSettings::default(),
+            grants: Policy::default(),
+            engine: EngineSettings {
+                pool_slots: DEFAULT_POOL_SLOTS,
+                pooling: true,
+                compile_cache: true,
+                max_memory_mib: limits.max_memory_mib,
+                max_output_bytes: limits.max_output_bytes,
+                max_timeout_ms: limits.max_timeout_ms,
+                max_fuel: limits.max_fuel,
+            },
+            native: NativeSettings {
+                concurrency: std::thread::available_parallelism().map_or(1, usize::from),
+                isolation: Isolation::BestEffort,
+                timeout_ms: millis(native::DEFAULT_TIMEOUT),
+                max_old_space_mb: native::DEFAULT_MAX_OLD_SPACE_MB,
+                node: PathBuf::from("node"),
+            },
+            kernel: KernelSettings {
+                max_depth: kernel::DEFAULT_MAX_DEPTH,
+                max_input_attempts: kernel::DEFAULT_MAX_INPUT_ATTEMPTS,
+                max_output_attempts: kernel::DEFAULT_MAX_OUTPUT_ATTEMPTS,
+                fallback: "throw".into(),
+                retry_backoff_ms: millis(kernel::DEFAULT_RETRY_BACKOFF),
+            },
+            agent: AgentSettings {
+                max_llm_rounds: crate::agent::tool_loop::DEFAULT_MAX_LLM_ROUNDS,
+                shortlist: crate::agent::DEFAULT_SHORTLIST,
+                intent_recognition: true,
+            },
+            file: None,
+            sources: BTreeMap::new(),
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Config {
+    /// The configuration of `data_dir`: defaults, then `file` (else `EVO_CONFIG`, else
+    /// `evo.toml` in `data_dir` if it exists), then the environment.
+    ///
+    /// A file named explicitly must exist; the one in the data directory may not.
+    pub fn load(data_dir: &Path, file: Option<&Path>) -> Result<Self> {
+        Self::load_with_env(data_dir, file, |name| {
+            std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+        })
+    }
+
+    /// [`Config::load`] reading the environment through `env` (tests, embedders that
+    /// keep their own environment).
+    pub fn load_with_env(
+        data_dir: &Path,
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        let mut config = Self::default();
+        let (path, required) = match (file, env(EVO_CONFIG)) {
+            (Some(path), _) => (path.to_owned(), true),
+            (None, Some(path)) => (PathBuf::from(path), true),
+            (None, None) => (data_dir.join(CONFIG_FILE), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                file::apply(&mut config, &path, &text)?;
+                config.file = Some(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {}
+            Err(e) => {
+                return Err(Error::Config {
+                    path,
+                    line: None,
+                    key: None,
+                    message: format!("cannot read the configuration file: {e}"),
+                });
+            }
+        }
+        config.apply_env(&env)?;
+        Ok(config)
+    }
+
+    /// The configuration of `text`, as if read from `path` (no environment).
+    pub fn from_toml(path: &Path, text: &str) -> Result<Self> {
+        let mut config = Self::default();
+        file::apply(&mut config, path, text)?;
+        config.file = Some(path.to_owned());
+        Ok(config)
+    }
+
+    fn apply_env(&mut self, env: &impl Fn(&str) -> Option<String>) -> Result<()> {
+        let from = |var: &str| Source::Env { var: var.into() };
+        if let Some(model) = env("EVO_LLM") {
+            self.llm.model = Some(model);
+            self.set_source("llm.model", from("EVO_LLM"));
+        }
+        if let Some(url) = env("EVO_LLM_BASE_URL") {
+            self.llm.base_url = Some(url);
+            self.set_source("llm.base_url", from("EVO_LLM_BASE_URL"));
+        }
+        if let Some(dirs) = env("EVO_SKILL_DIRS") {
+            self.skill_dirs = std::env::split_paths(&dirs).collect();
+            self.set_source("skill_dirs", from("EVO_SKILL_DIRS"));
+        }
+        if env("EVO_NATIVE_REQUIRE_ISOLATION").as_deref() == Some("1") {
+            self.native.isolation = Isolation::Required;
+            self.set_source("native.isolation", from("EVO_NATIVE_REQUIRE_ISOLATION"));
+        }
+        if let Some(level) = env("EVO_NATIVE_ISOLATION") {
+            self.native.isolation = match level.as_str() {
+                "best-effort" => Isolation::BestEffort,
+                "required" => Isolation::Required,
+                other => {
+                    return Err(Error::Config {
+                        path: PathBuf::from("EVO_NATIVE_ISOLATION"),
+                        line: None,
+                        key: Some("native.isolation".into()),
+                        message: format!(
+                            "{other:?} is not an isolation level; use best-effort or required"
+                        ),
+                    });
+                }
+            };
+            self.set_source("native.isolation", from("EVO_NATIVE_ISOLATION"));
+        }
+        Ok(())
+    }
+
+    /// Records that `key` (dotted, as in `evo config show`) now comes from `source`.
+    /// Front ends call it after changing a field for a flag.
+    pub fn set_source(&mut self, key: &str, source: Source) {
+        self.sources.insert(key.to_owned(), source);
+    }
+
+    /// Where `key` came from.
+    pub fn source(&self, key: &str) -> Source {
+        self.sources.get(key).cloned().unwrap_or(Source::Default)
+    }
+
+    /// Every value as a dotted key, its value as JSON, and where it came from, in key
+    /// order: what `evo config show` prints.
+    pub fn entries(&self) -> Vec<(String, serde_json::Value, Source)> {
+        let mut values = Vec::new();
+        if let Ok(value) = serde_json::to_value(self) {
+            flatten("", &value, &mut values);
+        }
+        flatten("grants", &grants_json(&self.grants), &mut values);
+        values.sort_by(|a, b| a.0.cmp(&b.0));
+        values
+            .into_iter()
+            .map(|(key, value)| {
+                let source = self.source(&key);
+                (key, value, source)
+            })
+            .collect()
+    }
+}
+
+fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+    match value {
+        serde_json::Value::Object(fields) => {
+            for (key, value) in fields {
+                let key = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&key, value, out);
+            }
+        }
+        other => out.push((prefix.to_owned(), other.clone())),
+    }
+}
+
+/// The grant policy as `evo config show` prints it.
+fn grants_json(policy: &Policy) -> serde_json::Value {
+    fn one(policy: &Policy) -> serde_json::Value {
+        serde_json::json!({
+            "dirs": policy.dirs.iter().map(|d| format!(
+                "{}::{}{}",
+                d.host.display(),
+                d.guest,
+                if d.access == crate::capabilities::Access::Read { ":ro" } else { "" }
+            )).collect::<Vec<_>>(),
+            "llm": policy.llm,
+            "memory": policy.memory.as_str(),
+        })
+    }
+    let mut value = one(policy);
+    if !policy.skills.is_empty() {
+        value["skill"] = policy
+            .skills
+            .iter()
+            .map(|(name, p)| (name.clone(), one(p)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,159 @@
+use super::*;
+use crate::capabilities::MemoryAccess;
+
+fn parse(text: &str) -> Result<Config> {
+    Config::from_toml(Path::new("/etc/evo/evo.toml"), text)
+}
+
+fn invalid(text: &str) -> (Option<usize>, Option<String>, String) {
+    match parse(text).unwrap_err() {
+        Error::Config {
+            line, key, message, ..
+        } => (line, key, message),
+        other => panic!("expected CONFIG_INVALID, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_empty_file_is_every_default() {
+    let config = parse("").unwrap();
+    assert_eq!(config.engine.pool_slots, DEFAULT_POOL_SLOTS);
+    assert_eq!(config.kernel.max_input_attempts, 3);
+    assert_eq!(config.native.isolation, Isolation::BestEffort);
+    assert!(config.entries().iter().all(|(_, _, s)| *s == Source::Default));
+}
+
+#[test]
+fn values_come_with_the_line_they_were_read_from() {
+    let config = parse(
+        "skill_dirs = [\"skills\"]\n\n[engine]\npool_slots = 4\n\n[native]\nisolation = \"required\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.engine.pool_slots, 4);
+    assert_eq!(config.native.isolation, Isolation::Required);
+    assert_eq!(config.skill_dirs, [PathBuf::from("/etc/evo/skills")]);
+    let file = |line| Source::File {
+        path: "/etc/evo/evo.toml".into(),
+        line,
+    };
+    assert_eq!(config.source("skill_dirs"), file(1));
+    assert_eq!(config.source("engine.pool_slots"), file(4));
+    assert_eq!(config.source("native.isolation"), file(7));
+    assert_eq!(config.source("engine.pooling"), Source::Default);
+    let shown = config
+        .entries()
+        .into_iter()
+        .find(|(k, _, _)| k == "engine.pool_slots")
+        .unwrap();
+    assert_eq!(
+        (shown.1, shown.2.to_string()),
+        (serde_json::json!(4), "/etc/evo/evo.toml:4".to_owned())
+    );
+}
+
+#[test]
+fn an_unknown_key_names_its_line_and_key() {
+    let (line, key, message) = invalid("[engine]\npool_slots = 4\npool_sots = 5\n");
+    assert_eq!(line, Some(3));
+    assert_eq!(key.as_deref(), Some("engine.pool_sots"));
+    assert!(message.contains("unknown field `pool_sots`"), "{message}");
+}
+
+#[test]
+fn a_wrong_type_names_its_line_and_key() {
+    let (line, key, message) = invalid("[kernel]\n\nmax_depth = \"deep\"\n");
+    assert_eq!((line, key.as_deref()), (Some(3), Some("kernel.max_depth")));
+    assert!(message.contains("invalid type"), "{message}");
+}
+
+#[test]
+fn out_of_range_and_unknown_words_are_refused_not_defaulted() {
+    for (text, expected_key, expected) in [
+        ("[engine]\npool_slots = 0\n", "engine.pool_slots", "0 is out of range; use 1 to 1024"),
+        (
+            "[kernel]\nfallback = \"retry\"\n",
+            "kernel.fallback",
+            "\"retry\" is not a fallback; use throw, return_raw or return_partial",
+        ),
+        (
+            "[grants]\nmemory = \"all\"\n",
+            "grants.memory",
+            "\"all\" is not a memory access; use none, read or read-write",
+        ),
+        (
+            "[llm]\nmodel = \"gpt-4o\"\n",
+            "llm.model",
+            "\"gpt-4o\" is not provider:model, e.g. \"ollama:llama3.2\"",
+        ),
+        (
+            "[grants.skill.Bad]\nllm = true\n",
+            "grants.skill.Bad",
+            "\"Bad\" is not a skill name (lower-case letters, digits, `_` and `-`)",
+        ),
+    ] {
+        let (line, key, message) = invalid(text);
+        assert_eq!((key.as_deref(), message.as_str()), (Some(expected_key), expected));
+        assert_eq!(line, Some(2), "{text}");
+    }
+}
+
+#[test]
+fn a_syntax_error_names_its_line() {
+    let (line, key, message) = invalid("[engine]\npool_slots = = 4\n");
+    assert_eq!((line, key), (Some(2), None));
+    assert!(!message.is_empty());
+}
+
+#[test]
+fn grants_have_a_default_and_per_skill_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    let path = dir.path().join("evo.toml");
+    let config = Config::from_toml(
+        &path,
+        "[grants]\ndirs = [\"docs::/data:ro\"]\n\n[grants.skill.notes]\nllm = true\nmemory = \"read-write\"\n",
+    )
+    .unwrap();
+    let default = config.grants.for_skill("calculate");
+    assert_eq!(default.dirs.len(), 1);
+    assert_eq!(default.dirs[0].guest, "/data");
+    assert!(!default.llm);
+    let notes = config.grants.for_skill("notes");
+    assert!(notes.llm);
+    assert_eq!(notes.memory, MemoryAccess::ReadWrite);
+    assert!(notes.dirs.is_empty(), "a skill's entry replaces the default");
+    assert!(matches!(
+        config.source("grants.skill.notes.memory"),
+        Source::File { line: 6, .. }
+    ));
+}
+
+#[test]
+fn the_environment_overrides_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(CONFIG_FILE),
+        "[llm]\nmodel = \"ollama:qwen3\"\n[native]\nisolation = \"best-effort\"\n",
+    )
+    .unwrap();
+    let env = |name: &str| match name {
+        "EVO_LLM" => Some("openai:gpt-4o-mini".to_owned()),
+        "EVO_NATIVE_ISOLATION" => Some("required".to_owned()),
+        _ => None,
+    };
+    let config = Config::load_with_env(dir.path(), None, env).unwrap();
+    assert_eq!(config.llm.model.as_deref(), Some("openai:gpt-4o-mini"));
+    assert_eq!(config.source("llm.model").to_string(), "env EVO_LLM");
+    assert_eq!(config.native.isolation, Isolation::Required);
+}
+
+#[test]
+fn a_missing_file_is_an_error_only_when_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = |_: &str| None;
+    assert!(Config::load_with_env(dir.path(), None, none).unwrap().file.is_none());
+    let named = dir.path().join("other.toml");
+    let err = Config::load_with_env(dir.path(), Some(&named), none).unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID");
+    assert!(err.to_string().contains("cannot read the configuration file"), "{err}");
+}
