@@ -235,9 +235,9 @@ impl Default for Config {
     /// - native scripts as many at once as there are cores, best-effort isolation;
     /// - the kernel's and the agent's defaults.
     fn default() -> Self {
-        use crate::engine::native as native;
+        use crate::engine::native;
         use crate::engine::wasm::LimitPolicy;
-        use crate::skill::kernel as kernel;
+        use crate::skill::kernel;
         let limits = LimitPolicy::default();
         Self {
             skill_dirs: Vec::new(),

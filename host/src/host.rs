@@ -338,13 +338,6 @@ impl Host {
             RegisteredSkill::new(wasm.meta().clone(), Arc::new(WasmExecutor::new(wasm)))?
         } else if let Some(found) = self.registry().get(skill) {
             return Ok(found.meta.name.clone());
-        } else if skill.contains(['/', '\\']) || skill.ends_with(".wasm") {
-            return Err(Error::InvalidInput {
-                skill: skill.to_owned(),
-                reason: format!(
-                    "{skill} is not a file or directory; give a skill name (`evo skill list`), a skill directory, or a .wasm component"
-                ),
-            });
         } else {
             return Err(Error::SkillNotFound {
                 name: skill.to_owned(),
@@ -388,7 +381,10 @@ impl Host {
             ..AgentOptions::default()
         };
         options_fn(&mut options);
-        let index = SkillIndex::new(Db::open(&self.inner.data_dir)?, self.inner.memory.embedder());
+        let index = SkillIndex::new(
+            Db::open(&self.inner.data_dir)?,
+            self.inner.memory.embedder(),
+        );
         Agent::on(self.inner.kernel.clone(), provider)?
             .with_memory(self.inner.memory.clone())
             .with_options(options)
@@ -398,7 +394,10 @@ impl Host {
     /// The skill manager of the data directory: installs are checked with this host's
     /// loader and kept in the skill index.
     pub fn manager(&self) -> Result<SkillManager> {
-        let index = SkillIndex::new(Db::open(&self.inner.data_dir)?, self.inner.memory.embedder());
+        let index = SkillIndex::new(
+            Db::open(&self.inner.data_dir)?,
+            self.inner.memory.embedder(),
+        );
         Ok(SkillManager::new(&self.inner.data_dir)
             .with_index(index)
             .with_loader(self.inner.loader.clone()))

@@ -146,3 +146,22 @@ pub(crate) async fn host(
 pub(crate) async fn plain_host(globals: &Globals) -> Result<Host, Failure> {
     host(globals, &Sources::default(), &Grants::default()).await
 }
+
+/// The registered name of SKILL (a name, a directory or a `.wasm` file); a path that
+/// does not exist is said to be one.
+pub(crate) async fn resolve(host: &Host, skill: &str) -> Result<String, Failure> {
+    match host.resolve(skill).await {
+        Err(evo_host::Error::SkillNotFound { .. })
+            if skill.contains(['/', '\\']) || skill.ends_with(".wasm") =>
+        {
+            Err(Failure::usage(
+                "SKILL_NOT_FOUND",
+                format!("{skill} is not a file or directory"),
+                Some(
+                    "give a skill name (`evo skill list`), a skill directory, or a .wasm component",
+                ),
+            ))
+        }
+        other => other.map_err(Failure::from),
+    }
+}

@@ -26,7 +26,10 @@ pub(crate) fn run(command: ConfigCommand, globals: &Globals) -> Result<(), Failu
     match command {
         ConfigCommand::Path => {
             if globals.json {
-                out!("{}", json!({ "path": file, "exists": config.file.is_some() }));
+                out!(
+                    "{}",
+                    json!({ "path": file, "exists": config.file.is_some() })
+                );
             } else {
                 out!("{}", file.display());
             }
@@ -37,7 +40,10 @@ pub(crate) fn run(command: ConfigCommand, globals: &Globals) -> Result<(), Failu
                 let values: serde_json::Map<_, _> = entries
                     .iter()
                     .map(|(key, value, source)| {
-                        (key.clone(), json!({ "value": value, "source": source.to_string() }))
+                        (
+                            key.clone(),
+                            json!({ "value": value, "source": source.to_string() }),
+                        )
                     })
                     .collect();
                 out!("{}", json!({ "file": config.file, "settings": values }));
@@ -45,7 +51,10 @@ pub(crate) fn run(command: ConfigCommand, globals: &Globals) -> Result<(), Failu
             }
             match &config.file {
                 Some(path) => out!("# read from {}", path.display()),
-                None => out!("# no configuration file ({} does not exist); defaults and environment", file.display()),
+                None => out!(
+                    "# no configuration file ({} does not exist); defaults and environment",
+                    file.display()
+                ),
             }
             let width = entries
                 .iter()

@@ -23,13 +23,28 @@ struct Check {
 
 impl Check {
     fn ok(name: &'static str, detail: String) -> Self {
-        Self { name, ok: true, broken: false, detail }
+        Self {
+            name,
+            ok: true,
+            broken: false,
+            detail,
+        }
     }
     fn note(name: &'static str, detail: String) -> Self {
-        Self { name, ok: false, broken: false, detail }
+        Self {
+            name,
+            ok: false,
+            broken: false,
+            detail,
+        }
     }
     fn broken(name: &'static str, detail: String) -> Self {
-        Self { name, ok: false, broken: true, detail }
+        Self {
+            name,
+            ok: false,
+            broken: true,
+            detail,
+        }
     }
 }
 
@@ -39,28 +54,47 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
 
     let data_dir = host.data_dir().to_owned();
     checks.push(match tempfile::NamedTempFile::new_in(&data_dir) {
-        Ok(_) => Check::ok("data directory", format!("{} (writable)", data_dir.display())),
-        Err(e) => Check::broken("data directory", format!("{}: not writable: {e}", data_dir.display())),
+        Ok(_) => Check::ok(
+            "data directory",
+            format!("{} (writable)", data_dir.display()),
+        ),
+        Err(e) => Check::broken(
+            "data directory",
+            format!("{}: not writable: {e}", data_dir.display()),
+        ),
     });
 
     checks.push(match host.loader().wasm_engine().map(|e| e.allocator()) {
         Some(allocator) => Check::ok(
             "wasm engine",
-            format!("{} allocator, {} pool slots", json!(allocator).as_str().unwrap_or("?"), host.config().engine.pool_slots),
+            format!(
+                "{} allocator, {} pool slots",
+                json!(allocator).as_str().unwrap_or("?"),
+                host.config().engine.pool_slots
+            ),
         ),
         None => Check::broken("wasm engine", "unavailable".into()),
     });
 
     let cache = evo_host::paths::wasm_cache_dir(&data_dir);
     checks.push(if !host.config().engine.compile_cache {
-        Check::note("compile cache", "off (engine.compile_cache = false): every run compiles".into())
+        Check::note(
+            "compile cache",
+            "off (engine.compile_cache = false): every run compiles".into(),
+        )
     } else {
         let cached = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
         let writable = std::fs::create_dir_all(&cache)
             .and_then(|()| tempfile::NamedTempFile::new_in(&cache).map(drop));
         match writable {
-            Ok(()) => Check::ok("compile cache", format!("{} ({cached} components)", cache.display())),
-            Err(e) => Check::broken("compile cache", format!("{}: not writable: {e}", cache.display())),
+            Ok(()) => Check::ok(
+                "compile cache",
+                format!("{} ({cached} components)", cache.display()),
+            ),
+            Err(e) => Check::broken(
+                "compile cache",
+                format!("{}: not writable: {e}", cache.display()),
+            ),
         }
     });
 
@@ -80,18 +114,30 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
     let llm = &host.config().llm;
     let source = host.config().source("llm.model");
     checks.push(match &llm.model {
-        None => Check::note("language model", "none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)".into()),
+        None => Check::note(
+            "language model",
+            "none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)"
+                .into(),
+        ),
         Some(_) => {
             let settings = llm.clone();
-            match tokio::task::spawn_blocking(move || evo_host::llm::config::probe(&settings)).await {
+            match tokio::task::spawn_blocking(move || evo_host::llm::config::probe(&settings)).await
+            {
                 Ok(Ok(detail)) => Check::ok("language model", format!("{detail} (from {source})")),
-                Ok(Err(problem)) => Check::broken("language model", format!("{problem} (configured by {source})")),
+                Ok(Err(problem)) => Check::broken(
+                    "language model",
+                    format!("{problem} (configured by {source})"),
+                ),
                 Err(e) => Check::broken("language model", e.to_string()),
             }
         }
     });
 
-    let native_skills = host.skills().iter().filter(|s| s.kind() == ExecutorKind::Native).count();
+    let native_skills = host
+        .skills()
+        .iter()
+        .filter(|s| s.kind() == ExecutorKind::Native)
+        .count();
     let node = &host.config().native.node;
     checks.push(match node_version(node).await {
         Ok(version) => Check::ok("node", format!("{} {version}", node.display())),
@@ -99,21 +145,34 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
             "node",
             format!("{problem}; {native_skills} installed native skill(s) cannot run"),
         ),
-        Err(problem) => Check::note("node", format!("{problem} (only native script skills need it)")),
+        Err(problem) => Check::note(
+            "node",
+            format!("{problem} (only native script skills need it)"),
+        ),
     });
 
     let protections = host.loader().native().isolation().await;
     let confined = protections.iter().any(|p| p.starts_with("landlock"));
     let required = host.config().native.isolation == evo_host::config::Isolation::Required;
     checks.push(if confined {
-        Check::ok("native isolation", format!("confined ({})", protections.join(", ")))
+        Check::ok(
+            "native isolation",
+            format!("confined ({})", protections.join(", ")),
+        )
     } else {
         let detail = format!(
             "NOT confined to their workspace (Landlock unavailable); process limits only{}",
-            if protections.is_empty() { String::new() } else { format!(": {}", protections.join(", ")) }
+            if protections.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", protections.join(", "))
+            }
         );
         if required && native_skills > 0 {
-            Check::broken("native isolation", format!("{detail}; native.isolation = required refuses to run them"))
+            Check::broken(
+                "native isolation",
+                format!("{detail}; native.isolation = required refuses to run them"),
+            )
         } else {
             Check::note("native isolation", detail)
         }
@@ -124,7 +183,10 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
     checks.push(if failed == 0 {
         Check::ok("skills", format!("{skills} available"))
     } else {
-        Check::note("skills", format!("{skills} available, {failed} failed to load (see the warnings above)"))
+        Check::note(
+            "skills",
+            format!("{skills} available, {failed} failed to load (see the warnings above)"),
+        )
     });
 
     let broken = checks.iter().any(|c| c.broken);
@@ -132,13 +194,25 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         let value: serde_json::Map<String, Value> = checks
             .iter()
             .map(|c| {
-                (c.name.to_owned(), json!({ "ok": c.ok, "broken": c.broken, "detail": c.detail }))
+                (
+                    c.name.to_owned(),
+                    json!({ "ok": c.ok, "broken": c.broken, "detail": c.detail }),
+                )
             })
             .collect();
-        out!("{}", json!({ "ok": !broken, "dataDir": data_dir, "checks": value }));
+        out!(
+            "{}",
+            json!({ "ok": !broken, "dataDir": data_dir, "memory": memory, "checks": value })
+        );
     } else {
         for check in &checks {
-            let mark = if check.ok { "ok  " } else if check.broken { "FAIL" } else { "note" };
+            let mark = if check.ok {
+                "ok  "
+            } else if check.broken {
+                "FAIL"
+            } else {
+                "note"
+            };
             out!("{mark}  {:18} {}", check.name, check.detail);
         }
     }
@@ -157,8 +231,15 @@ async fn node_version(node: &std::path::Path) -> Result<String, String> {
         Ok(Ok(output)) if output.status.success() => {
             Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
         }
-        Ok(Ok(output)) => Err(format!("{} --version failed ({})", node.display(), output.status)),
+        Ok(Ok(output)) => Err(format!(
+            "{} --version failed ({})",
+            node.display(),
+            output.status
+        )),
         Ok(Err(e)) => Err(format!("{} not found: {e}", node.display())),
-        Err(_) => Err(format!("{} --version did not answer in {NODE_PROBE_TIMEOUT:?}", node.display())),
+        Err(_) => Err(format!(
+            "{} --version did not answer in {NODE_PROBE_TIMEOUT:?}",
+            node.display()
+        )),
     }
 }

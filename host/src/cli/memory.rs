@@ -121,7 +121,8 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
                 out!("database:      {}", status.database.display());
                 out!(
                     "embedder:      {} ({} dimensions)",
-                    status.embedder, status.dimension
+                    status.embedder,
+                    status.dimension
                 );
                 out!("vector search: {}", status.vector_search);
                 out!("entries:       {}", status.entries);

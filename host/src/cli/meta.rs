@@ -16,7 +16,13 @@ pub(super) fn man() -> Result<(), Failure> {
     let mut buffer = Vec::new();
     clap_mangen::Man::new(Cli::command())
         .render(&mut buffer)
-        .map_err(|e| Failure::usage("INTERNAL_ERROR", format!("could not render the man page: {e}"), None))?;
+        .map_err(|e| {
+            Failure::usage(
+                "INTERNAL_ERROR",
+                format!("could not render the man page: {e}"),
+                None,
+            )
+        })?;
     out!("{}", String::from_utf8_lossy(&buffer).trim_end());
     Ok(())
 }

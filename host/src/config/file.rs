@@ -100,7 +100,9 @@ impl Spans<'_> {
     }
 
     fn line(&self, key: &str) -> usize {
-        self.keys.get(key).map_or(1, |span| self.line_at(span.start))
+        self.keys
+            .get(key)
+            .map_or(1, |span| self.line_at(span.start))
     }
 
     fn source(&self, key: &str) -> Source {
@@ -214,7 +216,9 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
             if !crate::skill::meta::is_valid_name(name) {
                 return Err(spans.invalid(
                     &key,
-                    format!("{name:?} is not a skill name (lower-case letters, digits, `_` and `-`)"),
+                    format!(
+                        "{name:?} is not a skill name (lower-case letters, digits, `_` and `-`)"
+                    ),
                 ));
             }
             let mut policy = Policy::default();
@@ -227,7 +231,13 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         let e = &mut config.engine;
         let mut noted = Vec::new();
         if let Some(v) = engine.pool_slots {
-            in_range(&spans, "engine.pool_slots", v.into(), 1, MAX_POOL_SLOTS.into())?;
+            in_range(
+                &spans,
+                "engine.pool_slots",
+                v.into(),
+                1,
+                MAX_POOL_SLOTS.into(),
+            )?;
             e.pool_slots = v;
             noted.push("engine.pool_slots");
         }

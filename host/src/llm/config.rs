@@ -95,7 +95,10 @@ pub fn probe(settings: &LlmSettings) -> std::result::Result<String, String> {
     }
     match request.call() {
         Ok(response) => match response.status().as_u16() {
-            401 | 403 => Err(format!("{url} refused the API key (HTTP {})", response.status().as_u16())),
+            401 | 403 => Err(format!(
+                "{url} refused the API key (HTTP {})",
+                response.status().as_u16()
+            )),
             status if status >= 500 => Err(format!("{url} answered HTTP {status}")),
             _ => Ok(format!("{spec} at {base}")),
         },
@@ -190,7 +193,10 @@ mod tests {
             model: Some("ollama:qwen3".into()),
             base_url: Some("http://gpu:11434/v1".into()),
         };
-        assert_eq!(provider(&settings).unwrap().unwrap().describe(), "ollama:qwen3");
+        assert_eq!(
+            provider(&settings).unwrap().unwrap().describe(),
+            "ollama:qwen3"
+        );
     }
 
     #[test]

@@ -39,8 +39,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use crate::skill::context::BoxFuture;
 use crate::error::{Error, Result};
+pub use crate::skill::context::BoxFuture;
 use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::SkillContext;
 use crate::skill::meta::SkillMeta;
@@ -65,12 +65,11 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
 /// Registers `tool` (and its aliases) in `registry`, replacing a skill of the same name.
 pub fn register(registry: &SkillRegistry, tool: Arc<dyn Tool>) -> Result<()> {
     let manifest = tool.manifest();
-    let meta = SkillMeta::from_json(&manifest.to_string()).map_err(|problems| {
-        Error::InvalidManifest {
+    let meta =
+        SkillMeta::from_json(&manifest.to_string()).map_err(|problems| Error::InvalidManifest {
             skill: manifest["name"].as_str().unwrap_or("tool").to_owned(),
             problems,
-        }
-    })?;
+        })?;
     let name = meta.name.clone();
     let aliases = tool.aliases();
     registry.register(RegisteredSkill::new(

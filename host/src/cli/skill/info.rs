@@ -17,7 +17,7 @@ pub(super) async fn info(
     grants: &Grants,
 ) -> Result<(), Failure> {
     let host = args::host(globals, sources, grants).await?;
-    let name = host.resolve(skill).await?;
+    let name = args::resolve(&host, skill).await?;
     let registered = host
         .skill(&name)
         .ok_or(Error::SkillNotFound { name: name.clone() })?;
@@ -65,7 +65,11 @@ pub(super) async fn info(
     }
     match wasm {
         Some(skill) => print_wasm(skill),
-        None => out!("  timeout:    {} ms, {} retries", meta.timeout_ms, meta.retry),
+        None => out!(
+            "  timeout:    {} ms, {} retries",
+            meta.timeout_ms,
+            meta.retry
+        ),
     }
     if !meta.calls.is_empty() {
         out!("  calls:      {}", meta.calls.join(", "));
@@ -85,14 +89,18 @@ pub(super) async fn info(
         for resource in &instructions.resources {
             out!(
                 "  resource:   {} ({} bytes, {})",
-                resource.path, resource.bytes, resource.kind
+                resource.path,
+                resource.bytes,
+                resource.kind
             );
         }
     }
     if let Some(record) = &record {
-        let when = chrono::DateTime::from_timestamp_millis(i64::try_from(record.installed_at).unwrap_or(0))
-            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-            .unwrap_or_default();
+        let when = chrono::DateTime::from_timestamp_millis(
+            i64::try_from(record.installed_at).unwrap_or(0),
+        )
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default();
         out!("  installed:  {when}, sha256:{}", record.digest);
         let approved = &record.capabilities;
         if approved.is_empty() {
@@ -106,9 +114,15 @@ pub(super) async fn info(
     }
     // The one thing a caller needs: what to send and what comes back.
     out!("input schema:");
-    out!("{}", indent(&serde_json::to_string_pretty(&meta.input).map_err(internal)?));
+    out!(
+        "{}",
+        indent(&serde_json::to_string_pretty(&meta.input).map_err(internal)?)
+    );
     out!("output schema:");
-    out!("{}", indent(&serde_json::to_string_pretty(&meta.output).map_err(internal)?));
+    out!(
+        "{}",
+        indent(&serde_json::to_string_pretty(&meta.output).map_err(internal)?)
+    );
     Ok(())
 }
 
@@ -126,7 +140,10 @@ fn print_wasm(skill: &WasmSkill) {
         limits.timeout_ms,
         limits.memory_mib,
         limits.output_bytes,
-        limits.fuel.map(|f| format!(", {f} fuel")).unwrap_or_default()
+        limits
+            .fuel
+            .map(|f| format!(", {f} fuel"))
+            .unwrap_or_default()
     );
     let grant = skill.grant();
     let caps = &skill.meta().capabilities;
@@ -138,7 +155,11 @@ fn print_wasm(skill: &WasmSkill) {
             Access::Read => "read-only",
             Access::ReadWrite => "read-write",
         };
-        out!("  granted:    {} → {} ({access})", dir.host.display(), dir.guest);
+        out!(
+            "  granted:    {} → {} ({access})",
+            dir.host.display(),
+            dir.guest
+        );
     }
     if grant.llm {
         out!("  granted:    the language model");
@@ -152,7 +173,12 @@ fn print_wasm(skill: &WasmSkill) {
     out!(
         "  api:        evo:skill@{}{}",
         skill.info().api_version,
-        skill.info().sdk.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
+        skill
+            .info()
+            .sdk
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default()
     );
     out!("  digest:     sha256:{}", skill.digest());
 }

@@ -8,7 +8,11 @@ use serde_json::json;
 use crate::cli::args;
 use crate::cli::{Failure, Globals, internal, out};
 
-pub(super) async fn install(globals: &Globals, source: &Path, overwrite: bool) -> Result<(), Failure> {
+pub(super) async fn install(
+    globals: &Globals,
+    source: &Path,
+    overwrite: bool,
+) -> Result<(), Failure> {
     if !source.exists() {
         return Err(Failure::usage(
             "INVALID_ARGUMENT",
@@ -51,7 +55,9 @@ pub(super) async fn install(globals: &Globals, source: &Path, overwrite: bool) -
     for dir in &caps.dirs {
         out!(
             "  requests:   directory {} ({:?}) {}",
-            dir.path, dir.access, dir.reason
+            dir.path,
+            dir.access,
+            dir.reason
         );
     }
     if caps.llm {
@@ -61,7 +67,9 @@ pub(super) async fn install(globals: &Globals, source: &Path, overwrite: bool) -
         out!("  requests:   memory ({})", caps.memory.as_str());
     }
     if record.kind == "native" {
-        out!("  trust:      native script: runs as a Node process, less isolated than a Wasm skill");
+        out!(
+            "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"
+        );
     }
     out!("  digest:     sha256:{}", record.digest);
     Ok(())

@@ -16,7 +16,11 @@ pub(super) struct Filter {
     pub(super) limit: Option<usize>,
 }
 
-pub(super) async fn list(globals: &Globals, filter: &Filter, sources: &Sources) -> Result<(), Failure> {
+pub(super) async fn list(
+    globals: &Globals,
+    filter: &Filter,
+    sources: &Sources,
+) -> Result<(), Failure> {
     let host = args::host(globals, sources, &Grants::default()).await?;
     let installed: std::collections::HashMap<String, u64> = host
         .manager()?
@@ -27,7 +31,10 @@ pub(super) async fn list(globals: &Globals, filter: &Filter, sources: &Sources) 
         .collect();
     let mut skills = host.skills();
     skills.retain(|s| {
-        filter.name.as_deref().is_none_or(|n| s.meta.name.contains(n))
+        filter
+            .name
+            .as_deref()
+            .is_none_or(|n| s.meta.name.contains(n))
             && filter.tags.iter().all(|t| s.meta.tags.contains(t))
     });
     let total = skills.len();
@@ -69,7 +76,10 @@ pub(super) async fn list(globals: &Globals, filter: &Filter, sources: &Sources) 
         );
     }
     if skills.len() < total {
-        out!("({} of {total}; --page and --limit show others)", skills.len());
+        out!(
+            "({} of {total}; --page and --limit show others)",
+            skills.len()
+        );
     }
     Ok(())
 }
@@ -91,7 +101,11 @@ pub(super) async fn search(globals: &Globals, query: &str, limit: usize) -> Resu
     Ok(())
 }
 
-pub(super) async fn stats(globals: &Globals, skill: Option<&str>, installs: bool) -> Result<(), Failure> {
+pub(super) async fn stats(
+    globals: &Globals,
+    skill: Option<&str>,
+    installs: bool,
+) -> Result<(), Failure> {
     if installs {
         return install_stats(globals);
     }
@@ -115,7 +129,11 @@ pub(super) async fn stats(globals: &Globals, skill: Option<&str>, installs: bool
         let width = stats.keys().map(String::len).max().unwrap_or(5).max(5);
         out!(
             "{:width$}  {:>7}  {:>8}  {:>9}  {:>9}",
-            "skill", "calls", "success", "avg ms", "max ms"
+            "skill",
+            "calls",
+            "success",
+            "avg ms",
+            "max ms"
         );
         for (name, s) in &stats {
             out!(

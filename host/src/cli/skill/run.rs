@@ -18,7 +18,7 @@ pub(super) async fn run(
 ) -> Result<(), Failure> {
     let input = read_input(input)?;
     let host = args::host(globals, sources, grants).await?;
-    let name = host.resolve(skill).await?;
+    let name = args::resolve(&host, skill).await?;
     let native = host
         .skill(&name)
         .is_some_and(|s| s.kind() == ExecutorKind::Native);
