@@ -4,6 +4,7 @@ mod agent;
 mod calculate;
 mod cli;
 mod composite;
+mod config;
 mod file_head;
 mod fixture_probe;
 mod kernel;

@@ -1,0 +1,264 @@
+//! `evo.toml` and the CLI's edges, through the real `evo` binary: standing grants per
+//! skill, persistent skill directories, `evo config show`, a bad file's error, closed
+//! pipes, exit codes, completions, the man page and `evo doctor`.
+
+use std::io::Read as _;
+use std::process::{Command, Output, Stdio};
+
+use evo_tests::{evo_bin, skills};
+use serde_json::{Value, json};
+
+fn evo_cmd(home: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new(evo_bin());
+    command
+        .args(args)
+        .env("EVO_HOME", home)
+        .env_remove("EVO_LOG")
+        .env_remove("EVO_LLM")
+        .env_remove("EVO_CONFIG");
+    command
+}
+
+fn evo(home: &std::path::Path, args: &[&str]) -> Output {
+    evo_cmd(home, args).output().expect("evo runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn probe_host_calls(home: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "skill",
+        "run",
+        skills::FIXTURE_PROBE,
+        "--json",
+        "--input",
+        r#"{"host_calls":true}"#,
+    ];
+    args.extend_from_slice(extra);
+    let out = evo(home, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    value["output"]["host_calls"].clone()
+}
+
+#[test]
+fn evo_toml_grants_memory_to_one_skill_and_flags_add_for_one_run() {
+    let home = tempfile::tempdir().unwrap();
+    let denied = "denied: fixture-probe was not granted read access to memory; the skill must request it in its manifest and the operator must allow it";
+    assert_eq!(probe_host_calls(home.path(), &[])["memory-search"], denied);
+
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[grants.skill.fixture-probe]\nmemory = \"read-write\"\n",
+    )
+    .unwrap();
+    let calls = probe_host_calls(home.path(), &[]);
+    assert_eq!(calls["memory-search"], "ok", "{calls}");
+    assert_eq!(calls["memory-store"], "ok", "{calls}");
+    assert!(
+        calls["llm"]
+            .as_str()
+            .unwrap()
+            .contains("not granted the language model"),
+        "the entry grants memory only: {calls}"
+    );
+
+    std::fs::remove_file(home.path().join("evo.toml")).unwrap();
+    let calls = probe_host_calls(home.path(), &["--allow-memory", "read"]);
+    assert_eq!(calls["memory-search"], "ok", "{calls}");
+    assert!(
+        calls["memory-store"]
+            .as_str()
+            .unwrap()
+            .contains("not granted write access to memory"),
+        "{calls}"
+    );
+}
+
+#[test]
+fn skill_dirs_in_evo_toml_persist_and_config_show_says_where_values_came_from() {
+    let home = tempfile::tempdir().unwrap();
+    let skills = home.path().join("my-skills/shout");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(
+        skills.join("SKILL.md"),
+        "---\nname: shout\ndescription: Says things loudly.\n---\nSay it in capitals.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "skill_dirs = [\"my-skills\"]\n\n[engine]\npool_slots = 4\n",
+    )
+    .unwrap();
+    let out = evo(home.path(), &["skill", "list", "--name", "shout"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("shout"), "{}", stdout(&out));
+
+    let out = evo_cmd(home.path(), &["config", "show", "--json", "--allow-llm"])
+        .env("EVO_LLM", "ollama:llama3.2")
+        .output()
+        .unwrap();
+    // `--allow-llm` is not a `config show` flag: clap refuses it (exit 2).
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    let out = evo_cmd(home.path(), &["config", "show", "--json"])
+        .env("EVO_LLM", "ollama:llama3.2")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let file = home.path().join("evo.toml");
+    let settings = &shown["settings"];
+    assert_eq!(
+        settings["engine.pool_slots"],
+        json!({ "value": 4, "source": format!("{}:4", file.display()) })
+    );
+    assert_eq!(
+        settings["llm.model"],
+        json!({ "value": "ollama:llama3.2", "source": "env EVO_LLM" })
+    );
+    assert_eq!(
+        settings["native.timeout_ms"],
+        json!({ "value": 60000, "source": "default" })
+    );
+}
+
+#[test]
+fn a_bad_evo_toml_names_file_line_and_key_and_exits_2() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("evo.toml");
+    std::fs::write(&file, "[engine]\npool_slots = 4\npool_sots = 5\n").unwrap();
+    for args in [&["skill", "list"][..], &["config", "show"], &["doctor"]] {
+        let out = evo(home.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with(&format!(
+                "error[CONFIG_INVALID]: {} line 3, key engine.pool_sots: unknown field `pool_sots`",
+                file.display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("hint: fix the value"), "{err}");
+    }
+    let out = evo(home.path(), &["skill", "list", "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["code"], "CONFIG_INVALID");
+    assert!(
+        value["hint"].as_str().unwrap().contains("evo config show"),
+        "{value}"
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [&["skill", "list"][..], &["man"], &["config", "show"]] {
+        let mut child = evo_cmd(home.path(), args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before evo writes a byte.
+        drop(child.stdout.take());
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_skill_refusing_its_input_exits_2() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            skills::CALCULATE,
+            "--input",
+            r#"{"expression":"1 +"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error[INVALID_INPUT]: calculate: invalid input:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn skill_info_shows_the_schemas() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(home.path(), &["skill", "info", skills::CALCULATE]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let input = text.find("input schema:").expect("input schema shown");
+    let output = text.find("output schema:").expect("output schema shown");
+    assert!(text[input..output].contains("\"expression\""), "{text}");
+    assert!(text[output..].contains("\"result\""), "{text}");
+}
+
+#[test]
+fn completions_and_man_page_describe_every_command() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(home.path(), &["completions", "bash"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = stdout(&out);
+    assert!(script.contains("_evo()"), "{script}");
+    for command in ["skill", "memory", "agent", "config", "doctor"] {
+        assert!(script.contains(command), "{command} missing");
+    }
+    let out = evo(home.path(), &["man"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(page.starts_with(".ie"), "roff: {}", &page[..40]);
+    assert!(page.contains(".TH evo 1"), "{page}");
+    let out = evo(home.path(), &["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn doctor_fails_when_the_configured_model_is_unreachable() {
+    let home = tempfile::tempdir().unwrap();
+    // Port 1 on loopback: nothing listens there.
+    let out = evo_cmd(home.path(), &["doctor", "--json"])
+        .env("EVO_LLM", "openai:gpt-4o-mini")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["ok"], false);
+    let llm = &report["checks"]["language model"];
+    assert_eq!(llm["broken"], true, "{report}");
+    assert!(
+        llm["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:1/v1/models is not reachable"),
+        "{llm}"
+    );
+
+    let out = evo(home.path(), &["doctor"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("note  language model     none configured"),
+        "{}",
+        stdout(&out)
+    );
+}
