@@ -5,6 +5,7 @@ mod calculate;
 mod cli;
 mod composite;
 mod config;
+mod examples;
 mod file_head;
 mod fixture_probe;
 mod kernel;

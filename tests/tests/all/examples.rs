@@ -1,0 +1,54 @@
+//! The embedding examples in `host/examples/` run as a reader would run them, so they
+//! cannot rot.
+
+use std::process::Command;
+
+use evo_tests::{evo_bin, skills};
+
+fn example(name: &str, args: &[&str]) -> (String, String) {
+    let bin = evo_bin()
+        .parent()
+        .expect("target/<profile>")
+        .join("examples")
+        .join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build -p evo-host --examples` (./scripts/test does)",
+        bin.display()
+    );
+    let out = Command::new(&bin)
+        .args(args)
+        .env_remove("EVO_LLM")
+        .env_remove("EVO_HOME")
+        .output()
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name}: {stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn embed_wasm_calls_a_component() {
+    let (out, _) = example(
+        "embed_wasm",
+        &[skills::CALCULATE, r#"{"expression":"2 ^ 10"}"#],
+    );
+    assert_eq!(out, "calculate → {\"result\":1024}\n");
+}
+
+#[test]
+fn custom_tool_is_a_skill_with_gates() {
+    let (out, _) = example("custom_tool", &[]);
+    assert_eq!(
+        out,
+        "word_count → {\"words\":7}\nword_count with a number → error[SKILL_VALIDATION_FAILED]\n"
+    );
+}
+
+#[test]
+fn scripted_agent_calls_a_skill_and_answers() {
+    let (out, err) = example("scripted_agent", &[]);
+    assert_eq!(out, "The answer is 22.\n");
+    assert_eq!(err, "→ calculate {\"expression\":\"sqrt(144) + 10\"}\n");
+}
