@@ -2,15 +2,59 @@
 //!
 //! The host is the agent's operating system: the LLM is the CPU, skills are its
 //! instruction set. Skills are WebAssembly components built against Evo's WIT contract
-//! (`wit/skill.wit`) and run under wasmtime with time, memory and output limits and
-//! deny-by-default capabilities.
+//! (`evo:skill`) and run under wasmtime with time, memory and output limits and
+//! deny-by-default capabilities; Node script skills run in a confined subprocess.
 //!
-//! - [`skill`] is the kernel: manifests, the registry, and [`skill::kernel::SkillContext`]
+//! # Embedding Evo
+//!
+//! Everything goes through one [`Host`]: build it once, share it (it is cheap to clone),
+//! and call skills by name. The data directory holds installed skills, the compile
+//! cache, memory and statistics; `evo.toml` in it (see [`config`]) sets limits, grants
+//! and the model, and [`HostBuilder`] overrides what an application decides itself.
+//!
+//! ```
+//! use evo_host::Host;
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let data = tempfile::tempdir().unwrap();
+//! let host = Host::builder().data_dir(data.path()).build().await.unwrap();
+//!
+//! // Built-in tools, installed skills and skill directories are all skills.
+//! let out = host.call("calculate", json!({ "expression": "2 ^ 10" })).await.unwrap();
+//! assert_eq!(out, json!({ "result": 1024 }));
+//!
+//! // Bad input is refused before the skill runs, with a report a model can act on.
+//! let err = host.call("calculate", json!({ "expression": 7 })).await.unwrap_err();
+//! assert_eq!(err.code(), "SKILL_VALIDATION_FAILED");
+//!
+//! // Memory is searchable by keywords and meaning together.
+//! host.memory().store("The user prefers dark mode", None).unwrap();
+//! let hits = host.memory().search("which theme does the user like", 1).unwrap();
+//! assert_eq!(hits[0].text, "The user prefers dark mode");
+//! # });
+//! ```
+//!
+//! - A `.wasm` component or a skill directory: [`Host::resolve`] loads and registers it,
+//!   then call it by the name it returns. [`Host::install`] installs one for good.
+//! - Your own Rust functions: implement [`tools::Tool`] and add it with
+//!   [`HostBuilder::tool`].
+//! - The agent: [`HostBuilder::llm`] (or `EVO_LLM`), then [`Host::agent`].
+//! - What a skill may touch: [`capabilities::Policy`], set by `[grants]` in `evo.toml`.
+//!
+//! `host/examples/` holds runnable programs for each (`cargo run -p evo-host --example
+//! embed_wasm`). Every error is an [`Error`] with a stable [`Error::code`].
+//!
+//! # Modules
+//!
+//! - [`host`] and [`config`]: the composition root and its configuration.
+//! - [`skill`]: the kernel — manifests, the registry, [`skill::kernel::SkillContext`]
 //!   with its validation gates, templates, pipelines and llm skills.
-//! - [`engine`] runs skills: built-in tools, Wasm components, skill directories.
-//! - [`db`] is the host's SQLite database (statistics).
-//! - [`capabilities`] decides what a skill may touch.
-//! - [`error`] lists every error with its stable code.
+//! - [`engine`]: what runs skills — Wasm components, Node scripts, skill directories.
+//! - [`tools`]: in-process tools.
+//! - [`memory`], [`packages`], [`agent`], [`llm`]: memory, the skill manager, the
+//!   agent, language-model providers.
+//! - [`capabilities`] decides what a skill may touch; [`error`] lists every error code.
 #![deny(missing_docs)]
 
 pub mod agent;
