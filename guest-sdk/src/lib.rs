@@ -54,7 +54,7 @@ pub use manifest::{Access, Capabilities, Limits, Manifest, MemoryAccess};
 pub use schemars::JsonSchema;
 
 /// The WIT package version this SDK builds against.
-pub const API_VERSION: &str = "0.1.0";
+pub const API_VERSION: &str = env!("EVO_SKILL_API_VERSION");
 
 /// A skill: typed input in, typed output (or an [`Error`]) out.
 ///
@@ -136,7 +136,8 @@ pub mod __private {
     #[expect(missing_docs, reason = "generated bindings")]
     pub mod bindings {
         wit_bindgen::generate!({
-            path: "../wit",
+            // The vendored, frozen contract; `API_VERSION` is read from the same file.
+            path: "wit/since_v0.1.0",
             world: "evo:skill/plugin",
             pub_export_macro: true,
             export_macro_name: "__export_plugin",
@@ -154,7 +155,7 @@ pub mod __private {
         "evo-guest ",
         env!("CARGO_PKG_VERSION"),
         "; evo:skill@",
-        "0.1.0"
+        env!("EVO_SKILL_API_VERSION")
     );
 
     /// Length of [`SDK_STAMP`].

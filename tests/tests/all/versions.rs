@@ -69,3 +69,43 @@ async fn garbage_is_not_a_component() {
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_COMPONENT", "{err}");
 }
+
+/// Released versions of the contract and the SHA-256 of their WIT. A released version is
+/// frozen: an edit fails here; a change goes to a new `since_v<version>` directory.
+const RELEASED: [(&str, &str); 1] = [(
+    "0.1.0",
+    "51f9b21d2d5cba1c3386ea706dbb574573aff42f1d504fd09de77c69298bb4af",
+)];
+
+#[test]
+fn the_contract_is_one_frozen_file_that_host_and_sdk_both_vendor() {
+    use sha2::{Digest, Sha256};
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |path: &str| {
+        std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let (version, digest) = RELEASED[RELEASED.len() - 1];
+    let canonical = read("wit/skill.wit");
+    assert_eq!(
+        hex::encode(Sha256::digest(&canonical)),
+        digest,
+        "wit/skill.wit changed, but evo:skill@{version} is released and frozen: put the change in a new version"
+    );
+    for copy in [
+        format!("host/wit/since_v{version}/skill.wit"),
+        format!("guest-sdk/wit/since_v{version}/skill.wit"),
+    ] {
+        assert!(read(&copy) == canonical, "{copy} differs from wit/skill.wit");
+    }
+    assert_eq!(evo_host::engine::wasm::API_VERSION, version);
+    let sdk = String::from_utf8(read("guest-sdk/src/lib.rs")).unwrap();
+    assert!(
+        sdk.contains(r#"pub const API_VERSION: &str = env!("EVO_SKILL_API_VERSION");"#),
+        "the SDK's version comes from its vendored WIT"
+    );
+    assert!(
+        SKILL_WIT.contains(&format!("package evo:skill@{version};")),
+        "the tests build guests against the released contract"
+    );
+}

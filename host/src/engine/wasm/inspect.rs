@@ -7,7 +7,7 @@ use wasmtime::wasmparser::{ComponentExternalKind, Parser, Payload};
 use crate::error::{Error, Result};
 
 /// The WIT package version this host implements.
-pub const API_VERSION: &str = "0.1.0";
+pub const API_VERSION: &str = env!("EVO_SKILL_API_VERSION");
 /// The package every skill interface belongs to.
 const PACKAGE: &str = "evo:skill/";
 /// Custom section written by `evo-guest`.

@@ -48,7 +48,8 @@ use crate::error::{Error, Result};
 
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        // The vendored, frozen contract; `API_VERSION` is read from the same file.
+        path: "wit/since_v0.1.0",
         world: "evo:skill/plugin",
         imports: { default: async },
         exports: { default: async },
