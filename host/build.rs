@@ -11,9 +11,15 @@ fn main() {
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter_map(|name| name.strip_prefix("since_v").map(str::to_owned))
         .collect();
-    versions.sort_by_key(|v| v.split('.').map(|n| n.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>());
+    versions.sort_by_key(|v| {
+        v.split('.')
+            .map(|n| n.parse::<u32>().unwrap_or(0))
+            .collect::<Vec<_>>()
+    });
     let newest = versions.last().expect("a wit/since_v<version> directory");
-    let wit = Path::new("wit").join(format!("since_v{newest}")).join("skill.wit");
+    let wit = Path::new("wit")
+        .join(format!("since_v{newest}"))
+        .join("skill.wit");
     let text = std::fs::read_to_string(&wit).expect("skill.wit is readable");
     let declared = text
         .lines()

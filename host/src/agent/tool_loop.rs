@@ -143,7 +143,7 @@ pub async fn chat_with_tools(
         }
         let mut results = Vec::new();
         for call in answer.tool_calls {
-            let outcome = run_tool(ctx, permissions, &options, call).await;
+            let outcome = run_tool(ctx, permissions, &options, call).await?;
             results.push(ContentBlock::ToolResult {
                 tool_use_id: outcome.call.id.clone(),
                 content: outcome.content.clone(),
@@ -163,12 +163,14 @@ async fn run_tool(
     permissions: &Permissions,
     options: &ChatOptions,
     call: ToolCall,
-) -> ToolOutcome {
-    let failed = |call: ToolCall, value: Value| ToolOutcome {
-        call,
-        content: value.to_string(),
-        is_error: true,
-        memory_writes: Vec::new(),
+) -> Result<ToolOutcome> {
+    let failed = |call: ToolCall, value: Value| {
+        Ok(ToolOutcome {
+            call,
+            content: value.to_string(),
+            is_error: true,
+            memory_writes: Vec::new(),
+        })
     };
     let offered = options.tools.iter().any(|t| t.name == call.name);
     if !offered {
@@ -193,12 +195,19 @@ async fn run_tool(
         );
     }
     match ctx.call_full(&call.name, call.arguments.clone()).await {
-        Ok(out) => ToolOutcome {
+        Ok(out) => Ok(ToolOutcome {
             call,
             content: out.output.to_string(),
             is_error: false,
             memory_writes: out.memory_writes,
-        },
+        }),
+        // The model had its tries at these arguments (`max_input_attempts`): stop the
+        // run rather than let it spend rounds on a call it cannot get right.
+        Err(Error::Validation(report))
+            if report.direction == Direction::Input && report.attempt >= report.max_attempts =>
+        {
+            Err(Error::Validation(report))
+        }
         Err(Error::Validation(report)) if report.direction == Direction::Input => failed(
             call,
             json!({ "error": "input_validation_failed", "message": report.to_llm_text() }),

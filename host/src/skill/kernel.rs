@@ -196,6 +196,7 @@ impl Kernel {
                 task_id: options.task_id.unwrap_or_else(new_task_id),
                 scratch: options.scratch.unwrap_or_default(),
                 events: options.events,
+                input_failures: std::sync::Mutex::default(),
             }),
             depth: 0,
             parent: None,
@@ -226,6 +227,23 @@ struct Run {
     task_id: String,
     scratch: Scratch,
     events: Option<EventSink>,
+    /// Gate-1 failures per skill in this run: a caller (a model) gets
+    /// `max_input_attempts` tries to fix its arguments, then the run stops.
+    input_failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+}
+
+impl Run {
+    /// Counts one more gate-1 failure of `skill`; returns the count.
+    fn input_failure(&self, skill: &str) -> u32 {
+        // A poisoned lock still holds valid counts (each update is one insert).
+        let mut failures = self
+            .input_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = failures.entry(skill.to_owned()).or_insert(0);
+        *count += 1;
+        *count
+    }
 }
 
 /// One frame of a run: what a skill sees while it executes. Cheap to clone.
@@ -347,10 +365,11 @@ impl SkillContext {
         skill.input_schema().apply_defaults(&mut input);
         let violations = skill.input_schema().check(&input);
         if !violations.is_empty() {
+            let attempt = self.run.input_failure(name);
             let report = ValidationReport::new(
                 name,
                 Direction::Input,
-                1,
+                attempt,
                 config.max_input_attempts,
                 violations,
             );

@@ -147,3 +147,40 @@ async fn a_permission_profile_blocks_calls() {
         "a blocked skill never runs"
     );
 }
+
+#[tokio::test]
+async fn the_model_gets_max_input_attempts_tries_at_its_arguments_then_the_run_stops() {
+    let bad = r#"{ "tool_calls": [{ "name": "calculate", "arguments": { "expr": "1 + 1" } }] }"#;
+    let (provider, ctx, options) = setup(&format!(
+        r#"{{ "responses": [{bad}, {bad}, {bad}, "never reached"] }}"#
+    ));
+    let err = chat_with_tools(
+        provider.as_ref(),
+        vec![Message::text(Role::User, "What is 1 + 1?")],
+        options,
+        &ctx,
+        &Permissions::All,
+        10,
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), "SKILL_VALIDATION_FAILED");
+    assert!(
+        err.to_string()
+            .starts_with("calculate input does not match its schema (attempt 3 of 3):"),
+        "{err}"
+    );
+    // The first two reports went back to the model, counting up.
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3, "no fourth model request");
+    let reports: Vec<String> = requests[1..]
+        .iter()
+        .map(|(messages, _)| match &messages.last().unwrap().content[0] {
+            ContentBlock::ToolResult { content, .. } => content.clone(),
+            other => panic!("expected a tool result, got {other:?}"),
+        })
+        .collect();
+    assert!(reports[0].contains("(attempt 1 of 3)"), "{}", reports[0]);
+    assert!(reports[1].contains("(attempt 2 of 3)"), "{}", reports[1]);
+}

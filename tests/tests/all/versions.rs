@@ -82,9 +82,8 @@ fn the_contract_is_one_frozen_file_that_host_and_sdk_both_vendor() {
     use sha2::{Digest, Sha256};
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let read = |path: &str| {
-        std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
-    };
+    let read =
+        |path: &str| std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
     let (version, digest) = RELEASED[RELEASED.len() - 1];
     let canonical = read("wit/skill.wit");
     assert_eq!(
@@ -96,7 +95,10 @@ fn the_contract_is_one_frozen_file_that_host_and_sdk_both_vendor() {
         format!("host/wit/since_v{version}/skill.wit"),
         format!("guest-sdk/wit/since_v{version}/skill.wit"),
     ] {
-        assert!(read(&copy) == canonical, "{copy} differs from wit/skill.wit");
+        assert!(
+            read(&copy) == canonical,
+            "{copy} differs from wit/skill.wit"
+        );
     }
     assert_eq!(evo_host::engine::wasm::API_VERSION, version);
     let sdk = String::from_utf8(read("guest-sdk/src/lib.rs")).unwrap();
