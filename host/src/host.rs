@@ -27,7 +27,6 @@ use crate::agent::{Agent, AgentOptions};
 use crate::capabilities::Policy;
 use crate::config::{Config, Isolation, Source};
 use crate::db::Db;
-use crate::engine::builtin::BuiltinTools;
 use crate::engine::loader::Loader;
 use crate::engine::native::{DEFAULT_OUTPUT_CAP, NativeConfig, NativeSandbox};
 use crate::engine::wasm::{EngineConfig, LimitPolicy, WasmEngine, WasmExecutor};
@@ -142,8 +141,7 @@ impl HostBuilder {
         };
         let loader = loader(&config, &data_dir, self.launcher)?;
         let registry = Arc::new(SkillRegistry::new());
-        BuiltinTools::default().register(&registry)?;
-        crate::memory::register_skills(&registry)?;
+        crate::tools::register_builtins(&registry, ".")?;
         for tool in self.tools {
             crate::tools::register(&registry, tool)?;
         }

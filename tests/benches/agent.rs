@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use evo_host::agent::{Agent, AgentOptions};
-use evo_host::engine::builtin::BuiltinTools;
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::llm::{
     ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel,
@@ -23,6 +22,7 @@ use evo_host::memory::{Category, MemoryManager, Source};
 use evo_host::skill::events::EventSink;
 use evo_host::skill::kernel::Kernel;
 use evo_host::skill::registry::SkillRegistry;
+use evo_host::tools::BuiltinTools;
 use serde_json::json;
 
 const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"single_skill","skills":[{"name":"calculate","input":{"expression":"sqrt(144) + 10"},"reason":"math"}]}}"#;

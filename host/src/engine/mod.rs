@@ -2,12 +2,10 @@
 //! result the same way; the kernel knows them only through the
 //! [`Executor`](crate::skill::executor::Executor) trait.
 //!
-//! - [`builtin`]: in-process tools (`read`, `calculate`).
 //! - [`wasm`]: WebAssembly components.
 //! - [`native`]: Node scripts in a subprocess sandbox (lower trust than Wasm).
 //! - [`loader`]: picks the executor for a skill directory.
 
-pub mod builtin;
 pub mod loader;
 pub mod native;
 pub mod wasm;

@@ -31,7 +31,6 @@ pub mod embed;
 pub mod files;
 pub mod index;
 pub mod openai;
-mod skills;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -40,7 +39,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 
 pub use embed::{Embedder, HashEmbedder};
-pub use skills::register_skills;
 
 use crate::error::{Error, Result};
 use crate::skill::context::{BoxFuture, MemoryHit, Scratch, StoreOutcome};
@@ -563,12 +561,6 @@ impl MemoryManager {
             deleted: u32::try_from(deleted.len()).unwrap_or(u32::MAX),
             ids: deleted.into_iter().map(|(_, id)| id).collect(),
         })
-    }
-
-    /// Registers the memory skills (`memory_search`, `memory_store`, `memory_forget`) in
-    /// `registry`; see [`register_skills`].
-    pub fn register_skills(&self, registry: &crate::skill::registry::SkillRegistry) -> Result<()> {
-        register_skills(registry)
     }
 
     /// Appends `entry` to today's daily log.

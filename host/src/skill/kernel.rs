@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use evo_host::engine::builtin::BuiltinTools;
+//! use evo_host::tools::BuiltinTools;
 //! use evo_host::skill::kernel::{Kernel, RunOptions};
 //! use evo_host::skill::registry::SkillRegistry;
 //! use serde_json::json;

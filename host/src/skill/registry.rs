@@ -6,7 +6,7 @@
 //! a name again replaces the earlier skill (host skills override built-ins).
 //!
 //! ```
-//! use evo_host::engine::builtin::BuiltinTools;
+//! use evo_host::tools::BuiltinTools;
 //! use evo_host::skill::registry::SkillRegistry;
 //!
 //! let registry = SkillRegistry::new();

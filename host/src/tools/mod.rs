@@ -1,5 +1,10 @@
 //! In-process tools: Rust code a host runs without a sandbox process or a Wasm instance.
 //!
+//! Evo's own are registered in one place, [`register_builtins`]: [`read::Read`],
+//! [`calculate::Calculate`] and the [`memory`] tools. [`BuiltinTools::execute`] runs
+//! `read` or `calculate` directly, without the kernel (an unknown name is
+//! `BuiltIn tool not found: <name>`, code `TOOL_NOT_FOUND`).
+//!
 //! A [`Tool`] is a manifest (the `skill.json` shape: name, description, input and output
 //! JSON Schema) and an async function. Registered in a host (with
 //! [`HostBuilder::tool`](crate::HostBuilder::tool)) it is a skill like any other: the
@@ -34,12 +39,17 @@
 //! }
 //! ```
 
+pub mod calculate;
+pub mod memory;
+pub mod read;
+
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, FailureKind, Result};
 pub use crate::skill::context::BoxFuture;
 use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::SkillContext;
@@ -92,5 +102,143 @@ impl Executor for ToolExecutor {
 
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
         Box::pin(async move { self.0.call(input, ctx).await.map(SkillOutput::from) })
+    }
+}
+
+/// Registers every built-in tool in `registry`: `read` (confined to `root`), `calculate`,
+/// and the memory tools. The one place a host's own tools are registered.
+pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> Result<()> {
+    BuiltinTools::new(root).register(registry)?;
+    for tool in memory::tools() {
+        register(registry, Arc::new(tool))?;
+    }
+    Ok(())
+}
+
+/// `read` and `calculate`, reading files under one root directory.
+#[derive(Debug, Clone)]
+pub struct BuiltinTools {
+    read: read::Read,
+}
+
+impl Default for BuiltinTools {
+    /// Tools rooted at the current directory.
+    fn default() -> Self {
+        Self::new(".")
+    }
+}
+
+impl BuiltinTools {
+    /// Tools that read files under `root` only.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            read: read::Read::new(root),
+        }
+    }
+
+    /// The canonical name of tool `name` (which may be an alias).
+    pub fn resolve(name: &str) -> Option<&'static str> {
+        match name {
+            "read" | "file-read" | "file_read" | "Read" => Some("read"),
+            "calculate" => Some("calculate"),
+            _ => None,
+        }
+    }
+
+    /// Runs tool `name` on `input` directly (no gates, no statistics).
+    pub fn execute(&self, name: &str, input: &Value) -> Result<Value> {
+        match Self::resolve(name) {
+            Some("read") => self.read.read(input),
+            Some("calculate") => calculate::Calculate::evaluate(input),
+            _ => Err(Error::ToolNotFound {
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    /// Registers `read` and `calculate` (and their aliases) in `registry`.
+    pub fn register(&self, registry: &SkillRegistry) -> Result<()> {
+        register(registry, Arc::new(self.read.clone()))?;
+        register(registry, Arc::new(calculate::Calculate))
+    }
+}
+
+/// A tool's refusal of its input.
+fn invalid(skill: &str, message: &str) -> Error {
+    Error::Skill {
+        skill: skill.to_owned(),
+        kind: FailureKind::InvalidInput,
+        message: message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn read_returns_content_inside_the_root_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("README.md"), "# hello\n").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
+
+        let tools = BuiltinTools::new(dir.path());
+        // The seed's scenario: BuiltInExecutor.execute('file-read', { path: './README.md' }).
+        assert_eq!(
+            tools
+                .execute("file-read", &json!({ "path": "./README.md" }))
+                .unwrap(),
+            json!({ "success": true, "content": "# hello\n" })
+        );
+        for escape in [
+            "../secret",
+            "link",
+            outside.path().join("secret").to_str().unwrap(),
+        ] {
+            let err = tools
+                .execute("read", &json!({ "path": escape }))
+                .unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    Error::Skill {
+                        kind: FailureKind::Denied,
+                        ..
+                    }
+                ) || matches!(&err, Error::Io { .. }),
+                "{escape}: {err}"
+            );
+        }
+        let err = tools
+            .execute("read", &json!({ "path": "link" }))
+            .unwrap_err();
+        assert_eq!(err.code(), "PERMISSION_DENIED");
+        let err = tools
+            .execute("Read", &json!({ "path": "missing.md" }))
+            .unwrap_err();
+        assert_eq!(err.code(), "IO_ERROR");
+    }
+
+    #[test]
+    fn calculate_follows_the_seed() {
+        let tools = BuiltinTools::default();
+        assert_eq!(
+            tools
+                .execute("calculate", &json!({ "expression": "sqrt(144) + 10" }))
+                .unwrap(),
+            json!({ "result": 22 })
+        );
+        let err = tools
+            .execute("calculate", &json!({ "expression": "1 / 0" }))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "calculate: invalid input: division by zero at position 5"
+        );
     }
 }

@@ -3,9 +3,8 @@
 use evo_guest::{Error, JsonSchema, Manifest, Skill};
 use serde::{Deserialize, Serialize};
 
-// The evaluator is shared with the host's in-process `calculate` built-in.
-#[path = "../../../host/src/engine/builtin/expr.rs"]
-mod expr;
+// The evaluator is shared with the host's in-process `calculate` tool.
+use evo_expr as expr;
 
 /// The expression to evaluate.
 #[derive(Deserialize, JsonSchema)]

@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use evo_host::agent::intent::Strategy;
 use evo_host::agent::{Agent, AgentOptions};
-use evo_host::engine::builtin::BuiltinTools;
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::memory::MemoryManager;
 use evo_host::skill::events::{EventKind, EventSink, RunEvent};
 use evo_host::skill::kernel::Kernel;
 use evo_host::skill::registry::SkillRegistry;
+use evo_host::tools::BuiltinTools;
 use serde_json::json;
 
 fn routing(value: serde_json::Value) -> serde_json::Value {
@@ -29,7 +29,7 @@ fn agent(responses: Vec<serde_json::Value>, memory: Option<Arc<MemoryManager>>) 
     BuiltinTools::default().register(&registry).unwrap();
     let mut kernel = Kernel::new(registry.clone());
     if let Some(memory) = &memory {
-        evo_host::memory::register_skills(&registry).unwrap();
+        evo_host::tools::register_builtins(&registry, ".").unwrap();
         kernel = kernel.with_memory(memory.clone());
     }
     let script = json!({ "responses": responses }).to_string();

@@ -284,7 +284,7 @@ async fn a_false_condition_skips_the_step_and_the_mapping_falls_back() {
 #[tokio::test]
 async fn foreach_collects_outputs_and_the_last_step_is_the_default_output() {
     let registry = Arc::new(SkillRegistry::new());
-    evo_host::engine::builtin::BuiltinTools::default()
+    evo_host::tools::BuiltinTools::default()
         .register(&registry)
         .unwrap();
     register_composite(

@@ -149,10 +149,10 @@ async fn a_wasm_skill_reaches_the_kernel_through_its_context_imports() {
     use std::sync::Arc;
 
     use evo_host::capabilities::MemoryAccess;
-    use evo_host::engine::builtin::BuiltinTools;
     use evo_host::engine::wasm::WasmExecutor;
     use evo_host::skill::kernel::{Kernel, RunOptions};
     use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
+    use evo_host::tools::BuiltinTools;
     use evo_tests::kernel::ScriptedLlm;
 
     let engine = engine();

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use evo_host::Error;
-use evo_host::engine::builtin::BuiltinTools;
 use evo_host::error::FailureKind;
 use evo_host::skill::events::EventKind;
 use evo_host::skill::kernel::{Kernel, KernelConfig, RunOptions};
 use evo_host::skill::registry::SkillRegistry;
 use evo_host::skill::validate::Direction;
+use evo_host::tools::BuiltinTools;
 use evo_tests::kernel::{recorder, register};
 use serde_json::{Value, json};
 

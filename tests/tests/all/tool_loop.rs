@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use evo_host::agent::tool_loop::{Permissions, Stop, chat_with_tools};
-use evo_host::engine::builtin::BuiltinTools;
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::llm::{ChatOptions, ContentBlock, Message, Role};
 use evo_host::skill::kernel::{Kernel, RunOptions};
 use evo_host::skill::registry::SkillRegistry;
+use evo_host::tools::BuiltinTools;
 use serde_json::{Value, json};
 
 fn setup(

@@ -1,13 +1,21 @@
 //! Arithmetic expressions (`sqrt(144) + 10`): a small recursive-descent evaluator.
 //!
-//! Shared by the in-process `calculate` built-in and the `skills-wasm/calculate`
-//! component (which includes this file by path), so both give the same answers and the
-//! same errors.
+//! Shared by Evo's in-process `calculate` tool and the `skills-wasm/calculate`
+//! component, so both give the same answers and the same errors.
+//!
+//! ```
+//! assert_eq!(evo_expr::evaluate("sqrt(144) + 10"), Ok(22.0));
+//! assert_eq!(evo_expr::to_json_number(22.0), serde_json::Number::from(22));
+//! let err = evo_expr::evaluate("1 +").unwrap_err();
+//! assert_eq!(err.to_string(), "the expression ends too early at position 4");
+//! ```
 //!
 //! Grammar (usual precedence, `^` right-associative and above unary minus):
 //! expr := term (('+' | '-') term)*; term := unary (('*' | '/' | '%') unary)*;
 //! unary := '-' unary | power; power := atom ('^' unary)?;
 //! atom := number | name | name '(' args ')' | '(' expr ')'.
+
+#![deny(missing_docs)]
 
 use std::fmt;
 

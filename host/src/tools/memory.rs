@@ -1,17 +1,12 @@
-//! The built-in memory skills with the exact contracts of the blueprint's §5.1:
-//! `memory_search`, `memory_store`, `memory_forget`. They reach memory through
-//! `ctx.memory()`, as any skill does.
-
-use std::sync::Arc;
+//! The memory tools `memory_search`, `memory_store` and `memory_forget`, with the
+//! contracts of the memory kernel's specification. They reach memory through
+//! `ctx.memory()`, as any skill does, so a host without memory answers `denied`.
 
 use serde_json::{Value, json};
 
+use super::{BoxFuture, Tool};
 use crate::error::{Error, FailureKind, Result};
-use crate::skill::context::BoxFuture;
-use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::SkillContext;
-use crate::skill::meta::SkillMeta;
-use crate::skill::registry::{RegisteredSkill, SkillRegistry};
 
 fn manifests() -> [Value; 3] {
     [
@@ -55,24 +50,13 @@ fn manifests() -> [Value; 3] {
     ]
 }
 
-/// Registers `memory_search`, `memory_store` and `memory_forget` in `registry`. They need
-/// a kernel with memory attached (`Kernel::with_memory`).
-pub fn register_skills(registry: &SkillRegistry) -> Result<()> {
-    for manifest in manifests() {
-        let meta = SkillMeta::from_json(&manifest.to_string()).map_err(|problems| {
-            Error::InvalidManifest {
-                skill: manifest["name"].as_str().unwrap_or("memory").to_owned(),
-                problems,
-            }
-        })?;
-        let op = match meta.name.as_str() {
-            "memory_search" => Op::Search,
-            "memory_store" => Op::Store,
-            _ => Op::Forget,
-        };
-        registry.register(RegisteredSkill::new(meta, Arc::new(MemorySkill(op)))?);
-    }
-    Ok(())
+/// The three memory tools.
+pub fn tools() -> [MemoryTool; 3] {
+    [
+        MemoryTool(Op::Search),
+        MemoryTool(Op::Store),
+        MemoryTool(Op::Forget),
+    ]
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -82,15 +66,21 @@ enum Op {
     Forget,
 }
 
+/// One of the memory tools.
 #[derive(Debug)]
-struct MemorySkill(Op);
+pub struct MemoryTool(Op);
 
-impl Executor for MemorySkill {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Builtin
+impl Tool for MemoryTool {
+    fn manifest(&self) -> Value {
+        let [search, store, forget] = manifests();
+        match self.0 {
+            Op::Search => search,
+            Op::Store => store,
+            Op::Forget => forget,
+        }
     }
 
-    fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
+    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
         Box::pin(async move {
             let Some(memory) = ctx.memory().cloned() else {
                 return Err(Error::Skill {
@@ -130,7 +120,7 @@ impl Executor for MemorySkill {
                 }
                 Op::Forget => json!({ "deleted": memory.forget(text("query")).await? }),
             };
-            Ok(SkillOutput::from(output))
+            Ok(output)
         })
     }
 }
