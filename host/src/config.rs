@@ -66,14 +66,13 @@ use serde::Serialize;
 
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
+pub use crate::llm::config::LlmSettings;
+pub use crate::skill::kernel::HOW_TO_CONFIGURE_LLM;
 
 /// Name of the configuration file in the data directory.
 pub const CONFIG_FILE: &str = "evo.toml";
 /// Names another configuration file (the `--config` flag sets it too).
 pub const EVO_CONFIG: &str = "EVO_CONFIG";
-
-/// How to configure a language model, for messages that find none.
-pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
 
 /// Wasm calls that may run at once by default: the pool is sized to it (a pool sized to
 /// need starts ~10× faster than wasmtime's defaults, DESIGN.md), and a CLI invocation
@@ -117,15 +116,6 @@ impl fmt::Display for Source {
             Self::Flag { flag } => write!(f, "flag {flag}"),
         }
     }
-}
-
-/// The language model to use.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct LlmSettings {
-    /// `provider:model` (`openai:gpt-4o-mini`, `anthropic:…`, `ollama:…`, `scripted:FILE`).
-    pub model: Option<String>,
-    /// Overrides the provider's base URL.
-    pub base_url: Option<String>,
 }
 
 /// Sizing and limits of the Wasm engine.

@@ -23,26 +23,16 @@ use super::native::{NativeConfig, NativeExecutor, NativeSandbox};
 use super::wasm::{WasmEngine, WasmExecutor, WasmSkill};
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
-use crate::packages::disclosure::SkillFiles;
 use crate::skill::context::BoxFuture;
 use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::frontmatter::SkillDoc;
 use crate::skill::kernel::SkillContext;
 use crate::skill::llm_mode::LlmExecutor;
 use crate::skill::meta::{Mode, Problem, RawMeta, SkillMeta};
+use crate::skill::package::disclosure::SkillFiles;
+pub use crate::skill::package::{EXECUTE_JS, PROMPT_MD, SKILL_JSON, SKILL_MD, SKILL_WASM};
 use crate::skill::pipeline::PipelineExecutor;
 use crate::skill::registry::RegisteredSkill;
-
-/// The instructions file of a skill.
-pub const SKILL_MD: &str = "SKILL.md";
-/// The typed contract of a skill.
-pub const SKILL_JSON: &str = "skill.json";
-/// The component of a Wasm skill.
-pub const SKILL_WASM: &str = "skill.wasm";
-/// The prompt of an llm skill.
-pub const PROMPT_MD: &str = "prompt.md";
-/// The script of a native skill.
-pub const EXECUTE_JS: &str = "scripts/execute.js";
 
 /// Loads skill directories.
 #[derive(Debug, Clone)]
@@ -107,7 +97,7 @@ impl Loader {
     /// ([`Error::CapabilitiesChanged`]).
     pub async fn load_dir(&self, dir: &Path) -> Result<RegisteredSkill> {
         let skill = self.load_files(dir).await?;
-        if let Some(record) = crate::packages::InstallRecord::read(dir) {
+        if let Some(record) = crate::skill::package::InstallRecord::read(dir) {
             let requests = record.capabilities.not_covering(&skill.meta.capabilities);
             if !requests.is_empty() {
                 return Err(Error::CapabilitiesChanged {

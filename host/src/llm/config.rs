@@ -20,8 +20,17 @@ use super::LlmProvider;
 use super::anthropic::{ANTHROPIC_BASE_URL, AnthropicProvider};
 use super::openai::{OLLAMA_BASE_URL, OPENAI_BASE_URL, OpenAiProvider};
 use super::scripted::ScriptedProvider;
-use crate::config::{HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE, LlmSettings};
 use crate::error::{Error, Result};
+use crate::skill::kernel::HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE;
+
+/// The language model to use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LlmSettings {
+    /// `provider:model` (`openai:gpt-4o-mini`, `anthropic:…`, `ollama:…`, `scripted:FILE`).
+    pub model: Option<String>,
+    /// Overrides the provider's base URL.
+    pub base_url: Option<String>,
+}
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())

@@ -16,82 +16,23 @@
 //! ([`Error::CapabilitiesChanged`]).
 
 mod archive;
-pub mod disclosure;
 pub mod index;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::capabilities::RequestedCapabilities;
-use crate::engine::loader::{Loader, SKILL_JSON, SKILL_MD, SKILL_WASM};
+use crate::engine::loader::Loader;
 use crate::error::{Error, Result};
 use crate::skill::frontmatter::SkillDoc;
-use crate::skill::meta::{DEFAULT_VERSION, SkillMeta, is_valid_name};
+use crate::skill::meta::{DEFAULT_VERSION, is_valid_name};
+pub use crate::skill::package::{InstallRecord, MARKER};
+use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
 
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, Progress};
-
-/// The install record in each installed skill: what was installed, when, with which
-/// capabilities, and its digest. Its presence marks the skill as indexed.
-pub const MARKER: &str = ".vectorized";
-
-/// What was installed, as recorded in [`MARKER`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct InstallRecord {
-    /// The skill.
-    pub name: String,
-    /// Its description.
-    pub description: String,
-    /// Its version.
-    pub version: String,
-    /// Its tags.
-    pub tags: Vec<String>,
-    /// How it runs: `wasm`, `native`, `llm`, `composite` or `static`.
-    pub kind: String,
-    /// What it asked for when it was installed: the most it will be given.
-    pub capabilities: RequestedCapabilities,
-    /// SHA-256 over its files (paths and contents, not ZIP timestamps).
-    pub digest: String,
-    /// When it was installed, ms since the Unix epoch.
-    pub installed_at: u64,
-    /// When it (or its description) last changed, ms since the Unix epoch.
-    pub updated_at: u64,
-}
-
-impl InstallRecord {
-    fn from_meta(meta: &SkillMeta, kind: &str) -> Self {
-        Self {
-            name: meta.name.clone(),
-            description: meta.description.clone(),
-            version: meta.version.clone(),
-            tags: meta.tags.clone(),
-            kind: kind.to_owned(),
-            capabilities: meta.capabilities.clone(),
-            ..Self::default()
-        }
-    }
-
-    /// The record of the skill installed in `dir`, if it has one written by this
-    /// version of the manager (older markers hold only dates and the digest).
-    pub fn read(dir: &Path) -> Option<Self> {
-        let text = std::fs::read_to_string(dir.join(MARKER)).ok()?;
-        serde_json::from_str::<Self>(&text)
-            .ok()
-            .filter(|r| !r.kind.is_empty())
-    }
-
-    fn write(&self, dir: &Path) -> Result<()> {
-        let path = dir.join(MARKER);
-        let staged = dir.join(".vectorized.tmp");
-        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Engine(e.to_string()))?;
-        std::fs::write(&staged, text).map_err(Error::io_at(&staged))?;
-        std::fs::rename(&staged, &path).map_err(Error::io_at(&path))
-    }
-}
 
 /// What install, uninstall and update return.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

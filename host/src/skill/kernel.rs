@@ -47,6 +47,9 @@ use super::stats::Stats;
 use super::validate::{Direction, ValidationReport};
 use crate::error::{Error, FailureKind, Result};
 
+/// How to configure a language model, for messages that find none.
+pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
+
 /// Default call depth limit (blueprint §3.7 `maxDepth`): deep enough for real pipelines,
 /// shallow enough that a skill calling itself fails fast.
 pub const DEFAULT_MAX_DEPTH: u32 = 10;
@@ -325,7 +328,7 @@ impl SkillContext {
             return Err(Error::Llm {
                 message: format!(
                     "no language model is configured for this host; {}",
-                    crate::config::HOW_TO_CONFIGURE_LLM
+                    HOW_TO_CONFIGURE_LLM
                 ),
                 transient: false,
             });

@@ -20,8 +20,6 @@
 //! assert!(problems.iter().any(|p| p.field == "description"));
 //! ```
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -35,22 +33,7 @@ pub const DEFAULT_VERSION: &str = "1.0.0";
 /// Longest accepted name; 64 characters fit every LLM tool-name limit.
 pub const MAX_NAME_LEN: usize = 64;
 
-/// One problem in a manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// The field, as a path (`name`, `capabilities.dirs[0].path`).
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub fix: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} ({})", self.field, self.message, self.fix)
-    }
-}
+pub use crate::error::report::Problem;
 
 /// How a skill executes, as declared in its manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

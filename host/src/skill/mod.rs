@@ -8,6 +8,7 @@
 //! - [`template`]: the `{{ }}` language of pipelines and prompts.
 //! - [`pipeline`] and [`llm_mode`]: the composite and llm executors.
 //! - [`context`]: what a Wasm guest may ask of the host.
+//! - [`package`]: what a skill directory holds, and its install record.
 
 pub mod context;
 pub mod events;
@@ -16,6 +17,7 @@ pub mod frontmatter;
 pub mod kernel;
 pub mod llm_mode;
 pub mod meta;
+pub mod package;
 pub mod pipeline;
 pub mod registry;
 pub mod stats;

@@ -267,11 +267,31 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::loader::StaticExecutor;
+    use crate::skill::context::BoxFuture;
+    use crate::skill::executor::SkillOutput;
+    use crate::skill::kernel::SkillContext;
+
+    /// Never runs: these tests only list skills.
+    #[derive(Debug)]
+    struct Listed;
+
+    impl Executor for Listed {
+        fn kind(&self) -> ExecutorKind {
+            ExecutorKind::Static
+        }
+
+        fn execute(
+            &self,
+            input: Value,
+            _ctx: SkillContext,
+        ) -> BoxFuture<'_, Result<SkillOutput>> {
+            Box::pin(std::future::ready(Ok(SkillOutput::from(input))))
+        }
+    }
 
     fn skill(manifest: Value) -> RegisteredSkill {
         let meta = SkillMeta::from_json(&manifest.to_string()).unwrap();
-        RegisteredSkill::new(meta, Arc::new(StaticExecutor::new("/nonexistent/skill"))).unwrap()
+        RegisteredSkill::new(meta, Arc::new(Listed)).unwrap()
     }
 
     fn registry() -> SkillRegistry {
@@ -347,8 +367,7 @@ mod tests {
                 .to_string(),
         )
         .unwrap();
-        let err = RegisteredSkill::new(meta, Arc::new(StaticExecutor::new("/nonexistent/skill")))
-            .unwrap_err();
+        let err = RegisteredSkill::new(meta, Arc::new(Listed)).unwrap_err();
         assert_eq!(err.code(), "INVALID_MANIFEST");
         assert!(
             err.to_string().contains("input: not a valid JSON Schema"),

@@ -26,35 +26,13 @@
 //! ```
 
 use std::cmp::Ordering;
-use std::fmt;
 
 use serde_json::Value;
 
 /// The variables a template may start from; anything else is a typo caught at parse time.
 pub const ROOTS: [&str; 4] = ["input", "steps", "item", "memory"];
 
-/// A problem in a template, at a byte offset of its source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TemplateError {
-    /// The template's source (shortened for display).
-    pub template: String,
-    /// Byte offset of the problem in the source.
-    pub offset: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for TemplateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "template error at offset {} of {:?}: {}",
-            self.offset, self.template, self.message
-        )
-    }
-}
-
-impl std::error::Error for TemplateError {}
+pub use crate::error::report::TemplateError;
 
 /// Longest template text quoted in an error.
 const QUOTED_TEMPLATE_CHARS: usize = 120;

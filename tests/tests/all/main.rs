@@ -9,6 +9,7 @@ mod examples;
 mod file_head;
 mod fixture_probe;
 mod kernel;
+mod layering;
 mod llm;
 mod memory;
 mod misbehaving;

@@ -6,9 +6,9 @@
 
 use std::path::PathBuf;
 
-use crate::skill::meta::Problem;
-use crate::skill::template::TemplateError;
-use crate::skill::validate::{Direction, ValidationReport};
+pub mod report;
+
+pub use report::{Direction, Problem, TemplateError, ValidationReport, Violation};
 
 /// Result with Evo's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -125,7 +125,7 @@ impl SkillFiles {
 
     /// Level 2: the SKILL.md body, parsed; read on first use and again after a change.
     pub fn instructions(&self) -> Result<Arc<Instructions>> {
-        let path = self.dir.join(crate::engine::loader::SKILL_MD);
+        let path = self.dir.join(super::SKILL_MD);
         let now = stamp(&path)?;
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((stamp, cached)) = &cache.instructions
@@ -300,7 +300,7 @@ impl SkillFiles {
             let Some(clean) = clean_relative(target) else {
                 continue;
             };
-            if clean.as_os_str() == crate::engine::loader::SKILL_MD {
+            if clean.as_os_str() == super::SKILL_MD {
                 continue;
             }
             let path = self.dir.join(&clean);
@@ -338,7 +338,7 @@ fn stamp(path: &Path) -> Result<Stamp> {
 }
 
 /// `path` as a relative path with no `..`, no root, and at least one part.
-pub(super) fn clean_relative(path: &str) -> Option<PathBuf> {
+pub(crate) fn clean_relative(path: &str) -> Option<PathBuf> {
     let mut clean = PathBuf::new();
     for component in Path::new(path).components() {
         match component {

@@ -1,0 +1,95 @@
+//! What a skill package looks like on disk, for everything that reads one: the loader
+//! (which picks the executor from the files), the skill manager (which installs them) and
+//! three-level loading ([`disclosure`]).
+//!
+//! ```text
+//! <name>/
+//!   SKILL.md            instructions with YAML frontmatter (name, description, …)
+//!   skill.json          the typed contract (schemas, mode, pipeline, limits, capabilities)
+//!   skill.wasm          a Wasm component
+//!   prompt.md           an llm skill's prompt
+//!   scripts/execute.js  a Node script
+//!   .vectorized         the install record, written by the skill manager
+//! ```
+
+pub mod disclosure;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::capabilities::RequestedCapabilities;
+use crate::error::{Error, Result};
+use crate::skill::meta::SkillMeta;
+
+/// The instructions file of a skill.
+pub const SKILL_MD: &str = "SKILL.md";
+/// The typed contract of a skill.
+pub const SKILL_JSON: &str = "skill.json";
+/// The component of a Wasm skill.
+pub const SKILL_WASM: &str = "skill.wasm";
+/// The prompt of an llm skill.
+pub const PROMPT_MD: &str = "prompt.md";
+/// The script of a native skill.
+pub const EXECUTE_JS: &str = "scripts/execute.js";
+
+/// The install record in each installed skill: what was installed, when, with which
+/// capabilities, and its digest. Its presence marks the skill as indexed.
+pub const MARKER: &str = ".vectorized";
+
+/// What was installed, as recorded in [`MARKER`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct InstallRecord {
+    /// The skill.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its version.
+    pub version: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// How it runs: `wasm`, `native`, `llm`, `composite` or `static`.
+    pub kind: String,
+    /// What it asked for when it was installed: the most it will be given.
+    pub capabilities: RequestedCapabilities,
+    /// SHA-256 over its files (paths and contents, not ZIP timestamps).
+    pub digest: String,
+    /// When it was installed, ms since the Unix epoch.
+    pub installed_at: u64,
+    /// When it (or its description) last changed, ms since the Unix epoch.
+    pub updated_at: u64,
+}
+
+impl InstallRecord {
+    /// The record of a skill about to be installed (dates and digest to be filled in).
+    pub fn from_meta(meta: &SkillMeta, kind: &str) -> Self {
+        Self {
+            name: meta.name.clone(),
+            description: meta.description.clone(),
+            version: meta.version.clone(),
+            tags: meta.tags.clone(),
+            kind: kind.to_owned(),
+            capabilities: meta.capabilities.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// The record of the skill installed in `dir`, if it has one written by this
+    /// version of the manager (older markers hold only dates and the digest).
+    pub fn read(dir: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(dir.join(MARKER)).ok()?;
+        serde_json::from_str::<Self>(&text)
+            .ok()
+            .filter(|r| !r.kind.is_empty())
+    }
+
+    /// Writes the record into `dir`, atomically (temp file, then rename).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(MARKER);
+        let staged = dir.join(".vectorized.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Engine(e.to_string()))?;
+        std::fs::write(&staged, text).map_err(Error::io_at(&staged))?;
+        std::fs::rename(&staged, &path).map_err(Error::io_at(&path))
+    }
+}

@@ -1,0 +1,164 @@
+//! The dependency rule of DESIGN.md, checked on the source: every module of `host/src`
+//! imports only modules of lower layers, so each layer can be read and tested without
+//! the ones above it.
+//!
+//! | layer | modules |
+//! | --- | --- |
+//! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`) |
+//! | 1 | `paths`, `capabilities`, `db` |
+//! | 2 | `skill` (the kernel) |
+//! | 3 | `llm`, `memory`, `engine`, `tools` |
+//! | 4 | `packages` (the manager uses the engine's loader) |
+//! | 5 | `agent` |
+//! | 6 | `config` (settings of every layer, read from `evo.toml`) |
+//! | 7 | `host` (the composition root) |
+//!
+//! Unit tests (`#[cfg(test)]` to the end of a file, `tests.rs`) may reach anywhere. The
+//! CLI (`host/src/cli`) is the binary, above everything, and imports `evo_host::`.
+
+use std::path::{Path, PathBuf};
+
+const LAYERS: [(&str, u8); 16] = [
+    ("error", 0),
+    ("Error", 0),
+    ("Result", 0),
+    ("unix_millis", 0),
+    ("paths", 1),
+    ("capabilities", 1),
+    ("db", 1),
+    ("skill", 2),
+    ("llm", 3),
+    ("memory", 3),
+    ("engine", 3),
+    ("tools", 3),
+    ("packages", 4),
+    ("agent", 5),
+    ("config", 6),
+    ("host", 7),
+];
+
+fn layer(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+/// The `crate::X` modules `source` names outside its unit tests, with their lines.
+fn imports(source: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (number, line) in source.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + "crate::".len()..];
+            let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                group[..end]
+                    .split(',')
+                    .map(|n| n.trim().split("::").next().unwrap_or_default())
+                    .collect()
+            } else {
+                vec![
+                    rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap_or_default(),
+                ]
+            };
+            found.extend(
+                names
+                    .into_iter()
+                    .filter(|n| !n.is_empty())
+                    .map(|n| (number + 1, n.to_owned())),
+            );
+        }
+    }
+    found
+}
+
+/// Every import of `source` (in `module`) that points to a module not below it.
+fn violations(module: &str, file: &str, source: &str) -> Vec<String> {
+    let Some(own) = layer(module) else {
+        return vec![format!(
+            "{file}: module `{module}` has no layer; add it to LAYERS"
+        )];
+    };
+    imports(source)
+        .into_iter()
+        .filter(|(_, target)| target != module)
+        .filter_map(|(line, target)| match layer(&target) {
+            Some(theirs) if theirs < own => None,
+            Some(theirs) => Some(format!(
+                "{file}:{line}: `{module}` (layer {own}) imports `crate::{target}` (layer {theirs})"
+            )),
+            None => Some(format!("{file}:{line}: `crate::{target}` has no layer")),
+        })
+        .collect()
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_module_imports_only_the_layers_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for path in &files {
+        let relative = path.strip_prefix(&src).unwrap();
+        let first = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs");
+        if ["cli", "main", "lib"].contains(&module) || path.file_name().unwrap() == "tests.rs" {
+            continue;
+        }
+        let source = std::fs::read_to_string(path).unwrap();
+        problems.extend(violations(module, &relative.display().to_string(), &source));
+        checked += 1;
+    }
+    assert!(
+        checked > 50,
+        "only {checked} files found under {}",
+        src.display()
+    );
+    assert!(
+        problems.is_empty(),
+        "layering violations:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_check_catches_an_import_against_the_rule() {
+    let kernel_importing_the_agent = "use crate::error::Result;\nuse crate::{agent::Agent, db::Db};\nfn f() { crate::engine::wasm::x(); }\n#[cfg(test)]\nuse crate::host::Host;\n";
+    assert_eq!(
+        violations("skill", "skill/kernel.rs", kernel_importing_the_agent),
+        [
+            "skill/kernel.rs:2: `skill` (layer 2) imports `crate::agent` (layer 5)",
+            "skill/kernel.rs:3: `skill` (layer 2) imports `crate::engine` (layer 3)",
+        ]
+    );
+    assert_eq!(
+        violations("memory", "memory/x.rs", "use crate::tools::Tool;"),
+        ["memory/x.rs:1: `memory` (layer 3) imports `crate::tools` (layer 3)"],
+        "modules of one layer do not import each other"
+    );
+    assert!(violations("host", "host.rs", "use crate::agent::Agent;").is_empty());
+}
