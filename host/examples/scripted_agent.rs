@@ -10,7 +10,7 @@
 
 use evo_host::Host;
 use evo_host::llm::scripted::ScriptedProvider;
-use evo_host::skill::events::{EventKind, EventSink};
+use evo_host::skill::events::{EventSink, RunEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,12 +31,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // No routing step: the message goes straight to the tool loop.
     let agent = host.agent(|options| options.intent_recognition = false)?;
     let events = EventSink::new(|event| {
-        if event.kind == EventKind::SkillCall {
-            eprintln!(
-                "→ {} {}",
-                event.skill.unwrap_or_default(),
-                event.input.unwrap_or_default()
-            );
+        if let RunEvent::SkillCall { skill, input, .. } = event {
+            eprintln!("→ {skill} {input}");
         }
     });
     let outcome = agent.run("what is sqrt(144) + 10?", events).await?;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
-use evo_host::skill::context::RunContext;
+use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
@@ -160,7 +160,7 @@ fn fresh_instance_call(c: &mut Criterion) {
     let bytes = std::fs::read(skills::CALCULATE).unwrap();
     let floor = Floor::new(&config(), &bytes);
     let skill = evo_skill(&rt, config());
-    let run = RunContext::default();
+    let run = SkillContext::detached();
     assert_eq!(rt.block_on(floor.call()), r#"{"result":22}"#);
     assert_eq!(
         rt.block_on(skill.call(INPUT, &run)).unwrap().output["result"],
@@ -254,7 +254,7 @@ fn two_threads(c: &mut Criterion) {
                 let skill = skill.clone();
                 move || {
                     let skill = skill.clone();
-                    let run = RunContext::default();
+                    let run = SkillContext::detached();
                     Box::new(move |rt: &tokio::runtime::Runtime| {
                         rt.block_on(skill.call(INPUT, &run)).unwrap();
                     })

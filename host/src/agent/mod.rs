@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::llm::{ChatOptions, LlmProvider, Message, Role, collect};
 use crate::memory::{MemoryEntry, MemoryManager};
 use crate::packages::index::SkillIndex;
-use crate::skill::events::{EventKind, EventSink, RunEvent};
+use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::{Kernel, RunOptions, SkillContext};
 use crate::skill::registry::{RegisteredSkill, ToolDefinition};
@@ -202,15 +202,8 @@ impl Agent {
         });
         let result = self.lifecycle(message, history, &ctx, &events).await;
         match &result {
-            Ok(outcome) => events.send(RunEvent {
-                content: Some(outcome.response.clone()),
-                ..RunEvent::new(EventKind::Done, None)
-            }),
-            Err(error) => events.send(RunEvent {
-                error: Some(error.to_string()),
-                code: Some(error.code()),
-                ..RunEvent::new(EventKind::Error, None)
-            }),
+            Ok(outcome) => events.send(RunEvent::done(&outcome.response)),
+            Err(error) => events.send(RunEvent::failed(error)),
         }
         result
     }
@@ -283,10 +276,7 @@ impl Agent {
             .collect();
 
         let token = |text: &str| {
-            events.send(RunEvent {
-                content: Some(text.to_owned()),
-                ..RunEvent::new(EventKind::Token, None)
-            });
+            events.send(RunEvent::token(text));
         };
         let strategy = routing.strategy;
         let mut writes: Vec<MemoryWrite> = Vec::new();

@@ -7,7 +7,7 @@ use evo_host::Host;
 use evo_host::agent::tool_loop::Permissions;
 use evo_host::agent::{Agent, AgentOptions};
 use evo_host::llm::{Message, Role};
-use evo_host::skill::events::{EventKind, EventSink, RunEvent};
+use evo_host::skill::events::{EventSink, RunEvent};
 
 use super::args::{self, Grants, Sources};
 use super::{Failure, Globals};
@@ -182,31 +182,26 @@ fn show(event: &RunEvent, json: bool) {
         }
         return;
     }
-    match event.kind {
-        EventKind::Token => {
-            let _ = write!(out, "{}", event.content.as_deref().unwrap_or_default());
+    match event {
+        RunEvent::Token { content, .. } => {
+            let _ = write!(out, "{content}");
             let _ = out.flush();
         }
-        EventKind::SkillCall
-            if event.skill.as_deref() != Some(evo_host::agent::intent::SKILL_NAME) =>
-        {
-            let depth = event.depth.unwrap_or(1).saturating_sub(1) as usize;
-            eprintln!(
-                "{}→ {} {}",
-                "  ".repeat(depth),
-                event.skill.as_deref().unwrap_or_default(),
-                event
-                    .input
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            );
+        RunEvent::SkillCall {
+            skill,
+            input,
+            depth,
+            ..
+        } if skill != evo_host::agent::intent::SKILL_NAME => {
+            let indent = "  ".repeat(depth.saturating_sub(1) as usize);
+            eprintln!("{indent}→ {skill} {input}");
         }
-        EventKind::SkillResult if event.is_error == Some(true) => eprintln!(
-            "  ✗ {}: {}",
-            event.skill.as_deref().unwrap_or_default(),
-            event.error.as_deref().unwrap_or_default()
-        ),
+        RunEvent::SkillResult {
+            skill,
+            is_error: true,
+            error,
+            ..
+        } => eprintln!("  ✗ {skill}: {}", error.as_deref().unwrap_or_default()),
         _ => {}
     }
 }

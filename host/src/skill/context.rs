@@ -1,8 +1,7 @@
-//! What a running skill may ask of the host, independent of how the skill runs.
-//!
-//! [`RunContext`] is shared by every skill of one run: the scratch space, the event
-//! sink, and the [`KernelServices`] that answer `call`, `llm` and `memory-*`. Until the
-//! kernel provides those, [`Unwired`] answers each with a clear `not-found` or `denied`.
+//! The data a running skill exchanges with the host, whatever runs it: the run's
+//! [`Scratch`] space, requests to the model, memory hits, and the expected failures
+//! ([`ContextError`]) a guest gets back. The frame itself is
+//! [`SkillContext`](super::kernel::SkillContext).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -89,104 +88,6 @@ pub struct LlmRequest {
     pub temperature: Option<f32>,
 }
 
-/// The kernel's side of the context: skill calls, the model, memory.
-///
-/// The Wasm engine checks capabilities before calling these; implementations decide
-/// everything else (depth limits, validation, deduplication).
-pub trait KernelServices: Send + Sync + fmt::Debug {
-    /// Runs skill `skill` on JSON `input` on behalf of `caller`.
-    fn call(
-        &self,
-        caller: String,
-        skill: String,
-        input: String,
-    ) -> BoxFuture<'_, Result<String, ContextError>>;
-    /// Asks the language model.
-    fn llm(&self, request: LlmRequest) -> BoxFuture<'_, Result<String, ContextError>>;
-    /// Searches long-term memory.
-    fn memory_search(
-        &self,
-        query: String,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>>;
-    /// Stores text in long-term memory.
-    fn memory_store(
-        &self,
-        text: String,
-        category: Option<String>,
-    ) -> BoxFuture<'_, Result<StoreOutcome, ContextError>>;
-    /// Forgets entries by id or query.
-    fn memory_forget(&self, query: String) -> BoxFuture<'_, Result<u32, ContextError>>;
-}
-
-/// Services for a host with no registry, model or memory attached (for example
-/// `evo skill run` on a single file). Every request fails with a message saying so.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Unwired;
-
-impl KernelServices for Unwired {
-    fn call(
-        &self,
-        _caller: String,
-        skill: String,
-        _input: String,
-    ) -> BoxFuture<'_, Result<String, ContextError>> {
-        Box::pin(async move {
-            Err(ContextError::new(
-                FailureKind::NotFound,
-                format!(
-                    "skill {skill:?} is not available: this host runs a single skill with no skill registry attached"
-                ),
-            ))
-        })
-    }
-
-    fn llm(&self, _request: LlmRequest) -> BoxFuture<'_, Result<String, ContextError>> {
-        Box::pin(async {
-            Err(ContextError::new(
-                FailureKind::Denied,
-                "no language model is configured for this host",
-            ))
-        })
-    }
-
-    fn memory_search(
-        &self,
-        _query: String,
-        _limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>> {
-        Box::pin(async { Err(no_memory()) })
-    }
-
-    fn memory_store(
-        &self,
-        _text: String,
-        _category: Option<String>,
-    ) -> BoxFuture<'_, Result<StoreOutcome, ContextError>> {
-        Box::pin(async { Err(no_memory()) })
-    }
-
-    fn memory_forget(&self, _query: String) -> BoxFuture<'_, Result<u32, ContextError>> {
-        Box::pin(async { Err(no_memory()) })
-    }
-}
-
-fn no_memory() -> ContextError {
-    ContextError::new(FailureKind::Denied, "no memory is attached to this host")
-}
-
-/// An event a skill emitted.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SkillEvent {
-    /// The skill that emitted it.
-    pub skill: String,
-    /// The event, as the skill wrote it.
-    pub event: Value,
-}
-
-/// Receives events as skills emit them.
-pub type EventSink = Arc<dyn Fn(SkillEvent) + Send + Sync>;
-
 /// The scratch space of one run: JSON values by key, shared by all skills of the run.
 #[derive(Debug, Clone, Default)]
 pub struct Scratch {
@@ -230,37 +131,6 @@ impl Scratch {
     }
 }
 
-/// Everything the skills of one run share.
-#[derive(Clone)]
-pub struct RunContext {
-    /// Scratch space.
-    pub scratch: Scratch,
-    /// Where emitted events go; dropped when `None`.
-    pub events: Option<EventSink>,
-    /// Skill calls, model, memory.
-    pub services: Arc<dyn KernelServices>,
-}
-
-impl fmt::Debug for RunContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RunContext")
-            .field("scratch", &self.scratch)
-            .field("events", &self.events.is_some())
-            .field("services", &self.services)
-            .finish()
-    }
-}
-
-impl Default for RunContext {
-    fn default() -> Self {
-        Self {
-            scratch: Scratch::default(),
-            events: None,
-            services: Arc::new(Unwired),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,20 +152,5 @@ mod tests {
         );
         scratch.set("0", Value::from("replaced")).unwrap();
         assert_eq!(scratch.get("0"), Some(Value::from("replaced")));
-    }
-
-    #[tokio::test]
-    async fn unwired_services_explain_themselves() {
-        let err = Unwired
-            .call("a".into(), "b".into(), "{}".into())
-            .await
-            .unwrap_err();
-        assert_eq!(err.kind, FailureKind::NotFound);
-        assert!(err.message.contains("\"b\""));
-        let err = Unwired.memory_search("q".into(), 3).await.unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "denied: no memory is attached to this host"
-        );
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The kind of a [`RunEvent`] (its `type` field).
+/// The kind of a [`RunEvent`] (its `type` field), for matching without the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
@@ -28,102 +28,159 @@ pub enum EventKind {
     Done,
 }
 
-/// One event of a run, serialised in the shape of the blueprint's `RunEvent`.
+/// One event of a run. Serialised with a `type` tag and camelCase fields, e.g.
+/// `{"type":"skill_call","timestamp":…,"skill":"calculate","input":{…},"depth":1}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunEvent {
-    /// What happened.
-    #[serde(rename = "type")]
-    pub kind: EventKind,
-    /// Milliseconds since the Unix epoch.
-    pub timestamp: u64,
-    /// The skill concerned.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub skill: Option<String>,
-    /// The input of a `skill_call`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<Value>,
-    /// Call depth of a `skill_call` (1 for a call made by the run itself).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub depth: Option<u32>,
-    /// The output of a `skill_result`, or what a skill emitted.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-    /// Duration of a `skill_result`, in milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub duration: Option<f64>,
-    /// Whether a `skill_result` is a failure.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// The error message of a failed `skill_result` or an `error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The stable error code, with `error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<&'static str>,
-    /// Which attempt failed, for `skill_validation_retry`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempt: Option<u32>,
-    /// How many attempts are allowed, for `skill_validation_retry`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_attempts: Option<u32>,
-    /// How many violations the failed attempt had.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub violations: Option<usize>,
-    /// Token text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum RunEvent {
+    /// Text from the model.
+    Token {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The text.
+        content: String,
+    },
+    /// A skill call starts (after gate 1).
+    SkillCall {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The skill.
+        skill: String,
+        /// Its input, defaults applied.
+        input: Value,
+        /// Call depth (1 for a call made by the run itself).
+        depth: u32,
+    },
+    /// A skill call ended, successfully or not.
+    SkillResult {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The skill.
+        skill: String,
+        /// The output, on success.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
+        /// Duration in milliseconds.
+        duration: f64,
+        /// Whether it failed.
+        is_error: bool,
+        /// The error message, on failure.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The stable error code, on failure.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'static str>,
+    },
+    /// An llm skill's output failed gate 2 and is asked again.
+    SkillValidationRetry {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The skill.
+        skill: String,
+        /// Which attempt failed.
+        attempt: u32,
+        /// How many attempts are allowed.
+        max_attempts: u32,
+        /// How many violations the failed attempt had.
+        violations: usize,
+    },
+    /// Something a skill emitted itself.
+    Emit {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The skill that emitted it.
+        skill: String,
+        /// The event, as the skill wrote it.
+        output: Value,
+    },
+    /// The run failed.
+    Error {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// What went wrong.
+        error: String,
+        /// The stable error code.
+        code: &'static str,
+    },
+    /// The run finished.
+    Done {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The answer.
+        content: String,
+    },
 }
 
 impl RunEvent {
-    /// An event of `kind` about `skill`, stamped now, with no other fields.
-    pub fn new(kind: EventKind, skill: Option<&str>) -> Self {
-        let timestamp = crate::unix_millis();
-        Self {
-            kind,
-            timestamp,
-            skill: skill.map(str::to_owned),
-            input: None,
-            depth: None,
-            output: None,
-            duration: None,
-            is_error: None,
-            error: None,
-            code: None,
-            attempt: None,
-            max_attempts: None,
-            violations: None,
-            content: None,
+    /// Which kind of event this is.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Self::Token { .. } => EventKind::Token,
+            Self::SkillCall { .. } => EventKind::SkillCall,
+            Self::SkillResult { .. } => EventKind::SkillResult,
+            Self::SkillValidationRetry { .. } => EventKind::SkillValidationRetry,
+            Self::Emit { .. } => EventKind::Emit,
+            Self::Error { .. } => EventKind::Error,
+            Self::Done { .. } => EventKind::Done,
+        }
+    }
+
+    /// The skill the event is about, if any.
+    pub fn skill(&self) -> Option<&str> {
+        match self {
+            Self::SkillCall { skill, .. }
+            | Self::SkillResult { skill, .. }
+            | Self::SkillValidationRetry { skill, .. }
+            | Self::Emit { skill, .. } => Some(skill),
+            Self::Token { .. } | Self::Error { .. } | Self::Done { .. } => None,
+        }
+    }
+
+    /// `token`.
+    pub fn token(content: &str) -> Self {
+        Self::Token {
+            timestamp: crate::unix_millis(),
+            content: content.to_owned(),
         }
     }
 
     /// `skill_call`.
     pub fn skill_call(skill: &str, input: &Value, depth: u32) -> Self {
-        Self {
-            input: Some(input.clone()),
-            depth: Some(depth),
-            ..Self::new(EventKind::SkillCall, Some(skill))
+        Self::SkillCall {
+            timestamp: crate::unix_millis(),
+            skill: skill.to_owned(),
+            input: input.clone(),
+            depth,
         }
     }
 
     /// A successful `skill_result`.
     pub fn skill_result(skill: &str, output: &Value, duration: Duration) -> Self {
-        Self {
+        Self::SkillResult {
+            timestamp: crate::unix_millis(),
+            skill: skill.to_owned(),
             output: Some(output.clone()),
-            duration: Some(duration.as_secs_f64() * 1000.0),
-            is_error: Some(false),
-            ..Self::new(EventKind::SkillResult, Some(skill))
+            duration: duration.as_secs_f64() * 1000.0,
+            is_error: false,
+            error: None,
+            code: None,
         }
     }
 
     /// A failed `skill_result`.
     pub fn skill_failed(skill: &str, error: &crate::Error, duration: Duration) -> Self {
-        Self {
-            duration: Some(duration.as_secs_f64() * 1000.0),
-            is_error: Some(true),
+        Self::SkillResult {
+            timestamp: crate::unix_millis(),
+            skill: skill.to_owned(),
+            output: None,
+            duration: duration.as_secs_f64() * 1000.0,
+            is_error: true,
             error: Some(error.to_string()),
             code: Some(error.code()),
-            ..Self::new(EventKind::SkillResult, Some(skill))
         }
     }
 
@@ -134,19 +191,38 @@ impl RunEvent {
         max_attempts: u32,
         violations: usize,
     ) -> Self {
-        Self {
-            attempt: Some(attempt),
-            max_attempts: Some(max_attempts),
-            violations: Some(violations),
-            ..Self::new(EventKind::SkillValidationRetry, Some(skill))
+        Self::SkillValidationRetry {
+            timestamp: crate::unix_millis(),
+            skill: skill.to_owned(),
+            attempt,
+            max_attempts,
+            violations,
         }
     }
 
     /// Something `skill` emitted.
     pub fn emitted(skill: &str, event: Value) -> Self {
-        Self {
-            output: Some(event),
-            ..Self::new(EventKind::Emit, Some(skill))
+        Self::Emit {
+            timestamp: crate::unix_millis(),
+            skill: skill.to_owned(),
+            output: event,
+        }
+    }
+
+    /// `error`: the run failed with `error`.
+    pub fn failed(error: &crate::Error) -> Self {
+        Self::Error {
+            timestamp: crate::unix_millis(),
+            error: error.to_string(),
+            code: error.code(),
+        }
+    }
+
+    /// `done`, with the answer.
+    pub fn done(content: &str) -> Self {
+        Self::Done {
+            timestamp: crate::unix_millis(),
+            content: content.to_owned(),
         }
     }
 }
@@ -190,6 +266,26 @@ mod tests {
         assert_eq!(call["type"], "skill_call");
         assert_eq!(call["depth"], 1);
         assert!(call.get("output").is_none());
+        let failed = serde_json::to_value(RunEvent::skill_failed(
+            "calculate",
+            &crate::Error::SkillNotFound { name: "x".into() },
+            Duration::from_millis(2),
+        ))
+        .unwrap();
+        assert_eq!(
+            (
+                &failed["type"],
+                &failed["isError"],
+                &failed["code"],
+                &failed["duration"]
+            ),
+            (
+                &json!("skill_result"),
+                &json!(true),
+                &json!("SKILL_NOT_FOUND"),
+                &json!(2.0)
+            )
+        );
         let retry = serde_json::to_value(RunEvent::validation_retry("summarize", 1, 3, 2)).unwrap();
         assert_eq!(retry["type"], "skill_validation_retry");
         assert_eq!(

@@ -37,9 +37,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::context::{
-    BoxFuture, ContextError, KernelServices, LlmRequest, MemoryHit, Scratch, StoreOutcome,
-};
+use super::context::{BoxFuture, ContextError, LlmRequest, MemoryHit, Scratch, StoreOutcome};
 use super::events::{EventSink, RunEvent};
 use super::executor::SkillOutput;
 use super::registry::{RegisteredSkill, SkillRegistry};
@@ -269,6 +267,13 @@ impl fmt::Debug for SkillContext {
 }
 
 impl SkillContext {
+    /// A context outside any host: no other skills, no model, no memory; every request
+    /// for them fails with a message saying so. For running one component on its own
+    /// (tests, benchmarks, reading a manifest).
+    pub fn detached() -> Self {
+        Arc::new(Kernel::new(Arc::new(SkillRegistry::new()))).context(RunOptions::default())
+    }
+
     /// The run's id.
     pub fn task_id(&self) -> &str {
         &self.run.task_id
@@ -464,69 +469,57 @@ fn check_output(skill: &RegisteredSkill, out: SkillOutput) -> Result<SkillOutput
     }
 }
 
-/// Wasm skills reach the kernel through the WIT `context` imports; this answers them.
-impl KernelServices for SkillContext {
-    fn call(
-        &self,
-        _caller: String,
-        skill: String,
-        input: String,
-    ) -> BoxFuture<'_, Result<String, ContextError>> {
-        Box::pin(async move {
-            let input: Value = serde_json::from_str(&input).map_err(|e| {
-                ContextError::new(
-                    FailureKind::InvalidInput,
-                    format!("the input for {skill} is not JSON: {e}"),
-                )
-            })?;
-            let output = SkillContext::call(self, &skill, input)
-                .await
-                .map_err(to_context_error)?;
-            Ok(output.to_string())
-        })
+/// What a guest asks through the WIT `context` imports, answered by the calling frame.
+/// The engine checks the skill's grant first; these decide the rest (depth, lookup,
+/// validation, deduplication) and return expected failures as [`ContextError`]s.
+impl SkillContext {
+    /// `context.call`: runs `skill` on JSON text `input`.
+    pub async fn guest_call(&self, skill: String, input: String) -> Result<String, ContextError> {
+        let input: Value = serde_json::from_str(&input).map_err(|e| {
+            ContextError::new(
+                FailureKind::InvalidInput,
+                format!("the input for {skill} is not JSON: {e}"),
+            )
+        })?;
+        let output = self.call(&skill, input).await.map_err(to_context_error)?;
+        Ok(output.to_string())
     }
 
-    fn llm(&self, request: LlmRequest) -> BoxFuture<'_, Result<String, ContextError>> {
-        Box::pin(async move {
-            SkillContext::llm(self, request)
-                .await
-                .map_err(to_context_error)
-        })
+    /// `context.llm`.
+    pub async fn guest_llm(&self, request: LlmRequest) -> Result<String, ContextError> {
+        if self.kernel.llm.is_none() {
+            return Err(ContextError::new(
+                FailureKind::Denied,
+                "no language model is configured for this host",
+            ));
+        }
+        self.llm(request).await.map_err(to_context_error)
     }
 
-    fn memory_search(
+    /// `context.memory-search`.
+    pub async fn guest_memory_search(
         &self,
         query: String,
         limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<MemoryHit>, ContextError>> {
-        Box::pin(async move {
-            match self.memory() {
-                Some(memory) => memory.search(query, limit).await.map_err(to_context_error),
-                None => Err(no_memory()),
-            }
-        })
+    ) -> Result<Vec<MemoryHit>, ContextError> {
+        let memory = self.memory().ok_or_else(no_memory)?;
+        memory.search(query, limit).await.map_err(to_context_error)
     }
 
-    fn memory_store(
+    /// `context.memory-store`.
+    pub async fn guest_memory_store(
         &self,
         text: String,
         category: Option<String>,
-    ) -> BoxFuture<'_, Result<StoreOutcome, ContextError>> {
-        Box::pin(async move {
-            match self.memory() {
-                Some(memory) => memory.store(text, category).await.map_err(to_context_error),
-                None => Err(no_memory()),
-            }
-        })
+    ) -> Result<StoreOutcome, ContextError> {
+        let memory = self.memory().ok_or_else(no_memory)?;
+        memory.store(text, category).await.map_err(to_context_error)
     }
 
-    fn memory_forget(&self, query: String) -> BoxFuture<'_, Result<u32, ContextError>> {
-        Box::pin(async move {
-            match self.memory() {
-                Some(memory) => memory.forget(query).await.map_err(to_context_error),
-                None => Err(no_memory()),
-            }
-        })
+    /// `context.memory-forget`.
+    pub async fn guest_memory_forget(&self, query: String) -> Result<u32, ContextError> {
+        let memory = self.memory().ok_or_else(no_memory)?;
+        memory.forget(query).await.map_err(to_context_error)
     }
 }
 

@@ -280,11 +280,7 @@ mod tests {
             ExecutorKind::Static
         }
 
-        fn execute(
-            &self,
-            input: Value,
-            _ctx: SkillContext,
-        ) -> BoxFuture<'_, Result<SkillOutput>> {
+        fn execute(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
             Box::pin(std::future::ready(Ok(SkillOutput::from(input))))
         }
     }

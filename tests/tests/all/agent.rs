@@ -55,7 +55,7 @@ fn kinds(events: &Mutex<Vec<RunEvent>>) -> Vec<(EventKind, Option<String>)> {
         .lock()
         .unwrap()
         .iter()
-        .map(|e| (e.kind, e.skill.clone()))
+        .map(|e| (e.kind(), e.skill().map(str::to_owned)))
         .collect()
 }
 
@@ -207,7 +207,7 @@ async fn a_failed_router_falls_back_to_the_tool_loop_with_every_tool() {
         .lock()
         .unwrap()
         .iter()
-        .filter(|e| e.kind == EventKind::SkillValidationRetry)
+        .filter(|e| e.kind() == EventKind::SkillValidationRetry)
         .count();
     assert_eq!(retries, 3);
     let offered: Vec<String> = run.provider.requests()[3]
@@ -332,7 +332,7 @@ async fn memory_a_wasm_skill_suggests_is_kept_at_the_end_of_the_run() {
             .lock()
             .unwrap()
             .iter()
-            .any(|e| e.kind == EventKind::Emit),
+            .any(|e| e.kind() == EventKind::Emit),
         "the skill's own event reached the run"
     );
 }

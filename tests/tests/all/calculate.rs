@@ -1,5 +1,5 @@
 use evo_host::capabilities::Policy;
-use evo_host::skill::context::RunContext;
+use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
 use serde_json::json;
 
@@ -9,7 +9,10 @@ async fn evaluates_the_seed_expression() {
     let engine = engine();
     let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
     let outcome = skill
-        .call(r#"{"expression":"sqrt(144) + 10"}"#, &RunContext::default())
+        .call(
+            r#"{"expression":"sqrt(144) + 10"}"#,
+            &SkillContext::detached(),
+        )
         .await
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 22 }));
@@ -44,7 +47,7 @@ async fn bad_expressions_are_invalid_input_with_the_position() {
     let engine = engine();
     let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
     let err = skill
-        .call(r#"{"expression":"2 * (3 +"}"#, &RunContext::default())
+        .call(r#"{"expression":"2 * (3 +"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT");
@@ -53,7 +56,7 @@ async fn bad_expressions_are_invalid_input_with_the_position() {
         "calculate: invalid input: the expression ends too early at position 9"
     );
     let err = skill
-        .call(r#"{"expr":"1"}"#, &RunContext::default())
+        .call(r#"{"expr":"1"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT");
@@ -68,7 +71,7 @@ async fn input_that_is_not_json_never_reaches_the_guest() {
     let engine = engine();
     let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
     let err = skill
-        .call("{expression", &RunContext::default())
+        .call("{expression", &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT");
@@ -88,7 +91,7 @@ async fn concurrent_calls_share_one_loaded_skill() {
         tokio::spawn(async move {
             let input = format!(r#"{{"expression":"{i} * 2"}}"#);
             skill
-                .call(&input, &RunContext::default())
+                .call(&input, &SkillContext::detached())
                 .await
                 .unwrap()
                 .output["result"]
@@ -126,7 +129,7 @@ async fn a_second_engine_loads_from_the_disk_cache() {
     let skill = load(&second, skills::CALCULATE, &Policy::default()).await;
     assert_eq!(skill.load_source(), LoadSource::Cache);
     let outcome = skill
-        .call(r#"{"expression":"1 + 1"}"#, &RunContext::default())
+        .call(r#"{"expression":"1 + 1"}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 2 }));
@@ -155,7 +158,7 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
     assert_eq!(skill.load_source(), LoadSource::Compiled);
     let outcome = skill
-        .call(r#"{"expression":"6 * 7"}"#, &RunContext::default())
+        .call(r#"{"expression":"6 * 7"}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 42 }));
@@ -173,7 +176,7 @@ async fn an_unreservable_pool_falls_back_to_on_demand_allocation() {
     assert_eq!(engine.allocator(), Allocator::OnDemand);
     let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
     let outcome = skill
-        .call(r#"{"expression":"2 ^ 10"}"#, &RunContext::default())
+        .call(r#"{"expression":"2 ^ 10"}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 1024 }));

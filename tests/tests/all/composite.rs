@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use evo_host::Error;
-use evo_host::skill::events::EventKind;
+use evo_host::skill::events::RunEvent;
 use evo_host::skill::kernel::{Fallback, Kernel, KernelConfig, RunOptions};
 use evo_host::skill::llm_mode::{FIRST_TEMPERATURE, LlmExecutor, RETRY_TEMPERATURE};
 use evo_host::skill::meta::SkillMeta;
@@ -103,14 +103,21 @@ async fn an_llm_skill_heals_its_output_on_the_second_attempt() {
         "{feedback}"
     );
 
-    let retries: Vec<(Option<u32>, Option<u32>, Option<usize>)> = events
+    let retries: Vec<(u32, u32, usize)> = events
         .lock()
         .unwrap()
         .iter()
-        .filter(|e| e.kind == EventKind::SkillValidationRetry)
-        .map(|e| (e.attempt, e.max_attempts, e.violations))
+        .filter_map(|e| match e {
+            RunEvent::SkillValidationRetry {
+                attempt,
+                max_attempts,
+                violations,
+                ..
+            } => Some((*attempt, *max_attempts, *violations)),
+            _ => None,
+        })
         .collect();
-    assert_eq!(retries, [(Some(1), Some(3), Some(2))]);
+    assert_eq!(retries, [(1, 3, 2)]);
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 use evo_host::capabilities::{Access, DirPolicy, Policy};
-use evo_host::skill::context::RunContext;
+use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
 use serde_json::json;
 
@@ -34,7 +34,7 @@ async fn reads_inside_its_grant() {
     let outcome = skill
         .call(
             r#"{"path":"/data/notes.txt","lines":2}"#,
-            &RunContext::default(),
+            &SkillContext::detached(),
         )
         .await
         .unwrap();
@@ -43,7 +43,7 @@ async fn reads_inside_its_grant() {
         json!({ "lines": ["one", "two"], "truncated": true })
     );
     let outcome = skill
-        .call(r#"{"path":"notes.txt"}"#, &RunContext::default())
+        .call(r#"{"path":"notes.txt"}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(
@@ -63,7 +63,7 @@ async fn is_denied_without_the_grant() {
         ["directory /data: no host directory is bound to it (bind one with --dir HOST::/data)"]
     );
     let err = skill
-        .call(r#"{"path":"/data/notes.txt"}"#, &RunContext::default())
+        .call(r#"{"path":"/data/notes.txt"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "PERMISSION_DENIED", "{err}");
@@ -76,12 +76,15 @@ async fn dot_dot_does_not_leave_the_grant() {
     let engine = engine();
     let skill = load(&engine, skills::FILE_HEAD, &granted(&fixture)).await;
     let err = skill
-        .call(r#"{"path":"/data/../secret.txt"}"#, &RunContext::default())
+        .call(
+            r#"{"path":"/data/../secret.txt"}"#,
+            &SkillContext::detached(),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code(), "PERMISSION_DENIED", "{err}");
     let err = skill
-        .call(r#"{"path":"../secret.txt"}"#, &RunContext::default())
+        .call(r#"{"path":"../secret.txt"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "PERMISSION_DENIED", "{err}");
@@ -99,7 +102,7 @@ async fn a_symlink_does_not_leave_the_grant() {
     let engine = engine();
     let skill = load(&engine, skills::FILE_HEAD, &granted(&fixture)).await;
     let err = skill
-        .call(r#"{"path":"/data/link.txt"}"#, &RunContext::default())
+        .call(r#"{"path":"/data/link.txt"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "PERMISSION_DENIED", "{err}");
@@ -112,7 +115,7 @@ async fn a_read_only_grant_reads_but_a_missing_file_is_not_found() {
     let engine = engine();
     let skill = load(&engine, skills::FILE_HEAD, &granted(&fixture)).await;
     let err = skill
-        .call(r#"{"path":"/data/missing.txt"}"#, &RunContext::default())
+        .call(r#"{"path":"/data/missing.txt"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "NOT_FOUND");

@@ -2,7 +2,7 @@
 //! environment, no arguments, no network, and panics explained.
 
 use evo_host::capabilities::Policy;
-use evo_host::skill::context::RunContext;
+use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
 use serde_json::json;
 
@@ -13,7 +13,7 @@ async fn stdout_and_stderr_are_captured_not_inherited() {
     let outcome = skill
         .call(
             r#"{"stdout_bytes":128,"stderr_line":"warming up"}"#,
-            &RunContext::default(),
+            &SkillContext::detached(),
         )
         .await
         .unwrap();
@@ -27,7 +27,7 @@ async fn flooding_stdout_hits_the_cap() {
     let engine = engine();
     let skill = load(&engine, skills::FIXTURE_PROBE, &Policy::default()).await;
     let err = skill
-        .call(r#"{"stdout_bytes":10000000}"#, &RunContext::default())
+        .call(r#"{"stdout_bytes":10000000}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED");
@@ -36,7 +36,7 @@ async fn flooding_stdout_hits_the_cap() {
         "fixture-probe: stdout exceeded 65536 bytes"
     );
     let outcome = skill
-        .call(r#"{"stdout_bytes":64}"#, &RunContext::default())
+        .call(r#"{"stdout_bytes":64}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(
@@ -50,7 +50,7 @@ async fn a_panic_reports_its_message() {
     let engine = engine();
     let skill = load(&engine, skills::FIXTURE_PROBE, &Policy::default()).await;
     let err = skill
-        .call(r#"{"panic":"the gizmo broke"}"#, &RunContext::default())
+        .call(r#"{"panic":"the gizmo broke"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "SKILL_TRAPPED");
@@ -73,7 +73,7 @@ async fn no_environment_arguments_or_network() {
     let engine = engine();
     let skill = load(&engine, skills::FIXTURE_PROBE, &Policy::default()).await;
     let input = json!({ "connect": address }).to_string();
-    let outcome = skill.call(&input, &RunContext::default()).await.unwrap();
+    let outcome = skill.call(&input, &SkillContext::detached()).await.unwrap();
     assert_eq!(outcome.output["env"], json!([]));
     assert_eq!(outcome.output["args"], json!([]));
     let connect = outcome.output["connect"].as_str().unwrap();
@@ -97,7 +97,7 @@ async fn host_calls_that_are_not_granted_return_errors_not_traps() {
         ]
     );
     let outcome = skill
-        .call(r#"{"host_calls":true}"#, &RunContext::default())
+        .call(r#"{"host_calls":true}"#, &SkillContext::detached())
         .await
         .unwrap();
     let denied = |what: &str| {
@@ -108,7 +108,7 @@ async fn host_calls_that_are_not_granted_return_errors_not_traps() {
     assert_eq!(
         outcome.output["host_calls"],
         json!({
-            "call-listed": "not found: skill \"calculate\" is not available: this host runs a single skill with no skill registry attached",
+            "call-listed": "not found: Skills not found: calculate",
             "call-unlisted": "denied: fixture-probe may not call \"notes\": add it to the `calls` list of its manifest",
             "llm": denied("the language model"),
             "memory-search": denied("read access to memory"),
@@ -130,7 +130,7 @@ async fn granted_memory_reaches_the_kernel_services() {
     let skill = load(&engine, skills::FIXTURE_PROBE, &policy).await;
     assert!(skill.grant().refused.is_empty());
     let outcome = skill
-        .call(r#"{"host_calls":true}"#, &RunContext::default())
+        .call(r#"{"host_calls":true}"#, &SkillContext::detached())
         .await
         .unwrap();
     // Granted, so the request reaches the (unwired) services, which explain themselves.

@@ -3,7 +3,7 @@
 
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::WasmEngine;
-use evo_host::skill::context::RunContext;
+use evo_host::skill::kernel::SkillContext;
 use evo_host::{Error, Result};
 use evo_tests::{engine, load, skills, wat_skill};
 use serde_json::json;
@@ -18,7 +18,7 @@ async fn call_wat(
         .load_bytes("fixture.wasm", bytes, &Policy::default())
         .await?;
     skill
-        .call("{}", &RunContext::default())
+        .call("{}", &SkillContext::detached())
         .await
         .map(|o| o.output)
 }
@@ -32,7 +32,7 @@ async fn misbehave(manifest: serde_json::Value, body: &str) -> Error {
     assert_eq!(first.to_string(), second.to_string());
     let calculate = load(&engine, skills::CALCULATE, &Policy::default()).await;
     let outcome = calculate
-        .call(r#"{"expression":"2 + 2"}"#, &RunContext::default())
+        .call(r#"{"expression":"2 + 2"}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 4 }));

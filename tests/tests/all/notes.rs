@@ -1,7 +1,9 @@
 use std::sync::{Arc, Mutex};
 
 use evo_host::capabilities::Policy;
-use evo_host::skill::context::{RunContext, SkillEvent};
+use evo_host::skill::events::{EventSink, RunEvent};
+use evo_host::skill::kernel::{Kernel, RunOptions, SkillContext};
+use evo_host::skill::registry::SkillRegistry;
 use evo_tests::{engine, load, skills};
 use serde_json::json;
 
@@ -9,12 +11,12 @@ use serde_json::json;
 async fn notes_live_in_scratch_across_calls_of_one_run() {
     let engine = engine();
     let skill = load(&engine, skills::NOTES, &Policy::default()).await;
-    let events = Arc::new(Mutex::new(Vec::<SkillEvent>::new()));
+    let events = Arc::new(Mutex::new(Vec::<RunEvent>::new()));
     let sink = events.clone();
-    let run = RunContext {
-        events: Some(Arc::new(move |e| sink.lock().unwrap().push(e))),
-        ..RunContext::default()
-    };
+    let run = Arc::new(Kernel::new(Arc::new(SkillRegistry::new()))).context(RunOptions {
+        events: Some(EventSink::new(move |e| sink.lock().unwrap().push(e))),
+        ..RunOptions::default()
+    });
 
     skill
         .call(r#"{"op":"add","text":"buy milk"}"#, &run)
@@ -26,14 +28,23 @@ async fn notes_live_in_scratch_across_calls_of_one_run() {
         .unwrap();
     assert_eq!(outcome.output, json!({ "notes": ["buy milk", "call Ada"] }));
     assert_eq!(
-        run.scratch.get("notes"),
+        run.scratch().get("notes"),
         Some(json!(["buy milk", "call Ada"]))
     );
 
     let events = events.lock().unwrap().clone();
     assert_eq!(events.len(), 2);
-    assert_eq!(events[1].skill, "notes");
-    assert_eq!(events[1].event, json!({ "type": "note_added", "count": 2 }));
+    assert_eq!(
+        events[1],
+        RunEvent::Emit {
+            timestamp: match events[1] {
+                RunEvent::Emit { timestamp, .. } => timestamp,
+                _ => 0,
+            },
+            skill: "notes".into(),
+            output: json!({ "type": "note_added", "count": 2 }),
+        }
+    );
 
     assert_eq!(
         outcome.memory_writes.len(),
@@ -43,7 +54,7 @@ async fn notes_live_in_scratch_across_calls_of_one_run() {
     assert_eq!(outcome.memory_writes[0].text, "call Ada");
     assert_eq!(outcome.memory_writes[0].category.as_deref(), Some("fact"));
 
-    let other_run = RunContext::default();
+    let other_run = SkillContext::detached();
     let outcome = skill.call(r#"{"op":"list"}"#, &other_run).await.unwrap();
     assert_eq!(
         outcome.output,
@@ -57,7 +68,7 @@ async fn adding_without_text_is_invalid_input() {
     let engine = engine();
     let skill = load(&engine, skills::NOTES, &Policy::default()).await;
     let err = skill
-        .call(r#"{"op":"add"}"#, &RunContext::default())
+        .call(r#"{"op":"add"}"#, &SkillContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT");

@@ -2,7 +2,7 @@
 
 use std::io::Read as _;
 
-use evo_host::skill::events::{EventKind, EventSink, RunEvent};
+use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::executor::ExecutorKind;
 use serde_json::json;
 
@@ -63,18 +63,14 @@ pub(super) async fn run(
 
 /// Shows what a skill emits and the calls it makes, on stderr.
 fn show(event: RunEvent) {
-    match event.kind {
-        EventKind::Emit => eprintln!(
-            "event from {}: {}",
-            event.skill.unwrap_or_default(),
-            event.output.unwrap_or_default()
-        ),
-        EventKind::SkillCall if event.depth.unwrap_or(0) > 1 => eprintln!(
-            "{}→ {} {}",
-            "  ".repeat(event.depth.unwrap_or(2) as usize - 2),
-            event.skill.unwrap_or_default(),
-            event.input.unwrap_or_default()
-        ),
+    match event {
+        RunEvent::Emit { skill, output, .. } => eprintln!("event from {skill}: {output}"),
+        RunEvent::SkillCall {
+            skill,
+            input,
+            depth,
+            ..
+        } if depth > 1 => eprintln!("{}→ {skill} {input}", "  ".repeat(depth as usize - 2)),
         _ => {}
     }
 }

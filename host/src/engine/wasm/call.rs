@@ -18,7 +18,7 @@ use super::state::HostState;
 use super::{EPOCH_TICK, LoadSource, WasmEngine};
 use crate::capabilities::{Access, Grant, Policy};
 use crate::error::{Error, FailureKind, Result};
-use crate::skill::context::RunContext;
+use crate::skill::kernel::SkillContext;
 use crate::skill::meta::SkillMeta;
 
 pub use crate::skill::executor::{MemoryWrite, StepTrace};
@@ -145,7 +145,7 @@ impl WasmSkill {
     }
 
     /// Runs the skill on `input` (JSON text) in a fresh instance.
-    pub async fn call(&self, input: &str, run: &RunContext) -> Result<SkillOutcome> {
+    pub async fn call(&self, input: &str, ctx: &SkillContext) -> Result<SkillOutcome> {
         let skill = &self.inner;
         serde_json::from_str::<serde::de::IgnoredAny>(input).map_err(|e| Error::InvalidInput {
             skill: skill.meta.name.clone(),
@@ -160,7 +160,7 @@ impl WasmSkill {
             &skill.limits,
             &skill.grant,
             &skill.calls,
-            run,
+            ctx,
             move |plugin, store| {
                 Box::pin(async move { plugin.evo_skill_skill().call_execute(store, &input).await })
             },
@@ -218,7 +218,7 @@ pub(super) async fn read_manifest(
         &limits,
         &grant,
         &[],
-        &RunContext::default(),
+        &SkillContext::detached(),
         |plugin, store| {
             Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
         },
@@ -255,7 +255,7 @@ async fn run_guest<T>(
     limits: &Limits,
     grant: &Arc<Grant>,
     calls: &[String],
-    run: &RunContext,
+    ctx: &SkillContext,
     body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
     let _slot = engine
@@ -274,7 +274,7 @@ async fn run_guest<T>(
         skill: skill.into(),
         calls: calls.into(),
         grant: grant.clone(),
-        run: run.clone(),
+        ctx: ctx.clone(),
         chatter: 0,
     };
     let flavor = engine.flavor(limits.fuel.is_some())?;

@@ -2,14 +2,11 @@
 //! calling frame's scratch, events, skill calls, model and memory behind the WIT
 //! `context` imports.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use super::WasmSkill;
 use crate::error::Result;
-use crate::skill::context::{BoxFuture, EventSink, RunContext, SkillEvent};
-use crate::skill::events::RunEvent;
+use crate::skill::context::BoxFuture;
 use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::SkillContext;
 
@@ -42,16 +39,7 @@ impl Executor for WasmExecutor {
 
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
         Box::pin(async move {
-            let events_ctx = ctx.clone();
-            let events: EventSink = Arc::new(move |event: SkillEvent| {
-                events_ctx.emit(RunEvent::emitted(&event.skill, event.event));
-            });
-            let run = RunContext {
-                scratch: ctx.scratch().clone(),
-                events: Some(events),
-                services: Arc::new(ctx),
-            };
-            let outcome = self.skill.call(&input.to_string(), &run).await?;
+            let outcome = self.skill.call(&input.to_string(), &ctx).await?;
             Ok(SkillOutput {
                 output: outcome.output,
                 memory_writes: outcome.memory_writes,

@@ -10,12 +10,12 @@
 //! ```no_run
 //! use evo_host::capabilities::Policy;
 //! use evo_host::engine::wasm::{EngineConfig, WasmEngine};
-//! use evo_host::skill::context::RunContext;
+//! use evo_host::skill::kernel::SkillContext;
 //!
 //! # async fn run() -> evo_host::Result<()> {
 //! let engine = WasmEngine::new(EngineConfig::default())?;
 //! let skill = engine.load_file("calculate.wasm".as_ref(), &Policy::default()).await?;
-//! let outcome = skill.call(r#"{"expression":"sqrt(144) + 10"}"#, &RunContext::default()).await?;
+//! let outcome = skill.call(r#"{"expression":"sqrt(144) + 10"}"#, &SkillContext::detached()).await?;
 //! assert_eq!(outcome.output["result"], 22.0);
 //! # Ok(())
 //! # }

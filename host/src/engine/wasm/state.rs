@@ -10,9 +10,9 @@ use super::bindings::evo::skill::{context, types};
 use super::limits::{HOST_CALL_TIMEOUT, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
 use crate::capabilities::{Grant, MemoryAccess};
 use crate::error::FailureKind;
-use crate::skill::context::{
-    ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES, RunContext, SkillEvent,
-};
+use crate::skill::context::{ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES};
+use crate::skill::events::RunEvent;
+use crate::skill::kernel::SkillContext;
 
 /// Everything a store holds for one call.
 pub struct HostState {
@@ -22,7 +22,8 @@ pub struct HostState {
     pub(super) skill: Arc<str>,
     pub(super) calls: Arc<[String]>,
     pub(super) grant: Arc<Grant>,
-    pub(super) run: RunContext,
+    /// The calling frame: scratch, events, skill calls, model and memory.
+    pub(super) ctx: SkillContext,
     pub(super) chatter: u32,
 }
 
@@ -116,19 +117,16 @@ impl context::Host for HostState {
                 self.skill
             )));
         }
-        let services = self.run.services.clone();
-        bounded(
-            &format!("skill {skill:?}"),
-            services.call(self.skill.to_string(), skill, input),
-        )
-        .await
+        let ctx = self.ctx.clone();
+        let what = format!("skill {skill:?}");
+        bounded(&what, async move { ctx.guest_call(skill, input).await }).await
     }
 
     async fn llm(&mut self, request: types::LlmRequest) -> Result<String, types::SkillError> {
         if !self.grant.llm {
             return Err(self.denied("the language model"));
         }
-        let services = self.run.services.clone();
+        let ctx = self.ctx.clone();
         let request = LlmRequest {
             caller: self.skill.to_string(),
             system: request.system,
@@ -136,7 +134,11 @@ impl context::Host for HostState {
             max_tokens: request.max_tokens,
             temperature: request.temperature,
         };
-        bounded("the language model", services.llm(request)).await
+        bounded(
+            "the language model",
+            async move { ctx.guest_llm(request).await },
+        )
+        .await
     }
 
     async fn memory_search(
@@ -145,8 +147,11 @@ impl context::Host for HostState {
         limit: u32,
     ) -> Result<Vec<types::MemoryEntry>, types::SkillError> {
         self.memory(MemoryAccess::Read)?;
-        let services = self.run.services.clone();
-        let hits = bounded("memory search", services.memory_search(query, limit)).await?;
+        let ctx = self.ctx.clone();
+        let hits = bounded("memory search", async move {
+            ctx.guest_memory_search(query, limit).await
+        })
+        .await?;
         Ok(hits
             .into_iter()
             .map(|h| types::MemoryEntry {
@@ -165,8 +170,11 @@ impl context::Host for HostState {
         category: Option<String>,
     ) -> Result<types::StoreOutcome, types::SkillError> {
         self.memory(MemoryAccess::ReadWrite)?;
-        let services = self.run.services.clone();
-        let outcome = bounded("memory store", services.memory_store(text, category)).await?;
+        let ctx = self.ctx.clone();
+        let outcome = bounded("memory store", async move {
+            ctx.guest_memory_store(text, category).await
+        })
+        .await?;
         Ok(types::StoreOutcome {
             stored: outcome.stored,
             reason: outcome.reason,
@@ -175,12 +183,15 @@ impl context::Host for HostState {
 
     async fn memory_forget(&mut self, query: String) -> Result<u32, types::SkillError> {
         self.memory(MemoryAccess::ReadWrite)?;
-        let services = self.run.services.clone();
-        bounded("memory forget", services.memory_forget(query)).await
+        let ctx = self.ctx.clone();
+        bounded("memory forget", async move {
+            ctx.guest_memory_forget(query).await
+        })
+        .await
     }
 
     async fn scratch_get(&mut self, key: String) -> Option<String> {
-        self.run.scratch.get(&key).map(|v| v.to_string())
+        self.ctx.scratch().get(&key).map(|v| v.to_string())
     }
 
     async fn scratch_set(&mut self, key: String, value: String) {
@@ -195,7 +206,7 @@ impl context::Host for HostState {
                 return;
             }
         };
-        if let Err(reason) = self.run.scratch.set(&key, value) {
+        if let Err(reason) = self.ctx.scratch().set(&key, value) {
             tracing::warn!(skill = %self.skill, %key, "scratch write dropped: {reason}");
         }
     }
@@ -204,14 +215,8 @@ impl context::Host for HostState {
         if !self.chatter_allowed() {
             return;
         }
-        let Some(sink) = self.run.events.clone() else {
-            return;
-        };
         match serde_json::from_str(&event) {
-            Ok(event) => sink(SkillEvent {
-                skill: self.skill.to_string(),
-                event,
-            }),
+            Ok(event) => self.ctx.emit(RunEvent::emitted(&self.skill, event)),
             Err(e) => {
                 tracing::warn!(skill = %self.skill, error = %e, "emitted event is not JSON; dropped")
             }
