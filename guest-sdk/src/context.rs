@@ -8,13 +8,56 @@ use serde::de::DeserializeOwned;
 use crate::__private::bindings::evo::skill::{context as host, types};
 use crate::Error;
 
-pub use types::LogLevel;
+/// How important a log message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Very detailed tracing.
+    Trace,
+    /// Debugging detail.
+    Debug,
+    /// Normal progress.
+    Info,
+    /// Something unexpected that the skill handled.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+impl From<LogLevel> for types::LogLevel {
+    fn from(level: LogLevel) -> Self {
+        match level {
+            LogLevel::Trace => Self::Trace,
+            LogLevel::Debug => Self::Debug,
+            LogLevel::Info => Self::Info,
+            LogLevel::Warn => Self::Warn,
+            LogLevel::Error => Self::Error,
+        }
+    }
+}
 
 /// One entry found by [`memory::search`].
-pub type MemoryEntry = types::MemoryEntry;
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryEntry {
+    /// Stable id (give it to [`memory::forget`]).
+    pub id: String,
+    /// The remembered text.
+    pub text: String,
+    /// Relevance, 0–1.
+    pub score: f32,
+    /// Category, if known (`preference`, `fact`, `decision`, `entity`, `other`).
+    pub category: Option<String>,
+    /// When it was stored, ms since the Unix epoch.
+    pub created_at: u64,
+}
 
 /// What [`memory::store`] did.
-pub type StoreOutcome = types::StoreOutcome;
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOutcome {
+    /// Whether a new entry was written.
+    pub stored: bool,
+    /// Why not (a near-duplicate exists), or what it superseded.
+    pub reason: String,
+}
 
 /// A request to the language model, for [`llm_with`].
 #[derive(Debug, Clone, Default)]
@@ -31,10 +74,53 @@ pub struct LlmRequest {
 
 thread_local! {
     static MEMORY_WRITES: RefCell<Vec<types::MemoryWrite>> = const { RefCell::new(Vec::new()) };
+    static STEPS: RefCell<Vec<types::StepTrace>> = const { RefCell::new(Vec::new()) };
 }
 
 pub(crate) fn take_memory_writes() -> Vec<types::MemoryWrite> {
     MEMORY_WRITES.with(|writes| std::mem::take(&mut *writes.borrow_mut()))
+}
+
+pub(crate) fn take_steps() -> Vec<types::StepTrace> {
+    STEPS.with(|steps| std::mem::take(&mut *steps.borrow_mut()))
+}
+
+/// Runs `work` as a named step of this call and records it — its input, its output or
+/// error, and how long it took — in the call's intermediate steps, which the host
+/// returns with the result (`intermediateSteps`) for debugging and observability.
+///
+/// ```no_run
+/// let total = evo_guest::step("sum", &[1, 2, 3], || Ok::<_, evo_guest::Error>(6))?;
+/// # Ok::<(), evo_guest::Error>(())
+/// ```
+pub fn step<I: Serialize, O: Serialize>(
+    name: &str,
+    input: &I,
+    work: impl FnOnce() -> Result<O, Error>,
+) -> Result<O, Error> {
+    let started = std::time::Instant::now();
+    let result = work();
+    let json = |value: Result<String, serde_json::Error>| value.unwrap_or_else(|_| "null".into());
+    let trace = types::StepTrace {
+        step_id: String::new(),
+        step_name: name.to_owned(),
+        input: json(serde_json::to_string(input)),
+        output: match &result {
+            Ok(output) => json(serde_json::to_string(output)),
+            Err(_) => "null".into(),
+        },
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        error: result.as_ref().err().map(ToString::to_string),
+    };
+    STEPS.with(|steps| {
+        let mut steps = steps.borrow_mut();
+        let id = format!("step-{}", steps.len() + 1);
+        steps.push(types::StepTrace {
+            step_id: id,
+            ..trace
+        });
+    });
+    result
 }
 
 /// Calls another skill, which must be listed with [`crate::Manifest::calls`].
@@ -102,7 +188,7 @@ pub fn emit<T: Serialize>(event: &T) {
 
 /// Writes a message to the host log; see also [`crate::log!`].
 pub fn log(level: LogLevel, message: &str) {
-    host::log(level, message);
+    host::log(level.into(), message);
 }
 
 pub mod memory {
@@ -112,12 +198,25 @@ pub mod memory {
 
     /// Finds up to `limit` entries relevant to `query`, best first.
     pub fn search(query: &str, limit: u32) -> Result<Vec<MemoryEntry>, Error> {
-        Ok(host::memory_search(query, limit)?)
+        Ok(host::memory_search(query, limit)?
+            .into_iter()
+            .map(|e| MemoryEntry {
+                id: e.id,
+                text: e.text,
+                score: e.score,
+                category: e.category,
+                created_at: e.created_at,
+            })
+            .collect())
     }
 
     /// Stores `text` now, unless a near-duplicate exists (see the outcome's reason).
     pub fn store(text: &str, category: Option<&str>) -> Result<StoreOutcome, Error> {
-        Ok(host::memory_store(text, category)?)
+        let outcome = host::memory_store(text, category)?;
+        Ok(StoreOutcome {
+            stored: outcome.stored,
+            reason: outcome.reason,
+        })
     }
 
     /// Forgets entries by id or by query; returns how many were removed.

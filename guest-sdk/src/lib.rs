@@ -47,7 +47,7 @@ mod manifest;
 
 pub use context::{
     LlmRequest, LogLevel, MemoryEntry, StoreOutcome, call, emit, llm, llm_with, log, memory,
-    remember, scratch,
+    remember, scratch, step,
 };
 pub use error::Error;
 pub use manifest::{Access, Capabilities, Limits, Manifest, MemoryAccess};
@@ -181,6 +181,7 @@ pub mod __private {
     /// Decodes the input, runs `S`, and encodes the output.
     pub fn execute<S: Skill>(input: &str) -> Result<SkillOutput, SkillError> {
         let _ = crate::context::take_memory_writes();
+        let _ = crate::context::take_steps();
         let input: S::Input = serde_json::from_str(input).map_err(|e| {
             SkillError::InvalidInput(format!("input does not match the schema: {e}"))
         })?;
@@ -190,7 +191,7 @@ pub mod __private {
         Ok(SkillOutput {
             output,
             memory_writes: crate::context::take_memory_writes(),
-            intermediate_steps: Vec::new(),
+            intermediate_steps: crate::context::take_steps(),
         })
     }
 }

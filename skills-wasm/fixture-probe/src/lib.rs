@@ -23,6 +23,12 @@ struct Input {
     /// Try every host call of the context and report how each ended.
     #[serde(default)]
     host_calls: bool,
+    /// Record this many steps (`evo_guest::step`), each with an input of `step_bytes`.
+    #[serde(default)]
+    steps: u32,
+    /// Size of each step's input.
+    #[serde(default)]
+    step_bytes: usize,
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
@@ -106,6 +112,10 @@ impl Skill for FixtureProbe {
                 memory::store("a fact", Some("fact")).map(drop),
             );
             record("memory-forget", memory::forget("a fact").map(drop));
+        }
+        for n in 1..=input.steps {
+            let payload = "s".repeat(input.step_bytes);
+            evo_guest::step(&format!("probe {n}"), &payload, || Ok(n * 10))?;
         }
         if let Some(message) = input.panic {
             panic!("{message}");

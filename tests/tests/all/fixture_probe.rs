@@ -201,3 +201,42 @@ async fn a_wasm_skill_reaches_the_kernel_through_its_context_imports() {
     );
     assert_eq!(stats.get("fixture-probe").unwrap().success_count, 1);
 }
+
+#[tokio::test]
+async fn steps_a_guest_records_come_back_with_the_result_and_count_against_the_output_cap() {
+    let engine = engine();
+    let skill = load(&engine, skills::FIXTURE_PROBE, &Policy::default()).await;
+    let outcome = skill
+        .call(r#"{"steps":2,"step_bytes":3}"#, &SkillContext::detached())
+        .await
+        .unwrap();
+    let steps: Vec<(&str, &str, serde_json::Value, serde_json::Value)> = outcome
+        .intermediate_steps
+        .iter()
+        .map(|s| {
+            (
+                s.step_id.as_str(),
+                s.step_name.as_str(),
+                s.input.clone(),
+                s.output.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("step-1", "probe 1", json!("sss"), json!(10)),
+            ("step-2", "probe 2", json!("sss"), json!(20)),
+        ]
+    );
+
+    // Three steps of 600 KB each: a small output, but 1.8 MB leaving the guest.
+    let err = skill
+        .call(
+            r#"{"steps":3,"step_bytes":600000}"#,
+            &SkillContext::detached(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED", "{err}");
+}

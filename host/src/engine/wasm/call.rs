@@ -180,7 +180,9 @@ impl WasmSkill {
                 });
             }
         };
-        guest.check_output(output.output.len())?;
+        // Memory writes and steps leave the guest too: one cap on everything it returns,
+        // or a guest could smuggle unbounded data out beside a small output.
+        guest.check_output(returned_bytes(&output))?;
         let value = serde_json::from_str(&output.output).map_err(|e| Error::InvalidOutput {
             skill: skill.meta.name.clone(),
             reason: e.to_string(),
@@ -478,6 +480,27 @@ fn failure(error: types::SkillError) -> (FailureKind, String) {
         types::SkillError::Timeout(m) => (FailureKind::Timeout, m),
         types::SkillError::Failed(m) => (FailureKind::Failed, m),
     }
+}
+
+/// Bytes of text a call returns: its output, memory writes and steps.
+fn returned_bytes(output: &types::SkillOutput) -> usize {
+    let writes: usize = output
+        .memory_writes
+        .iter()
+        .map(|w| w.text.len() + w.category.as_ref().map_or(0, String::len))
+        .sum();
+    let steps: usize = output
+        .intermediate_steps
+        .iter()
+        .map(|s| {
+            s.step_id.len()
+                + s.step_name.len()
+                + s.input.len()
+                + s.output.len()
+                + s.error.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    output.output.len() + writes + steps
 }
 
 fn step(trace: types::StepTrace) -> StepTrace {
