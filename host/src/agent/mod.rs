@@ -480,26 +480,23 @@ impl Agent {
                 }
             }
             None => {
-                let query = crate::memory::embed::hash_embed(message);
-                let mut scored: Vec<(f32, String)> = skills
-                    .iter()
-                    .map(|s| {
-                        let text = format!(
-                            "{} {}",
-                            s.meta.name.replace(['_', '-'], " "),
-                            s.meta.description
-                        );
-                        let vector = crate::memory::embed::hash_embed(&text);
-                        (
-                            crate::memory::embed::dot(&query, &vector),
-                            s.meta.name.clone(),
-                        )
-                    })
-                    .filter(|(score, _)| *score > 0.0)
-                    .collect();
-                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-                scored.truncate(limit);
-                scored.into_iter().map(|(_, name)| name).collect()
+                use crate::memory::embed::{dot, hash_embed};
+                let query = hash_embed(message);
+                let scored = skills.iter().map(|s| {
+                    let text = format!(
+                        "{} {}",
+                        s.meta.name.replace(['_', '-'], " "),
+                        s.meta.description
+                    );
+                    (
+                        crate::memory::rank::fuse(dot(&query, &hash_embed(&text)), None, 0.0),
+                        s.meta.name.clone(),
+                    )
+                });
+                crate::memory::rank::top(scored, limit)
+                    .into_iter()
+                    .map(|(_, name)| name)
+                    .collect()
             }
         };
         let mut chosen: Vec<usize> = ranked

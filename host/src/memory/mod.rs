@@ -31,6 +31,7 @@ pub mod embed;
 pub mod files;
 pub mod index;
 pub mod openai;
+pub mod rank;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -726,7 +727,7 @@ fn search_rows(
         .collect();
     rowids.sort_unstable();
     rowids.dedup();
-    let mut scored: Vec<(i64, MemoryEntry)> = store
+    let scored = store
         .fetch(&rowids, vector)?
         .into_iter()
         .map(|(rowid, mut entry, cosine)| {
@@ -734,14 +735,13 @@ fn search_rows(
                 .iter()
                 .find(|(r, _)| *r == rowid)
                 .map(|(_, s)| *s);
-            entry.score = store::fuse(cosine, bm25, best_keyword);
-            (rowid, entry)
-        })
-        .filter(|(_, e)| e.score > 0.0)
-        .collect();
-    scored.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
-    scored.truncate(limit);
-    Ok(scored)
+            entry.score = rank::fuse(cosine, bm25, best_keyword);
+            (entry.score, (rowid, entry))
+        });
+    Ok(rank::top(scored, limit)
+        .into_iter()
+        .map(|(_, hit)| hit)
+        .collect())
 }
 
 /// The kernel's view of memory (what `ctx.memory()` and Wasm skills use). Each operation

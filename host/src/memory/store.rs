@@ -6,9 +6,8 @@
 //! of the keyword query, because ranking every row that holds "the" is the slow part and
 //! says nothing) and the vector index by cosine. Each candidate's score is
 //!
-//! `score = VECTOR_WEIGHT × max(cosine, 0) + KEYWORD_WEIGHT × bm25 / best bm25`
-//!
-//! with the exact cosine from the stored `f32` vector, so scores are in [0, 1]. The
+//! [`rank::fuse`](super::rank::fuse) of the two, with the exact cosine from the stored
+//! `f32` vector, so scores are in [0, 1]. The
 //! vector side always runs: a search never quietly becomes keyword-only.
 
 use std::path::{Path, PathBuf};
@@ -25,25 +24,11 @@ use crate::error::{Error, Result};
 
 /// File name of the memory database in the data directory.
 pub const MEMORY_DB: &str = "memory.db";
-/// Weight of the vector similarity in a hybrid score: meaning over wording.
-pub const VECTOR_WEIGHT: f32 = 0.7;
-/// Weight of the keyword (bm25) score.
-pub const KEYWORD_WEIGHT: f32 = 0.3;
 /// A query term found in more than this share of entries is dropped from the keyword
 /// side (once the store has [`COMMON_TERM_MIN_ENTRIES`] entries).
 pub const COMMON_TERM_FRACTION: f64 = 0.1;
 /// Below this many entries every term is used: small stores are fast anyway.
 pub const COMMON_TERM_MIN_ENTRIES: usize = 1_000;
-
-/// The hybrid score of a candidate: its cosine and its bm25 relative to the best bm25
-/// among the candidates (0 when it had no keyword match), in [0, 1].
-pub fn fuse(cosine: f32, bm25: Option<f32>, best_bm25: f32) -> f32 {
-    let keyword = match bm25 {
-        Some(score) if best_bm25 > 0.0 => score / best_bm25,
-        _ => 0.0,
-    };
-    (VECTOR_WEIGHT * cosine.max(0.0) + KEYWORD_WEIGHT * keyword).clamp(0.0, 1.0)
-}
 
 /// Candidates taken from each side for `limit` results.
 pub fn candidates(limit: usize) -> usize {
@@ -309,14 +294,7 @@ impl Store {
     pub(super) fn keyword_candidates(&self, query: &str, n: usize) -> Result<Vec<(i64, f32)>> {
         let total = self.index.len();
         let mut terms: Vec<String> = Vec::new();
-        for word in query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-        {
-            if terms.contains(&word) {
-                continue;
-            }
+        for word in super::rank::query_terms(query) {
             if total >= COMMON_TERM_MIN_ENTRIES {
                 let docs: i64 = self
                     .conn
@@ -333,11 +311,7 @@ impl Store {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let expression = terms
-            .iter()
-            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR ");
+        let expression = super::rank::fts_any(&terms);
         let mut query = self
             .conn
             .prepare_cached(

@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::db::Db;
 use crate::error::Result;
 use crate::memory::embed::{Embedder, dot};
-use crate::memory::store::{from_blob, fuse, to_blob};
+use crate::memory::rank;
+use crate::memory::store::{from_blob, to_blob};
 
 /// A skill found for a request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -169,11 +170,7 @@ impl SkillIndex {
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<SkillHit>> {
         let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
-        let terms: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(|w| format!("\"{}\"", w.to_lowercase()))
-            .collect();
+        let terms = rank::query_terms(query);
         let keyword: Vec<(String, f32)> = if terms.is_empty() {
             Vec::new()
         } else {
@@ -181,14 +178,14 @@ impl SkillIndex {
                 let mut q = c.prepare_cached(
                     "SELECT name, -bm25(skill_index_fts) FROM skill_index_fts WHERE skill_index_fts MATCH ?1",
                 )?;
-                let rows = q.query_map([terms.join(" OR ")], |r| Ok((r.get(0)?, r.get::<_, f64>(1)? as f32)))?;
+                let rows = q.query_map([rank::fts_any(&terms)], |r| Ok((r.get(0)?, r.get::<_, f64>(1)? as f32)))?;
                 rows.collect()
             })?
         };
         let best = keyword.iter().map(|(_, s)| *s).fold(0.0_f32, f32::max);
         let keyword: std::collections::HashMap<String, f32> = keyword.into_iter().collect();
         let vectors = self.vectors()?;
-        let mut scored: Vec<(f32, &str)> = vectors
+        let scored = vectors
             .iter()
             .filter(|(name, _)| keep(name))
             .map(|(name, embedding)| {
@@ -198,16 +195,12 @@ impl SkillIndex {
                     0.0
                 };
                 (
-                    fuse(cosine, keyword.get(name).copied(), best),
+                    rank::fuse(cosine, keyword.get(name).copied(), best),
                     name.as_str(),
                 )
-            })
-            .filter(|(score, _)| *score > 0.0)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        Ok(scored
+            });
+        Ok(rank::top(scored, k)
             .into_iter()
-            .take(k)
             .map(|(score, name)| SkillHit {
                 name: name.to_owned(),
                 score,

@@ -1,0 +1,80 @@
+//! Ranking, shared by memory search, the skill index and the agent's shortlist: query
+//! terms for FTS5, and one hybrid score that fuses meaning (cosine of embeddings) with
+//! wording (bm25),
+//!
+//! `score = VECTOR_WEIGHT × max(cosine, 0) + KEYWORD_WEIGHT × bm25 / best bm25`,
+//!
+//! in [0, 1], so results from different stores compare.
+
+/// Weight of the vector similarity in a hybrid score: meaning over wording.
+pub const VECTOR_WEIGHT: f32 = 0.7;
+/// Weight of the keyword (bm25) score.
+pub const KEYWORD_WEIGHT: f32 = 0.3;
+
+/// The hybrid score of a candidate: its cosine and its bm25 relative to the best bm25
+/// among the candidates (0 when it had no keyword match), in [0, 1].
+pub fn fuse(cosine: f32, bm25: Option<f32>, best_bm25: f32) -> f32 {
+    let keyword = match bm25 {
+        Some(score) if best_bm25 > 0.0 => score / best_bm25,
+        _ => 0.0,
+    };
+    (VECTOR_WEIGHT * cosine.max(0.0) + KEYWORD_WEIGHT * keyword).clamp(0.0, 1.0)
+}
+
+/// The distinct lower-case words of `query`, in order.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+    {
+        if !terms.contains(&word) {
+            terms.push(word);
+        }
+    }
+    terms
+}
+
+/// An FTS5 `MATCH` expression for any of `terms`, each quoted as a phrase.
+pub fn fts_any(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// `scored` items best first, those scoring 0 left out, at most `limit`.
+pub fn top<T>(scored: impl IntoIterator<Item = (f32, T)>, limit: usize) -> Vec<(f32, T)> {
+    let mut kept: Vec<(f32, T)> = scored.into_iter().filter(|(s, _)| *s > 0.0).collect();
+    kept.sort_by(|a, b| b.0.total_cmp(&a.0));
+    kept.truncate(limit);
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fusion_weights_meaning_over_wording_and_stays_in_range() {
+        assert_eq!(fuse(1.0, Some(4.0), 4.0), 1.0);
+        assert_eq!(fuse(0.0, Some(2.0), 4.0), 0.15);
+        assert_eq!(fuse(-0.5, None, 4.0), 0.0);
+        assert!((fuse(0.5, None, 0.0) - 0.35).abs() < 1e-6);
+    }
+
+    #[test]
+    fn terms_are_distinct_lower_case_words_and_quoted_for_fts() {
+        let terms = query_terms("Which port? which PORT does \"alpha\" use");
+        assert_eq!(terms, ["which", "port", "does", "alpha", "use"]);
+        assert_eq!(fts_any(&terms[..2]), "\"which\" OR \"port\"");
+    }
+
+    #[test]
+    fn top_drops_zeros_and_keeps_the_best() {
+        let ranked = top([(0.2, "b"), (0.0, "z"), (0.9, "a"), (0.5, "c")], 2);
+        assert_eq!(ranked, [(0.9, "a"), (0.5, "c")]);
+    }
+}
