@@ -64,6 +64,7 @@ pub mod db;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod http;
 pub mod llm;
 pub mod memory;
 pub mod packages;

@@ -114,13 +114,7 @@ impl AnthropicProvider {
             ("anthropic-version", API_VERSION.to_owned()),
         ];
         let hint = "set ANTHROPIC_API_KEY";
-        let response = http::post(
-            &http::agent(),
-            &url,
-            &headers,
-            &self.body(messages, options),
-            hint,
-        )?;
+        let response = http::post(&url, &headers, &self.body(messages, options), hint)?;
         let mut text = String::new();
         // Tool-use blocks by content index: (id, name, input JSON so far).
         let mut tools: BTreeMap<u64, (String, String, String)> = BTreeMap::new();

@@ -88,13 +88,7 @@ impl OpenAiProvider {
             headers.push(("Authorization", format!("Bearer {key}")));
         }
         let hint = "set OPENAI_API_KEY (or point OPENAI_BASE_URL at a server that needs none)";
-        let response = http::post(
-            &http::agent(),
-            &url,
-            &headers,
-            &self.body(messages, options),
-            hint,
-        )?;
+        let response = http::post(&url, &headers, &self.body(messages, options), hint)?;
         let mut text = String::new();
         let mut calls: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
         let mut stopped = false;

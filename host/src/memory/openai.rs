@@ -90,49 +90,21 @@ impl OpenAiEmbedder {
     }
 
     fn request(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let mut request = self
-            .agent
-            .post(&self.url)
-            .header("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            request = request.header("Authorization", &format!("Bearer {key}"));
-        }
-        let mut response = request
-            .send_json(json!({ "model": self.model, "input": texts }))
-            .map_err(|e| {
-                let transient = matches!(
-                    e,
-                    ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed
-                );
-                embedding_error(
-                    &self.url,
-                    &format!("{e}; is the embeddings server running?"),
-                    transient,
-                )
-            })?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            let body = response.body_mut().read_to_string().unwrap_or_default();
-            let body: String = body.chars().take(300).collect();
-            let (what, transient) = match status {
-                401 | 403 => (
-                    "the API key was refused; set EVO_EMBED_API_KEY or OPENAI_API_KEY",
-                    false,
-                ),
-                404 => (
-                    "model or endpoint not found; check EVO_EMBED_MODEL and EVO_EMBED_BASE_URL (it should end in /v1)",
-                    false,
-                ),
-                429 => ("rate limited", true),
-                500..=599 => ("the server failed", true),
-                _ => ("unexpected answer", false),
-            };
-            return Err(embedding_error(
-                &self.url,
-                &format!("HTTP {status}: {what}: {body}"),
-                transient,
-            ));
-        }
+        let headers: Vec<(&str, String)> = self
+            .api_key
+            .iter()
+            .map(|key| ("Authorization", format!("Bearer {key}")))
+            .collect();
+        let hints = crate::http::Hints {
+            auth: "set EVO_EMBED_API_KEY or OPENAI_API_KEY",
+            not_found: "check EVO_EMBED_MODEL and EVO_EMBED_BASE_URL (it should end in /v1)",
+        };
+        let body = json!({ "model": self.model, "input": texts });
+        let mut response = crate::http::post_json(&self.agent, &self.url, &headers, &body, hints)
+            .map_err(|failure| Error::Embedding {
+            transient: failure.is_transient(),
+            message: failure.message,
+        })?;
         let parsed: Response = response.body_mut().read_json().map_err(|e| {
             embedding_error(
                 &self.url,

@@ -5,7 +5,7 @@
 //! | layer | modules |
 //! | --- | --- |
 //! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`) |
-//! | 1 | `paths`, `capabilities`, `db` |
+//! | 1 | `paths`, `capabilities`, `db`, `http` |
 //! | 2 | `skill` (the kernel) |
 //! | 3 | `llm`, `memory`, `engine`, `tools` |
 //! | 4 | `packages` (the manager uses the engine's loader) |
@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 16] = [
+const LAYERS: [(&str, u8); 17] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
@@ -26,6 +26,7 @@ const LAYERS: [(&str, u8); 16] = [
     ("paths", 1),
     ("capabilities", 1),
     ("db", 1),
+    ("http", 1),
     ("skill", 2),
     ("llm", 3),
     ("memory", 3),

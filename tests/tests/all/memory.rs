@@ -579,7 +579,7 @@ fn an_openai_compatible_server_embeds_over_http() {
     let err = OpenAiEmbedder::new("http://127.0.0.1:9/v1", "m", None).unwrap_err();
     assert!(
         err.to_string()
-            .contains("is the embeddings server running?"),
+            .contains("is the server running and the base URL right?"),
         "{err}"
     );
     assert!(err.is_transient());
@@ -675,4 +675,31 @@ fn threads_and_two_managers_in_one_process_lose_nothing() {
         40,
         "each sees the other's writes"
     );
+}
+
+#[test]
+fn the_embeddings_client_retries_a_server_error_like_the_model_client() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use evo_host::memory::openai::OpenAiEmbedder;
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let (base, _requests) = evo_tests::http::serve(move |request| {
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            return (503, r#"{"error":{"message":"warming up"}}"#.into());
+        }
+        let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+        let data: Vec<_> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| json!({ "index": i, "embedding": toy_embedding(t.as_str().unwrap()) }))
+            .collect();
+        (200, json!({ "data": data }).to_string())
+    });
+    let embedder = OpenAiEmbedder::new(&base, "toy-embed", None).unwrap();
+    assert_eq!(embedder.dim(), 3);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "one 503, then the answer");
 }
