@@ -3,17 +3,14 @@
 //! Text arrives as `text_delta`s; a tool call is a `tool_use` content block whose input
 //! arrives as `input_json_delta` fragments, joined and parsed at `content_block_stop`.
 
-use std::collections::BTreeMap;
 use std::io::BufReader;
 
 use serde_json::{Value, json};
 
 use super::http::{self, Failure};
-use super::openai::parse_arguments;
 use super::sse::read_events;
-use super::{
-    ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, Role, ToolCall,
-};
+use super::turn::{Turn, bad_response, broke_off};
+use super::{ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, Role};
 
 /// Anthropic's API base (without `/v1`, as `ANTHROPIC_BASE_URL` is written).
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -115,9 +112,7 @@ impl AnthropicProvider {
         ];
         let hint = "set ANTHROPIC_API_KEY";
         let response = http::post(&url, &headers, &self.body(messages, options), hint)?;
-        let mut text = String::new();
-        // Tool-use blocks by content index: (id, name, input JSON so far).
-        let mut tools: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
+        let mut turn = Turn::new(send);
         let mut outcome: Option<Result<(), String>> = None;
         let reader = BufReader::new(response.into_body().into_reader());
         read_events(reader, |event| {
@@ -136,59 +131,37 @@ impl AnthropicProvider {
                 .and_then(Value::as_str)
                 .unwrap_or(&event.event);
             let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let text = |pointer: &str| data.pointer(pointer).and_then(Value::as_str);
             match kind {
-                "content_block_start"
-                    if data.pointer("/content_block/type").and_then(Value::as_str)
-                        == Some("tool_use") =>
-                {
-                    let id = data
-                        .pointer("/content_block/id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    let name = data
-                        .pointer("/content_block/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    tools.insert(index, (id.to_owned(), name.to_owned(), String::new()));
+                "content_block_start" if text("/content_block/type") == Some("tool_use") => {
+                    turn.call(
+                        index,
+                        Some(text("/content_block/id").unwrap_or_default()),
+                        text("/content_block/name"),
+                        "",
+                    );
                 }
-                "content_block_delta" => {
-                    match data.pointer("/delta/type").and_then(Value::as_str) {
-                        Some("text_delta") => {
-                            let piece = data
-                                .pointer("/delta/text")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default();
-                            text.push_str(piece);
-                            if !piece.is_empty()
-                                && !send(LlmEvent::Token {
-                                    content: piece.to_owned(),
-                                })
-                            {
-                                outcome = Some(Ok(()));
-                                return false;
-                            }
-                        }
-                        Some("input_json_delta") => {
-                            let piece = data
-                                .pointer("/delta/partial_json")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default();
-                            if let Some(tool) = tools.get_mut(&index) {
-                                tool.2.push_str(piece);
-                            }
-                        }
-                        _ => {}
+                "content_block_delta" => match text("/delta/type") {
+                    Some("text_delta") if !turn.token(text("/delta/text").unwrap_or_default()) => {
+                        outcome = Some(Ok(()));
+                        return false;
                     }
-                }
+                    Some("input_json_delta") => {
+                        turn.call(
+                            index,
+                            None,
+                            None,
+                            text("/delta/partial_json").unwrap_or_default(),
+                        );
+                    }
+                    _ => {}
+                },
                 "message_stop" => {
                     outcome = Some(Ok(()));
                     return false;
                 }
                 "error" => {
-                    let message = data
-                        .pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown error");
+                    let message = text("/error/message").unwrap_or("unknown error");
                     outcome = Some(Err(message.to_owned()));
                     return false;
                 }
@@ -196,40 +169,15 @@ impl AnthropicProvider {
             }
             true
         })
-        .map_err(|e| Failure {
-            code: "LLM_UNAVAILABLE",
-            message: format!("{url}: the stream broke off: {e}"),
-        })?;
+        .map_err(|e| broke_off(&url, &e))?;
         match outcome {
-            Some(Ok(())) => {}
-            Some(Err(message)) => {
-                return Err(Failure {
-                    code: "LLM_BAD_RESPONSE",
-                    message: format!("{url}: {message}"),
-                });
-            }
-            None => {
-                return Err(Failure {
-                    code: "LLM_UNAVAILABLE",
-                    message: format!("{url}: the stream ended before message_stop"),
-                });
-            }
+            Some(Ok(())) => turn.finish(),
+            Some(Err(message)) => Err(bad_response(&url, &message)),
+            None => Err(Failure {
+                code: "LLM_UNAVAILABLE",
+                message: format!("{url}: the stream ended before message_stop"),
+            }),
         }
-        if !tools.is_empty() {
-            let calls = tools
-                .into_values()
-                .map(|(id, name, input)| ToolCall {
-                    id,
-                    name,
-                    arguments: parse_arguments(&input),
-                })
-                .collect();
-            send(LlmEvent::ToolCall { calls });
-        }
-        send(LlmEvent::Done {
-            full_response: text,
-        });
-        Ok(())
     }
 }
 

@@ -20,6 +20,7 @@ mod http;
 pub mod openai;
 pub mod scripted;
 mod sse;
+mod turn;
 
 use std::fmt;
 use std::sync::Arc;

@@ -4,16 +4,14 @@
 //! Tool-call arguments arrive as string fragments spread over many chunks, keyed by the
 //! call's `index`; they are joined and parsed once the stream says the turn is over.
 
-use std::collections::BTreeMap;
 use std::io::BufReader;
 
 use serde_json::{Value, json};
 
 use super::http::{self, Failure};
 use super::sse::read_events;
-use super::{
-    ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, Role, ToolCall,
-};
+use super::turn::{Turn, bad_response, broke_off};
+use super::{ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, Role};
 
 /// OpenAI's API base.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -89,9 +87,7 @@ impl OpenAiProvider {
         }
         let hint = "set OPENAI_API_KEY (or point OPENAI_BASE_URL at a server that needs none)";
         let response = http::post(&url, &headers, &self.body(messages, options), hint)?;
-        let mut text = String::new();
-        let mut calls: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
-        let mut stopped = false;
+        let mut turn = Turn::new(send);
         let mut bad: Option<String> = None;
         let reader = BufReader::new(response.into_body().into_reader());
         read_events(reader, |event| {
@@ -113,15 +109,9 @@ impl OpenAiProvider {
                 return true;
             };
             if let Some(content) = choice.pointer("/delta/content").and_then(Value::as_str)
-                && !content.is_empty()
+                && !turn.token(content)
             {
-                text.push_str(content);
-                if !send(LlmEvent::Token {
-                    content: content.to_owned(),
-                }) {
-                    stopped = true;
-                    return false;
-                }
+                return false;
             }
             for call in choice
                 .pointer("/delta/tool_calls")
@@ -129,63 +119,25 @@ impl OpenAiProvider {
                 .into_iter()
                 .flatten()
             {
-                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let entry = calls.entry(index).or_default();
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
-                    entry.0 = id.to_owned();
-                }
-                if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
-                    entry.1.push_str(name);
-                }
-                if let Some(arguments) = call.pointer("/function/arguments").and_then(Value::as_str)
-                {
-                    entry.2.push_str(arguments);
-                }
+                turn.call(
+                    call.get("index").and_then(Value::as_u64).unwrap_or(0),
+                    call.get("id").and_then(Value::as_str),
+                    call.pointer("/function/name").and_then(Value::as_str),
+                    call.pointer("/function/arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                );
             }
             true
         })
-        .map_err(|e| Failure {
-            code: "LLM_UNAVAILABLE",
-            message: format!("{url}: the stream broke off: {e}"),
-        })?;
-        if stopped {
-            return Ok(());
+        .map_err(|e| broke_off(&url, &e))?;
+        if let Some(message) = bad
+            && !turn.stopped()
+        {
+            return Err(bad_response(&url, &message));
         }
-        if let Some(message) = bad {
-            return Err(Failure {
-                code: "LLM_BAD_RESPONSE",
-                message: format!("{url}: {message}"),
-            });
-        }
-        if !calls.is_empty() {
-            let calls = calls
-                .into_iter()
-                .map(|(i, (id, name, arguments))| ToolCall {
-                    id: if id.is_empty() {
-                        format!("call_{i}")
-                    } else {
-                        id
-                    },
-                    name,
-                    arguments: parse_arguments(&arguments),
-                })
-                .collect();
-            send(LlmEvent::ToolCall { calls });
-        }
-        send(LlmEvent::Done {
-            full_response: text,
-        });
-        Ok(())
+        turn.finish()
     }
-}
-
-/// Tool arguments as JSON: `{}` when empty; the raw text when the model wrote broken
-/// JSON, so validation reports it back to the model instead of the call vanishing.
-pub(super) fn parse_arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return json!({});
-    }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
 
 fn wire_messages(messages: &[Message]) -> Vec<Value> {
