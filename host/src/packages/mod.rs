@@ -17,6 +17,8 @@
 
 mod archive;
 pub mod index;
+mod listing;
+mod update;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,7 @@ pub use crate::skill::package::{InstallRecord, MARKER};
 use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
 
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, Progress};
+pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
 
 /// What install, uninstall and update return.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -77,69 +80,6 @@ impl InstallOptions<'_> {
             progress: None,
         }
     }
-}
-
-/// One installed skill in a listing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedSkill {
-    /// Its name.
-    pub name: String,
-    /// Its description.
-    pub description: String,
-    /// Its version.
-    pub version: String,
-    /// Its tags.
-    pub tags: Vec<String>,
-    /// How it runs (empty for a skill copied in by hand).
-    pub kind: String,
-    /// When it was installed, ms since the Unix epoch.
-    pub installed_at: u64,
-}
-
-/// Filters and paging for [`SkillManager::list_skills`].
-#[derive(Debug, Clone, Default)]
-pub struct ListQuery {
-    /// Names containing this.
-    pub name: Option<String>,
-    /// Skills carrying all of these tags.
-    pub tags: Vec<String>,
-    /// Page, from 1.
-    pub page: Option<usize>,
-    /// Page size.
-    pub limit: Option<usize>,
-}
-
-/// A page of skills and how many match in all.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Listing {
-    /// This page.
-    pub skills: Vec<ListedSkill>,
-    /// All matches.
-    pub total: usize,
-}
-
-/// Installs counted for one day or week.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DateCount {
-    /// `YYYY-MM-DD` (for a week, its Monday), local time.
-    pub date: String,
-    /// Installs.
-    pub count: usize,
-}
-
-/// What is installed, by tag and by install date.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Statistics {
-    /// Installed skills.
-    pub total: usize,
-    /// Skills per tag.
-    pub by_tag: std::collections::BTreeMap<String, usize>,
-    /// Installs per day, oldest first.
-    pub installs_per_day: Vec<DateCount>,
-    /// Installs per week (weeks start on Monday), oldest first.
-    pub installs_per_week: Vec<DateCount>,
 }
 
 /// Installs and manages the skills of one data directory (`<data>/skills/<name>/`).
@@ -403,171 +343,6 @@ impl SkillManager {
         })
     }
 
-    /// Changes the `description` in skill `name`'s SKILL.md frontmatter, leaving every
-    /// other byte of the file as it was, and refreshes its marker. `field` must be
-    /// `description` (`Only description field can be modified`).
-    pub fn update_skill_field(&self, name: &str, field: &str, value: &str) -> Result<Outcome> {
-        if field != "description" {
-            return Err(Error::InvalidInput {
-                skill: name.to_owned(),
-                reason: "Only description field can be modified".into(),
-            });
-        }
-        self.update_skill_description(name, value)
-    }
-
-    /// Changes skill `name`'s description (see [`SkillManager::update_skill_field`]).
-    pub fn update_skill_description(&self, name: &str, description: &str) -> Result<Outcome> {
-        let description = description.trim();
-        if description.is_empty() || description.contains('\n') {
-            return Err(Error::InvalidInput {
-                skill: name.to_owned(),
-                reason: "the description must be one non-empty line".into(),
-            });
-        }
-        let dir = self.installed(name)?;
-        // The loader takes the description from skill.json first, then SKILL.md: change
-        // it wherever it is written, each file otherwise byte for byte as it was.
-        let mut rewrites = Vec::new();
-        let json_path = dir.join(SKILL_JSON);
-        if let Ok(text) = std::fs::read_to_string(&json_path)
-            && let Some(updated) = replace_json_description(&text, description)
-        {
-            rewrites.push((json_path, updated));
-        }
-        let md_path = dir.join(SKILL_MD);
-        if let Ok(text) = std::fs::read_to_string(&md_path)
-            && let Some(updated) = replace_description(&text, description)
-        {
-            SkillDoc::parse(&updated).map_err(|p| structure(p.message))?;
-            rewrites.push((md_path, updated));
-        }
-        if rewrites.is_empty() {
-            return Err(Error::InvalidInput {
-                skill: name.to_owned(),
-                reason: format!(
-                    "{name} has no description in SKILL.md or {SKILL_JSON} (a Wasm skill's is in its component); rebuild it with the new description and reinstall"
-                ),
-            });
-        }
-        for (path, text) in &rewrites {
-            let staged = dir.join(".update.tmp");
-            std::fs::write(&staged, text).map_err(Error::io_at(&staged))?;
-            std::fs::rename(&staged, path).map_err(Error::io_at(path))?;
-        }
-        let mut record = self.record(&dir, name);
-        record.description = description.to_owned();
-        record.digest = digest(&dir)?;
-        record.updated_at = crate::unix_millis();
-        if record.installed_at == 0 {
-            record.installed_at = record.updated_at;
-        }
-        record.write(&dir)?;
-        self.reindex(name, Some(&record))?;
-        Ok(Outcome {
-            success: true,
-            name: name.to_owned(),
-            message: "Description updated".into(),
-            digest: None,
-            skill: None,
-        })
-    }
-
-    /// The record of installed skill `name` in `dir`; for a skill copied in by hand or
-    /// installed by an older version, what its SKILL.md says.
-    fn record(&self, dir: &Path, name: &str) -> InstallRecord {
-        InstallRecord::read(dir).unwrap_or_else(|| legacy_record(dir, name))
-    }
-
-    /// Installed skills sorted by name, filtered and paged.
-    pub fn list_skills(&self, query: &ListQuery) -> Result<Listing> {
-        let mut skills = Vec::new();
-        let entries = match std::fs::read_dir(&self.root) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Listing { skills, total: 0 });
-            }
-            Err(source) => {
-                return Err(Error::Io {
-                    path: self.root.clone(),
-                    source,
-                });
-            }
-        };
-        for entry in entries.flatten() {
-            let dir = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || query.name.as_deref().is_some_and(|n| !name.contains(n)) {
-                continue;
-            }
-            // The install record says it is a skill; without one, its files must.
-            let record = match InstallRecord::read(&dir) {
-                Some(record) => record,
-                None if is_skill_dir(&dir) => legacy_record(&dir, &name),
-                None => continue,
-            };
-            if !query.tags.iter().all(|t| record.tags.contains(t)) {
-                continue;
-            }
-            skills.push(ListedSkill {
-                name,
-                description: record.description,
-                version: record.version,
-                tags: record.tags,
-                kind: record.kind,
-                installed_at: record.installed_at,
-            });
-        }
-        skills.sort_by(|a, b| a.name.cmp(&b.name));
-        let total = skills.len();
-        if let Some(limit) = query.limit.filter(|l| *l > 0) {
-            let page = query.page.unwrap_or(1).max(1);
-            skills = skills
-                .into_iter()
-                .skip((page - 1) * limit)
-                .take(limit)
-                .collect();
-        }
-        Ok(Listing { skills, total })
-    }
-
-    /// Counts of what is installed.
-    pub fn statistics(&self) -> Result<Statistics> {
-        use chrono::{Datelike, TimeZone};
-        let listing = self.list_skills(&ListQuery::default())?;
-        let mut by_tag = std::collections::BTreeMap::new();
-        let mut per_day = std::collections::BTreeMap::<String, usize>::new();
-        let mut per_week = std::collections::BTreeMap::<String, usize>::new();
-        for skill in &listing.skills {
-            for tag in &skill.tags {
-                *by_tag.entry(tag.clone()).or_insert(0) += 1;
-            }
-            let millis = i64::try_from(skill.installed_at).unwrap_or(0);
-            let Some(time) = chrono::Local.timestamp_millis_opt(millis).single() else {
-                continue;
-            };
-            let day = time.date_naive();
-            *per_day
-                .entry(day.format("%Y-%m-%d").to_string())
-                .or_insert(0) += 1;
-            let monday = day - chrono::Days::new(u64::from(day.weekday().num_days_from_monday()));
-            *per_week
-                .entry(monday.format("%Y-%m-%d").to_string())
-                .or_insert(0) += 1;
-        }
-        let counts = |map: std::collections::BTreeMap<String, usize>| {
-            map.into_iter()
-                .map(|(date, count)| DateCount { date, count })
-                .collect()
-        };
-        Ok(Statistics {
-            total: listing.total,
-            by_tag,
-            installs_per_day: counts(per_day),
-            installs_per_week: counts(per_week),
-        })
-    }
-
     fn installed(&self, name: &str) -> Result<PathBuf> {
         let dir = self.root.join(name);
         if is_valid_name(name) && is_skill_dir(&dir) {
@@ -577,29 +352,6 @@ impl SkillManager {
                 name: name.to_owned(),
             })
         }
-    }
-}
-
-/// What SKILL.md (and an older marker's dates and digest) say of a skill copied in by
-/// hand or installed by an older version, which has no install record.
-fn legacy_record(dir: &Path, name: &str) -> InstallRecord {
-    let doc = std::fs::read_to_string(dir.join(SKILL_MD))
-        .ok()
-        .and_then(|text| SkillDoc::parse(&text).ok());
-    let old: serde_json::Value = std::fs::read_to_string(dir.join(MARKER))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
-    let raw = doc.map(|d| d.raw).unwrap_or_default();
-    InstallRecord {
-        name: name.to_owned(),
-        description: raw.description.unwrap_or_default(),
-        version: raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned()),
-        tags: raw.tags.unwrap_or_default(),
-        installed_at: old["installedAt"].as_u64().unwrap_or(0),
-        updated_at: old["updatedAt"].as_u64().unwrap_or(0),
-        digest: old["digest"].as_str().unwrap_or_default().to_owned(),
-        ..InstallRecord::default()
     }
 }
 
@@ -702,68 +454,6 @@ fn digest(dir: &Path) -> Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// The JSON object `text` with its top-level `"description"` string replaced by `value`;
-/// every other byte as it was. `None` if there is no such string.
-fn replace_json_description(text: &str, value: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let (mut depth, mut i) = (0_usize, 0_usize);
-    // The span of the last string read at depth 1, and whether it was a key.
-    let mut key: Option<(usize, usize)> = None;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'"' => {
-                let start = i;
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                let end = (i + 1).min(bytes.len());
-                if depth == 1 {
-                    let rest = text[end..].trim_start();
-                    if rest.starts_with(':') {
-                        key = Some((start, end));
-                    } else if let Some((ks, ke)) = key.take()
-                        && serde_json::from_str::<String>(&text[ks..ke])
-                            .ok()
-                            .as_deref()
-                            == Some("description")
-                    {
-                        let quoted = serde_json::to_string(value).ok()?;
-                        let updated = format!("{}{quoted}{}", &text[..start], &text[end..]);
-                        return serde_json::from_str::<serde_json::Value>(&updated)
-                            .is_ok()
-                            .then_some(updated);
-                    }
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// `text` with the frontmatter's `description` replaced by `value`; everything else,
-/// including the other fields and the body, byte for byte as it was.
-fn replace_description(text: &str, value: &str) -> Option<String> {
-    let rest = text.strip_prefix("---")?;
-    let end = rest.find("\n---")?;
-    let front = &rest[..end];
-    let mut lines: Vec<&str> = front.split('\n').collect();
-    let start = lines.iter().position(|l| l.starts_with("description:"))?;
-    // A block scalar or a wrapped value continues on indented lines.
-    let mut stop = start + 1;
-    while stop < lines.len() && (lines[stop].starts_with(' ') || lines[stop].starts_with('\t')) {
-        stop += 1;
-    }
-    let quoted = serde_json::to_string(value).ok()?;
-    let replacement = format!("description: {quoted}");
-    lines.splice(start..stop, [replacement.as_str()]);
-    Some(format!("---{}{}", lines.join("\n"), &rest[end..]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -786,39 +476,5 @@ mod tests {
         assert!(manager.root().join("git-commit/SKILL.md").is_file());
         assert!(!staging.exists());
         assert!(live.exists());
-    }
-
-    #[test]
-    fn only_the_json_description_changes() {
-        let text = "{\n  \"name\": \"x\",\n  \"input\": { \"description\": \"nested\" },\n  \"description\" :  \"Old \\\"quoted\\\" text\",\n  \"tags\": [\"a\"]\n}\n";
-        assert_eq!(
-            replace_json_description(text, "New: \"text\"").unwrap(),
-            "{\n  \"name\": \"x\",\n  \"input\": { \"description\": \"nested\" },\n  \"description\" :  \"New: \\\"text\\\"\",\n  \"tags\": [\"a\"]\n}\n"
-        );
-        assert_eq!(replace_json_description("{\"name\": \"x\"}", "d"), None);
-        assert_eq!(
-            replace_json_description("{\"description\": 3}", "d"),
-            None,
-            "not a string"
-        );
-    }
-
-    #[test]
-    fn only_the_description_changes() {
-        let text = "---\nname: git-commit\ndescription: >\n  Old text\n  on two lines\nversion: 1.0.0\ntags: [git]\n---\n# Body\nkept: as is\n";
-        let updated = replace_description(
-            text,
-            "自动生成Git提交信息，支持emoji和conventional commits格式",
-        )
-        .unwrap();
-        assert_eq!(
-            updated,
-            "---\nname: git-commit\ndescription: \"自动生成Git提交信息，支持emoji和conventional commits格式\"\nversion: 1.0.0\ntags: [git]\n---\n# Body\nkept: as is\n"
-        );
-        let doc = SkillDoc::parse(&updated).unwrap();
-        assert_eq!(
-            doc.raw.description.as_deref(),
-            Some("自动生成Git提交信息，支持emoji和conventional commits格式")
-        );
     }
 }
