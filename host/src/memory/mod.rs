@@ -32,12 +32,17 @@ pub mod files;
 pub mod index;
 pub mod openai;
 pub mod rank;
+mod search;
 pub mod store;
+mod types;
+
+use search::{search_locked, search_rows};
+pub use types::{
+    CaptureOutcome, Category, ForgetOutcome, MemoryConfig, MemoryEntry, MemoryStatus, Source,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-use serde::Serialize;
 
 pub use embed::{Embedder, HashEmbedder};
 
@@ -69,192 +74,6 @@ pub const DEFAULT_RECALL_LIMIT: usize = 5;
 pub const FORGET_MIN_SCORE: f32 = 0.6;
 /// Most entries one `forget` by query removes.
 pub const MAX_FORGET: usize = 20;
-
-/// What kind of thing an entry remembers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Category {
-    /// How the user likes things.
-    Preference,
-    /// Something true.
-    Fact,
-    /// Something decided.
-    Decision,
-    /// A person, place, project or thing.
-    Entity,
-    /// Anything else.
-    Other,
-}
-
-impl Category {
-    /// Every category, in order.
-    pub const ALL: [Category; 5] = [
-        Self::Preference,
-        Self::Fact,
-        Self::Decision,
-        Self::Entity,
-        Self::Other,
-    ];
-
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Preference => "preference",
-            Self::Fact => "fact",
-            Self::Decision => "decision",
-            Self::Entity => "entity",
-            Self::Other => "other",
-        }
-    }
-
-    /// Parses a name.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.as_str() == name)
-    }
-
-    /// Parses a name given by a user or a skill, with an error listing the choices.
-    pub fn parse_checked(name: &str) -> Result<Self> {
-        Self::parse(name).ok_or_else(|| Error::InvalidInput {
-            skill: "memory".into(),
-            reason: format!(
-                "{name:?} is not a memory category; use one of {}",
-                Self::ALL.map(Self::as_str).join(", ")
-            ),
-        })
-    }
-}
-
-/// Where an entry came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// Stored on request (`memory_store`, `evo memory store`).
-    User,
-    /// Captured from a conversation.
-    Capture,
-    /// Suggested by a skill (`memoryWrites`).
-    Skill,
-    /// An item of `MEMORY.md`.
-    File,
-}
-
-impl Source {
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Capture => "capture",
-            Self::Skill => "skill",
-            Self::File => "file",
-        }
-    }
-
-    fn parse(name: &str) -> Self {
-        match name {
-            "capture" => Self::Capture,
-            "skill" => Self::Skill,
-            "file" => Self::File,
-            _ => Self::User,
-        }
-    }
-}
-
-/// One remembered thing (the seed's `MemoryEntry`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MemoryEntry {
-    /// Stable id; `forget` accepts it.
-    pub id: String,
-    /// The text.
-    pub text: String,
-    /// Relevance to the query, in [0, 1] (0 outside a search).
-    pub score: f32,
-    /// The category.
-    pub category: Category,
-    /// Where it came from.
-    pub source: Source,
-    /// Creation time, ms since the Unix epoch.
-    pub created_at: i64,
-    /// Last change, ms since the Unix epoch.
-    pub updated_at: i64,
-}
-
-impl From<MemoryEntry> for MemoryHit {
-    fn from(entry: MemoryEntry) -> Self {
-        Self {
-            id: entry.id,
-            text: entry.text,
-            score: entry.score,
-            category: Some(entry.category.as_str().to_owned()),
-            created_at: u64::try_from(entry.created_at).unwrap_or(0),
-        }
-    }
-}
-
-/// What `forget` removed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ForgetOutcome {
-    /// How many entries.
-    pub deleted: u32,
-    /// Their ids.
-    pub ids: Vec<String>,
-}
-
-/// What `capture` kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CaptureOutcome {
-    /// How many entries were stored.
-    pub captured: u32,
-    /// Their texts.
-    pub entries: Vec<String>,
-}
-
-/// How the memory kernel behaves.
-#[derive(Debug, Clone)]
-pub struct MemoryConfig {
-    /// See [`DEFAULT_DEDUP_THRESHOLD`].
-    pub dedup_threshold: f32,
-    /// See [`DEFAULT_SUPERSEDE_THRESHOLD`].
-    pub supersede_threshold: f32,
-    /// Recall at the start of a run.
-    pub auto_recall: bool,
-    /// Capture at the end of a run.
-    pub auto_capture: bool,
-    /// See [`DEFAULT_RECALL_LIMIT`].
-    pub recall_limit: usize,
-    /// See [`DEFAULT_RECALL_MIN_SCORE`].
-    pub recall_min_score: f32,
-}
-
-impl Default for MemoryConfig {
-    /// The blueprint's defaults: dedup at 0.92, recall and capture on.
-    fn default() -> Self {
-        Self {
-            dedup_threshold: DEFAULT_DEDUP_THRESHOLD,
-            supersede_threshold: DEFAULT_SUPERSEDE_THRESHOLD,
-            auto_recall: true,
-            auto_capture: true,
-            recall_limit: DEFAULT_RECALL_LIMIT,
-            recall_min_score: DEFAULT_RECALL_MIN_SCORE,
-        }
-    }
-}
-
-/// How the memory kernel is set up, for `evo doctor` and logs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MemoryStatus {
-    /// The database file.
-    pub database: PathBuf,
-    /// The embedder's model id.
-    pub embedder: String,
-    /// Vector length.
-    pub dimension: usize,
-    /// How vectors are searched.
-    pub vector_search: &'static str,
-    /// Active (searchable, not superseded) entries.
-    pub entries: usize,
-}
 
 /// The memory kernel of one data directory. Share it with `Arc`; it is safe to use from
 /// many threads, and several processes may open the same data directory.
@@ -695,83 +514,4 @@ fn check_text(text: &str) -> Result<&str> {
         )));
     }
     Ok(text)
-}
-
-fn search_locked(
-    store: &Store,
-    query: &str,
-    vector: &[f32],
-    limit: usize,
-) -> Result<Vec<MemoryEntry>> {
-    Ok(search_rows(store, query, vector, limit)?
-        .into_iter()
-        .map(|(_, e)| e)
-        .collect())
-}
-
-/// Hybrid search (see [`store`] for the fusion), keeping rowids.
-fn search_rows(
-    store: &Store,
-    query: &str,
-    vector: &[f32],
-    limit: usize,
-) -> Result<Vec<(i64, MemoryEntry)>> {
-    let n = store::candidates(limit);
-    let by_vector = store.index.top_k(vector, n);
-    let by_keyword = store.keyword_candidates(query, n)?;
-    let best_keyword = by_keyword.iter().map(|(_, s)| *s).fold(0.0_f32, f32::max);
-    let mut rowids: Vec<i64> = by_vector
-        .iter()
-        .chain(&by_keyword)
-        .map(|(r, _)| *r)
-        .collect();
-    rowids.sort_unstable();
-    rowids.dedup();
-    let scored = store
-        .fetch(&rowids, vector)?
-        .into_iter()
-        .map(|(rowid, mut entry, cosine)| {
-            let bm25 = by_keyword
-                .iter()
-                .find(|(r, _)| *r == rowid)
-                .map(|(_, s)| *s);
-            entry.score = rank::fuse(cosine, bm25, best_keyword);
-            (entry.score, (rowid, entry))
-        });
-    Ok(rank::top(scored, limit)
-        .into_iter()
-        .map(|(_, hit)| hit)
-        .collect())
-}
-
-/// The kernel's view of memory (what `ctx.memory()` and Wasm skills use). Each operation
-/// is a few milliseconds of SQLite and a vector scan, run inline: moving it to a blocking
-/// thread would cost about as much as it saves.
-impl Memory for MemoryManager {
-    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Vec<MemoryHit>>> {
-        Box::pin(async move {
-            let limit = usize::try_from(limit).unwrap_or(MAX_SEARCH_LIMIT);
-            MemoryManager::search(self, &query, limit)
-                .map(|hits| hits.into_iter().map(MemoryHit::from).collect())
-        })
-    }
-
-    fn store(&self, text: String, category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome>> {
-        Box::pin(async move {
-            let category = category
-                .as_deref()
-                .map(Category::parse_checked)
-                .transpose()?;
-            MemoryManager::store_from(
-                self,
-                &text,
-                category.unwrap_or(Category::Other),
-                Source::User,
-            )
-        })
-    }
-
-    fn forget(&self, query: String) -> BoxFuture<'_, Result<u32>> {
-        Box::pin(async move { MemoryManager::forget(self, &query).map(|o| o.deleted) })
-    }
 }
