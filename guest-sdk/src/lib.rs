@@ -50,7 +50,7 @@ pub use context::{
     remember, scratch, step,
 };
 pub use error::Error;
-pub use manifest::{Access, Capabilities, Limits, Manifest, MemoryAccess};
+pub use manifest::{Access, Capabilities, DirRequest, Limits, Manifest, MemoryAccess};
 pub use schemars::JsonSchema;
 
 /// The WIT package version this SDK builds against.

@@ -1,6 +1,6 @@
+use evo_manifest::SkillManifest;
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// How a skill describes itself to the host: what it does and what it needs.
 ///
@@ -33,75 +33,7 @@ pub struct Manifest {
     capabilities: Capabilities,
 }
 
-/// Resource limits a skill asks for. The host clamps each to its own policy.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Limits {
-    /// Linear memory, in MiB, across all of the skill's memories.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_mib: Option<u32>,
-    /// Fuel (roughly, Wasm instructions) per call, for deterministic metering.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fuel: Option<u64>,
-    /// Largest output, in bytes of JSON.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_bytes: Option<u64>,
-}
-
-/// What a skill may do beyond computing: all denied unless requested here and granted
-/// by the operator.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Capabilities {
-    /// Directories to preopen, by the path the skill sees.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub dirs: Vec<DirRequest>,
-    /// Whether the skill may ask the language model.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub llm: bool,
-    /// Access to long-term memory.
-    #[serde(skip_serializing_if = "MemoryAccess::is_none")]
-    pub memory: MemoryAccess,
-}
-
-/// One requested directory.
-#[derive(Debug, Clone, Serialize)]
-pub struct DirRequest {
-    /// The absolute path the skill opens, such as `/data`.
-    pub path: String,
-    /// Read-only or read-write.
-    pub access: Access,
-    /// Why the skill needs it, shown to the operator at install.
-    pub reason: String,
-}
-
-/// Access to a directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Access {
-    /// List and read files.
-    Read,
-    /// Also create, write, rename and delete files.
-    ReadWrite,
-}
-
-/// Access to long-term memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MemoryAccess {
-    /// No access (the default).
-    #[default]
-    None,
-    /// `memory::search`.
-    Read,
-    /// `memory::search`, `memory::store` and `memory::forget`.
-    ReadWrite,
-}
-
-impl MemoryAccess {
-    fn is_none(&self) -> bool {
-        *self == MemoryAccess::None
-    }
-}
+pub use evo_manifest::{Access, Capabilities, DirRequest, Limits, MemoryAccess};
 
 impl Manifest {
     /// A manifest with a name (`^[a-z][a-z0-9_-]{0,63}$`) and a description the model
@@ -203,27 +135,27 @@ impl Manifest {
 
     /// The manifest as the host reads it, with schemas generated for `I` and `O`.
     pub(crate) fn to_json<I: JsonSchema, O: JsonSchema>(&self, crate_version: &str) -> String {
-        let mut manifest = json!({
-            "name": self.name,
-            "description": self.description,
-            "category": self.category,
-            "mode": "code",
-            "input": schema_for::<I>(),
-            "output": schema_for::<O>(),
-            "version": self.version.as_deref().unwrap_or(crate_version),
-            "tags": self.tags,
-            "retry": self.retry,
-            "calls": self.calls,
-            "limits": self.limits,
-            "capabilities": self.capabilities,
-        });
-        if let Some(author) = &self.author {
-            manifest["author"] = json!(author);
-        }
-        if let Some(timeout) = self.timeout_ms {
-            manifest["timeout"] = json!(timeout);
-        }
-        manifest.to_string()
+        let manifest = SkillManifest {
+            category: Some(self.category.clone()),
+            mode: Some("code".to_owned()),
+            input: schema_for::<I>(),
+            output: schema_for::<O>(),
+            version: Some(
+                self.version
+                    .clone()
+                    .unwrap_or_else(|| crate_version.to_owned()),
+            ),
+            tags: self.tags.clone(),
+            author: self.author.clone(),
+            timeout: self.timeout_ms,
+            retry: Some(self.retry),
+            calls: self.calls.clone(),
+            limits: self.limits,
+            capabilities: self.capabilities.clone(),
+            ..SkillManifest::new(self.name.clone(), self.description.clone())
+        };
+        // Plain data of strings, numbers and JSON values: serialising cannot fail.
+        serde_json::to_string(&manifest).unwrap_or_default()
     }
 }
 
@@ -237,6 +169,8 @@ fn schema_for<T: JsonSchema>() -> Value {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[derive(JsonSchema)]

@@ -7,31 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Access;
 
-/// A directory a skill asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DirRequest {
-    /// Absolute, normalised guest path, e.g. `/data`.
-    pub path: String,
-    /// Access wanted.
-    pub access: Access,
-    /// Why, for the operator.
-    pub reason: String,
-}
-
-impl DirRequest {
-    /// Checks that `path` is absolute and contains no `.`/`..` segments.
-    pub fn new(path: &str, access: Access, reason: impl Into<String>) -> Result<Self, String> {
-        Ok(Self {
-            path: normalize_guest_path(path)?,
-            access,
-            reason: reason.into(),
-        })
-    }
-}
+pub use evo_manifest::DirRequest;
+use evo_manifest::normalize_guest_path;
 
 /// A host directory the operator offers at a guest path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,24 +95,6 @@ pub(super) fn grant(request: &DirRequest, policy: &[DirPolicy]) -> Result<DirGra
                 request.path, request.path
             )
         })
-}
-
-fn normalize_guest_path(path: &str) -> Result<String, String> {
-    let Some(rest) = path.strip_prefix('/') else {
-        return Err(format!("{path:?} is not an absolute path"));
-    };
-    let mut out = String::new();
-    for segment in rest.split('/').filter(|s| !s.is_empty()) {
-        if segment == "." || segment == ".." {
-            return Err(format!("{path:?} contains `.` or `..`"));
-        }
-        out.push('/');
-        out.push_str(segment);
-    }
-    if out.is_empty() {
-        return Err("the guest root `/` cannot be granted".to_owned());
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

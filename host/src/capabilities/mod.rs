@@ -8,94 +8,11 @@ mod dir;
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use dir::{DirGrant, DirPolicy, DirRequest};
 
-/// Access to a directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Access {
-    /// List and read files.
-    Read,
-    /// Also create, write, rename and delete.
-    ReadWrite,
-}
-
-/// Access to long-term memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MemoryAccess {
-    /// None (the default).
-    #[default]
-    None,
-    /// Search.
-    Read,
-    /// Search, store and forget.
-    ReadWrite,
-}
-
-impl MemoryAccess {
-    /// `none`, `read` or `read-write`, as written in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Read => "read",
-            Self::ReadWrite => "read-write",
-        }
-    }
-
-    /// Parses `none`, `read` or `read-write`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "none" => Some(Self::None),
-            "read" => Some(Self::Read),
-            "read-write" => Some(Self::ReadWrite),
-            _ => None,
-        }
-    }
-}
-
-/// What a skill's manifest asks for.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RequestedCapabilities {
-    /// Directories, by guest path.
-    pub dirs: Vec<DirRequest>,
-    /// The language model.
-    pub llm: bool,
-    /// Long-term memory.
-    pub memory: MemoryAccess,
-}
-
-impl RequestedCapabilities {
-    /// Whether nothing is requested.
-    pub fn is_empty(&self) -> bool {
-        self.dirs.is_empty() && !self.llm && self.memory == MemoryAccess::None
-    }
-
-    /// The requests of `other` that these do not cover, described for the operator.
-    pub fn not_covering(&self, other: &RequestedCapabilities) -> Vec<String> {
-        let mut extra: Vec<String> = other
-            .dirs
-            .iter()
-            .filter(|d| {
-                !self
-                    .dirs
-                    .iter()
-                    .any(|mine| mine.path == d.path && mine.access >= d.access)
-            })
-            .map(|d| format!("directory {} ({:?})", d.path, d.access))
-            .collect();
-        if other.llm && !self.llm {
-            extra.push("the language model".into());
-        }
-        if other.memory > self.memory {
-            extra.push(format!("memory ({})", other.memory.as_str()));
-        }
-        extra
-    }
-}
+pub use evo_manifest::{Access, Capabilities as RequestedCapabilities, MemoryAccess};
 
 /// What the operator allows. The default allows nothing:
 ///

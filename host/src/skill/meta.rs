@@ -48,17 +48,7 @@ pub enum Mode {
     Composite,
 }
 
-/// Limits a skill asks for; the host clamps them to its policy.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RequestedLimits {
-    /// Linear memory across all memories, in MiB.
-    pub memory_mib: Option<u64>,
-    /// Fuel per call (enables deterministic metering).
-    pub fuel: Option<u64>,
-    /// Largest output, in bytes of JSON.
-    pub output_bytes: Option<u64>,
-}
+pub use evo_manifest::Limits as RequestedLimits;
 
 /// `skill.json` as read, before validation.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -515,6 +505,49 @@ fn capabilities(problems: &mut Vec<Problem>, value: Option<Value>) -> RequestedC
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
+        let written = evo_manifest::SkillManifest {
+            category: Some("math".into()),
+            mode: Some("code".into()),
+            input: serde_json::json!({ "type": "object" }),
+            output: serde_json::json!({ "type": "object" }),
+            version: Some("2.1.0".into()),
+            tags: vec!["readonly".into()],
+            author: Some("Ada".into()),
+            timeout: Some(1_500),
+            retry: Some(2),
+            calls: vec!["calculate".into()],
+            limits: RequestedLimits {
+                memory_mib: Some(16),
+                fuel: Some(1_000),
+                output_bytes: Some(4_096),
+            },
+            capabilities: RequestedCapabilities {
+                dirs: vec![DirRequest::new("/data", Access::Read, "input").unwrap()],
+                llm: true,
+                memory: MemoryAccess::Read,
+            },
+            ..evo_manifest::SkillManifest::new("sum", "Adds.")
+        };
+        let meta = SkillMeta::from_json(&serde_json::to_string(&written).unwrap()).unwrap();
+        assert_eq!(
+            (
+                meta.name.as_str(),
+                meta.description.as_str(),
+                meta.category.as_str()
+            ),
+            ("sum", "Adds.", "math")
+        );
+        assert_eq!((meta.mode, meta.version.as_str()), (Mode::Code, "2.1.0"));
+        assert_eq!((meta.input, meta.output), (written.input, written.output));
+        assert_eq!((meta.tags, meta.calls), (written.tags, written.calls));
+        assert_eq!(meta.author, written.author);
+        assert_eq!((meta.timeout_ms, meta.retry), (1_500, 2));
+        assert_eq!(meta.limits, written.limits);
+        assert_eq!(meta.capabilities, written.capabilities);
+    }
 
     #[test]
     fn defaults_follow_the_blueprint() {

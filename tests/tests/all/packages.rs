@@ -558,7 +558,8 @@ async fn capabilities_are_recorded_at_install_and_more_are_refused_later() {
         .unwrap();
     assert_eq!(
         serde_json::to_value(&record.capabilities).unwrap(),
-        serde_json::json!({ "dirs": [], "llm": false, "memory": "read" })
+        serde_json::json!({ "memory": "read" }),
+        "what was not asked for is left out"
     );
     let dir = data.path().join("skills/recaller");
     let loader = evo_host::engine::loader::Loader::new();
