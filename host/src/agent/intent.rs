@@ -1,5 +1,5 @@
-//! `intent_recognize` (blueprint §12): the built-in llm skill that routes each message,
-//! with the skill.json and prompt of §12.2–12.3 verbatim (`intent/`).
+//! `intent_recognize`: the built-in llm skill that routes each message,
+//! defined by the skill.json and prompt in `intent/`.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The agent: the operating system's process model (blueprint §3.7, §6.3, §12.5).
+//! The agent: the operating system's process model.
 //!
 //! [`Agent::run`] takes one message through the lifecycle: recall (memory → scratch) →
 //! prompt compile (skills, long-term memory, recalled memories marked as data, within a
@@ -7,7 +7,7 @@
 //! routed skills, `clarify`) → capture → `done`. Every step reports [`RunEvent`]s.
 //!
 //! - [`tool_loop::chat_with_tools`]: the bounded tool-calling loop.
-//! - [`intent`]: the `intent_recognize` skill of §12.2–12.3 and the routing it returns.
+//! - [`intent`]: the `intent_recognize` skill and the routing it returns.
 //! - [`prompt`]: the default prompt compiler.
 
 pub mod intent;
@@ -36,7 +36,7 @@ pub struct AgentOptions {
     /// Model requests one tool loop may make.
     pub max_llm_rounds: u32,
     /// Route each message with `intent_recognize` first; off means every message goes
-    /// straight to the tool loop with all tools (the blueprint's degraded mode, §12.8).
+    /// straight to the tool loop with all tools.
     pub intent_recognition: bool,
     /// Which skills the model may call.
     pub permissions: Permissions,
@@ -44,11 +44,11 @@ pub struct AgentOptions {
     /// message are chosen): the whole catalogue in every prompt costs tokens and
     /// confuses routing.
     pub shortlist: usize,
-    /// Skills run at the start of each run with `{ "message" }` (blueprint
-    /// `beforeSkills`); a failure is logged, not fatal.
+    /// Skills run at the start of each run with `{ "message" }`; a failure is logged,
+    /// not fatal.
     pub before_skills: Vec<String>,
     /// Skills run at the end of each run with `{ "message", "response" }`
-    /// (`afterSkills`).
+    /// .
     pub after_skills: Vec<String>,
 }
 

@@ -1,4 +1,4 @@
-//! The firmware loader (blueprint §3.2): compiles what the model should know into the
+//! The firmware loader: compiles what the model should know into the
 //! system prompt, within a budget.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! The tool-calling loop (blueprint §3.1 `chatWithTools`, §13.4): ask the model; if it
+//! The tool-calling loop: ask the model; if it
 //! calls tools, run them and give it the results; repeat until it answers without tools
 //! or the round limit is reached.
 //!
@@ -17,7 +17,7 @@ use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::SkillContext;
 use crate::skill::validate::Direction;
 
-/// Default bound on model requests in one loop (blueprint §3.7 `maxLLMRounds`).
+/// Default bound on model requests in one loop.
 pub const DEFAULT_MAX_LLM_ROUNDS: u32 = 10;
 
 /// Which skills the model may call.
@@ -32,7 +32,7 @@ pub enum Permissions {
     Only(BTreeSet<String>),
 }
 
-/// The tag of skills without side effects (blueprint §4.2), which [`Permissions::ReadOnly`]
+/// The tag of skills without side effects, which [`Permissions::ReadOnly`]
 /// allows.
 pub const READONLY_TAG: &str = "readonly";
 

@@ -86,7 +86,7 @@ enum Command {
     /// Search, store and forget long-term memory; read the daily logs.
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
-    /// Talk to the agent (needs a model: EVO_LLM or [llm] in evo.toml).
+    /// Talk to the agent (needs a model: EVO_LLM, or `[llm]` in evo.toml).
     #[command(subcommand)]
     Agent(agent::AgentCommand),
     /// Show the effective configuration and where each value came from.

@@ -191,7 +191,7 @@ pub enum Error {
         name: String,
     },
 
-    /// No native script skill of that name is installed (seed: sandbox-executor).
+    /// No native script skill of that name is installed.
     #[error("Skills not found: {name}")]
     ScriptNotFound {
         /// The name asked for.

@@ -82,7 +82,7 @@ pub struct Violation {
     pub suggestion: String,
 }
 
-/// Every violation of one validation, with its context (blueprint §13.3).
+/// Every violation of one validation, with its context.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidationReport {

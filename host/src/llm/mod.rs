@@ -1,4 +1,4 @@
-//! The CPU interface: language-model providers (blueprint §3.1).
+//! The CPU interface: language-model providers.
 //!
 //! [`LlmProvider::chat`] streams [`LlmEvent`]s for one request: tokens as they arrive,
 //! then tool calls (if the model asked for any), then `done` with the full text, or an

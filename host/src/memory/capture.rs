@@ -1,4 +1,4 @@
-//! What is worth remembering from a user's message (blueprint §0.4 auto-capture).
+//! What is worth remembering from a user's message.
 //!
 //! Rules, applied per sentence of the user's message (never the model's answer, which
 //! the user did not say and may be wrong):

@@ -1,4 +1,4 @@
-//! The memory kernel: the agent's disk (blueprint §0.4, §3.4, §5.1).
+//! The memory kernel: the agent's disk.
 //!
 //! A host gives a data directory (and optionally an [`Embedder`]); the kernel manages the
 //! rest:

@@ -96,7 +96,7 @@ impl Source {
     }
 }
 
-/// One remembered thing (the seed's `MemoryEntry`).
+/// One remembered thing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryEntry {
@@ -164,7 +164,7 @@ pub struct MemoryConfig {
 }
 
 impl Default for MemoryConfig {
-    /// The blueprint's defaults: dedup at 0.92, recall and capture on.
+    /// Dedup at 0.92, recall and capture on.
     fn default() -> Self {
         Self {
             dedup_threshold: DEFAULT_DEDUP_THRESHOLD,

@@ -1,6 +1,6 @@
-//! The skill index (the seed's ToolRetrievalService): installed skills' names, tags and
+//! The skill index: installed skills' names, tags and
 //! descriptions in `evo.db`, searchable by keywords (FTS5) and meaning (embeddings),
-//! fused as the memory kernel fuses them ([`fuse`]).
+//! fused as the memory kernel fuses them ([`rank::fuse`]).
 
 use std::sync::Arc;
 

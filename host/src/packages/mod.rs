@@ -1,4 +1,4 @@
-//! The skill manager (seed: skill-manager): install skills from ZIP archives or
+//! The skill manager: install skills from ZIP archives or
 //! directories, uninstall them, change a description, list what is installed.
 //!
 //! Installing is atomic: the archive is checked entry by entry (no absolute paths, no
@@ -218,7 +218,7 @@ impl SkillManager {
         self.install_skill(&zip, options).await
     }
 
-    /// Checks the staged skill `dir` the way the seed asks, then loads it as the host
+    /// Checks the staged skill `dir` for the required layout and metadata, then loads it as the host
     /// will, and returns what it is.
     async fn check(&self, dir: &Path, name: &str) -> Result<InstallRecord> {
         let doc = check_structure(dir, name)?;
@@ -376,7 +376,7 @@ fn lock(staging: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// Checks what the seed requires of SKILL.md (when there is one) and of the layout,
+/// Checks what is required of SKILL.md (when there is one) and of the layout,
 /// reporting every problem at once; returns the parsed SKILL.md.
 fn check_structure(dir: &Path, name: &str) -> Result<Option<SkillDoc>> {
     let mut problems = Vec::new();

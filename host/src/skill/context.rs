@@ -21,7 +21,7 @@ pub const MAX_SCRATCH_VALUE_BYTES: usize = 1 << 20;
 /// Most scratch entries in one run, bounding host memory whatever the skills do.
 pub const MAX_SCRATCH_ENTRIES: usize = 1_024;
 
-/// A boxed, sendable future, as returned by [`KernelServices`].
+/// A boxed, sendable future, as the kernel's traits return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// An expected failure returned to the guest (the WIT `skill-error`).

@@ -1,4 +1,4 @@
-//! What a run reports as it goes (blueprint §3.7, §13.9): one [`RunEvent`] per skill
+//! What a run reports as it goes: one [`RunEvent`] per skill
 //! call, result, self-heal attempt, emitted event, token, error and the end of the run.
 
 use std::fmt;

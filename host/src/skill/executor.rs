@@ -1,5 +1,5 @@
 //! How a skill runs: the [`Executor`] trait every kind implements, and what a run
-//! returns ([`SkillOutput`], the seed's `ToolExecutionResult`).
+//! returns ([`SkillOutput`], `ToolExecutionResult`).
 //!
 //! The kernel knows executors only through this trait: built-in tools, Wasm components,
 //! Node scripts, prompts, pipelines and instruction-only skills all plug into the same

@@ -1,7 +1,7 @@
 //! SKILL.md: YAML frontmatter (the metadata) and a Markdown body (the instructions).
 //!
 //! Read leniently, so skills written for the public Agent Skills format and for the
-//! skill-manager seed both load: `version` and `tags` may be top-level or under
+//! skill manager's own archives both load: `version` and `tags` may be top-level or under
 //! `metadata`; `description` may be plain, quoted or a block scalar; `tags` may be a list
 //! or a comma-separated string. Fields Evo does not know are ignored.
 //!

@@ -1,4 +1,4 @@
-//! The execution context: how one skill calls another (blueprint §3.6, §6.2, §13.6).
+//! The execution context: how one skill calls another.
 //!
 //! A [`Kernel`] holds the registry, the model, memory and statistics of a host. Each run
 //! gets a [`SkillContext`] from [`Kernel::context`]; [`SkillContext::call`] is the one
@@ -48,12 +48,12 @@ use crate::error::{Error, FailureKind, Result};
 /// How to configure a language model, for messages that find none.
 pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
 
-/// Default call depth limit (blueprint §3.7 `maxDepth`): deep enough for real pipelines,
+/// Default call depth limit: deep enough for real pipelines,
 /// shallow enough that a skill calling itself fails fast.
 pub const DEFAULT_MAX_DEPTH: u32 = 10;
-/// Attempts an llm skill gets to produce valid output (blueprint §13.11).
+/// Attempts an llm skill gets to produce valid output.
 pub const DEFAULT_MAX_OUTPUT_ATTEMPTS: u32 = 3;
-/// Attempts the calling model gets to fix its arguments (blueprint §13.11); reported in
+/// Attempts the calling model gets to fix its arguments; reported in
 /// gate-1 reports so the model knows how many tries it has.
 pub const DEFAULT_MAX_INPUT_ATTEMPTS: u32 = 3;
 /// First wait before a retry; doubled each time. Long enough for a lock or a rate limit
@@ -63,7 +63,7 @@ pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(200);
 pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(5);
 
 /// What an llm skill returns when its output is still invalid after the last attempt
-/// (blueprint §13.11).
+///.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fallback {

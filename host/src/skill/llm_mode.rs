@@ -1,4 +1,4 @@
-//! The llm executor: a skill whose body is a prompt (blueprint §11.4, §13.5).
+//! The llm executor: a skill whose body is a prompt.
 //!
 //! The prompt (`prompt.md`, or `prompt` in skill.json) is rendered with the template
 //! engine against `{ input, memory }`, followed by the output schema the answer must

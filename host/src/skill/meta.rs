@@ -26,9 +26,9 @@ use serde_json::Value;
 use super::template::{self, Template};
 use crate::capabilities::{Access, DirRequest, MemoryAccess, RequestedCapabilities};
 
-/// Default `timeout` of the blueprint (§4.1): 30 s per call.
+/// Default `timeout`: 30 s per call.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-/// Default `version` of the blueprint (§4.1).
+/// Default `version`.
 pub const DEFAULT_VERSION: &str = "1.0.0";
 /// Longest accepted name; 64 characters fit every LLM tool-name limit.
 pub const MAX_NAME_LEN: usize = 64;
@@ -90,7 +90,7 @@ pub struct RawMeta {
     pub prompt: Option<String>,
 }
 
-/// One step of a composite skill's pipeline (blueprint §4.2 `pipeline`).
+/// One step of a composite skill's pipeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PipelineStep {

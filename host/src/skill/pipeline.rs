@@ -1,4 +1,4 @@
-//! The composite executor: runs a skill's `pipeline` (blueprint §4.2, §5.4).
+//! The composite executor: runs a skill's `pipeline`.
 //!
 //! Steps run in order, each through [`SkillContext::call_full`], so every step passes its
 //! own skill's gates. A step's `input` is rendered against the scope

@@ -1,5 +1,4 @@
-//! The instruction table: every skill the agent can call, whatever runs it (blueprint
-//! §6.1).
+//! The instruction table: every skill the agent can call, whatever runs it.
 //!
 //! A [`RegisteredSkill`] pairs a validated [`SkillMeta`] with its [`Executor`] and the
 //! compiled input and output schemas, so the gates never recompile a schema. Registering
@@ -12,7 +11,7 @@
 //! let registry = SkillRegistry::new();
 //! BuiltinTools::default().register(&registry).unwrap();
 //! assert!(registry.has("calculate"));
-//! assert!(registry.has("file-read")); // the seed's alias of `read`
+//! assert!(registry.has("file-read")); // an alias of `read`
 //! let tools = registry.to_tool_definitions();
 //! assert!(tools.iter().any(|t| t.name == "calculate"));
 //! ```
@@ -29,8 +28,8 @@ use super::meta::{Problem, SkillMeta};
 use super::validate::Schema;
 use crate::error::{Error, Result};
 
-/// Tag that keeps a skill out of the model's tool list and system prompt (blueprint
-/// §4.2: internal skills are not exposed to the user's conversation).
+/// Tag that keeps a skill out of the model's tool list and system prompt: internal
+/// skills are not exposed to the user's conversation.
 pub const INTERNAL_TAG: &str = "internal";
 /// Category of automatic, internal skills; also kept from the model.
 pub const SYSTEM_CATEGORY: &str = "system";

@@ -1,4 +1,4 @@
-//! Per-skill call statistics (seed: sandbox-executor, "执行统计记录").
+//! Per-skill call statistics.
 //!
 //! [`Stats`] counts in memory on the call path (a map update under a mutex, well under a
 //! microsecond); [`Stats::flush`] adds what was counted since the last flush to the
@@ -18,7 +18,7 @@ use crate::error::Result;
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillStats {
-    /// The skill (the seed's `getStats` names it `toolName`).
+    /// The skill.
     pub tool_name: String,
     /// Calls that found the skill.
     pub call_count: u64,

@@ -1,4 +1,4 @@
-//! JSON Schema validation with reports a language model can act on (blueprint §13).
+//! JSON Schema validation with reports a language model can act on.
 //!
 //! [`Schema`] compiles a skill's input or output schema once (draft 7 unless the schema
 //! names another `$schema`) with the `jsonschema` crate. [`Schema::check`] lists every

@@ -62,7 +62,7 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
     /// registered; a bad one is [`Error::InvalidManifest`].
     fn manifest(&self) -> Value;
 
-    /// Other names the tool answers to (the seeds' `Read`, `file-read`, …).
+    /// Other names the tool answers to.
     fn aliases(&self) -> &[&'static str] {
         &[]
     }

@@ -1,5 +1,5 @@
-//! Native script skills: `scripts/execute.js` run by Node in a subprocess sandbox (seed:
-//! sandbox-executor). Lower trust than Wasm skills: the script is an ordinary process
+//! Native script skills: `scripts/execute.js` run by Node in a subprocess sandbox.
+//! Lower trust than Wasm skills: the script is an ordinary process
 //! with the limits below, not a capability-checked guest.
 //!
 //! Per execution:
@@ -31,11 +31,11 @@ use crate::skill::stats::Stats;
 
 pub use run::execute_script;
 
-/// Default wall-clock limit (seed: 60 s).
+/// Default wall-clock limit.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// Default cap on stdout + stderr (seed: 10 MB).
+/// Default cap on stdout + stderr.
 pub const DEFAULT_OUTPUT_CAP: usize = 10 * 1024 * 1024;
-/// Default V8 old-space limit in MiB (seed: `--max-old-space-size=512`).
+/// Default V8 old-space limit in MiB.
 pub const DEFAULT_MAX_OLD_SPACE_MB: u32 = 512;
 /// The script each native skill runs, relative to its directory.
 pub const SCRIPT: &str = "scripts/execute.js";
@@ -79,7 +79,7 @@ impl Default for NativeConfig {
     }
 }
 
-/// The seed's `ExecutionResult`.
+/// `ExecutionResult`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionResult {

@@ -12,7 +12,7 @@ use tokio::process::Command;
 
 use super::{ExecutionResult, NativeConfig, confine};
 
-/// Marker appended to output cut at the cap (seed: `[TRUNCATED]`).
+/// Marker appended to output cut at the cap.
 pub const TRUNCATED: &str = "[TRUNCATED]";
 
 /// What Node prints when V8's heap limit is hit.

@@ -23,7 +23,7 @@ use crate::skill::meta::SkillMeta;
 
 pub use crate::skill::executor::{MemoryWrite, StepTrace};
 
-/// What a successful call returns (the seed's `ToolExecutionResult`).
+/// What a successful call returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillOutcome {

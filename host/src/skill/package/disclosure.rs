@@ -1,4 +1,4 @@
-//! Three-level loading (seed: execution-result, "progressive disclosure"):
+//! Three-level loading:
 //!
 //! 1. **metadata**, at start-up: the SKILL.md frontmatter, read by the loader and held in
 //!    the registry (and, for installed skills, the install record);

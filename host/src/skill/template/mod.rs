@@ -1,5 +1,4 @@
-//! The `{{ }}` template language of pipelines, output mappings and `prompt.md` (blueprint
-//! §11.5).
+//! The `{{ }}` template language of pipelines, output mappings and `prompt.md`.
 //!
 //! - References: `input.*`, `steps.<step>.<field>`, `item` / `item.*`, `memory.*`, with
 //!   `[n]` indexes (`steps.search.results[0].id`).
@@ -32,6 +31,7 @@ use serde_json::Value;
 mod eval;
 mod parse;
 
+pub use eval::truthy;
 use eval::*;
 use parse::*;
 
