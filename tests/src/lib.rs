@@ -48,6 +48,41 @@ pub fn evo_bin() -> PathBuf {
     bin
 }
 
+/// Running the `evo` binary as a user would, with a data directory of its own and none
+/// of the developer's Evo settings leaking in.
+pub mod cli {
+    use std::path::Path;
+    use std::process::{Command, Output};
+
+    /// `evo ARGS` with `EVO_HOME=home`, not yet run.
+    pub fn command(home: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(super::evo_bin());
+        command
+            .args(args)
+            .env("EVO_HOME", home)
+            .env_remove("EVO_LOG")
+            .env_remove("EVO_LLM")
+            .env_remove("EVO_CONFIG")
+            .env_remove("EVO_SKILL_DIRS");
+        command
+    }
+
+    /// Runs `evo ARGS` with `EVO_HOME=home` to completion.
+    pub fn evo(home: &Path, args: &[&str]) -> Output {
+        command(home, args).output().expect("evo runs")
+    }
+
+    /// What it printed on stdout.
+    pub fn stdout(output: &Output) -> String {
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// What it printed on stderr.
+    pub fn stderr(output: &Output) -> String {
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+}
+
 /// Wraps a core module written in WAT into an `evo:skill` component.
 ///
 /// The module implements the canonical ABI by hand: it must export `memory`,

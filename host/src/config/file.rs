@@ -87,6 +87,24 @@ struct AgentFile {
     intent_recognition: Option<bool>,
 }
 
+/// Sets a field from the file when the key is there (checking the range, if given) and
+/// notes the key.
+macro_rules! take {
+    ($noted:ident, $value:expr => $field:expr, $key:literal) => {
+        if let Some(value) = $value {
+            $field = value;
+            $noted.push($key);
+        }
+    };
+    ($noted:ident, $spans:ident, $value:expr => $field:expr, $key:literal, $min:expr, $max:expr) => {
+        if let Some(value) = $value {
+            in_range(&$spans, $key, value as u64, $min, $max)?;
+            $field = value;
+            $noted.push($key);
+        }
+    };
+}
+
 /// Where each dotted key sits in the text.
 struct Spans<'a> {
     path: &'a Path,
@@ -227,132 +245,55 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
             note(config, &spans, &noted);
         }
     }
-    if let Some(engine) = file.engine {
+    let mut noted: Vec<&str> = Vec::new();
+    if let Some(f) = file.engine {
         let e = &mut config.engine;
-        let mut noted = Vec::new();
-        if let Some(v) = engine.pool_slots {
-            in_range(
-                &spans,
-                "engine.pool_slots",
-                v.into(),
-                1,
-                MAX_POOL_SLOTS.into(),
-            )?;
-            e.pool_slots = v;
-            noted.push("engine.pool_slots");
-        }
-        if let Some(v) = engine.pooling {
-            e.pooling = v;
-            noted.push("engine.pooling");
-        }
-        if let Some(v) = engine.compile_cache {
-            e.compile_cache = v;
-            noted.push("engine.compile_cache");
-        }
-        if let Some(v) = engine.max_memory_mib {
-            in_range(&spans, "engine.max_memory_mib", v, 1, 1 << 20)?;
-            e.max_memory_mib = v;
-            noted.push("engine.max_memory_mib");
-        }
-        if let Some(v) = engine.max_output_bytes {
-            in_range(&spans, "engine.max_output_bytes", v, 1, u64::MAX)?;
-            e.max_output_bytes = v;
-            noted.push("engine.max_output_bytes");
-        }
-        if let Some(v) = engine.max_timeout_ms {
-            in_range(&spans, "engine.max_timeout_ms", v, 1, u64::MAX)?;
-            e.max_timeout_ms = v;
-            noted.push("engine.max_timeout_ms");
-        }
-        if let Some(v) = engine.max_fuel {
-            in_range(&spans, "engine.max_fuel", v, 1, u64::MAX)?;
-            e.max_fuel = Some(v);
+        take!(noted, spans, f.pool_slots => e.pool_slots, "engine.pool_slots", 1, MAX_POOL_SLOTS.into());
+        take!(noted, f.pooling => e.pooling, "engine.pooling");
+        take!(noted, f.compile_cache => e.compile_cache, "engine.compile_cache");
+        take!(noted, spans, f.max_memory_mib => e.max_memory_mib, "engine.max_memory_mib", 1, 1 << 20);
+        take!(noted, spans, f.max_output_bytes => e.max_output_bytes, "engine.max_output_bytes", 1, u64::MAX);
+        take!(noted, spans, f.max_timeout_ms => e.max_timeout_ms, "engine.max_timeout_ms", 1, u64::MAX);
+        if let Some(fuel) = f.max_fuel {
+            in_range(&spans, "engine.max_fuel", fuel, 1, u64::MAX)?;
+            e.max_fuel = Some(fuel);
             noted.push("engine.max_fuel");
         }
-        note(config, &spans, &noted);
     }
-    if let Some(native) = file.native {
+    if let Some(f) = file.native {
         let n = &mut config.native;
-        let mut noted = Vec::new();
-        if let Some(v) = native.concurrency {
-            in_range(&spans, "native.concurrency", v as u64, 1, 1_024)?;
-            n.concurrency = v;
-            noted.push("native.concurrency");
-        }
-        if let Some(v) = native.isolation {
-            n.isolation = v;
-            noted.push("native.isolation");
-        }
-        if let Some(v) = native.timeout_ms {
-            in_range(&spans, "native.timeout_ms", v, 1, u64::MAX)?;
-            n.timeout_ms = v;
-            noted.push("native.timeout_ms");
-        }
-        if let Some(v) = native.max_old_space_mb {
-            in_range(&spans, "native.max_old_space_mb", v.into(), 16, 1 << 20)?;
-            n.max_old_space_mb = v;
-            noted.push("native.max_old_space_mb");
-        }
-        if let Some(v) = native.node {
-            n.node = v;
-            noted.push("native.node");
-        }
-        note(config, &spans, &noted);
+        take!(noted, spans, f.concurrency => n.concurrency, "native.concurrency", 1, 1_024);
+        take!(noted, f.isolation => n.isolation, "native.isolation");
+        take!(noted, spans, f.timeout_ms => n.timeout_ms, "native.timeout_ms", 1, u64::MAX);
+        take!(noted, spans, f.max_old_space_mb => n.max_old_space_mb, "native.max_old_space_mb", 16, 1 << 20);
+        take!(noted, f.node => n.node, "native.node");
     }
-    if let Some(kernel) = file.kernel {
+    if let Some(f) = file.kernel {
         let k = &mut config.kernel;
-        let mut noted = Vec::new();
-        if let Some(v) = kernel.max_depth {
-            in_range(&spans, "kernel.max_depth", v.into(), 1, 1_000)?;
-            k.max_depth = v;
-            noted.push("kernel.max_depth");
-        }
-        if let Some(v) = kernel.max_input_attempts {
-            in_range(&spans, "kernel.max_input_attempts", v.into(), 1, 100)?;
-            k.max_input_attempts = v;
-            noted.push("kernel.max_input_attempts");
-        }
-        if let Some(v) = kernel.max_output_attempts {
-            in_range(&spans, "kernel.max_output_attempts", v.into(), 1, 100)?;
-            k.max_output_attempts = v;
-            noted.push("kernel.max_output_attempts");
-        }
-        if let Some(v) = kernel.fallback {
-            if !["throw", "return_raw", "return_partial"].contains(&v.as_str()) {
+        take!(noted, spans, f.max_depth => k.max_depth, "kernel.max_depth", 1, 1_000);
+        take!(noted, spans, f.max_input_attempts => k.max_input_attempts, "kernel.max_input_attempts", 1, 100);
+        take!(noted, spans, f.max_output_attempts => k.max_output_attempts, "kernel.max_output_attempts", 1, 100);
+        if let Some(fallback) = f.fallback {
+            if !["throw", "return_raw", "return_partial"].contains(&fallback.as_str()) {
                 return Err(spans.invalid(
                     "kernel.fallback",
-                    format!("{v:?} is not a fallback; use throw, return_raw or return_partial"),
+                    format!(
+                        "{fallback:?} is not a fallback; use throw, return_raw or return_partial"
+                    ),
                 ));
             }
-            k.fallback = v;
+            k.fallback = fallback;
             noted.push("kernel.fallback");
         }
-        if let Some(v) = kernel.retry_backoff_ms {
-            in_range(&spans, "kernel.retry_backoff_ms", v, 0, 60_000)?;
-            k.retry_backoff_ms = v;
-            noted.push("kernel.retry_backoff_ms");
-        }
-        note(config, &spans, &noted);
+        take!(noted, spans, f.retry_backoff_ms => k.retry_backoff_ms, "kernel.retry_backoff_ms", 0, 60_000);
     }
-    if let Some(agent) = file.agent {
+    if let Some(f) = file.agent {
         let a = &mut config.agent;
-        let mut noted = Vec::new();
-        if let Some(v) = agent.max_llm_rounds {
-            in_range(&spans, "agent.max_llm_rounds", v.into(), 1, 1_000)?;
-            a.max_llm_rounds = v;
-            noted.push("agent.max_llm_rounds");
-        }
-        if let Some(v) = agent.shortlist {
-            in_range(&spans, "agent.shortlist", v as u64, 1, 10_000)?;
-            a.shortlist = v;
-            noted.push("agent.shortlist");
-        }
-        if let Some(v) = agent.intent_recognition {
-            a.intent_recognition = v;
-            noted.push("agent.intent_recognition");
-        }
-        note(config, &spans, &noted);
+        take!(noted, spans, f.max_llm_rounds => a.max_llm_rounds, "agent.max_llm_rounds", 1, 1_000);
+        take!(noted, spans, f.shortlist => a.shortlist, "agent.shortlist", 1, 10_000);
+        take!(noted, f.intent_recognition => a.intent_recognition, "agent.intent_recognition");
     }
+    note(config, &spans, &noted);
     Ok(())
 }
 

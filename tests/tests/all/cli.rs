@@ -1,26 +1,10 @@
 //! The `evo` binary as a user runs it: output, `--json`, error lines and exit codes.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
+use evo_tests::cli::{evo, stderr, stdout};
 use evo_tests::{evo_bin, skills};
 use serde_json::{Value, json};
-
-fn evo(data_dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(evo_bin())
-        .args(args)
-        .env("EVO_HOME", data_dir)
-        .env_remove("EVO_LOG")
-        .output()
-        .expect("evo runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 #[test]
 fn skill_run_prints_the_output() {

@@ -3,33 +3,11 @@
 //! pipes, exit codes, completions, the man page and `evo doctor`.
 
 use std::io::Read as _;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
-use evo_tests::{evo_bin, skills};
+use evo_tests::cli::{command as evo_cmd, evo, stderr, stdout};
+use evo_tests::skills;
 use serde_json::{Value, json};
-
-fn evo_cmd(home: &std::path::Path, args: &[&str]) -> Command {
-    let mut command = Command::new(evo_bin());
-    command
-        .args(args)
-        .env("EVO_HOME", home)
-        .env_remove("EVO_LOG")
-        .env_remove("EVO_LLM")
-        .env_remove("EVO_CONFIG");
-    command
-}
-
-fn evo(home: &std::path::Path, args: &[&str]) -> Output {
-    evo_cmd(home, args).output().expect("evo runs")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn probe_host_calls(home: &std::path::Path, extra: &[&str]) -> Value {
     let mut args = vec![
