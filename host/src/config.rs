@@ -213,9 +213,15 @@ pub struct Config {
     /// The file read, if any.
     #[serde(skip)]
     pub file: Option<PathBuf>,
+    /// Where each value came from (see [`Config::source`]).
     #[serde(skip)]
-    sources: BTreeMap<String, Source>,
+    pub provenance: Provenance,
 }
+
+/// Where the values of a [`Config`] came from, by dotted key; keys not in it are
+/// defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Provenance(BTreeMap<String, Source>);
 
 impl Default for Config {
     /// Every default, from the constants of the parts it configures:
@@ -262,7 +268,7 @@ impl Default for Config {
                 intent_recognition: true,
             },
             file: None,
-            sources: BTreeMap::new(),
+            provenance: Provenance::default(),
         }
     }
 }
@@ -363,12 +369,16 @@ impl Config {
     /// Records that `key` (dotted, as in `evo config show`) now comes from `source`.
     /// Front ends call it after changing a field for a flag.
     pub fn set_source(&mut self, key: &str, source: Source) {
-        self.sources.insert(key.to_owned(), source);
+        self.provenance.0.insert(key.to_owned(), source);
     }
 
     /// Where `key` came from.
     pub fn source(&self, key: &str) -> Source {
-        self.sources.get(key).cloned().unwrap_or(Source::Default)
+        self.provenance
+            .0
+            .get(key)
+            .cloned()
+            .unwrap_or(Source::Default)
     }
 
     /// Every value as a dotted key, its value as JSON, and where it came from, in key

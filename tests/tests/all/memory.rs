@@ -6,9 +6,6 @@ use std::sync::Arc;
 use evo_host::memory::embed::Embedder;
 use evo_host::memory::{Category, MemoryConfig, MemoryManager, Source};
 use evo_host::skill::executor::MemoryWrite;
-use evo_host::skill::kernel::{Kernel, RunOptions};
-use evo_host::skill::registry::SkillRegistry;
-use evo_host::tools::register_builtins;
 use serde_json::json;
 
 fn open(dir: &std::path::Path) -> MemoryManager {
@@ -320,11 +317,13 @@ fn a_new_embedder_re_embeds_the_store() {
 #[tokio::test]
 async fn the_memory_skills_follow_the_blueprint_contracts() {
     let dir = tempfile::tempdir().unwrap();
-    let memory = Arc::new(open(dir.path()));
-    let registry = Arc::new(SkillRegistry::new());
-    register_builtins(&registry, ".").unwrap();
-    let kernel = Arc::new(Kernel::new(registry).with_memory(memory.clone()));
-    let ctx = kernel.context(RunOptions::default());
+    let host = evo_host::Host::builder()
+        .data_dir(dir.path())
+        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .build()
+        .await
+        .unwrap();
+    let ctx = host.context(None);
 
     let stored = ctx
         .call(

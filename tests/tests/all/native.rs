@@ -258,21 +258,26 @@ fn example(name: &str) -> std::path::PathBuf {
 }
 
 #[tokio::test]
-async fn the_example_skills_run_through_the_kernel() {
-    use evo_host::engine::loader::Loader;
-    use evo_host::skill::kernel::{Kernel, RunOptions};
-    use evo_host::skill::registry::SkillRegistry;
-
-    let registry = Arc::new(SkillRegistry::new());
+async fn the_example_skills_run_through_the_host() {
+    let data = tempfile::tempdir().unwrap();
+    let config = evo_host::Config {
+        skill_dirs: vec![example("")],
+        ..evo_host::Config::default()
+    };
+    let host = evo_host::Host::builder()
+        .data_dir(data.path())
+        .config(config)
+        .build()
+        .await
+        .unwrap();
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     for name in ["git-commit", "csv-to-json", "text-stats"] {
-        let skill = Loader::new().load_dir(&example(name)).await.unwrap();
         assert_eq!(
-            skill.kind(),
-            evo_host::skill::executor::ExecutorKind::Native
+            host.skill(name).map(|s| s.kind()),
+            Some(evo_host::skill::executor::ExecutorKind::Native)
         );
-        registry.register(skill);
     }
-    let ctx = Arc::new(Kernel::new(registry)).context(RunOptions::default());
+    let ctx = host.context(None);
 
     // The seed's example: git-commit with { message: 'feat: add new feature' }.
     let out = ctx
