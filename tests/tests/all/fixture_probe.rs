@@ -240,3 +240,56 @@ async fn steps_a_guest_records_come_back_with_the_result_and_count_against_the_o
         .unwrap_err();
     assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED", "{err}");
 }
+
+#[tokio::test]
+async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
+    use std::sync::Arc;
+
+    use evo_host::capabilities::MemoryAccess;
+    use evo_host::llm::scripted::ScriptedProvider;
+
+    let data = tempfile::tempdir().unwrap();
+    let mut config = evo_host::Config::default();
+    config.grants.skills.insert(
+        "fixture-probe".into(),
+        Policy {
+            llm: true,
+            memory: MemoryAccess::ReadWrite,
+            ..Policy::default()
+        },
+    );
+    let model = ScriptedProvider::from_json("probe", r#"{ "responses": ["hello back"] }"#).unwrap();
+    let host = evo_host::Host::builder()
+        .data_dir(data.path())
+        .config(config)
+        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .llm(model.clone())
+        .build()
+        .await
+        .unwrap();
+    let name = host.resolve(skills::FIXTURE_PROBE).await.unwrap();
+    let out = host
+        .call(&name, json!({ "host_calls": true }))
+        .await
+        .unwrap();
+    let calls = &out["host_calls"];
+    for call in [
+        "call-listed",
+        "llm",
+        "memory-search",
+        "memory-store",
+        "memory-forget",
+    ] {
+        assert_eq!(calls[call], "ok", "{call}: {calls}");
+    }
+    let (messages, _) = &model.requests()[0];
+    assert_eq!(messages.last().unwrap().joined_text(), "hello");
+    assert!(
+        host.memory().search("a fact", 5).unwrap().is_empty(),
+        "the probe stored a fact and forgot it again"
+    );
+    assert_eq!(
+        host.kernel().stats().get("calculate").unwrap().call_count,
+        1
+    );
+}
