@@ -154,8 +154,9 @@ fn safe_path(name: &str) -> Result<PathBuf> {
 }
 
 /// `dir` zipped in memory under its own name, so a directory installs through the same
-/// checks as an archive. Symbolic links are refused, `.git` is left out, and the caps
-/// apply while walking, before anything large is read.
+/// checks as an archive. Symbolic links and special files (pipes, sockets, devices) are
+/// refused, `.git` is left out, and the caps apply while walking, before anything large
+/// is read.
 pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
     use std::io::Write as _;
     let dir = dir.canonicalize().map_err(Error::io_at(dir))?;
@@ -189,6 +190,14 @@ pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
                     stack.push(path);
                 }
                 continue;
+            }
+            // A FIFO would block the read forever; a socket or a device is not a file a
+            // skill can ship.
+            if !kind.is_file() {
+                return Err(invalid(format!(
+                    "Invalid skill structure: {} is not a regular file (a pipe, socket or device); remove it and install again",
+                    relative.display()
+                )));
             }
             entries += 1;
             total += child.metadata().map_err(Error::io_at(&path))?.len();

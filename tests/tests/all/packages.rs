@@ -642,6 +642,26 @@ async fn a_directory_installs_like_its_archive_and_symlinks_are_refused() {
             "INVALID_SKILL_STRUCTURE"
         )
     );
+
+    // A named pipe would block a reader forever: refused at once instead.
+    std::fs::remove_file(skill.join("passwd")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(skill.join("scripts/pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let install = manager.install_dir(&skill, InstallOptions::overwrite());
+    let err = tokio::time::timeout(std::time::Duration::from_secs(20), install)
+        .await
+        .expect("the install does not hang on a FIFO")
+        .unwrap_err();
+    assert_eq!(
+        (err.to_string().as_str(), err.code()),
+        (
+            "Invalid skill structure: scripts/pipe is not a regular file (a pipe, socket or device); remove it and install again",
+            "INVALID_SKILL_STRUCTURE"
+        )
+    );
 }
 
 #[test]
