@@ -29,6 +29,9 @@ struct Input {
     /// Size of each step's input.
     #[serde(default)]
     step_bytes: usize,
+    /// Fail with an error message of this many bytes.
+    #[serde(default)]
+    error_bytes: usize,
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
@@ -116,6 +119,9 @@ impl Skill for FixtureProbe {
         for n in 1..=input.steps {
             let payload = "s".repeat(input.step_bytes);
             evo_guest::step(&format!("probe {n}"), &payload, || Ok(n * 10))?;
+        }
+        if input.error_bytes > 0 {
+            return Err(Error::failed("e".repeat(input.error_bytes)));
         }
         if let Some(message) = input.panic {
             panic!("{message}");

@@ -293,3 +293,31 @@ async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
         1
     );
 }
+
+#[tokio::test]
+async fn what_a_guest_sends_back_is_capped_on_every_path() {
+    let engine = engine();
+    let skill = load(&engine, skills::FIXTURE_PROBE, &Policy::default()).await;
+    let ctx = SkillContext::detached();
+
+    // A 32 MiB error message is cut to 16 KiB, saying how much went.
+    let err = skill
+        .call(r#"{"error_bytes":33554432}"#, &ctx)
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert_eq!(err.code(), "SKILL_FAILED");
+    assert!(message.len() < 17 << 10, "{} bytes", message.len());
+    assert!(
+        message.ends_with(&format!("… ({} more bytes cut)", (32 << 20) - (16 << 10))),
+        "{}",
+        &message[message.len() - 60..]
+    );
+
+    // 20,000 empty steps are not free: each costs its framing against the output cap.
+    let err = skill
+        .call(r#"{"steps":20000,"step_bytes":0}"#, &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED", "{err}");
+}

@@ -13,7 +13,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::PluginPre;
 use super::bindings::evo::skill::types;
-use super::limits::{Limits, STDIO_CAP_BYTES, StoreLimiter};
+use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES, STDIO_CAP_BYTES, StoreLimiter};
 use super::state::HostState;
 use super::{EPOCH_TICK, LoadSource, WasmEngine};
 use crate::capabilities::{Access, Grant, Policy};
@@ -473,13 +473,29 @@ fn trap_message(error: &wasmtime::Error, stderr: &str) -> String {
 const RUNTIME_FRAMES: [&str; 5] = ["!std[", "!core[", "!alloc[", "!__rustc", "!abort"];
 
 fn failure(error: types::SkillError) -> (FailureKind, String) {
-    match error {
+    let (kind, message) = match error {
         types::SkillError::InvalidInput(m) => (FailureKind::InvalidInput, m),
         types::SkillError::NotFound(m) => (FailureKind::NotFound, m),
         types::SkillError::Denied(m) => (FailureKind::Denied, m),
         types::SkillError::Timeout(m) => (FailureKind::Timeout, m),
         types::SkillError::Failed(m) => (FailureKind::Failed, m),
+    };
+    (kind, cut(message, MAX_ERROR_BYTES))
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), saying how much was cut.
+pub(super) fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
     }
+    let total = text.len();
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("… ({} more bytes cut)", total - end));
+    text
 }
 
 /// Bytes of text a call returns: its output, memory writes and steps.
@@ -487,13 +503,14 @@ fn returned_bytes(output: &types::SkillOutput) -> usize {
     let writes: usize = output
         .memory_writes
         .iter()
-        .map(|w| w.text.len() + w.category.as_ref().map_or(0, String::len))
+        .map(|w| RETURNED_ENTRY_BYTES + w.text.len() + w.category.as_ref().map_or(0, String::len))
         .sum();
     let steps: usize = output
         .intermediate_steps
         .iter()
         .map(|s| {
-            s.step_id.len()
+            RETURNED_ENTRY_BYTES
+                + s.step_id.len()
                 + s.step_name.len()
                 + s.input.len()
                 + s.output.len()

@@ -34,6 +34,15 @@ pub const MAX_MEMORIES: usize = 4;
 pub const HOST_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most `log` and `emit` calls per skill call; more are dropped with one warning.
 pub const MAX_LOG_AND_EVENT_CALLS: u32 = 1_000;
+/// Longest error message a guest's failure carries: it reaches stderr, `--json` and a
+/// model's context, where a few kilobytes already say everything useful.
+pub const MAX_ERROR_BYTES: usize = 16 << 10;
+/// Longest log message or emitted event; a longer log line is cut, a longer event (JSON
+/// that cannot be cut) dropped.
+pub const MAX_CHATTER_BYTES: usize = 16 << 10;
+/// What each memory write and step costs against the output cap beyond its text: its
+/// JSON framing, so that thousands of empty entries cannot pass as free.
+pub const RETURNED_ENTRY_BYTES: usize = 64;
 /// Deadline for the `manifest` export, which only builds a string.
 pub const MANIFEST_TIMEOUT_MS: u64 = 5_000;
 

@@ -7,7 +7,7 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::evo::skill::{context, types};
-use super::limits::{HOST_CALL_TIMEOUT, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
+use super::limits::{HOST_CALL_TIMEOUT, MAX_CHATTER_BYTES, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
 use crate::capabilities::{Grant, MemoryAccess};
 use crate::error::FailureKind;
 use crate::skill::context::{ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES};
@@ -215,6 +215,10 @@ impl context::Host for HostState {
         if !self.chatter_allowed() {
             return;
         }
+        if event.len() > MAX_CHATTER_BYTES {
+            tracing::warn!(skill = %self.skill, bytes = event.len(), "emitted event larger than {MAX_CHATTER_BYTES} bytes; dropped");
+            return;
+        }
         match serde_json::from_str(&event) {
             Ok(event) => self.ctx.emit(RunEvent::emitted(&self.skill, event)),
             Err(e) => {
@@ -227,6 +231,7 @@ impl context::Host for HostState {
         if !self.chatter_allowed() {
             return;
         }
+        let message = super::call::cut(message, MAX_CHATTER_BYTES);
         let skill = &*self.skill;
         match level {
             types::LogLevel::Trace => tracing::trace!(target: "evo::skill", skill, "{message}"),
