@@ -20,6 +20,9 @@ pub const MAX_SCRATCH_KEY_BYTES: usize = 256;
 pub const MAX_SCRATCH_VALUE_BYTES: usize = 1 << 20;
 /// Most scratch entries in one run, bounding host memory whatever the skills do.
 pub const MAX_SCRATCH_ENTRIES: usize = 1_024;
+/// Most bytes (keys and values as JSON) in one run's scratch: enough for any real hand-
+/// over between skills, and far below what entries × value size would allow (1 GiB).
+pub const MAX_SCRATCH_TOTAL_BYTES: usize = 16 << 20;
 
 /// A boxed, sendable future, as the kernel's traits return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -91,38 +94,65 @@ pub struct LlmRequest {
 /// The scratch space of one run: JSON values by key, shared by all skills of the run.
 #[derive(Debug, Clone, Default)]
 pub struct Scratch {
-    values: Arc<Mutex<HashMap<String, Value>>>,
+    values: Arc<Mutex<Entries>>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    /// Each value with its size (key + JSON text) in bytes.
+    map: HashMap<String, (Value, usize)>,
+    /// The sum of the sizes.
+    bytes: usize,
 }
 
 impl Scratch {
     /// Reads `key`.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.lock().get(key).cloned()
+        self.lock().map.get(key).map(|(value, _)| value.clone())
     }
 
-    /// Sets `key` to `value`, enforcing the size caps; returns why a write was refused.
+    /// Sets `key` to `value`, enforcing the caps (key length, value size, entries, total
+    /// bytes); returns why a write was refused.
     pub fn set(&self, key: &str, value: Value) -> Result<(), String> {
         if key.len() > MAX_SCRATCH_KEY_BYTES {
             return Err(format!(
                 "scratch key longer than {MAX_SCRATCH_KEY_BYTES} bytes"
             ));
         }
-        let mut values = self.lock();
-        if values.len() >= MAX_SCRATCH_ENTRIES && !values.contains_key(key) {
+        let size = key.len() + serde_json::to_vec(&value).map_or(0, |json| json.len());
+        if size > MAX_SCRATCH_VALUE_BYTES + MAX_SCRATCH_KEY_BYTES {
+            return Err(format!(
+                "scratch value larger than {MAX_SCRATCH_VALUE_BYTES} bytes"
+            ));
+        }
+        let mut entries = self.lock();
+        let replaced = entries.map.get(key).map_or(0, |(_, size)| *size);
+        if replaced == 0 && entries.map.len() >= MAX_SCRATCH_ENTRIES {
             return Err(format!(
                 "scratch already holds {MAX_SCRATCH_ENTRIES} entries"
             ));
         }
-        values.insert(key.to_owned(), value);
+        let total = entries.bytes - replaced + size;
+        if total > MAX_SCRATCH_TOTAL_BYTES {
+            return Err(format!(
+                "scratch would hold {total} bytes; a run keeps at most {MAX_SCRATCH_TOTAL_BYTES}"
+            ));
+        }
+        entries.bytes = total;
+        entries.map.insert(key.to_owned(), (value, size));
         Ok(())
     }
 
     /// A copy of every entry.
     pub fn snapshot(&self) -> HashMap<String, Value> {
-        self.lock().clone()
+        self.lock()
+            .map
+            .iter()
+            .map(|(key, (value, _))| (key.clone(), value.clone()))
+            .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Value>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // A panic while holding this lock cannot leave the map half-written (each
         // operation is a single insert or read), so a poisoned lock is still usable.
         self.values
@@ -152,5 +182,21 @@ mod tests {
         );
         scratch.set("0", Value::from("replaced")).unwrap();
         assert_eq!(scratch.get("0"), Some(Value::from("replaced")));
+    }
+
+    #[test]
+    fn scratch_refuses_more_than_its_total_bytes_and_counts_replacements_once() {
+        let scratch = Scratch::default();
+        let mib = Value::from("x".repeat((1 << 20) - 300));
+        for i in 0..16 {
+            scratch.set(&format!("k{i}"), mib.clone()).unwrap();
+        }
+        let err = scratch.set("one-more", mib.clone()).unwrap_err();
+        assert!(err.starts_with("scratch would hold "), "{err}");
+        assert!(err.ends_with("a run keeps at most 16777216"), "{err}");
+        // Replacing an entry frees what it held first.
+        scratch.set("k0", mib.clone()).unwrap();
+        scratch.set("k1", Value::Null).unwrap();
+        scratch.set("one-more", mib).unwrap();
     }
 }
