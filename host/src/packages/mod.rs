@@ -409,9 +409,9 @@ fn check_structure(dir: &Path, name: &str) -> Result<Option<SkillDoc>> {
     if !is_valid_name(name) {
         problems.push(format!("{name:?} is not a valid skill name (a lowercase letter, then lowercase letters, digits, - or _)"));
     }
-    if dir.join("scripts").is_dir() && !dir.join("scripts/execute.js").is_file() {
-        problems.push("scripts/ must contain execute.js".into());
-    }
+    // A `scripts/` without `execute.js` is not refused (as the skill-manager
+    // specification would): public Agent Skills ship Python and shell helpers there.
+    // Such a skill installs as an instruction skill with its scripts as resources.
     if problems.is_empty() {
         Ok(doc)
     } else {

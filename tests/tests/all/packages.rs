@@ -148,16 +148,6 @@ async fn bad_archives_are_refused_and_leave_nothing() {
             zip_of(
                 &[
                     ("git-commit/SKILL.md", &skill_md("git-commit", "d")),
-                    ("git-commit/scripts/run.js", ""),
-                ],
-                2024,
-            ),
-            "Invalid skill structure: scripts/ must contain execute.js",
-        ),
-        (
-            zip_of(
-                &[
-                    ("git-commit/SKILL.md", &skill_md("git-commit", "d")),
                     ("git-commit/../../escape.txt", "x"),
                 ],
                 2024,
@@ -946,4 +936,123 @@ async fn agent_skills_format_installs_lists_and_loads_level_by_level() {
             "{err}"
         );
     }
+}
+
+/// Layouts of the public Agent Skills repository (anthropics/skills) whose helpers are
+/// Python or shell, not `scripts/execute.js`: each must install as it is.
+fn agent_skill(root: &std::path::Path, name: &str, files: &[&str]) -> std::path::PathBuf {
+    let dir = root.join(name);
+    let md = format!(
+        "---\nname: {name}\ndescription: Work with {name} files. Use when the user asks about {name}.\nlicense: Proprietary. LICENSE.txt has complete terms\n---\n\n# {name}\n\nRun `python scripts/main.py` when needed; see [the reference](reference.md).\n"
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("SKILL.md"), md).unwrap();
+    for file in files {
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("# {file}\n")).unwrap();
+    }
+    dir
+}
+
+#[tokio::test]
+async fn agent_skills_with_python_and_shell_helpers_install_as_instruction_skills() {
+    let data = tempfile::tempdir().unwrap();
+    let sources = tempfile::tempdir().unwrap();
+    let host = evo_host::Host::builder()
+        .data_dir(data.path())
+        .embedder(std::sync::Arc::new(evo_host::memory::embed::HashEmbedder))
+        .build()
+        .await
+        .unwrap();
+    let layouts: [(&str, &[&str]); 4] = [
+        (
+            "docx",
+            &[
+                "LICENSE.txt",
+                "reference.md",
+                "scripts/__init__.py",
+                "scripts/document.py",
+                "scripts/templates/comments.xml",
+                "ooxml/scripts/pack.py",
+                "ooxml/schemas/ISO-IEC29500-4_2016/wml.xsd",
+            ],
+        ),
+        (
+            "pdf",
+            &[
+                "LICENSE.txt",
+                "forms.md",
+                "reference.md",
+                "scripts/main.py",
+                "scripts/fill_fillable_fields.py",
+            ],
+        ),
+        (
+            "web-artifacts-builder",
+            &[
+                "LICENSE.txt",
+                "reference.md",
+                "scripts/init-artifact.sh",
+                "scripts/bundle-artifact.sh",
+            ],
+        ),
+        (
+            "mcp-builder",
+            &[
+                "LICENSE.txt",
+                "reference.md",
+                "reference/node_mcp_server.md",
+                "scripts/connections.py",
+                "scripts/requirements.txt",
+            ],
+        ),
+    ];
+    for (name, files) in layouts {
+        let dir = agent_skill(sources.path(), name, files);
+        let outcome = host
+            .install(&dir, InstallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(outcome.skill.unwrap().kind, "static", "{name}");
+        let skill = host.skill(name).expect("callable at once");
+        assert_eq!(
+            skill.kind(),
+            evo_host::skill::executor::ExecutorKind::Static
+        );
+        let files = skill
+            .executor
+            .as_any()
+            .and_then(|any| any.downcast_ref::<evo_host::engine::loader::StaticExecutor>())
+            .unwrap()
+            .files()
+            .instructions()
+            .unwrap();
+        let listed: Vec<&str> = files.resources.iter().map(|r| r.path.as_str()).collect();
+        for file in files_under(&dir.join("scripts"), &dir) {
+            assert!(
+                listed.contains(&file.as_str()),
+                "{name}: {file} not in {listed:?}"
+            );
+        }
+        assert!(listed.contains(&"reference.md"), "{name}: {listed:?}");
+    }
+}
+
+fn files_under(dir: &std::path::Path, root: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path, root));
+        } else {
+            found.push(
+                path.strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+            );
+        }
+    }
+    found
 }

@@ -278,6 +278,9 @@ impl SkillFiles {
         if let Some((index, from)) = open {
             sections[index].text = body[from..].trim().to_owned();
         }
+        // The helper scripts of an Agent Skill are resources whether or not the
+        // instructions name each one.
+        mentions.push("scripts".to_owned());
         let resources = self.referenced(&mentions);
         Instructions {
             body,
