@@ -113,6 +113,13 @@ pub trait Executor: Send + Sync + fmt::Debug {
     /// the skill's own frame: its `call`s run one level deeper, on its behalf.
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>>;
 
+    /// True when the executor enforces the skill's timeout itself and reports it in its
+    /// own words (a native script's `Execution timeout`); the kernel then waits a little
+    /// longer before it gives up, so the executor's report is the one the caller sees.
+    fn owns_deadline(&self) -> bool {
+        false
+    }
+
     /// True when the executor validates its output itself (the llm executor's self-heal
     /// loop); the kernel's gate 2 then leaves the result alone.
     fn validates_output(&self) -> bool {

@@ -59,6 +59,10 @@ pub const DEFAULT_MAX_INPUT_ATTEMPTS: u32 = 3;
 /// First wait before a retry; doubled each time. Long enough for a lock or a rate limit
 /// to clear, short enough not to stall a conversation.
 pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(200);
+/// Extra time the kernel gives an executor that enforces the skill's deadline itself:
+/// enough for it to kill, reap and report, so its error (not the kernel's) is the one
+/// the caller sees.
+pub const DEADLINE_GRACE: Duration = Duration::from_secs(2);
 /// Longest wait between retries.
 pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -413,7 +417,10 @@ async fn execute_with_retry(
     ctx: SkillContext,
 ) -> Result<SkillOutput> {
     let meta = &skill.meta;
-    let timeout = Duration::from_millis(meta.timeout_ms);
+    let mut timeout = Duration::from_millis(meta.timeout_ms);
+    if skill.executor.owns_deadline() {
+        timeout += DEADLINE_GRACE;
+    }
     let mut backoff = ctx.kernel.config.retry_backoff;
     let mut attempt = 0;
     let mut input = Some(input);

@@ -437,3 +437,105 @@ async fn the_examples_work_confined_and_isolation_can_be_required() {
         "{err}"
     );
 }
+
+/// Whether a live (not zombie) process's command line contains `marker`.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .any(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let zombie = stat.split(") ").nth(1).is_some_and(|r| r.starts_with('Z'));
+            !zombie
+                && String::from_utf8_lossy(&cmdline)
+                    .replace('\0', " ")
+                    .contains(marker)
+        })
+}
+
+async fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    for _ in 0..100 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("waited 10 s for {what}");
+}
+
+/// A host with one native skill that starts a child (`sleep MARKER`) and never ends.
+async fn host_with_a_hanging_skill(
+    marker: &str,
+    timeout_ms: u64,
+) -> (evo_host::Host, [tempfile::TempDir; 2]) {
+    let skills = tempfile::tempdir().unwrap();
+    let dir = skills.path().join("hang");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: hang\ndescription: Starts a child and never finishes.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("skill.json"),
+        format!(r#"{{ "timeout": {timeout_ms} }}"#),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scripts/execute.js"),
+        format!(
+            "require('child_process').spawn('sleep', ['{marker}'], {{ stdio: 'ignore' }});\nsetInterval(() => {{}}, 1000);\n"
+        ),
+    )
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let config = evo_host::Config {
+        skill_dirs: vec![skills.path().to_owned()],
+        ..evo_host::Config::default()
+    };
+    let host = evo_host::Host::builder()
+        .data_dir(data.path())
+        .config(config)
+        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .build()
+        .await
+        .unwrap();
+    (host, [skills, data])
+}
+
+#[tokio::test]
+async fn through_the_host_a_timeout_is_the_scripts_own_and_kills_its_children() {
+    let marker = format!("{}.25", 40 + std::process::id() % 50);
+    let (host, _dirs) = host_with_a_hanging_skill(&marker, 1_500).await;
+    let err = host.call("hang", json!({})).await.unwrap_err();
+    assert_eq!(
+        (err.code(), err.to_string().as_str()),
+        ("SKILL_TIMEOUT", "hang: timeout: Execution timeout"),
+        "the sandbox's report, not the kernel's"
+    );
+    wait_until("the child to be killed", || {
+        !running(&format!("sleep {marker}"))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_call_dropped_midway_kills_everything_the_script_started() {
+    let marker = format!("{}.75", 40 + std::process::id() % 50);
+    let (host, _dirs) = host_with_a_hanging_skill(&marker, 60_000).await;
+    let call = tokio::spawn({
+        let host = host.clone();
+        async move { host.call("hang", json!({})).await }
+    });
+    let pattern = format!("sleep {marker}");
+    wait_until("the script's child to start", || running(&pattern)).await;
+    // A cancelled run (a client gone, a kernel deadline) drops the call's future.
+    call.abort();
+    let _ = call.await;
+    wait_until("the child to be killed with its group", || {
+        !running(&pattern)
+    })
+    .await;
+}

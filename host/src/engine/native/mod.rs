@@ -255,6 +255,10 @@ impl crate::skill::executor::Executor for NativeExecutor {
         crate::skill::executor::ExecutorKind::Native
     }
 
+    fn owns_deadline(&self) -> bool {
+        true
+    }
+
     fn execute(
         &self,
         input: Value,

@@ -118,6 +118,11 @@ pub async fn execute_script(
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
     };
+    // Whatever ends this call early — the kernel's deadline, a cancelled run, the host
+    // dropping the future — kills the whole group, not only Node (`kill_on_drop`).
+    // Declared after `child`, so it runs first, while the unreaped leader still holds
+    // the group's id (no risk of killing a reused one).
+    let mut guard = GroupGuard(group);
 
     if let Some(mut stdin) = child.stdin.take() {
         let bytes = input.to_string().into_bytes();
@@ -154,6 +159,7 @@ pub async fn execute_script(
             kill_group();
             // Reap the child so it does not linger as a zombie.
             let _ = child.wait().await;
+            guard.disarm();
             let stdout = join(stdout).await;
             let stderr = join(stderr).await;
             return ExecutionResult {
@@ -169,6 +175,7 @@ pub async fn execute_script(
     };
     // Grandchildren may still hold the pipes open; the group is done either way.
     kill_group();
+    guard.disarm();
     let stdout = join(stdout).await;
     let (confined, stderr) = confine::take_status(&join(stderr).await);
     let exit_code = status.and_then(|s| s.code());
@@ -198,6 +205,23 @@ pub async fn execute_script(
         duration: millis(started),
         error,
         protections,
+    }
+}
+
+/// Kills a process group when dropped, unless disarmed once the group is reaped.
+struct GroupGuard(Option<rustix::process::Pid>);
+
+impl GroupGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
     }
 }
 
