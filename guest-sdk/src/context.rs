@@ -164,8 +164,11 @@ pub fn llm_with(request: LlmRequest) -> Result<String, Error> {
 
 /// Suggests keeping `text` in long-term memory once this call succeeds.
 ///
-/// Unlike [`memory::store`] this needs no capability: the host decides, at the end of
-/// the run, whether to keep it (deduplicated against what it already knows).
+/// Unlike [`memory::store`] nothing is written now: the host decides, at the end of the
+/// run, whether to keep it (deduplicated against what it already knows). Like a store
+/// it needs write access to memory ([`crate::Manifest::memory`] with
+/// [`crate::MemoryAccess::ReadWrite`], granted by the operator); without it the host
+/// drops the suggestions.
 pub fn remember(text: impl Into<String>, category: Option<&str>) {
     MEMORY_WRITES.with(|writes| {
         writes.borrow_mut().push(types::MemoryWrite {

@@ -53,6 +53,8 @@ impl Skill for Notes {
         .category("productivity")
         .tags(["notes", "scratch"])
         .timeout_ms(1_000)
+        // `important` notes are suggested for long-term memory, which needs the grant.
+        .memory(evo_guest::MemoryAccess::ReadWrite)
     }
 
     fn execute(input: Input) -> Result<Output, Error> {

@@ -299,7 +299,11 @@ async fn memory_a_wasm_skill_suggests_is_kept_at_the_end_of_the_run() {
         Some(memory.clone()),
     );
     let engine = evo_tests::engine();
-    let notes = evo_tests::load(&engine, evo_tests::skills::NOTES, &Policy::default()).await;
+    let write = Policy {
+        memory: evo_host::capabilities::MemoryAccess::ReadWrite,
+        ..Policy::default()
+    };
+    let notes = evo_tests::load(&engine, evo_tests::skills::NOTES, &write).await;
     let registry = run.agent.kernel().registry().clone();
     registry.register(
         RegisteredSkill::new(notes.meta().clone(), Arc::new(WasmExecutor::new(notes))).unwrap(),

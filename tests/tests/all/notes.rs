@@ -10,7 +10,11 @@ use serde_json::json;
 #[tokio::test]
 async fn notes_live_in_scratch_across_calls_of_one_run() {
     let engine = engine();
-    let skill = load(&engine, skills::NOTES, &Policy::default()).await;
+    let write = Policy {
+        memory: evo_host::capabilities::MemoryAccess::ReadWrite,
+        ..Policy::default()
+    };
+    let skill = load(&engine, skills::NOTES, &write).await;
     let events = Arc::new(Mutex::new(Vec::<RunEvent>::new()));
     let sink = events.clone();
     let run = Arc::new(Kernel::new(Arc::new(SkillRegistry::new()))).context(RunOptions {
@@ -75,5 +79,27 @@ async fn adding_without_text_is_invalid_input() {
     assert_eq!(
         err.to_string(),
         "notes: invalid input: `text` is required to add a note"
+    );
+}
+
+#[tokio::test]
+async fn memory_suggestions_need_the_write_grant() {
+    let engine = engine();
+    let skill = load(&engine, skills::NOTES, &Policy::default()).await;
+    assert_eq!(
+        skill.grant().refused,
+        ["memory: requested read-write access, the host policy allows none"]
+    );
+    let outcome = skill
+        .call(
+            r#"{"op":"add","text":"call Ada","important":true}"#,
+            &SkillContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.output, json!({ "notes": ["call Ada"] }));
+    assert!(
+        outcome.memory_writes.is_empty(),
+        "without the grant the suggestion is dropped"
     );
 }

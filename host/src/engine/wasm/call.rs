@@ -16,7 +16,7 @@ use super::bindings::evo::skill::types;
 use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES, STDIO_CAP_BYTES, StoreLimiter};
 use super::state::HostState;
 use super::{EPOCH_TICK, LoadSource, WasmEngine};
-use crate::capabilities::{Access, Grant, Policy};
+use crate::capabilities::{Access, Grant, MemoryAccess, Policy};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 use crate::skill::meta::SkillMeta;
@@ -189,14 +189,27 @@ impl WasmSkill {
         })?;
         Ok(SkillOutcome {
             output: value,
-            memory_writes: output
-                .memory_writes
-                .into_iter()
-                .map(|w| MemoryWrite {
-                    text: w.text,
-                    category: w.category,
-                })
-                .collect(),
+            memory_writes: if skill.grant.memory == MemoryAccess::ReadWrite {
+                output
+                    .memory_writes
+                    .into_iter()
+                    .map(|w| MemoryWrite {
+                        text: w.text,
+                        category: w.category,
+                    })
+                    .collect()
+            } else {
+                // Suggestions are writes by another name: without a write grant a skill
+                // could fill memory (and so the model's context) with what it likes.
+                if !output.memory_writes.is_empty() {
+                    tracing::info!(
+                        skill = %skill.meta.name,
+                        dropped = output.memory_writes.len(),
+                        "memory suggestions dropped: the skill was not granted write access to memory"
+                    );
+                }
+                Vec::new()
+            },
             intermediate_steps: output.intermediate_steps.into_iter().map(step).collect(),
             duration: started.elapsed(),
             stdout: guest.stdout_text(),
