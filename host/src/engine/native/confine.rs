@@ -3,8 +3,12 @@
 //!
 //! - Landlock: the workspace read-write; the system's program and library directories,
 //!   the skill's own directory and Node read-only; nothing else (the host's data
-//!   directory, home, other temp files are invisible); TCP connect and bind denied where
-//!   the kernel supports network rules;
+//!   directory, home, other temp files are invisible); of `/proc` only the script's own
+//!   entry and a few system-wide files (not the host's environment, memory map or
+//!   command line); TCP connect and bind denied where the kernel supports network rules;
+//!   signals to processes outside the sandbox and connections to abstract Unix sockets
+//!   created outside it denied where the kernel supports scopes (Landlock ABI 6, Linux
+//!   6.12);
 //! - no new privileges (set-uid binaries cannot raise them);
 //! - rlimits: no core dumps, files written at most [`MAX_FILE_BYTES`], CPU time bounded,
 //!   at most [`MAX_USER_PROCESSES`] processes.
@@ -18,7 +22,7 @@ use std::path::PathBuf;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    path_beneath_rules,
+    Scope, path_beneath_rules,
 };
 
 /// Marks the launcher's status line on stderr.
@@ -30,9 +34,23 @@ pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// enough that a fork bomb stops. Not enforced for root.
 pub const MAX_USER_PROCESSES: u64 = 4096;
 /// Directories every Node process needs to read (program, libraries, certificates,
-/// `/dev/null`, `/proc/self`).
-pub const SYSTEM_READ_DIRS: [&str; 8] = [
-    "/usr", "/lib", "/lib64", "/bin", "/etc", "/dev", "/proc", "/sys",
+/// `/dev/null`, its own `/proc` entry and the system-wide `/proc` files libuv reads).
+/// Not the whole of `/proc`: another process's `environ`, `maps` and `cmdline` (the
+/// host's API keys among them) would be readable.
+pub const SYSTEM_READ_DIRS: [&str; 13] = [
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/bin",
+    "/etc",
+    "/dev",
+    "/sys",
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/uptime",
+    "/proc/sys",
 ];
 
 /// Device files that may be written: sinks and sources with no data behind them.
@@ -84,12 +102,13 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
 }
 
 fn landlock(spec: &Spec) -> Result<RulesetStatus, landlock::RulesetError> {
-    let abi = ABI::V5;
+    let abi = ABI::V6;
     let mut read: Vec<PathBuf> = SYSTEM_READ_DIRS.iter().map(PathBuf::from).collect();
     read.extend(spec.read_only.iter().cloned());
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))?
         .handle_access(AccessNet::from_all(abi))?
+        .scope(Scope::from_all(abi))?
         .create()?
         .add_rules(path_beneath_rules(&read, AccessFs::from_read(abi)))?
         .add_rules(path_beneath_rules(
