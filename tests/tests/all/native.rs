@@ -577,7 +577,7 @@ console.log(JSON.stringify(r));
         UnixListener::bind_addr(&SocketAddr::from_abstract_name(&abstract_name).unwrap()).unwrap();
     listener.set_nonblocking(true).unwrap();
     assert!(
-        std::path::Path::new("/usr/bin/python3").exists(),
+        Path::new("/usr/bin/python3").exists(),
         "this test needs /usr/bin/python3 to open an abstract socket from inside the sandbox"
     );
     let mut victim = std::process::Command::new("sleep")
