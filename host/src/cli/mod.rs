@@ -233,12 +233,19 @@ fn report(failure: &Failure, json: bool) -> ExitCode {
         } => (*code, message.clone(), hint.clone(), 2),
     };
     if json {
-        let value = serde_json::json!({
+        let mut value = serde_json::json!({
             "success": false,
             "error": message,
             "code": code,
             "hint": hint,
         });
+        // A native script's result keeps what it printed and how it ended.
+        if let Failure::Evo(Error::Script { run, .. }) = failure
+            && let (Some(fields), Ok(serde_json::Value::Object(run))) =
+                (value.as_object_mut(), serde_json::to_value(run))
+        {
+            fields.extend(run);
+        }
         out!("{value}");
     }
     eprintln!("error[{code}]: {message}");

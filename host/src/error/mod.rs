@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 pub mod report;
 
-pub use report::{Direction, Problem, TemplateError, ValidationReport, Violation};
+pub use report::{Direction, Problem, ScriptRun, TemplateError, ValidationReport, Violation};
 
 /// Result with Evo's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -165,6 +165,19 @@ pub enum Error {
         kind: FailureKind,
         /// The skill's message.
         message: String,
+    },
+
+    /// A native script failed; what it printed and how it ended come with the error.
+    #[error("{skill}: {}: {message}", kind.as_str())]
+    Script {
+        /// The skill.
+        skill: String,
+        /// The kind of failure.
+        kind: FailureKind,
+        /// What went wrong (`Execution timeout`, the thrown message, …).
+        message: String,
+        /// The run: stdout, stderr, exit code, duration.
+        run: Box<ScriptRun>,
     },
 
     /// The skill returned something that is not JSON.
@@ -335,7 +348,7 @@ impl Error {
             Self::FuelExhausted { .. } => "FUEL_EXHAUSTED",
             Self::OutputLimit { .. } => "OUTPUT_LIMIT_EXCEEDED",
             Self::Trap { .. } => "SKILL_TRAPPED",
-            Self::Skill { kind, .. } => match kind {
+            Self::Skill { kind, .. } | Self::Script { kind, .. } => match kind {
                 FailureKind::InvalidInput => "INVALID_INPUT",
                 FailureKind::NotFound => "NOT_FOUND",
                 FailureKind::Denied => "PERMISSION_DENIED",
@@ -368,6 +381,10 @@ impl Error {
         match self {
             Self::Timeout { .. }
             | Self::Skill {
+                kind: FailureKind::Timeout,
+                ..
+            }
+            | Self::Script {
                 kind: FailureKind::Timeout,
                 ..
             } => true,
@@ -407,6 +424,10 @@ impl Error {
                 | Self::Template { .. }
                 | Self::Config { .. }
                 | Self::Skill {
+                    kind: FailureKind::InvalidInput,
+                    ..
+                }
+                | Self::Script {
                     kind: FailureKind::InvalidInput,
                     ..
                 }

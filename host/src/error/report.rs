@@ -166,3 +166,17 @@ fn short_json(value: &Value) -> String {
         text
     }
 }
+
+/// How a native script ended, kept with its error so a caller sees what it printed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScriptRun {
+    /// What it printed on stdout (capped).
+    pub stdout: String,
+    /// What it printed on stderr (capped).
+    pub stderr: String,
+    /// Its exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// Wall-clock time, ms.
+    pub duration: u64,
+}

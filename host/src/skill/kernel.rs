@@ -545,7 +545,7 @@ fn to_context_error(error: Error) -> ContextError {
         }
         Error::InvalidInput { .. } => FailureKind::InvalidInput,
         Error::Timeout { .. } => FailureKind::Timeout,
-        Error::Skill { kind, .. } => *kind,
+        Error::Skill { kind, .. } | Error::Script { kind, .. } => *kind,
         _ => FailureKind::Failed,
     };
     ContextError::new(kind, error.to_string())

@@ -628,3 +628,42 @@ console.log(JSON.stringify(r));
     victim.kill().unwrap();
     let _ = victim.wait();
 }
+
+#[test]
+fn a_failed_script_keeps_what_it_printed_in_the_json_result() {
+    let skills = tempfile::tempdir().unwrap();
+    let dir = skills.path().join("boom");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: boom\ndescription: Prints, then throws.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scripts/execute.js"),
+        "console.log('partial work');\nthrow new Error('kaput');\n",
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = evo_tests::cli::evo(
+        home.path(),
+        &["skill", "run", dir.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let value: Value = serde_json::from_str(&evo_tests::cli::stdout(&out)).unwrap();
+    assert_eq!(
+        (&value["success"], &value["code"], &value["error"]),
+        (
+            &json!(false),
+            &json!("SKILL_FAILED"),
+            &json!("boom: failed: kaput")
+        )
+    );
+    assert_eq!(value["stdout"], "partial work\n");
+    assert!(
+        value["stderr"].as_str().unwrap().contains("Error: kaput"),
+        "{value}"
+    );
+    assert_eq!(value["exitCode"], 1);
+    assert!(value["duration"].as_u64().unwrap() > 0, "{value}");
+}

@@ -275,10 +275,16 @@ impl crate::skill::executor::Executor for NativeExecutor {
                 } else {
                     crate::error::FailureKind::Failed
                 };
-                return Err(Error::Skill {
+                return Err(Error::Script {
                     skill: self.name.clone(),
                     kind,
                     message: error,
+                    run: Box::new(crate::error::ScriptRun {
+                        stdout: result.stdout,
+                        stderr: result.stderr,
+                        exit_code: result.exit_code,
+                        duration: result.duration,
+                    }),
                 });
             }
             let mut output = result.output();
