@@ -438,6 +438,19 @@ async fn the_examples_work_confined_and_isolation_can_be_required() {
     );
 }
 
+/// A native skill directory `root/name` with `script` as its `scripts/execute.js`.
+fn native_skill(root: &Path, name: &str, description: &str, script: &str) -> std::path::PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/execute.js"), script).unwrap();
+    dir
+}
+
 /// Whether a live (not zombie) process's command line contains `marker`.
 fn running(marker: &str) -> bool {
     std::fs::read_dir("/proc")
@@ -471,23 +484,18 @@ async fn host_with_a_hanging_skill(
     timeout_ms: u64,
 ) -> (evo_host::Host, [tempfile::TempDir; 2]) {
     let skills = tempfile::tempdir().unwrap();
-    let dir = skills.path().join("hang");
-    std::fs::create_dir_all(dir.join("scripts")).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        "---\nname: hang\ndescription: Starts a child and never finishes.\n---\n",
-    )
-    .unwrap();
+    let script = format!(
+        "require('child_process').spawn('sleep', ['{marker}'], {{ stdio: 'ignore' }});\nsetInterval(() => {{}}, 1000);\n"
+    );
+    let dir = native_skill(
+        skills.path(),
+        "hang",
+        "Starts a child and never finishes.",
+        &script,
+    );
     std::fs::write(
         dir.join("skill.json"),
         format!(r#"{{ "timeout": {timeout_ms} }}"#),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("scripts/execute.js"),
-        format!(
-            "require('child_process').spawn('sleep', ['{marker}'], {{ stdio: 'ignore' }});\nsetInterval(() => {{}}, 1000);\n"
-        ),
     )
     .unwrap();
     let data = tempfile::tempdir().unwrap();
@@ -546,15 +554,10 @@ fn through_the_cli_a_script_cannot_read_the_host_signal_outside_or_reach_abstrac
     use std::os::unix::net::{SocketAddr, UnixListener};
 
     let skills = tempfile::tempdir().unwrap();
-    let dir = skills.path().join("attack");
-    std::fs::create_dir_all(dir.join("scripts")).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        "---\nname: attack\ndescription: Tries to leave its sandbox.\n---\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("scripts/execute.js"),
+    let dir = native_skill(
+        skills.path(),
+        "attack",
+        "Tries to leave its sandbox.",
         r#"
 const fs = require('fs');
 const input = JSON.parse(fs.readFileSync(0, 'utf8'));
@@ -570,8 +573,7 @@ const run = require('child_process').spawnSync('/usr/bin/python3', ['-c', py, in
 r.abstract = run.error ? 'no python: ' + run.error.code : (run.stdout.trim() || run.stderr.trim());
 console.log(JSON.stringify(r));
 "#,
-    )
-    .unwrap();
+    );
     let abstract_name = format!("evo-test-{}", std::process::id());
     let listener =
         UnixListener::bind_addr(&SocketAddr::from_abstract_name(&abstract_name).unwrap()).unwrap();
@@ -632,18 +634,12 @@ console.log(JSON.stringify(r));
 #[test]
 fn a_failed_script_keeps_what_it_printed_in_the_json_result() {
     let skills = tempfile::tempdir().unwrap();
-    let dir = skills.path().join("boom");
-    std::fs::create_dir_all(dir.join("scripts")).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        "---\nname: boom\ndescription: Prints, then throws.\n---\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("scripts/execute.js"),
+    let dir = native_skill(
+        skills.path(),
+        "boom",
+        "Prints, then throws.",
         "console.log('partial work');\nthrow new Error('kaput');\n",
-    )
-    .unwrap();
+    );
     let home = tempfile::tempdir().unwrap();
     let out = evo_tests::cli::evo(
         home.path(),
