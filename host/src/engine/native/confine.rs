@@ -77,6 +77,13 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
         Ok(RulesetStatus::NotEnforced) => {}
         Err(e) => eprintln!("evo-sandbox: landlock failed: {e}"),
     }
+    // A second layer, so that a kernel without scopes still reports the file-system
+    // and network rules as fully enforced.
+    match landlock_scopes() {
+        Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-scoped"),
+        Ok(_) => {}
+        Err(e) => eprintln!("evo-sandbox: landlock scopes failed: {e}"),
+    }
     if rustix::thread::set_no_new_privs(true).is_ok() {
         applied.push("no-new-privileges");
     }
@@ -102,13 +109,12 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
 }
 
 fn landlock(spec: &Spec) -> Result<RulesetStatus, landlock::RulesetError> {
-    let abi = ABI::V6;
+    let abi = ABI::V5;
     let mut read: Vec<PathBuf> = SYSTEM_READ_DIRS.iter().map(PathBuf::from).collect();
     read.extend(spec.read_only.iter().cloned());
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))?
         .handle_access(AccessNet::from_all(abi))?
-        .scope(Scope::from_all(abi))?
         .create()?
         .add_rules(path_beneath_rules(&read, AccessFs::from_read(abi)))?
         .add_rules(path_beneath_rules(
@@ -120,6 +126,16 @@ fn landlock(spec: &Spec) -> Result<RulesetStatus, landlock::RulesetError> {
             WRITABLE_DEVICES,
             AccessFs::from_all(abi),
         ))?
+        .restrict_self()?;
+    Ok(status.ruleset)
+}
+
+/// Signals to processes outside the sandbox and connections to abstract Unix sockets
+/// created outside it are denied (Landlock ABI 6, Linux 6.12).
+fn landlock_scopes() -> Result<RulesetStatus, landlock::RulesetError> {
+    let status = Ruleset::default()
+        .scope(Scope::from_all(ABI::V6))?
+        .create()?
         .restrict_self()?;
     Ok(status.ruleset)
 }
