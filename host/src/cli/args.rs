@@ -121,13 +121,9 @@ pub(crate) async fn host(
     sources: &Sources,
     grants: &Grants,
 ) -> Result<Host, Failure> {
-    let config = config(globals, sources, grants)?;
-    let mut builder = Host::builder().data_dir(&globals.data_dir).config(config);
-    // This binary confines itself (`evo __native-exec`) before becoming Node.
-    if let Ok(exe) = std::env::current_exe() {
-        builder = builder.native_launcher(exe);
-    }
-    let host = builder.build().await?;
+    let host = builder(config(globals, sources, grants)?, globals)
+        .build()
+        .await?;
     for skipped in host.load_errors() {
         eprintln!(
             "warning: skipped {}: [{}] {}",
@@ -145,6 +141,27 @@ pub(crate) async fn host(
 /// The host with no extra sources or grants.
 pub(crate) async fn plain_host(globals: &Globals) -> Result<Host, Failure> {
     host(globals, &Sources::default(), &Grants::default()).await
+}
+
+/// A host that loads no skills, for commands that call none (memory, install,
+/// uninstall, search): with a thousand installed skills, loading them all would be
+/// most of such a command's time.
+pub(crate) async fn bare_host(globals: &Globals) -> Result<Host, Failure> {
+    let mut config = config(globals, &Sources::default(), &Grants::default())?;
+    config.skill_dirs.clear();
+    Ok(builder(config, globals)
+        .installed_skills(false)
+        .build()
+        .await?)
+}
+
+fn builder(config: Config, globals: &Globals) -> evo_host::HostBuilder {
+    let builder = Host::builder().data_dir(&globals.data_dir).config(config);
+    // This binary confines itself (`evo __native-exec`) before becoming Node.
+    match std::env::current_exe() {
+        Ok(exe) => builder.native_launcher(exe),
+        Err(_) => builder,
+    }
 }
 
 /// The registered name of SKILL (a name, a directory or a `.wasm` file); a path that

@@ -44,7 +44,7 @@ pub(crate) enum MemoryCommand {
 }
 
 pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failure> {
-    let host = super::args::plain_host(globals).await?;
+    let host = super::args::bare_host(globals).await?;
     let memory = host.memory();
     let print = |value: serde_json::Value, human: &dyn Fn()| {
         if globals.json {

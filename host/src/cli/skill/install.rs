@@ -20,7 +20,7 @@ pub(super) async fn install(
             Some("give a skill's .zip archive or its directory"),
         ));
     }
-    let host = args::plain_host(globals).await?;
+    let host = args::bare_host(globals).await?;
     let bar = (!globals.json).then(install_bar);
     let mut progress = |done: u64, total: u64| {
         if let Some(bar) = &bar {
@@ -90,7 +90,7 @@ fn install_bar() -> indicatif::ProgressBar {
 }
 
 pub(super) async fn uninstall(globals: &Globals, name: &str) -> Result<(), Failure> {
-    let outcome = args::plain_host(globals).await?.uninstall(name)?;
+    let outcome = args::bare_host(globals).await?.uninstall(name)?;
     print_outcome(globals, &outcome)
 }
 
@@ -99,7 +99,7 @@ pub(super) async fn update_description(
     name: &str,
     description: &str,
 ) -> Result<(), Failure> {
-    let outcome = args::plain_host(globals)
+    let outcome = args::bare_host(globals)
         .await?
         .manager()?
         .update_skill_description(name, description)?;

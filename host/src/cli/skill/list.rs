@@ -85,7 +85,7 @@ pub(super) async fn list(
 }
 
 pub(super) async fn search(globals: &Globals, query: &str, limit: usize) -> Result<(), Failure> {
-    let hits = args::plain_host(globals)
+    let hits = args::bare_host(globals)
         .await?
         .manager()?
         .search_skills(query, limit)?;
