@@ -1,0 +1,96 @@
+use super::*;
+
+#[test]
+fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
+    let written = evo_manifest::SkillManifest {
+        category: Some("math".into()),
+        mode: Some("code".into()),
+        input: serde_json::json!({ "type": "object" }),
+        output: serde_json::json!({ "type": "object" }),
+        version: Some("2.1.0".into()),
+        tags: vec!["readonly".into()],
+        author: Some("Ada".into()),
+        timeout: Some(1_500),
+        retry: Some(2),
+        calls: vec!["calculate".into()],
+        limits: RequestedLimits {
+            memory_mib: Some(16),
+            fuel: Some(1_000),
+            output_bytes: Some(4_096),
+        },
+        capabilities: RequestedCapabilities {
+            dirs: vec![DirRequest::new("/data", Access::Read, "input").unwrap()],
+            llm: true,
+            memory: MemoryAccess::Read,
+        },
+        ..evo_manifest::SkillManifest::new("sum", "Adds.")
+    };
+    let meta = SkillMeta::from_json(&serde_json::to_string(&written).unwrap()).unwrap();
+    assert_eq!(
+        (
+            meta.name.as_str(),
+            meta.description.as_str(),
+            meta.category.as_str()
+        ),
+        ("sum", "Adds.", "math")
+    );
+    assert_eq!((meta.mode, meta.version.as_str()), (Mode::Code, "2.1.0"));
+    assert_eq!((meta.input, meta.output), (written.input, written.output));
+    assert_eq!((meta.tags, meta.calls), (written.tags, written.calls));
+    assert_eq!(meta.author, written.author);
+    assert_eq!((meta.timeout_ms, meta.retry), (1_500, 2));
+    assert_eq!(meta.limits, written.limits);
+    assert_eq!(meta.capabilities, written.capabilities);
+}
+
+#[test]
+fn defaults_follow_the_blueprint() {
+    let meta = SkillMeta::from_json(r#"{"name":"memory_search","description":"d"}"#).unwrap();
+    assert_eq!(meta.version, "1.0.0");
+    assert_eq!(meta.timeout_ms, 30_000);
+    assert_eq!(meta.retry, 0);
+    assert!(meta.calls.is_empty());
+    assert!(meta.tags.is_empty());
+    assert_eq!(meta.category, "general");
+    assert_eq!(meta.mode, Mode::Code);
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let problems = SkillMeta::from_json(
+        r#"{"version":"one","timeout":-5,"input":7,"capabilities":{"dirs":[{"path":"../etc","access":"read"}]}}"#,
+    )
+    .unwrap_err();
+    let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "name",
+            "description",
+            "input",
+            "version",
+            "timeout",
+            "capabilities.dirs[0].path"
+        ]
+    );
+    assert_eq!(
+        problems[0].message,
+        "Missing required fields: name, description"
+    );
+}
+
+#[test]
+fn names_follow_the_pattern() {
+    for ok in [
+        "calculate",
+        "git-commit",
+        "memory_search",
+        "a",
+        &"a".repeat(64),
+    ] {
+        assert!(is_valid_name(ok), "{ok}");
+    }
+    for bad in ["", "Calculate", "1abc", "-a", "a b", "a.b", &"a".repeat(65)] {
+        assert!(!is_valid_name(bad), "{bad}");
+    }
+}
