@@ -32,6 +32,9 @@ struct Input {
     /// Fail with an error message of this many bytes.
     #[serde(default)]
     error_bytes: usize,
+    /// Write this many scratch values of 1,000,000 bytes each, then count those kept.
+    #[serde(default)]
+    scratch_values: u32,
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
@@ -49,6 +52,8 @@ struct Output {
     connect: Option<String>,
     /// Each host call's outcome (`ok` or the error), by name.
     host_calls: BTreeMap<String, String>,
+    /// How many of the scratch values written could be read back.
+    scratch_kept: u32,
 }
 
 struct FixtureProbe;
@@ -120,6 +125,20 @@ impl Skill for FixtureProbe {
             let payload = "s".repeat(input.step_bytes);
             evo_guest::step(&format!("probe {n}"), &payload, || Ok(n * 10))?;
         }
+        let value = "x".repeat(if input.scratch_values > 0 {
+            1_000_000
+        } else {
+            0
+        });
+        for n in 0..input.scratch_values {
+            evo_guest::scratch::set(&format!("probe-{n}"), &value)?;
+        }
+        let mut scratch_kept = 0;
+        for n in 0..input.scratch_values {
+            if evo_guest::scratch::get::<String>(&format!("probe-{n}"))?.is_some() {
+                scratch_kept += 1;
+            }
+        }
         if input.error_bytes > 0 {
             return Err(Error::failed("e".repeat(input.error_bytes)));
         }
@@ -132,6 +151,7 @@ impl Skill for FixtureProbe {
             args: std::env::args().collect(),
             connect,
             host_calls,
+            scratch_kept,
         })
     }
 }

@@ -321,3 +321,105 @@ async fn what_a_guest_sends_back_is_capped_on_every_path() {
         .unwrap_err();
     assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED", "{err}");
 }
+
+#[test]
+fn through_the_cli_an_oversized_error_is_cut_and_a_flood_of_steps_refused() {
+    use evo_tests::cli::{evo, stdout};
+
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            skills::FIXTURE_PROBE,
+            "--json",
+            "--input",
+            r#"{"error_bytes":33554432}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.len() < 20 << 10,
+        "{} bytes on stdout",
+        out.stdout.len()
+    );
+    assert!(
+        out.stderr.len() < 20 << 10,
+        "{} bytes on stderr",
+        out.stderr.len()
+    );
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["code"], "SKILL_FAILED");
+    assert!(
+        value["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("more bytes cut)"),
+        "{}",
+        &stdout(&out)[..200]
+    );
+
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            skills::FIXTURE_PROBE,
+            "--json",
+            "--input",
+            r#"{"steps":20000}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["code"], "OUTPUT_LIMIT_EXCEEDED", "{value}");
+}
+
+#[tokio::test]
+async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_grant() {
+    use std::sync::Arc;
+
+    use evo_host::capabilities::MemoryAccess;
+
+    async fn host(data: &std::path::Path, config: evo_host::Config) -> evo_host::Host {
+        evo_host::Host::builder()
+            .data_dir(data)
+            .config(config)
+            .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+            .build()
+            .await
+            .unwrap()
+    }
+    let data = tempfile::tempdir().unwrap();
+
+    // 20 values of 1 MB: a run keeps 16 MiB of scratch, so 16 of them.
+    let plain = host(data.path(), evo_host::Config::default()).await;
+    let probe = plain.resolve(skills::FIXTURE_PROBE).await.unwrap();
+    let out = plain
+        .call(&probe, json!({ "scratch_values": 20 }))
+        .await
+        .unwrap();
+    assert_eq!(out["scratch_kept"], 16, "{}", out["scratch_kept"]);
+
+    // `notes` suggests an important note for memory: dropped without the grant...
+    let important = json!({ "op": "add", "text": "call Ada", "important": true });
+    let notes = plain.resolve(skills::NOTES).await.unwrap();
+    let out = plain.call_full(&notes, important.clone()).await.unwrap();
+    assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
+
+    // ...and kept with it.
+    let mut config = evo_host::Config::default();
+    config.grants.skills.insert(
+        "notes".into(),
+        Policy {
+            memory: MemoryAccess::ReadWrite,
+            ..Policy::default()
+        },
+    );
+    let granted = host(data.path(), config).await;
+    let notes = granted.resolve(skills::NOTES).await.unwrap();
+    let out = granted.call_full(&notes, important).await.unwrap();
+    assert_eq!(out.memory_writes.len(), 1);
+    assert_eq!(out.memory_writes[0].text, "call Ada");
+}

@@ -1056,3 +1056,49 @@ fn files_under(dir: &std::path::Path, root: &std::path::Path) -> Vec<String> {
     }
     found
 }
+
+#[test]
+fn through_the_cli_a_directory_with_a_fifo_is_refused_not_hung() {
+    use std::process::Stdio;
+
+    let home = tempfile::tempdir().unwrap();
+    let skill = home.path().join("src/git-commit");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        skill_md("git-commit", "Builds commit messages."),
+    )
+    .unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(skill.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut child =
+        evo_tests::cli::command(home.path(), &["skill", "install", skill.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("evo skill install hangs on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(2));
+    assert!(
+        evo_tests::cli::stderr(&out).starts_with(
+            "error[INVALID_SKILL_STRUCTURE]: Invalid skill structure: pipe is not a regular file (a pipe, socket or device)"
+        ),
+        "{}",
+        evo_tests::cli::stderr(&out)
+    );
+    assert!(!home.path().join("skills/git-commit").exists());
+}
