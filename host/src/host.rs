@@ -379,10 +379,7 @@ impl Host {
             ..AgentOptions::default()
         };
         options_fn(&mut options);
-        let index = SkillIndex::new(
-            Db::open(&self.inner.data_dir)?,
-            self.inner.memory.embedder(),
-        );
+        let index = self.skill_index()?;
         Agent::on(self.inner.kernel.clone(), provider)?
             .with_memory(self.inner.memory.clone())
             .with_options(options)
@@ -392,13 +389,18 @@ impl Host {
     /// The skill manager of the data directory: installs are checked with this host's
     /// loader and kept in the skill index.
     pub fn manager(&self) -> Result<SkillManager> {
-        let index = SkillIndex::new(
-            Db::open(&self.inner.data_dir)?,
-            self.inner.memory.embedder(),
-        );
+        let index = self.skill_index()?;
         Ok(SkillManager::new(&self.inner.data_dir)
             .with_index(index)
             .with_loader(self.inner.loader.clone()))
+    }
+
+    /// The skill index of the data directory, ranking with memory's embedder.
+    fn skill_index(&self) -> Result<SkillIndex> {
+        Ok(SkillIndex::new(
+            Db::open(&self.inner.data_dir)?,
+            self.inner.memory.embedder(),
+        ))
     }
 
     /// Installs a skill from a ZIP archive or a directory and makes it callable at once.

@@ -540,10 +540,7 @@ impl Agent {
                         s.meta.name.replace(['_', '-'], " "),
                         s.meta.description
                     );
-                    (
-                        crate::memory::rank::fuse(dot(&query, &hash_embed(&text)), None, 0.0),
-                        s.meta.name.clone(),
-                    )
+                    (dot(&query, &hash_embed(&text)), s.meta.name.clone())
                 });
                 crate::memory::rank::top(scored, limit)
                     .into_iter()
