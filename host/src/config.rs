@@ -35,6 +35,7 @@
 //! isolation = "best-effort"           # or "required": refuse to run unconfined
 //! timeout_ms = 60000
 //! max_old_space_mb = 512
+//! max_tasks = 256
 //! node = "node"
 //!
 //! [kernel]
@@ -158,8 +159,12 @@ pub struct NativeSettings {
     pub isolation: Isolation,
     /// Wall-clock limit per script, ms.
     pub timeout_ms: u64,
-    /// V8 heap limit, MiB.
+    /// Memory limit, MiB: of the script's whole process tree where a cgroup caps it,
+    /// else of V8's heap.
     pub max_old_space_mb: u32,
+    /// Tasks (processes and threads) one script may have at once, where a cgroup caps
+    /// them.
+    pub max_tasks: u64,
     /// The Node binary.
     pub node: PathBuf,
 }
@@ -253,6 +258,7 @@ impl Default for Config {
                 isolation: Isolation::BestEffort,
                 timeout_ms: millis(native::DEFAULT_TIMEOUT),
                 max_old_space_mb: native::DEFAULT_MAX_OLD_SPACE_MB,
+                max_tasks: native::DEFAULT_MAX_TASKS,
                 node: PathBuf::from("node"),
             },
             kernel: KernelSettings {

@@ -232,6 +232,7 @@ fn loader(config: &Config, data_dir: &Path, launcher: Option<PathBuf>) -> Result
         timeout: std::time::Duration::from_millis(n.timeout_ms),
         output_cap: DEFAULT_OUTPUT_CAP,
         max_old_space_mb: n.max_old_space_mb,
+        max_tasks: n.max_tasks,
         max_concurrency: n.concurrency,
         launcher,
         require_isolation: n.isolation == Isolation::Required,

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use evo_host::engine::native::IsolationLevel;
 use evo_host::skill::executor::ExecutorKind;
 use serde_json::{Value, json};
 
@@ -152,30 +153,24 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
     });
 
     let protections = host.loader().native().isolation().await;
-    let confined = protections.iter().any(|p| p.starts_with("landlock"));
+    let level = IsolationLevel::of(&protections);
     let required = host.config().native.isolation == evo_host::config::Isolation::Required;
-    checks.push(if confined {
-        Check::ok(
+    let mut detail = format!(
+        "{}: {} ({})",
+        level.name(),
+        level.describe(),
+        protections.join(", ")
+    );
+    if !protections.iter().any(|p| p == "cgroup-memory") {
+        detail.push_str("; no cgroup: memory is capped for V8's heap only, and a fork bomb only by the user's process limit");
+    }
+    checks.push(match level {
+        IsolationLevel::ProcessLimits if required && native_skills > 0 => Check::broken(
             "native isolation",
-            format!("confined ({})", protections.join(", ")),
-        )
-    } else {
-        let detail = format!(
-            "NOT confined to their workspace (Landlock unavailable); process limits only{}",
-            if protections.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", protections.join(", "))
-            }
-        );
-        if required && native_skills > 0 {
-            Check::broken(
-                "native isolation",
-                format!("{detail}; native.isolation = required refuses to run them"),
-            )
-        } else {
-            Check::note("native isolation", detail)
-        }
+            format!("{detail}; native.isolation = required refuses to run them"),
+        ),
+        IsolationLevel::ProcessLimits => Check::note("native isolation", detail),
+        _ => Check::ok("native isolation", detail),
     });
 
     let skills = host.skills().len();

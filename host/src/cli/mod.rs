@@ -114,6 +114,9 @@ enum Command {
         /// CPU seconds allowed.
         #[arg(long, default_value_t = 60)]
         cpu_seconds: u64,
+        /// `cgroup.procs` files to join first.
+        #[arg(long)]
+        cgroup: Vec<PathBuf>,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         program: Vec<std::ffi::OsString>,
@@ -162,6 +165,7 @@ pub(crate) fn main() -> ExitCode {
         workspace,
         read,
         cpu_seconds,
+        cgroup,
         program,
     } = &cli.command
     {
@@ -169,6 +173,7 @@ pub(crate) fn main() -> ExitCode {
             workspace: workspace.clone(),
             read_only: read.clone(),
             cpu_seconds: *cpu_seconds,
+            cgroups: cgroup.clone(),
         };
         let error =
             evo_host::engine::native::confine::confine_and_exec(&spec, &program[0], &program[1..]);

@@ -66,6 +66,7 @@ struct NativeFile {
     isolation: Option<Isolation>,
     timeout_ms: Option<u64>,
     max_old_space_mb: Option<u32>,
+    max_tasks: Option<u64>,
     node: Option<PathBuf>,
 }
 
@@ -266,6 +267,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, f.isolation => n.isolation, "native.isolation");
         take!(noted, spans, f.timeout_ms => n.timeout_ms, "native.timeout_ms", 1, u64::MAX);
         take!(noted, spans, f.max_old_space_mb => n.max_old_space_mb, "native.max_old_space_mb", 16, 1 << 20);
+        take!(noted, spans, f.max_tasks => n.max_tasks, "native.max_tasks", 16, 1 << 22);
         take!(noted, f.node => n.node, "native.node");
     }
     if let Some(f) = file.kernel {

@@ -159,10 +159,16 @@ impl Loader {
         }
         let timeout_given = raw.timeout.is_some();
         let mut meta = SkillMeta::from_raw(raw).map_err(invalid)?;
-        if !timeout_given && dir.join(EXECUTE_JS).is_file() {
-            // The sandbox seed's default for scripts (60 s) rather than the blueprint's 30 s.
-            meta.timeout_ms = u64::try_from(crate::engine::native::DEFAULT_TIMEOUT.as_millis())
-                .unwrap_or(u64::MAX);
+        // The operator's limit for scripts (`native.timeout_ms`, by default the sandbox
+        // seed's 60 s rather than the blueprint's 30 s) is their default and their cap.
+        let script_limit = self.native.config().timeout;
+        if dir.join(EXECUTE_JS).is_file() {
+            let limit = u64::try_from(script_limit.as_millis()).unwrap_or(u64::MAX);
+            meta.timeout_ms = if timeout_given {
+                meta.timeout_ms.min(limit)
+            } else {
+                limit
+            };
         }
 
         let executor: Arc<dyn Executor> = match meta.mode {
@@ -182,16 +188,11 @@ impl Loader {
                     skill = %meta.name,
                     "native skill: runs as a Node subprocess, with less isolation than a Wasm skill"
                 );
-                let timeout = if timeout_given {
-                    Duration::from_millis(meta.timeout_ms)
-                } else {
-                    crate::engine::native::DEFAULT_TIMEOUT
-                };
                 Arc::new(NativeExecutor::new(
                     self.native.clone(),
                     &meta.name,
                     dir.join(EXECUTE_JS),
-                    timeout,
+                    Duration::from_millis(meta.timeout_ms),
                 ))
             }
             Mode::Code => match doc {

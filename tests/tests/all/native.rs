@@ -392,12 +392,19 @@ function done() {{ console.log(JSON.stringify(r)); process.exit(0); }}
         result.protections
     );
     let seen = result.output();
+    // With a private root the paths do not exist in the script's view; with Landlock
+    // alone they exist and are refused.
+    let refused = if result.protections.contains(&"private-root".to_owned()) {
+        "ENOENT"
+    } else {
+        "EACCES"
+    };
     assert_eq!(
-        seen["read"], "EACCES",
+        seen["read"], refused,
         "the host's data cannot be read: {seen}"
     );
     assert_eq!(
-        seen["write"], "EACCES",
+        seen["write"], refused,
         "nothing can be planted outside: {seen}"
     );
     assert_eq!(seen["inside"], "ok");
@@ -432,14 +439,18 @@ async fn the_examples_work_confined_and_isolation_can_be_required() {
         .unwrap_err();
     assert_eq!(err.code(), "CAPABILITY_DENIED");
     assert!(
-        err.to_string()
-            .contains("require file-system isolation (Landlock)"),
+        err.to_string().contains("require file-system isolation"),
         "{err}"
     );
 }
 
 /// A native skill directory `root/name` with `script` as its `scripts/execute.js`.
-fn native_skill(root: &Path, name: &str, description: &str, script: &str) -> std::path::PathBuf {
+pub(crate) fn native_skill(
+    root: &Path,
+    name: &str,
+    description: &str,
+    script: &str,
+) -> std::path::PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(dir.join("scripts")).unwrap();
     std::fs::write(
@@ -452,7 +463,7 @@ fn native_skill(root: &Path, name: &str, description: &str, script: &str) -> std
 }
 
 /// Whether a live (not zombie) process's command line contains `marker`.
-fn running(marker: &str) -> bool {
+pub(crate) fn running(marker: &str) -> bool {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -468,7 +479,7 @@ fn running(marker: &str) -> bool {
         })
 }
 
-async fn wait_until(what: &str, condition: impl Fn() -> bool) {
+pub(crate) async fn wait_until(what: &str, condition: impl Fn() -> bool) {
     for _ in 0..100 {
         if condition() {
             return;
@@ -546,116 +557,6 @@ async fn a_call_dropped_midway_kills_everything_the_script_started() {
         !running(&pattern)
     })
     .await;
-}
-
-#[test]
-fn through_the_cli_a_script_cannot_read_the_host_signal_outside_or_reach_abstract_sockets() {
-    use std::os::linux::net::SocketAddrExt as _;
-    use std::os::unix::net::{SocketAddr, UnixListener};
-
-    let skills = tempfile::tempdir().unwrap();
-    let dir = native_skill(
-        skills.path(),
-        "attack",
-        "Tries to leave its sandbox.",
-        r#"
-const fs = require('fs');
-const input = JSON.parse(fs.readFileSync(0, 'utf8'));
-const r = {};
-try { fs.readFileSync(`/proc/${process.ppid}/environ`); r.environ = 'read'; } catch (e) { r.environ = e.code; }
-try { fs.readFileSync(`/proc/${process.ppid}/cmdline`); r.cmdline = 'read'; } catch (e) { r.cmdline = e.code; }
-try { fs.readFileSync('/proc/self/status'); r.own = 'read'; } catch (e) { r.own = e.code; }
-if (input.scoped) {
-  try { process.kill(input.victim, 'SIGKILL'); r.victim = 'killed'; } catch (e) { r.victim = e.code; }
-  try { process.kill(process.ppid, 'SIGTERM'); r.host = 'signalled'; } catch (e) { r.host = e.code; }
-}
-// Node cannot name an abstract socket; Python (a program the script may run) can.
-const py = "import socket,sys,errno\ns=socket.socket(socket.AF_UNIX)\ntry:\n  s.connect('\\0'+sys.argv[1]); print('connected')\nexcept OSError as e: print(errno.errorcode.get(e.errno, str(e.errno)))";
-if (input.scoped) {
-  const run = require('child_process').spawnSync('/usr/bin/python3', ['-c', py, input.abstract], { encoding: 'utf8' });
-  r.abstract = run.error ? 'no python: ' + run.error.code : (run.stdout.trim() || run.stderr.trim());
-}
-console.log(JSON.stringify(r));
-"#,
-    );
-    let abstract_name = format!("evo-test-{}", std::process::id());
-    let listener =
-        UnixListener::bind_addr(&SocketAddr::from_abstract_name(&abstract_name).unwrap()).unwrap();
-    listener.set_nonblocking(true).unwrap();
-    assert!(
-        Path::new("/usr/bin/python3").exists(),
-        "this test needs /usr/bin/python3 to open an abstract socket from inside the sandbox"
-    );
-    let mut victim = std::process::Command::new("sleep")
-        .arg("30")
-        .spawn()
-        .unwrap();
-    let home = tempfile::tempdir().unwrap();
-    // What this kernel can enforce, as `evo doctor` reports it.
-    let doctor: Value = serde_json::from_str(&evo_tests::cli::stdout(&evo_tests::cli::evo(
-        home.path(),
-        &["doctor", "--json"],
-    )))
-    .unwrap();
-    let isolation = doctor["checks"]["native isolation"]["detail"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        isolation.contains("landlock-full"),
-        "Landlock is not available here, so native isolation cannot be checked: {isolation}"
-    );
-    let scoped = isolation.contains("landlock-scoped");
-    if !scoped {
-        eprintln!(
-            "warning: no Landlock scopes on this kernel (Linux < 6.12): only the /proc isolation is checked; signals and abstract sockets are not isolated here ({isolation})"
-        );
-    }
-    let input =
-        json!({ "victim": victim.id(), "abstract": abstract_name, "scoped": scoped }).to_string();
-    let out = evo_tests::cli::command(
-        home.path(),
-        &[
-            "skill",
-            "run",
-            dir.to_str().unwrap(),
-            "--json",
-            "--input",
-            &input,
-        ],
-    )
-    .env("EVO_TEST_SECRET", "sk-do-not-leak")
-    .output()
-    .unwrap();
-    let stdout = evo_tests::cli::stdout(&out);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        evo_tests::cli::stderr(&out)
-    );
-    let value: Value = serde_json::from_str(&stdout).unwrap();
-    let seen = &value["output"];
-    assert_eq!(
-        (&seen["environ"], &seen["cmdline"]),
-        (&json!("EACCES"), &json!("EACCES")),
-        "the host's /proc entry is out of reach: {seen}"
-    );
-    assert_eq!(seen["own"], "read", "the script still sees itself: {seen}");
-    if scoped {
-        assert_eq!(seen["victim"], "EPERM", "{seen}");
-        assert_eq!(seen["host"], "EPERM", "{seen}");
-        assert_eq!(seen["abstract"], "EPERM", "{seen}");
-    }
-    assert!(
-        listener.accept().is_err(),
-        "nothing reached the abstract socket"
-    );
-    assert!(
-        victim.try_wait().unwrap().is_none(),
-        "the unrelated process is alive"
-    );
-    victim.kill().unwrap();
-    let _ = victim.wait();
 }
 
 #[test]

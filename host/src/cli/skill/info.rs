@@ -3,6 +3,7 @@
 use evo_host::Error;
 use evo_host::capabilities::Access;
 use evo_host::engine::loader::StaticExecutor;
+use evo_host::engine::native::IsolationLevel;
 use evo_host::engine::wasm::{WasmExecutor, WasmSkill};
 use evo_host::packages::InstallRecord;
 use serde_json::json;
@@ -48,6 +49,13 @@ pub(super) async fn info(
             "resources": instructions.resources,
         });
     }
+    if registered.kind() == evo_host::skill::executor::ExecutorKind::Native {
+        let protections = host.loader().native().isolation().await;
+        value["isolation"] = json!({
+            "level": IsolationLevel::of(&protections),
+            "protections": protections,
+        });
+    }
     let record = InstallRecord::read(&evo_host::paths::skills_dir(host.data_dir()).join(&name));
     if let Some(record) = &record {
         value["installed"] = json!(record);
@@ -62,6 +70,13 @@ pub(super) async fn info(
     out!("  category:   {}", meta.category);
     if !meta.tags.is_empty() {
         out!("  tags:       {}", meta.tags.join(", "));
+    }
+    if let Some(isolation) = value.get("isolation") {
+        let level = IsolationLevel::of(
+            &serde_json::from_value::<Vec<String>>(isolation["protections"].clone())
+                .unwrap_or_default(),
+        );
+        out!("  isolation:  {} — {}", level.name(), level.describe());
     }
     match wasm {
         Some(skill) => print_wasm(skill),

@@ -2,6 +2,7 @@
 
 use std::io::Read as _;
 
+use evo_host::engine::native::IsolationLevel;
 use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::executor::ExecutorKind;
 use serde_json::json;
@@ -23,20 +24,10 @@ pub(super) async fn run(
         .skill(&name)
         .is_some_and(|s| s.kind() == ExecutorKind::Native);
     if native && !globals.json {
-        let confined = host
-            .loader()
-            .native()
-            .isolation()
-            .await
-            .iter()
-            .any(|p| p.starts_with("landlock"));
+        let level = IsolationLevel::of(&host.loader().native().isolation().await);
         eprintln!(
-            "note: {name} is a native script skill: a Node process {}, less isolated than a Wasm skill",
-            if confined {
-                "confined to its workspace"
-            } else {
-                "with process limits only (no file-system isolation here)"
-            }
+            "note: {name} is a native script skill: a Node process {}; less isolated than a Wasm skill",
+            level.describe()
         );
     }
     let events = (!globals.json).then(|| EventSink::new(show));

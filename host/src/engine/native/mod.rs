@@ -16,6 +16,7 @@
 //!   ends with `[TRUNCATED]`;
 //! - at most `max_concurrency` scripts at once, the rest wait in FIFO order.
 
+pub mod cgroup;
 pub mod confine;
 mod run;
 
@@ -35,8 +36,12 @@ pub use run::execute_script;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default cap on stdout + stderr.
 pub const DEFAULT_OUTPUT_CAP: usize = 10 * 1024 * 1024;
-/// Default V8 old-space limit in MiB.
+/// Default memory limit in MiB: of the script's whole process tree where a cgroup caps
+/// it, else of V8's heap (`--max-old-space-size`).
 pub const DEFAULT_MAX_OLD_SPACE_MB: u32 = 512;
+/// Default cap on the tasks (processes and threads) of one script's tree, where a cgroup
+/// enforces it: Node alone runs about a dozen threads.
+pub const DEFAULT_MAX_TASKS: u64 = 256;
 /// The script each native skill runs, relative to its directory.
 pub const SCRIPT: &str = "scripts/execute.js";
 
@@ -49,8 +54,10 @@ pub struct NativeConfig {
     pub timeout: Duration,
     /// Cap on stdout + stderr, in bytes.
     pub output_cap: usize,
-    /// V8 heap limit in MiB.
+    /// Memory limit in MiB (see [`DEFAULT_MAX_OLD_SPACE_MB`]).
     pub max_old_space_mb: u32,
+    /// Tasks one script's tree may have at once (see [`DEFAULT_MAX_TASKS`]).
+    pub max_tasks: u64,
     /// Scripts that may run at once.
     pub max_concurrency: usize,
     /// A program that confines itself and then becomes Node (the `evo` binary's
@@ -72,9 +79,62 @@ impl Default for NativeConfig {
             timeout: DEFAULT_TIMEOUT,
             output_cap: DEFAULT_OUTPUT_CAP,
             max_old_space_mb: DEFAULT_MAX_OLD_SPACE_MB,
+            max_tasks: DEFAULT_MAX_TASKS,
             max_concurrency: std::thread::available_parallelism().map_or(1, usize::from),
             launcher: None,
             require_isolation: false,
+        }
+    }
+}
+
+/// How confined native scripts are, named from the protections a call reported (see
+/// `docs/sandbox.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IsolationLevel {
+    /// Own user, PID, mount, network, IPC and UTS namespaces and a private root: the
+    /// script sees only the system's programs, its own directory and its workspace.
+    Namespaced,
+    /// Landlock alone: the host's files are there but refused.
+    Landlock,
+    /// Neither: an ordinary process of the host's user, with process limits.
+    ProcessLimits,
+}
+
+impl IsolationLevel {
+    /// The level `protections` amount to.
+    pub fn of(protections: &[String]) -> Self {
+        let has = |p: &str| protections.iter().any(|x| x == p);
+        if has("namespaces") && has("private-root") {
+            Self::Namespaced
+        } else if protections.iter().any(|p| p.starts_with("landlock-")) {
+            Self::Landlock
+        } else {
+            Self::ProcessLimits
+        }
+    }
+
+    /// Its name: `namespaced`, `landlock`, `process-limits`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Namespaced => "namespaced",
+            Self::Landlock => "landlock",
+            Self::ProcessLimits => "process-limits",
+        }
+    }
+
+    /// What it means, for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Namespaced => {
+                "in its own namespaces and private root: sees only system programs, its own directory and its workspace; no network"
+            }
+            Self::Landlock => {
+                "confined to its workspace by Landlock (no namespaces here: other processes' names and the machine's network are visible)"
+            }
+            Self::ProcessLimits => {
+                "with process limits only: NO file-system or network isolation here"
+            }
         }
     }
 }
@@ -186,14 +246,10 @@ impl NativeSandbox {
         timeout: Duration,
     ) -> Result<ExecutionResult> {
         if self.config.require_isolation
-            && !self
-                .isolation()
-                .await
-                .iter()
-                .any(|p| p.starts_with("landlock"))
+            && IsolationLevel::of(&self.isolation().await) == IsolationLevel::ProcessLimits
         {
             return Err(Error::Capability(
-                "native skills are configured to require file-system isolation (Landlock), which is not available here; run them on Linux 5.13+ with Landlock enabled, or use Wasm skills".into(),
+                "native skills are configured to require file-system isolation (native.isolation = \"required\"), and neither unprivileged namespaces nor Landlock are available here; enable user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run on Linux 5.13+ with Landlock, or use Wasm skills".into(),
             ));
         }
         let _slot = self

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use super::cgroup::{CallCgroup, Limits};
 use super::{ExecutionResult, NativeConfig, confine};
 
 /// Marker appended to output cut at the cap.
@@ -19,13 +20,12 @@ pub const TRUNCATED: &str = "[TRUNCATED]";
 const OOM_MARKERS: [&str; 2] = ["JavaScript heap out of memory", "Reached heap limit"];
 
 /// Protections every execution gets.
-const PROTECTIONS: [&str; 6] = [
+const PROTECTIONS: [&str; 5] = [
     "env-scrubbed",
     "fresh-workspace",
     "process-group-kill",
     "timeout",
     "output-cap",
-    "v8-heap-limit",
 ];
 
 /// Runs `script` with `input` on stdin under `config`'s limits. Never fails: every
@@ -60,19 +60,36 @@ pub async fn execute_script(
             );
         }
     };
-    let heap = format!("--max-old-space-size={}", config.max_old_space_mb);
+    // A cgroup caps the whole tree's memory; only without one does V8's own heap flag
+    // (which costs Node its start-up snapshot) stand in for it.
+    let cgroup = config.launcher.as_ref().and_then(|_| {
+        CallCgroup::create(Limits {
+            memory_bytes: u64::from(config.max_old_space_mb) * 1024 * 1024,
+            max_tasks: config.max_tasks,
+        })
+    });
+    let heap = (!cgroup.as_ref().is_some_and(CallCgroup::caps_memory))
+        .then(|| format!("--max-old-space-size={}", config.max_old_space_mb));
+    let mut protections = base_protections();
+    if heap.is_some() {
+        protections.push("v8-heap-limit".into());
+    }
+    let cgroup_protections = cgroup
+        .as_ref()
+        .map(CallCgroup::protections)
+        .unwrap_or_default();
+    let failed = |error: String, started: Instant| ExecutionResult {
+        protections: protections.clone(),
+        ..failed(error, started)
+    };
     let mut command = match &config.launcher {
         None => {
             let mut command = Command::new(&config.node);
-            command.arg(&heap).arg(script);
+            command.args(&heap).arg(script);
             command
         }
         Some(launcher) => {
-            let mut command = Command::new(launcher);
-            command
-                .arg("__native-exec")
-                .arg("--workspace")
-                .arg(workspace.path());
+            let mut command = launcher_command(launcher, workspace.path(), cgroup.as_ref());
             // The skill's own directory (its script and files) and Node's installation.
             let skill_dir = script.parent().and_then(Path::parent).unwrap_or(script);
             command.arg("--read").arg(skill_dir);
@@ -85,7 +102,7 @@ pub async fn execute_script(
                 .arg((config.timeout.as_secs() + 1).to_string())
                 .arg("--")
                 .arg(&node)
-                .arg(&heap)
+                .args(&heap)
                 .arg(script);
             command
         }
@@ -160,8 +177,12 @@ pub async fn execute_script(
             // Reap the child so it does not linger as a zombie.
             let _ = child.wait().await;
             guard.disarm();
+            if let Some(cgroup) = cgroup {
+                cgroup.remove().await;
+            }
             let stdout = join(stdout).await;
-            let stderr = join(stderr).await;
+            let (confined, stderr) = confine::take_status(&join(stderr).await);
+            let protections = merge(protections, &cgroup_protections, confined);
             return ExecutionResult {
                 success: false,
                 stdout,
@@ -169,13 +190,18 @@ pub async fn execute_script(
                 exit_code: None,
                 duration: millis(started),
                 error: Some("Execution timeout".into()),
-                protections: base_protections(),
+                protections,
             };
         }
     };
-    // Grandchildren may still hold the pipes open; the group is done either way.
+    // Grandchildren may still hold the pipes open; the group is done either way, and so
+    // is everything in the call's cgroup (children that left the group included).
     kill_group();
     guard.disarm();
+    let out_of_memory = cgroup.as_ref().is_some_and(CallCgroup::oom_killed);
+    if let Some(cgroup) = cgroup {
+        cgroup.remove().await;
+    }
     let stdout = join(stdout).await;
     let (confined, stderr) = confine::take_status(&join(stderr).await);
     let exit_code = status.and_then(|s| s.code());
@@ -184,7 +210,7 @@ pub async fn execute_script(
             "Output size exceeded {}MB limit",
             config.output_cap / (1024 * 1024)
         ))
-    } else if OOM_MARKERS.iter().any(|m| stderr.contains(m)) {
+    } else if out_of_memory || OOM_MARKERS.iter().any(|m| stderr.contains(m)) {
         Some("Out of memory".into())
     } else if exit_code == Some(0) {
         None
@@ -195,8 +221,7 @@ pub async fn execute_script(
         }))
     };
     drop(workspace);
-    let mut protections = base_protections();
-    protections.extend(confined);
+    let protections = merge(protections, &cgroup_protections, confined);
     ExecutionResult {
         success: error.is_none(),
         stdout,
@@ -223,6 +248,16 @@ impl Drop for GroupGuard {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
     }
+}
+
+/// The host's protections, then the cgroup's if the launcher joined it (it reports
+/// `cgroup`), then the launcher's own.
+fn merge(mut protections: Vec<String>, cgroup: &[String], confined: Vec<String>) -> Vec<String> {
+    if confined.iter().any(|p| p == "cgroup") {
+        protections.extend_from_slice(cgroup);
+    }
+    protections.extend(confined.into_iter().filter(|p| p != "cgroup"));
+    protections
 }
 
 fn base_protections() -> Vec<String> {
@@ -254,10 +289,11 @@ pub(super) async fn probe(config: &NativeConfig) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let output = Command::new(launcher)
-        .arg("__native-exec")
-        .arg("--workspace")
-        .arg(workspace.path())
+    let cgroup = CallCgroup::create(Limits {
+        memory_bytes: u64::from(config.max_old_space_mb) * 1024 * 1024,
+        max_tasks: config.max_tasks,
+    });
+    let output = launcher_command(launcher, workspace.path(), cgroup.as_ref())
         .arg("--cpu-seconds")
         .arg("5")
         .arg("--")
@@ -266,10 +302,33 @@ pub(super) async fn probe(config: &NativeConfig) -> Vec<String> {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .output()
         .await;
+    let cgroup_protections = cgroup
+        .as_ref()
+        .map(CallCgroup::protections)
+        .unwrap_or_default();
+    if let Some(cgroup) = cgroup {
+        cgroup.remove().await;
+    }
     match output {
-        Ok(output) => confine::take_status(&String::from_utf8_lossy(&output.stderr)).0,
+        Ok(output) => {
+            let confined = confine::take_status(&String::from_utf8_lossy(&output.stderr)).0;
+            merge(Vec::new(), &cgroup_protections, confined)
+        }
         Err(_) => Vec::new(),
     }
+}
+
+/// `launcher __native-exec --workspace W [--cgroup PROCS]…`, the rest to be added.
+fn launcher_command(launcher: &Path, workspace: &Path, cgroup: Option<&CallCgroup>) -> Command {
+    let mut command = Command::new(launcher);
+    command
+        .arg("__native-exec")
+        .arg("--workspace")
+        .arg(workspace);
+    for procs in cgroup.map(CallCgroup::procs).unwrap_or_default() {
+        command.arg("--cgroup").arg(procs);
+    }
+    command
 }
 
 fn millis(started: Instant) -> u64 {

@@ -1,0 +1,237 @@
+//! Confinement of a native script on Linux, applied by a launcher process (the `evo`
+//! binary's hidden `__native-exec`) to itself just before it becomes Node (`exec`), so no
+//! unsafe code runs between the host's fork and exec. Layers, outermost first:
+//!
+//! - a cgroup made by the host for the call ([`super::cgroup`]), joined first so that
+//!   everything the script starts is counted and killed with it;
+//! - namespaces and a private root ([`namespaces`]): the script is PID 1 of its own PID
+//!   namespace (when it ends, everything it started is killed), sees only the system's
+//!   programs and libraries, its own directory and its workspace, has its own `/proc`,
+//!   `/tmp` and `/dev`, and no network;
+//! - no new privileges, an empty capability bounding set;
+//! - Landlock: the workspace read-write; the system's program and library directories,
+//!   the skill's own directory and Node read-only; of `/proc` only the script's own
+//!   entry and a few system-wide files; TCP connect and bind denied where the kernel
+//!   supports network rules; signals to processes outside the sandbox and connections to
+//!   abstract Unix sockets created outside it denied where the kernel supports scopes
+//!   (Landlock ABI 6, Linux 6.12). Without namespaces this is the file-system wall;
+//!   with them, a second one;
+//! - a seccomp filter ([`seccomp`]);
+//! - rlimits: no core dumps, files written at most [`MAX_FILE_BYTES`], CPU time bounded,
+//!   at most [`MAX_USER_PROCESSES`] processes.
+//!
+//! Each layer the kernel refuses is left out, not faked: the launcher reports what it
+//! could enforce on stderr's first line, prefixed with [`STATUS_PREFIX`]; the sandbox
+//! strips it and lists the protections in the result (`evo doctor` shows the same list).
+
+pub mod namespaces;
+mod seccomp;
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    Scope, path_beneath_rules,
+};
+
+/// Marks the launcher's status line on stderr.
+pub const STATUS_PREFIX: &str = "\u{1}evo-sandbox:";
+/// Largest file a script may write: enough for real work, not enough to fill a disk.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Processes the user may have while a script runs (`RLIMIT_NPROC` counts all of the
+/// user's processes, not just the script's): high enough for a desktop session, low
+/// enough that a fork bomb stops. Not enforced for root.
+pub const MAX_USER_PROCESSES: u64 = 4096;
+/// Directories every Node process needs to read (program, libraries, certificates,
+/// `/dev/null`, its own `/proc` entry and the system-wide `/proc` files libuv reads).
+/// Not the whole of `/proc`: another process's `environ`, `maps` and `cmdline` (the
+/// host's API keys among them) would be readable.
+pub const SYSTEM_READ_DIRS: [&str; 13] = [
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/bin",
+    "/etc",
+    "/dev",
+    "/sys",
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/uptime",
+    "/proc/sys",
+];
+
+/// Device files that may be written: sinks and sources with no data behind them.
+pub const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+/// What the launcher is told.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The only writable directory.
+    pub workspace: PathBuf,
+    /// Extra read-only directories (the skill's directory, Node's installation).
+    pub read_only: Vec<PathBuf>,
+    /// CPU seconds the script may use.
+    pub cpu_seconds: u64,
+    /// `cgroup.procs` files of the call's cgroups, joined before anything else.
+    pub cgroups: Vec<PathBuf>,
+}
+
+/// Confines the current process as `spec` says, reports on stderr, and replaces the
+/// process with `program args`. Returns only if the `exec` failed.
+pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> std::io::Error {
+    let mut applied: Vec<&str> = Vec::new();
+    let mut private = false;
+    // Canonical paths of the host's view, taken before the view changes.
+    let workspace = spec
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| spec.workspace.clone());
+    let read_only: Vec<PathBuf> = spec
+        .read_only
+        .iter()
+        .filter_map(|dir| dir.canonicalize().ok())
+        .collect();
+    if !spec.cgroups.is_empty() && spec.cgroups.iter().all(|procs| join_cgroup(procs).is_ok()) {
+        applied.push("cgroup");
+    }
+    match namespaces::enter() {
+        Ok(true) => {
+            applied.push("namespaces");
+            match namespaces::private_root(&workspace, &read_only) {
+                Ok(()) => {
+                    applied.push("private-root");
+                    private = true;
+                }
+                Err(e) => {
+                    return std::io::Error::other(format!(
+                        "the sandbox's private file-system view could not be built: {e}"
+                    ));
+                }
+            }
+        }
+        Ok(false) => {}
+        Err(e) => {
+            return std::io::Error::other(format!("the sandbox's namespaces failed: {e}"));
+        }
+    }
+    if rustix::thread::set_no_new_privs(true).is_ok() {
+        applied.push("no-new-privileges");
+    }
+    drop_capability_bounding_set();
+    match landlock(&workspace, &read_only, private) {
+        Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-full"),
+        Ok(RulesetStatus::PartiallyEnforced) => applied.push("landlock-partial"),
+        Ok(RulesetStatus::NotEnforced) => {}
+        Err(e) => eprintln!("evo-sandbox: landlock failed: {e}"),
+    }
+    // A second layer, so that a kernel without scopes still reports the file-system
+    // and network rules as fully enforced.
+    match landlock_scopes() {
+        Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-scoped"),
+        Ok(_) => {}
+        Err(e) => eprintln!("evo-sandbox: landlock scopes failed: {e}"),
+    }
+    let limits = [
+        (rustix::process::Resource::Core, 0),
+        (rustix::process::Resource::Fsize, MAX_FILE_BYTES),
+        (rustix::process::Resource::Cpu, spec.cpu_seconds),
+        (rustix::process::Resource::Nproc, MAX_USER_PROCESSES),
+    ];
+    let mut all_limits = true;
+    for (resource, value) in limits {
+        let limit = rustix::process::Rlimit {
+            current: Some(value),
+            maximum: Some(value),
+        };
+        all_limits &= rustix::process::setrlimit(resource, limit).is_ok();
+    }
+    if all_limits {
+        applied.push("rlimits");
+    }
+    // Last: the filter refuses the calls the layers above are built with.
+    match seccomp::install() {
+        Ok(()) => applied.push("seccomp"),
+        Err(e) => eprintln!("evo-sandbox: seccomp failed: {e}"),
+    }
+    eprintln!("{STATUS_PREFIX} {}", applied.join(" "));
+    std::process::Command::new(program).args(args).exec()
+}
+
+/// Moves this process into the cgroup whose `cgroup.procs` is `procs`.
+fn join_cgroup(procs: &Path) -> std::io::Result<()> {
+    std::fs::write(procs, std::process::id().to_string())
+}
+
+/// Empties the capability bounding set, so nothing this process execs can gain a
+/// capability (the namespace's root user included). Fails quietly without the right to.
+#[allow(unsafe_code, reason = "PR_CAPBSET_DROP has no safe wrapper")]
+fn drop_capability_bounding_set() {
+    for capability in 0..=63 {
+        // SAFETY: a plain prctl; EINVAL past the last capability is ignored.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
+        }
+    }
+}
+
+/// The file-system and network rules. In a private root, `/proc` is the sandbox's own
+/// (its PID namespace holds only the script and its children), so all of it is readable.
+fn landlock(
+    workspace: &Path,
+    read_only: &[PathBuf],
+    private_root: bool,
+) -> Result<RulesetStatus, landlock::RulesetError> {
+    let abi = ABI::V5;
+    let own_proc = private_root.then_some("/proc");
+    // Only what exists in this view (a private root has no `/sys`).
+    let read: Vec<PathBuf> = SYSTEM_READ_DIRS
+        .iter()
+        .copied()
+        .chain(own_proc)
+        .map(PathBuf::from)
+        .chain(read_only.iter().cloned())
+        .filter(|path| path.exists())
+        .collect();
+    let devices: Vec<&str> = WRITABLE_DEVICES
+        .into_iter()
+        .filter(|device| Path::new(device).exists())
+        .collect();
+    let status = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))?
+        .handle_access(AccessNet::from_all(abi))?
+        .create()?
+        .add_rules(path_beneath_rules(&read, AccessFs::from_read(abi)))?
+        .add_rules(path_beneath_rules([workspace], AccessFs::from_all(abi)))?
+        // Programs open these for writing as a matter of course (git does).
+        .add_rules(path_beneath_rules(devices, AccessFs::from_all(abi)))?
+        .restrict_self()?;
+    Ok(status.ruleset)
+}
+
+/// Signals to processes outside the sandbox and connections to abstract Unix sockets
+/// created outside it are denied (Landlock ABI 6, Linux 6.12).
+fn landlock_scopes() -> Result<RulesetStatus, landlock::RulesetError> {
+    let status = Ruleset::default()
+        .scope(Scope::from_all(ABI::V6))?
+        .create()?
+        .restrict_self()?;
+    Ok(status.ruleset)
+}
+
+/// Splits the launcher's status line off `stderr`: `(protections, the rest)`.
+pub fn take_status(stderr: &str) -> (Vec<String>, String) {
+    match stderr.split_once('\n') {
+        Some((first, rest)) if first.starts_with(STATUS_PREFIX) => (
+            first[STATUS_PREFIX.len()..]
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            rest.to_owned(),
+        ),
+        _ => (Vec::new(), stderr.to_owned()),
+    }
+}

@@ -1,0 +1,414 @@
+//! The native sandbox attacked through `evo`, as a hostile plugin author would: the
+//! host's `/proc`, signals out, sockets to listeners on loopback, the user's files,
+//! writes outside the workspace, children that outlive a timeout under load, a fork bomb
+//! and a 3 GiB Buffer. Each is refused or contained, nothing is left running, and the
+//! next call works.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::native::{native_skill, running};
+
+/// What `evo doctor` reports this machine enforces on native scripts.
+fn enforced(home: &Path) -> String {
+    let out = evo_tests::cli::evo(home, &["doctor", "--json"]);
+    let doctor: Value = serde_json::from_str(&evo_tests::cli::stdout(&out)).unwrap();
+    doctor["checks"]["native isolation"]["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// `evo skill run DIR --json --input INPUT` with `EVO_TEST_SECRET` in the host's
+/// environment.
+fn run(home: &Path, dir: &Path, input: &Value) -> (Output, Value) {
+    let out = evo_tests::cli::command(
+        home,
+        &[
+            "skill",
+            "run",
+            dir.to_str().unwrap(),
+            "--json",
+            "--input",
+            &input.to_string(),
+        ],
+    )
+    .env("EVO_TEST_SECRET", SECRET)
+    .output()
+    .unwrap();
+    let value = serde_json::from_str(&evo_tests::cli::stdout(&out)).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {} {}",
+            evo_tests::cli::stdout(&out),
+            evo_tests::cli::stderr(&out)
+        )
+    });
+    (out, value)
+}
+
+const SECRET: &str = "sk-do-not-leak-7d1f";
+
+/// A data directory whose `evo.toml` gives native scripts `timeout_ms`.
+fn home_with_timeout(timeout_ms: u64) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        format!("[native]\ntimeout_ms = {timeout_ms}\n"),
+    )
+    .unwrap();
+    home
+}
+
+/// A skill that returns `{"ok":true}`: the call after an attack.
+fn harmless(root: &Path) -> PathBuf {
+    native_skill(
+        root,
+        "harmless",
+        "Says it is fine.",
+        "console.log(JSON.stringify({ ok: true }));",
+    )
+}
+
+fn assert_next_call_works(home: &Path, root: &Path) {
+    let (out, value) = run(home, &harmless(root), &json!({}));
+    assert!(out.status.success(), "{value}");
+    assert_eq!(value["output"], json!({ "ok": true }));
+}
+
+const PROBE: &str = r#"
+const fs = require('fs'), net = require('net'), dgram = require('dgram'), cp = require('child_process');
+const input = JSON.parse(fs.readFileSync(0, 'utf8'));
+const code = f => { try { return f(); } catch (e) { return e.code || String(e.message); } };
+const connect = options => new Promise(done => {
+  const socket = net.connect(options);
+  socket.on('connect', () => { socket.destroy(); done('connected'); });
+  socket.on('error', e => done(e.code));
+});
+const udp = port => new Promise(done => {
+  const socket = dgram.createSocket('udp4');
+  socket.send('hello', port, '127.0.0.1', e => { socket.close(); done(e ? e.code : 'sent'); });
+});
+(async () => {
+  const r = {};
+  const procs = fs.readdirSync('/proc').filter(p => /^\d+$/.test(p));
+  r.processes = procs.length;
+  r.leaks = procs.filter(p => code(() => fs.readFileSync(`/proc/${p}/environ`, 'utf8')).includes(input.secret)).length;
+  r.parentEnviron = code(() => { fs.readFileSync(`/proc/${process.ppid}/environ`); return 'read'; });
+  r.testEnviron = code(() => { fs.readFileSync(`/proc/${input.test}/environ`); return 'read'; });
+  r.shadow = code(() => { fs.readFileSync('/etc/shadow'); return 'read'; });
+  r.home = code(() => { fs.readdirSync(input.home); return 'listed'; });
+  r.dataDir = code(() => { fs.readdirSync(input.dataDir); return 'listed'; });
+  r.otherSkill = code(() => { fs.readFileSync(input.otherSkill); return 'read'; });
+  r.plant = code(() => { fs.writeFileSync(input.plant, 'x'); return 'written'; });
+  r.system = code(() => { fs.writeFileSync('/usr/evo-planted', 'x'); return 'written'; });
+  r.workspace = code(() => { fs.writeFileSync('mine.txt', 'ok'); return fs.readFileSync('mine.txt', 'utf8'); });
+  r.victim = code(() => { process.kill(input.victim, 'SIGKILL'); return 'killed'; });
+  r.test = code(() => { process.kill(input.test, 0); return 'signalled'; });
+  if (input.everything) r.everything = code(() => { process.kill(-1, 'SIGKILL'); return 'sent'; });
+  r.tcp = await connect({ host: '127.0.0.1', port: input.tcp });
+  r.unix = await connect({ path: input.unix });
+  r.udp = await udp(input.udp);
+  // Node cannot name an abstract socket; Python can.
+  const py = "import socket,sys,errno\ns=socket.socket(socket.AF_UNIX)\ntry:\n  s.connect('\\0'+sys.argv[1]); print('connected')\nexcept OSError as e: print(errno.errorcode.get(e.errno, str(e.errno)))";
+  const python = cp.spawnSync('/usr/bin/python3', ['-c', py, input.abstract], { encoding: 'utf8' });
+  r.abstract = python.error ? 'no python: ' + python.error.code : (python.stdout.trim() || python.stderr.trim());
+  console.log(JSON.stringify(r));
+})();
+"#;
+
+#[test]
+fn a_script_sees_nothing_of_the_host_signals_no_one_and_reaches_no_listener() {
+    use std::os::linux::net::SocketAddrExt as _;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+
+    let home = tempfile::tempdir().unwrap();
+    let isolation = enforced(home.path());
+    let full = ["namespaces", "private-root", "seccomp"]
+        .iter()
+        .all(|p| isolation.contains(p));
+    assert!(
+        full || isolation.contains("landlock-full"),
+        "neither namespaces nor Landlock are available here, so the sandbox cannot be attacked meaningfully: {isolation}"
+    );
+
+    let skills = tempfile::tempdir().unwrap();
+    let dir = native_skill(skills.path(), "attack", "Tries to leave.", PROBE);
+    let other = native_skill(skills.path(), "other", "Holds a secret.", "// secret");
+    let outside = tempfile::tempdir().unwrap();
+
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let unix_path = outside.path().join("listener.sock");
+    let unix = UnixListener::bind(&unix_path).unwrap();
+    unix.set_nonblocking(true).unwrap();
+    let abstract_name = format!("evo-attack-{}", std::process::id());
+    let abstract_socket =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(&abstract_name).unwrap()).unwrap();
+    abstract_socket.set_nonblocking(true).unwrap();
+    let mut victim = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+
+    let input = json!({
+        "secret": SECRET,
+        "test": std::process::id(),
+        "victim": victim.id(),
+        "everything": full,
+        "home": std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
+        "dataDir": home.path(),
+        "otherSkill": other.join("SKILL.md"),
+        "plant": outside.path().join("planted.txt"),
+        "tcp": tcp.local_addr().unwrap().port(),
+        "udp": udp.local_addr().unwrap().port(),
+        "unix": unix_path,
+        "abstract": abstract_name,
+    });
+    let (out, value) = run(home.path(), &dir, &input);
+    assert!(out.status.success(), "{value}");
+    let seen = &value["output"];
+
+    // Nothing reached outside, whatever the codes.
+    assert_eq!(
+        seen["leaks"], 0,
+        "no process's environment holds the host's secret: {seen}"
+    );
+    assert_eq!(seen["workspace"], "ok", "the workspace works: {seen}");
+    for (key, success) in [
+        ("parentEnviron", "read"),
+        ("testEnviron", "read"),
+        ("shadow", "read"),
+        ("home", "listed"),
+        ("dataDir", "listed"),
+        ("otherSkill", "read"),
+        ("plant", "written"),
+        ("system", "written"),
+        ("victim", "killed"),
+        ("test", "signalled"),
+        ("tcp", "connected"),
+        ("unix", "connected"),
+        ("abstract", "connected"),
+    ] {
+        assert_ne!(seen[key], success, "{key}: {seen}");
+    }
+    assert!(!outside.path().join("planted.txt").exists());
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "the unrelated process is alive"
+    );
+    for (what, result) in [
+        ("tcp", tcp.accept().map(|_| ())),
+        ("unix", unix.accept().map(|_| ())),
+        ("abstract", abstract_socket.accept().map(|_| ())),
+        ("udp", udp.recv(&mut [0; 16]).map(|_| ())),
+    ] {
+        assert_eq!(
+            result.map_err(|e| e.kind()),
+            Err(ErrorKind::WouldBlock),
+            "nothing reached the {what} listener"
+        );
+    }
+
+    if full {
+        // The exact codes of the namespaced sandbox: the paths are not in its view, its
+        // PID namespace holds only itself and its children, its network has no route.
+        let expected = json!({
+            "parentEnviron": "ENOENT",
+            "testEnviron": "ENOENT",
+            "shadow": "ENOENT",
+            "home": "ENOENT",
+            "dataDir": "ENOENT",
+            "otherSkill": "ENOENT",
+            "plant": "ENOENT",
+            "system": "EROFS",
+            "victim": "ESRCH",
+            "test": "ESRCH",
+            // Landlock's network rule answers before routing does.
+            "tcp": if isolation.contains("landlock-full") { "EACCES" } else { "ENETUNREACH" },
+            "unix": "ENOENT",
+            "udp": "ENETUNREACH",
+            "abstract": "ECONNREFUSED",
+        });
+        for (key, code) in expected.as_object().unwrap() {
+            assert_eq!(&seen[key], code, "{key}: {seen}");
+        }
+        assert!(
+            seen["processes"].as_u64().unwrap() <= 2,
+            "only the script (and its python) in its /proc: {seen}"
+        );
+        assert!(isolation.starts_with("namespaced: "), "{isolation}");
+    }
+    victim.kill().unwrap();
+    let _ = victim.wait();
+    assert_next_call_works(home.path(), skills.path());
+}
+
+/// Busy loops on every core until dropped: the machine under load.
+struct Load(Vec<std::process::Child>);
+
+impl Load {
+    fn start() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        Self(
+            (0..cores)
+                .map(|_| {
+                    std::process::Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_that_left_the_group_die_with_a_timed_out_call_under_load() {
+    let home = home_with_timeout(1_500);
+    let skills = tempfile::tempdir().unwrap();
+    let marker = format!("{}.{}", 600 + std::process::id() % 100, std::process::id());
+    let script = format!(
+        r#"
+const cp = require('child_process');
+// A new session, out of the process group.
+cp.spawn('setsid', ['sleep', '{marker}1'], {{ detached: true, stdio: 'ignore' }}).unref();
+// A double fork: the grandchild is orphaned at once.
+cp.spawnSync('sh', ['-c', 'sleep {marker}2 & exit 0']);
+// A child that ignores SIGTERM.
+cp.spawn('sh', ['-c', 'trap "" TERM; sleep {marker}3'], {{ stdio: 'ignore' }});
+for (;;) {{}}
+"#
+    );
+    let dir = native_skill(skills.path(), "escape", "Leaves children behind.", &script);
+    let load = Load::start();
+    for round in 0..3 {
+        let (out, value) = run(home.path(), &dir, &json!({}));
+        assert!(!out.status.success(), "{value}");
+        assert_eq!(value["code"], "SKILL_TIMEOUT", "round {round}: {value}");
+        assert!(
+            value["error"]
+                .as_str()
+                .unwrap()
+                .ends_with(": Execution timeout"),
+            "the seed's message: {value}"
+        );
+        for child in 1..=3 {
+            let pattern = format!("sleep {marker}{child}");
+            crate::native::wait_until(&format!("{pattern} to be gone (round {round})"), || {
+                !running(&pattern)
+            })
+            .await;
+        }
+    }
+    drop(load);
+    assert_next_call_works(home.path(), skills.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_bomb_is_capped_and_leaves_nothing() {
+    let home = home_with_timeout(3_000);
+    let isolation = enforced(home.path());
+    assert!(
+        isolation.contains("cgroup-pids") || isolation.contains("namespaces"),
+        "no cgroup pids controller and no PID namespace here: a fork bomb would take the machine ({isolation})"
+    );
+    let skills = tempfile::tempdir().unwrap();
+    let marker = format!("evo-bomb-{}", std::process::id());
+    let script = format!(
+        r#"
+require('child_process').spawn('sh', ['-c', 'b() {{ b | b & }}; b # {marker}'], {{ stdio: 'ignore' }});
+setInterval(() => {{}}, 1000);
+"#
+    );
+    let dir = native_skill(skills.path(), "bomb", "Forks until it cannot.", &script);
+
+    // Count the bomb's processes from outside while it runs.
+    let most = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (most, done, marker) = (most.clone(), done.clone(), marker.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                most.fetch_max(count(&marker), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let (out, value) = run(home.path(), &dir, &json!({}));
+    done.store(true, Ordering::SeqCst);
+    sampler.join().unwrap();
+    assert!(!out.status.success(), "{value}");
+    assert_eq!(
+        value["error"], "bomb: timeout: Execution timeout",
+        "{value}"
+    );
+    if isolation.contains("cgroup-pids") {
+        let cap = evo_host::engine::native::DEFAULT_MAX_TASKS as usize;
+        assert!(
+            most.load(Ordering::SeqCst) <= cap,
+            "at most {cap} tasks at once, saw {}",
+            most.load(Ordering::SeqCst)
+        );
+    }
+    crate::native::wait_until("the bomb to be gone", || count(&marker) == 0).await;
+    assert_next_call_works(home.path(), skills.path());
+}
+
+/// Live processes whose command line contains `marker`.
+fn count(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .filter(|e| {
+                    let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                    String::from_utf8_lossy(&cmdline).contains(marker)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn three_gib_of_buffers_is_out_of_memory_not_the_machines() {
+    let home = home_with_timeout(60_000);
+    let isolation = enforced(home.path());
+    assert!(
+        isolation.contains("cgroup-memory"),
+        "no cgroup memory controller here: Buffers beyond V8's heap cannot be capped ({isolation})"
+    );
+    let skills = tempfile::tempdir().unwrap();
+    let dir = native_skill(
+        skills.path(),
+        "hog",
+        "Allocates 3 GiB outside V8's heap.",
+        r#"
+const kept = [];
+for (let i = 0; i < 24; i++) kept.push(Buffer.alloc(128 * 1024 * 1024, 1));
+console.log(JSON.stringify({ allocated: kept.length }));
+"#,
+    );
+    let (out, value) = run(home.path(), &dir, &json!({}));
+    assert!(!out.status.success(), "{value}");
+    assert_eq!(value["error"], "hog: failed: Out of memory", "{value}");
+    assert_eq!(value["code"], "SKILL_FAILED", "{value}");
+    assert_next_call_works(home.path(), skills.path());
+}
