@@ -1,21 +1,55 @@
 //! `cargo bench -p evo-tests --bench native`
 //!
-//! A whole native-skill call of a trivial script through the sandbox, next to its floor
-//! measured in the same run: a bare `node` process reading the same JSON on stdin and
-//! printing the answer, with the same PATH-only environment (no workspace, no process
-//! group, no output watch). Budget ≤ 1.1× the floor.
+//! A whole native-skill call of a trivial script, next to its floor measured in the same
+//! run: a bare `node` (no flags) reading the same JSON on stdin and printing the answer,
+//! started the way the sandbox starts its child (tokio `Command`, PATH-only environment,
+//! piped stdin/stdout/stderr, own process group). Then each layer of the confined call,
+//! added one at a time through the launcher (`evo __native-exec --layers …`), and the
+//! whole call through [`NativeSandbox`]. Budget (issue 13): confined call ≤ 1.15× bare
+//! node. Every row checks its answer once before it is timed.
 //! Also: ten calls at maxConcurrency 1 vs 2.
 
 use std::hint::black_box;
-use std::io::Write as _;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use evo_host::engine::native::{NativeConfig, NativeSandbox};
-use serde_json::json;
+use evo_host::engine::native::cgroup::{CallCgroup, Limits};
+use evo_host::engine::native::{ExecutionResult, NativeConfig, NativeSandbox};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt as _;
 
 const SCRIPT: &str = "const d = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(JSON.stringify({ echo: d.message }));";
+const ANSWER: &str = "{\"echo\":\"hello\"}";
+
+/// Runs `program args` the way the sandbox runs its child, feeding `input`; its stdout.
+async fn spawn(program: &Path, args: &[&std::ffi::OsStr], input: &Value) -> String {
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawns");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(input.to_string().as_bytes())
+        .await
+        .expect("writes");
+    drop(stdin);
+    let output = child.wait_with_output().await.expect("waits");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+fn check(result: &ExecutionResult) {
+    assert!(result.success, "{result:?}");
+    assert_eq!(result.output(), json!({ "echo": "hello" }));
+}
 
 fn native(c: &mut Criterion) {
     let root = tempfile::tempdir().expect("tempdir");
@@ -29,6 +63,7 @@ fn native(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
+    let node = which("node");
 
     let mut group = c.benchmark_group("native_call");
     group.sample_size(20);
@@ -39,56 +74,94 @@ fn native(c: &mut Criterion) {
             &["--max-old-space-size=512"][..],
         ),
     ] {
+        let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(std::ffi::OsStr::new).collect();
+        args.push(script.as_os_str());
+        assert_eq!(rt.block_on(spawn(&node, &args, &input)), ANSWER);
         group.bench_function(label, |b| {
-            b.iter(|| {
-                // The same environment as the sandbox gives (PATH only): this machine sets
-                // NODE_EXTRA_CA_CERTS, which alone costs node ~55 ms at start-up.
-                let mut child = Command::new("node")
-                    .args(flags)
-                    .arg(&script)
-                    .env_clear()
-                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .expect("node runs");
-                child
-                    .stdin
-                    .take()
-                    .expect("stdin")
-                    .write_all(input.to_string().as_bytes())
-                    .expect("writes");
-                black_box(child.wait_with_output().expect("waits"))
-            });
+            b.iter(|| black_box(rt.block_on(spawn(&node, &args, &input))));
         });
     }
     let sandbox = NativeSandbox::new(root.path(), NativeConfig::default());
-    group.bench_function("evo: sandboxed call", |b| {
+    check(&rt.block_on(sandbox.execute("echo", &input)).expect("runs"));
+    group.bench_function("evo: unconfined call (V8 heap flag)", |b| {
         b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
     });
-    // Confined: through `evo __native-exec` (Landlock, rlimits), when the binary is built
-    // next to this bench (`cargo build --release -p evo-host`).
+
+    // The launcher is the `evo` binary built next to this bench
+    // (`cargo build --release -p evo-host`).
     let evo = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.join("evo")))
-        .filter(|path| path.is_file());
-    match evo {
-        Some(launcher) => {
-            let sandbox = NativeSandbox::new(
-                root.path(),
-                NativeConfig {
-                    launcher: Some(launcher),
-                    ..NativeConfig::default()
-                },
-            );
-            group.bench_function("evo: confined call (evo __native-exec)", |b| {
-                b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
-            });
-        }
-        None => eprintln!(
-            "note: the evo binary is not built next to this bench; the confined call is not measured (cargo build --release -p evo-host)"
+        .filter(|path| path.is_file())
+        .expect("the evo binary is built next to this bench: cargo build --release -p evo-host");
+    let workspace = tempfile::tempdir().expect("workspace");
+    let limits = Limits {
+        memory_bytes: 512 << 20,
+        max_tasks: 256,
+    };
+    for (label, layers, cgroup) in [
+        (
+            "layers: launcher only (exec through evo, rlimits)",
+            "none",
+            false,
         ),
+        ("layers: + landlock", "landlock", false),
+        (
+            "layers: + namespaces, private root",
+            "landlock,namespaces",
+            false,
+        ),
+        ("layers: + seccomp", "landlock,namespaces,seccomp", false),
+        (
+            "layers: + cgroup (made, joined, killed, removed)",
+            "landlock,namespaces,seccomp",
+            true,
+        ),
+    ] {
+        let run = || async {
+            let cgroup =
+                cgroup.then(|| CallCgroup::create(limits).expect("a cgroup can be made here"));
+            let mut args: Vec<std::ffi::OsString> = vec![
+                "__native-exec".into(),
+                "--workspace".into(),
+                workspace.path().into(),
+                "--read".into(),
+                root.path().into(),
+                "--layers".into(),
+                layers.into(),
+            ];
+            for procs in cgroup.iter().flat_map(CallCgroup::procs) {
+                args.push("--cgroup".into());
+                args.push(procs.into());
+            }
+            args.extend(["--".into(), node.clone().into(), script.clone().into()]);
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+            let out = spawn(&evo, &args, &input).await;
+            if let Some(cgroup) = cgroup {
+                cgroup.remove().await;
+            }
+            out
+        };
+        assert_eq!(rt.block_on(run()), ANSWER, "{label}");
+        group.bench_function(label, |b| b.iter(|| black_box(rt.block_on(run()))));
     }
+    let sandbox = NativeSandbox::new(
+        root.path(),
+        NativeConfig {
+            launcher: Some(evo),
+            ..NativeConfig::default()
+        },
+    );
+    let result = rt.block_on(sandbox.execute("echo", &input)).expect("runs");
+    check(&result);
+    assert!(
+        result.protections.iter().any(|p| p == "private-root"),
+        "{:?}",
+        result.protections
+    );
+    group.bench_function("evo: confined call (every layer, no heap flag)", |b| {
+        b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
+    });
     for concurrency in [1, 2] {
         let sandbox = Arc::new(NativeSandbox::new(
             root.path(),
@@ -120,6 +193,16 @@ fn native(c: &mut Criterion) {
         );
     }
     group.finish();
+}
+
+/// `program` found on `PATH`.
+fn which(program: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| panic!("{program} is on PATH"))
 }
 
 criterion_group!(benches, native);

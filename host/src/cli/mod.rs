@@ -117,6 +117,9 @@ enum Command {
         /// `cgroup.procs` files to join first.
         #[arg(long)]
         cgroup: Vec<PathBuf>,
+        /// Optional layers to apply: namespaces, landlock, seccomp (all), or none.
+        #[arg(long, default_value = "namespaces,landlock,seccomp")]
+        layers: evo_host::engine::native::confine::Layers,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         program: Vec<std::ffi::OsString>,
@@ -166,6 +169,7 @@ pub(crate) fn main() -> ExitCode {
         read,
         cpu_seconds,
         cgroup,
+        layers,
         program,
     } = &cli.command
     {
@@ -174,6 +178,7 @@ pub(crate) fn main() -> ExitCode {
             read_only: read.clone(),
             cpu_seconds: *cpu_seconds,
             cgroups: cgroup.clone(),
+            layers: *layers,
         };
         let error =
             evo_host::engine::native::confine::confine_and_exec(&spec, &program[0], &program[1..]);

@@ -78,6 +78,57 @@ pub struct Spec {
     pub cpu_seconds: u64,
     /// `cgroup.procs` files of the call's cgroups, joined before anything else.
     pub cgroups: Vec<PathBuf>,
+    /// Which of the optional layers to apply (all by default; fewer only to cost each
+    /// one in the benchmarks).
+    pub layers: Layers,
+}
+
+/// The layers that can be left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layers {
+    /// Namespaces and the private root.
+    pub namespaces: bool,
+    /// Landlock's rules and scopes.
+    pub landlock: bool,
+    /// The seccomp filter.
+    pub seccomp: bool,
+}
+
+impl Default for Layers {
+    fn default() -> Self {
+        Self {
+            namespaces: true,
+            landlock: true,
+            seccomp: true,
+        }
+    }
+}
+
+impl std::str::FromStr for Layers {
+    type Err = String;
+
+    /// A comma-separated list of `namespaces`, `landlock`, `seccomp`, or `none`.
+    fn from_str(list: &str) -> Result<Self, String> {
+        let mut layers = Self {
+            namespaces: false,
+            landlock: false,
+            seccomp: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "namespaces" => layers.namespaces = true,
+                "landlock" => layers.landlock = true,
+                "seccomp" => layers.seccomp = true,
+                "none" => {}
+                other => {
+                    return Err(format!(
+                        "unknown layer `{other}`: use namespaces, landlock, seccomp or none"
+                    ));
+                }
+            }
+        }
+        Ok(layers)
+    }
 }
 
 /// Confines the current process as `spec` says, reports on stderr, and replaces the
@@ -98,7 +149,12 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
     if !spec.cgroups.is_empty() && spec.cgroups.iter().all(|procs| join_cgroup(procs).is_ok()) {
         applied.push("cgroup");
     }
-    match namespaces::enter() {
+    let entered = if spec.layers.namespaces {
+        namespaces::enter()
+    } else {
+        Ok(false)
+    };
+    match entered {
         Ok(true) => {
             applied.push("namespaces");
             match namespaces::private_root(&workspace, &read_only) {
@@ -122,18 +178,20 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
         applied.push("no-new-privileges");
     }
     drop_capability_bounding_set();
-    match landlock(&workspace, &read_only, private) {
-        Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-full"),
-        Ok(RulesetStatus::PartiallyEnforced) => applied.push("landlock-partial"),
-        Ok(RulesetStatus::NotEnforced) => {}
-        Err(e) => eprintln!("evo-sandbox: landlock failed: {e}"),
-    }
-    // A second layer, so that a kernel without scopes still reports the file-system
-    // and network rules as fully enforced.
-    match landlock_scopes() {
-        Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-scoped"),
-        Ok(_) => {}
-        Err(e) => eprintln!("evo-sandbox: landlock scopes failed: {e}"),
+    if spec.layers.landlock {
+        match landlock(&workspace, &read_only, private) {
+            Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-full"),
+            Ok(RulesetStatus::PartiallyEnforced) => applied.push("landlock-partial"),
+            Ok(RulesetStatus::NotEnforced) => {}
+            Err(e) => eprintln!("evo-sandbox: landlock failed: {e}"),
+        }
+        // A second layer, so that a kernel without scopes still reports the file-system
+        // and network rules as fully enforced.
+        match landlock_scopes() {
+            Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-scoped"),
+            Ok(_) => {}
+            Err(e) => eprintln!("evo-sandbox: landlock scopes failed: {e}"),
+        }
     }
     let limits = [
         (rustix::process::Resource::Core, 0),
@@ -153,9 +211,11 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
         applied.push("rlimits");
     }
     // Last: the filter refuses the calls the layers above are built with.
-    match seccomp::install() {
-        Ok(()) => applied.push("seccomp"),
-        Err(e) => eprintln!("evo-sandbox: seccomp failed: {e}"),
+    if spec.layers.seccomp {
+        match seccomp::install() {
+            Ok(()) => applied.push("seccomp"),
+            Err(e) => eprintln!("evo-sandbox: seccomp failed: {e}"),
+        }
     }
     eprintln!("{STATUS_PREFIX} {}", applied.join(" "));
     std::process::Command::new(program).args(args).exec()

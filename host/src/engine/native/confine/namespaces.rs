@@ -27,7 +27,10 @@
 //!
 //! `fork` and the supervisor's `waitpid` have no safe wrapper that does not start a
 //! thread or a runtime; they are the only unsafe code here, in a process with one thread.
-#![allow(unsafe_code, reason = "fork and waitpid in the single-threaded launcher")]
+#![allow(
+    unsafe_code,
+    reason = "fork and waitpid in the single-threaded launcher"
+)]
 
 use std::ffi::CString;
 use std::io;
