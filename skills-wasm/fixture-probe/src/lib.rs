@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use evo_guest::{Error, JsonSchema, Manifest, MemoryAccess, Skill, memory};
+use evo_guest::{Access, Error, JsonSchema, Manifest, MemoryAccess, Skill, memory};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, JsonSchema)]
@@ -35,6 +35,12 @@ struct Input {
     /// Write this many scratch values of 1,000,000 bytes each, then count those kept.
     #[serde(default)]
     scratch_values: u32,
+    /// Open this file (a path under `/data`) this many times and keep every handle.
+    #[serde(default)]
+    open_file: Option<String>,
+    /// How many times to open `open_file`.
+    #[serde(default)]
+    open_times: u32,
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
@@ -54,6 +60,10 @@ struct Output {
     host_calls: BTreeMap<String, String>,
     /// How many of the scratch values written could be read back.
     scratch_kept: u32,
+    /// Handles of `open_file` held at once before an open failed (or all of them).
+    opened: u32,
+    /// Why an open failed, if one did.
+    open_error: Option<String>,
 }
 
 struct FixtureProbe;
@@ -73,6 +83,11 @@ impl Skill for FixtureProbe {
         .calls("calculate")
         .llm()
         .memory(MemoryAccess::ReadWrite)
+        .dir(
+            "/data",
+            Access::Read,
+            "files to open when asked to (descriptor floods)",
+        )
     }
 
     fn execute(input: Input) -> Result<Output, Error> {
@@ -139,6 +154,20 @@ impl Skill for FixtureProbe {
                 scratch_kept += 1;
             }
         }
+        let mut handles = Vec::new();
+        let mut open_error = None;
+        if let Some(path) = &input.open_file {
+            for _ in 0..input.open_times {
+                match std::fs::File::open(path) {
+                    Ok(file) => handles.push(file),
+                    Err(e) => {
+                        open_error = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        let opened = u32::try_from(handles.len()).unwrap_or(u32::MAX);
         if input.error_bytes > 0 {
             return Err(Error::failed("e".repeat(input.error_bytes)));
         }
@@ -152,6 +181,8 @@ impl Skill for FixtureProbe {
             connect,
             host_calls,
             scratch_kept,
+            opened,
+            open_error,
         })
     }
 }

@@ -92,6 +92,7 @@ async fn host_calls_that_are_not_granted_return_errors_not_traps() {
     assert_eq!(
         skill.grant().refused,
         [
+            "directory /data: no host directory is bound to it (bind one with --dir HOST::/data)",
             "llm: the host policy does not allow the language model",
             "memory: requested read-write access, the host policy allows none",
         ]
@@ -128,7 +129,11 @@ async fn granted_memory_reaches_the_kernel_services() {
         ..Policy::default()
     };
     let skill = load(&engine, skills::FIXTURE_PROBE, &policy).await;
-    assert!(skill.grant().refused.is_empty());
+    // Only the directory it asks for descriptor floods is left out.
+    assert_eq!(
+        skill.grant().refused,
+        ["directory /data: no host directory is bound to it (bind one with --dir HOST::/data)"]
+    );
     let outcome = skill
         .call(r#"{"host_calls":true}"#, &SkillContext::detached())
         .await
@@ -422,4 +427,54 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
     let out = granted.call_full(&notes, important).await.unwrap();
     assert_eq!(out.memory_writes.len(), 1);
     assert_eq!(out.memory_writes[0].text, "call Ada");
+}
+
+#[test]
+fn through_the_cli_a_descriptor_flood_stops_at_the_cap_and_the_next_call_works() {
+    use evo_tests::cli::{evo, stdout};
+
+    let home = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("a.txt"), "alpha\n").unwrap();
+    let grant = format!("{}::/data:ro", data.path().display());
+    let run = |times: u32| {
+        let input = json!({ "open_file": "/data/a.txt", "open_times": times }).to_string();
+        let out = evo(
+            home.path(),
+            &[
+                "skill",
+                "run",
+                skills::FIXTURE_PROBE,
+                "--dir",
+                &grant,
+                "--json",
+                "--input",
+                &input,
+            ],
+        );
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+    };
+    let cap = evo_host::engine::wasm::limits::MAX_RESOURCES as u64;
+    let flood = run(20_000);
+    let opened = flood["output"]["opened"].as_u64();
+    match opened {
+        // The guest saw an error at the cap and returned normally.
+        Some(opened) => {
+            assert!(opened < cap, "{flood}");
+            assert!(flood["output"]["open_error"].is_string(), "{flood}");
+        }
+        // Or the call was stopped with a clear error.
+        None => {
+            assert_eq!(flood["success"], false, "{flood}");
+            assert_eq!(
+                flood["error"],
+                format!(
+                    "fixture-probe: trapped: the skill held more than {cap} host resources at once (open files, directories, streams), the per-call cap; close files it no longer needs"
+                ),
+                "{flood}"
+            );
+        }
+    }
+    let next = run(3);
+    assert_eq!(next["output"]["opened"], 3, "{next}");
 }

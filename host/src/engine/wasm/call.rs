@@ -13,7 +13,9 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::PluginPre;
 use super::bindings::evo::skill::types;
-use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES, STDIO_CAP_BYTES, StoreLimiter};
+use super::limits::{
+    Limits, MAX_ERROR_BYTES, MAX_RESOURCES, RETURNED_ENTRY_BYTES, STDIO_CAP_BYTES, StoreLimiter,
+};
 use super::state::HostState;
 use super::{EPOCH_TICK, LoadSource, WasmEngine};
 use crate::capabilities::{Access, Grant, MemoryAccess, Policy};
@@ -282,9 +284,11 @@ async fn run_guest<T>(
     let stdout = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let stderr = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let wasi = wasi_ctx(grant, &stdout, &stderr)?;
+    let mut table = wasmtime::component::ResourceTable::new();
+    table.set_max_capacity(MAX_RESOURCES);
     let state = HostState {
         wasi,
-        table: wasmtime::component::ResourceTable::new(),
+        table,
         limiter: StoreLimiter::new(limits.memory_bytes()),
         skill: skill.into(),
         calls: calls.into(),
@@ -397,6 +401,16 @@ impl GuestRun {
                     limit: STDIO_CAP_BYTES as u64,
                 };
             }
+        }
+        if let Some(wasmtime::component::ResourceTableError::Full) =
+            error.downcast_ref::<wasmtime::component::ResourceTableError>()
+        {
+            return Error::Trap {
+                skill,
+                message: format!(
+                    "the skill held more than {MAX_RESOURCES} host resources at once (open files, directories, streams), the per-call cap; close files it no longer needs"
+                ),
+            };
         }
         let message = trap_message(&error, &self.stderr_text());
         Error::Trap { skill, message }

@@ -22,6 +22,10 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 pub const STDIO_CAP_BYTES: usize = 64 << 10;
 /// Table elements across all tables; Rust guests use a few hundred.
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+/// Host resources one call may hold at once (open files and directories, streams,
+/// pollables): each open file is a descriptor of the host's, and the host has a few
+/// thousand for every call it runs.
+pub const MAX_RESOURCES: usize = 256;
 /// Instances, tables and memories a component may create; a Rust wasip2 component has
 /// 3–4 core instances and one memory.
 pub const MAX_INSTANCES: usize = 32;
