@@ -29,6 +29,8 @@
 //! max_output_bytes = 16777216
 //! max_fuel = 1000000000               # optional
 //! compile_cache = true
+//! max_component_mb = 64               # larger components are refused
+//! compile_deadline_ms = 120000        # a longer compile fails the load
 //!
 //! [native]
 //! concurrency = 4
@@ -136,6 +138,10 @@ pub struct EngineSettings {
     pub max_timeout_ms: u64,
     /// The most fuel per call, if the operator caps it.
     pub max_fuel: Option<u64>,
+    /// Largest component compiled at all, MiB.
+    pub max_component_mb: u64,
+    /// Longest wait for a component to compile, ms.
+    pub compile_deadline_ms: u64,
 }
 
 /// Whether native skills may run without file-system isolation.
@@ -252,6 +258,11 @@ impl Default for Config {
                 max_output_bytes: limits.max_output_bytes,
                 max_timeout_ms: limits.max_timeout_ms,
                 max_fuel: limits.max_fuel,
+                max_component_mb: crate::engine::wasm::DEFAULT_MAX_COMPONENT_BYTES >> 20,
+                compile_deadline_ms: u64::try_from(
+                    crate::engine::wasm::DEFAULT_COMPILE_DEADLINE.as_millis(),
+                )
+                .unwrap_or(u64::MAX),
             },
             native: NativeSettings {
                 concurrency: std::thread::available_parallelism().map_or(1, usize::from),

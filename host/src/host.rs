@@ -29,7 +29,7 @@ use crate::config::{Config, Isolation, Source};
 use crate::db::Db;
 use crate::engine::loader::Loader;
 use crate::engine::native::{DEFAULT_OUTPUT_CAP, NativeConfig, NativeSandbox};
-use crate::engine::wasm::{EngineConfig, LimitPolicy, WasmEngine, WasmExecutor};
+use crate::engine::wasm::{CompileNotice, EngineConfig, LimitPolicy, WasmEngine, WasmExecutor};
 use crate::error::{Error, Result};
 use crate::llm::{LlmProvider, ProviderLlm};
 use crate::memory::embed::Embedder;
@@ -72,6 +72,7 @@ pub struct HostBuilder {
     events: Option<EventSink>,
     launcher: Option<PathBuf>,
     installed: Option<bool>,
+    on_compile: CompileNotice,
 }
 
 impl HostBuilder {
@@ -126,6 +127,13 @@ impl HostBuilder {
         self
     }
 
+    /// Told when a Wasm component starts compiling (a compile-cache miss), with its
+    /// label and size: a large one takes seconds, and a person waiting should know why.
+    pub fn on_compile(mut self, notice: impl Fn(&str, usize) + Send + Sync + 'static) -> Self {
+        self.on_compile = CompileNotice::new(notice);
+        self
+    }
+
     /// Whether to load the skills installed in the data directory (default: yes).
     pub fn installed_skills(mut self, load: bool) -> Self {
         self.installed = Some(load);
@@ -139,7 +147,7 @@ impl HostBuilder {
             Some(config) => config,
             None => Config::load(&data_dir, self.config_file.as_deref())?,
         };
-        let loader = loader(&config, &data_dir, self.launcher)?;
+        let loader = loader(&config, &data_dir, self.launcher, self.on_compile)?;
         let registry = Arc::new(SkillRegistry::new());
         crate::tools::register_builtins(&registry, ".")?;
         for tool in self.tools {
@@ -211,9 +219,17 @@ impl HostBuilder {
 }
 
 /// The Wasm engine and native sandbox `config` describes.
-fn loader(config: &Config, data_dir: &Path, launcher: Option<PathBuf>) -> Result<Loader> {
+fn loader(
+    config: &Config,
+    data_dir: &Path,
+    launcher: Option<PathBuf>,
+    on_compile: CompileNotice,
+) -> Result<Loader> {
     let e = &config.engine;
     let engine = WasmEngine::new(EngineConfig {
+        max_component_bytes: e.max_component_mb << 20,
+        compile_deadline: std::time::Duration::from_millis(e.compile_deadline_ms),
+        on_compile,
         cache_dir: e
             .compile_cache
             .then(|| crate::paths::wasm_cache_dir(data_dir)),

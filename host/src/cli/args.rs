@@ -156,7 +156,16 @@ pub(crate) async fn bare_host(globals: &Globals) -> Result<Host, Failure> {
 }
 
 fn builder(config: Config, globals: &Globals) -> evo_host::HostBuilder {
-    let builder = Host::builder().data_dir(&globals.data_dir).config(config);
+    let builder = Host::builder()
+        .data_dir(&globals.data_dir)
+        .config(config)
+        // Only a cache miss compiles: after an install, an upgrade, or a cleared cache.
+        .on_compile(|label, size| {
+            eprintln!(
+                "compiling {label} ({:.1} MB); later loads come from the compile cache",
+                size as f64 / 1e6
+            );
+        });
     // This binary confines itself (`evo __native-exec`) before becoming Node.
     match std::env::current_exe() {
         Ok(exe) => builder.native_launcher(exe),

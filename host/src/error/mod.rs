@@ -68,6 +68,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// A component over the engine's size cap or compile deadline.
+    #[error("{skill}: {message}")]
+    ComponentLimit {
+        /// The skill (or file) name.
+        skill: String,
+        /// Which limit, and its value.
+        message: String,
+    },
+
     /// A component that does not implement the `evo:skill` world.
     #[error("{skill}: not an Evo skill: {reason}")]
     NotASkill {
@@ -339,6 +348,7 @@ impl Error {
         match self {
             Self::Io { .. } => "IO_ERROR",
             Self::InvalidComponent { .. } => "INVALID_COMPONENT",
+            Self::ComponentLimit { .. } => "COMPONENT_LIMIT",
             Self::NotASkill { .. } => "NOT_A_SKILL",
             Self::IncompatibleApi { .. } => "INCOMPATIBLE_API_VERSION",
             Self::InvalidManifest { .. } => "INVALID_MANIFEST",
@@ -411,6 +421,7 @@ impl Error {
             self,
             Self::Io { .. }
                 | Self::InvalidComponent { .. }
+                | Self::ComponentLimit { .. }
                 | Self::NotASkill { .. }
                 | Self::IncompatibleApi { .. }
                 | Self::InvalidManifest { .. }
@@ -449,6 +460,9 @@ impl Error {
                 ..
             } => Some(
                 "grant the capability the skill asks for (e.g. `--dir HOST::GUEST`), if you trust it",
+            ),
+            Self::ComponentLimit { .. } => Some(
+                "if you trust the component, raise `max_component_mb` or `compile_deadline_ms` under [engine] in evo.toml",
             ),
             Self::NotASkill { .. } | Self::InvalidComponent { .. } => Some(
                 "skills implement the `plugin` world of wit/skill.wit; see guest-sdk/README.md",

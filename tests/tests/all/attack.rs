@@ -412,3 +412,71 @@ console.log(JSON.stringify({ allocated: kept.length }));
     assert_eq!(value["code"], "SKILL_FAILED", "{value}");
     assert_next_call_works(home.path(), skills.path());
 }
+
+#[test]
+fn a_component_over_the_size_cap_is_refused_before_it_is_compiled() {
+    let home = tempfile::tempdir().unwrap();
+    let big = home.path().join("big.wasm");
+    let cap = evo_host::engine::wasm::DEFAULT_MAX_COMPONENT_BYTES;
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(cap + 1).unwrap();
+    let out = evo_tests::cli::evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            big.to_str().unwrap(),
+            "--json",
+            "--input",
+            "{}",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let value: Value = serde_json::from_str(&evo_tests::cli::stdout(&out)).unwrap();
+    assert_eq!(value["code"], "COMPONENT_LIMIT", "{value}");
+    assert_eq!(
+        value["error"],
+        "big.wasm: the component is 67.1 MB; components may be at most 64 MiB, so it was not compiled"
+    );
+    assert!(
+        !evo_tests::cli::stderr(&out).contains("compiling"),
+        "nothing was compiled"
+    );
+}
+
+#[test]
+fn a_compile_past_its_deadline_fails_after_a_progress_line_and_a_normal_one_works() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[engine]\ncompile_deadline_ms = 1\n",
+    )
+    .unwrap();
+    let run = || {
+        evo_tests::cli::evo(
+            home.path(),
+            &[
+                "skill",
+                "run",
+                evo_tests::skills::CALCULATE,
+                "--input",
+                r#"{"expression":"6*7"}"#,
+            ],
+        )
+    };
+    let out = run();
+    let stderr = evo_tests::cli::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("compiling calculate.wasm ("),
+        "a progress line first: {stderr}"
+    );
+    assert!(
+        stderr.contains("error[COMPONENT_LIMIT]: calculate.wasm: compiling the component took longer than the compile deadline (1 ms)"),
+        "{stderr}"
+    );
+    std::fs::remove_file(home.path().join("evo.toml")).unwrap();
+    let out = run();
+    assert!(out.status.success(), "{}", evo_tests::cli::stderr(&out));
+    assert!(evo_tests::cli::stdout(&out).contains("42"));
+}

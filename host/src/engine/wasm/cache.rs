@@ -47,6 +47,11 @@ impl ArtifactCache {
         self.dir.join(format!("{digest}-{engine_key:016x}.cwasm"))
     }
 
+    /// Whether an artifact for `digest` is stored (a load will not compile).
+    pub fn contains(&self, engine: &Engine, digest: &str) -> bool {
+        self.path(engine, digest).exists()
+    }
+
     /// Loads the artifact for `digest`, or compiles `bytes` and stores the result.
     ///
     /// A cache that cannot be read or written is not an error: the component is compiled

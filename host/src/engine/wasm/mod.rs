@@ -76,9 +76,51 @@ const MEMORIES_PER_CALL: u32 = 4;
 /// Tables per component in the pool.
 const TABLES_PER_CALL: u32 = 16;
 
+/// Largest component the engine compiles by default: a componentize-py component is
+/// about 40 MB; a Rust one well under 1 MB.
+pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 << 20;
+/// How long the engine waits for a component to compile by default. Cranelift cannot be
+/// stopped midway: at the deadline the load fails, and the compilation finishes in the
+/// background (into the compile cache, so a retry is fast).
+pub const DEFAULT_COMPILE_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Told when a component starts compiling (a compile-cache miss): its label and size in
+/// bytes. The CLI prints a progress line with it.
+#[derive(Clone, Default)]
+pub struct CompileNotice(Option<Arc<dyn Fn(&str, usize) + Send + Sync>>);
+
+impl CompileNotice {
+    /// Calls `f` for each compilation.
+    pub fn new(f: impl Fn(&str, usize) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(f)))
+    }
+
+    fn tell(&self, label: &str, size: usize) {
+        if let Some(f) = &self.0 {
+            f(label, size);
+        }
+    }
+}
+
+impl std::fmt::Debug for CompileNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "CompileNotice(set)"
+        } else {
+            "CompileNotice(none)"
+        })
+    }
+}
+
 /// How to build a [`WasmEngine`].
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
+    /// Largest component, in bytes, that is compiled at all.
+    pub max_component_bytes: u64,
+    /// Longest wait for a component to compile.
+    pub compile_deadline: Duration,
+    /// Told when a component starts compiling.
+    pub on_compile: CompileNotice,
     /// Where compiled components are cached; `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
     /// Calls that may run at once (pool size); more wait for a slot.
@@ -90,12 +132,17 @@ pub struct EngineConfig {
 }
 
 impl Default for EngineConfig {
+    /// - components up to [`DEFAULT_MAX_COMPONENT_BYTES`], compiled within
+    ///   [`DEFAULT_COMPILE_DEADLINE`], silently,
     /// - no cache (set `cache_dir` to keep compiled components across runs),
     /// - [`DEFAULT_MAX_CONCURRENT_CALLS`] concurrent calls,
     /// - the pooling allocator,
     /// - the default [`LimitPolicy`].
     fn default() -> Self {
         Self {
+            max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
+            compile_deadline: DEFAULT_COMPILE_DEADLINE,
+            on_compile: CompileNotice::default(),
             cache_dir: None,
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             pooling: true,
@@ -298,6 +345,17 @@ impl WasmEngine {
         bytes: Vec<u8>,
         policy: &Policy,
     ) -> Result<WasmSkill> {
+        let max = self.inner.config.max_component_bytes;
+        if bytes.len() as u64 > max {
+            return Err(Error::ComponentLimit {
+                skill: label.to_owned(),
+                message: format!(
+                    "the component is {:.1} MB; components may be at most {} MiB, so it was not compiled",
+                    bytes.len() as f64 / 1e6,
+                    max >> 20
+                ),
+            });
+        }
         let info = inspect(label, &bytes)?;
         let digest = hex::encode(Sha256::digest(&bytes));
         let bytes: Arc<[u8]> = bytes.into();
@@ -331,11 +389,20 @@ impl WasmEngine {
         let engine = self.clone();
         let digest = digest.to_owned();
         let label_owned = label.to_owned();
-        tokio::task::spawn_blocking(move || {
+        let deadline = self.inner.config.compile_deadline;
+        let cached = match &self.inner.cache {
+            Some(cache) => cache.contains(&self.flavor(fuel)?.engine, &digest),
+            None => false,
+        };
+        if !cached {
+            self.inner.config.on_compile.tell(label, bytes.len());
+        }
+        let compile = tokio::task::spawn_blocking(move || {
             let flavor = engine.flavor(fuel)?;
             let compiled = match &engine.inner.cache {
                 Some(cache) => cache.load_or_compile(&flavor.engine, &digest, &bytes),
-                None => wasmtime::component::Component::new(&flavor.engine, &bytes[..]).map(|c| (c, LoadSource::Compiled)),
+                None => wasmtime::component::Component::new(&flavor.engine, &bytes[..])
+                    .map(|c| (c, LoadSource::Compiled)),
             };
             let (component, source) = compiled.map_err(|e| Error::InvalidComponent {
                 skill: label_owned.clone(),
@@ -350,8 +417,16 @@ impl WasmEngine {
                 reason: format!("{e:#}"),
             })?;
             Ok((pre, source))
-        })
-        .await
-        .map_err(|e| Error::Engine(e.to_string()))?
+        });
+        match tokio::time::timeout(deadline, compile).await {
+            Ok(joined) => joined.map_err(|e| Error::Engine(e.to_string()))?,
+            Err(_) => Err(Error::ComponentLimit {
+                skill: label.to_owned(),
+                message: format!(
+                    "compiling the component took longer than the compile deadline ({} ms); the compilation finishes in the background into the compile cache, so a later load may succeed",
+                    deadline.as_millis()
+                ),
+            }),
+        }
     }
 }
