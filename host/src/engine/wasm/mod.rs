@@ -87,7 +87,9 @@ pub const DEFAULT_COMPILE_DEADLINE: Duration = Duration::from_secs(120);
 /// Told when a component starts compiling (a compile-cache miss): its label and size in
 /// bytes. The CLI prints a progress line with it.
 #[derive(Clone, Default)]
-pub struct CompileNotice(Option<Arc<dyn Fn(&str, usize) + Send + Sync>>);
+pub struct CompileNotice(Option<Arc<NoticeFn>>);
+
+type NoticeFn = dyn Fn(&str, usize) + Send + Sync;
 
 impl CompileNotice {
     /// Calls `f` for each compilation.
