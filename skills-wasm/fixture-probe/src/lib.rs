@@ -35,6 +35,9 @@ struct Input {
     /// Write this many scratch values of 1,000,000 bytes each, then count those kept.
     #[serde(default)]
     scratch_values: u32,
+    /// Call this skill itself with the same request, and report how deep the chain went.
+    #[serde(default)]
+    recurse: bool,
     /// Open this file (a path under `/data`) this many times and keep every handle.
     #[serde(default)]
     open_file: Option<String>,
@@ -64,6 +67,10 @@ struct Output {
     opened: u32,
     /// Why an open failed, if one did.
     open_error: Option<String>,
+    /// Nested calls below this one that returned (with `recurse`).
+    depth: u32,
+    /// How the deepest call of the chain failed (with `recurse`).
+    recursion_error: Option<String>,
 }
 
 struct FixtureProbe;
@@ -81,6 +88,7 @@ impl Skill for FixtureProbe {
         .tags(["fixture"])
         .timeout_ms(5_000)
         .calls("calculate")
+        .calls("fixture-probe")
         .llm()
         .memory(MemoryAccess::ReadWrite)
         .dir(
@@ -168,6 +176,18 @@ impl Skill for FixtureProbe {
             }
         }
         let opened = u32::try_from(handles.len()).unwrap_or(u32::MAX);
+        let (depth, recursion_error) = if input.recurse {
+            let again = serde_json::json!({ "recurse": true });
+            match evo_guest::call::<_, serde_json::Value>("fixture-probe", &again) {
+                Ok(below) => (
+                    below["depth"].as_u64().map_or(0, |d| d as u32 + 1),
+                    below["recursion_error"].as_str().map(str::to_owned),
+                ),
+                Err(e) => (0, Some(e.to_string())),
+            }
+        } else {
+            (0, None)
+        };
         if input.error_bytes > 0 {
             return Err(Error::failed("e".repeat(input.error_bytes)));
         }
@@ -183,6 +203,8 @@ impl Skill for FixtureProbe {
             scratch_kept,
             opened,
             open_error,
+            depth,
+            recursion_error,
         })
     }
 }

@@ -478,3 +478,33 @@ fn through_the_cli_a_descriptor_flood_stops_at_the_cap_and_the_next_call_works()
     let next = run(3);
     assert_eq!(next["output"]["opened"], 3, "{next}");
 }
+
+#[test]
+fn through_the_cli_a_self_calling_skill_is_stopped_by_the_depth_limit_not_by_slots() {
+    use evo_tests::cli::{evo, stdout};
+
+    let home = tempfile::tempdir().unwrap();
+    // Two slots: without the reserve the chain would wait at depth 2 until its deadline.
+    std::fs::write(home.path().join("evo.toml"), "[engine]\npool_slots = 2\n").unwrap();
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            skills::FIXTURE_PROBE,
+            "--json",
+            "--input",
+            r#"{"recurse":true}"#,
+        ],
+    );
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(out.status.success(), "{value}");
+    let max = evo_host::skill::kernel::DEFAULT_MAX_DEPTH;
+    assert_eq!(value["output"]["depth"], max - 1, "{value}");
+    // Starved of slots, the chain would end in a timeout instead.
+    let error = value["output"]["recursion_error"].as_str().unwrap();
+    assert!(
+        error.contains("depth") && !error.contains("timed out"),
+        "refused by the depth limit: {error}"
+    );
+}

@@ -275,12 +275,7 @@ async fn run_guest<T>(
     ctx: &SkillContext,
     body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
-    let _slot = engine
-        .inner
-        .slots
-        .acquire()
-        .await
-        .map_err(|e| Error::Engine(e.to_string()))?;
+    let _slot = engine.slot(ctx.depth()).await?;
     let stdout = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let stderr = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let wasi = wasi_ctx(grant, &stdout, &stderr)?;

@@ -114,6 +114,11 @@ impl std::fmt::Debug for CompileNotice {
     }
 }
 
+/// Instances kept apart for nested calls (a skill calling a skill), on top of the
+/// pool's slots: a chain as deep as the kernel's default depth limit runs even when every
+/// slot is taken by its own callers, so the depth limit decides, not slot starvation.
+pub const NESTED_RESERVE: u32 = 10;
+
 /// How to build a [`WasmEngine`].
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -169,7 +174,7 @@ impl EngineConfig {
     }
 
     fn pooling_config(&self) -> PoolingAllocationConfig {
-        let calls = self.max_concurrent_calls.max(1);
+        let calls = self.max_concurrent_calls.max(1) + NESTED_RESERVE;
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(calls)
             .total_core_instances(calls * CORE_INSTANCES_PER_CALL)
@@ -266,6 +271,8 @@ struct Inner {
     fuel: OnceLock<Result<Flavor, String>>,
     cache: Option<ArtifactCache>,
     slots: tokio::sync::Semaphore,
+    /// [`NESTED_RESERVE`] slots only nested calls take, when `slots` has none free.
+    reserve: tokio::sync::Semaphore,
 }
 
 /// The shared Wasm engine. Cheap to clone; create one per process.
@@ -284,6 +291,27 @@ impl std::fmt::Debug for WasmEngine {
 }
 
 impl WasmEngine {
+    /// A slot for one call. A top-level call waits for one of the pool's; a nested call
+    /// (`depth > 0`, its caller holding a slot) takes a free one or else one of the
+    /// reserve, and waits only when both are taken, within its caller's deadline (the
+    /// caller's future is dropped at it).
+    async fn slot(&self, depth: u32) -> Result<tokio::sync::SemaphorePermit<'_>> {
+        let closed = |e: tokio::sync::AcquireError| Error::Engine(e.to_string());
+        if depth == 0 {
+            return self.inner.slots.acquire().await.map_err(closed);
+        }
+        if let Ok(permit) = self.inner.slots.try_acquire() {
+            return Ok(permit);
+        }
+        if let Ok(permit) = self.inner.reserve.try_acquire() {
+            return Ok(permit);
+        }
+        tokio::select! {
+            permit = self.inner.slots.acquire() => permit.map_err(closed),
+            permit = self.inner.reserve.acquire() => permit.map_err(closed),
+        }
+    }
+
     /// Builds the engine; with `config.pooling`, falls back to on-demand allocation
     /// (logged) if the pool's address space cannot be reserved.
     pub fn new(config: EngineConfig) -> Result<Self> {
@@ -297,6 +325,7 @@ impl WasmEngine {
                 fuel: OnceLock::new(),
                 cache,
                 slots,
+                reserve: tokio::sync::Semaphore::new(NESTED_RESERVE as usize),
             }),
         })
     }
