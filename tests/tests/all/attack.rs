@@ -480,3 +480,31 @@ fn a_compile_past_its_deadline_fails_after_a_progress_line_and_a_normal_one_work
     assert!(out.status.success(), "{}", evo_tests::cli::stderr(&out));
     assert!(evo_tests::cli::stdout(&out).contains("42"));
 }
+
+#[tokio::test]
+async fn a_host_killed_midway_takes_the_script_and_its_children_with_it() {
+    let home = tempfile::tempdir().unwrap();
+    let skills = tempfile::tempdir().unwrap();
+    let marker = format!("{}.{}", 700 + std::process::id() % 100, std::process::id());
+    let dir = native_skill(
+        skills.path(),
+        "orphan",
+        "Outlives its host, if it can.",
+        &format!(
+            "require('child_process').spawn('setsid', ['sleep', '{marker}'], {{ detached: true, stdio: 'ignore' }}).unref();\nsetInterval(() => {{}}, 1000);\n"
+        ),
+    );
+    let mut host = evo_tests::cli::command(
+        home.path(),
+        &["skill", "run", dir.to_str().unwrap(), "--input", "{}"],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let pattern = format!("sleep {marker}");
+    crate::native::wait_until("the script's child to start", || running(&pattern)).await;
+    host.kill().unwrap();
+    let _ = host.wait();
+    crate::native::wait_until("the child to die with the host", || !running(&pattern)).await;
+}

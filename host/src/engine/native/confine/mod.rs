@@ -136,6 +136,10 @@ impl std::str::FromStr for Layers {
 pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> std::io::Error {
     let mut applied: Vec<&str> = Vec::new();
     let mut private = false;
+    // The launcher dies with the host (a kill -9 included), and the script with it.
+    // (The signal follows the host *thread* that spawned it: the sandbox spawns from
+    // async tasks, whose runtime threads live as long as the host.)
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // Canonical paths of the host's view, taken before the view changes.
     let workspace = spec
         .workspace
