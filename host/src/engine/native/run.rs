@@ -28,13 +28,47 @@ const PROTECTIONS: [&str; 5] = [
     "output-cap",
 ];
 
-/// Runs `script` with `input` on stdin under `config`'s limits. Never fails: every
-/// failure is a result with `success: false` and an `error`.
+/// What to run: `interpreter [V8 flag] script args…`, with `stdin`.
+#[derive(Debug, Clone)]
+pub struct Program<'a> {
+    /// The interpreter (`node`, `python3`, `bash`, `sh`), looked up on `PATH` when it
+    /// has no directory.
+    pub interpreter: &'a Path,
+    /// The script, absolute.
+    pub script: &'a Path,
+    /// Its arguments.
+    pub args: &'a [String],
+    /// The skill's directory, visible read-only.
+    pub skill_dir: &'a Path,
+    /// What it reads on stdin.
+    pub stdin: Vec<u8>,
+}
+
+/// Runs `script` (a skill's `scripts/execute.js`) with `input` on stdin under `config`'s
+/// limits. Never fails: every failure is a result with `success: false` and an `error`.
 pub async fn execute_script(
     config: &NativeConfig,
     script: &Path,
     input: &Value,
 ) -> ExecutionResult {
+    let skill_dir = script.parent().and_then(Path::parent).unwrap_or(script);
+    execute(
+        config,
+        Program {
+            interpreter: &config.node,
+            script,
+            args: &[],
+            skill_dir,
+            stdin: input.to_string().into_bytes(),
+        },
+    )
+    .await
+}
+
+/// Runs `program` under `config`'s limits, in the same sandbox as a native skill's
+/// script. Never fails: every failure is a result with `success: false` and an `error`.
+pub async fn execute(config: &NativeConfig, program: Program<'_>) -> ExecutionResult {
+    let script = program.script;
     let started = Instant::now();
     let failed = |error: String, started: Instant| ExecutionResult {
         success: false,
@@ -68,7 +102,9 @@ pub async fn execute_script(
             max_tasks: config.max_tasks,
         })
     });
-    let heap = (!cgroup.as_ref().is_some_and(CallCgroup::caps_memory))
+    let interpreter = resolve(program.interpreter);
+    let is_node = interpreter.file_stem().is_some_and(|stem| stem == "node");
+    let heap = (is_node && !cgroup.as_ref().is_some_and(CallCgroup::caps_memory))
         .then(|| format!("--max-old-space-size={}", config.max_old_space_mb));
     let mut protections = base_protections();
     if heap.is_some() {
@@ -84,26 +120,26 @@ pub async fn execute_script(
     };
     let mut command = match &config.launcher {
         None => {
-            let mut command = Command::new(&config.node);
-            command.args(&heap).arg(script);
+            let mut command = Command::new(&interpreter);
+            command.args(&heap).arg(script).args(program.args);
             command
         }
         Some(launcher) => {
             let mut command = launcher_command(launcher, workspace.path(), cgroup.as_ref());
-            // The skill's own directory (its script and files) and Node's installation.
-            let skill_dir = script.parent().and_then(Path::parent).unwrap_or(script);
-            command.arg("--read").arg(skill_dir);
-            let node = resolve(&config.node);
-            if let Some(install) = node.parent().and_then(Path::parent) {
+            // The skill's own directory (its script and files) and the interpreter's
+            // installation.
+            command.arg("--read").arg(program.skill_dir);
+            if let Some(install) = interpreter.parent().and_then(Path::parent) {
                 command.arg("--read").arg(install);
             }
             command
                 .arg("--cpu-seconds")
                 .arg((config.timeout.as_secs() + 1).to_string())
                 .arg("--")
-                .arg(&node)
+                .arg(&interpreter)
                 .args(&heap)
-                .arg(script);
+                .arg(script)
+                .args(program.args);
             command
         }
     };
@@ -121,7 +157,7 @@ pub async fn execute_script(
         Ok(child) => child,
         Err(e) => {
             return failed(
-                format!("Failed to spawn process: {} ({e})", config.node.display()),
+                format!("Failed to spawn process: {} ({e})", interpreter.display()),
                 started,
             );
         }
@@ -142,7 +178,7 @@ pub async fn execute_script(
     let mut guard = GroupGuard(group);
 
     if let Some(mut stdin) = child.stdin.take() {
-        let bytes = input.to_string().into_bytes();
+        let bytes = program.stdin;
         // A script that never reads stdin must not block us: write in the background.
         tokio::spawn(async move {
             let _ = stdin.write_all(&bytes).await;
