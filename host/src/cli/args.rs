@@ -155,16 +155,26 @@ pub(crate) async fn bare_host(globals: &Globals) -> Result<Host, Failure> {
         .await?)
 }
 
+/// Components at least this large get a progress line while they compile.
+const COMPILE_NOTICE_BYTES: usize = 1 << 20;
+
 fn builder(config: Config, globals: &Globals) -> evo_host::HostBuilder {
     let builder = Host::builder()
         .data_dir(&globals.data_dir)
         .config(config)
         // Only a cache miss compiles: after an install, an upgrade, or a cleared cache.
-        .on_compile(|label, size| {
-            eprintln!(
-                "compiling {label} ({:.1} MB); later loads come from the compile cache",
-                size as f64 / 1e6
-            );
+        // A Rust component compiles in a blink; a JS or Python one (10–40 MB) takes
+        // seconds, and whoever waits should know why.
+        .on_compile({
+            let verbose = globals.verbose;
+            move |label, size| {
+                if verbose || size >= COMPILE_NOTICE_BYTES {
+                    eprintln!(
+                        "compiling {label} ({:.1} MB); later loads come from the compile cache",
+                        size as f64 / 1e6
+                    );
+                }
+            }
         });
     // This binary confines itself (`evo __native-exec`) before becoming Node.
     match std::env::current_exe() {

@@ -131,6 +131,7 @@ pub(crate) struct Globals {
     pub data_dir: PathBuf,
     pub config: Option<PathBuf>,
     pub json: bool,
+    pub verbose: bool,
 }
 
 /// A command failure: an Evo error, or a usage problem found by the CLI itself.
@@ -193,6 +194,7 @@ pub(crate) fn main() -> ExitCode {
         data_dir: evo_host::paths::data_dir(cli.data_dir.as_deref()),
         config: cli.config,
         json: cli.json,
+        verbose: cli.verbose > 0,
     };
     let result = match cli.command {
         Command::Completions { shell } => {
