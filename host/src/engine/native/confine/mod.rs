@@ -16,7 +16,7 @@
 //!   abstract Unix sockets created outside it denied where the kernel supports scopes
 //!   (Landlock ABI 6, Linux 6.12). Without namespaces this is the file-system wall;
 //!   with them, a second one;
-//! - a seccomp filter ([`seccomp`]);
+//! - a seccomp filter (`confine/seccomp.rs`);
 //! - rlimits: no core dumps, files written at most [`MAX_FILE_BYTES`], CPU time bounded,
 //!   at most [`MAX_USER_PROCESSES`] processes.
 //!
