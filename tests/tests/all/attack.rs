@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::native::{native_skill, running};
+use crate::native::{live_processes, native_skill, running};
 
 /// What `evo doctor` reports this machine enforces on native scripts.
 fn enforced(home: &Path) -> String {
@@ -346,7 +346,7 @@ setInterval(() => {{}}, 1000);
         let (most, done, marker) = (most.clone(), done.clone(), marker.clone());
         std::thread::spawn(move || {
             while !done.load(Ordering::SeqCst) {
-                most.fetch_max(count(&marker), Ordering::SeqCst);
+                most.fetch_max(live_processes(&marker), Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(50));
             }
         })
@@ -367,24 +367,8 @@ setInterval(() => {{}}, 1000);
             most.load(Ordering::SeqCst)
         );
     }
-    crate::native::wait_until("the bomb to be gone", || count(&marker) == 0).await;
+    crate::native::wait_until("the bomb to be gone", || live_processes(&marker) == 0).await;
     assert_next_call_works(home.path(), skills.path());
-}
-
-/// Live processes whose command line contains `marker`.
-fn count(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-                .filter(|e| {
-                    let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-                    String::from_utf8_lossy(&cmdline).contains(marker)
-                })
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 #[test]
@@ -511,4 +495,54 @@ async fn a_host_killed_midway_takes_the_script_and_its_children_with_it() {
     host.kill().unwrap();
     let _ = host.wait();
     crate::native::wait_until("the child to die with the host", || !running(&pattern)).await;
+}
+
+#[test]
+fn the_operators_script_timeout_caps_what_a_script_declares() {
+    let home = home_with_timeout(1_500);
+    let skills = tempfile::tempdir().unwrap();
+    let patient = native_skill(
+        skills.path(),
+        "patient",
+        "Asks for ten minutes.",
+        "for (;;) {}",
+    );
+    let manifest = patient.join("SKILL.md");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replacen("---\n", "---\ntimeout: 600000\n", 1),
+    )
+    .unwrap();
+    let quick = native_skill(skills.path(), "quick", "Asks for one second.", "");
+    let quick_manifest = quick.join("SKILL.md");
+    let text = std::fs::read_to_string(&quick_manifest).unwrap();
+    std::fs::write(
+        &quick_manifest,
+        text.replacen("---\n", "---\ntimeout: 1000\n", 1),
+    )
+    .unwrap();
+    for (dir, expected) in [
+        (&patient, 1_500),
+        (&quick, 1_000),
+        (&harmless(skills.path()), 1_500),
+    ] {
+        let out = evo_tests::cli::evo(
+            home.path(),
+            &["skill", "info", dir.to_str().unwrap(), "--json"],
+        );
+        let info: Value = serde_json::from_str(&evo_tests::cli::stdout(&out)).unwrap();
+        assert_eq!(
+            info["manifest"]["timeout"],
+            expected,
+            "{}: {info}",
+            dir.display()
+        );
+    }
+    let (out, value) = run(home.path(), &patient, &json!({}));
+    assert!(!out.status.success());
+    assert_eq!(
+        value["error"], "patient: timeout: Execution timeout",
+        "{value}"
+    );
 }

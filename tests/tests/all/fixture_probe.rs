@@ -327,22 +327,27 @@ async fn what_a_guest_sends_back_is_capped_on_every_path() {
     assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED", "{err}");
 }
 
+/// `evo skill run fixture-probe [FLAGS] --json --input INPUT` in `home`: what it did and
+/// the parsed result.
+fn probe_cli(
+    home: &std::path::Path,
+    flags: &[&str],
+    input: &str,
+) -> (std::process::Output, serde_json::Value) {
+    let mut args = vec!["skill", "run", skills::FIXTURE_PROBE];
+    args.extend_from_slice(flags);
+    args.extend(["--json", "--input", input]);
+    let out = evo_tests::cli::evo(home, &args);
+    let stdout = evo_tests::cli::stdout(&out);
+    let value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", &stdout[..stdout.len().min(200)]));
+    (out, value)
+}
+
 #[test]
 fn through_the_cli_an_oversized_error_is_cut_and_a_flood_of_steps_refused() {
-    use evo_tests::cli::{evo, stdout};
-
     let home = tempfile::tempdir().unwrap();
-    let out = evo(
-        home.path(),
-        &[
-            "skill",
-            "run",
-            skills::FIXTURE_PROBE,
-            "--json",
-            "--input",
-            r#"{"error_bytes":33554432}"#,
-        ],
-    );
+    let (out, value) = probe_cli(home.path(), &[], r#"{"error_bytes":33554432}"#);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         out.stdout.len() < 20 << 10,
@@ -354,30 +359,16 @@ fn through_the_cli_an_oversized_error_is_cut_and_a_flood_of_steps_refused() {
         "{} bytes on stderr",
         out.stderr.len()
     );
-    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["code"], "SKILL_FAILED");
+    let error = value["error"].as_str().unwrap();
     assert!(
-        value["error"]
-            .as_str()
-            .unwrap()
-            .ends_with("more bytes cut)"),
+        error.ends_with("more bytes cut)"),
         "{}",
-        &stdout(&out)[..200]
+        &error[error.len() - 200..]
     );
 
-    let out = evo(
-        home.path(),
-        &[
-            "skill",
-            "run",
-            skills::FIXTURE_PROBE,
-            "--json",
-            "--input",
-            r#"{"steps":20000}"#,
-        ],
-    );
+    let (out, value) = probe_cli(home.path(), &[], r#"{"steps":20000}"#);
     assert_eq!(out.status.code(), Some(1));
-    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["code"], "OUTPUT_LIMIT_EXCEEDED", "{value}");
 }
 
@@ -431,28 +422,13 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
 
 #[test]
 fn through_the_cli_a_descriptor_flood_stops_at_the_cap_and_the_next_call_works() {
-    use evo_tests::cli::{evo, stdout};
-
     let home = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     std::fs::write(data.path().join("a.txt"), "alpha\n").unwrap();
     let grant = format!("{}::/data:ro", data.path().display());
     let run = |times: u32| {
         let input = json!({ "open_file": "/data/a.txt", "open_times": times }).to_string();
-        let out = evo(
-            home.path(),
-            &[
-                "skill",
-                "run",
-                skills::FIXTURE_PROBE,
-                "--dir",
-                &grant,
-                "--json",
-                "--input",
-                &input,
-            ],
-        );
-        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+        probe_cli(home.path(), &["--dir", &grant], &input).1
     };
     let cap = evo_host::engine::wasm::limits::MAX_RESOURCES as u64;
     let flood = run(20_000);
@@ -481,23 +457,10 @@ fn through_the_cli_a_descriptor_flood_stops_at_the_cap_and_the_next_call_works()
 
 #[test]
 fn through_the_cli_a_self_calling_skill_is_stopped_by_the_depth_limit_not_by_slots() {
-    use evo_tests::cli::{evo, stdout};
-
     let home = tempfile::tempdir().unwrap();
     // Two slots: without the reserve the chain would wait at depth 2 until its deadline.
     std::fs::write(home.path().join("evo.toml"), "[engine]\npool_slots = 2\n").unwrap();
-    let out = evo(
-        home.path(),
-        &[
-            "skill",
-            "run",
-            skills::FIXTURE_PROBE,
-            "--json",
-            "--input",
-            r#"{"recurse":true}"#,
-        ],
-    );
-    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let (out, value) = probe_cli(home.path(), &[], r#"{"recurse":true}"#);
     assert!(out.status.success(), "{value}");
     let max = evo_host::skill::kernel::DEFAULT_MAX_DEPTH;
     assert_eq!(value["output"]["depth"], max - 1, "{value}");

@@ -464,19 +464,28 @@ pub(crate) fn native_skill(
 
 /// Whether a live (not zombie) process's command line contains `marker`.
 pub(crate) fn running(marker: &str) -> bool {
+    live_processes(marker) > 0
+}
+
+/// Live (not zombie) processes whose command line contains `marker`.
+pub(crate) fn live_processes(marker: &str) -> usize {
     std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .any(|e| {
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let zombie = stat.split(") ").nth(1).is_some_and(|r| r.starts_with('Z'));
-            !zombie
-                && String::from_utf8_lossy(&cmdline)
-                    .replace('\0', " ")
-                    .contains(marker)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .filter(|e| {
+                    let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                    let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                    let zombie = stat.split(") ").nth(1).is_some_and(|r| r.starts_with('Z'));
+                    !zombie
+                        && String::from_utf8_lossy(&cmdline)
+                            .replace('\0', " ")
+                            .contains(marker)
+                })
+                .count()
         })
+        .unwrap_or(0)
 }
 
 pub(crate) async fn wait_until(what: &str, condition: impl Fn() -> bool) {

@@ -68,6 +68,16 @@ pub struct NativeConfig {
     pub require_isolation: bool,
 }
 
+impl NativeConfig {
+    /// What a call's cgroup caps: the memory limit for the whole tree, and the tasks.
+    pub fn cgroup_limits(&self) -> cgroup::Limits {
+        cgroup::Limits {
+            memory_bytes: u64::from(self.max_old_space_mb) << 20,
+            max_tasks: self.max_tasks,
+        }
+    }
+}
+
 impl Default for NativeConfig {
     /// - `node` from `PATH`,
     /// - [`DEFAULT_TIMEOUT`], [`DEFAULT_OUTPUT_CAP`], [`DEFAULT_MAX_OLD_SPACE_MB`],

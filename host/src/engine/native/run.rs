@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use super::cgroup::{CallCgroup, Limits};
+use super::cgroup::CallCgroup;
 use super::{ExecutionResult, NativeConfig, confine};
 
 /// Marker appended to output cut at the cap.
@@ -96,12 +96,10 @@ pub async fn execute(config: &NativeConfig, program: Program<'_>) -> ExecutionRe
     };
     // A cgroup caps the whole tree's memory; only without one does V8's own heap flag
     // (which costs Node its start-up snapshot) stand in for it.
-    let cgroup = config.launcher.as_ref().and_then(|_| {
-        CallCgroup::create(Limits {
-            memory_bytes: u64::from(config.max_old_space_mb) * 1024 * 1024,
-            max_tasks: config.max_tasks,
-        })
-    });
+    let cgroup = config
+        .launcher
+        .as_ref()
+        .and_then(|_| CallCgroup::create(config.cgroup_limits()));
     let interpreter = resolve(program.interpreter);
     let is_node = interpreter.file_stem().is_some_and(|stem| stem == "node");
     let heap = (is_node && !cgroup.as_ref().is_some_and(CallCgroup::caps_memory))
@@ -325,10 +323,7 @@ pub(super) async fn probe(config: &NativeConfig) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let cgroup = CallCgroup::create(Limits {
-        memory_bytes: u64::from(config.max_old_space_mb) * 1024 * 1024,
-        max_tasks: config.max_tasks,
-    });
+    let cgroup = CallCgroup::create(config.cgroup_limits());
     let output = launcher_command(launcher, workspace.path(), cgroup.as_ref())
         .arg("--cpu-seconds")
         .arg("5")
