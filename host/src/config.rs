@@ -445,6 +445,7 @@ fn grants_json(policy: &Policy) -> serde_json::Value {
             )).collect::<Vec<_>>(),
             "llm": policy.llm,
             "memory": policy.memory.as_str(),
+            "exec": policy.exec,
         })
     }
     let mut value = one(policy);

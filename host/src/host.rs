@@ -150,6 +150,13 @@ impl HostBuilder {
         let loader = loader(&config, &data_dir, self.launcher, self.on_compile)?;
         let registry = Arc::new(SkillRegistry::new());
         crate::tools::register_builtins(&registry, ".")?;
+        crate::tools::register(
+            &registry,
+            Arc::new(crate::packages::scripts::RunSkillScript::new(
+                config.grants.clone(),
+                loader.native().clone(),
+            )),
+        )?;
         for tool in self.tools {
             crate::tools::register(&registry, tool)?;
         }

@@ -19,6 +19,7 @@ pub use evo_manifest::{Access, Capabilities as RequestedCapabilities, MemoryAcce
 /// - no directories,
 /// - no language model,
 /// - no memory,
+/// - no helper scripts,
 /// - no per-skill entries.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -28,6 +29,9 @@ pub struct Policy {
     pub llm: bool,
     /// The most memory access any skill gets.
     pub memory: MemoryAccess,
+    /// Whether an instruction skill's helper scripts (`scripts/*.py`, `*.sh`, `*.js`)
+    /// may be run, in the native sandbox, on request (`run_skill_script`).
+    pub exec: bool,
     /// Policies for named skills, each replacing this one for its skill (their own
     /// `skills` are not consulted).
     pub skills: BTreeMap<String, Policy>,

@@ -35,6 +35,10 @@ pub(crate) struct Grants {
     /// The most memory access skills that ask for it get.
     #[arg(long, value_name = "none|read|read-write")]
     allow_memory: Option<String>,
+    /// Let instruction skills' helper scripts (scripts/*.py, *.sh, *.js) be run, in the
+    /// native sandbox, through the `run_skill_script` tool.
+    #[arg(long)]
+    allow_exec: bool,
 }
 
 impl Grants {
@@ -65,6 +69,7 @@ impl Grants {
         let widen = |policy: &mut Policy| {
             policy.dirs.extend(dirs.iter().cloned());
             policy.llm |= self.allow_llm;
+            policy.exec |= self.allow_exec;
             if let Some(memory) = memory {
                 policy.memory = policy.memory.max(memory);
             }
@@ -81,6 +86,9 @@ impl Grants {
         }
         if memory.is_some() {
             config.set_source("grants.memory", flag("--allow-memory"));
+        }
+        if self.allow_exec {
+            config.set_source("grants.exec", flag("--allow-exec"));
         }
         Ok(())
     }

@@ -36,6 +36,7 @@ struct GrantFile {
     dirs: Option<Vec<String>>,
     llm: Option<bool>,
     memory: Option<String>,
+    exec: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -359,6 +360,10 @@ fn grant(
     if let Some(llm) = entry.llm {
         policy.llm = llm;
         noted.push(format!("{prefix}.llm"));
+    }
+    if let Some(exec) = entry.exec {
+        policy.exec = exec;
+        noted.push(format!("{prefix}.exec"));
     }
     if let Some(memory) = &entry.memory {
         let key = format!("{prefix}.memory");

@@ -18,6 +18,7 @@
 mod archive;
 pub mod index;
 mod listing;
+pub mod scripts;
 mod update;
 
 use std::fs::File;

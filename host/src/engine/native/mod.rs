@@ -186,6 +186,17 @@ impl ExecutionResult {
     }
 }
 
+/// The interpreter a helper script runs with, by its extension: `python3` for `.py`,
+/// `bash` for `.sh` and `.bash`, `node` for `.js`, `.mjs` and `.cjs`.
+pub fn interpreter_for(script: &Path) -> Option<&'static str> {
+    match script.extension()?.to_str()? {
+        "py" => Some("python3"),
+        "sh" | "bash" => Some("bash"),
+        "js" | "mjs" | "cjs" => Some("node"),
+        _ => None,
+    }
+}
+
 /// Runs native skills from one skills directory.
 #[derive(Debug, Clone)]
 pub struct NativeSandbox {
@@ -255,6 +266,50 @@ impl NativeSandbox {
         input: &Value,
         timeout: Duration,
     ) -> Result<ExecutionResult> {
+        let skill_dir = script.parent().and_then(Path::parent).unwrap_or(script);
+        let program = run::Program {
+            interpreter: &self.config.node,
+            script,
+            args: &[],
+            skill_dir,
+            stdin: input.to_string().into_bytes(),
+        };
+        self.run(program, timeout).await
+    }
+
+    /// Runs a helper script of the skill in `skill_dir` (`scripts/fill.py`, …) with
+    /// `args` and nothing on stdin, in the same sandbox and limits as a native skill,
+    /// with the interpreter its extension names ([`interpreter_for`]).
+    pub async fn run_helper(
+        &self,
+        skill_dir: &Path,
+        script: &Path,
+        args: &[String],
+    ) -> Result<ExecutionResult> {
+        let interpreter = match interpreter_for(script) {
+            Some("node") => self.config.node.clone(),
+            Some(name) => PathBuf::from(name),
+            None => {
+                return Err(Error::InvalidInput {
+                    skill: "run_skill_script".into(),
+                    reason: format!(
+                        "{} has no interpreter Evo runs: .py runs with python3, .sh with bash, .js with node",
+                        script.display()
+                    ),
+                });
+            }
+        };
+        let program = run::Program {
+            interpreter: &interpreter,
+            script,
+            args,
+            skill_dir,
+            stdin: Vec::new(),
+        };
+        self.run(program, self.config.timeout).await
+    }
+
+    async fn run(&self, program: run::Program<'_>, timeout: Duration) -> Result<ExecutionResult> {
         if self.config.require_isolation
             && IsolationLevel::of(&self.isolation().await) == IsolationLevel::ProcessLimits
         {
@@ -271,7 +326,7 @@ impl NativeSandbox {
             timeout,
             ..(*self.config).clone()
         };
-        Ok(execute_script(&config, script, input).await)
+        Ok(run::execute(&config, program).await)
     }
 
     /// The protections the launcher can apply here (probed once by confining a no-op

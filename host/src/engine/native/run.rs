@@ -306,6 +306,9 @@ fn resolve(program: &Path) -> std::path::PathBuf {
     std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)
+        // Version managers' shims (pyenv, rbenv, asdf) are scripts that read the user's
+        // home, which the sandbox does not show: the next program on PATH is the real one.
+        .filter(|dir| !dir.ends_with("shims"))
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
         .and_then(|found| found.canonicalize().ok())

@@ -1,0 +1,149 @@
+//! `run_skill_script`: runs one of an instruction skill's helper scripts on request.
+//!
+//! Public Agent Skills (pdf, docx, xlsx, …) ship Python and shell helpers under
+//! `scripts/` and tell the model to run them. Such a skill installs as an instruction
+//! skill with its scripts listed as resources; this tool runs one of them — with
+//! `python3` (`.py`), `bash` (`.sh`) or `node` (`.js`) and the given arguments — in the
+//! same sandbox and limits as a native skill, and returns what it printed and its exit
+//! code. Only skills the operator granted `exec` (`--allow-exec`, or `exec = true` under
+//! `[grants]` / `[grants.skill.NAME]` in `evo.toml`) may have their scripts run.
+
+use serde_json::{Value, json};
+
+use crate::capabilities::Policy;
+use crate::engine::loader::StaticExecutor;
+use crate::engine::native::{NativeSandbox, interpreter_for};
+use crate::error::{Error, Result};
+use crate::skill::kernel::SkillContext;
+use crate::tools::{BoxFuture, Tool};
+
+/// The tool's name.
+pub const NAME: &str = "run_skill_script";
+
+/// Extra time the kernel gives the tool beyond the sandbox's own timeout, so the
+/// script's `Execution timeout` is what is reported.
+const GRACE_MS: u64 = 2_000;
+
+/// Runs instruction skills' helper scripts in the native sandbox.
+#[derive(Debug, Clone)]
+pub struct RunSkillScript {
+    grants: Policy,
+    sandbox: NativeSandbox,
+}
+
+impl RunSkillScript {
+    /// Runs scripts of the skills `grants` gives `exec`, in `sandbox`.
+    pub fn new(grants: Policy, sandbox: NativeSandbox) -> Self {
+        Self { grants, sandbox }
+    }
+
+    async fn run(&self, input: Value, ctx: SkillContext) -> Result<Value> {
+        let invalid = |reason: String| Error::InvalidInput {
+            skill: NAME.into(),
+            reason,
+        };
+        let name = input["skill"].as_str().unwrap_or_default();
+        let script = input["script"].as_str().unwrap_or_default();
+        let args: Vec<String> = input["args"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let skill = ctx
+            .kernel()
+            .registry()
+            .get(name)
+            .ok_or_else(|| Error::SkillNotFound { name: name.into() })?;
+        let Some(files) = skill
+            .executor
+            .as_any()
+            .and_then(|any| any.downcast_ref::<StaticExecutor>())
+            .map(StaticExecutor::files)
+        else {
+            return Err(invalid(format!(
+                "{name} is not an instruction skill: only an instruction skill's helper scripts run this way (a native or Wasm skill runs with `evo skill run {name}`)"
+            )));
+        };
+        let name = skill.meta.name.as_str();
+        if !self.grants.for_skill(name).exec {
+            return Err(Error::Capability(format!(
+                "running {name}'s scripts needs the exec grant: pass --allow-exec, or set `exec = true` under [grants.skill.{name}] in evo.toml, if you trust the skill"
+            )));
+        }
+        // Only the scripts the skill lists (every file under scripts/), and only with an
+        // interpreter Evo runs; `..`, absolute paths and links out are not resources.
+        let mut listed: Vec<String> = files
+            .instructions()?
+            .resources
+            .iter()
+            .map(|r| r.path.clone())
+            .filter(|p| p.starts_with("scripts/") && interpreter_for(p.as_ref()).is_some())
+            .collect();
+        listed.sort();
+        if !listed.iter().any(|p| p == script) {
+            return Err(invalid(format!(
+                "{script:?} is not one of {name}'s scripts; it has: {}",
+                if listed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    listed.join(", ")
+                }
+            )));
+        }
+        files.resource(script)?;
+        let dir = files
+            .dir()
+            .canonicalize()
+            .map_err(Error::io_at(files.dir()))?;
+        let result = self
+            .sandbox
+            .run_helper(&dir, &dir.join(script), &args)
+            .await?;
+        let mut value = json!({
+            "success": result.success,
+            "exitCode": result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "duration": result.duration,
+        });
+        if let Some(error) = result.error {
+            value["error"] = json!(error);
+        }
+        Ok(value)
+    }
+}
+
+impl Tool for RunSkillScript {
+    fn manifest(&self) -> Value {
+        let timeout = u64::try_from(self.sandbox.config().timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_add(GRACE_MS);
+        json!({
+            "name": NAME,
+            "description": "Runs one of an instruction skill's helper scripts (a path under its scripts/: .py with python3, .sh with bash, .js with node) with arguments, in a sandbox that sees only the skill's files and a scratch directory, and returns its stdout, stderr and exit code. Only for skills the operator allowed to run scripts.",
+            "category": "skills",
+            "tags": ["skills", "exec"],
+            "timeout": timeout,
+            "input": { "type": "object", "properties": {
+                "skill": { "type": "string", "minLength": 1, "description": "the instruction skill's name" },
+                "script": { "type": "string", "minLength": 1, "description": "the script's path inside the skill, e.g. scripts/fill_form.py" },
+                "args": { "type": "array", "items": { "type": "string" }, "default": [], "description": "its command-line arguments" } },
+                "required": ["skill", "script"] },
+            "output": { "type": "object", "properties": {
+                "success": { "type": "boolean" },
+                "exitCode": { "type": ["integer", "null"] },
+                "stdout": { "type": "string" },
+                "stderr": { "type": "string" },
+                "duration": { "type": "integer" },
+                "error": { "type": "string" } },
+                "required": ["success", "exitCode", "stdout", "stderr", "duration"] }
+        })
+    }
+
+    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+        Box::pin(self.run(input, ctx))
+    }
+}
