@@ -337,6 +337,7 @@ fn list_shows_every_kind_and_the_skills_that_failed_to_load() {
             ("memory_search", "builtin"),
             ("memory_store", "builtin"),
             ("read", "builtin"),
+            ("run_skill_script", "builtin"),
             ("squares", "composite")
         ]
     );
