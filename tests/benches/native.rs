@@ -159,8 +159,23 @@ fn native(c: &mut Criterion) {
         "{:?}",
         result.protections
     );
-    group.bench_function("evo: confined call (every layer, no heap flag)", |b| {
-        b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
+    group.bench_function(
+        "evo: confined call (every layer, no heap flag; launcher started ahead)",
+        |b| b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs"))),
+    );
+    // A host's first call, as a one-shot `evo skill run` makes it: nothing started ahead.
+    let cold = || {
+        NativeSandbox::new(
+            root.path(),
+            NativeConfig {
+                launcher: sandbox.config().launcher.clone(),
+                ..NativeConfig::default()
+            },
+        )
+    };
+    check(&rt.block_on(cold().execute("echo", &input)).expect("runs"));
+    group.bench_function("evo: confined call, cold (a host's first call)", |b| {
+        b.iter(|| black_box(rt.block_on(cold().execute("echo", &input)).expect("runs")));
     });
     for concurrency in [1, 2] {
         let sandbox = Arc::new(NativeSandbox::new(

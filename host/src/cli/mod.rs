@@ -102,6 +102,14 @@ enum Command {
     },
     /// Print the man page (roff) to stdout, e.g. `evo man > evo.1`.
     Man,
+    /// Internal: join the given cgroups, wait for a job on stdin, then confine this
+    /// process and become the job's program (a launcher started ahead of its call).
+    #[command(name = "__native-wait", hide = true)]
+    NativeWait {
+        /// `cgroup.procs` files to join at once.
+        #[arg(long)]
+        cgroup: Vec<PathBuf>,
+    },
     /// Internal: confine this process and become a native skill's Node.
     #[command(name = "__native-exec", hide = true)]
     NativeExec {
@@ -180,12 +188,37 @@ pub(crate) fn main() -> ExitCode {
             cpu_seconds: *cpu_seconds,
             cgroups: cgroup.clone(),
             layers: *layers,
+            joined: false,
         };
         let error =
             evo_host::engine::native::confine::confine_and_exec(&spec, &program[0], &program[1..]);
         eprintln!(
             "Failed to spawn process: {}: {error}",
             program[0].to_string_lossy()
+        );
+        return ExitCode::from(127);
+    }
+    if let Command::NativeWait { cgroup } = &cli.command {
+        use evo_host::engine::native::confine;
+        // While it waits, too, it dies with the host.
+        let _ =
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+        let joined = confine::join_cgroups(cgroup);
+        let (spec, program) = match confine::Job::read_from_stdin() {
+            Ok(job) => job.into_spec(joined),
+            Err(e) => {
+                eprintln!("Failed to spawn process: the sandbox got no job: {e}");
+                return ExitCode::from(127);
+            }
+        };
+        let Some((first, rest)) = program.split_first() else {
+            eprintln!("Failed to spawn process: the sandbox's job names no program");
+            return ExitCode::from(127);
+        };
+        let error = confine::confine_and_exec(&spec, first, rest);
+        eprintln!(
+            "Failed to spawn process: {}: {error}",
+            first.to_string_lossy()
         );
         return ExitCode::from(127);
     }

@@ -600,3 +600,50 @@ fn a_failed_script_keeps_what_it_printed_in_the_json_result() {
     assert_eq!(value["exitCode"], 1);
     assert!(value["duration"].as_u64().unwrap() > 0, "{value}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_the_second_call_on_launchers_wait_ready_and_confine_as_fully() {
+    let marker = format!("{}.{}", 800 + std::process::id() % 100, std::process::id());
+    let root = skills(&[
+        (
+            "echo",
+            "const d = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(JSON.stringify({ echo: d.n, pid: process.pid }));",
+        ),
+        (
+            "stuck",
+            &format!(
+                "require('child_process').spawn('setsid', ['sleep', '{marker}'], {{ detached: true, stdio: 'ignore' }}).unref();\nsetInterval(() => {{}}, 1000);\n"
+            ),
+        ),
+    ]);
+    let sandbox = NativeSandbox::new(
+        root.path(),
+        NativeConfig {
+            launcher: Some(evo_tests::evo_bin()),
+            max_concurrency: 1,
+            timeout: Duration::from_millis(1_500),
+            ..NativeConfig::default()
+        },
+    );
+    let first = sandbox.execute("echo", &json!({ "n": 1 })).await.unwrap();
+    assert_eq!(
+        sandbox.ready_launchers(),
+        0,
+        "a one-shot host starts none ahead"
+    );
+    for n in 2..=4 {
+        let result = sandbox.execute("echo", &json!({ "n": n })).await.unwrap();
+        assert!(result.success, "{result:?}");
+        assert_eq!(result.output()["echo"], n);
+        assert_eq!(
+            result.protections, first.protections,
+            "a launcher started ahead confines as fully as a fresh one"
+        );
+        assert_eq!(sandbox.ready_launchers(), 1, "one waits for the next call");
+    }
+    // A call through a waiting launcher still takes everything with it at its end.
+    let result = sandbox.execute("stuck", &json!({})).await.unwrap();
+    assert_eq!(result.error.as_deref(), Some("Execution timeout"));
+    let pattern = format!("sleep {marker}");
+    wait_until("the stuck script's child to be gone", || !running(&pattern)).await;
+}

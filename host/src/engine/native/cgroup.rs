@@ -218,6 +218,14 @@ impl Drop for CallCgroup {
     fn drop(&mut self) {
         if !self.dirs.is_empty() {
             self.kill();
+            // Killed members leave within moments; wait for them briefly (this runs when
+            // a call is dropped or the host shuts down, not on a call's path).
+            for _ in 0..50 {
+                if self.members().is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
             self.remove_dirs();
         }
     }

@@ -205,6 +205,16 @@ pub struct NativeSandbox {
     slots: Arc<tokio::sync::Semaphore>,
     stats: Arc<Stats>,
     probe: Arc<tokio::sync::OnceCell<Vec<String>>>,
+    warm: Arc<Warm>,
+}
+
+/// Launchers started ahead of their calls, so that joining a cgroup (~10 ms on some
+/// kernels) is paid off the call's path. A host starts keeping them from its second
+/// native call on: a one-shot `evo skill run` starts none it would not use.
+#[derive(Debug, Default)]
+struct Warm {
+    ready: std::sync::Mutex<Vec<run::Waiting>>,
+    calls: std::sync::atomic::AtomicU64,
 }
 
 impl NativeSandbox {
@@ -217,6 +227,7 @@ impl NativeSandbox {
             slots: Arc::new(slots),
             stats: Arc::default(),
             probe: Arc::default(),
+            warm: Arc::default(),
         }
     }
 
@@ -322,11 +333,44 @@ impl NativeSandbox {
             .acquire()
             .await
             .map_err(|e| Error::Engine(e.to_string()))?;
+        let waiting = self.take_warm();
         let config = NativeConfig {
             timeout,
             ..(*self.config).clone()
         };
-        Ok(run::execute(&config, program).await)
+        Ok(run::execute(&config, program, waiting).await)
+    }
+
+    /// Launchers started ahead and waiting for a call.
+    pub fn ready_launchers(&self) -> usize {
+        self.warm
+            .ready
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// A launcher started ahead, if one is ready; and, from the second call on, a new
+    /// one started for a later call (up to one per slot), while this call runs.
+    fn take_warm(&self) -> Option<run::Waiting> {
+        let launcher = self.config.launcher.as_ref()?;
+        let mut ready = self
+            .warm
+            .ready
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let taken = ready.pop();
+        let earlier = self
+            .warm
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if earlier > 0 && ready.len() < self.config.max_concurrency.max(1) {
+            match run::Waiting::start(&self.config, launcher) {
+                Ok(waiting) => ready.push(waiting),
+                Err(e) => tracing::debug!("could not start a launcher ahead: {e}"),
+            }
+        }
+        taken
     }
 
     /// The protections the launcher can apply here (probed once by confining a no-op

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use super::cgroup::CallCgroup;
 use super::{ExecutionResult, NativeConfig, confine};
@@ -61,13 +61,51 @@ pub async fn execute_script(
             skill_dir,
             stdin: input.to_string().into_bytes(),
         },
+        None,
     )
     .await
 }
 
+/// A launcher started ahead of its call (`evo __native-wait`): it has joined (or is
+/// joining) its call's cgroup and waits for its [`confine::Job`] on stdin.
+#[derive(Debug)]
+pub struct Waiting {
+    child: Child,
+    cgroup: Option<CallCgroup>,
+}
+
+impl Waiting {
+    /// Starts one: makes the call's cgroup and the launcher, which joins it at once.
+    pub fn start(config: &NativeConfig, launcher: &Path) -> std::io::Result<Self> {
+        let cgroup = CallCgroup::create(config.cgroup_limits());
+        let mut command = Command::new(launcher);
+        command.arg("__native-wait");
+        for procs in cgroup.iter().flat_map(CallCgroup::procs) {
+            command.arg("--cgroup").arg(procs);
+        }
+        let child = command
+            .current_dir("/")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so a timeout kills everything the script started.
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()?;
+        Ok(Self { child, cgroup })
+    }
+}
+
 /// Runs `program` under `config`'s limits, in the same sandbox as a native skill's
-/// script. Never fails: every failure is a result with `success: false` and an `error`.
-pub async fn execute(config: &NativeConfig, program: Program<'_>) -> ExecutionResult {
+/// script, through `waiting` when one was started ahead (with a launcher configured).
+/// Never fails: every failure is a result with `success: false` and an `error`.
+pub async fn execute(
+    config: &NativeConfig,
+    program: Program<'_>,
+    waiting: Option<Waiting>,
+) -> ExecutionResult {
     let script = program.script;
     let started = Instant::now();
     let failed = |error: String, started: Instant| ExecutionResult {
@@ -94,70 +132,74 @@ pub async fn execute(config: &NativeConfig, program: Program<'_>) -> ExecutionRe
             );
         }
     };
+    let interpreter = resolve(program.interpreter);
+    let spawn_failed =
+        |e: std::io::Error| format!("Failed to spawn process: {} ({e})", interpreter.display());
+    let launched = match (&config.launcher, waiting) {
+        (None, _) => None,
+        (Some(_), Some(waiting)) => Some(waiting),
+        (Some(launcher), None) => match Waiting::start(config, launcher) {
+            Ok(waiting) => Some(waiting),
+            Err(e) => return failed(spawn_failed(e), started),
+        },
+    };
+    let cgroup = launched.as_ref().and_then(|w| w.cgroup.as_ref());
     // A cgroup caps the whole tree's memory; only without one does V8's own heap flag
     // (which costs Node its start-up snapshot) stand in for it.
-    let cgroup = config
-        .launcher
-        .as_ref()
-        .and_then(|_| CallCgroup::create(config.cgroup_limits()));
-    let interpreter = resolve(program.interpreter);
     let is_node = interpreter.file_stem().is_some_and(|stem| stem == "node");
-    let heap = (is_node && !cgroup.as_ref().is_some_and(CallCgroup::caps_memory))
+    let heap = (is_node && !cgroup.is_some_and(CallCgroup::caps_memory))
         .then(|| format!("--max-old-space-size={}", config.max_old_space_mb));
     let mut protections = base_protections();
     if heap.is_some() {
         protections.push("v8-heap-limit".into());
     }
-    let cgroup_protections = cgroup
-        .as_ref()
-        .map(CallCgroup::protections)
-        .unwrap_or_default();
-    let failed = |error: String, started: Instant| ExecutionResult {
-        protections: protections.clone(),
-        ..failed(error, started)
-    };
-    let mut command = match &config.launcher {
+    let cgroup_protections = cgroup.map(CallCgroup::protections).unwrap_or_default();
+    let (mut child, cgroup, job) = match launched {
         None => {
-            let mut command = Command::new(&interpreter);
-            command.args(&heap).arg(script).args(program.args);
-            command
-        }
-        Some(launcher) => {
-            let mut command = launcher_command(launcher, workspace.path(), cgroup.as_ref());
-            // The skill's own directory (its script and files) and the interpreter's
-            // installation.
-            command.arg("--read").arg(program.skill_dir);
-            if let Some(install) = interpreter.parent().and_then(Path::parent) {
-                command.arg("--read").arg(install);
-            }
-            command
-                .arg("--cpu-seconds")
-                .arg((config.timeout.as_secs() + 1).to_string())
-                .arg("--")
-                .arg(&interpreter)
+            let spawned = Command::new(&interpreter)
                 .args(&heap)
                 .arg(script)
-                .args(program.args);
-            command
+                .args(program.args)
+                .current_dir(workspace.path())
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                // Its own process group, so a timeout kills everything the script started.
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn();
+            match spawned {
+                Ok(child) => (child, None, Vec::new()),
+                Err(e) => {
+                    return ExecutionResult {
+                        protections,
+                        ..failed(spawn_failed(e), started)
+                    };
+                }
+            }
         }
-    };
-    command
-        .current_dir(workspace.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so a timeout kills everything the script started.
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            return failed(
-                format!("Failed to spawn process: {} ({e})", interpreter.display()),
-                started,
-            );
+        Some(Waiting { child, cgroup }) => {
+            use std::os::unix::ffi::OsStrExt as _;
+            let bytes = |p: &Path| p.as_os_str().as_bytes().to_vec();
+            // The skill's own directory (its script and files) and the interpreter's
+            // installation.
+            let mut read_only = vec![bytes(program.skill_dir)];
+            if let Some(install) = interpreter.parent().and_then(Path::parent) {
+                read_only.push(bytes(install));
+            }
+            let mut argv = vec![bytes(&interpreter)];
+            argv.extend(heap.iter().map(|h| h.as_bytes().to_vec()));
+            argv.push(bytes(script));
+            argv.extend(program.args.iter().map(|a| a.as_bytes().to_vec()));
+            let job = confine::Job {
+                workspace: bytes(workspace.path()),
+                read_only,
+                cpu_seconds: config.timeout.as_secs() + 1,
+                program: argv,
+            };
+            (child, cgroup, job.encode())
         }
     };
     let group = child
@@ -176,7 +218,8 @@ pub async fn execute(config: &NativeConfig, program: Program<'_>) -> ExecutionRe
     let mut guard = GroupGuard(group);
 
     if let Some(mut stdin) = child.stdin.take() {
-        let bytes = program.stdin;
+        let mut bytes = job;
+        bytes.extend(program.stdin);
         // A script that never reads stdin must not block us: write in the background.
         tokio::spawn(async move {
             let _ = stdin.write_all(&bytes).await;

@@ -81,6 +81,85 @@ pub struct Spec {
     /// Which of the optional layers to apply (all by default; fewer only to cost each
     /// one in the benchmarks).
     pub layers: Layers,
+    /// Whether the launcher already joined its cgroups before it got this spec (a
+    /// waiting launcher, see [`Job`]).
+    pub joined: bool,
+}
+
+/// The job of a launcher started ahead of time (`evo __native-wait --cgroup …`): it
+/// joins its call's cgroups at once — the slow part of starting a sandbox — and then
+/// waits for this message on stdin, ahead of the script's own input. Paths and
+/// arguments travel as bytes, so any file name works.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Job {
+    /// The only writable directory.
+    pub workspace: Vec<u8>,
+    /// Extra read-only directories.
+    pub read_only: Vec<Vec<u8>>,
+    /// CPU seconds the script may use.
+    pub cpu_seconds: u64,
+    /// The program and its arguments.
+    pub program: Vec<Vec<u8>>,
+}
+
+impl Job {
+    /// The message: the JSON's length (4 bytes, little-endian), then the JSON.
+    pub fn encode(&self) -> Vec<u8> {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let mut message = u32::try_from(json.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes()
+            .to_vec();
+        message.extend(json);
+        message
+    }
+
+    /// Reads one message from stdin without reading past it (the rest is the script's).
+    pub fn read_from_stdin() -> std::io::Result<Self> {
+        let mut length = [0_u8; 4];
+        read_exactly(&mut length)?;
+        let mut json = vec![0_u8; u32::from_le_bytes(length) as usize];
+        read_exactly(&mut json)?;
+        serde_json::from_slice(&json).map_err(std::io::Error::other)
+    }
+
+    /// The spec and program it describes; its cgroups were joined when `joined`.
+    pub fn into_spec(self, joined: bool) -> (Spec, Vec<OsString>) {
+        use std::os::unix::ffi::OsStringExt as _;
+        let path = |bytes: Vec<u8>| PathBuf::from(OsString::from_vec(bytes));
+        let spec = Spec {
+            workspace: path(self.workspace),
+            read_only: self.read_only.into_iter().map(path).collect(),
+            cpu_seconds: self.cpu_seconds,
+            cgroups: Vec::new(),
+            layers: Layers::default(),
+            joined,
+        };
+        (
+            spec,
+            self.program.into_iter().map(OsString::from_vec).collect(),
+        )
+    }
+}
+
+/// Fills `buffer` from stdin with unbuffered reads.
+fn read_exactly(buffer: &mut [u8]) -> std::io::Result<()> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match rustix::io::read(std::io::stdin(), &mut buffer[filled..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Moves this process into every cgroup whose `cgroup.procs` is listed; whether all
+/// took it.
+pub fn join_cgroups(procs: &[PathBuf]) -> bool {
+    !procs.is_empty() && procs.iter().all(|procs| join_cgroup(procs).is_ok())
 }
 
 /// The layers that can be left out.
@@ -150,8 +229,15 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
         .iter()
         .filter_map(|dir| dir.canonicalize().ok())
         .collect();
-    if !spec.cgroups.is_empty() && spec.cgroups.iter().all(|procs| join_cgroup(procs).is_ok()) {
+    if spec.joined || join_cgroups(&spec.cgroups) {
         applied.push("cgroup");
+    }
+    // A waiting launcher was started elsewhere; the view below is built from here.
+    if std::env::set_current_dir(&workspace).is_err() {
+        return std::io::Error::other(format!(
+            "the workspace {} is not there",
+            workspace.display()
+        ));
     }
     let entered = if spec.layers.namespaces {
         namespaces::enter()
