@@ -546,3 +546,62 @@ fn the_operators_script_timeout_caps_what_a_script_declares() {
         "{value}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_agent_a_timed_out_script_under_load_leaves_nothing_and_the_model_reads_why() {
+    let skills = tempfile::tempdir().unwrap();
+    let marker = format!("{}.{}", 900 + std::process::id() % 100, std::process::id());
+    native_skill(
+        skills.path(),
+        "escape",
+        "Leaves children behind.",
+        &format!(
+            "const cp = require('child_process');\ncp.spawn('setsid', ['sleep', '{marker}1'], {{ detached: true, stdio: 'ignore' }}).unref();\ncp.spawnSync('sh', ['-c', 'sleep {marker}2 & exit 0']);\nfor (;;) {{}}\n"
+        ),
+    );
+    let mut config = evo_host::Config {
+        skill_dirs: vec![skills.path().to_owned()],
+        ..evo_host::Config::default()
+    };
+    config.native.timeout_ms = 1_500;
+    let model = evo_host::llm::scripted::ScriptedProvider::from_json(
+        "attack",
+        r#"{ "responses": [
+            { "tool_calls": [{ "name": "escape", "arguments": {} }] },
+            "The skill timed out."
+        ] }"#,
+    )
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let host = evo_host::Host::builder()
+        .data_dir(data.path())
+        .config(config)
+        .llm(model.clone())
+        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .native_launcher(evo_tests::evo_bin())
+        .build()
+        .await
+        .unwrap();
+    let load = Load::start();
+    let agent = host
+        .agent(|options| options.intent_recognition = false)
+        .unwrap();
+    let outcome = agent
+        .run(
+            "run the escape skill",
+            evo_host::skill::events::EventSink::new(|_| {}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.response, "The skill timed out.");
+    let answered = serde_json::to_string(&model.requests().last().unwrap().0).unwrap();
+    assert!(
+        answered.contains("Execution timeout"),
+        "the model is told why: {answered}"
+    );
+    for child in 1..=2 {
+        let pattern = format!("sleep {marker}{child}");
+        crate::native::wait_until(&format!("{pattern} to be gone"), || !running(&pattern)).await;
+    }
+    drop(load);
+}

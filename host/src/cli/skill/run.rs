@@ -2,7 +2,6 @@
 
 use std::io::Read as _;
 
-use evo_host::engine::native::IsolationLevel;
 use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::executor::ExecutorKind;
 use serde_json::json;
@@ -24,10 +23,9 @@ pub(super) async fn run(
         .skill(&name)
         .is_some_and(|s| s.kind() == ExecutorKind::Native);
     if native && !globals.json {
-        let level = IsolationLevel::of(&host.loader().native().isolation().await);
+        // No probe here: it would start a sandbox just to describe one.
         eprintln!(
-            "note: {name} is a native script skill: a Node process {}; less isolated than a Wasm skill",
-            level.describe()
+            "note: {name} is a native script skill: a Node process, less isolated than a Wasm skill (`evo doctor` shows how it is confined here)"
         );
     }
     let events = (!globals.json).then(|| EventSink::new(show));
