@@ -102,8 +102,9 @@ enum Command {
     },
     /// Print the man page (roff) to stdout, e.g. `evo man > evo.1`.
     Man,
-    /// Internal: join the given cgroups, wait for a job on stdin, then confine this
-    /// process and become the job's program (a launcher started ahead of its call).
+    /// Internal: join the given cgroups, enter the namespaces and prepare the root, wait
+    /// for a job on stdin, then finish confining and become the job's program (a
+    /// launcher started ahead of its call).
     #[command(name = "__native-wait", hide = true)]
     NativeWait {
         /// `cgroup.procs` files to join at once.
@@ -188,7 +189,6 @@ pub(crate) fn main() -> ExitCode {
             cpu_seconds: *cpu_seconds,
             cgroups: cgroup.clone(),
             layers: *layers,
-            joined: false,
         };
         let error =
             evo_host::engine::native::confine::confine_and_exec(&spec, &program[0], &program[1..]);
@@ -200,26 +200,15 @@ pub(crate) fn main() -> ExitCode {
     }
     if let Command::NativeWait { cgroup } = &cli.command {
         use evo_host::engine::native::confine;
-        // While it waits, too, it dies with the host.
-        let _ =
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-        let joined = confine::join_cgroups(cgroup);
-        let (spec, program) = match confine::Job::read_from_stdin() {
-            Ok(job) => job.into_spec(joined),
-            Err(e) => {
-                eprintln!("Failed to spawn process: the sandbox got no job: {e}");
-                return ExitCode::from(127);
-            }
+        // Everything that needs no job first, while the call is not yet there.
+        let error = match confine::Prepared::new(cgroup, confine::Layers::default()) {
+            Ok(prepared) => match confine::Job::read_from_stdin() {
+                Ok(job) => job.run(prepared),
+                Err(e) => std::io::Error::other(format!("the sandbox got no job: {e}")),
+            },
+            Err(e) => e,
         };
-        let Some((first, rest)) = program.split_first() else {
-            eprintln!("Failed to spawn process: the sandbox's job names no program");
-            return ExitCode::from(127);
-        };
-        let error = confine::confine_and_exec(&spec, first, rest);
-        eprintln!(
-            "Failed to spawn process: {}: {error}",
-            first.to_string_lossy()
-        );
+        eprintln!("Failed to spawn process: {error}");
         return ExitCode::from(127);
     }
     init_tracing(cli.verbose);

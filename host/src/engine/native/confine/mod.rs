@@ -81,14 +81,12 @@ pub struct Spec {
     /// Which of the optional layers to apply (all by default; fewer only to cost each
     /// one in the benchmarks).
     pub layers: Layers,
-    /// Whether the launcher already joined its cgroups before it got this spec (a
-    /// waiting launcher, see [`Job`]).
-    pub joined: bool,
 }
 
 /// The job of a launcher started ahead of time (`evo __native-wait --cgroup …`): it
-/// joins its call's cgroups at once — the slow part of starting a sandbox — and then
-/// waits for this message on stdin, ahead of the script's own input. Paths and
+/// does everything that needs no job at once — joining its call's cgroups (the slow
+/// part of starting a sandbox), entering the namespaces, preparing the root ([`Prepared`])
+/// — and then waits for this message on stdin, ahead of the script's own input. Paths and
 /// arguments travel as bytes, so any file name works.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Job {
@@ -123,22 +121,19 @@ impl Job {
         serde_json::from_slice(&json).map_err(std::io::Error::other)
     }
 
-    /// The spec and program it describes; its cgroups were joined when `joined`.
-    pub fn into_spec(self, joined: bool) -> (Spec, Vec<OsString>) {
+    /// Completes `prepared` with this job and becomes its program; returns only if
+    /// something failed.
+    pub fn run(self, prepared: Prepared) -> std::io::Error {
         use std::os::unix::ffi::OsStringExt as _;
         let path = |bytes: Vec<u8>| PathBuf::from(OsString::from_vec(bytes));
-        let spec = Spec {
-            workspace: path(self.workspace),
-            read_only: self.read_only.into_iter().map(path).collect(),
-            cpu_seconds: self.cpu_seconds,
-            cgroups: Vec::new(),
-            layers: Layers::default(),
-            joined,
+        let workspace = path(self.workspace);
+        let read_only: Vec<PathBuf> = self.read_only.into_iter().map(path).collect();
+        let program: Vec<OsString> = self.program.into_iter().map(OsString::from_vec).collect();
+        let Some((first, rest)) = program.split_first() else {
+            return std::io::Error::other("the sandbox's job names no program");
         };
-        (
-            spec,
-            self.program.into_iter().map(OsString::from_vec).collect(),
-        )
+        let error = prepared.finish(&workspace, &read_only, self.cpu_seconds, first, rest);
+        std::io::Error::other(format!("{}: {error}", first.to_string_lossy()))
     }
 }
 
@@ -213,12 +208,6 @@ impl std::str::FromStr for Layers {
 /// Confines the current process as `spec` says, reports on stderr, and replaces the
 /// process with `program args`. Returns only if the `exec` failed.
 pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> std::io::Error {
-    let mut applied: Vec<&str> = Vec::new();
-    let mut private = false;
-    // The launcher dies with the host (a kill -9 included), and the script with it.
-    // (The signal follows the host *thread* that spawned it: the sandbox spawns from
-    // async tasks, whose runtime threads live as long as the host.)
-    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // Canonical paths of the host's view, taken before the view changes.
     let workspace = spec
         .workspace
@@ -229,86 +218,130 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
         .iter()
         .filter_map(|dir| dir.canonicalize().ok())
         .collect();
-    if spec.joined || join_cgroups(&spec.cgroups) {
-        applied.push("cgroup");
+    match Prepared::new(&spec.cgroups, spec.layers) {
+        Ok(prepared) => prepared.finish(&workspace, &read_only, spec.cpu_seconds, program, args),
+        Err(e) => e,
     }
-    // A waiting launcher was started elsewhere; the view below is built from here.
-    if std::env::set_current_dir(&workspace).is_err() {
-        return std::io::Error::other(format!(
-            "the workspace {} is not there",
-            workspace.display()
-        ));
-    }
-    let entered = if spec.layers.namespaces {
-        namespaces::enter()
-    } else {
-        Ok(false)
-    };
-    match entered {
-        Ok(true) => {
+}
+
+/// The half of the confinement that needs no job: the launcher dies with the host, has
+/// joined its cgroups, entered its namespaces (it is PID 1 now) and built the part of
+/// the private root every call shares. A launcher started ahead does this while it
+/// waits; [`Prepared::finish`] does the rest when the job comes.
+#[derive(Debug)]
+pub struct Prepared {
+    applied: Vec<&'static str>,
+    namespaced: bool,
+    layers: Layers,
+}
+
+impl Prepared {
+    /// Joins `cgroups` and, with `layers.namespaces`, enters the namespaces and prepares
+    /// the root. A kernel refusing namespaces is not an error (the layer is left out); a
+    /// failure after entering them is.
+    pub fn new(cgroups: &[PathBuf], layers: Layers) -> std::io::Result<Self> {
+        // The launcher dies with the host (a kill -9 included), and the script with it.
+        // (The signal follows the host *thread* that spawned it: the sandbox spawns
+        // from async tasks, whose runtime threads live as long as the host.)
+        let _ =
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+        let mut applied = Vec::new();
+        if join_cgroups(cgroups) {
+            applied.push("cgroup");
+        }
+        let entered = if layers.namespaces {
+            namespaces::enter().map_err(|e| {
+                std::io::Error::other(format!("the sandbox's namespaces failed: {e}"))
+            })?
+        } else {
+            false
+        };
+        if entered {
             applied.push("namespaces");
-            match namespaces::private_root(&workspace, &read_only) {
-                Ok(()) => {
-                    applied.push("private-root");
-                    private = true;
-                }
-                Err(e) => {
-                    return std::io::Error::other(format!(
-                        "the sandbox's private file-system view could not be built: {e}"
-                    ));
-                }
+            namespaces::prepare_root().map_err(|e| {
+                std::io::Error::other(format!(
+                    "the sandbox's private file-system view could not be built: {e}"
+                ))
+            })?;
+        }
+        Ok(Self {
+            applied,
+            namespaced: entered,
+            layers,
+        })
+    }
+
+    /// Completes the confinement for one job — `workspace` and `read_only` absolute and
+    /// canonical in the host's view — reports on stderr, and replaces the process with
+    /// `program args`. Returns only if something failed.
+    pub fn finish(
+        self,
+        workspace: &Path,
+        read_only: &[PathBuf],
+        cpu_seconds: u64,
+        program: &OsString,
+        args: &[OsString],
+    ) -> std::io::Error {
+        let mut applied = self.applied;
+        if self.namespaced {
+            if let Err(e) = namespaces::finish_root(workspace, read_only) {
+                return std::io::Error::other(format!(
+                    "the sandbox's private file-system view could not be built: {e}"
+                ));
+            }
+            applied.push("private-root");
+        } else if let Err(e) = std::env::set_current_dir(workspace) {
+            return std::io::Error::other(format!(
+                "the workspace {} is not there: {e}",
+                workspace.display()
+            ));
+        }
+        if rustix::thread::set_no_new_privs(true).is_ok() {
+            applied.push("no-new-privileges");
+        }
+        drop_capability_bounding_set();
+        if self.layers.landlock {
+            match landlock(workspace, read_only, self.namespaced) {
+                Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-full"),
+                Ok(RulesetStatus::PartiallyEnforced) => applied.push("landlock-partial"),
+                Ok(RulesetStatus::NotEnforced) => {}
+                Err(e) => eprintln!("evo-sandbox: landlock failed: {e}"),
+            }
+            // A second layer, so that a kernel without scopes still reports the
+            // file-system and network rules as fully enforced.
+            match landlock_scopes() {
+                Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-scoped"),
+                Ok(_) => {}
+                Err(e) => eprintln!("evo-sandbox: landlock scopes failed: {e}"),
             }
         }
-        Ok(false) => {}
-        Err(e) => {
-            return std::io::Error::other(format!("the sandbox's namespaces failed: {e}"));
+        let limits = [
+            (rustix::process::Resource::Core, 0),
+            (rustix::process::Resource::Fsize, MAX_FILE_BYTES),
+            (rustix::process::Resource::Cpu, cpu_seconds),
+            (rustix::process::Resource::Nproc, MAX_USER_PROCESSES),
+        ];
+        let mut all_limits = true;
+        for (resource, value) in limits {
+            let limit = rustix::process::Rlimit {
+                current: Some(value),
+                maximum: Some(value),
+            };
+            all_limits &= rustix::process::setrlimit(resource, limit).is_ok();
         }
-    }
-    if rustix::thread::set_no_new_privs(true).is_ok() {
-        applied.push("no-new-privileges");
-    }
-    drop_capability_bounding_set();
-    if spec.layers.landlock {
-        match landlock(&workspace, &read_only, private) {
-            Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-full"),
-            Ok(RulesetStatus::PartiallyEnforced) => applied.push("landlock-partial"),
-            Ok(RulesetStatus::NotEnforced) => {}
-            Err(e) => eprintln!("evo-sandbox: landlock failed: {e}"),
+        if all_limits {
+            applied.push("rlimits");
         }
-        // A second layer, so that a kernel without scopes still reports the file-system
-        // and network rules as fully enforced.
-        match landlock_scopes() {
-            Ok(RulesetStatus::FullyEnforced) => applied.push("landlock-scoped"),
-            Ok(_) => {}
-            Err(e) => eprintln!("evo-sandbox: landlock scopes failed: {e}"),
+        // Last: the filter refuses the calls the layers above are built with.
+        if self.layers.seccomp {
+            match seccomp::install() {
+                Ok(()) => applied.push("seccomp"),
+                Err(e) => eprintln!("evo-sandbox: seccomp failed: {e}"),
+            }
         }
+        eprintln!("{STATUS_PREFIX} {}", applied.join(" "));
+        std::process::Command::new(program).args(args).exec()
     }
-    let limits = [
-        (rustix::process::Resource::Core, 0),
-        (rustix::process::Resource::Fsize, MAX_FILE_BYTES),
-        (rustix::process::Resource::Cpu, spec.cpu_seconds),
-        (rustix::process::Resource::Nproc, MAX_USER_PROCESSES),
-    ];
-    let mut all_limits = true;
-    for (resource, value) in limits {
-        let limit = rustix::process::Rlimit {
-            current: Some(value),
-            maximum: Some(value),
-        };
-        all_limits &= rustix::process::setrlimit(resource, limit).is_ok();
-    }
-    if all_limits {
-        applied.push("rlimits");
-    }
-    // Last: the filter refuses the calls the layers above are built with.
-    if spec.layers.seccomp {
-        match seccomp::install() {
-            Ok(()) => applied.push("seccomp"),
-            Err(e) => eprintln!("evo-sandbox: seccomp failed: {e}"),
-        }
-    }
-    eprintln!("{STATUS_PREFIX} {}", applied.join(" "));
-    std::process::Command::new(program).args(args).exec()
 }
 
 /// Moves this process into the cgroup whose `cgroup.procs` is `procs`.

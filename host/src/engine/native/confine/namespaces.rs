@@ -138,10 +138,10 @@ fn supervise(child: libc::pid_t) -> ! {
     std::process::exit(128 + signal);
 }
 
-/// Builds the private root described in the module docs and pivots into it; the working
-/// directory is `workspace` afterwards. `read_only` and `workspace` must be absolute and
-/// canonical.
-pub(super) fn private_root(workspace: &Path, read_only: &[PathBuf]) -> io::Result<()> {
+/// Builds the part of the private root every call shares (everything but the skill's
+/// own directories and the workspace), beside the old root; [`finish_root`] completes
+/// it and pivots into it.
+pub(super) fn prepare_root() -> io::Result<()> {
     rustix::mount::mount_change(
         "/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
@@ -165,17 +165,13 @@ pub(super) fn private_root(workspace: &Path, read_only: &[PathBuf]) -> io::Resul
     rustix::mount::mount("proc", &proc, "proc", hardened, None)?;
     devices()?;
 
-    let mut bound: Vec<PathBuf> = Vec::new();
     for dir in SYSTEM_DIRS {
         let source = outside(Path::new(dir));
         match std::fs::symlink_metadata(&source) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 symlink(std::fs::read_link(&source)?, inside(dir))?;
             }
-            Ok(meta) if meta.is_dir() => {
-                bind_read_only(Path::new(dir))?;
-                bound.push(dir.into());
-            }
+            Ok(meta) if meta.is_dir() => bind_read_only(Path::new(dir))?,
             _ => {}
         }
     }
@@ -184,18 +180,23 @@ pub(super) fn private_root(workspace: &Path, read_only: &[PathBuf]) -> io::Resul
             bind_read_only(Path::new(entry))?;
         }
     }
+    users()
+}
+
+/// Completes the root [`prepare_root`] began with `read_only` and `workspace` (absolute
+/// and canonical in the host's view) and pivots into it; the working directory is
+/// `workspace` afterwards.
+pub(super) fn finish_root(workspace: &Path, read_only: &[PathBuf]) -> io::Result<()> {
     for dir in read_only {
         // Already visible under a system directory, or the whole tree (never bound).
-        if dir == Path::new("/") || bound.iter().any(|b| dir.starts_with(b)) {
+        if dir == Path::new("/") || SYSTEM_DIRS.iter().any(|d| dir.starts_with(d)) {
             continue;
         }
         bind_read_only(dir)?;
-        bound.push(dir.clone());
     }
     let workspace_inside = inside(workspace);
     std::fs::create_dir_all(&workspace_inside)?;
     rustix::mount::mount_bind(outside(workspace), &workspace_inside)?;
-    users()?;
 
     // Into the new root; the old one is detached and gone from this namespace.
     std::env::set_current_dir(NEW)?;
