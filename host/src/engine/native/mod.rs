@@ -359,7 +359,13 @@ impl NativeSandbox {
             .ready
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let taken = ready.pop();
+        let mut taken = None;
+        while let Some(mut waiting) = ready.pop() {
+            if waiting.alive() {
+                taken = Some(waiting);
+                break;
+            }
+        }
         let earlier = self
             .warm
             .calls

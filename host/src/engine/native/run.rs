@@ -96,6 +96,12 @@ impl Waiting {
             .spawn()?;
         Ok(Self { child, cgroup })
     }
+
+    /// Whether it is still waiting (one that died, killed or failing to prepare, is
+    /// not used: the call starts a fresh launcher, which reports why).
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
 }
 
 /// Runs `program` under `config`'s limits, in the same sandbox as a native skill's
