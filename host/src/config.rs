@@ -202,6 +202,38 @@ pub struct AgentSettings {
     pub intent_recognition: bool,
 }
 
+/// What `evo serve` offers its clients.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServeSettings {
+    /// The skills served as tools, by name; a trailing `*` matches a prefix. Empty:
+    /// every skill that is not internal.
+    pub tools: Vec<String>,
+    /// Calls run at once across all sessions; more wait their turn.
+    pub max_calls: usize,
+    /// The largest message a client may send, KiB.
+    pub max_message_kb: usize,
+}
+
+impl ServeSettings {
+    /// Whether skill `name` is served, by [`ServeSettings::tools`].
+    pub fn serves(&self, name: &str) -> bool {
+        self.tools.is_empty()
+            || self
+                .tools
+                .iter()
+                .any(|pattern| match pattern.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => pattern == name,
+                })
+    }
+}
+
+/// Calls `evo serve` runs at once unless `serve.max_calls` says otherwise.
+pub const DEFAULT_MAX_SERVE_CALLS: usize = 32;
+/// The largest client message `evo serve` takes unless `serve.max_message_kb` says
+/// otherwise: 4 MiB.
+pub const DEFAULT_MAX_MESSAGE_KB: usize = 4 << 10;
+
 /// The effective configuration of a host.
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
@@ -221,6 +253,8 @@ pub struct Config {
     pub kernel: KernelSettings,
     /// The agent.
     pub agent: AgentSettings,
+    /// `evo serve`.
+    pub serve: ServeSettings,
     /// The file read, if any.
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -283,6 +317,11 @@ impl Default for Config {
                 max_llm_rounds: crate::agent::tool_loop::DEFAULT_MAX_LLM_ROUNDS,
                 shortlist: crate::agent::DEFAULT_SHORTLIST,
                 intent_recognition: true,
+            },
+            serve: ServeSettings {
+                tools: Vec::new(),
+                max_calls: DEFAULT_MAX_SERVE_CALLS,
+                max_message_kb: DEFAULT_MAX_MESSAGE_KB,
             },
             file: None,
             provenance: Provenance::default(),

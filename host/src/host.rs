@@ -17,8 +17,9 @@
 //! # });
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -195,6 +196,8 @@ impl HostBuilder {
             llm_error,
             events: self.events,
             load_errors: Vec::new(),
+            catalogue: Mutex::new(BTreeMap::new()),
+            changes: tokio::sync::watch::Sender::new(0),
             data_dir,
             config,
         };
@@ -289,13 +292,30 @@ struct Inner {
     llm_error: Option<String>,
     events: Option<EventSink>,
     load_errors: Vec<LoadError>,
+    /// Every skill directory loaded, with what it looked like and the skill it held.
+    catalogue: Mutex<BTreeMap<PathBuf, Loaded>>,
+    /// Bumped whenever the skills change.
+    changes: tokio::sync::watch::Sender<u64>,
     data_dir: PathBuf,
     config: Config,
+}
+
+/// A skill directory as last loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Loaded {
+    stamp: u64,
+    skill: Option<String>,
 }
 
 impl Inner {
     async fn load_dir(&mut self, dir: &Path) -> Result<()> {
         for (path, result) in self.loader.load_all(dir).await? {
+            let stamp = stamp(&path);
+            let skill = result.as_ref().ok().map(|s| s.meta.name.clone());
+            self.catalogue
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(path.clone(), Loaded { stamp, skill });
             match result {
                 Ok(skill) => {
                     self.kernel.registry().register(skill);
@@ -414,9 +434,16 @@ impl Host {
     /// loader and kept in the skill index.
     pub fn manager(&self) -> Result<SkillManager> {
         let index = self.skill_index()?;
+        let builtins = self
+            .skills()
+            .iter()
+            .filter(|s| s.kind() == crate::skill::executor::ExecutorKind::Builtin)
+            .map(|s| s.meta.name.clone())
+            .collect();
         Ok(SkillManager::new(&self.inner.data_dir)
             .with_index(index)
-            .with_loader(self.inner.loader.clone()))
+            .with_loader(self.inner.loader.clone())
+            .with_reserved(builtins))
     }
 
     /// The skill index of the data directory, ranking with memory's embedder.
@@ -425,6 +452,102 @@ impl Host {
             Db::open(&self.inner.data_dir)?,
             self.inner.memory.embedder(),
         ))
+    }
+
+    /// Rescans the installed skills and the configured skill directories, and loads
+    /// what changed since (installed, uninstalled or edited by another process): a
+    /// long-running host (`evo serve`) calls this to keep its catalogue live. Returns
+    /// whether any skill changed; [`Host::changes`] then ticks.
+    pub async fn refresh(&self) -> Result<bool> {
+        let inner = &self.inner;
+        let mut roots = vec![crate::paths::skills_dir(&inner.data_dir)];
+        roots.extend(inner.config.skill_dirs.iter().cloned());
+        let mut now = BTreeMap::new();
+        for root in roots.iter().filter(|r| r.is_dir()) {
+            for dir in crate::engine::loader::skill_dirs(root)? {
+                let stamp = stamp(&dir);
+                now.insert(dir, stamp);
+            }
+        }
+        let (changed, gone) = {
+            let catalogue = inner
+                .catalogue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let changed: Vec<PathBuf> = now
+                .iter()
+                .filter(|(dir, stamp)| catalogue.get(*dir).is_none_or(|l| l.stamp != **stamp))
+                .map(|(dir, _)| dir.clone())
+                .collect();
+            let gone: Vec<(PathBuf, Option<String>)> = catalogue
+                .iter()
+                .filter(|(dir, _)| !now.contains_key(*dir))
+                .map(|(dir, loaded)| (dir.clone(), loaded.skill.clone()))
+                .collect();
+            (changed, gone)
+        };
+        if changed.is_empty() && gone.is_empty() {
+            return Ok(false);
+        }
+        for (dir, skill) in gone {
+            if let Some(name) = skill {
+                self.registry().unregister(&name);
+                tracing::info!(skill = %name, "removed from the catalogue");
+            }
+            inner
+                .catalogue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&dir);
+        }
+        for dir in changed {
+            let before = inner
+                .catalogue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&dir)
+                .and_then(|l| l.skill.clone());
+            let skill = match inner.loader.load_dir(&dir).await {
+                Ok(skill) => {
+                    let name = skill.meta.name.clone();
+                    self.registry().register(skill);
+                    tracing::info!(skill = %name, "loaded into the catalogue");
+                    Some(name)
+                }
+                Err(e) => {
+                    tracing::warn!("skipped {}: [{}] {e}", dir.display(), e.code());
+                    None
+                }
+            };
+            if let Some(old) = before.filter(|old| skill.as_ref() != Some(old)) {
+                self.registry().unregister(&old);
+            }
+            inner
+                .catalogue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(
+                    dir.clone(),
+                    Loaded {
+                        stamp: stamp(&dir),
+                        skill,
+                    },
+                );
+        }
+        self.changed();
+        Ok(true)
+    }
+
+    /// Ticks whenever the skills change (an install, an uninstall, a [`Host::refresh`]
+    /// that found a change).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.inner
+            .changes
+            .send_modify(|generation| *generation += 1);
     }
 
     /// Installs a skill from a ZIP archive or a directory and makes it callable at once.
@@ -437,12 +560,23 @@ impl Host {
             manager.install_skill(&bytes, options).await?
         };
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(&outcome.name);
-        match self.inner.loader.load_dir(&dir).await {
+        let skill = match self.inner.loader.load_dir(&dir).await {
             Ok(skill) => {
                 self.registry().register(skill);
+                Some(outcome.name.clone())
             }
-            Err(e) => tracing::warn!("installed {} but could not load it: {e}", outcome.name),
-        }
+            Err(e) => {
+                tracing::warn!("installed {} but could not load it: {e}", outcome.name);
+                None
+            }
+        };
+        let stamp = stamp(&dir);
+        self.inner
+            .catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(dir, Loaded { stamp, skill });
+        self.changed();
         Ok(outcome)
     }
 
@@ -450,6 +584,13 @@ impl Host {
     pub fn uninstall(&self, name: &str) -> Result<Outcome> {
         let outcome = self.manager()?.uninstall_skill(name)?;
         self.registry().unregister(name);
+        let dir = crate::paths::skills_dir(&self.inner.data_dir).join(name);
+        self.inner
+            .catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&dir);
+        self.changed();
         Ok(outcome)
     }
 
@@ -508,4 +649,27 @@ impl Host {
     pub fn load_errors(&self) -> &[LoadError] {
         &self.inner.load_errors
     }
+}
+
+/// What a skill directory looks like now: a hash of its own metadata and of the names,
+/// sizes and modification times of its top-level files. An install (an atomic rename)
+/// or an edit of the manifest, SKILL.md or component changes it.
+fn stamp(dir: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut describe = |path: &Path| {
+        if let Ok(meta) = std::fs::metadata(path) {
+            path.file_name().hash(&mut hasher);
+            meta.len().hash(&mut hasher);
+            meta.modified().ok().hash(&mut hasher);
+            std::os::unix::fs::MetadataExt::ino(&meta).hash(&mut hasher);
+        }
+    };
+    describe(dir);
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        files.iter().for_each(|f| describe(f));
+    }
+    hasher.finish()
 }

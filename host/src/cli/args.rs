@@ -129,9 +129,12 @@ pub(crate) async fn host(
     sources: &Sources,
     grants: &Grants,
 ) -> Result<Host, Failure> {
-    let host = builder(config(globals, sources, grants)?, globals)
-        .build()
-        .await?;
+    host_with(config(globals, sources, grants)?, globals).await
+}
+
+/// The host of `config`, with the warnings of [`host`].
+pub(crate) async fn host_with(config: Config, globals: &Globals) -> Result<Host, Failure> {
+    let host = builder(config, globals).build().await?;
     for skipped in host.load_errors() {
         eprintln!(
             "warning: skipped {}: [{}] {}",

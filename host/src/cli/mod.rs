@@ -15,6 +15,7 @@ mod config;
 mod doctor;
 mod memory;
 mod meta;
+mod serve;
 mod skill;
 
 use std::io::Write as _;
@@ -89,6 +90,9 @@ enum Command {
     /// Talk to the agent (needs a model: EVO_LLM, or `[llm]` in evo.toml).
     #[command(subcommand)]
     Agent(agent::AgentCommand),
+    /// Serve the skills to MCP clients (stdio, or streamable HTTP with --http) and over
+    /// an HTTP API.
+    Serve(serve::ServeArgs),
     /// Show the effective configuration and where each value came from.
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -235,6 +239,7 @@ pub(crate) fn main() -> ExitCode {
                     Command::Memory(command) => memory::run(command, &globals).await,
                     Command::Agent(command) => agent::run(command, &globals).await,
                     Command::Doctor => doctor::run(&globals).await,
+                    Command::Serve(args) => serve::run(args, &globals).await,
                     _ => Ok(()),
                 }
             }),
@@ -292,8 +297,9 @@ fn report(failure: &Failure, json: bool) -> ExitCode {
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
-        1 => "info",
+        // rmcp logs every JSON-RPC error answer as a warning; they are the client's.
+        0 => "warn,rmcp=error",
+        1 => "info,rmcp=warn",
         _ => "debug,cranelift_codegen=info,wasmtime=info",
     };
     let filter = EnvFilter::try_from_env("EVO_LOG").unwrap_or_else(|_| EnvFilter::new(default));

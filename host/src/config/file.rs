@@ -21,6 +21,7 @@ struct File {
     native: Option<NativeFile>,
     kernel: Option<KernelFile>,
     agent: Option<AgentFile>,
+    serve: Option<ServeFile>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -89,6 +90,14 @@ struct AgentFile {
     max_llm_rounds: Option<u32>,
     shortlist: Option<usize>,
     intent_recognition: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServeFile {
+    tools: Option<Vec<String>>,
+    max_calls: Option<usize>,
+    max_message_kb: Option<usize>,
 }
 
 /// Sets a field from the file when the key is there (checking the range, if given) and
@@ -299,6 +308,12 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, spans, f.max_llm_rounds => a.max_llm_rounds, "agent.max_llm_rounds", 1, 1_000);
         take!(noted, spans, f.shortlist => a.shortlist, "agent.shortlist", 1, 10_000);
         take!(noted, f.intent_recognition => a.intent_recognition, "agent.intent_recognition");
+    }
+    if let Some(f) = file.serve {
+        let s = &mut config.serve;
+        take!(noted, f.tools => s.tools, "serve.tools");
+        take!(noted, spans, f.max_calls => s.max_calls, "serve.max_calls", 1, 4_096);
+        take!(noted, spans, f.max_message_kb => s.max_message_kb, "serve.max_message_kb", 1, 1 << 20);
     }
     note(config, &spans, &noted);
     Ok(())

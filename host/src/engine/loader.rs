@@ -225,17 +225,7 @@ impl Loader {
     /// Loads every skill directory directly under `root`, in name order; one broken skill
     /// does not keep the others from loading.
     pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<RegisteredSkill>)>> {
-        let entries = std::fs::read_dir(root).map_err(Error::io_at(root))?;
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.is_dir()
-                    && !p
-                        .file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            })
-            .collect();
-        dirs.sort();
+        let dirs = skill_dirs(root)?;
         let mut loaded = Vec::with_capacity(dirs.len());
         for dir in dirs {
             let result = self.load_dir(&dir).await;
@@ -243,6 +233,23 @@ impl Loader {
         }
         Ok(loaded)
     }
+}
+
+/// The skill directories under `root`, sorted: every directory whose name does not
+/// start with a dot (staging and trash directories do).
+pub fn skill_dirs(root: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(root).map_err(Error::io_at(root))?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    dirs.sort();
+    Ok(dirs)
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>> {

@@ -231,6 +231,14 @@ pub enum Error {
         name: String,
     },
 
+    /// Installing would give a skill the name of a built-in tool: clients (the agent,
+    /// MCP clients) call tools by name, so every name is taken once.
+    #[error("Skill {name} cannot be installed: a built-in tool is already called {name}")]
+    NameTaken {
+        /// The name.
+        name: String,
+    },
+
     /// An installed skill now asks for capabilities the operator did not see at install
     /// (its files changed since).
     #[error(
@@ -373,6 +381,7 @@ impl Error {
             Self::ScriptNotFound { .. } => "ENOENT",
             Self::InvalidSkillStructure(_) => "INVALID_SKILL_STRUCTURE",
             Self::SkillAlreadyExists { .. } => "SKILL_ALREADY_EXISTS",
+            Self::NameTaken { .. } => "SKILL_NAME_TAKEN",
             Self::CapabilitiesChanged { .. } => "CAPABILITIES_CHANGED",
             Self::SkillDepth { .. } => "SKILL_DEPTH_EXCEEDED",
             Self::Validation(_) => "SKILL_VALIDATION_FAILED",
@@ -432,6 +441,7 @@ impl Error {
                 | Self::ScriptNotFound { .. }
                 | Self::InvalidSkillStructure(_)
                 | Self::SkillAlreadyExists { .. }
+                | Self::NameTaken { .. }
                 | Self::Template { .. }
                 | Self::Config { .. }
                 | Self::Skill {
@@ -471,6 +481,9 @@ impl Error {
                 Some("`evo skill list` shows the skills available; check the name's spelling")
             }
             Self::SkillAlreadyExists { .. } => Some("`evo skill install --overwrite` replaces it"),
+            Self::NameTaken { .. } => Some(
+                "rename the skill (the `name` in its SKILL.md or skill.json, and its directory)",
+            ),
             Self::Config { .. } => Some(
                 "fix the value (`evo config show` prints every key, its value and where it came from)",
             ),

@@ -91,6 +91,7 @@ pub struct SkillManager {
     wasm_cache: PathBuf,
     index: Option<std::sync::Mutex<index::SkillIndex>>,
     loader: Loader,
+    reserved: Vec<String>,
 }
 
 fn structure(problem: impl Into<String>) -> Error {
@@ -109,6 +110,7 @@ impl SkillManager {
             wasm_cache: crate::paths::wasm_cache_dir(data_dir),
             index: None,
             loader: Loader::new(),
+            reserved: Vec::new(),
         }
     }
 
@@ -122,6 +124,12 @@ impl SkillManager {
     /// with the Wasm engine is needed to install Wasm skills.
     pub fn with_loader(mut self, loader: Loader) -> Self {
         self.loader = loader;
+        self
+    }
+
+    /// Refuses to install skills named like one of `names` (the host's built-in tools).
+    pub fn with_reserved(mut self, names: Vec<String>) -> Self {
+        self.reserved = names;
         self
     }
 
@@ -176,6 +184,9 @@ impl SkillManager {
             .ok_or_else(|| structure("Invalid ZIP structure: missing root directory"))?;
         // A record inside the archive is not the operator's.
         let _ = std::fs::remove_file(skill_dir.join(MARKER));
+        if self.reserved.contains(&name) {
+            return Err(Error::NameTaken { name });
+        }
         let mut record = self.check(&skill_dir, &name).await?;
         let target = self.root.join(&name);
         if target.exists() && !options.overwrite {

@@ -22,6 +22,8 @@ pub enum EventKind {
     SkillValidationRetry,
     /// Something a skill emitted itself.
     Emit,
+    /// A line a skill wrote to the log.
+    Log,
     /// The run failed.
     Error,
     /// The run finished.
@@ -97,6 +99,17 @@ pub enum RunEvent {
         /// The event, as the skill wrote it.
         output: Value,
     },
+    /// A line a skill wrote to the log (`context.log`).
+    Log {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The skill that wrote it.
+        skill: String,
+        /// `trace`, `debug`, `info`, `warn` or `error`.
+        level: &'static str,
+        /// The line, cut to the chatter limit.
+        message: String,
+    },
     /// The run failed.
     Error {
         /// Milliseconds since the Unix epoch.
@@ -124,6 +137,7 @@ impl RunEvent {
             Self::SkillResult { .. } => EventKind::SkillResult,
             Self::SkillValidationRetry { .. } => EventKind::SkillValidationRetry,
             Self::Emit { .. } => EventKind::Emit,
+            Self::Log { .. } => EventKind::Log,
             Self::Error { .. } => EventKind::Error,
             Self::Done { .. } => EventKind::Done,
         }
@@ -135,7 +149,8 @@ impl RunEvent {
             Self::SkillCall { skill, .. }
             | Self::SkillResult { skill, .. }
             | Self::SkillValidationRetry { skill, .. }
-            | Self::Emit { skill, .. } => Some(skill),
+            | Self::Emit { skill, .. }
+            | Self::Log { skill, .. } => Some(skill),
             Self::Token { .. } | Self::Error { .. } | Self::Done { .. } => None,
         }
     }
@@ -206,6 +221,16 @@ impl RunEvent {
             timestamp: crate::unix_millis(),
             skill: skill.to_owned(),
             output: event,
+        }
+    }
+
+    /// `log`: `skill` wrote `message` at `level`.
+    pub fn logged(skill: &str, level: &'static str, message: String) -> Self {
+        Self::Log {
+            timestamp: crate::unix_millis(),
+            skill: skill.to_owned(),
+            level,
+            message,
         }
     }
 

@@ -233,12 +233,29 @@ impl context::Host for HostState {
         }
         let message = super::call::cut(message, MAX_CHATTER_BYTES);
         let skill = &*self.skill;
-        match level {
-            types::LogLevel::Trace => tracing::trace!(target: "evo::skill", skill, "{message}"),
-            types::LogLevel::Debug => tracing::debug!(target: "evo::skill", skill, "{message}"),
-            types::LogLevel::Info => tracing::info!(target: "evo::skill", skill, "{message}"),
-            types::LogLevel::Warn => tracing::warn!(target: "evo::skill", skill, "{message}"),
-            types::LogLevel::Error => tracing::error!(target: "evo::skill", skill, "{message}"),
-        }
+        let name = match level {
+            types::LogLevel::Trace => {
+                tracing::trace!(target: "evo::skill", skill, "{message}");
+                "trace"
+            }
+            types::LogLevel::Debug => {
+                tracing::debug!(target: "evo::skill", skill, "{message}");
+                "debug"
+            }
+            types::LogLevel::Info => {
+                tracing::info!(target: "evo::skill", skill, "{message}");
+                "info"
+            }
+            types::LogLevel::Warn => {
+                tracing::warn!(target: "evo::skill", skill, "{message}");
+                "warn"
+            }
+            types::LogLevel::Error => {
+                tracing::error!(target: "evo::skill", skill, "{message}");
+                "error"
+            }
+        };
+        // Whoever runs the call (an MCP client, say) may want the skill's log too.
+        self.ctx.emit(RunEvent::logged(skill, name, message));
     }
 }

@@ -26,6 +26,20 @@ pub const MAX_TEXT_RESOURCE: u64 = 256 << 10;
 /// Most files listed for one referenced directory.
 const MAX_DIR_LISTING: usize = 100;
 
+/// Most files [`SkillFiles::listing`] lists for one skill.
+pub const MAX_FILES: usize = 1_000;
+
+/// A file of a skill, as [`SkillFiles::listing`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Listed {
+    /// Its path inside the skill, with `/`.
+    pub path: String,
+    /// Its media type.
+    pub media_type: &'static str,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
 /// A heading of the instructions and the text under it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Section {
@@ -180,6 +194,29 @@ impl SkillFiles {
         });
         cache.resources.insert(clean, (now, resource.clone()));
         Ok(resource)
+    }
+
+    /// Every file of the skill (SKILL.md, references, scripts, assets), with its media
+    /// type (from its extension) and size, sorted by path; at most [`MAX_FILES`].
+    pub fn listing(&self) -> Vec<Listed> {
+        let mut files = walk(&self.dir, &self.dir);
+        files.truncate(MAX_FILES);
+        files
+            .into_iter()
+            .filter_map(|relative| {
+                let bytes = std::fs::metadata(self.dir.join(&relative)).ok()?.len();
+                let kind = if looks_binary(&self.dir.join(&relative)) {
+                    "binary"
+                } else {
+                    "text"
+                };
+                Some(Listed {
+                    media_type: media_type(&relative, kind),
+                    path: slashed(&relative),
+                    bytes,
+                })
+            })
+            .collect()
     }
 
     fn no_such(&self, relative: &str) -> Error {
@@ -360,6 +397,14 @@ fn slashed(path: &Path) -> String {
 /// The files under `dir` (relative to `root`), sorted, at most [`MAX_DIR_LISTING`];
 /// symbolic links are left out.
 fn list_files(root: &Path, dir: &Path) -> Vec<PathBuf> {
+    let mut files = walk(root, dir);
+    files.truncate(MAX_DIR_LISTING);
+    files
+}
+
+/// Every regular file under `dir`, relative to `root`, sorted; symbolic links and
+/// hidden files and directories (the install record, `.git`) are left out.
+fn walk(root: &Path, dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(current) = stack.pop() {
@@ -370,6 +415,9 @@ fn list_files(root: &Path, dir: &Path) -> Vec<PathBuf> {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
             if kind.is_dir() {
                 stack.push(entry.path());
             } else if kind.is_file()
@@ -380,7 +428,6 @@ fn list_files(root: &Path, dir: &Path) -> Vec<PathBuf> {
         }
     }
     files.sort();
-    files.truncate(MAX_DIR_LISTING);
     files
 }
 

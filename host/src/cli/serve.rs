@@ -1,0 +1,121 @@
+//! `evo serve`: every skill as an MCP tool, over stdio or streamable HTTP.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use evo_host::serve::Shared;
+use evo_host::serve::http::{HttpOptions, StartError};
+
+use crate::cli::args::{self, Grants, Sources};
+use crate::cli::{Failure, Globals};
+
+/// Serve the skills to MCP clients: over stdio (what desktop and IDE agents start),
+/// or over streamable HTTP with `--http`, beside a JSON API under /v1.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Add Evo to an MCP client (Claude Desktop, Cursor, VS Code, …):\n  \
+    { \"mcpServers\": { \"evo\": { \"command\": \"evo\", \"args\": [\"serve\"] } } }\n\n\
+Examples:\n  \
+    evo serve\n  \
+    evo serve --tool calculate --tool 'pdf*'\n  \
+    evo serve --http 127.0.0.1:8765\n  \
+    EVO_TOKEN=$(openssl rand -hex 32) evo serve --http 0.0.0.0:8765"
+)]
+pub(crate) struct ServeArgs {
+    /// Serve over streamable HTTP at ADDR (MCP at /mcp, the API at /v1) instead of
+    /// stdio. Loopback unless a token is set.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// The bearer token HTTP clients must send; required to bind a non-loopback
+    /// address.
+    #[arg(long, env = "EVO_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Also accept requests from web pages of ORIGIN (e.g. https://app.example.com);
+    /// loopback pages are always accepted. Repeat for more.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// Serve only skill NAME (a trailing * matches a prefix); repeat for more.
+    /// Default: `serve.tools` in evo.toml, else every skill that is not internal.
+    #[arg(long = "tool", value_name = "NAME")]
+    tools: Vec<String>,
+    #[command(flatten)]
+    sources: Sources,
+    #[command(flatten)]
+    grants: Grants,
+}
+
+pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failure> {
+    let mut config = args::config(globals, &serve.sources, &serve.grants)?;
+    if !serve.tools.is_empty() {
+        config.serve.tools = serve.tools.clone();
+        config.set_source(
+            "serve.tools",
+            evo_host::config::Source::Flag {
+                flag: "--tool".into(),
+            },
+        );
+    }
+    let host = args::host_with(config, globals).await?;
+    let shared = Shared::new(host);
+    match serve.http {
+        None => {
+            evo_host::serve::stdio::serve(
+                shared,
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                terminated(),
+            )
+            .await;
+            Ok(())
+        }
+        Some(addr) => {
+            let options = HttpOptions {
+                addr,
+                token: serve.token.filter(|t| !t.is_empty()),
+                allowed_origins: serve.allow_origins,
+            };
+            http(shared, options).await
+        }
+    }
+}
+
+async fn http(shared: Arc<Shared>, options: HttpOptions) -> Result<(), Failure> {
+    let skills = shared.served_skills().len();
+    let result = evo_host::serve::http::serve(shared, options, terminated(), |addr| {
+        eprintln!(
+            "evo serve: {skills} tools; MCP at http://{addr}/mcp, the API at http://{addr}/v1 (OpenAPI: /v1/openapi.json)"
+        );
+    })
+    .await;
+    match result {
+        Ok(()) => Ok(()),
+        Err(e @ StartError::TokenRequired(_)) => Err(Failure::usage(
+            "TOKEN_REQUIRED",
+            e.to_string(),
+            Some(
+                "set a token (--token or EVO_TOKEN) that clients send as `Authorization: Bearer …`, or bind 127.0.0.1",
+            ),
+        )),
+        Err(e @ StartError::Bind { .. }) => Err(Failure::usage(
+            "BIND_FAILED",
+            e.to_string(),
+            Some("pick a free port, or stop what is listening there"),
+        )),
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

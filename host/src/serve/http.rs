@@ -1,0 +1,610 @@
+//! `evo serve --http ADDR`: MCP over streamable HTTP at `/mcp`, and a plain HTTP API
+//! under `/v1` with its OpenAPI document at `/v1/openapi.json`.
+//!
+//! Security, as the MCP spec asks of local servers:
+//!
+//! - loopback by default; binding any other address needs a bearer token, which every
+//!   request must then carry (`Authorization: Bearer …`, compared in constant time);
+//! - a request from a browser page of another origin (an `Origin` header that is not
+//!   loopback or one the operator allowed) is refused with 403 — DNS rebinding
+//!   protection;
+//! - MCP sessions have ids and expire after [`SESSION_IDLE`] without a request.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use super::{Refusal, Server, Shared};
+use crate::error::Error;
+
+/// An MCP session with no request for this long is closed.
+pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// How `evo serve --http` listens.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The address to bind.
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry; required for a non-loopback bind.
+    pub token: Option<String>,
+    /// Browser origins allowed besides loopback ones (`https://app.example.com`).
+    pub allowed_origins: Vec<String>,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A non-loopback bind without a token.
+    #[error(
+        "refusing to serve on {0} without a token: anyone who can reach it could run your skills"
+    )]
+    TokenRequired(SocketAddr),
+    /// The address could not be bound.
+    #[error("could not listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Gate {
+    /// SHA-256 of the token, so comparing takes the same time whatever its length.
+    token: Option<[u8; 32]>,
+    origins: Arc<Vec<String>>,
+}
+
+/// Binds `options.addr` and serves until `shutdown` resolves; then takes no new calls,
+/// gives those running [`super::stdio::GRACE`] to finish, and returns.
+pub async fn serve(
+    shared: Arc<Shared>,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<(), StartError> {
+    if !options.addr.ip().is_loopback() && options.token.is_none() {
+        return Err(StartError::TokenRequired(options.addr));
+    }
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: options.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: options.addr,
+        source,
+    })?;
+    let stop = CancellationToken::new();
+    tokio::spawn(shared.clone().watch_catalogue(stop.clone()));
+    let app = router(shared.clone(), &options, addr, stop.clone());
+    on_ready(addr);
+    let graceful = {
+        let shared = shared.clone();
+        let stop = stop.clone();
+        async move {
+            shutdown.await;
+            shared.drain();
+            let deadline = tokio::time::Instant::now() + super::stdio::GRACE;
+            while !shared.idle() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            shared.abort();
+            stop.cancel();
+        }
+    };
+    axum::serve(listener, app)
+        .with_graceful_shutdown(graceful)
+        .await
+        .map_err(|source| StartError::Bind { addr, source })
+}
+
+/// The whole application: `/mcp`, `/v1/…`, behind the token and origin checks.
+pub fn router(
+    shared: Arc<Shared>,
+    options: &HttpOptions,
+    bound: SocketAddr,
+    stop: CancellationToken,
+) -> Router {
+    let loopback = bound.ip().is_loopback();
+    let mut origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+        .iter()
+        .flat_map(|host| [format!("http://{host}:*"), format!("https://{host}:*")])
+        .collect();
+    origins.extend(options.allowed_origins.iter().cloned());
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(origins.clone())
+        .with_cancellation_token(stop)
+        .with_max_request_body_bytes(shared.settings.max_message_kb << 10);
+    if !loopback {
+        // Remote clients name the server by whatever host they reach it at; the token
+        // is what keeps strangers out.
+        config = config.with_allowed_hosts(Vec::<String>::new());
+    }
+    let sessions = LocalSessionManager::default();
+    let mut sessions = sessions;
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let mcp = StreamableHttpService::new(
+        {
+            let shared = shared.clone();
+            move || Ok(Server::new(shared.clone()))
+        },
+        Arc::new(sessions),
+        config,
+    );
+    let gate = Gate {
+        token: options
+            .token
+            .as_ref()
+            .map(|t| Sha256::digest(t.as_bytes()).into()),
+        origins: Arc::new(origins),
+    };
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/v1/skills", get(list_skills))
+        .route("/v1/skills/{name}", get(get_skill))
+        .route("/v1/skills/{name}/call", post(call_skill))
+        .route("/v1/memory/search", post(memory_search))
+        .route("/v1/agent/run", post(agent_run))
+        .with_state(shared.clone())
+        .nest_service("/mcp", mcp)
+        .layer(DefaultBodyLimit::max(shared.settings.max_message_kb << 10))
+        .layer(axum::middleware::from_fn_with_state(gate, check))
+}
+
+/// The token and origin checks, before anything else.
+async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !origin_allowed(origin, &gate.origins) {
+            return failure(
+                StatusCode::FORBIDDEN,
+                "ORIGIN_REFUSED",
+                format!("requests from the web page at {origin} are refused"),
+                Some(
+                    "a browser page may call Evo only from an origin the operator allows (`evo serve --allow-origin`)",
+                ),
+            );
+        }
+    }
+    if let Some(expected) = &gate.token {
+        let given = bearer(request.headers()).unwrap_or("");
+        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(&given[..], &expected[..])) {
+            let mut response = failure(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHORIZED",
+                "a valid bearer token is required".into(),
+                Some(
+                    "send `Authorization: Bearer <token>` with the token `evo serve` was given (--token or EVO_TOKEN)",
+                ),
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            return response;
+        }
+    }
+    next.run(request).await
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Whether `origin` (`scheme://host[:port]`) matches one of `allowed`, where a `:*`
+/// port matches any port and an entry without a port matches only the scheme's
+/// default one.
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    let (host, port) = split_port(rest, scheme);
+    allowed.iter().any(|entry| {
+        let Some((s, r)) = entry.split_once("://") else {
+            return false;
+        };
+        if !s.eq_ignore_ascii_case(scheme) {
+            return false;
+        }
+        match r.strip_suffix(":*") {
+            Some(h) => h.eq_ignore_ascii_case(host),
+            None => {
+                let (h, p) = split_port(r, s);
+                h.eq_ignore_ascii_case(host) && p == port
+            }
+        }
+    })
+}
+
+fn split_port<'a>(authority: &'a str, scheme: &str) -> (&'a str, Option<u16>) {
+    let default = match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    };
+    // `[::1]:8080`, `host:8080`, `host`.
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, port.parse().ok()),
+        _ => (authority, default),
+    }
+}
+
+/// An error as JSON with its status: `{ code, error, hint }`.
+fn failure(status: StatusCode, code: &str, message: String, hint: Option<&str>) -> Response {
+    (
+        status,
+        Json(ErrorBody {
+            code: code.to_owned(),
+            error: message,
+            hint: hint.map(str::to_owned),
+            report: None,
+        }),
+    )
+        .into_response()
+}
+
+/// The status that fits `error`.
+fn status_of(error: &Error) -> StatusCode {
+    match error {
+        Error::SkillNotFound { .. } | Error::ToolNotFound { .. } => StatusCode::NOT_FOUND,
+        Error::Validation(_) if error.is_bad_input() => StatusCode::UNPROCESSABLE_ENTITY,
+        Error::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        _ if error.is_bad_input() => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+fn evo_failure(error: &Error) -> Response {
+    let body = ErrorBody {
+        code: error.code().to_owned(),
+        error: error.to_string(),
+        hint: error.hint().map(str::to_owned),
+        report: match error {
+            Error::Validation(report) => serde_json::to_value(report).ok(),
+            _ => None,
+        },
+    };
+    (status_of(error), Json(body)).into_response()
+}
+
+/// A failed request.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    /// The stable error code, as the CLI prints it.
+    pub code: String,
+    /// What went wrong.
+    pub error: String,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// For input that failed validation: every violation, with a fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<Value>,
+}
+
+/// `GET /v1/health`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    /// `ok`, or `draining` while the server stops.
+    pub status: String,
+    /// Evo's version.
+    pub version: String,
+    /// How many skills are served.
+    pub skills: usize,
+}
+
+/// A served skill.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillSummary {
+    /// Its name: the MCP tool name and the path segment of `/v1/skills/{name}`.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// What runs it: wasm, native, builtin, llm, composite or static.
+    pub kind: String,
+    /// Its version.
+    pub version: String,
+    /// The JSON Schema of its input.
+    pub input_schema: Value,
+    /// The JSON Schema of its output.
+    pub output_schema: Value,
+    /// MCP tool annotations: readOnlyHint, destructiveHint, openWorldHint.
+    pub annotations: Value,
+}
+
+/// `POST /v1/skills/{name}/call`: the skill's output.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CallResult {
+    /// What the skill returned (it matches the skill's output schema).
+    pub output: Value,
+    /// Milliseconds the call took.
+    pub duration_ms: f64,
+}
+
+/// `POST /v1/memory/search`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct MemorySearch {
+    /// What to look for.
+    pub query: String,
+    /// The most hits (1–100, default 5).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// One memory search hit.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryHitBody {
+    /// Stable id.
+    pub id: String,
+    /// The text.
+    pub text: String,
+    /// Relevance in [0, 1].
+    pub score: f32,
+    /// The category.
+    pub category: String,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at: i64,
+}
+
+/// `POST /v1/agent/run`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AgentRun {
+    /// The user's message.
+    pub message: String,
+}
+
+async fn health(State(shared): State<Arc<Shared>>) -> Json<Health> {
+    Json(Health {
+        status: if shared.draining.is_cancelled() {
+            "draining"
+        } else {
+            "ok"
+        }
+        .into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        skills: shared.served_skills().len(),
+    })
+}
+
+fn summary(shared: &Shared, skill: &crate::skill::registry::RegisteredSkill) -> SkillSummary {
+    SkillSummary {
+        name: skill.meta.name.clone(),
+        description: skill.meta.description.clone(),
+        kind: skill.kind().as_str().into(),
+        version: skill.meta.version.clone(),
+        input_schema: skill.meta.input.clone(),
+        output_schema: skill.meta.output.clone(),
+        annotations: serde_json::to_value(super::annotations(skill, &shared.host))
+            .unwrap_or(Value::Null),
+    }
+}
+
+async fn list_skills(State(shared): State<Arc<Shared>>) -> Json<Vec<SkillSummary>> {
+    Json(
+        shared
+            .served_skills()
+            .iter()
+            .map(|s| summary(&shared, s))
+            .collect(),
+    )
+}
+
+fn not_found(name: &str) -> Response {
+    evo_failure(&Error::SkillNotFound {
+        name: name.to_owned(),
+    })
+}
+
+async fn get_skill(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
+    match shared.served(&name) {
+        Some(skill) => Json(summary(&shared, &skill)).into_response(),
+        None => not_found(&name),
+    }
+}
+
+async fn call_skill(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some(skill) = shared.served(&name) else {
+        return not_found(&name);
+    };
+    let input: Value = if body.is_empty() {
+        json!({})
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(input) => input,
+            Err(e) => {
+                return failure(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_INPUT",
+                    format!("the request body is not JSON: {e}"),
+                    Some("send the skill's input as a JSON object"),
+                );
+            }
+        }
+    };
+    let started = std::time::Instant::now();
+    // A client that hangs up cancels the call: this future is dropped with it.
+    let never = CancellationToken::new();
+    match shared.call(&skill.meta.name, input, None, &never).await {
+        Ok(output) => Json(CallResult {
+            output,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
+        .into_response(),
+        Err(Refusal::Failed(error)) => evo_failure(&error),
+        Err(Refusal::Cancelled | Refusal::ShuttingDown) => failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "SHUTTING_DOWN",
+            "the server is shutting down and takes no more calls".into(),
+            Some("retry against a running server"),
+        ),
+    }
+}
+
+async fn memory_search(
+    State(shared): State<Arc<Shared>>,
+    Json(request): Json<MemorySearch>,
+) -> Response {
+    let memory = shared.host.memory().clone();
+    let limit = request.limit.unwrap_or(5);
+    let found = tokio::task::spawn_blocking(move || memory.search(&request.query, limit)).await;
+    match found {
+        Ok(Ok(entries)) => Json(
+            entries
+                .into_iter()
+                .map(|e| MemoryHitBody {
+                    id: e.id,
+                    text: e.text,
+                    score: e.score,
+                    category: e.category.as_str().to_owned(),
+                    created_at: e.created_at,
+                })
+                .collect::<Vec<_>>(),
+        )
+        .into_response(),
+        Ok(Err(error)) => evo_failure(&error),
+        Err(e) => failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            format!("the search stopped: {e}"),
+            None,
+        ),
+    }
+}
+
+async fn agent_run(State(shared): State<Arc<Shared>>, Json(request): Json<AgentRun>) -> Response {
+    let agent = match shared.host.agent(|_| {}) {
+        Ok(agent) => agent,
+        Err(error) => return evo_failure(&error),
+    };
+    let events = agent.run_stream(&request.message);
+    let stream = futures_util::stream::unfold(events, |mut events| async move {
+        let event = events.recv().await?;
+        let sse = Event::default()
+            .event(event_name(&event))
+            .json_data(&event)
+            .unwrap_or_else(|_| Event::default().data("{}"));
+        Some((Ok::<_, Infallible>(sse), events))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+fn event_name(event: &crate::skill::events::RunEvent) -> &'static str {
+    use crate::skill::events::EventKind;
+    match event.kind() {
+        EventKind::Token => "token",
+        EventKind::SkillCall => "skill_call",
+        EventKind::SkillResult => "skill_result",
+        EventKind::SkillValidationRetry => "skill_validation_retry",
+        EventKind::Emit => "emit",
+        EventKind::Log => "log",
+        EventKind::Error => "error",
+        EventKind::Done => "done",
+    }
+}
+
+async fn openapi() -> Json<Value> {
+    Json(openapi_document())
+}
+
+/// The OpenAPI 3.1 document of `/v1`, its schemas generated from the types the
+/// handlers use.
+pub fn openapi_document() -> Value {
+    let mut generator = schemars::generate::SchemaSettings::openapi3()
+        .with(|s| {
+            s.definitions_path = "/components/schemas".into();
+        })
+        .into_generator();
+    let mut refs = serde_json::Map::new();
+    let mut add = |name: &str, schema: schemars::Schema| {
+        refs.insert(name.to_owned(), schema.to_value());
+    };
+    add("ErrorBody", generator.subschema_for::<ErrorBody>());
+    add("Health", generator.subschema_for::<Health>());
+    add("SkillSummary", generator.subschema_for::<SkillSummary>());
+    add("CallResult", generator.subschema_for::<CallResult>());
+    add("MemorySearch", generator.subschema_for::<MemorySearch>());
+    add("MemoryHit", generator.subschema_for::<MemoryHitBody>());
+    add("AgentRun", generator.subschema_for::<AgentRun>());
+    let schemas = generator.take_definitions(true);
+    let r = |name: &str| json!({ "$ref": format!("#/components/schemas/{name}") });
+    let error = |description: &str| json!({ "description": description, "content": { "application/json": { "schema": r("ErrorBody") } } });
+    let ok = |schema: Value| json!({ "description": "OK", "content": { "application/json": { "schema": schema } } });
+    let name =
+        json!([{ "name": "name", "in": "path", "required": true, "schema": { "type": "string" } }]);
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Evo HTTP API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Evo's skills, memory and agent over HTTP. MCP clients use /mcp (streamable HTTP) instead. Errors carry the same codes as the CLI."
+        },
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } }
+        },
+        "security": [{ "bearer": [] }],
+        "paths": {
+            "/v1/health": { "get": { "summary": "Whether the server is up", "responses": { "200": ok(r("Health")) } } },
+            "/v1/skills": { "get": { "summary": "The served skills", "responses": { "200": ok(json!({ "type": "array", "items": r("SkillSummary") })), "401": error("No valid token") } } },
+            "/v1/skills/{name}": { "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillSummary")), "404": error("SKILL_NOT_FOUND") } } },
+            "/v1/skills/{name}/call": { "post": {
+                "summary": "Calls a skill with its input",
+                "parameters": name,
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object" } } } },
+                "responses": {
+                    "200": ok(r("CallResult")),
+                    "400": error("Bad input"),
+                    "404": error("SKILL_NOT_FOUND"),
+                    "422": error("SKILL_VALIDATION_FAILED, with the report"),
+                    "500": error("The skill failed"),
+                    "503": error("The server is shutting down"),
+                    "504": error("TIMEOUT")
+                }
+            } },
+            "/v1/memory/search": { "post": {
+                "summary": "Searches long-term memory",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": r("MemorySearch") } } },
+                "responses": { "200": ok(json!({ "type": "array", "items": r("MemoryHit") })), "400": error("Bad query") }
+            } },
+            "/v1/agent/run": { "post": {
+                "summary": "Runs the agent on a message; its events as Server-Sent Events (skill_call, skill_result, token, done, error, …)",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": r("AgentRun") } } },
+                "responses": {
+                    "200": { "description": "The run's events", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+                    "500": error("No model is configured (LLM_ERROR)")
+                }
+            } }
+        }
+    })
+}
