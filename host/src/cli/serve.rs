@@ -66,7 +66,10 @@ pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failu
                 terminated(),
             )
             .await;
-            Ok(())
+            // The runtime would wait for its thread blocked reading stdin, which only
+            // the client can end: the session is over, so exit now.
+            crate::cli::write_stdout(format_args!(""));
+            std::process::exit(0);
         }
         Some(addr) => {
             let options = HttpOptions {

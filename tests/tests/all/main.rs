@@ -17,6 +17,7 @@ mod misbehaving;
 mod native;
 mod notes;
 mod packages;
+mod serve;
 mod skill_scripts;
 mod tool_loop;
 mod versions;

@@ -1,0 +1,692 @@
+//! `evo serve` as MCP clients use it: the official Python SDK over stdio and HTTP, raw
+//! JSON-RPC lines for what a well-behaved client never sends, and the HTTP API with
+//! its token and origin checks.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use evo_tests::cli::{command, stderr};
+use evo_tests::{evo_bin, wat_skill};
+use serde_json::{Value, json};
+
+use crate::native::{live_processes, native_skill};
+
+/// The Python with the `mcp` SDK that `./scripts/test` installs.
+fn python() -> PathBuf {
+    let python = std::env::var_os("EVO_TEST_PYTHON").unwrap_or_else(|| {
+        panic!(
+            "EVO_TEST_PYTHON is not set: run ./scripts/test, which installs the Python MCP SDK and sets it"
+        )
+    });
+    PathBuf::from(python)
+}
+
+fn client_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/client.py")
+}
+
+/// A data directory with the instruction skill `guide` installed, and a second skill
+/// (`commit-guide`) ready to install while a client is connected.
+fn catalogue() -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let guide = root.path().join("src/guide");
+    std::fs::create_dir_all(&guide).unwrap();
+    std::fs::write(
+        guide.join("SKILL.md"),
+        "---\nname: guide\ndescription: How to write release notes.\n---\n# Release notes\nLead with what users gained.\n",
+    )
+    .unwrap();
+    let later = root.path().join("later/commit-guide");
+    std::fs::create_dir_all(&later).unwrap();
+    std::fs::write(
+        later.join("SKILL.md"),
+        "---\nname: commit-guide\ndescription: How to write a commit message.\n---\nUse the imperative mood.\n",
+    )
+    .unwrap();
+    let out = command(&home, &["skill", "install", guide.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    (root, later)
+}
+
+/// Checks what the Python client reported.
+fn check_report(report: &Value, protocol: &str) {
+    assert_eq!(report["protocol"], protocol, "{report:#}");
+    assert_eq!(
+        report["ok"],
+        json!({ "isError": false, "structured": { "result": 22 } })
+    );
+    assert_eq!(report["calculate_tool"]["readOnly"], true);
+    assert_eq!(
+        report["calculate_tool"]["outputSchema"]["properties"]["result"]["type"],
+        "number"
+    );
+    assert_eq!(report["bad"]["isError"], true);
+    let text = report["bad"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("error[SKILL_VALIDATION_FAILED]: calculate input does not match its schema"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[expression] type: expected string, got 7"),
+        "{text}"
+    );
+    assert!(text.contains("hint: fix the input as the report says"), "{text}");
+    assert_eq!(report["resources"], json!(["skill://guide/SKILL.md"]));
+    assert_eq!(
+        report["resource_meta"],
+        json!({ "mimeType": "text/markdown", "size": 106 })
+    );
+    assert!(
+        report["resource_text"]
+            .as_str()
+            .unwrap()
+            .ends_with("# Release notes\nLead with what users gained.\n")
+    );
+    assert_eq!(report["prompts"], json!(["guide"]));
+    assert!(
+        ["ToolsListChanged", "ToolListChangedNotification"]
+            .contains(&report["event"].as_str().unwrap()),
+        "{report:#}"
+    );
+    let after: Vec<&str> = report["tools_after"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(after.contains(&"commit-guide") && after.contains(&"guide"), "{after:?}");
+}
+
+fn run_client(args: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(client_script())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Python MCP client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn the_python_sdk_uses_evo_over_stdio() {
+    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let (root, later) = catalogue();
+        let home = root.path().join("home");
+        let report = run_client(&[
+            "stdio",
+            evo_bin().to_str().unwrap(),
+            home.to_str().unwrap(),
+            later.to_str().unwrap(),
+            mode,
+        ]);
+        check_report(&report, protocol);
+    }
+}
+
+/// `evo serve --http 127.0.0.1:0`, with the address it bound.
+struct HttpServer {
+    child: Child,
+    base: String,
+}
+
+impl HttpServer {
+    fn start(home: &Path, extra: &[&str]) -> Self {
+        let mut args = vec!["serve", "--http", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = command(home, &args)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = loop {
+            let line = lines
+                .next()
+                .expect("evo serve printed its address")
+                .unwrap();
+            if let Some(rest) = line.split("MCP at http://").nth(1) {
+                break format!("http://{}", rest.split("/mcp").next().unwrap());
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, base }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_python_sdk_uses_evo_over_http() {
+    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let (root, later) = catalogue();
+        let home = root.path().join("home");
+        let server = HttpServer::start(&home, &[]);
+        let report = run_client(&[
+            "http",
+            &format!("{}/mcp", server.base),
+            home.to_str().unwrap(),
+            later.to_str().unwrap(),
+            mode,
+            evo_bin().to_str().unwrap(),
+        ]);
+        check_report(&report, protocol);
+    }
+}
+
+/// A raw stdio session: JSON-RPC lines in, lines out (read on a thread).
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+    /// Messages read while waiting for another id.
+    early: Vec<Value>,
+}
+
+impl Raw {
+    fn start(home: &Path, extra: &[&str]) -> Self {
+        let mut args = vec!["serve"];
+        args.extend_from_slice(extra);
+        let mut child = command(home, &args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("evo serve wrote a line that is not JSON ({e}): {line}"));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut raw = Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            early: Vec::new(),
+        };
+        raw.send_line(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }).to_string());
+        raw.expect_id(0);
+        raw.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        raw
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+        self.send_line(
+            &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": arguments } })
+                .to_string(),
+        );
+    }
+
+    /// The message with `id` (answers come in any order; notifications are skipped).
+    fn expect_id(&mut self, id: impl Into<Value>) -> Value {
+        let id = id.into();
+        if let Some(i) = self.early.iter().position(|m| m.get("id") == Some(&id)) {
+            return self.early.remove(i);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer with id {id}"));
+            if message.get("id") == Some(&id) {
+                return message;
+            }
+            if message.get("id").is_some() {
+                self.early.push(message);
+            }
+        }
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Skill directories with a runaway loop, a memory bomb and a native script that
+/// never ends, for `--skills-dir`.
+fn misbehaving(root: &Path) -> PathBuf {
+    let dir = root.join("skills");
+    for (name, body) in [
+        ("spin", "(loop $l (br $l)) unreachable"),
+        (
+            "bomb",
+            "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable",
+        ),
+    ] {
+        let manifest = json!({ "name": name, "description": format!("{name} misbehaves"), "timeout": 3000 });
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(
+            dir.join(name).join("skill.wasm"),
+            wat_skill(&manifest.to_string(), body),
+        )
+        .unwrap();
+    }
+    native_skill(
+        &dir,
+        "forever",
+        "Never ends, and neither does its child.",
+        &format!(
+            "require('child_process').spawn('sleep', ['{}'], {{ stdio: 'ignore' }});\nsetInterval(() => {{}}, 1000);\n",
+            forever_marker()
+        ),
+    );
+    dir
+}
+
+/// What the `forever` skill's child runs: `sleep` for an hour and this process's id.
+fn forever_marker() -> String {
+    format!("3600.{}1", std::process::id())
+}
+
+#[test]
+fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
+    let root = tempfile::tempdir().unwrap();
+    let skills = misbehaving(root.path());
+    let mut raw = Raw::start(
+        &root.path().join("home"),
+        &["--skills-dir", skills.to_str().unwrap()],
+    );
+
+    // A line that is not JSON gets a parse error; one that is not JSON-RPC, an
+    // invalid-request error; the session goes on.
+    raw.send_line("this is not json");
+    let error = raw.expect_id(Value::Null);
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    raw.send_line(r#"{"hello":"world","id":7}"#);
+    let error = raw.expect_id(7);
+    assert_eq!(error["error"]["code"], -32600, "{error}");
+    // Oversized: over the 4 MiB default.
+    raw.send_line(&format!("{{\"pad\":\"{}\"}}", "x".repeat(5 << 20)));
+    let error = raw.expect_id(Value::Null);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("message refused: longer than 4194304 bytes"),
+        "{error}"
+    );
+
+    // An unknown tool is a JSON-RPC error, not a result.
+    raw.call(8, "no-such-tool", json!({}));
+    let error = raw.expect_id(8);
+    assert_eq!(error["error"]["code"], -32602, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Unknown tool: no-such-tool"),
+        "{error}"
+    );
+
+    // A runaway call is cut at its deadline while other calls are answered meanwhile.
+    let marker = format!("sleep {}", forever_marker());
+    let started = Instant::now();
+    raw.call(10, "spin", json!({}));
+    raw.call(11, "bomb", json!({}));
+    for id in 20..25 {
+        raw.call(id, "calculate", json!({ "expression": format!("{id} * 2") }));
+    }
+    for id in 20..25 {
+        let answer = raw.expect_id(id);
+        assert_eq!(answer["result"]["structuredContent"]["result"], id * 2);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "calculate was answered while spin ran"
+    );
+    let bomb = raw.expect_id(11);
+    assert_eq!(bomb["result"]["isError"], true, "{bomb}");
+    assert!(
+        bomb["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("error[MEMORY_LIMIT_EXCEEDED]: bomb: memory limit of 64 MiB exceeded"),
+        "{bomb}"
+    );
+    let spin = raw.expect_id(10);
+    assert_eq!(spin["result"]["isError"], true, "{spin}");
+    assert!(
+        spin["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("error[SKILL_TIMEOUT]: spin: timeout: the call did not finish within 3000 ms"),
+        "{spin}"
+    );
+
+    // A cancelled native call: its process is killed and nothing answers the call.
+    raw.call(30, "forever", json!({}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while live_processes(&marker) == 0 {
+        assert!(Instant::now() < deadline, "the native script never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    raw.send_line(
+        &json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 30, "reason": "user stopped it" } })
+            .to_string(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while live_processes(&marker) > 0 {
+        assert!(Instant::now() < deadline, "the cancelled script still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Its slot is free: the session still answers.
+    raw.call(31, "calculate", json!({ "expression": "1 + 1" }));
+    assert_eq!(raw.expect_id(31)["result"]["structuredContent"]["result"], 2);
+
+    // The end of input ends the server promptly, even with a call running.
+    raw.call(40, "forever", json!({}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while live_processes(&marker) == 0 {
+        assert!(Instant::now() < deadline, "the native script never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(raw.stdin.take());
+    let closed = Instant::now();
+    let status = loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            closed.elapsed() < Duration::from_secs(2),
+            "evo serve still runs after its input ended"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while live_processes(&marker) > 0 {
+        assert!(Instant::now() < deadline, "a script outlived the server");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
+    let marker = format!("3600.{}2", std::process::id());
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("skills");
+    native_skill(
+        &dir,
+        "slow",
+        "Answers after a second.",
+        &format!(
+            "require('child_process').spawn('sleep', ['{marker}'], {{ stdio: 'ignore' }});\nsetTimeout(() => {{ console.log(JSON.stringify({{ done: true }})); process.exit(0); }}, 1000);\n"
+        ),
+    );
+    let mut raw = Raw::start(
+        &root.path().join("home"),
+        &["--skills-dir", dir.to_str().unwrap()],
+    );
+    raw.call(1, "slow", json!({}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while live_processes(&format!("sleep {marker}")) == 0 {
+        assert!(Instant::now() < deadline, "the native script never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = raw.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(100));
+    raw.call(2, "calculate", json!({ "expression": "1" }));
+    let refused = raw.expect_id(2);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the server is shutting down"),
+        "{refused}"
+    );
+    let done = raw.expect_id(1);
+    assert_eq!(done["result"]["structuredContent"], json!({ "done": true }), "{done}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "evo serve still runs after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+}
+
+/// A GET or POST with optional headers: (status, body as JSON or text).
+fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let response = if method == "GET" {
+        let mut request = agent.get(url);
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        request.call()
+    } else {
+        let mut request = agent.post(url).header("content-type", "application/json");
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        request.send(body.unwrap_or(""))
+    }
+    .unwrap();
+    let status = response.status().as_u16();
+    let text = response.into_body().read_to_string().unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[test]
+fn the_http_api_calls_skills_and_answers_errors_with_codes() {
+    let (root, _) = catalogue();
+    let server = HttpServer::start(&root.path().join("home"), &[]);
+    let base = &server.base;
+
+    let (status, health) = http("GET", &format!("{base}/v1/health"), &[], None);
+    assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
+
+    let (status, skills) = http("GET", &format!("{base}/v1/skills"), &[], None);
+    assert_eq!(status, 200);
+    let names: Vec<&str> = skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"calculate") && names.contains(&"guide"), "{names:?}");
+
+    let (status, out) = http(
+        "POST",
+        &format!("{base}/v1/skills/calculate/call"),
+        &[],
+        Some(r#"{"expression":"sqrt(144) + 10"}"#),
+    );
+    assert_eq!((status, &out["output"]), (200, &json!({ "result": 22 })));
+
+    let (status, err) = http(
+        "POST",
+        &format!("{base}/v1/skills/calculate/call"),
+        &[],
+        Some(r#"{"expression":7}"#),
+    );
+    assert_eq!((status, err["code"].as_str()), (422, Some("SKILL_VALIDATION_FAILED")));
+    assert_eq!(err["report"]["violations"][0]["path"], "expression", "{err}");
+
+    let (status, err) = http("GET", &format!("{base}/v1/skills/nope"), &[], None);
+    assert_eq!((status, err["code"].as_str()), (404, Some("SKILL_NOT_FOUND")));
+
+    let (status, err) = http(
+        "POST",
+        &format!("{base}/v1/skills/calculate/call"),
+        &[],
+        Some("{not json"),
+    );
+    assert_eq!((status, err["code"].as_str()), (400, Some("INVALID_INPUT")));
+
+    let (status, hits) = http(
+        "POST",
+        &format!("{base}/v1/memory/search"),
+        &[],
+        Some(r#"{"query":"anything"}"#),
+    );
+    assert_eq!((status, hits), (200, json!([])));
+
+    // No model configured: the agent endpoint says so with the CLI's code.
+    let (status, err) = http(
+        "POST",
+        &format!("{base}/v1/agent/run"),
+        &[],
+        Some(r#"{"message":"hi"}"#),
+    );
+    assert_eq!((status, err["code"].as_str()), (500, Some("LLM_ERROR")));
+
+    let (status, doc) = http("GET", &format!("{base}/v1/openapi.json"), &[], None);
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in [
+        "/v1/health",
+        "/v1/skills",
+        "/v1/skills/{name}",
+        "/v1/skills/{name}/call",
+        "/v1/memory/search",
+        "/v1/agent/run",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} documented");
+    }
+    assert!(
+        doc["components"]["schemas"]["SkillSummary"]["properties"]
+            .get("inputSchema")
+            .is_some(),
+        "schemas generated from the types: {:#}",
+        doc["components"]["schemas"]
+    );
+
+    // A web page of another origin is refused (DNS rebinding protection).
+    let (status, err) = http(
+        "GET",
+        &format!("{base}/v1/skills"),
+        &[("origin", "http://evil.example")],
+        None,
+    );
+    assert_eq!((status, err["code"].as_str()), (403, Some("ORIGIN_REFUSED")));
+    let (status, _) = http(
+        "GET",
+        &format!("{base}/v1/skills"),
+        &[("origin", "http://localhost:3000")],
+        None,
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
+    let home = tempfile::tempdir().unwrap();
+    let out = command(home.path(), &["serve", "--http", "0.0.0.0:0"])
+        .env_remove("EVO_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error[TOKEN_REQUIRED]: refusing to serve on 0.0.0.0:0 without a token"),
+        "{err}"
+    );
+
+    // Bound to every address, reached here on loopback.
+    let mut child = command(home.path(), &["serve", "--http", "0.0.0.0:0", "--token", "s3cret"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let bound = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(rest) = line.split("MCP at http://").nth(1) {
+            break rest.split("/mcp").next().unwrap().to_owned();
+        }
+    };
+    assert!(bound.starts_with("0.0.0.0:"), "{bound}");
+    let base = format!("http://127.0.0.1:{}", bound.rsplit(':').next().unwrap());
+    let (status, err) = http("GET", &format!("{base}/v1/skills"), &[], None);
+    assert_eq!((status, err["code"].as_str()), (401, Some("UNAUTHORIZED")));
+    let (status, _) = http(
+        "GET",
+        &format!("{base}/v1/skills"),
+        &[("authorization", "Bearer wrong")],
+        None,
+    );
+    assert_eq!(status, 401);
+    let (status, _) = http(
+        "GET",
+        &format!("{base}/v1/skills"),
+        &[("authorization", "Bearer s3cret")],
+        None,
+    );
+    assert_eq!(status, 200);
+    let (status, _) = http(
+        "POST",
+        &format!("{base}/mcp"),
+        &[("accept", "application/json, text/event-stream")],
+        Some(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+    );
+    assert_eq!(status, 401, "MCP is behind the token too");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn installing_a_skill_named_like_a_built_in_tool_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("calculate");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: calculate\ndescription: Shadows the built-in.\n---\nNo.\n",
+    )
+    .unwrap();
+    let out = command(&root.path().join("home"), &["skill", "install", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "error[SKILL_NAME_TAKEN]: Skill calculate cannot be installed: a built-in tool is already called calculate"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
