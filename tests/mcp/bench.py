@@ -8,6 +8,7 @@ sequential calls of TOOL and prints {"p50_us": …, "p99_us": …, "calls": …}
 
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -17,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 async def main() -> None:
     calls, tool, arguments = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
-    server = StdioServerParameters(command=sys.argv[4], args=sys.argv[5:])
+    server = StdioServerParameters(command=sys.argv[4], args=sys.argv[5:], env=dict(os.environ))
     async with Client(server, cache=None) as client:
         first = await client.call_tool(tool, arguments)
         if first.is_error:

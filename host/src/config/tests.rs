@@ -187,3 +187,35 @@ fn a_missing_file_is_an_error_only_when_named() {
         "{err}"
     );
 }
+
+#[test]
+fn serve_tools_match_names_and_prefixes() {
+    let mut serve = Config::default().serve;
+    assert!(serve.serves("anything"), "empty: everything");
+    serve.tools = vec!["calculate".into(), "pdf*".into()];
+    assert!(serve.serves("calculate"));
+    assert!(serve.serves("pdf-fill"));
+    assert!(!serve.serves("calculator"));
+    assert!(!serve.serves("read"));
+}
+
+#[test]
+fn the_serve_table_is_read_and_checked() {
+    let config =
+        parse("[serve]\ntools = [\"calculate\", \"pdf*\"]\nmax_calls = 8\nmax_message_kb = 64\n")
+            .unwrap();
+    assert_eq!(config.serve.tools, ["calculate", "pdf*"]);
+    assert_eq!(
+        (config.serve.max_calls, config.serve.max_message_kb),
+        (8, 64)
+    );
+    let (line, key, message) = invalid("[serve]\nmax_calls = 0\n");
+    assert_eq!(
+        (line, key.as_deref(), message.as_str()),
+        (
+            Some(2),
+            Some("serve.max_calls"),
+            "0 is out of range; use 1 to 4096"
+        )
+    );
+}

@@ -111,10 +111,12 @@ pub async fn serve(
             stop.cancel();
         }
     };
-    axum::serve(listener, app)
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(graceful)
         .await
-        .map_err(|source| StartError::Bind { addr, source })
+        .map_err(|source| StartError::Bind { addr, source });
+    shared.flush_stats().await;
+    served
 }
 
 /// The whole application: `/mcp`, `/v1/…`, behind the token and origin checks.
@@ -607,4 +609,42 @@ pub fn openapi_document() -> Value {
             } }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_match_by_scheme_host_and_port() {
+        let allowed = [
+            "http://localhost:*".to_owned(),
+            "http://[::1]:*".to_owned(),
+            "https://app.example.com".to_owned(),
+        ];
+        for (origin, ok) in [
+            ("http://localhost:3000", true),
+            ("http://LOCALHOST", true),
+            ("http://[::1]:8080", true),
+            ("https://localhost:3000", false),
+            ("https://app.example.com", true),
+            ("https://app.example.com:443", true),
+            ("https://app.example.com:8443", false),
+            ("http://app.example.com", false),
+            ("http://evil.example", false),
+            ("http://localhost.evil.example", false),
+            ("null", false),
+        ] {
+            assert_eq!(origin_allowed(origin, &allowed), ok, "{origin}");
+        }
+    }
+
+    #[test]
+    fn a_bearer_token_is_read_case_insensitively() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, "bearer abc".parse().unwrap());
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, "Basic abc".parse().unwrap());
+        assert_eq!(bearer(&headers), None);
+    }
 }

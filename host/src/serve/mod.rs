@@ -60,6 +60,8 @@ use crate::skill::registry::RegisteredSkill;
 /// How often the catalogue is checked for skills installed, removed or edited by
 /// another process.
 pub const CATALOGUE_POLL: Duration = Duration::from_millis(500);
+/// Catalogue ticks between two writes of the call statistics (10 s).
+pub const STATS_EVERY: u32 = 20;
 /// Resources per `resources/list` page.
 pub const RESOURCES_PAGE: usize = 100;
 /// How often a call with a progress token hears that it is still running.
@@ -116,17 +118,36 @@ impl Shared {
 
     /// Keeps the catalogue live until `stop`: refreshes it every [`CATALOGUE_POLL`]
     /// (which ticks [`Host::changes`] when something changed).
+    /// Also adds the calls made so far to the statistics (`evo skill stats`) every
+    /// [`STATS_EVERY`] ticks and when stopped.
     pub async fn watch_catalogue(self: Arc<Self>, stop: CancellationToken) {
         let mut tick = tokio::time::interval(CATALOGUE_POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ticks = 0u32;
         loop {
             tokio::select! {
-                () = stop.cancelled() => return,
+                () = stop.cancelled() => {
+                    self.flush_stats().await;
+                    return;
+                }
                 _ = tick.tick() => {}
             }
             if let Err(e) = self.host.refresh().await {
                 tracing::warn!("could not rescan the skills: [{}] {e}", e.code());
             }
+            ticks += 1;
+            if ticks % STATS_EVERY == 0 {
+                self.flush_stats().await;
+            }
+        }
+    }
+
+    /// Adds the calls made so far to the statistics in the data directory.
+    pub async fn flush_stats(&self) {
+        let host = self.host.clone();
+        let flushed = tokio::task::spawn_blocking(move || host.flush_stats()).await;
+        if let Ok(Err(e)) = flushed {
+            tracing::warn!("could not record statistics: [{}] {e}", e.code());
         }
     }
 

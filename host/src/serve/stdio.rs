@@ -245,4 +245,5 @@ pub async fn serve(
     if !finished {
         let _ = tokio::time::timeout(Duration::from_millis(50), &mut session).await;
     }
+    shared.flush_stats().await;
 }

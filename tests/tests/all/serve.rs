@@ -69,14 +69,19 @@ fn check_report(report: &Value, protocol: &str) {
     assert_eq!(report["bad"]["isError"], true);
     let text = report["bad"]["text"].as_str().unwrap();
     assert!(
-        text.starts_with("error[SKILL_VALIDATION_FAILED]: calculate input does not match its schema"),
+        text.starts_with(
+            "error[SKILL_VALIDATION_FAILED]: calculate input does not match its schema"
+        ),
         "{text}"
     );
     assert!(
         text.contains("[expression] type: expected string, got 7"),
         "{text}"
     );
-    assert!(text.contains("hint: fix the input as the report says"), "{text}");
+    assert!(
+        text.contains("hint: fix the input as the report says"),
+        "{text}"
+    );
     assert_eq!(report["resources"], json!(["skill://guide/SKILL.md"]));
     assert_eq!(
         report["resource_meta"],
@@ -100,7 +105,10 @@ fn check_report(report: &Value, protocol: &str) {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    assert!(after.contains(&"commit-guide") && after.contains(&"guide"), "{after:?}");
+    assert!(
+        after.contains(&"commit-guide") && after.contains(&"guide"),
+        "{after:?}"
+    );
 }
 
 fn run_client(args: &[&str]) -> Value {
@@ -214,8 +222,9 @@ impl Raw {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { return };
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("evo serve wrote a line that is not JSON ({e}): {line}"));
+                let value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("evo serve wrote a line that is not JSON ({e}): {line}")
+                });
                 if tx.send(value).is_err() {
                     return;
                 }
@@ -288,7 +297,8 @@ fn misbehaving(root: &Path) -> PathBuf {
             "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable",
         ),
     ] {
-        let manifest = json!({ "name": name, "description": format!("{name} misbehaves"), "timeout": 3000 });
+        let manifest =
+            json!({ "name": name, "description": format!("{name} misbehaves"), "timeout": 3000 });
         std::fs::create_dir_all(dir.join(name)).unwrap();
         std::fs::write(
             dir.join(name).join("skill.wasm"),
@@ -317,10 +327,8 @@ fn forever_marker() -> String {
 fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
     let root = tempfile::tempdir().unwrap();
     let skills = misbehaving(root.path());
-    let mut raw = Raw::start(
-        &root.path().join("home"),
-        &["--skills-dir", skills.to_str().unwrap()],
-    );
+    let home = root.path().join("home");
+    let mut raw = Raw::start(&home, &["--skills-dir", skills.to_str().unwrap()]);
 
     // A line that is not JSON gets a parse error; one that is not JSON-RPC, an
     // invalid-request error; the session goes on.
@@ -359,7 +367,11 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
     raw.call(10, "spin", json!({}));
     raw.call(11, "bomb", json!({}));
     for id in 20..25 {
-        raw.call(id, "calculate", json!({ "expression": format!("{id} * 2") }));
+        raw.call(
+            id,
+            "calculate",
+            json!({ "expression": format!("{id} * 2") }),
+        );
     }
     for id in 20..25 {
         let answer = raw.expect_id(id);
@@ -384,7 +396,9 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
         spin["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .starts_with("error[SKILL_TIMEOUT]: spin: timeout: the call did not finish within 3000 ms"),
+            .starts_with(
+                "error[SKILL_TIMEOUT]: spin: timeout: the call did not finish within 3000 ms"
+            ),
         "{spin}"
     );
 
@@ -406,7 +420,10 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
     }
     // Its slot is free: the session still answers.
     raw.call(31, "calculate", json!({ "expression": "1 + 1" }));
-    assert_eq!(raw.expect_id(31)["result"]["structuredContent"]["result"], 2);
+    assert_eq!(
+        raw.expect_id(31)["result"]["structuredContent"]["result"],
+        2
+    );
 
     // The end of input ends the server promptly, even with a call running.
     raw.call(40, "forever", json!({}));
@@ -433,6 +450,14 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
         assert!(Instant::now() < deadline, "a script outlived the server");
         std::thread::sleep(Duration::from_millis(50));
     }
+
+    // The calls are in the statistics.
+    let out = command(&home, &["skill", "stats", "--json"])
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["calculate"]["callCount"], 6, "{stats}");
+    assert_eq!(stats["calculate"]["successCount"], 6, "{stats}");
 }
 
 #[test]
@@ -459,7 +484,13 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let pid = raw.child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     std::thread::sleep(Duration::from_millis(100));
     raw.call(2, "calculate", json!({ "expression": "1" }));
     let refused = raw.expect_id(2);
@@ -471,13 +502,20 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
         "{refused}"
     );
     let done = raw.expect_id(1);
-    assert_eq!(done["result"]["structuredContent"], json!({ "done": true }), "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({ "done": true }),
+        "{done}"
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     let status = loop {
         if let Some(status) = raw.child.try_wait().unwrap() {
             break status;
         }
-        assert!(Instant::now() < deadline, "evo serve still runs after SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "evo serve still runs after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status}");
@@ -528,7 +566,10 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert!(names.contains(&"calculate") && names.contains(&"guide"), "{names:?}");
+    assert!(
+        names.contains(&"calculate") && names.contains(&"guide"),
+        "{names:?}"
+    );
 
     let (status, out) = http(
         "POST",
@@ -544,11 +585,20 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         &[],
         Some(r#"{"expression":7}"#),
     );
-    assert_eq!((status, err["code"].as_str()), (422, Some("SKILL_VALIDATION_FAILED")));
-    assert_eq!(err["report"]["violations"][0]["path"], "expression", "{err}");
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (422, Some("SKILL_VALIDATION_FAILED"))
+    );
+    assert_eq!(
+        err["report"]["violations"][0]["path"], "expression",
+        "{err}"
+    );
 
     let (status, err) = http("GET", &format!("{base}/v1/skills/nope"), &[], None);
-    assert_eq!((status, err["code"].as_str()), (404, Some("SKILL_NOT_FOUND")));
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (404, Some("SKILL_NOT_FOUND"))
+    );
 
     let (status, err) = http(
         "POST",
@@ -603,7 +653,10 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         &[("origin", "http://evil.example")],
         None,
     );
-    assert_eq!((status, err["code"].as_str()), (403, Some("ORIGIN_REFUSED")));
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (403, Some("ORIGIN_REFUSED"))
+    );
     let (status, _) = http(
         "GET",
         &format!("{base}/v1/skills"),
@@ -628,10 +681,13 @@ fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
     );
 
     // Bound to every address, reached here on loopback.
-    let mut child = command(home.path(), &["serve", "--http", "0.0.0.0:0", "--token", "s3cret"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = command(
+        home.path(),
+        &["serve", "--http", "0.0.0.0:0", "--token", "s3cret"],
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let bound = loop {
         let line = lines.next().unwrap().unwrap();
@@ -678,9 +734,12 @@ fn installing_a_skill_named_like_a_built_in_tool_is_refused() {
         "---\nname: calculate\ndescription: Shadows the built-in.\n---\nNo.\n",
     )
     .unwrap();
-    let out = command(&root.path().join("home"), &["skill", "install", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = command(
+        &root.path().join("home"),
+        &["skill", "install", dir.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).starts_with(
