@@ -23,9 +23,9 @@ Examples:\n  \
 )]
 pub(crate) struct ServeArgs {
     /// Serve over streamable HTTP at ADDR (MCP at /mcp, the API at /v1) instead of
-    /// stdio. Loopback unless a token is set.
+    /// stdio: HOST:PORT, or a PORT on 127.0.0.1. Any address but loopback needs --token.
     #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
+    http: Option<String>,
     /// The bearer token HTTP clients must send; required to bind a non-loopback
     /// address.
     #[arg(long, env = "EVO_TOKEN", hide_env_values = true, value_name = "TOKEN")]
@@ -72,6 +72,7 @@ pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failu
             std::process::exit(0);
         }
         Some(addr) => {
+            let addr = resolve(&addr).await?;
             let options = HttpOptions {
                 addr,
                 token: serve.token.filter(|t| !t.is_empty()),
@@ -105,6 +106,28 @@ async fn http(shared: Arc<Shared>, options: HttpOptions) -> Result<(), Failure> 
             Some("pick a free port, or stop what is listening there"),
         )),
     }
+}
+
+/// `HOST:PORT` (a name or an address), or a bare `PORT` on loopback.
+async fn resolve(addr: &str) -> Result<SocketAddr, Failure> {
+    let spec = if addr.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{addr}")
+    } else {
+        addr.to_owned()
+    };
+    let bad = |why: String| {
+        Failure::usage(
+            "INVALID_ARGUMENT",
+            format!("--http {addr}: {why}"),
+            Some("give HOST:PORT, e.g. 127.0.0.1:8765 or localhost:8765, or only a port"),
+        )
+    };
+    let mut found = tokio::net::lookup_host(&spec)
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    found
+        .next()
+        .ok_or_else(|| bad("the name has no address".into()))
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

@@ -136,7 +136,7 @@ impl Shared {
                 tracing::warn!("could not rescan the skills: [{}] {e}", e.code());
             }
             ticks += 1;
-            if ticks % STATS_EVERY == 0 {
+            if ticks.is_multiple_of(STATS_EVERY) {
                 self.flush_stats().await;
             }
         }
