@@ -48,11 +48,11 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::Host;
 use crate::capabilities::{Access, Grant, MemoryAccess};
 use crate::config::ServeSettings;
 use crate::engine::loader::StaticExecutor;
 use crate::error::Error;
+use crate::host::Host;
 use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::ExecutorKind;
 use crate::skill::registry::RegisteredSkill;

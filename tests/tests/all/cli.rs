@@ -720,35 +720,30 @@ fn skill_info_shows_an_instruction_skills_sections_and_resources() {
 fn a_wasm_skill_installs_without_skill_md_and_uninstall_clears_its_compiled_code() {
     let home = tempfile::tempdir().unwrap();
     let source = tempfile::tempdir().unwrap();
-    let dir = source.path().join("calculate");
+    let dir = source.path().join("notes");
     std::fs::create_dir(&dir).unwrap();
-    std::fs::copy(skills::CALCULATE, dir.join("skill.wasm")).unwrap();
+    std::fs::copy(skills::NOTES, dir.join("skill.wasm")).unwrap();
     let out = evo(home.path(), &["skill", "install", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).starts_with(
-            "calculate: Skill installed successfully\n  kind:       wasm\n  version:    "
-        ),
+        stdout(&out)
+            .starts_with("notes: Skill installed successfully\n  kind:       wasm\n  version:    "),
         "{}",
         stdout(&out)
     );
-    assert!(stdout(&out).contains("  requests:   nothing (pure computation)\n"));
+    assert!(
+        stdout(&out).contains("  requests:   memory (read-write)\n"),
+        "{}",
+        stdout(&out)
+    );
     let out = evo(
         home.path(),
-        &[
-            "skill",
-            "run",
-            "calculate",
-            "--input",
-            r#"{"expression":"6 * 7"}"#,
-        ],
+        &["skill", "run", "notes", "--input", r#"{"op":"list"}"#],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let digest = {
         use sha2::Digest as _;
-        hex::encode(sha2::Sha256::digest(
-            std::fs::read(skills::CALCULATE).unwrap(),
-        ))
+        hex::encode(sha2::Sha256::digest(std::fs::read(skills::NOTES).unwrap()))
     };
     let artifacts = || {
         std::fs::read_dir(home.path().join("cache/wasm"))
@@ -760,11 +755,11 @@ fn a_wasm_skill_installs_without_skill_md_and_uninstall_clears_its_compiled_code
             .unwrap_or(0)
     };
     assert_eq!(artifacts(), 1, "compiled once, at install, and reused");
-    let out = evo(home.path(), &["skill", "info", "calculate", "--json"]);
+    let out = evo(home.path(), &["skill", "info", "notes", "--json"]);
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["installed"]["kind"], "wasm", "the install record");
     assert_eq!(value["installed"]["digest"].as_str().unwrap().len(), 64);
-    let out = evo(home.path(), &["skill", "uninstall", "calculate"]);
+    let out = evo(home.path(), &["skill", "uninstall", "notes"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(artifacts(), 0, "the compiled code went with the skill");
 }

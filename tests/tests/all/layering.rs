@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 17] = [
+const LAYERS: [(&str, u8); 18] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
@@ -36,6 +36,7 @@ const LAYERS: [(&str, u8); 17] = [
     ("agent", 5),
     ("config", 6),
     ("host", 7),
+    ("serve", 8),
 ];
 
 fn layer(module: &str) -> Option<u8> {

@@ -36,7 +36,20 @@ async fn notes_live_in_scratch_across_calls_of_one_run() {
         Some(json!(["buy milk", "call Ada"]))
     );
 
-    let events = events.lock().unwrap().clone();
+    let all = events.lock().unwrap().clone();
+    // What the skill logs reaches the run's listener too (an MCP client shows it).
+    let logged: Vec<(&str, &str)> = all
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Log { level, message, .. } => Some((*level, message.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logged, [("info", "added note 1"), ("info", "added note 2")]);
+    let events: Vec<RunEvent> = all
+        .into_iter()
+        .filter(|e| !matches!(e, RunEvent::Log { .. }))
+        .collect();
     assert_eq!(events.len(), 2);
     assert_eq!(
         events[1],
