@@ -30,7 +30,7 @@ pub(crate) struct ServeArgs {
     /// address.
     #[arg(long, env = "EVO_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     token: Option<String>,
-    /// Also accept requests from web pages of ORIGIN (e.g. https://app.example.com);
+    /// Also accept requests from web pages of ORIGIN (e.g. `https://app.example.com`);
     /// loopback pages are always accepted. Repeat for more.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
