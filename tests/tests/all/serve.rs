@@ -286,6 +286,27 @@ impl Drop for Raw {
     }
 }
 
+/// Waits while `condition` holds, failing with `what` after `limit`.
+fn wait_while(limit: Duration, what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while condition() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How `child` ended, failing with `what` if it still runs after `limit`.
+fn exit_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Skill directories with a runaway loop, a memory bomb and a native script that
 /// never ends, for `--skills-dir`.
 fn misbehaving(root: &Path) -> PathBuf {
@@ -404,20 +425,20 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
 
     // A cancelled native call: its process is killed and nothing answers the call.
     raw.call(30, "forever", json!({}));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while live_processes(&marker) == 0 {
-        assert!(Instant::now() < deadline, "the native script never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while(
+        Duration::from_secs(20),
+        "the native script never started",
+        || live_processes(&marker) == 0,
+    );
     raw.send_line(
         &json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 30, "reason": "user stopped it" } })
             .to_string(),
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while live_processes(&marker) > 0 {
-        assert!(Instant::now() < deadline, "the cancelled script still runs");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while(
+        Duration::from_secs(10),
+        "the cancelled script still runs",
+        || live_processes(&marker) > 0,
+    );
     // Its slot is free: the session still answers.
     raw.call(31, "calculate", json!({ "expression": "1 + 1" }));
     assert_eq!(
@@ -427,29 +448,23 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
 
     // The end of input ends the server promptly, even with a call running.
     raw.call(40, "forever", json!({}));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while live_processes(&marker) == 0 {
-        assert!(Instant::now() < deadline, "the native script never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while(
+        Duration::from_secs(20),
+        "the native script never started",
+        || live_processes(&marker) == 0,
+    );
     drop(raw.stdin.take());
-    let closed = Instant::now();
-    let status = loop {
-        if let Some(status) = raw.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            closed.elapsed() < Duration::from_secs(2),
-            "evo serve still runs after its input ended"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = exit_within(
+        &mut raw.child,
+        Duration::from_secs(2),
+        "evo serve still runs after its input ended",
+    );
     assert!(status.success(), "{status}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while live_processes(&marker) > 0 {
-        assert!(Instant::now() < deadline, "a script outlived the server");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while(
+        Duration::from_secs(10),
+        "a script outlived the server",
+        || live_processes(&marker) > 0,
+    );
 
     // The calls are in the statistics.
     let out = command(&home, &["skill", "stats", "--json"])
@@ -478,11 +493,11 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
         &["--skills-dir", dir.to_str().unwrap()],
     );
     raw.call(1, "slow", json!({}));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while live_processes(&format!("sleep {marker}")) == 0 {
-        assert!(Instant::now() < deadline, "the native script never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_while(
+        Duration::from_secs(20),
+        "the native script never started",
+        || live_processes(&format!("sleep {marker}")) == 0,
+    );
     let pid = raw.child.id().to_string();
     assert!(
         Command::new("kill")
@@ -507,17 +522,11 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
         json!({ "done": true }),
         "{done}"
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let status = loop {
-        if let Some(status) = raw.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "evo serve still runs after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(
+        &mut raw.child,
+        Duration::from_secs(5),
+        "evo serve still runs after SIGTERM",
+    );
     assert!(status.success(), "{status}");
 }
 
