@@ -64,6 +64,8 @@ pub const CATALOGUE_POLL: Duration = Duration::from_millis(500);
 pub const STATS_EVERY: u32 = 20;
 /// Resources per `resources/list` page.
 pub const RESOURCES_PAGE: usize = 100;
+/// How often a session's change forwarder checks that the session is still open.
+const SESSION_CHECK: Duration = Duration::from_secs(5);
 /// How often a call with a progress token hears that it is still running.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// The largest resource file served whole.
@@ -733,9 +735,18 @@ impl ServerHandler for Server {
         changes.mark_unchanged();
         let draining = self.shared.draining.clone();
         tokio::spawn(async move {
+            // An HTTP session can end without a word; check now and then, so this task
+            // goes with it.
+            let mut check = tokio::time::interval(SESSION_CHECK);
             loop {
                 tokio::select! {
                     () = draining.cancelled() => return,
+                    _ = check.tick() => {
+                        if peer.is_transport_closed() {
+                            return;
+                        }
+                        continue;
+                    }
                     changed = changes.changed() => if changed.is_err() { return },
                 }
                 if peer.notify_tool_list_changed().await.is_err()
