@@ -141,8 +141,7 @@ pub fn router(
         // is what keeps strangers out.
         config = config.with_allowed_hosts(Vec::<String>::new());
     }
-    let sessions = LocalSessionManager::default();
-    let mut sessions = sessions;
+    let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let mcp = StreamableHttpService::new(
         {

@@ -758,3 +758,54 @@ fn installing_a_skill_named_like_a_built_in_tool_is_refused() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn refresh_sees_skills_added_edited_and_removed_by_other_processes() {
+    let home = tempfile::tempdir().unwrap();
+    let host = evo_host::Host::builder()
+        .data_dir(home.path())
+        .build()
+        .await
+        .unwrap();
+    let mut changes = host.changes();
+    assert!(!host.refresh().await.unwrap(), "nothing changed yet");
+
+    // Another process installs a skill (an atomic rename into skills/).
+    let staged = home.path().join("staged-guide");
+    std::fs::create_dir_all(&staged).unwrap();
+    std::fs::write(
+        staged.join("SKILL.md"),
+        "---\nname: guide\ndescription: First words.\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.path().join("skills")).unwrap();
+    let installed = home.path().join("skills/guide");
+    std::fs::rename(&staged, &installed).unwrap();
+    assert!(host.refresh().await.unwrap());
+    assert!(changes.has_changed().unwrap());
+    changes.mark_unchanged();
+    assert_eq!(
+        host.skill("guide").unwrap().meta.description,
+        "First words."
+    );
+
+    // Its SKILL.md is edited in place.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(
+        installed.join("SKILL.md"),
+        "---\nname: guide\ndescription: Better words, and more of them.\n---\nBody.\n",
+    )
+    .unwrap();
+    assert!(host.refresh().await.unwrap());
+    assert_eq!(
+        host.skill("guide").unwrap().meta.description,
+        "Better words, and more of them."
+    );
+
+    // It is removed.
+    std::fs::remove_dir_all(&installed).unwrap();
+    assert!(host.refresh().await.unwrap());
+    assert!(host.skill("guide").is_none());
+    assert!(changes.has_changed().unwrap());
+    assert!(!host.refresh().await.unwrap(), "and then nothing more");
+}
