@@ -1,7 +1,7 @@
 //! In-process tools: Rust code a host runs without a sandbox process or a Wasm instance.
 //!
 //! Evo's own are registered in one place, [`register_builtins`]: [`read::Read`],
-//! [`calculate::Calculate`] and the [`memory`] tools. [`BuiltinTools::execute`] runs
+//! [`glob::Glob`], [`calculate::Calculate`] and the [`memory`] tools. [`BuiltinTools::execute`] runs
 //! `read` or `calculate` directly, without the kernel (an unknown name is
 //! `BuiltIn tool not found: <name>`, code `TOOL_NOT_FOUND`).
 //!
@@ -40,11 +40,12 @@
 //! ```
 
 pub mod calculate;
+pub mod glob;
 pub mod memory;
 pub mod read;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -108,7 +109,9 @@ impl Executor for ToolExecutor {
 /// Registers every built-in tool in `registry`: `read` (confined to `root`), `calculate`,
 /// and the memory tools. The one place a host's own tools are registered.
 pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> Result<()> {
-    BuiltinTools::new(root).register(registry)?;
+    let root = root.into();
+    BuiltinTools::new(root.clone()).register(registry)?;
+    register(registry, Arc::new(glob::Glob::new(root)))?;
     for tool in memory::tools() {
         register(registry, Arc::new(tool))?;
     }
@@ -160,6 +163,27 @@ impl BuiltinTools {
     pub fn register(&self, registry: &SkillRegistry) -> Result<()> {
         register(registry, Arc::new(self.read.clone()))?;
         register(registry, Arc::new(calculate::Calculate))
+    }
+}
+
+/// `path` resolved against `root`, refused unless it stays inside `root` once symlinks
+/// and `..` are resolved.
+pub(crate) fn contained(tool: &str, root: &Path, path: &Path) -> Result<PathBuf> {
+    let root = root.canonicalize().map_err(Error::io_at(root))?;
+    let joined = root.join(path);
+    let resolved = joined.canonicalize().map_err(Error::io_at(&joined))?;
+    if resolved.starts_with(&root) {
+        Ok(resolved)
+    } else {
+        Err(Error::Skill {
+            skill: tool.to_owned(),
+            kind: FailureKind::Denied,
+            message: format!(
+                "{} is outside the directory {tool} may access ({})",
+                path.display(),
+                root.display()
+            ),
+        })
     }
 }
 
@@ -222,6 +246,63 @@ mod tests {
             .execute("Read", &json!({ "path": "missing.md" }))
             .unwrap_err();
         assert_eq!(err.code(), "IO_ERROR");
+    }
+
+    #[test]
+    fn glob_lists_matches_newest_first_without_ignored_or_outside_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (file, age_secs) in [
+            ("src/main.rs", 30),
+            ("src/lib.rs", 10),
+            ("tests/it.rs", 20),
+            ("README.md", 5),
+            ("target/debug/build.rs", 1),
+            (".hidden/x.rs", 1),
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "").unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        let glob = glob::Glob::new(root);
+        // The seed's scenario: `{ "pattern": "**/*.rs" }`, sorted by modification time.
+        assert_eq!(
+            glob.find(&json!({ "pattern": "**/*.rs" })).unwrap(),
+            json!({ "files": ["src/lib.rs", "tests/it.rs", "src/main.rs"], "count": 3, "truncated": false })
+        );
+        assert_eq!(
+            glob.find(&json!({ "pattern": "*.rs", "path": "src", "limit": 1 }))
+                .unwrap(),
+            json!({ "files": ["src/lib.rs"], "count": 2, "truncated": true })
+        );
+        assert_eq!(
+            glob.find(&json!({ "pattern": "*.rs" })).unwrap()["files"],
+            json!([]),
+            "`*` does not cross directories"
+        );
+        let err = glob
+            .find(&json!({ "pattern": "*", "path": ".." }))
+            .unwrap_err();
+        assert_eq!(err.code(), "PERMISSION_DENIED");
+        assert!(
+            err.to_string()
+                .contains("is outside the directory glob may access"),
+            "{err}"
+        );
+        let err = glob.find(&json!({ "pattern": "a[" })).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("glob: invalid input: \"a[\" is not a glob pattern"),
+            "{err}"
+        );
     }
 
     #[test]

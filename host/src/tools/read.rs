@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, invalid};
+use super::{BoxFuture, Tool, contained, invalid};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -31,7 +31,7 @@ impl Read {
             .get("path")
             .and_then(Value::as_str)
             .ok_or_else(|| invalid("read", "`path` must be a string"))?;
-        let path = contained(&self.root, Path::new(requested))?;
+        let path = contained("read", &self.root, Path::new(requested))?;
         let metadata = std::fs::metadata(&path).map_err(Error::io_at(&path))?;
         if metadata.len() > MAX_READ_BYTES {
             return Err(Error::Skill {
@@ -73,26 +73,5 @@ impl Tool for Read {
 
     fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
         Box::pin(std::future::ready(self.read(&input)))
-    }
-}
-
-/// `path` resolved against `root`, refused unless it stays inside `root` once symlinks
-/// and `..` are resolved.
-fn contained(root: &Path, path: &Path) -> Result<PathBuf> {
-    let root = root.canonicalize().map_err(Error::io_at(root))?;
-    let joined = root.join(path);
-    let resolved = joined.canonicalize().map_err(Error::io_at(&joined))?;
-    if resolved.starts_with(&root) {
-        Ok(resolved)
-    } else {
-        Err(Error::Skill {
-            skill: "read".to_owned(),
-            kind: FailureKind::Denied,
-            message: format!(
-                "{} is outside the directory read may access ({})",
-                path.display(),
-                root.display()
-            ),
-        })
     }
 }

@@ -1,0 +1,124 @@
+//! `glob` (aliases `Glob`, `file-glob`, `file_glob`): the files under the tool's root
+//! whose path matches a pattern (`**/*.rs`), newest first, with `.gitignore` and hidden
+//! files left out — the walk is the `ignore` crate's, as in ripgrep.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use super::{BoxFuture, Tool, contained, invalid};
+use crate::error::{Error, Result};
+use crate::skill::kernel::SkillContext;
+
+/// Files listed unless `limit` says otherwise.
+pub const DEFAULT_LIMIT: usize = 1_000;
+/// The most files one call lists.
+pub const MAX_LIMIT: usize = 10_000;
+
+/// Finds files by pattern under one root directory.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    root: PathBuf,
+}
+
+impl Glob {
+    /// `glob` confined to `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The files matching `input.pattern` under `input.path` (default: the root).
+    pub fn find(&self, input: &Value) -> Result<Value> {
+        let pattern = input
+            .get("pattern")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("glob", "`pattern` must be a string"))?;
+        let limit = input
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(MAX_LIMIT))
+            .clamp(1, MAX_LIMIT);
+        let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
+        let base = match input.get("path").and_then(Value::as_str) {
+            Some(path) => contained("glob", &self.root, Path::new(path))?,
+            None => root.clone(),
+        };
+        if !base.is_dir() {
+            return Err(invalid(
+                "glob",
+                &format!("{} is not a directory", base.display()),
+            ));
+        }
+        let matcher = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| invalid("glob", &format!("{pattern:?} is not a glob pattern: {e}")))?
+            .compile_matcher();
+        let mut found: Vec<(SystemTime, String)> = Vec::new();
+        let walk = ignore::WalkBuilder::new(&base)
+            // .gitignore counts outside a git repository too.
+            .require_git(false)
+            .follow_links(false)
+            .build();
+        for entry in walk.flatten() {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let Ok(relative) = entry.path().strip_prefix(&base) else {
+                continue;
+            };
+            if !matcher.is_match(relative) {
+                continue;
+            }
+            let modified = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let shown = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+            found.push((modified, shown.to_string_lossy().replace('\\', "/")));
+        }
+        // Newest first; the path breaks ties so the order is stable.
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let count = found.len();
+        let files: Vec<String> = found.into_iter().take(limit).map(|(_, p)| p).collect();
+        Ok(json!({ "files": files, "count": count, "truncated": count > limit }))
+    }
+}
+
+impl Tool for Glob {
+    fn manifest(&self) -> Value {
+        json!({
+            "name": "glob",
+            "description": "Finds files by path pattern (e.g. `**/*.rs`, `src/**/test_*.py`) under the working directory, newest first; files ignored by .gitignore and hidden files are left out. Use it to find files by name; use a search tool for their contents.",
+            "category": "file",
+            "tags": ["file", "readonly"],
+            "timeout": 10000,
+            "input": { "type": "object", "properties": {
+                "pattern": { "type": "string", "minLength": 1, "description": "a glob: `*` within a directory, `**` across directories, `?`, `[abc]`, `{a,b}`" },
+                "path": { "type": "string", "description": "the directory to search, relative to the working directory (default: all of it)" },
+                "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "the most files to list" } },
+                "required": ["pattern"] },
+            "output": { "type": "object", "properties": {
+                "files": { "type": "array", "items": { "type": "string" }, "description": "paths relative to the working directory, newest first" },
+                "count": { "type": "integer", "description": "how many files matched" },
+                "truncated": { "type": "boolean", "description": "whether more matched than `limit`" } },
+                "required": ["files", "count", "truncated"] }
+        })
+    }
+
+    fn aliases(&self) -> &[&'static str] {
+        &["Glob", "file-glob", "file_glob"]
+    }
+
+    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+        let glob = self.clone();
+        // A walk of a large tree is blocking I/O.
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || glob.find(&input))
+                .await
+                .map_err(|e| Error::Engine(format!("glob stopped: {e}")))?
+        })
+    }
+}
