@@ -1,7 +1,7 @@
 //! In-process tools: Rust code a host runs without a sandbox process or a Wasm instance.
 //!
 //! Evo's own are registered in one place, [`register_builtins`]: [`read::Read`],
-//! [`glob::Glob`], [`calculate::Calculate`] and the [`memory`] tools. [`BuiltinTools::execute`] runs
+//! [`glob::Glob`], [`grep::Grep`], [`calculate::Calculate`] and the [`memory`] tools. [`BuiltinTools::execute`] runs
 //! `read` or `calculate` directly, without the kernel (an unknown name is
 //! `BuiltIn tool not found: <name>`, code `TOOL_NOT_FOUND`).
 //!
@@ -41,6 +41,7 @@
 
 pub mod calculate;
 pub mod glob;
+pub mod grep;
 pub mod memory;
 pub mod read;
 
@@ -111,7 +112,8 @@ impl Executor for ToolExecutor {
 pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> Result<()> {
     let root = root.into();
     BuiltinTools::new(root.clone()).register(registry)?;
-    register(registry, Arc::new(glob::Glob::new(root)))?;
+    register(registry, Arc::new(glob::Glob::new(root.clone())))?;
+    register(registry, Arc::new(grep::Grep::new(root)))?;
     for tool in memory::tools() {
         register(registry, Arc::new(tool))?;
     }
@@ -301,6 +303,77 @@ mod tests {
         assert!(
             err.to_string()
                 .starts_with("glob: invalid input: \"a[\" is not a glob pattern"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn grep_finds_lines_files_and_counts_like_ripgrep() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (file, text) in [
+            (
+                "src/main.rs",
+                "fn main() {\n    // TODO: parse args\n    run();\n}\n",
+            ),
+            (
+                "src/lib.rs",
+                "// TODO: docs\npub fn run() {}\n// todo: lower\n",
+            ),
+            ("notes.md", "TODO: write notes\n"),
+            ("target/gen.rs", "// TODO: generated\n"),
+        ] {
+            std::fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
+            std::fs::write(root.join(file), text).unwrap();
+        }
+        std::fs::write(root.join("src/blob.bin"), b"TODO:\0\x01binary").unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        let grep = grep::Grep::new(root);
+        // The seed's scenario: every matching line, with its path and line number.
+        assert_eq!(
+            grep.search(&json!({ "pattern": "TODO:", "path": "src/", "output_mode": "content" }))
+                .unwrap(),
+            json!({ "results": ["src/lib.rs:1:// TODO: docs", "src/main.rs:2:    // TODO: parse args"], "truncated": false })
+        );
+        assert_eq!(
+            grep.search(
+                &json!({ "pattern": "todo", "case_insensitive": true, "output_mode": "count" })
+            )
+            .unwrap()["results"],
+            json!(["notes.md:1", "src/lib.rs:2", "src/main.rs:1"])
+        );
+        assert_eq!(
+            grep.search(&json!({ "pattern": "TODO", "type": "rust" }))
+                .unwrap()["results"],
+            json!(["src/lib.rs", "src/main.rs"])
+        );
+        assert_eq!(
+            grep.search(&json!({ "pattern": "TODO", "glob": "*.md" }))
+                .unwrap()["results"],
+            json!(["notes.md"])
+        );
+        assert_eq!(
+            grep.search(&json!({ "pattern": "parse", "output_mode": "content", "context": 1 }))
+                .unwrap()["results"],
+            json!([
+                "src/main.rs-1-fn main() {",
+                "src/main.rs:2:    // TODO: parse args",
+                "src/main.rs-3-    run();"
+            ])
+        );
+        assert_eq!(
+            grep.search(&json!({ "pattern": "TODO", "head_limit": 1 }))
+                .unwrap(),
+            json!({ "results": ["notes.md"], "truncated": true })
+        );
+        let err = grep
+            .search(&json!({ "pattern": "x", "path": "../" }))
+            .unwrap_err();
+        assert_eq!(err.code(), "PERMISSION_DENIED");
+        let err = grep.search(&json!({ "pattern": "(" })).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("grep: invalid input: \"(\" is not a regular expression"),
             "{err}"
         );
     }

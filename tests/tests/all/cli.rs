@@ -334,6 +334,7 @@ fn list_shows_every_kind_and_the_skills_that_failed_to_load() {
             ("calculate", "builtin"),
             ("commit-guide", "static"),
             ("glob", "builtin"),
+            ("grep", "builtin"),
             ("memory_forget", "builtin"),
             ("memory_search", "builtin"),
             ("memory_store", "builtin"),

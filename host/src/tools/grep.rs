@@ -1,0 +1,244 @@
+//! `grep` (aliases `Grep`, `file-grep`, `file_grep`): a regular expression over the files
+//! under the tool's root, with ripgrep's own crates (`grep-regex`, `grep-searcher`, and
+//! the `ignore` walk: `.gitignore`, hidden files, binary files skipped).
+//!
+//! Output modes, as ripgrep prints them: `content` (`path:line:text`, context lines as
+//! `path-line-text`), `files_with_matches` (paths), `count` (`path:count`).
+
+use std::path::{Path, PathBuf};
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use serde_json::{Value, json};
+
+use super::{BoxFuture, Tool, contained, invalid};
+use crate::error::{Error, Result};
+use crate::skill::kernel::SkillContext;
+
+/// Result lines unless `head_limit` says otherwise.
+pub const DEFAULT_LIMIT: usize = 500;
+/// The most result lines one call returns.
+pub const MAX_LIMIT: usize = 10_000;
+/// The most context lines on either side of a match.
+pub const MAX_CONTEXT: u64 = 20;
+
+/// How results are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Content,
+    Files,
+    Count,
+}
+
+/// Searches file contents under one root directory.
+#[derive(Debug, Clone)]
+pub struct Grep {
+    root: PathBuf,
+}
+
+/// Collects one file's lines.
+struct Lines<'a> {
+    path: &'a str,
+    mode: Mode,
+    out: &'a mut Vec<String>,
+    matches: u64,
+    room: usize,
+}
+
+impl Sink for Lines<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> std::io::Result<bool> {
+        self.matches += 1;
+        if self.mode == Mode::Content {
+            let text = String::from_utf8_lossy(found.bytes());
+            self.out.push(format!(
+                "{}:{}:{}",
+                self.path,
+                found.line_number().unwrap_or(0),
+                text.trim_end_matches(['\n', '\r'])
+            ));
+        }
+        // Files and counts need one match, or all of them; lines stop at the limit.
+        Ok(match self.mode {
+            Mode::Files => false,
+            Mode::Count => true,
+            Mode::Content => self.out.len() < self.room,
+        })
+    }
+
+    fn context(&mut self, _: &Searcher, line: &SinkContext<'_>) -> std::io::Result<bool> {
+        let text = String::from_utf8_lossy(line.bytes());
+        self.out.push(format!(
+            "{}-{}-{}",
+            self.path,
+            line.line_number().unwrap_or(0),
+            text.trim_end_matches(['\n', '\r'])
+        ));
+        Ok(self.out.len() < self.room)
+    }
+}
+
+impl Grep {
+    /// `grep` confined to `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// Runs the search `input` describes.
+    pub fn search(&self, input: &Value) -> Result<Value> {
+        let bad = |message: String| invalid("grep", &message);
+        let pattern = input
+            .get("pattern")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("`pattern` must be a string".into()))?;
+        let mode = match input.get("output_mode").and_then(Value::as_str) {
+            None | Some("files_with_matches") => Mode::Files,
+            Some("content") => Mode::Content,
+            Some("count") => Mode::Count,
+            Some(other) => {
+                return Err(bad(format!(
+                    "output_mode {other:?} is not one of content, files_with_matches, count"
+                )));
+            }
+        };
+        let number =
+            |key: &str, max: u64| input.get(key).and_then(Value::as_u64).map(|n| n.min(max));
+        let limit = number("head_limit", MAX_LIMIT as u64)
+            .map_or(DEFAULT_LIMIT, |n| usize::try_from(n).unwrap_or(MAX_LIMIT))
+            .max(1);
+        let context = number("context", MAX_CONTEXT).unwrap_or(0);
+        let before = number("before", MAX_CONTEXT).unwrap_or(context);
+        let after = number("after", MAX_CONTEXT).unwrap_or(context);
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(input.get("case_insensitive").and_then(Value::as_bool) == Some(true))
+            .build(pattern)
+            .map_err(|e| bad(format!("{pattern:?} is not a regular expression: {e}")))?;
+        let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
+        let base = match input.get("path").and_then(Value::as_str) {
+            Some(path) => contained("grep", &self.root, Path::new(path))?,
+            None => root.clone(),
+        };
+        let mut walk = ignore::WalkBuilder::new(&base);
+        walk.require_git(false).follow_links(false);
+        if let Some(glob) = input.get("glob").and_then(Value::as_str) {
+            let mut overrides = ignore::overrides::OverrideBuilder::new(&base);
+            overrides
+                .add(glob)
+                .map_err(|e| bad(format!("glob {glob:?}: {e}")))?;
+            walk.overrides(
+                overrides
+                    .build()
+                    .map_err(|e| bad(format!("glob {glob:?}: {e}")))?,
+            );
+        }
+        if let Some(kind) = input.get("type").and_then(Value::as_str) {
+            let mut types = ignore::types::TypesBuilder::new();
+            types.add_defaults();
+            types.select(kind);
+            walk.types(types.build().map_err(|e| {
+                bad(format!(
+                    "type {kind:?}: {e} (types are ripgrep's: rust, py, js, md, …)"
+                ))
+            })?);
+        }
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .before_context(if mode == Mode::Content {
+                before as usize
+            } else {
+                0
+            })
+            .after_context(if mode == Mode::Content {
+                after as usize
+            } else {
+                0
+            })
+            .build();
+        let mut results = Vec::new();
+        let mut truncated = false;
+        let mut entries: Vec<PathBuf> = walk
+            .build()
+            .flatten()
+            .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+            .map(ignore::DirEntry::into_path)
+            .collect();
+        entries.sort();
+        for file in entries {
+            if results.len() >= limit {
+                truncated = true;
+                break;
+            }
+            let shown = file
+                .strip_prefix(&root)
+                .unwrap_or(&file)
+                .to_string_lossy()
+                .replace('\\', "/");
+            let mut lines = Lines {
+                path: &shown,
+                mode,
+                out: &mut results,
+                matches: 0,
+                room: limit,
+            };
+            // An unreadable file is skipped, as ripgrep does.
+            if searcher.search_path(&matcher, &file, &mut lines).is_err() {
+                continue;
+            }
+            let matches = lines.matches;
+            match mode {
+                Mode::Files if matches > 0 => results.push(shown),
+                Mode::Count if matches > 0 => results.push(format!("{shown}:{matches}")),
+                _ => {}
+            }
+        }
+        if results.len() > limit {
+            results.truncate(limit);
+            truncated = true;
+        }
+        Ok(json!({ "results": results, "truncated": truncated }))
+    }
+}
+
+impl Tool for Grep {
+    fn manifest(&self) -> Value {
+        json!({
+            "name": "grep",
+            "description": "Searches file contents under the working directory for a regular expression (ripgrep's engine; .gitignore, hidden and binary files skipped). output_mode: files_with_matches (default; paths), content (path:line:text, with context lines), count (path:count). Filter with glob (`*.rs`) or type (rust, py, js, …).",
+            "category": "file",
+            "tags": ["file", "readonly", "search"],
+            "timeout": 30000,
+            "input": { "type": "object", "properties": {
+                "pattern": { "type": "string", "minLength": 1, "description": "a regular expression (Rust regex syntax)" },
+                "path": { "type": "string", "description": "the directory to search, relative to the working directory (default: all of it)" },
+                "output_mode": { "type": "string", "enum": ["content", "files_with_matches", "count"], "default": "files_with_matches" },
+                "glob": { "type": "string", "description": "only files matching this glob, e.g. `*.rs` or `src/**/*.ts`" },
+                "type": { "type": "string", "description": "only files of this type, as ripgrep names them: rust, py, js, ts, md, …" },
+                "case_insensitive": { "type": "boolean", "default": false },
+                "context": { "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "lines of context around each match (content mode)" },
+                "before": { "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "lines before each match (content mode)" },
+                "after": { "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "lines after each match (content mode)" },
+                "head_limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "the most result lines" } },
+                "required": ["pattern"] },
+            "output": { "type": "object", "properties": {
+                "results": { "type": "array", "items": { "type": "string" } },
+                "truncated": { "type": "boolean", "description": "whether results were cut at head_limit" } },
+                "required": ["results", "truncated"] }
+        })
+    }
+
+    fn aliases(&self) -> &[&'static str] {
+        &["Grep", "file-grep", "file_grep"]
+    }
+
+    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+        let grep = self.clone();
+        // Reading many files is blocking I/O.
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || grep.search(&input))
+                .await
+                .map_err(|e| Error::Engine(format!("grep stopped: {e}")))?
+        })
+    }
+}
