@@ -256,6 +256,15 @@ impl Raw {
         );
     }
 
+    /// Moves the messages already written into [`Raw::early`].
+    fn read_pending(&mut self) {
+        while let Ok(message) = self.lines.try_recv() {
+            if message.get("id").is_some() {
+                self.early.push(message);
+            }
+        }
+    }
+
     /// The message with `id` (answers come in any order; notifications are skipped).
     fn expect_id(&mut self, id: impl Into<Value>) -> Value {
         let id = id.into();
@@ -384,7 +393,6 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
 
     // A runaway call is cut at its deadline while other calls are answered meanwhile.
     let marker = format!("sleep {}", forever_marker());
-    let started = Instant::now();
     raw.call(10, "spin", json!({}));
     raw.call(11, "bomb", json!({}));
     for id in 20..25 {
@@ -398,9 +406,11 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
         let answer = raw.expect_id(id);
         assert_eq!(answer["result"]["structuredContent"]["result"], id * 2);
     }
+    // Answered while spin ran: its answer (at its 3 s deadline) has not come yet.
+    raw.read_pending();
     assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "calculate was answered while spin ran"
+        !raw.early.iter().any(|m| m["id"] == 10),
+        "calculate was answered only after spin ended"
     );
     let bomb = raw.expect_id(11);
     assert_eq!(bomb["result"]["isError"], true, "{bomb}");
@@ -808,4 +818,49 @@ async fn refresh_sees_skills_added_edited_and_removed_by_other_processes() {
     assert!(host.skill("guide").is_none());
     assert!(changes.has_changed().unwrap());
     assert!(!host.refresh().await.unwrap(), "and then nothing more");
+}
+
+#[test]
+fn a_client_cannot_read_outside_a_skill_or_the_working_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let skills = root.path().join("skills");
+    let guide = skills.join("guide");
+    std::fs::create_dir_all(&guide).unwrap();
+    std::fs::write(
+        guide.join("SKILL.md"),
+        "---\nname: guide\ndescription: A guide.\n---\nBody.\n",
+    )
+    .unwrap();
+    let secret = root.path().join("secret.txt");
+    std::fs::write(&secret, "the secret").unwrap();
+    std::os::unix::fs::symlink(&secret, guide.join("leak.md")).unwrap();
+    let mut raw = Raw::start(
+        &root.path().join("home"),
+        &["--skills-dir", skills.to_str().unwrap()],
+    );
+    for (id, uri) in [
+        (1, "skill://guide/../../secret.txt"),
+        (2, "skill://guide/leak.md"),
+        (3, "skill://guide//etc/passwd"),
+        (4, "skill://nope/SKILL.md"),
+    ] {
+        raw.send_line(
+            &json!({ "jsonrpc": "2.0", "id": id, "method": "resources/read", "params": { "uri": uri } })
+                .to_string(),
+        );
+        let answer = raw.expect_id(id);
+        assert!(answer.get("result").is_none(), "{uri}: {answer}");
+        assert!(
+            !answer.to_string().contains("the secret") && !answer.to_string().contains("root:"),
+            "{uri}: {answer}"
+        );
+    }
+    // The file tools stay inside the server's working directory.
+    for (id, tool, pattern, path) in [(5, "grep", "root", "../"), (6, "glob", "*", "/etc")] {
+        raw.call(id, tool, json!({ "pattern": pattern, "path": path }));
+        let answer = raw.expect_id(id);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.starts_with("error[PERMISSION_DENIED]"), "{text}");
+    }
 }

@@ -83,17 +83,7 @@ impl Waiting {
         for procs in cgroup.iter().flat_map(CallCgroup::procs) {
             command.arg("--cgroup").arg(procs);
         }
-        let child = command
-            .current_dir("/")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group, so a timeout kills everything the script started.
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()?;
+        let child = isolated(command.current_dir("/")).spawn()?;
         Ok(Self { child, cgroup })
     }
 
@@ -162,20 +152,14 @@ pub async fn execute(
     let cgroup_protections = cgroup.map(CallCgroup::protections).unwrap_or_default();
     let (mut child, cgroup, job) = match launched {
         None => {
-            let spawned = Command::new(&interpreter)
-                .args(&heap)
-                .arg(script)
-                .args(program.args)
-                .current_dir(workspace.path())
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                // Its own process group, so a timeout kills everything the script started.
-                .process_group(0)
-                .kill_on_drop(true)
-                .spawn();
+            let spawned = isolated(
+                Command::new(&interpreter)
+                    .args(&heap)
+                    .arg(script)
+                    .args(program.args)
+                    .current_dir(workspace.path()),
+            )
+            .spawn();
             match spawned {
                 Ok(child) => (child, None, Vec::new()),
                 Err(e) => {
@@ -482,4 +466,17 @@ mod tests {
         );
         assert_eq!(thrown_message("nothing here"), None);
     }
+}
+
+/// `command` with only `PATH` in its environment, piped stdio, its own process group
+/// (so a timeout kills everything the script started) and killed when dropped.
+fn isolated(command: &mut Command) -> &mut Command {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
 }
