@@ -43,6 +43,10 @@ use crate::skill::kernel::{Fallback, Kernel, KernelConfig, RunOptions, SkillCont
 use crate::skill::registry::{RegisteredSkill, SkillRegistry};
 use crate::tools::Tool;
 
+mod catalogue;
+
+use catalogue::{Loaded, stamp};
+
 /// A skill directory that could not be loaded; the host starts without it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoadError {
@@ -300,13 +304,6 @@ struct Inner {
     config: Config,
 }
 
-/// A skill directory as last loaded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Loaded {
-    stamp: u64,
-    skill: Option<String>,
-}
-
 impl Inner {
     async fn load_dir(&mut self, dir: &Path) -> Result<()> {
         for (path, result) in self.loader.load_all(dir).await? {
@@ -454,102 +451,6 @@ impl Host {
         ))
     }
 
-    /// Rescans the installed skills and the configured skill directories, and loads
-    /// what changed since (installed, uninstalled or edited by another process): a
-    /// long-running host (`evo serve`) calls this to keep its catalogue live. Returns
-    /// whether any skill changed; [`Host::changes`] then ticks.
-    pub async fn refresh(&self) -> Result<bool> {
-        let inner = &self.inner;
-        let mut roots = vec![crate::paths::skills_dir(&inner.data_dir)];
-        roots.extend(inner.config.skill_dirs.iter().cloned());
-        let mut now = BTreeMap::new();
-        for root in roots.iter().filter(|r| r.is_dir()) {
-            for dir in crate::engine::loader::skill_dirs(root)? {
-                let stamp = stamp(&dir);
-                now.insert(dir, stamp);
-            }
-        }
-        let (changed, gone) = {
-            let catalogue = inner
-                .catalogue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let changed: Vec<PathBuf> = now
-                .iter()
-                .filter(|(dir, stamp)| catalogue.get(*dir).is_none_or(|l| l.stamp != **stamp))
-                .map(|(dir, _)| dir.clone())
-                .collect();
-            let gone: Vec<(PathBuf, Option<String>)> = catalogue
-                .iter()
-                .filter(|(dir, _)| !now.contains_key(*dir))
-                .map(|(dir, loaded)| (dir.clone(), loaded.skill.clone()))
-                .collect();
-            (changed, gone)
-        };
-        if changed.is_empty() && gone.is_empty() {
-            return Ok(false);
-        }
-        for (dir, skill) in gone {
-            if let Some(name) = skill {
-                self.registry().unregister(&name);
-                tracing::info!(skill = %name, "removed from the catalogue");
-            }
-            inner
-                .catalogue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&dir);
-        }
-        for dir in changed {
-            let before = inner
-                .catalogue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&dir)
-                .and_then(|l| l.skill.clone());
-            let skill = match inner.loader.load_dir(&dir).await {
-                Ok(skill) => {
-                    let name = skill.meta.name.clone();
-                    self.registry().register(skill);
-                    tracing::info!(skill = %name, "loaded into the catalogue");
-                    Some(name)
-                }
-                Err(e) => {
-                    tracing::warn!("skipped {}: [{}] {e}", dir.display(), e.code());
-                    None
-                }
-            };
-            if let Some(old) = before.filter(|old| skill.as_ref() != Some(old)) {
-                self.registry().unregister(&old);
-            }
-            inner
-                .catalogue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(
-                    dir.clone(),
-                    Loaded {
-                        stamp: stamp(&dir),
-                        skill,
-                    },
-                );
-        }
-        self.changed();
-        Ok(true)
-    }
-
-    /// Ticks whenever the skills change (an install, an uninstall, a [`Host::refresh`]
-    /// that found a change).
-    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.changes.subscribe()
-    }
-
-    fn changed(&self) {
-        self.inner
-            .changes
-            .send_modify(|generation| *generation += 1);
-    }
-
     /// Installs a skill from a ZIP archive or a directory and makes it callable at once.
     pub async fn install(&self, source: &Path, options: InstallOptions<'_>) -> Result<Outcome> {
         let manager = self.manager()?;
@@ -649,27 +550,4 @@ impl Host {
     pub fn load_errors(&self) -> &[LoadError] {
         &self.inner.load_errors
     }
-}
-
-/// What a skill directory looks like now: a hash of its own metadata and of the names,
-/// sizes and modification times of its top-level files. An install (an atomic rename)
-/// or an edit of the manifest, SKILL.md or component changes it.
-fn stamp(dir: &Path) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut describe = |path: &Path| {
-        if let Ok(meta) = std::fs::metadata(path) {
-            path.file_name().hash(&mut hasher);
-            meta.len().hash(&mut hasher);
-            meta.modified().ok().hash(&mut hasher);
-            std::os::unix::fs::MetadataExt::ino(&meta).hash(&mut hasher);
-        }
-    };
-    describe(dir);
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        files.sort();
-        files.iter().for_each(|f| describe(f));
-    }
-    hasher.finish()
 }

@@ -1,0 +1,584 @@
+//! One MCP session's handler: tools, resources, prompts, subscriptions, logging.
+
+// Logging is deprecated by SEP-2577 (2026-07-28), but it is how clients of every
+// revision so far hear a server's log.
+#![allow(
+    deprecated,
+    reason = "MCP logging, deprecated by SEP-2577, is still what clients use"
+)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, Prompt,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::capabilities::{Access, Grant, MemoryAccess};
+use crate::engine::loader::StaticExecutor;
+use crate::error::Error;
+use crate::host::Host;
+use crate::skill::events::{EventSink, RunEvent};
+use crate::skill::executor::ExecutorKind;
+use crate::skill::registry::RegisteredSkill;
+
+use super::{Refusal, Shared};
+
+/// Resources per `resources/list` page.
+pub const RESOURCES_PAGE: usize = 100;
+/// How often a session's change forwarder checks that the session is still open.
+const SESSION_CHECK: Duration = Duration::from_secs(5);
+/// How often a call with a progress token hears that it is still running.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// The largest resource file served whole.
+const MAX_RESOURCE_BYTES: u64 = 16 << 20;
+
+/// One MCP session's handler (a new one per HTTP session; one for stdio).
+#[derive(Debug, Clone)]
+pub struct Server {
+    shared: Arc<Shared>,
+    /// The level the client set with `logging/setLevel` (protocol revisions before
+    /// 2026-07-28); newer clients send it with each request.
+    log_level: Arc<Mutex<Option<LoggingLevelRank>>>,
+}
+
+/// A logging level as a number: debug 0 … emergency 7.
+type LoggingLevelRank = u8;
+
+impl Server {
+    /// A handler for one session.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            log_level: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn tool(&self, skill: &RegisteredSkill) -> Tool {
+        tool_of(skill, &self.shared.host)
+    }
+
+    /// The events of one call, sent to the client: what the skill logs as
+    /// `notifications/message` (at or above `level`), and, with a progress token,
+    /// what it emits as progress.
+    fn events(
+        &self,
+        context: &RequestContext<RoleServer>,
+        level: Option<LoggingLevelRank>,
+        progress: Option<Progress>,
+    ) -> Option<EventSink> {
+        if level.is_none() && progress.is_none() {
+            return None;
+        }
+        let peer = context.peer.clone();
+        Some(EventSink::new(move |event| match event {
+            RunEvent::Log {
+                skill,
+                level: skill_level,
+                message,
+                ..
+            } => {
+                let rank = rank_of_skill_level(skill_level);
+                if level.is_some_and(|min| rank >= min) {
+                    let peer = peer.clone();
+                    let param = LoggingMessageNotificationParam::new(
+                        logging_level(rank),
+                        json!({ "skill": skill, "message": message }),
+                    )
+                    .with_logger(skill);
+                    tokio::spawn(async move {
+                        let _ = peer.notify_logging_message(param).await;
+                    });
+                }
+            }
+            RunEvent::Emit { skill, output, .. } => {
+                if let Some(progress) = &progress {
+                    progress.send(&peer, Some(format!("{skill}: {output}")));
+                }
+            }
+            _ => {}
+        }))
+    }
+}
+
+/// A call's progress notifications: how long it has run, out of its deadline.
+#[derive(Debug, Clone)]
+struct Progress {
+    token: rmcp::model::ProgressToken,
+    started: Instant,
+    total: Duration,
+}
+
+impl Progress {
+    fn send(&self, peer: &rmcp::Peer<RoleServer>, message: Option<String>) {
+        let elapsed = self.started.elapsed().min(self.total);
+        let mut param =
+            ProgressNotificationParam::new(self.token.clone(), elapsed.as_secs_f64() * 1000.0)
+                .with_total(self.total.as_secs_f64() * 1000.0);
+        param.message = Some(message.unwrap_or_else(|| {
+            format!(
+                "running for {:.1} s of at most {:.1} s",
+                elapsed.as_secs_f64(),
+                self.total.as_secs_f64()
+            )
+        }));
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let _ = peer.notify_progress(param).await;
+        });
+    }
+}
+
+fn rank_of(level: LoggingLevel) -> LoggingLevelRank {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn logging_level(rank: LoggingLevelRank) -> LoggingLevel {
+    match rank {
+        0 => LoggingLevel::Debug,
+        1 => LoggingLevel::Info,
+        2 => LoggingLevel::Notice,
+        3 => LoggingLevel::Warning,
+        4 => LoggingLevel::Error,
+        5 => LoggingLevel::Critical,
+        6 => LoggingLevel::Alert,
+        _ => LoggingLevel::Emergency,
+    }
+}
+
+/// A skill's `context.log` level on the MCP scale.
+fn rank_of_skill_level(level: &str) -> LoggingLevelRank {
+    match level {
+        "trace" | "debug" => 0,
+        "info" => 1,
+        "warn" => 3,
+        _ => 4,
+    }
+}
+
+/// The MCP tool for `skill`: its schemas, and hints from what it is granted.
+pub fn tool_of(skill: &RegisteredSkill, host: &Host) -> Tool {
+    let meta = &skill.meta;
+    let input = object_schema(&meta.input).unwrap_or_else(|| {
+        let mut any = JsonObject::new();
+        any.insert("type".into(), json!("object"));
+        any
+    });
+    let mut tool = Tool::new(meta.name.clone(), meta.description.clone(), Arc::new(input));
+    if let Some(output) = object_schema(&meta.output) {
+        tool = tool.with_raw_output_schema(Arc::new(output));
+    }
+    tool.with_annotations(annotations(skill, host))
+}
+
+/// `schema` if it describes a JSON object (what MCP requires of tool schemas).
+fn object_schema(schema: &Value) -> Option<JsonObject> {
+    let object = schema.as_object()?;
+    (object.get("type").and_then(Value::as_str) == Some("object")).then(|| object.clone())
+}
+
+/// What a client may assume of `skill`, from what it is granted: read-only unless it
+/// can write a directory or memory or run programs; open-world when it reaches the
+/// language model.
+pub fn annotations(skill: &RegisteredSkill, host: &Host) -> ToolAnnotations {
+    let grant = Grant::new(
+        &skill.meta.capabilities,
+        host.grants().for_skill(&skill.meta.name),
+    );
+    let writes = grant.dirs.iter().any(|d| d.access == Access::ReadWrite)
+        || grant.memory == MemoryAccess::ReadWrite
+        || MEMORY_WRITERS.contains(&skill.meta.name.as_str());
+    let exec = skill.kind() == ExecutorKind::Native || skill.meta.name == "run_skill_script";
+    let open_world = grant.llm || skill.kind() == ExecutorKind::Llm;
+    ToolAnnotations::new()
+        .read_only(!writes && !exec)
+        .destructive(writes || exec)
+        .open_world(open_world)
+}
+
+/// Built-in tools that write long-term memory.
+const MEMORY_WRITERS: &[&str] = &["memory_store", "memory_forget"];
+
+/// The text a model reads for a failed call: the code, the message (for bad input, the
+/// validation report) and what to do.
+pub fn failure_text(error: &Error) -> String {
+    let mut text = format!("error[{}]: {error}", error.code());
+    if let Some(hint) = error.hint() {
+        text.push_str("\nhint: ");
+        text.push_str(hint);
+    }
+    text
+}
+
+/// The served instruction skills.
+fn instruction_skills(shared: &Shared) -> Vec<Arc<RegisteredSkill>> {
+    shared
+        .served_skills()
+        .into_iter()
+        .filter(|s| s.kind() == ExecutorKind::Static)
+        .collect()
+}
+
+fn files_of(skill: &RegisteredSkill) -> Option<&crate::skill::package::disclosure::SkillFiles> {
+    skill
+        .executor
+        .as_any()
+        .and_then(|any| any.downcast_ref::<StaticExecutor>())
+        .map(StaticExecutor::files)
+}
+
+/// `skill://NAME/PATH` → (NAME, PATH).
+fn parse_uri(uri: &str) -> Option<(&str, &str)> {
+    uri.strip_prefix("skill://")?.split_once('/')
+}
+
+fn unknown_resource(uri: &str) -> McpError {
+    McpError::resource_not_found(
+        format!("no resource {uri}; resources/list shows what this server has"),
+        Some(json!({ "uri": uri })),
+    )
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("evo", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Evo runs these tools in a sandbox: WebAssembly components with time, memory and output limits and only the access the operator granted. Instruction skills are resources (skill://NAME/SKILL.md) and prompts.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self
+            .shared
+            .served_skills()
+            .iter()
+            .map(|s| self.tool(s))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.served(name).map(|s| self.tool(&s))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.as_ref();
+        let Some(skill) = self.shared.served(name) else {
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {name}; tools/list shows the tools this server has"),
+                Some(json!({ "tool": name })),
+            ));
+        };
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let level = context.meta.log_level().map(rank_of).or(*self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner));
+        let progress = context.meta.get_progress_token().map(|token| Progress {
+            token,
+            started: Instant::now(),
+            total: Duration::from_millis(skill.meta.timeout_ms.max(1)),
+        });
+        let events = self.events(&context, level, progress.clone());
+        let heartbeat = progress.map(|progress| {
+            let peer = context.peer.clone();
+            let stop = context.ct.child_token();
+            let guard = stop.clone().drop_guard();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(HEARTBEAT);
+                tick.tick().await;
+                progress.send(&peer, None);
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        _ = tick.tick() => progress.send(&peer, None),
+                    }
+                }
+            });
+            guard
+        });
+        let result = self
+            .shared
+            .call(&skill.meta.name, input, events, &context.ct)
+            .await;
+        drop(heartbeat);
+        match result {
+            Ok(output) => {
+                let text = serde_json::to_string(&output).unwrap_or_default();
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                if output.is_object() {
+                    result.structured_content = Some(output);
+                }
+                Ok(result.into())
+            }
+            Err(Refusal::Failed(error)) => {
+                tracing::debug!(tool = name, code = error.code(), "call failed: {error}");
+                Ok(CallToolResult::error(vec![ContentBlock::text(failure_text(&error))]).into())
+            }
+            Err(Refusal::Cancelled) => Err(McpError::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the call was cancelled",
+                None,
+            )),
+            Err(Refusal::ShuttingDown) => Err(McpError::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the server is shutting down and takes no more calls; reconnect to a running one",
+                None,
+            )),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                McpError::invalid_params(
+                    format!("{cursor:?} is not a cursor this server gave"),
+                    None,
+                )
+            })?,
+        };
+        let mut resources = Vec::new();
+        let mut next = None;
+        let mut index = 0usize;
+        'skills: for skill in instruction_skills(&self.shared) {
+            let Some(files) = files_of(&skill) else {
+                continue;
+            };
+            for file in files.listing() {
+                if index >= start {
+                    if resources.len() == RESOURCES_PAGE {
+                        next = Some(index.to_string());
+                        break 'skills;
+                    }
+                    let mut resource = Resource::new(
+                        format!("skill://{}/{}", skill.meta.name, file.path),
+                        format!("{}/{}", skill.meta.name, file.path),
+                    )
+                    .with_mime_type(file.media_type)
+                    .with_size(file.bytes);
+                    if file.path == "SKILL.md" {
+                        resource = resource.with_description(skill.meta.description.clone());
+                    }
+                    resources.push(resource);
+                }
+                index += 1;
+            }
+        }
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.as_str();
+        let (name, path) = parse_uri(uri).ok_or_else(|| unknown_resource(uri))?;
+        let skill = self
+            .shared
+            .served(name)
+            .filter(|s| s.kind() == ExecutorKind::Static)
+            .ok_or_else(|| unknown_resource(uri))?;
+        let files = files_of(&skill).ok_or_else(|| unknown_resource(uri))?;
+        // Checks the path stays inside the skill and names a file.
+        let resource = files.resource(path).map_err(|_| unknown_resource(uri))?;
+        if resource.bytes > MAX_RESOURCE_BYTES {
+            return Err(McpError::invalid_params(
+                format!(
+                    "{uri} is {} bytes; the most served is {MAX_RESOURCE_BYTES}",
+                    resource.bytes
+                ),
+                None,
+            ));
+        }
+        let full = files.dir().join(&resource.path);
+        let bytes = std::fs::read(&full)
+            .map_err(|e| McpError::internal_error(format!("could not read {uri}: {e}"), None))?;
+        let contents = match String::from_utf8(bytes) {
+            Ok(text) if resource.kind == "text" => ResourceContents::text(text, uri),
+            Ok(text) => ResourceContents::blob(base64_of(text.as_bytes()), uri),
+            Err(e) => ResourceContents::blob(base64_of(e.as_bytes()), uri),
+        }
+        .with_mime_type(resource.media_type);
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts = instruction_skills(&self.shared)
+            .into_iter()
+            .map(|skill| {
+                Prompt::new(
+                    skill.meta.name.clone(),
+                    Some(skill.meta.description.clone()),
+                    None,
+                )
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let name = request.name.as_str();
+        let skill = self
+            .shared
+            .served(name)
+            .filter(|s| s.kind() == ExecutorKind::Static)
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!("Unknown prompt: {name}; prompts/list shows the prompts"),
+                    None,
+                )
+            })?;
+        let files = files_of(&skill).ok_or_else(|| McpError::internal_error("no files", None))?;
+        let instructions = files.instructions().map_err(|e| {
+            McpError::internal_error(format!("could not read {name}'s SKILL.md: {e}"), None)
+        })?;
+        let mut text = format!(
+            "Follow the instructions of the skill \"{}\" ({}). Its files are resources under skill://{}/.\n\n{}",
+            skill.meta.name, skill.meta.description, skill.meta.name, instructions.body
+        );
+        if let Some(args) = request.arguments.filter(|a| !a.is_empty()) {
+            text.push_str("\n\nTask input:\n");
+            text.push_str(&Value::Object(args).to_string());
+        }
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+        result.description = Some(skill.meta.description.clone());
+        Ok(result.into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(rank_of(request.level));
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.shared.host.changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = self.shared.draining.cancelled() => return Ok(()),
+                changed = changes.changed() => if changed.is_err() { return Ok(()) },
+            }
+            let sink = context.sink();
+            let accepted = context.accepted();
+            let sent = async {
+                if accepted.tools_list_changed == Some(true) {
+                    sink.notify_tool_list_changed().await?;
+                }
+                if accepted.resources_list_changed == Some(true) {
+                    sink.notify_resource_list_changed().await?;
+                }
+                if accepted.prompts_list_changed == Some(true) {
+                    sink.notify_prompt_list_changed().await?;
+                }
+                Ok::<(), rmcp::service::SubscriptionSendError>(())
+            };
+            if sent.await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Clients of revisions before 2026-07-28 hear of changes on the session itself.
+        let peer = context.peer;
+        let mut changes = self.shared.host.changes();
+        changes.mark_unchanged();
+        let draining = self.shared.draining.clone();
+        tokio::spawn(async move {
+            // An HTTP session can end without a word; check now and then, so this task
+            // goes with it.
+            let mut check = tokio::time::interval(SESSION_CHECK);
+            loop {
+                tokio::select! {
+                    () = draining.cancelled() => return,
+                    _ = check.tick() => {
+                        if peer.is_transport_closed() {
+                            return;
+                        }
+                        continue;
+                    }
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                if peer.notify_tool_list_changed().await.is_err()
+                    || peer.notify_resource_list_changed().await.is_err()
+                    || peer.notify_prompt_list_changed().await.is_err()
+                {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}

@@ -1,0 +1,166 @@
+//! The `/v1` API's request and response types, and the OpenAPI document generated
+//! from them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// A failed request.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    /// The stable error code, as the CLI prints it.
+    pub code: String,
+    /// What went wrong.
+    pub error: String,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// For input that failed validation: every violation, with a fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<Value>,
+}
+
+/// `GET /v1/health`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    /// `ok`, or `draining` while the server stops.
+    pub status: String,
+    /// Evo's version.
+    pub version: String,
+    /// How many skills are served.
+    pub skills: usize,
+}
+
+/// A served skill.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillSummary {
+    /// Its name: the MCP tool name and the path segment of `/v1/skills/{name}`.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// What runs it: wasm, native, builtin, llm, composite or static.
+    pub kind: String,
+    /// Its version.
+    pub version: String,
+    /// The JSON Schema of its input.
+    pub input_schema: Value,
+    /// The JSON Schema of its output.
+    pub output_schema: Value,
+    /// MCP tool annotations: readOnlyHint, destructiveHint, openWorldHint.
+    pub annotations: Value,
+}
+
+/// `POST /v1/skills/{name}/call`: the skill's output.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CallResult {
+    /// What the skill returned (it matches the skill's output schema).
+    pub output: Value,
+    /// Milliseconds the call took.
+    pub duration_ms: f64,
+}
+
+/// `POST /v1/memory/search`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct MemorySearch {
+    /// What to look for.
+    pub query: String,
+    /// The most hits (1–100, default 5).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// One memory search hit.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryHitBody {
+    /// Stable id.
+    pub id: String,
+    /// The text.
+    pub text: String,
+    /// Relevance in [0, 1].
+    pub score: f32,
+    /// The category.
+    pub category: String,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at: i64,
+}
+
+/// `POST /v1/agent/run`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AgentRun {
+    /// The user's message.
+    pub message: String,
+}
+
+/// The OpenAPI 3.1 document of `/v1`, its schemas generated from the types the
+/// handlers use.
+pub fn openapi_document() -> Value {
+    let mut generator = schemars::generate::SchemaSettings::openapi3()
+        .with(|s| {
+            s.definitions_path = "/components/schemas".into();
+        })
+        .into_generator();
+    let mut refs = serde_json::Map::new();
+    let mut add = |name: &str, schema: schemars::Schema| {
+        refs.insert(name.to_owned(), schema.to_value());
+    };
+    add("ErrorBody", generator.subschema_for::<ErrorBody>());
+    add("Health", generator.subschema_for::<Health>());
+    add("SkillSummary", generator.subschema_for::<SkillSummary>());
+    add("CallResult", generator.subschema_for::<CallResult>());
+    add("MemorySearch", generator.subschema_for::<MemorySearch>());
+    add("MemoryHit", generator.subschema_for::<MemoryHitBody>());
+    add("AgentRun", generator.subschema_for::<AgentRun>());
+    let schemas = generator.take_definitions(true);
+    let r = |name: &str| json!({ "$ref": format!("#/components/schemas/{name}") });
+    let error = |description: &str| json!({ "description": description, "content": { "application/json": { "schema": r("ErrorBody") } } });
+    let ok = |schema: Value| json!({ "description": "OK", "content": { "application/json": { "schema": schema } } });
+    let name =
+        json!([{ "name": "name", "in": "path", "required": true, "schema": { "type": "string" } }]);
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Evo HTTP API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Evo's skills, memory and agent over HTTP. MCP clients use /mcp (streamable HTTP) instead. Errors carry the same codes as the CLI."
+        },
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } }
+        },
+        "security": [{ "bearer": [] }],
+        "paths": {
+            "/v1/health": { "get": { "summary": "Whether the server is up", "responses": { "200": ok(r("Health")) } } },
+            "/v1/skills": { "get": { "summary": "The served skills", "responses": { "200": ok(json!({ "type": "array", "items": r("SkillSummary") })), "401": error("No valid token") } } },
+            "/v1/skills/{name}": { "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillSummary")), "404": error("SKILL_NOT_FOUND") } } },
+            "/v1/skills/{name}/call": { "post": {
+                "summary": "Calls a skill with its input",
+                "parameters": name,
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object" } } } },
+                "responses": {
+                    "200": ok(r("CallResult")),
+                    "400": error("Bad input"),
+                    "404": error("SKILL_NOT_FOUND"),
+                    "422": error("SKILL_VALIDATION_FAILED, with the report"),
+                    "500": error("The skill failed"),
+                    "503": error("The server is shutting down"),
+                    "504": error("TIMEOUT")
+                }
+            } },
+            "/v1/memory/search": { "post": {
+                "summary": "Searches long-term memory",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": r("MemorySearch") } } },
+                "responses": { "200": ok(json!({ "type": "array", "items": r("MemoryHit") })), "400": error("Bad query") }
+            } },
+            "/v1/agent/run": { "post": {
+                "summary": "Runs the agent on a message; its events as Server-Sent Events (skill_call, skill_result, token, done, error, …)",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": r("AgentRun") } } },
+                "responses": {
+                    "200": { "description": "The run's events", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+                    "500": error("No model is configured (LLM_ERROR)")
+                }
+            } }
+        }
+    })
+}

@@ -1,0 +1,160 @@
+//! What every session of one `evo serve` shares: the host, the bound on calls running
+//! at once, the shutdown signals, and the catalogue kept live.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServeSettings;
+use crate::error::Error;
+use crate::host::Host;
+use crate::skill::events::EventSink;
+use crate::skill::registry::RegisteredSkill;
+
+/// How often the catalogue is checked for skills installed, removed or edited by
+/// another process.
+pub const CATALOGUE_POLL: Duration = Duration::from_millis(500);
+/// Catalogue ticks between two writes of the call statistics (10 s).
+pub const STATS_EVERY: u32 = 20;
+
+/// What every session of one `evo serve` shares.
+#[derive(Debug)]
+pub struct Shared {
+    pub(super) host: Host,
+    pub(super) settings: ServeSettings,
+    /// One permit per call allowed to run at once.
+    pub(super) calls: Arc<Semaphore>,
+    /// Cancelled when the server stops taking calls (SIGTERM, stdin closed).
+    pub(super) draining: CancellationToken,
+    /// Cancelled when calls still running must stop now.
+    pub(super) abort: CancellationToken,
+}
+
+impl Shared {
+    /// The shared state of a server over `host`, as `host`'s `[serve]` configures it.
+    pub fn new(host: Host) -> Arc<Self> {
+        let settings = host.config().serve.clone();
+        Arc::new(Self {
+            calls: Arc::new(Semaphore::new(settings.max_calls)),
+            settings,
+            host,
+            draining: CancellationToken::new(),
+            abort: CancellationToken::new(),
+        })
+    }
+
+    /// The host.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// Stops taking calls; those running go on until [`Shared::abort`].
+    pub fn drain(&self) {
+        self.draining.cancel();
+    }
+
+    /// Stops the calls still running.
+    pub fn abort(&self) {
+        self.draining.cancel();
+        self.abort.cancel();
+    }
+
+    /// Whether no call is running.
+    pub fn idle(&self) -> bool {
+        self.calls.available_permits() == self.settings.max_calls
+    }
+
+    /// Keeps the catalogue live until `stop`: refreshes it every [`CATALOGUE_POLL`]
+    /// (which ticks [`Host::changes`] when something changed).
+    /// Also adds the calls made so far to the statistics (`evo skill stats`) every
+    /// [`STATS_EVERY`] ticks and when stopped.
+    pub async fn watch_catalogue(self: Arc<Self>, stop: CancellationToken) {
+        let mut tick = tokio::time::interval(CATALOGUE_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ticks = 0u32;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => {
+                    self.flush_stats().await;
+                    return;
+                }
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = self.host.refresh().await {
+                tracing::warn!("could not rescan the skills: [{}] {e}", e.code());
+            }
+            ticks += 1;
+            if ticks.is_multiple_of(STATS_EVERY) {
+                self.flush_stats().await;
+            }
+        }
+    }
+
+    /// Adds the calls made so far to the statistics in the data directory.
+    pub async fn flush_stats(&self) {
+        let host = self.host.clone();
+        let flushed = tokio::task::spawn_blocking(move || host.flush_stats()).await;
+        if let Ok(Err(e)) = flushed {
+            tracing::warn!("could not record statistics: [{}] {e}", e.code());
+        }
+    }
+
+    /// The served skill called `name` (or an alias of it).
+    pub fn served(&self, name: &str) -> Option<Arc<RegisteredSkill>> {
+        self.host
+            .skill(name)
+            .filter(|skill| skill.is_exposed() && self.settings.serves(&skill.meta.name))
+    }
+
+    /// Every served skill, by name.
+    pub fn served_skills(&self) -> Vec<Arc<RegisteredSkill>> {
+        self.host
+            .skills()
+            .into_iter()
+            .filter(|skill| skill.is_exposed() && self.settings.serves(&skill.meta.name))
+            .collect()
+    }
+
+    /// Runs `name` with `input` for a client: waits for a free slot (or `cancelled`),
+    /// sends what the skill emits and logs to `events`, and stops the call when
+    /// `cancelled` fires or the server aborts.
+    pub async fn call(
+        &self,
+        name: &str,
+        input: Value,
+        events: Option<EventSink>,
+        cancelled: &CancellationToken,
+    ) -> Result<Value, Refusal> {
+        if self.draining.is_cancelled() {
+            return Err(Refusal::ShuttingDown);
+        }
+        let permit = tokio::select! {
+            permit = self.calls.clone().acquire_owned() => permit.map_err(|_| Refusal::ShuttingDown)?,
+            () = cancelled.cancelled() => return Err(Refusal::Cancelled),
+            () = self.draining.cancelled() => return Err(Refusal::ShuttingDown),
+        };
+        let context = self.host.context(events);
+        let call = context.call_full(name, input);
+        let result = tokio::select! {
+            result = call => result.map(|out| out.output).map_err(Refusal::Failed),
+            () = cancelled.cancelled() => Err(Refusal::Cancelled),
+            () = self.abort.cancelled() => Err(Refusal::ShuttingDown),
+        };
+        drop(permit);
+        result
+    }
+}
+
+/// Why a call gave no result.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The skill failed.
+    Failed(Error),
+    /// The client cancelled it.
+    Cancelled,
+    /// The server is stopping.
+    ShuttingDown,
+}
