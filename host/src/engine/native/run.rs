@@ -452,6 +452,19 @@ fn thrown_message(stderr: &str) -> Option<String> {
     })
 }
 
+/// `command` with only `PATH` in its environment, piped stdio, its own process group
+/// (so a timeout kills everything the script started) and killed when dropped.
+fn isolated(command: &mut Command) -> &mut Command {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,17 +479,4 @@ mod tests {
         );
         assert_eq!(thrown_message("nothing here"), None);
     }
-}
-
-/// `command` with only `PATH` in its environment, piped stdio, its own process group
-/// (so a timeout kills everything the script started) and killed when dropped.
-fn isolated(command: &mut Command) -> &mut Command {
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
 }
