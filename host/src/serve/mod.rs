@@ -3,13 +3,13 @@
 //!
 //! Built on the official Rust SDK (`rmcp`). What a client sees:
 //!
-//! - **tools**: every skill [`ServeSettings::serves`] and that is not internal, with its
+//! - **tools**: every skill [`ServeSettings::serves`](crate::config::ServeSettings::serves) and that is not internal, with its
 //!   input and output schemas and annotations derived from what it is granted; results
 //!   as `structuredContent` plus a text block, failures as `isError` results whose text
 //!   carries the code, the message (the validation report for bad input) and a hint;
 //! - **resources and prompts**: instruction skills (SKILL.md) as `skill://NAME/PATH`
 //!   resources, one per file, and as prompts;
-//! - **a live catalogue**: [`Host::refresh`] runs every [`CATALOGUE_POLL`]; a change
+//! - **a live catalogue**: [`Host::refresh`](crate::Host::refresh) runs every [`CATALOGUE_POLL`]; a change
 //!   is announced with `notifications/tools/list_changed` (and the resources and
 //!   prompts ones) on every session;
 //! - **progress, cancellation, logs**: a call with a progress token gets a heartbeat
