@@ -51,6 +51,19 @@
 //! max_llm_rounds = 10
 //! shortlist = 12
 //! intent_recognition = true
+//!
+//! [tools]
+//! locale = "en"                       # en | zh | auto (by LANG): the language of refusals
+//! confirm = "deny"                    # deny | allow: dangerous calls when nobody can be asked
+//! profile = "full"                    # explore | edit | full | admin | one below
+//! history_cap = 100000                # calls kept in the history
+//! bash_allow = ["git", "cargo", "ls"] # replaces the default allowlist
+//! bash_max_timeout_ms = 600000
+//! allowed_hosts = ["github.com"]      # hosts a bash command may name in a URL
+//!
+//! [tools.profiles.reviewer]           # a profile of your own
+//! level = "read_only"                 # read_only | read_write | execute | admin
+//! tools = ["read", "grep", "git"]     # optional: only these
 //! ```
 //!
 //! The environment overrides the file: `EVO_LLM`, `EVO_LLM_BASE_URL`, `EVO_SKILL_DIRS`
@@ -71,6 +84,8 @@ use crate::capabilities::Policy;
 use crate::error::{Error, Result};
 pub use crate::llm::config::LlmSettings;
 pub use crate::skill::kernel::HOW_TO_CONFIGURE_LLM;
+use crate::tools::confirm::ConfirmPolicy;
+use crate::tools::permission::{Locale, Profile};
 
 /// Name of the configuration file in the data directory.
 pub const CONFIG_FILE: &str = "evo.toml";
@@ -228,6 +243,38 @@ impl ServeSettings {
     }
 }
 
+/// The built-in tools' settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolsSettings {
+    /// The language of refusals (`en`, `zh`; `auto` in the file picks by `LANG`).
+    pub locale: Locale,
+    /// What a dangerous call does when nobody can be asked.
+    pub confirm: ConfirmPolicy,
+    /// The profile runs get unless a front end picks one.
+    pub profile: String,
+    /// Calls kept in the history.
+    pub history_cap: u64,
+    /// The commands `bash` may run (every command of a pipeline or chain is checked).
+    pub bash_allow: Vec<String>,
+    /// The longest `timeout` a `bash` call may ask for, ms.
+    pub bash_max_timeout_ms: u64,
+    /// Hosts a `bash` command line may name in a URL.
+    pub allowed_hosts: Vec<String>,
+    /// Profiles defined in `evo.toml`, besides the built-in ones.
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+impl ToolsSettings {
+    /// The profile named `name`: one from `evo.toml`, else a built-in one
+    /// ([`Profile::builtin`]).
+    pub fn profile_named(&self, name: &str) -> Option<Profile> {
+        self.profiles
+            .get(name)
+            .cloned()
+            .or_else(|| Profile::builtin(name))
+    }
+}
+
 /// Calls `evo serve` runs at once unless `serve.max_calls` says otherwise.
 pub const DEFAULT_MAX_SERVE_CALLS: usize = 32;
 /// The largest client message `evo serve` takes unless `serve.max_message_kb` says
@@ -255,6 +302,8 @@ pub struct Config {
     pub agent: AgentSettings,
     /// `evo serve`.
     pub serve: ServeSettings,
+    /// The built-in tools.
+    pub tools: ToolsSettings,
     /// The file read, if any.
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -322,6 +371,19 @@ impl Default for Config {
                 tools: Vec::new(),
                 max_calls: DEFAULT_MAX_SERVE_CALLS,
                 max_message_kb: DEFAULT_MAX_MESSAGE_KB,
+            },
+            tools: ToolsSettings {
+                locale: Locale::En,
+                confirm: ConfirmPolicy::Deny,
+                profile: "full".into(),
+                history_cap: crate::tools::history::DEFAULT_HISTORY_CAP,
+                bash_allow: crate::tools::bash::DEFAULT_ALLOW
+                    .iter()
+                    .map(|c| (*c).to_owned())
+                    .collect(),
+                bash_max_timeout_ms: millis(crate::tools::bash::MAX_TIMEOUT),
+                allowed_hosts: Vec::new(),
+                profiles: BTreeMap::new(),
             },
             file: None,
             provenance: Provenance::default(),

@@ -36,6 +36,19 @@ const MIGRATIONS: &[&str] = &[
         embedding BLOB NOT NULL
     ) STRICT;
     CREATE VIRTUAL TABLE skill_index_fts USING fts5(name UNINDEXED, text);",
+    // 3: the call history (tools::history).
+    "CREATE TABLE tool_history (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at_ms INTEGER NOT NULL,
+        caller TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        status TEXT NOT NULL,
+        duration_ms REAL NOT NULL,
+        error TEXT
+    ) STRICT;
+    CREATE INDEX tool_history_tool ON tool_history (tool, id);",
 ];
 
 /// An open host database.

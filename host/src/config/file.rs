@@ -10,6 +10,8 @@ use serde::Deserialize;
 use super::{Config, Isolation, MAX_POOL_SLOTS, Source};
 use crate::capabilities::{DirPolicy, MemoryAccess, Policy};
 use crate::error::{Error, Result};
+use crate::tools::confirm::ConfirmPolicy;
+use crate::tools::permission::{Locale, Permission, Profile};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,6 +24,28 @@ struct File {
     kernel: Option<KernelFile>,
     agent: Option<AgentFile>,
     serve: Option<ServeFile>,
+    tools: Option<ToolsFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsFile {
+    locale: Option<String>,
+    confirm: Option<ConfirmPolicy>,
+    profile: Option<String>,
+    history_cap: Option<u64>,
+    bash_allow: Option<Vec<String>>,
+    bash_max_timeout_ms: Option<u64>,
+    allowed_hosts: Option<Vec<String>>,
+    #[serde(default)]
+    profiles: BTreeMap<String, ProfileFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    level: String,
+    tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -315,7 +339,54 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, spans, f.max_calls => s.max_calls, "serve.max_calls", 1, 4_096);
         take!(noted, spans, f.max_message_kb => s.max_message_kb, "serve.max_message_kb", 1, 1 << 20);
     }
+    let mut noted_profiles = Vec::new();
+    if let Some(f) = file.tools {
+        let t = &mut config.tools;
+        if let Some(locale) = f.locale {
+            t.locale = Locale::parse(&locale).ok_or_else(|| {
+                spans.invalid(
+                    "tools.locale",
+                    format!("{locale:?} is not a locale; use en, zh or auto"),
+                )
+            })?;
+            noted.push("tools.locale");
+        }
+        take!(noted, f.confirm => t.confirm, "tools.confirm");
+        take!(noted, spans, f.history_cap => t.history_cap, "tools.history_cap", 1, 100_000_000);
+        take!(noted, f.bash_allow => t.bash_allow, "tools.bash_allow");
+        take!(noted, spans, f.bash_max_timeout_ms => t.bash_max_timeout_ms, "tools.bash_max_timeout_ms", 1, 86_400_000);
+        take!(noted, f.allowed_hosts => t.allowed_hosts, "tools.allowed_hosts");
+        for (name, p) in f.profiles {
+            let key = format!("tools.profiles.{name}");
+            let level = Permission::parse(&p.level).ok_or_else(|| {
+                spans.invalid(
+                    &format!("{key}.level"),
+                    format!("{:?} is not a permission level; use read_only, read_write, execute or admin", p.level),
+                )
+            })?;
+            t.profiles.insert(
+                name.clone(),
+                Profile {
+                    name,
+                    level,
+                    tools: p.tools,
+                },
+            );
+            noted_profiles.push(key);
+        }
+        if let Some(profile) = f.profile {
+            if t.profile_named(&profile).is_none() {
+                return Err(spans.invalid(
+                    "tools.profile",
+                    format!("{profile:?} is not a profile; use explore, edit, full, admin or one under [tools.profiles]"),
+                ));
+            }
+            t.profile = profile;
+            noted.push("tools.profile");
+        }
+    }
     note(config, &spans, &noted);
+    note(config, &spans, &noted_profiles);
     Ok(())
 }
 

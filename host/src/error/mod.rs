@@ -259,6 +259,17 @@ pub enum Error {
         name: String,
     },
 
+    /// A call refused before it ran: above the run's permission level, not confirmed, a
+    /// path outside the project, a command outside the allowlist. The message is the
+    /// one the model and the user read (in the configured locale).
+    #[error("{tool}: {message}")]
+    Blocked {
+        /// The tool.
+        tool: String,
+        /// Why, e.g. `智能体无权限调用此工具（需要 read_write，当前仅有 read_only）`.
+        message: String,
+    },
+
     /// A call would go deeper than the call depth limit.
     #[error(
         "{skill}: call depth limit reached ({depth} of {max} frames); a skill is probably calling itself in a loop"
@@ -378,6 +389,7 @@ impl Error {
             Self::Engine(_) => "ENGINE_ERROR",
             Self::SkillNotFound { .. } => "SKILL_NOT_FOUND",
             Self::ToolNotFound { .. } => "TOOL_NOT_FOUND",
+            Self::Blocked { .. } => "TOOL_BLOCKED",
             Self::ScriptNotFound { .. } => "ENOENT",
             Self::InvalidSkillStructure(_) => "INVALID_SKILL_STRUCTURE",
             Self::SkillAlreadyExists { .. } => "SKILL_ALREADY_EXISTS",
@@ -438,6 +450,7 @@ impl Error {
                 | Self::Capability(_)
                 | Self::SkillNotFound { .. }
                 | Self::ToolNotFound { .. }
+                | Self::Blocked { .. }
                 | Self::ScriptNotFound { .. }
                 | Self::InvalidSkillStructure(_)
                 | Self::SkillAlreadyExists { .. }
@@ -489,6 +502,9 @@ impl Error {
             ),
             Self::InvalidSkillStructure(_) => Some(
                 "a skill archive holds one directory named like the skill, with a SKILL.md (name, description) inside",
+            ),
+            Self::Blocked { .. } => Some(
+                "choose a profile that allows the call (`--profile`), confirm it when asked, or keep to the project directory and the allowed commands ([tools] in evo.toml)",
             ),
             Self::SkillDepth { .. } => {
                 Some("look for a skill that calls itself, directly or through another skill")

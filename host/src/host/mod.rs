@@ -44,6 +44,7 @@ use crate::skill::registry::{RegisteredSkill, SkillRegistry};
 use crate::tools::Tool;
 
 mod catalogue;
+mod tools;
 
 use catalogue::{Loaded, stamp};
 
@@ -155,6 +156,7 @@ impl HostBuilder {
         let loader = loader(&config, &data_dir, self.launcher, self.on_compile)?;
         let registry = Arc::new(SkillRegistry::new());
         crate::tools::register_builtins(&registry, ".")?;
+        crate::tools::register_sandboxed(&registry, ".", loader.native(), &config.tools)?;
         crate::tools::register(
             &registry,
             Arc::new(crate::packages::scripts::RunSkillScript::new(
@@ -284,6 +286,8 @@ fn kernel_config(config: &Config) -> KernelConfig {
             _ => Fallback::Throw,
         },
         retry_backoff: std::time::Duration::from_millis(k.retry_backoff_ms),
+        locale: config.tools.locale,
+        confirm: config.tools.confirm,
     }
 }
 
@@ -360,8 +364,13 @@ impl Host {
     /// The root context of a new run whose events go to `events`: for callers that
     /// make several calls in one run (sharing scratch and the input-attempt count).
     pub fn context(&self, events: Option<EventSink>) -> SkillContext {
+        let profile = self
+            .config()
+            .tools
+            .profile_named(&self.config().tools.profile);
         self.inner.kernel.context(RunOptions {
             events,
+            profile,
             ..RunOptions::default()
         })
     }
@@ -483,7 +492,14 @@ impl Host {
 
     /// Uninstalls skill `name`; it is no longer callable.
     pub fn uninstall(&self, name: &str) -> Result<Outcome> {
-        let outcome = self.manager()?.uninstall_skill(name)?;
+        let mut outcome = self.manager()?.uninstall_skill(name)?;
+        for profile in self.profiles_listing(name) {
+            let warning = format!(
+                "profile {profile:?} lists {name}; its agents can no longer call it (remove it from [tools.profiles.{profile}] tools)"
+            );
+            tracing::warn!("{warning}");
+            outcome.warnings.push(warning);
+        }
         self.registry().unregister(name);
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(name);
         self.inner
@@ -503,7 +519,9 @@ impl Host {
     /// Adds the calls made so far to the statistics in the data directory.
     pub fn flush_stats(&self) -> Result<()> {
         let mut db = Db::open(&self.inner.data_dir)?;
-        self.inner.kernel.stats().flush(&mut db)
+        let stats = self.inner.kernel.stats().flush(&mut db);
+        self.flush_history(&mut db)?;
+        stats
     }
 
     /// The kernel (registry, configuration, statistics).

@@ -53,6 +53,9 @@ pub struct Outcome {
     /// For an install: what was installed, including the capabilities it asks for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skill: Option<InstallRecord>,
+    /// What the user should know: e.g. profiles that list an uninstalled tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// How to install.
@@ -220,6 +223,7 @@ impl SkillManager {
             message: "Skill installed successfully".into(),
             digest: Some(record.digest.clone()),
             skill: Some(record),
+            warnings: Vec::new(),
         })
     }
 
@@ -352,6 +356,7 @@ impl SkillManager {
             message: "Skill uninstalled successfully".into(),
             digest: None,
             skill: None,
+            warnings: Vec::new(),
         })
     }
 

@@ -123,6 +123,7 @@ impl Tool for RunSkillScript {
             .saturating_add(GRACE_MS);
         json!({
             "name": NAME,
+            "permission": "execute",
             "description": "Runs one of an instruction skill's helper scripts (a path under its scripts/: .py with python3, .sh with bash, .js with node) with arguments, in a sandbox that sees only the skill's files and a scratch directory, and returns its stdout, stderr and exit code. Only for skills the operator allowed to run scripts.",
             "category": "skills",
             "tags": ["skills", "exec"],

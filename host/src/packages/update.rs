@@ -71,6 +71,7 @@ impl SkillManager {
             message: "Description updated".into(),
             digest: None,
             skill: None,
+            warnings: Vec::new(),
         })
     }
 }

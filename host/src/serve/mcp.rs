@@ -23,13 +23,14 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::capabilities::{Access, Grant, MemoryAccess};
+use crate::capabilities::Grant;
 use crate::engine::loader::StaticExecutor;
 use crate::error::Error;
 use crate::host::Host;
 use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::ExecutorKind;
 use crate::skill::registry::RegisteredSkill;
+use crate::tools::permission::Permission;
 
 use super::{Refusal, Shared};
 
@@ -195,27 +196,20 @@ fn object_schema(schema: &Value) -> Option<JsonObject> {
     (object.get("type").and_then(Value::as_str) == Some("object")).then(|| object.clone())
 }
 
-/// What a client may assume of `skill`, from what it is granted: read-only unless it
-/// can write a directory or memory or run programs; open-world when it reaches the
-/// language model.
+/// What a client may assume of `skill`, from its permission level: read-only only
+/// at `read_only`, destructive above it; open-world when it reaches the language model.
 pub fn annotations(skill: &RegisteredSkill, host: &Host) -> ToolAnnotations {
     let grant = Grant::new(
         &skill.meta.capabilities,
         host.grants().for_skill(&skill.meta.name),
     );
-    let writes = grant.dirs.iter().any(|d| d.access == Access::ReadWrite)
-        || grant.memory == MemoryAccess::ReadWrite
-        || MEMORY_WRITERS.contains(&skill.meta.name.as_str());
-    let exec = skill.kind() == ExecutorKind::Native || skill.meta.name == "run_skill_script";
+    let read_only = skill.permission() == Permission::ReadOnly;
     let open_world = grant.llm || skill.kind() == ExecutorKind::Llm;
     ToolAnnotations::new()
-        .read_only(!writes && !exec)
-        .destructive(writes || exec)
+        .read_only(read_only)
+        .destructive(!read_only)
         .open_world(open_world)
 }
-
-/// Built-in tools that write long-term memory.
-const MEMORY_WRITERS: &[&str] = &["memory_store", "memory_forget"];
 
 /// The text a model reads for a failed call: the code, the message (for bad input, the
 /// validation report) and what to do.

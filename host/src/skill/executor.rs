@@ -126,6 +126,12 @@ pub trait Executor: Send + Sync + fmt::Debug {
         false
     }
 
+    /// The level this call needs, when it depends on the input (`git status` reads,
+    /// `git commit` writes); `None` for the skill's own level.
+    fn permission_for(&self, _input: &Value) -> Option<crate::tools::permission::Permission> {
+        None
+    }
+
     /// The executor as [`Any`](std::any::Any), for callers that need a concrete kind
     /// (e.g. to show a Wasm skill's grant); `None` unless the executor opts in.
     fn as_any(&self) -> Option<&dyn std::any::Any> {

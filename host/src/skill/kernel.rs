@@ -44,6 +44,9 @@ use super::registry::{RegisteredSkill, SkillRegistry};
 use super::stats::Stats;
 use super::validate::{Direction, ValidationReport};
 use crate::error::{Error, FailureKind, Result};
+use crate::tools::confirm::{ConfirmPolicy, Confirmation, Confirmer};
+use crate::tools::history::{History, Record, Status};
+use crate::tools::permission::{self, Locale, Profile};
 
 /// How to configure a language model, for messages that find none.
 pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
@@ -93,13 +96,18 @@ pub struct KernelConfig {
     pub fallback: Fallback,
     /// First retry wait (see [`DEFAULT_RETRY_BACKOFF`]).
     pub retry_backoff: Duration,
+    /// The language of refusals (permission, confirmation, paths, allowlist).
+    pub locale: Locale,
+    /// What a dangerous call does in a run without a confirmer.
+    pub confirm: ConfirmPolicy,
 }
 
 impl Default for KernelConfig {
     /// - depth limit [`DEFAULT_MAX_DEPTH`],
     /// - [`DEFAULT_MAX_INPUT_ATTEMPTS`] and [`DEFAULT_MAX_OUTPUT_ATTEMPTS`],
     /// - [`Fallback::Throw`],
-    /// - retries after [`DEFAULT_RETRY_BACKOFF`], doubling up to [`MAX_RETRY_BACKOFF`].
+    /// - retries after [`DEFAULT_RETRY_BACKOFF`], doubling up to [`MAX_RETRY_BACKOFF`],
+    /// - English refusals, dangerous calls denied without a confirmer.
     fn default() -> Self {
         Self {
             max_depth: DEFAULT_MAX_DEPTH,
@@ -107,6 +115,8 @@ impl Default for KernelConfig {
             max_output_attempts: DEFAULT_MAX_OUTPUT_ATTEMPTS,
             fallback: Fallback::Throw,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
+            locale: Locale::En,
+            confirm: ConfirmPolicy::Deny,
         }
     }
 }
@@ -135,6 +145,7 @@ pub struct Kernel {
     llm: Option<Arc<dyn Llm>>,
     memory: Option<Arc<dyn Memory>>,
     stats: Arc<Stats>,
+    history: Arc<History>,
 }
 
 impl Kernel {
@@ -146,6 +157,7 @@ impl Kernel {
             llm: None,
             memory: None,
             stats: Arc::new(Stats::default()),
+            history: Arc::new(History::default()),
         }
     }
 
@@ -193,6 +205,11 @@ impl Kernel {
         &self.stats
     }
 
+    /// Calls recorded since the last flush of the history.
+    pub fn history(&self) -> &Arc<History> {
+        &self.history
+    }
+
     /// The root context of a new run.
     pub fn context(self: &Arc<Self>, options: RunOptions) -> SkillContext {
         SkillContext {
@@ -201,6 +218,9 @@ impl Kernel {
                 task_id: options.task_id.unwrap_or_else(new_task_id),
                 scratch: options.scratch.unwrap_or_default(),
                 events: options.events,
+                caller: options.caller.unwrap_or_else(|| "root".into()),
+                profile: options.profile.unwrap_or_default(),
+                confirmer: options.confirmer,
                 input_failures: std::sync::Mutex::default(),
             }),
             depth: 0,
@@ -225,6 +245,13 @@ pub struct RunOptions {
     pub scratch: Option<Scratch>,
     /// Where events go; dropped when `None`.
     pub events: Option<EventSink>,
+    /// Who runs it (`cli`, `agent`, `mcp`, an agent's id), for the history; `root`
+    /// when `None`.
+    pub caller: Option<String>,
+    /// What the run may call; [`Profile::default`] (`full`) when `None`.
+    pub profile: Option<Profile>,
+    /// Who confirms dangerous calls; the host's [`ConfirmPolicy`] decides when `None`.
+    pub confirmer: Option<Arc<dyn Confirmer>>,
 }
 
 #[derive(Debug)]
@@ -232,6 +259,9 @@ struct Run {
     task_id: String,
     scratch: Scratch,
     events: Option<EventSink>,
+    caller: String,
+    profile: Profile,
+    confirmer: Option<Arc<dyn Confirmer>>,
     /// Gate-1 failures per skill in this run: a caller (a model) gets
     /// `max_input_attempts` tries to fix its arguments, then the run stops.
     input_failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
@@ -356,23 +386,87 @@ impl SkillContext {
     /// Calls skill `name` with `input` and returns everything it produced.
     pub async fn call_full(&self, name: &str, input: Value) -> Result<SkillOutput> {
         let started = Instant::now();
-        let config = &self.kernel.config;
-        if self.depth >= config.max_depth {
+        let at_ms = crate::unix_millis() as i64;
+        let skill = match self.lookup(name) {
+            Ok(skill) => skill,
+            Err(e) => return Err(e),
+        };
+        let name = skill.meta.name.as_str();
+        let arguments = crate::tools::history::redact(&input);
+        let result = self.gated(&skill, input, started).await;
+        let status = match &result {
+            Ok(_) => Status::Success,
+            Err(Error::Blocked { .. }) => Status::Blocked,
+            Err(_) => Status::Error,
+        };
+        self.kernel.history.record(Record {
+            id: 0,
+            at_ms,
+            caller: self
+                .parent
+                .as_deref()
+                .unwrap_or(&self.run.caller)
+                .to_owned(),
+            task_id: self.run.task_id.clone(),
+            tool: name.to_owned(),
+            arguments,
+            status,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            error: result.as_ref().err().map(|e| format!("[{}] {e}", e.code())),
+        });
+        result
+    }
+
+    fn lookup(&self, name: &str) -> Result<Arc<RegisteredSkill>> {
+        let max = self.kernel.config.max_depth;
+        if self.depth >= max {
             return Err(Error::SkillDepth {
                 skill: name.to_owned(),
                 depth: self.depth,
-                max: config.max_depth,
+                max,
             });
         }
-        let skill = self
-            .kernel
+        self.kernel
             .registry
             .get(name)
             .ok_or_else(|| Error::SkillNotFound {
                 name: name.to_owned(),
-            })?;
-        let name = skill.meta.name.as_str();
+            })
+    }
 
+    /// The run's profile's verdict on calling `skill` with `input`.
+    fn permit(&self, skill: &RegisteredSkill, input: &Value) -> Result<()> {
+        let profile = &self.run.profile;
+        let locale = self.kernel.config.locale;
+        let name = &skill.meta.name;
+        let message = if !profile.lists(name, &self.kernel.registry.aliases_of(name)) {
+            permission::unlisted_message(locale, name, &profile.name)
+        } else {
+            let needed = skill.permission_for(input);
+            if needed <= profile.level {
+                return Ok(());
+            }
+            permission::blocked_message(locale, needed, profile.level)
+        };
+        tracing::warn!(target: "evo::security", tool = %name, profile = %profile.name, "blocked: {message}");
+        Err(Error::Blocked {
+            tool: name.clone(),
+            message,
+        })
+    }
+
+    async fn gated(
+        &self,
+        skill: &Arc<RegisteredSkill>,
+        input: Value,
+        started: Instant,
+    ) -> Result<SkillOutput> {
+        let config = &self.kernel.config;
+        let name = skill.meta.name.as_str();
+        if let Err(e) = self.permit(skill, &input) {
+            self.kernel.stats.record(name, false, started.elapsed());
+            return Err(e);
+        }
         let mut input = input;
         skill.input_schema().apply_defaults(&mut input);
         let violations = skill.input_schema().check(&input);
@@ -397,8 +491,8 @@ impl SkillContext {
             depth: self.depth + 1,
             parent: Some(name.into()),
         };
-        let result = match execute_with_retry(&skill, input, child).await {
-            Ok(out) => check_output(&skill, out),
+        let result = match execute_with_retry(skill, input, child).await {
+            Ok(out) => check_output(skill, out),
             Err(e) => Err(e),
         };
         let elapsed = started.elapsed();
@@ -408,6 +502,55 @@ impl SkillContext {
             Err(e) => self.emit(RunEvent::skill_failed(name, e, elapsed)),
         }
         result
+    }
+
+    /// The language refusals are written in.
+    pub fn locale(&self) -> Locale {
+        self.kernel.config.locale
+    }
+
+    /// The run's profile.
+    pub fn profile(&self) -> &Profile {
+        &self.run.profile
+    }
+
+    /// Asks the run's confirmer whether the dangerous call `request` describes may go
+    /// ahead; without one, the host's [`ConfirmPolicy`] answers. A refusal is
+    /// [`Error::Blocked`].
+    pub async fn confirm(&self, request: Confirmation) -> Result<()> {
+        let zh = self.locale() == Locale::Zh;
+        let refusal = match &self.run.confirmer {
+            Some(confirmer) => {
+                if confirmer.confirm(&request).await {
+                    return Ok(());
+                }
+                if zh {
+                    format!(
+                        "用户拒绝了此操作（风险{}）：{}",
+                        request.risk, request.warning
+                    )
+                } else {
+                    format!(
+                        "the user declined ({} risk): {}",
+                        request.risk, request.warning
+                    )
+                }
+            }
+            None if self.kernel.config.confirm == ConfirmPolicy::Allow => return Ok(()),
+            None if zh => format!(
+                "此操作需要用户确认（风险{}）：{}；当前无法询问用户",
+                request.risk, request.warning
+            ),
+            None => format!(
+                "this needs the user's confirmation ({} risk: {}) and nobody can be asked here; run it interactively, or set [tools] confirm = \"allow\" in evo.toml",
+                request.risk, request.warning
+            ),
+        };
+        tracing::warn!(target: "evo::security", tool = %request.tool, "not confirmed: {refusal}");
+        Err(Error::Blocked {
+            tool: request.tool,
+            message: refusal,
+        })
     }
 }
 

@@ -26,7 +26,9 @@ use serde_json::Value;
 use super::executor::{Executor, ExecutorKind};
 use super::meta::{Problem, SkillMeta};
 use super::validate::Schema;
+use crate::capabilities::{Access, MemoryAccess};
 use crate::error::{Error, Result};
+use crate::tools::permission::Permission;
 
 /// Tag that keeps a skill out of the model's tool list and system prompt: internal
 /// skills are not exposed to the user's conversation.
@@ -88,6 +90,30 @@ impl RegisteredSkill {
     /// The executor's kind.
     pub fn kind(&self) -> ExecutorKind {
         self.executor.kind()
+    }
+
+    /// The level the worst call of this skill needs: what its manifest declares, but
+    /// never less than its kind and requested capabilities imply (a native script
+    /// executes; a skill that asks to write a directory or memory writes).
+    pub fn permission(&self) -> Permission {
+        let caps = &self.meta.capabilities;
+        let implied = if self.kind() == ExecutorKind::Native {
+            Permission::Execute
+        } else if caps.dirs.iter().any(|d| d.access == Access::ReadWrite)
+            || caps.memory == MemoryAccess::ReadWrite
+        {
+            Permission::ReadWrite
+        } else {
+            Permission::ReadOnly
+        };
+        self.meta.permission.unwrap_or_default().max(implied)
+    }
+
+    /// The level one call with `input` needs (at most [`permission`](Self::permission)).
+    pub fn permission_for(&self, input: &Value) -> Permission {
+        self.executor
+            .permission_for(input)
+            .map_or_else(|| self.permission(), |p| p.min(self.permission()))
     }
 
     /// This skill as a tool for the model (name, description, input schema).
@@ -163,6 +189,19 @@ impl SkillRegistry {
         self.write()
             .aliases
             .insert(alias.to_owned(), name.to_owned());
+    }
+
+    /// The aliases of skill `name`, sorted.
+    pub fn aliases_of(&self, name: &str) -> Vec<String> {
+        let mut aliases: Vec<String> = self
+            .read()
+            .aliases
+            .iter()
+            .filter(|(_, target)| *target == name)
+            .map(|(alias, _)| alias.clone())
+            .collect();
+        aliases.sort();
+        aliases
     }
 
     /// Removes the skill `name` and its aliases, returning it.

@@ -27,6 +27,7 @@ fn manifests() -> [Value; 3] {
         }),
         json!({
             "name": "memory_store",
+            "permission": "read_write",
             "description": "保存重要信息到长期记忆。只在用户明确要求记住或信息确实重要时使用。",
             "category": "memory",
             "input": { "type": "object", "properties": {
@@ -39,6 +40,7 @@ fn manifests() -> [Value; 3] {
         }),
         json!({
             "name": "memory_forget",
+            "permission": "read_write",
             "description": "删除记忆中的指定内容。当用户明确要求遗忘或删除某些信息时使用。",
             "category": "memory",
             "input": { "type": "object", "properties": {

@@ -39,11 +39,22 @@
 //! }
 //! ```
 
+pub mod bash;
 pub mod calculate;
+pub mod confirm;
+pub mod edit;
+pub mod git;
 pub mod glob;
 pub mod grep;
+pub mod history;
 pub mod memory;
+pub mod permission;
+pub mod project;
 pub mod read;
+pub mod registry;
+pub mod search;
+pub mod shell;
+pub mod write;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -57,6 +68,7 @@ use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::SkillContext;
 use crate::skill::meta::SkillMeta;
 use crate::skill::registry::{RegisteredSkill, SkillRegistry};
+use permission::Permission;
 
 /// A skill written in Rust and run in-process.
 pub trait Tool: Send + Sync + fmt::Debug + 'static {
@@ -67,6 +79,12 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
     /// Other names the tool answers to.
     fn aliases(&self) -> &[&'static str] {
         &[]
+    }
+
+    /// The level one call with `input` needs, when it depends on the input (at most the
+    /// manifest's `permission`); `None` for the manifest's level.
+    fn permission_for(&self, _input: &Value) -> Option<Permission> {
+        None
     }
 
     /// Runs the tool on `input`, which has passed the input schema (defaults applied).
@@ -105,19 +123,49 @@ impl Executor for ToolExecutor {
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
         Box::pin(async move { self.0.call(input, ctx).await.map(SkillOutput::from) })
     }
+
+    fn permission_for(&self, input: &Value) -> Option<Permission> {
+        self.0.permission_for(input)
+    }
 }
 
-/// Registers every built-in tool in `registry`: `read` (confined to `root`), `calculate`,
-/// and the memory tools. The one place a host's own tools are registered.
+/// Registers every built-in tool that needs no sandbox in `registry`: the file tools
+/// (`read`, `write`, `edit`, `glob`, `grep`, `search`, confined to the project at
+/// `root`), `calculate`, and the memory tools.
 pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> Result<()> {
     let root = root.into();
     BuiltinTools::new(root.clone()).register(registry)?;
+    register(registry, Arc::new(write::Write::new(root.clone())))?;
+    register(registry, Arc::new(edit::Edit::new(root.clone())))?;
     register(registry, Arc::new(glob::Glob::new(root.clone())))?;
-    register(registry, Arc::new(grep::Grep::new(root)))?;
+    register(registry, Arc::new(grep::Grep::new(root.clone())))?;
+    register(registry, Arc::new(search::Search::new(root)))?;
     for tool in memory::tools() {
         register(registry, Arc::new(tool))?;
     }
     Ok(())
+}
+
+/// Registers the tools that run programs in `sandbox` (`bash`, `git`) for the project at
+/// `root`, as `settings` configure them.
+pub fn register_sandboxed(
+    registry: &SkillRegistry,
+    root: impl Into<PathBuf>,
+    sandbox: &crate::engine::native::NativeSandbox,
+    settings: &crate::config::ToolsSettings,
+) -> Result<()> {
+    let root = root.into();
+    register(
+        registry,
+        Arc::new(bash::Bash::new(
+            root.clone(),
+            sandbox.clone(),
+            settings.bash_allow.clone(),
+            settings.allowed_hosts.clone(),
+            std::time::Duration::from_millis(settings.bash_max_timeout_ms),
+        )),
+    )?;
+    register(registry, Arc::new(git::Git::new(root, sandbox.clone())))
 }
 
 /// `read` and `calculate`, reading files under one root directory.

@@ -280,12 +280,13 @@ impl NativeSandbox {
         let skill_dir = script.parent().and_then(Path::parent).unwrap_or(script);
         let program = run::Program {
             interpreter: &self.config.node,
-            script,
+            script: Some(script),
             args: &[],
             skill_dir,
+            workspace: None,
             stdin: input.to_string().into_bytes(),
         };
-        self.run(program, timeout).await
+        self.run(program, timeout, self.config.output_cap).await
     }
 
     /// Runs a helper script of the skill in `skill_dir` (`scripts/fill.py`, …) with
@@ -312,15 +313,59 @@ impl NativeSandbox {
         };
         let program = run::Program {
             interpreter: &interpreter,
-            script,
+            script: Some(script),
             args,
             skill_dir,
+            workspace: None,
             stdin: Vec::new(),
         };
-        self.run(program, self.config.timeout).await
+        self.run(program, self.config.timeout, self.config.output_cap)
+            .await
     }
 
-    async fn run(&self, program: run::Program<'_>, timeout: Duration) -> Result<ExecutionResult> {
+    /// Runs `command` with `bash -c` in `workspace` (writable, and where it starts), in
+    /// the same sandbox as a native skill: no network, nothing else writable, the whole
+    /// process group killed at `timeout` or when the call is dropped, output capped at
+    /// `output_cap` bytes.
+    pub async fn run_shell(
+        &self,
+        workspace: &Path,
+        command: &str,
+        timeout: Duration,
+        output_cap: usize,
+    ) -> Result<ExecutionResult> {
+        let args = ["-c".to_owned(), command.to_owned()];
+        self.run_in(workspace, Path::new("bash"), &args, timeout, output_cap)
+            .await
+    }
+
+    /// Runs `program` (looked up on `PATH` when it has no directory) with `args` in
+    /// `workspace`, as [`run_shell`](Self::run_shell) runs a command line.
+    pub async fn run_in(
+        &self,
+        workspace: &Path,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+        output_cap: usize,
+    ) -> Result<ExecutionResult> {
+        let program = run::Program {
+            interpreter: program,
+            script: None,
+            args,
+            skill_dir: workspace,
+            workspace: Some(workspace),
+            stdin: Vec::new(),
+        };
+        self.run(program, timeout, output_cap).await
+    }
+
+    async fn run(
+        &self,
+        program: run::Program<'_>,
+        timeout: Duration,
+        output_cap: usize,
+    ) -> Result<ExecutionResult> {
         if self.config.require_isolation
             && IsolationLevel::of(&self.isolation().await) == IsolationLevel::ProcessLimits
         {
@@ -336,6 +381,7 @@ impl NativeSandbox {
         let waiting = self.take_warm();
         let config = NativeConfig {
             timeout,
+            output_cap,
             ..(*self.config).clone()
         };
         Ok(run::execute(&config, program, waiting).await)

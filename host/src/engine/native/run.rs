@@ -34,12 +34,15 @@ pub struct Program<'a> {
     /// The interpreter (`node`, `python3`, `bash`, `sh`), looked up on `PATH` when it
     /// has no directory.
     pub interpreter: &'a Path,
-    /// The script, absolute.
-    pub script: &'a Path,
+    /// The script (`None` when `args` say what to run, as `bash -c …`).
+    pub script: Option<&'a Path>,
     /// Its arguments.
     pub args: &'a [String],
     /// The skill's directory, visible read-only.
     pub skill_dir: &'a Path,
+    /// The one writable directory, which it starts in: a fresh temporary directory,
+    /// removed afterwards, when `None`.
+    pub workspace: Option<&'a Path>,
     /// What it reads on stdin.
     pub stdin: Vec<u8>,
 }
@@ -56,9 +59,10 @@ pub async fn execute_script(
         config,
         Program {
             interpreter: &config.node,
-            script,
+            script: Some(script),
             args: &[],
             skill_dir,
+            workspace: None,
             stdin: input.to_string().into_bytes(),
         },
         None,
@@ -102,7 +106,6 @@ pub async fn execute(
     program: Program<'_>,
     waiting: Option<Waiting>,
 ) -> ExecutionResult {
-    let script = program.script;
     let started = Instant::now();
     let failed = |error: String, started: Instant| ExecutionResult {
         success: false,
@@ -114,19 +117,24 @@ pub async fn execute(
         protections: base_protections(),
     };
     // The script runs from its workspace, so it is named absolutely.
-    let script = &script.canonicalize().unwrap_or_else(|_| script.to_owned());
-    // Removed when dropped, whatever happens below.
-    let workspace = match tempfile::Builder::new()
-        .prefix("skill-workspace-")
-        .tempdir()
-    {
-        Ok(dir) => dir,
-        Err(e) => {
-            return failed(
-                format!("Failed to spawn process: no workspace: {e}"),
-                started,
-            );
-        }
+    let script = program
+        .script
+        .map(|script| script.canonicalize().unwrap_or_else(|_| script.to_owned()));
+    let workspace = match program.workspace {
+        Some(dir) => Workspace::Given(dir.to_owned()),
+        // Removed when dropped, whatever happens below.
+        None => match tempfile::Builder::new()
+            .prefix("skill-workspace-")
+            .tempdir()
+        {
+            Ok(dir) => Workspace::Temporary(dir),
+            Err(e) => {
+                return failed(
+                    format!("Failed to spawn process: no workspace: {e}"),
+                    started,
+                );
+            }
+        },
     };
     let interpreter = resolve(program.interpreter);
     let spawn_failed =
@@ -155,7 +163,7 @@ pub async fn execute(
             let spawned = isolated(
                 Command::new(&interpreter)
                     .args(&heap)
-                    .arg(script)
+                    .args(&script)
                     .args(program.args)
                     .current_dir(workspace.path()),
             )
@@ -181,7 +189,7 @@ pub async fn execute(
             }
             let mut argv = vec![bytes(&interpreter)];
             argv.extend(heap.iter().map(|h| h.as_bytes().to_vec()));
-            argv.push(bytes(script));
+            argv.extend(script.as_deref().map(bytes));
             argv.extend(program.args.iter().map(|a| a.as_bytes().to_vec()));
             let job = confine::Job {
                 workspace: bytes(workspace.path()),
@@ -297,6 +305,23 @@ pub async fn execute(
         duration: millis(started),
         error,
         protections,
+    }
+}
+
+/// Where a program runs.
+enum Workspace {
+    /// A directory the caller owns (the project, for `bash`).
+    Given(std::path::PathBuf),
+    /// A fresh one, removed when dropped.
+    Temporary(tempfile::TempDir),
+}
+
+impl Workspace {
+    fn path(&self) -> &Path {
+        match self {
+            Self::Given(dir) => dir,
+            Self::Temporary(dir) => dir.path(),
+        }
     }
 }
 

@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use super::template::{self, Template};
 use crate::capabilities::{Access, DirRequest, MemoryAccess, RequestedCapabilities};
+use crate::tools::permission::Permission;
 
 /// Default `timeout`: 30 s per call.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -88,6 +89,22 @@ pub struct RawMeta {
     pub output_mapping: Option<Value>,
     /// See [`SkillMeta::prompt`].
     pub prompt: Option<String>,
+    /// See [`SkillMeta::permission`].
+    pub permission: Option<Value>,
+    /// See [`SkillMeta::examples`].
+    pub examples: Option<Value>,
+    /// See [`SkillMeta::notes`].
+    pub notes: Option<Vec<String>>,
+}
+
+/// One example call of a skill, shown in its descriptor and run by the tests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// What the example shows.
+    pub description: String,
+    /// The arguments.
+    pub input: Value,
 }
 
 /// One step of a composite skill's pipeline.
@@ -157,6 +174,17 @@ pub struct SkillMeta {
     /// An llm skill's prompt given inline instead of in `prompt.md`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// The level the skill declares (`read_only`, `read_write`, `execute`, `admin`); the
+    /// effective level is never below what its capabilities imply
+    /// ([`RegisteredSkill::permission`](crate::skill::registry::RegisteredSkill::permission)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission: Option<Permission>,
+    /// Example calls.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
+    /// Limits, performance and security notes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Whether `name` is a valid skill name.
@@ -314,6 +342,45 @@ impl SkillMeta {
             ));
         }
 
+        let permission = match raw.permission {
+            None => None,
+            Some(v) => {
+                let level = v.as_str().and_then(Permission::parse);
+                if level.is_none() {
+                    problems.push(problem(
+                        "permission",
+                        format!("{v} is not a permission level"),
+                        "use \"read_only\", \"read_write\", \"execute\" or \"admin\"",
+                    ));
+                }
+                level
+            }
+        };
+        let examples = match raw.examples {
+            None => Vec::new(),
+            Some(v) => match serde_json::from_value::<Vec<Example>>(v) {
+                Ok(examples) => {
+                    for (i, example) in examples.iter().enumerate() {
+                        if !example.input.is_object() {
+                            problems.push(problem(
+                                &format!("examples[{i}].input"),
+                                "is not an object",
+                                "give the example's arguments as a JSON object",
+                            ));
+                        }
+                    }
+                    examples
+                }
+                Err(e) => {
+                    problems.push(problem(
+                        "examples",
+                        e.to_string(),
+                        "write a list of { \"description\": \"…\", \"input\": { … } }",
+                    ));
+                    Vec::new()
+                }
+            },
+        };
         if problems.is_empty() {
             Ok(Self {
                 name,
@@ -333,6 +400,9 @@ impl SkillMeta {
                 pipeline,
                 output_mapping,
                 prompt: raw.prompt,
+                permission,
+                examples,
+                notes: raw.notes.unwrap_or_default(),
             })
         } else {
             Err(problems)

@@ -1,0 +1,271 @@
+//! `bash` (alias `Bash`): runs a command line in the project directory, in the native
+//! sandbox, and returns its stdout, stderr and exit code.
+//!
+//! Before anything runs, every command of the line (each side of a pipe, each part of a
+//! `;`/`&&`/`||` chain, each `$(…)`) must be in the allowlist ([`DEFAULT_ALLOW`], or
+//! `[tools] bash_allow`), else the call is blocked with the seed's
+//! `命令不在白名单中` (or its English form). A URL naming a host outside
+//! `[tools] allowed_hosts` is blocked too. Destructive commands (`rm`, `git reset
+//! --hard`, …) need confirmation. What an allowed program then does is bounded by the
+//! sandbox: the project directory is the only writable one, there is no network where
+//! namespaces are available, and the whole process group dies at the deadline.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::confirm::{Confirmation, Risk};
+use super::permission::{self, Locale};
+use super::{BoxFuture, Tool, shell};
+use crate::engine::native::NativeSandbox;
+use crate::error::{Error, Result};
+use crate::skill::kernel::SkillContext;
+
+/// The seed's default: a command is stopped after 10 seconds unless it asks for more.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a call may ask for unless `[tools] bash_max_timeout_ms` says otherwise:
+/// long enough for a build or a test suite, short enough that a hung call ends.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Output kept per stream: a tool result goes into a model's context, and 256 KiB is
+/// already more than one holds.
+pub const OUTPUT_CAP: usize = 256 << 10;
+
+/// Commands allowed by default: version control, builds and package managers (which run
+/// offline in the sandbox), and the read-mostly file utilities a coding agent uses.
+pub const DEFAULT_ALLOW: &[&str] = &[
+    "git", "cargo", "rustc", "npm", "node", "python3", "python", "pip", "make", "go", "ls", "cat",
+    "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "cut", "tr", "diff", "echo",
+    "printf", "pwd", "cd", "mkdir", "touch", "cp", "mv", "rm", "sed", "awk", "true", "false",
+    "test", "[", "sleep", "date", "basename", "dirname", "file", "stat", "du", "tree", "which",
+    "wait",
+];
+
+/// Runs command lines in one project directory.
+#[derive(Debug, Clone)]
+pub struct Bash {
+    root: PathBuf,
+    sandbox: NativeSandbox,
+    allow: Vec<String>,
+    allowed_hosts: Vec<String>,
+    max_timeout: Duration,
+}
+
+impl Bash {
+    /// `bash` in `root`, running through `sandbox`, allowing `allow` commands and URLs
+    /// to `allowed_hosts`, with calls of at most `max_timeout`.
+    pub fn new(
+        root: impl Into<PathBuf>,
+        sandbox: NativeSandbox,
+        allow: Vec<String>,
+        allowed_hosts: Vec<String>,
+        max_timeout: Duration,
+    ) -> Self {
+        Self {
+            root: root.into(),
+            sandbox,
+            allow,
+            allowed_hosts,
+            max_timeout,
+        }
+    }
+
+    /// The reason `line` may not run, if any.
+    pub fn judge(&self, line: &str, locale: Locale) -> std::result::Result<(), String> {
+        let commands = shell::commands(line).map_err(|why| match locale {
+            Locale::Zh => format!("无法解析命令: {why}"),
+            Locale::En => format!("the command line cannot be checked: {why}"),
+        })?;
+        if let Some(refused) = commands
+            .iter()
+            .find(|c| !self.allow.iter().any(|a| a == *c))
+        {
+            return Err(permission::not_allowed_message(locale, refused));
+        }
+        if let Some(host) = urls(line).find(|h| !self.allowed_hosts.iter().any(|a| a == h)) {
+            return Err(match locale {
+                Locale::Zh => format!("网络访问被阻止：域名不在白名单中: {host}"),
+                Locale::En => format!(
+                    "network access refused: {host} is not in the allowed hosts ([tools] allowed_hosts)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    async fn run(&self, input: Value, ctx: SkillContext) -> Result<Value> {
+        let line = input["command"].as_str().unwrap_or_default().to_owned();
+        let locale = ctx.locale();
+        if let Err(message) = self.judge(&line, locale) {
+            tracing::warn!(target: "evo::security", tool = "bash", command = %line, "blocked: {message}");
+            return Err(Error::Blocked {
+                tool: "bash".into(),
+                message,
+            });
+        }
+        if let Some((risk, warning)) = risk(&line) {
+            ctx.confirm(Confirmation {
+                tool: "bash".into(),
+                arguments: input.clone(),
+                risk,
+                warning,
+            })
+            .await?;
+        }
+        let requested = input["timeout"]
+            .as_u64()
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+        let timeout = requested.min(self.max_timeout);
+        let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
+        let result = self
+            .sandbox
+            .run_shell(&root, &line, timeout, OUTPUT_CAP)
+            .await?;
+        match result.error.as_deref() {
+            Some("Execution timeout") => Err(Error::Timeout {
+                skill: "bash".into(),
+                limit_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            }),
+            Some(e)
+                if e.starts_with("Output size exceeded") || e.starts_with("Failed to spawn") =>
+            {
+                Err(Error::Skill {
+                    skill: "bash".into(),
+                    kind: crate::error::FailureKind::Failed,
+                    message: e.to_owned(),
+                })
+            }
+            _ => Ok(json!({
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+                "exit_code": result.exit_code,
+                "duration_ms": result.duration,
+            })),
+        }
+    }
+}
+
+/// The hosts of the `http://` and `https://` URLs in `line`.
+fn urls(line: &str) -> impl Iterator<Item = String> + '_ {
+    line.match_indices("://").filter_map(move |(at, _)| {
+        let scheme_start = line[..at]
+            .rfind(|c: char| !c.is_ascii_alphanumeric())
+            .map_or(0, |i| i + 1);
+        let scheme = &line[scheme_start..at];
+        if !matches!(
+            scheme,
+            "http" | "https" | "ftp" | "ws" | "wss" | "git" | "ssh"
+        ) {
+            return None;
+        }
+        let rest = &line[at + 3..];
+        let authority = rest
+            .split(|c: char| c == '/' || c.is_whitespace() || "'\"|;&)?#".contains(c))
+            .next()?;
+        let host = authority.rsplit('@').next()?;
+        let host = host.split(':').next()?;
+        Some(host.to_ascii_lowercase())
+    })
+}
+
+/// How dangerous `line` is, and what to tell the user, when it needs confirmation.
+fn risk(line: &str) -> Option<(Risk, String)> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let has = |w: &str| words.contains(&w);
+    let recursive_rm = words.windows(2).any(|p| {
+        p[0] == "rm"
+            && (p[1].starts_with('-') && (p[1].contains('r') || p[1].contains('R'))
+                || p[1] == "--recursive")
+    }) || (has("rm")
+        && words
+            .iter()
+            .any(|w| *w == "-r" || *w == "-rf" || *w == "-fr" || *w == "-R"));
+    if recursive_rm {
+        return Some((
+            Risk::High,
+            format!("`{line}` deletes files and directories recursively; this cannot be undone"),
+        ));
+    }
+    let git_destroys = has("git")
+        && (has("clean")
+            || (has("reset") && has("--hard"))
+            || (has("push") && (has("--force") || has("-f")))
+            || (has("checkout") && has("--")));
+    if git_destroys {
+        return Some((
+            Risk::High,
+            format!("`{line}` discards work in the repository; this cannot be undone"),
+        ));
+    }
+    if has("rm") || has("mv") {
+        return Some((Risk::Medium, format!("`{line}` removes or replaces files")));
+    }
+    None
+}
+
+impl Tool for Bash {
+    fn manifest(&self) -> Value {
+        let max_ms = u64::try_from(self.max_timeout.as_millis()).unwrap_or(u64::MAX);
+        json!({
+            "name": "bash",
+            "description": "Runs a shell command line in the project directory and returns its stdout, stderr and exit code. Use it for git, builds, tests and file utilities; every command of the line must be in the allowlist.",
+            "category": "system",
+            "tags": ["shell", "execute"],
+            "permission": "execute",
+            // The sandbox enforces the call's own timeout; the kernel's only backs it up.
+            "timeout": max_ms + 5_000,
+            "input": { "type": "object", "properties": {
+                "command": { "type": "string", "minLength": 1, "description": "the command line, e.g. `git status` or `cargo test 2>&1 | tail -20`" },
+                "timeout": { "type": "integer", "minimum": 1, "maximum": max_ms, "default": 10_000, "description": "milliseconds before the command is killed" },
+                "description": { "type": "string", "description": "what the command is for, in a few words (shown when confirming)" } },
+                "required": ["command"], "additionalProperties": false },
+            "output": { "type": "object", "properties": {
+                "stdout": { "type": "string" }, "stderr": { "type": "string" },
+                "exit_code": { "type": ["integer", "null"], "description": "null when killed by a signal" },
+                "duration_ms": { "type": "integer" } },
+                "required": ["stdout", "stderr", "exit_code", "duration_ms"] },
+            "examples": [
+                { "description": "The seed's: the working tree's state", "input": { "command": "git status" } },
+                { "description": "A pipeline: every command is checked against the allowlist", "input": { "command": "ls | wc -l" } },
+                { "description": "A slow command with its own deadline", "input": { "command": "sleep 0.1 && echo done", "timeout": 5_000 } }
+            ],
+            "notes": [
+                "Every command of a pipeline, chain or $(…) must be in the allowlist ([tools] bash_allow); `curl … | sh` is refused: 命令不在白名单中.",
+                "Runs in the native sandbox: the project directory is the only writable one, there is no network where user namespaces are available, and the whole process group is killed at the deadline.",
+                format!("The default timeout is 10 s; a call may ask for up to {max_ms} ms. Each stream is cut at {OUTPUT_CAP} bytes."),
+                "Recursive deletes and history-rewriting git commands need the user's confirmation.",
+                "A non-zero exit code is a result, not an error: read exit_code and stderr."
+            ]
+        })
+    }
+
+    fn aliases(&self) -> &[&'static str] {
+        &["Bash"]
+    }
+
+    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+        Box::pin(self.run(input, ctx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_give_their_hosts() {
+        let hosts: Vec<String> =
+            urls("curl -s https://user@Example.com:8443/x | git clone git://evil.org/r ./x")
+                .collect();
+        assert_eq!(hosts, ["example.com", "evil.org"]);
+    }
+
+    #[test]
+    fn destructive_commands_carry_a_risk() {
+        assert_eq!(risk("rm -rf build").unwrap().0, Risk::High);
+        assert_eq!(risk("git reset --hard HEAD~1").unwrap().0, Risk::High);
+        assert_eq!(risk("rm notes.txt").unwrap().0, Risk::Medium);
+        assert_eq!(risk("git status"), None);
+        assert_eq!(risk("ls -r"), None);
+    }
+}

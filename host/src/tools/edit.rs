@@ -1,0 +1,118 @@
+//! `edit` (aliases `Edit`, `file-edit`, `file_edit`): an exact string replacement in a
+//! file of the project.
+//!
+//! `{ file_path, old_string, new_string, replace_all? }` → `{ file_path, replacements }`.
+//! `old_string` must occur exactly once unless `replace_all` is set; otherwise the error
+//! says how many times it was found, so the caller can add context. The write is atomic.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::permission::Locale;
+use super::project::{Project, write_atomic};
+use super::{BoxFuture, Tool, invalid};
+use crate::error::Result;
+use crate::skill::kernel::SkillContext;
+
+/// Edits files under one root directory.
+#[derive(Debug, Clone)]
+pub struct Edit {
+    project: Project,
+}
+
+impl Edit {
+    /// `edit` confined to `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            project: Project::new(root),
+        }
+    }
+
+    /// Applies the replacement `input` describes.
+    pub fn edit(&self, input: &Value, locale: Locale) -> Result<Value> {
+        let requested = input["file_path"].as_str().unwrap_or_default();
+        let old = input["old_string"].as_str().unwrap_or_default();
+        let new = input["new_string"].as_str().unwrap_or_default();
+        let all = input["replace_all"].as_bool().unwrap_or(false);
+        if old.is_empty() {
+            return Err(invalid(
+                "edit",
+                "old_string is empty; give the exact text to replace (use write to create a file)",
+            ));
+        }
+        if old == new {
+            return Err(invalid(
+                "edit",
+                "old_string and new_string are the same; nothing would change",
+            ));
+        }
+        let relative = self.project.relative("edit", requested, locale)?;
+        let io = |e| self.project.io_error("edit", requested, locale, e);
+        let dir = self.project.open()?;
+        let text = dir.read_to_string(&relative).map_err(io)?;
+        let found = text.matches(old).count();
+        let replaced = match (found, all) {
+            (0, _) => {
+                return Err(invalid(
+                    "edit",
+                    &format!(
+                        "old_string was found 0 times in {requested}; read the file and copy the text exactly, whitespace included"
+                    ),
+                ));
+            }
+            (1, _) | (_, true) => text.replace(old, new),
+            (n, false) => {
+                return Err(invalid(
+                    "edit",
+                    &format!(
+                        "old_string was found {n} times in {requested}; include more of the surrounding lines to make it unique, or set replace_all to replace every one"
+                    ),
+                ));
+            }
+        };
+        write_atomic(&dir, &relative, replaced.as_bytes()).map_err(io)?;
+        Ok(json!({ "file_path": requested, "replacements": found }))
+    }
+}
+
+impl Tool for Edit {
+    fn manifest(&self) -> Value {
+        json!({
+            "name": "edit",
+            "description": "Replaces an exact piece of text in a project file with new text. old_string must occur exactly once (copy it from read's output, with enough surrounding lines to be unique) unless replace_all is true.",
+            "category": "file",
+            "tags": ["file", "write"],
+            "permission": "read_write",
+            "timeout": 10_000,
+            "input": { "type": "object", "properties": {
+                "file_path": { "type": "string", "minLength": 1, "description": "the file: relative to the project directory, or absolute inside it" },
+                "old_string": { "type": "string", "minLength": 1, "description": "the exact text to replace" },
+                "new_string": { "type": "string", "description": "the text to put in its place" },
+                "replace_all": { "type": "boolean", "default": false, "description": "replace every occurrence instead of requiring exactly one" } },
+                "required": ["file_path", "old_string", "new_string"], "additionalProperties": false },
+            "output": { "type": "object", "properties": {
+                "file_path": { "type": "string" },
+                "replacements": { "type": "integer" } },
+                "required": ["file_path", "replacements"] },
+            "examples": [
+                { "description": "The seed's: change one statement", "input": { "file_path": "src/lib.rs", "old_string": "let x = 10;", "new_string": "let x = 20;" } },
+                { "description": "Rename everywhere in a file", "input": { "file_path": "src/lib.rs", "old_string": "old_name", "new_string": "new_name", "replace_all": true } },
+                { "description": "Delete a line", "input": { "file_path": "src/lib.rs", "old_string": "    dbg!(x);\n", "new_string": "" } }
+            ],
+            "notes": [
+                "An old_string found more than once is an error that says how many times it was found, unless replace_all is set; one found 0 times is an error too.",
+                "Paths are resolved inside the project directory; others are refused: 文件路径超出项目目录范围.",
+                "The write is atomic: a crash leaves the old file or the new one."
+            ]
+        })
+    }
+
+    fn aliases(&self) -> &[&'static str] {
+        &["Edit", "file-edit", "file_edit"]
+    }
+
+    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+        Box::pin(std::future::ready(self.edit(&input, ctx.locale())))
+    }
+}

@@ -1,0 +1,480 @@
+//! The call history: every call the kernel makes, kept in the host database.
+//!
+//! [`History::record`] appends to a buffer on the call path (no I/O); [`History::flush`]
+//! writes the buffer in one transaction (with the statistics, at the end of a CLI command
+//! and every few seconds under `evo serve`) and trims the table to the configured cap,
+//! oldest first. Arguments are stored with secrets redacted ([`redact`]).
+
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::db::Db;
+use crate::error::Result;
+
+/// Default number of calls kept: months of interactive use, a few MB on disk.
+pub const DEFAULT_HISTORY_CAP: u64 = 100_000;
+/// Longest stored argument text; a call's arguments can hold a whole file (`write`), and
+/// the history is for finding calls, not for replaying them.
+pub const MAX_ARGUMENT_CHARS: usize = 2_000;
+/// Calls slower than this are logged as warnings (the seed's 500 ms).
+pub const SLOW_CALL_MS: f64 = 500.0;
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// It returned a valid result.
+    Success,
+    /// It failed.
+    Error,
+    /// It was refused before it ran (permission, confirmation, allowlist, path).
+    Blocked,
+}
+
+impl Status {
+    /// The name stored and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Blocked => "blocked",
+        }
+    }
+
+    /// The status named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Success, Self::Error, Self::Blocked]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
+/// One call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    /// Row id (0 until stored).
+    pub id: i64,
+    /// When it started, Unix milliseconds.
+    pub at_ms: i64,
+    /// Who called: the agent or front end (`cli`, `agent`, `mcp`, …) for a run's own
+    /// calls, the calling skill for nested ones.
+    pub caller: String,
+    /// The run.
+    pub task_id: String,
+    /// The tool (canonical name).
+    pub tool: String,
+    /// The arguments, redacted and cut at [`MAX_ARGUMENT_CHARS`].
+    pub arguments: String,
+    /// How it ended.
+    pub status: Status,
+    /// How long it took, in milliseconds.
+    pub duration_ms: f64,
+    /// The error code and message, when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What to list.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only calls that ended so.
+    pub status: Option<Status>,
+    /// Only calls at or after this time (Unix milliseconds).
+    pub since_ms: Option<i64>,
+    /// At most this many (newest first); all when `None`.
+    pub limit: Option<u64>,
+}
+
+/// Per-tool figures computed from the history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolStats {
+    /// The tool.
+    pub tool: String,
+    /// Calls.
+    pub calls: u64,
+    /// Mean duration, ms.
+    pub average_ms: f64,
+    /// 95th percentile duration, ms.
+    pub p95_ms: f64,
+    /// Longest call, ms.
+    pub max_ms: f64,
+    /// Share of calls that failed or were blocked, in [0, 1].
+    pub failure_rate: f64,
+}
+
+/// The buffer of calls not yet written.
+#[derive(Debug, Default)]
+pub struct History {
+    pending: Mutex<Vec<Record>>,
+}
+
+impl History {
+    /// Appends one call to the buffer.
+    pub fn record(&self, record: Record) {
+        if record.duration_ms > SLOW_CALL_MS {
+            tracing::warn!(
+                target: "evo::tools",
+                tool = %record.tool,
+                "{} took {:.0} ms (over {SLOW_CALL_MS} ms)",
+                record.tool,
+                record.duration_ms
+            );
+        }
+        self.lock().push(record);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Record>> {
+        // A push cannot be interrupted halfway: a poisoned buffer is still whole.
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Calls recorded and not yet flushed.
+    pub fn pending(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Writes the buffered calls to `db` and keeps only the newest `cap`. On error the
+    /// calls stay buffered for the next flush.
+    pub fn flush(&self, db: &mut Db, cap: u64) -> Result<()> {
+        let pending = std::mem::take(&mut *self.lock());
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let result = db.transaction(|tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for r in &pending {
+                insert.execute(rusqlite::params![
+                    r.at_ms,
+                    r.caller,
+                    r.task_id,
+                    r.tool,
+                    r.arguments,
+                    r.status.name(),
+                    r.duration_ms,
+                    r.error
+                ])?;
+            }
+            tx.execute(
+                "DELETE FROM tool_history WHERE id <= (SELECT max(id) FROM tool_history) - ?1",
+                [i64::try_from(cap).unwrap_or(i64::MAX)],
+            )?;
+            Ok(())
+        });
+        if result.is_err() {
+            let mut buffer = self.lock();
+            let newer = std::mem::replace(&mut *buffer, pending);
+            buffer.extend(newer);
+        }
+        result
+    }
+
+    /// The stored calls `filter` selects, newest first.
+    pub fn query(db: &Db, filter: &Filter) -> Result<Vec<Record>> {
+        db.read(|conn| {
+            let mut query = conn.prepare(
+                "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
+                 FROM tool_history
+                 WHERE (?1 IS NULL OR tool = ?1) AND (?2 IS NULL OR status = ?2)
+                   AND (?3 IS NULL OR at_ms >= ?3)
+                 ORDER BY id DESC LIMIT ?4",
+            )?;
+            let limit = filter
+                .limit
+                .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+            let rows = query.query_map(
+                rusqlite::params![
+                    filter.tool,
+                    filter.status.map(Status::name),
+                    filter.since_ms,
+                    limit
+                ],
+                |row| {
+                    let status: String = row.get(6)?;
+                    Ok(Record {
+                        id: row.get(0)?,
+                        at_ms: row.get(1)?,
+                        caller: row.get(2)?,
+                        task_id: row.get(3)?,
+                        tool: row.get(4)?,
+                        arguments: row.get(5)?,
+                        status: Status::parse(&status).unwrap_or(Status::Error),
+                        duration_ms: row.get(7)?,
+                        error: row.get(8)?,
+                    })
+                },
+            )?;
+            rows.collect()
+        })
+    }
+
+    /// Per-tool figures over every stored call (or those since `since_ms`), by name.
+    pub fn stats(db: &Db, since_ms: Option<i64>) -> Result<Vec<ToolStats>> {
+        let rows = db.read(|conn| {
+            let mut query = conn.prepare(
+                "SELECT tool, duration_ms, status FROM tool_history
+                 WHERE ?1 IS NULL OR at_ms >= ?1 ORDER BY tool, duration_ms",
+            )?;
+            let rows = query.query_map([since_ms], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, f64>(1)?,
+                    row.get::<_, String>(2)? != "success",
+                ))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        let mut stats = Vec::new();
+        for group in rows.chunk_by(|a, b| a.0 == b.0) {
+            let durations: Vec<f64> = group.iter().map(|r| r.1).collect();
+            let n = durations.len();
+            let failed = group.iter().filter(|r| r.2).count();
+            // Nearest-rank percentile on the sorted durations.
+            let rank = (n * 95).div_ceil(100).max(1) - 1;
+            stats.push(ToolStats {
+                tool: group[0].0.clone(),
+                calls: n as u64,
+                average_ms: durations.iter().sum::<f64>() / n as f64,
+                p95_ms: durations[rank],
+                max_ms: durations[n - 1],
+                failure_rate: failed as f64 / n as f64,
+            });
+        }
+        Ok(stats)
+    }
+}
+
+/// Calls a tool must have had, and the mean it must exceed, before Evo suggests how to
+/// make it faster: one slow call is noise, ten are a habit.
+pub const SUGGEST_AFTER_CALLS: u64 = 10;
+
+/// Advice for tools that are called often and are slow (the seed's
+/// `Grep 工具执行缓慢，建议使用更具体的路径或模式`), in `locale`.
+pub fn suggestions(stats: &[ToolStats], locale: super::permission::Locale) -> Vec<String> {
+    use super::permission::Locale;
+    stats
+        .iter()
+        .filter(|s| s.calls >= SUGGEST_AFTER_CALLS && s.average_ms > SLOW_CALL_MS)
+        .map(|s| {
+            let display = display_name(&s.tool);
+            let advice = advice(&s.tool, locale);
+            match locale {
+                Locale::Zh => format!("{display} 工具执行缓慢，{advice}"),
+                Locale::En => format!(
+                    "{display} is slow ({:.0} ms on average over {} calls): {advice}",
+                    s.average_ms, s.calls
+                ),
+            }
+        })
+        .collect()
+}
+
+/// `grep` → `Grep`, as the seed names the built-in tools.
+fn display_name(tool: &str) -> String {
+    let mut chars = tool.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+fn advice(tool: &str, locale: super::permission::Locale) -> &'static str {
+    use super::permission::Locale;
+    match (tool, locale) {
+        ("grep" | "glob" | "search", Locale::Zh) => "建议使用更具体的路径或模式",
+        ("grep" | "glob" | "search", Locale::En) => "use a more specific path or pattern",
+        ("bash", Locale::Zh) => "建议缩短命令或设置更小的超时",
+        ("bash", Locale::En) => "run shorter commands or set a smaller timeout",
+        ("read", Locale::Zh) => "建议用 offset 和 limit 只读取需要的行",
+        ("read", Locale::En) => "read only the lines needed with offset and limit",
+        (_, Locale::Zh) => "建议检查其输入或限制",
+        (_, Locale::En) => "check its input and limits",
+    }
+}
+
+/// `arguments` as stored: values under secret-looking keys, and strings shaped like
+/// API tokens, replaced by `[REDACTED]`; cut at [`MAX_ARGUMENT_CHARS`].
+pub fn redact(arguments: &Value) -> String {
+    fn walk(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let v = if secret_key(k) && !v.is_null() {
+                            Value::String(REDACTED.into())
+                        } else {
+                            walk(v)
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
+            Value::String(s) if token_shaped(s) => Value::String(REDACTED.into()),
+            other => other.clone(),
+        }
+    }
+    let text = walk(arguments).to_string();
+    if text.chars().count() > MAX_ARGUMENT_CHARS {
+        let mut cut: String = text.chars().take(MAX_ARGUMENT_CHARS).collect();
+        cut.push('…');
+        cut
+    } else {
+        text
+    }
+}
+
+const REDACTED: &str = "[REDACTED]";
+
+fn secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "authorization",
+        "credential",
+    ]
+    .iter()
+    .any(|k| key.contains(k))
+}
+
+/// Prefixes of widely used API tokens (OpenAI, Anthropic, GitHub, Slack, AWS access keys).
+fn token_shaped(s: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "sk-",
+        "ghp_",
+        "gho_",
+        "github_pat_",
+        "xoxb-",
+        "xoxp-",
+        "AKIA",
+    ];
+    s.split_whitespace().any(|word| {
+        PREFIXES
+            .iter()
+            .any(|p| word.starts_with(p) && word.len() >= p.len() + 16)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::permission::Locale;
+
+    fn record(tool: &str, status: Status, ms: f64, at_ms: i64) -> Record {
+        Record {
+            id: 0,
+            at_ms,
+            caller: "explore".into(),
+            task_id: "task-1".into(),
+            tool: tool.into(),
+            arguments: "{}".into(),
+            status,
+            duration_ms: ms,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_newest_ten_read_calls_of_a_hundred() {
+        // The seed: 100 records; the latest 10 calls of Read, newest first.
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = Db::open(dir.path()).unwrap();
+        let history = History::default();
+        for i in 0..100 {
+            let tool = if i % 2 == 0 { "read" } else { "grep" };
+            history.record(record(tool, Status::Success, 1.0, 1_000 + i));
+        }
+        history.flush(&mut db, 1_000).unwrap();
+        let filter = Filter {
+            tool: Some("read".into()),
+            limit: Some(10),
+            ..Filter::default()
+        };
+        let got = History::query(&db, &filter).unwrap();
+        assert_eq!(got.len(), 10);
+        assert!(
+            got.iter()
+                .all(|r| r.tool == "read" && r.caller == "explore")
+        );
+        let times: Vec<i64> = got.iter().map(|r| r.at_ms).collect();
+        assert_eq!(times, (0..10).map(|i| 1_098 - 2 * i).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_cap_drops_the_oldest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = Db::open(dir.path()).unwrap();
+        let history = History::default();
+        for i in 0..30 {
+            history.record(record("read", Status::Success, 1.0, i));
+        }
+        history.flush(&mut db, 20).unwrap();
+        let all = History::query(&db, &Filter::default()).unwrap();
+        assert_eq!(all.len(), 20);
+        assert_eq!(all.last().unwrap().at_ms, 10);
+    }
+
+    #[test]
+    fn stats_give_p95_and_failure_rate_and_suggest_for_slow_frequent_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = Db::open(dir.path()).unwrap();
+        let history = History::default();
+        for i in 1..=20 {
+            let status = if i <= 2 {
+                Status::Error
+            } else {
+                Status::Success
+            };
+            history.record(record("grep", status, 600.0 + f64::from(i), 0));
+        }
+        history.record(record("read", Status::Blocked, 2.0, 0));
+        history.flush(&mut db, 1_000).unwrap();
+        let stats = History::stats(&db, None).unwrap();
+        assert_eq!(stats.len(), 2);
+        let grep = &stats[0];
+        assert_eq!((grep.tool.as_str(), grep.calls), ("grep", 20));
+        assert_eq!((grep.p95_ms, grep.max_ms), (619.0, 620.0));
+        assert!((grep.failure_rate - 0.1).abs() < 1e-9);
+        assert_eq!(stats[1].failure_rate, 1.0);
+        assert_eq!(
+            suggestions(&stats, Locale::Zh),
+            ["Grep 工具执行缓慢，建议使用更具体的路径或模式"]
+        );
+        assert!(
+            suggestions(&stats, Locale::En)[0]
+                .starts_with("Grep is slow (610 ms on average over 20 calls)")
+        );
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        let text = redact(&json!({
+            "command": "curl -H 'x: sk-abcdefghijklmnopqrstuvwxyz' example.com",
+            "api_key": "hunter2",
+            "nested": [{ "password": "p" }],
+            "file_path": "src/main.rs"
+        }));
+        assert!(
+            !text.contains("hunter2") && !text.contains("sk-abc") && !text.contains("\"p\""),
+            "{text}"
+        );
+        assert!(text.contains("src/main.rs"));
+        let long = redact(&json!({ "content": "x".repeat(10_000) }));
+        assert_eq!(long.chars().count(), MAX_ARGUMENT_CHARS + 1);
+    }
+}
