@@ -53,7 +53,7 @@
 //! intent_recognition = true
 //!
 //! [tools]
-//! locale = "en"                       # en | zh | auto (by LANG): the language of refusals
+//! locale = "auto"                     # en | zh | auto (zh when LANG=zh*): refusals' language
 //! confirm = "deny"                    # deny | allow: dangerous calls when nobody can be asked
 //! profile = "full"                    # explore | edit | full | admin | one below
 //! history_cap = 100000                # calls kept in the history
@@ -246,7 +246,9 @@ impl ServeSettings {
 /// The built-in tools' settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolsSettings {
-    /// The language of refusals (`en`, `zh`; `auto` in the file picks by `LANG`).
+    /// The language of refusals: `zh` when `LC_ALL`, `LC_MESSAGES` or `LANG` starts
+    /// with `zh`, else `en`, unless `evo.toml` says (`en`, `zh`, or `auto` for the same
+    /// choice).
     pub locale: Locale,
     /// What a dangerous call does when nobody can be asked.
     pub confirm: ConfirmPolicy,
@@ -459,6 +461,17 @@ impl Config {
         if let Some(dirs) = env("EVO_SKILL_DIRS") {
             self.skill_dirs = std::env::split_paths(&dirs).collect();
             self.set_source("skill_dirs", from("EVO_SKILL_DIRS"));
+        }
+        if self.source("tools.locale") == Source::Default {
+            let lang = ["LC_ALL", "LC_MESSAGES", "LANG"]
+                .iter()
+                .find_map(|var| env(var).map(|value| (*var, value)));
+            if let Some((var, value)) = lang
+                && value.starts_with("zh")
+            {
+                self.tools.locale = Locale::Zh;
+                self.set_source("tools.locale", from(var));
+            }
         }
         if env("EVO_NATIVE_REQUIRE_ISOLATION").as_deref() == Some("1") {
             self.native.isolation = Isolation::Required;

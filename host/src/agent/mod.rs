@@ -26,6 +26,8 @@ use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::{Kernel, RunOptions, SkillContext};
 use crate::skill::registry::{RegisteredSkill, ToolDefinition};
+use crate::tools::confirm::Confirmer;
+use crate::tools::permission::Profile;
 use intent::{Routing, Strategy};
 use prompt::PromptCompiler;
 use tool_loop::{Permissions, Stop, chat_with_tools};
@@ -50,6 +52,12 @@ pub struct AgentOptions {
     /// Skills run at the end of each run with `{ "message", "response" }`
     /// .
     pub after_skills: Vec<String>,
+    /// The permission profile of the agent's runs (e.g. `explore`: read-only); a call
+    /// above it comes back to the model as `blocked`. `full` when `None`.
+    pub profile: Option<Profile>,
+    /// Who confirms dangerous calls (the CLI asks on the terminal); the host's policy
+    /// decides when `None`.
+    pub confirmer: Option<Arc<dyn Confirmer>>,
 }
 
 impl Default for AgentOptions {
@@ -65,6 +73,8 @@ impl Default for AgentOptions {
             shortlist: DEFAULT_SHORTLIST,
             before_skills: Vec::new(),
             after_skills: Vec::new(),
+            profile: None,
+            confirmer: None,
         }
     }
 }
@@ -214,6 +224,15 @@ impl Agent {
     ) -> Result<RunOutcome> {
         let ctx = self.kernel.context(RunOptions {
             events: Some(events.clone()),
+            caller: Some(format!(
+                "agent:{}",
+                self.options
+                    .profile
+                    .as_ref()
+                    .map_or("full", |p| p.name.as_str())
+            )),
+            profile: self.options.profile.clone(),
+            confirmer: self.options.confirmer.clone(),
             ..RunOptions::default()
         });
         let result = self.lifecycle(message, history, &ctx, &events).await;

@@ -39,6 +39,11 @@ pub(crate) struct Grants {
     /// native sandbox, through the `run_skill_script` tool.
     #[arg(long)]
     allow_exec: bool,
+    /// The permission profile calls run with: explore (read-only), edit (read and
+    /// write files), full (also run commands; the default), admin, or one from
+    /// [tools.profiles] in evo.toml. A call above it is blocked.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
 }
 
 impl Grants {
@@ -89,6 +94,19 @@ impl Grants {
         }
         if self.allow_exec {
             config.set_source("grants.exec", flag("--allow-exec"));
+        }
+        if let Some(profile) = &self.profile {
+            if config.tools.profile_named(profile).is_none() {
+                let mut names = vec!["explore", "edit", "full", "admin"];
+                names.extend(config.tools.profiles.keys().map(String::as_str));
+                return Err(Failure::usage(
+                    "INVALID_ARGUMENT",
+                    format!("--profile {profile}: no such profile"),
+                    Some(&format!("choose one of {}", names.join(", "))),
+                ));
+            }
+            config.tools.profile.clone_from(profile);
+            config.set_source("tools.profile", flag("--profile"));
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ mod memory;
 mod meta;
 mod serve;
 mod skill;
+mod tool;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -53,6 +54,9 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     evo skill run calculate.wasm --input '{\"expression\":\"sqrt(144) + 10\"}'\n  \
     evo skill run file-head.wasm --dir ./docs::/data:ro --input '{\"path\":\"README.md\"}'\n  \
     evo skill info calculate.wasm --json\n  \
+    evo tool call read --input '{\"file_path\":\"README.md\",\"limit\":20}'\n  \
+    evo tool call bash --input '{\"command\":\"git status\"}'\n  \
+    evo tool history --tool read --limit 10\n  \
     evo memory store \"The user prefers dark mode\" --category preference\n  \
     evo memory search \"which theme\"\n  \
     evo config show\n  \
@@ -84,6 +88,10 @@ enum Command {
     /// Run, install and inspect skills.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// The built-in tools and the call history: list, describe, call, history, stats,
+    /// export.
+    #[command(subcommand)]
+    Tool(tool::ToolCommand),
     /// Search, store and forget long-term memory; read the daily logs.
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
@@ -236,6 +244,7 @@ pub(crate) fn main() -> ExitCode {
             Ok(runtime) => runtime.block_on(async {
                 match command {
                     Command::Skill(command) => skill::run(command, &globals).await,
+                    Command::Tool(command) => tool::run(command, &globals).await,
                     Command::Memory(command) => memory::run(command, &globals).await,
                     Command::Agent(command) => agent::run(command, &globals).await,
                     Command::Doctor => doctor::run(&globals).await,
@@ -298,7 +307,8 @@ fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
         // rmcp logs every JSON-RPC error answer as a warning; they are the client's.
-        0 => "warn,rmcp=error",
+        // Refusals are in the call's own error and in `evo tool history --status blocked`.
+        0 => "warn,rmcp=error,evo::security=error",
         1 => "info,rmcp=warn",
         _ => "debug,cranelift_codegen=info,wasmtime=info",
     };

@@ -429,6 +429,9 @@ impl Host {
             ..AgentOptions::default()
         };
         options_fn(&mut options);
+        if options.profile.is_none() {
+            options.profile = Some(self.profile(&self.inner.config.tools.profile)?);
+        }
         let index = self.skill_index()?;
         Agent::on(self.inner.kernel.clone(), provider)?
             .with_memory(self.inner.memory.clone())

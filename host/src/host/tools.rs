@@ -83,6 +83,17 @@ impl Host {
                 skill: name.clone(),
                 reason: message.clone(),
             };
+            self.kernel().history().record(Record {
+                id: 0,
+                at_ms: crate::unix_millis() as i64,
+                caller: options.caller.clone().unwrap_or_else(|| "root".into()),
+                task_id: options.task_id.clone().unwrap_or_default(),
+                tool: name.clone(),
+                arguments: crate::tools::history::redact(&call.arguments),
+                status: crate::tools::history::Status::Error,
+                duration_ms: elapsed(),
+                error: Some(format!("[{}] {message}", error.code())),
+            });
             let mut result = ToolResult::new(call.id, &name, Err(error), elapsed());
             result.error = Some(message);
             return result;

@@ -12,6 +12,7 @@ use crate::config::ServeSettings;
 use crate::error::Error;
 use crate::host::Host;
 use crate::skill::events::EventSink;
+use crate::skill::kernel::RunOptions;
 use crate::skill::registry::RegisteredSkill;
 
 /// How often the catalogue is checked for skills installed, removed or edited by
@@ -136,7 +137,14 @@ impl Shared {
             () = cancelled.cancelled() => return Err(Refusal::Cancelled),
             () = self.draining.cancelled() => return Err(Refusal::ShuttingDown),
         };
-        let context = self.host.context(events);
+        let context = self
+            .host
+            .run_context(RunOptions {
+                events,
+                caller: Some("mcp".into()),
+                ..RunOptions::default()
+            })
+            .map_err(Refusal::Failed)?;
         let call = context.call_full(name, input);
         let result = tokio::select! {
             result = call => result.map(|out| out.output).map_err(Refusal::Failed),

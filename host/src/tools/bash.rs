@@ -209,7 +209,7 @@ impl Tool for Bash {
         json!({
             "name": "bash",
             "description": "Runs a shell command line in the project directory and returns its stdout, stderr and exit code. Use it for git, builds, tests and file utilities; every command of the line must be in the allowlist.",
-            "category": "system",
+            "category": "shell",
             "tags": ["shell", "execute"],
             "permission": "execute",
             // The sandbox enforces the call's own timeout; the kernel's only backs it up.

@@ -5,6 +5,8 @@ mod install;
 mod list;
 mod run;
 
+pub(crate) use run::read_input;
+
 use std::path::PathBuf;
 
 use clap::Subcommand;

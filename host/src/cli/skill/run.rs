@@ -30,7 +30,12 @@ pub(super) async fn run(
     }
     let events = (!globals.json).then(|| EventSink::new(show));
     let started = std::time::Instant::now();
-    let result = host.context(events).call_full(&name, input).await;
+    let context = host.run_context(evo_host::skill::kernel::RunOptions {
+        events,
+        caller: Some("cli".into()),
+        ..Default::default()
+    })?;
+    let result = context.call_full(&name, input).await;
     if let Err(e) = host.flush_stats() {
         eprintln!("warning: could not record statistics: {e}");
     }
@@ -64,7 +69,7 @@ fn show(event: RunEvent) {
     }
 }
 
-fn read_input(input: String) -> Result<serde_json::Value, Failure> {
+pub(crate) fn read_input(input: String) -> Result<serde_json::Value, Failure> {
     let input = if input == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).map_err(|e| {
