@@ -66,10 +66,12 @@ pub struct LoadError {
 /// - the embedder is the one the environment configures, else the built-in offline one;
 /// - the model is the one the configuration names, else none (skills asking for it get a
 ///   clear error);
-/// - native skills run without a confining launcher unless one is given.
+/// - native skills run without a confining launcher unless one is given;
+/// - the built-in file and shell tools work in the current directory.
 #[derive(Debug, Default)]
 pub struct HostBuilder {
     data_dir: Option<PathBuf>,
+    project_dir: Option<PathBuf>,
     config: Option<Config>,
     config_file: Option<PathBuf>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -140,6 +142,14 @@ impl HostBuilder {
         self
     }
 
+    /// The project the built-in tools (`read`, `write`, `edit`, `glob`, `grep`,
+    /// `search`, `bash`, `git`) work in and may not leave (default: the current
+    /// directory).
+    pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.project_dir = Some(dir.into());
+        self
+    }
+
     /// Whether to load the skills installed in the data directory (default: yes).
     pub fn installed_skills(mut self, load: bool) -> Self {
         self.installed = Some(load);
@@ -155,8 +165,9 @@ impl HostBuilder {
         };
         let loader = loader(&config, &data_dir, self.launcher, self.on_compile)?;
         let registry = Arc::new(SkillRegistry::new());
-        crate::tools::register_builtins(&registry, ".")?;
-        crate::tools::register_sandboxed(&registry, ".", loader.native(), &config.tools)?;
+        let project = self.project_dir.unwrap_or_else(|| PathBuf::from("."));
+        crate::tools::register_builtins(&registry, project.clone())?;
+        crate::tools::register_sandboxed(&registry, project, loader.native(), &config.tools)?;
         crate::tools::register(
             &registry,
             Arc::new(crate::packages::scripts::RunSkillScript::new(

@@ -38,7 +38,7 @@ pub const DEFAULT_ALLOW: &[&str] = &[
     "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "cut", "tr", "diff", "echo",
     "printf", "pwd", "cd", "mkdir", "touch", "cp", "mv", "rm", "sed", "awk", "true", "false",
     "test", "[", "sleep", "date", "basename", "dirname", "file", "stat", "du", "tree", "which",
-    "wait",
+    "wait", "exit",
 ];
 
 /// Runs command lines in one project directory.
@@ -72,15 +72,21 @@ impl Bash {
 
     /// The reason `line` may not run, if any.
     pub fn judge(&self, line: &str, locale: Locale) -> std::result::Result<(), String> {
-        let commands = shell::commands(line).map_err(|why| match locale {
-            Locale::Zh => format!("无法解析命令: {why}"),
-            Locale::En => format!("the command line cannot be checked: {why}"),
-        })?;
+        let (commands, unreadable) = match shell::commands(line) {
+            Ok(commands) => (commands, None),
+            Err(e) => (e.found, Some(e.why)),
+        };
         if let Some(refused) = commands
             .iter()
             .find(|c| !self.allow.iter().any(|a| a == *c))
         {
             return Err(permission::not_allowed_message(locale, refused));
+        }
+        if let Some(why) = unreadable {
+            return Err(match locale {
+                Locale::Zh => format!("无法检查命令: {why}"),
+                Locale::En => format!("the command line cannot be checked: {why}"),
+            });
         }
         if let Some(host) = urls(line).find(|h| !self.allowed_hosts.iter().any(|a| a == h)) {
             return Err(match locale {

@@ -60,7 +60,11 @@ impl Git {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
-        if let Some((name, email)) = identity() {
+        // The sandbox sees neither the user's global configuration nor a usable account;
+        // a repository's own `[user]` wins when it has one.
+        if !has_own_identity(&root) {
+            let (name, email) =
+                identity().unwrap_or_else(|| (FALLBACK_NAME.into(), FALLBACK_EMAIL.into()));
             argv.extend(["-c".into(), format!("user.name={name}")]);
             argv.extend(["-c".into(), format!("user.email={email}")]);
         }
@@ -194,6 +198,17 @@ impl Git {
             )),
         }
     }
+}
+
+/// The identity of commits when neither the repository nor the user has one.
+const FALLBACK_NAME: &str = "Evo";
+/// See [`FALLBACK_NAME`].
+const FALLBACK_EMAIL: &str = "evo@localhost";
+
+/// Whether the repository at `root` names its own committer (`[user]` in `.git/config`).
+fn has_own_identity(root: &Path) -> bool {
+    std::fs::read_to_string(root.join(".git/config"))
+        .is_ok_and(|config| config.lines().any(|l| l.trim() == "[user]"))
 }
 
 /// The user's own name and email from their global git configuration (the sandbox
@@ -350,7 +365,7 @@ impl Tool for Git {
             "notes": [
                 "status, diff, log, show and listing branches need read_only; add, commit and creating a branch need read_write.",
                 "Runs in the native sandbox with hooks and fsmonitor off: a repository's configuration cannot run programs outside the sandbox.",
-                "Commits use your global git identity (user.name, user.email) when you have one; no network (push, fetch) is offered."
+                "Commits use the repository's [user], else your global git identity, else `Evo <evo@localhost>`; no network (push, fetch) is offered."
             ]
         })
     }

@@ -19,8 +19,9 @@ const KEYWORDS: &[&str] = &[
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time",
 ];
 
-/// Every command name `line` would run, in order; an error says what could not be read.
-pub fn commands(line: &str) -> Result<Vec<String>, String> {
+/// Every command name `line` would run, in order. When part of it cannot be read, the
+/// error says what, with the commands found before that point.
+pub fn commands(line: &str) -> Result<Vec<String>, Unreadable> {
     let chars: Vec<char> = line.chars().collect();
     let mut parser = Parser {
         chars: &chars,
@@ -28,8 +29,22 @@ pub fn commands(line: &str) -> Result<Vec<String>, String> {
         found: Vec::new(),
         in_backquotes: false,
     };
-    parser.sequence(None)?;
-    Ok(parser.found)
+    match parser.sequence(None) {
+        Ok(()) => Ok(parser.found),
+        Err(why) => Err(Unreadable {
+            why,
+            found: parser.found,
+        }),
+    }
+}
+
+/// A command line [`commands`] could not read to the end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// What could not be read.
+    pub why: String,
+    /// The commands found before it.
+    pub found: Vec<String>,
 }
 
 struct Parser<'a> {

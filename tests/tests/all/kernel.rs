@@ -350,15 +350,19 @@ async fn builtins_answer_to_the_seeds_aliases() {
     let ctx = kernel(registry.clone()).context(RunOptions::default());
     for name in ["read", "file-read", "Read"] {
         let out = ctx
-            .call(name, json!({ "path": "./README.md" }))
+            .call(name, json!({ "file_path": "./README.md" }))
             .await
             .unwrap();
-        assert_eq!(
-            out,
-            json!({ "success": true, "content": "hello" }),
-            "{name}"
-        );
+        assert_eq!(out["content"], "     1\thello\n", "{name}");
+        assert_eq!(out["file_size_bytes"], 5, "{name}");
     }
+    // The sandbox-executor seed's direct call keeps its own shape.
+    assert_eq!(
+        BuiltinTools::new(dir.path())
+            .execute("file-read", &json!({ "path": "./README.md" }))
+            .unwrap(),
+        json!({ "success": true, "content": "hello" })
+    );
     assert_eq!(
         ctx.kernel().stats().get("read").unwrap().call_count,
         3,

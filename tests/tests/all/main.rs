@@ -20,6 +20,7 @@ mod packages;
 mod serve;
 mod skill_scripts;
 mod tool_loop;
+mod tools;
 mod versions;
 
 /// Fails the build if a skill in `skills-wasm/` has no test module of its own name.

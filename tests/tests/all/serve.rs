@@ -199,7 +199,7 @@ fn the_python_sdk_uses_evo_over_http() {
 }
 
 /// A raw stdio session: JSON-RPC lines in, lines out (read on a thread).
-struct Raw {
+pub(crate) struct Raw {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Value>,
@@ -209,9 +209,15 @@ struct Raw {
 
 impl Raw {
     fn start(home: &Path, extra: &[&str]) -> Self {
+        Self::start_in(home, Path::new("."), extra)
+    }
+
+    /// `evo serve EXTRA` started in `cwd`, initialised.
+    pub(crate) fn start_in(home: &Path, cwd: &Path, extra: &[&str]) -> Self {
         let mut args = vec!["serve"];
         args.extend_from_slice(extra);
         let mut child = command(home, &args)
+            .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -249,7 +255,7 @@ impl Raw {
         stdin.flush().unwrap();
     }
 
-    fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: Value) {
         self.send_line(
             &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": arguments } })
                 .to_string(),
@@ -266,7 +272,7 @@ impl Raw {
     }
 
     /// The message with `id` (answers come in any order; notifications are skipped).
-    fn expect_id(&mut self, id: impl Into<Value>) -> Value {
+    pub(crate) fn expect_id(&mut self, id: impl Into<Value>) -> Value {
         let id = id.into();
         if let Some(i) = self.early.iter().position(|m| m.get("id") == Some(&id)) {
             return self.early.remove(i);

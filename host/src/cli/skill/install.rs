@@ -112,5 +112,8 @@ fn print_outcome(globals: &Globals, outcome: &evo_host::packages::Outcome) -> Re
     } else {
         out!("{}: {}", outcome.name, outcome.message);
     }
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
     Ok(())
 }
