@@ -83,9 +83,9 @@ use serde::Serialize;
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
 pub use crate::llm::config::LlmSettings;
+use crate::skill::confirm::ConfirmPolicy;
 pub use crate::skill::kernel::HOW_TO_CONFIGURE_LLM;
-use crate::tools::confirm::ConfirmPolicy;
-use crate::tools::permission::{Locale, Profile};
+use crate::skill::permission::{Locale, Profile};
 
 /// Name of the configuration file in the data directory.
 pub const CONFIG_FILE: &str = "evo.toml";
@@ -378,7 +378,7 @@ impl Default for Config {
                 locale: Locale::En,
                 confirm: ConfirmPolicy::Deny,
                 profile: "full".into(),
-                history_cap: crate::tools::history::DEFAULT_HISTORY_CAP,
+                history_cap: crate::skill::history::DEFAULT_HISTORY_CAP,
                 bash_allow: crate::tools::bash::DEFAULT_ALLOW
                     .iter()
                     .map(|c| (*c).to_owned())

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use super::{Config, Isolation, MAX_POOL_SLOTS, Source};
 use crate::capabilities::{DirPolicy, MemoryAccess, Policy};
 use crate::error::{Error, Result};
-use crate::tools::confirm::ConfirmPolicy;
-use crate::tools::permission::{Locale, Permission, Profile};
+use crate::skill::confirm::ConfirmPolicy;
+use crate::skill::permission::{Locale, Permission, Profile};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

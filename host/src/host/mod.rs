@@ -167,7 +167,15 @@ impl HostBuilder {
         let registry = Arc::new(SkillRegistry::new());
         let project = self.project_dir.unwrap_or_else(|| PathBuf::from("."));
         crate::tools::register_builtins(&registry, project.clone())?;
-        crate::tools::register_sandboxed(&registry, project, loader.native(), &config.tools)?;
+        let t = &config.tools;
+        crate::tools::register_sandboxed(
+            &registry,
+            project,
+            loader.native(),
+            t.bash_allow.clone(),
+            t.allowed_hosts.clone(),
+            std::time::Duration::from_millis(t.bash_max_timeout_ms),
+        )?;
         crate::tools::register(
             &registry,
             Arc::new(crate::packages::scripts::RunSkillScript::new(

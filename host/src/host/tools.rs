@@ -6,9 +6,9 @@ use std::time::Instant;
 use super::Host;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::skill::history::{Filter, History, Record, ToolStats};
 use crate::skill::kernel::{RunOptions, SkillContext};
-use crate::tools::history::{Filter, History, Record, ToolStats};
-use crate::tools::permission::Profile;
+use crate::skill::permission::Profile;
 use crate::tools::registry::{ToolCall, ToolDescriptor, ToolResult, missing_parameter};
 
 impl Host {
@@ -89,8 +89,8 @@ impl Host {
                 caller: options.caller.clone().unwrap_or_else(|| "root".into()),
                 task_id: options.task_id.clone().unwrap_or_default(),
                 tool: name.clone(),
-                arguments: crate::tools::history::redact(&call.arguments),
-                status: crate::tools::history::Status::Error,
+                arguments: crate::skill::history::redact(&call.arguments),
+                status: crate::skill::history::Status::Error,
                 duration_ms: elapsed(),
                 error: Some(format!("[{}] {message}", error.code())),
             });

@@ -29,8 +29,8 @@ use crate::error::Error;
 use crate::host::Host;
 use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::ExecutorKind;
+use crate::skill::permission::Permission;
 use crate::skill::registry::RegisteredSkill;
-use crate::tools::permission::Permission;
 
 use super::{Refusal, Shared};
 

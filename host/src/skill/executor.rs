@@ -128,7 +128,7 @@ pub trait Executor: Send + Sync + fmt::Debug {
 
     /// The level this call needs, when it depends on the input (`git status` reads,
     /// `git commit` writes); `None` for the skill's own level.
-    fn permission_for(&self, _input: &Value) -> Option<crate::tools::permission::Permission> {
+    fn permission_for(&self, _input: &Value) -> Option<crate::skill::permission::Permission> {
         None
     }
 

@@ -44,9 +44,9 @@ use super::registry::{RegisteredSkill, SkillRegistry};
 use super::stats::Stats;
 use super::validate::{Direction, ValidationReport};
 use crate::error::{Error, FailureKind, Result};
-use crate::tools::confirm::{ConfirmPolicy, Confirmation, Confirmer};
-use crate::tools::history::{History, Record, Status};
-use crate::tools::permission::{self, Locale, Profile};
+use crate::skill::confirm::{ConfirmPolicy, Confirmation, Confirmer};
+use crate::skill::history::{History, Record, Status};
+use crate::skill::permission::{self, Locale, Profile};
 
 /// How to configure a language model, for messages that find none.
 pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
@@ -392,7 +392,7 @@ impl SkillContext {
             Err(e) => return Err(e),
         };
         let name = skill.meta.name.as_str();
-        let arguments = crate::tools::history::redact(&input);
+        let arguments = crate::skill::history::redact(&input);
         let result = self.gated(&skill, input, started).await;
         let status = match &result {
             Ok(_) => Status::Success,

@@ -10,14 +10,17 @@
 //! - [`context`]: what a Wasm guest may ask of the host.
 //! - [`package`]: what a skill directory holds, and its install record.
 
+pub mod confirm;
 pub mod context;
 pub mod events;
 pub mod executor;
 pub mod frontmatter;
+pub mod history;
 pub mod kernel;
 pub mod llm_mode;
 pub mod meta;
 pub mod package;
+pub mod permission;
 pub mod pipeline;
 pub mod registry;
 pub mod stats;

@@ -28,7 +28,7 @@ use super::meta::{Problem, SkillMeta};
 use super::validate::Schema;
 use crate::capabilities::{Access, MemoryAccess};
 use crate::error::{Error, Result};
-use crate::tools::permission::Permission;
+use crate::skill::permission::Permission;
 
 /// Tag that keeps a skill out of the model's tool list and system prompt: internal
 /// skills are not exposed to the user's conversation.

@@ -40,15 +40,18 @@
 //! ```
 
 pub mod bash;
+/// Confirmation of dangerous calls (defined with the kernel, which asks).
+pub use crate::skill::confirm;
+/// The call history (defined with the kernel, which records it).
+pub use crate::skill::history;
+/// Permission levels and profiles (defined with the kernel, which checks them).
+pub use crate::skill::permission;
 pub mod calculate;
-pub mod confirm;
 pub mod edit;
 pub mod git;
 pub mod glob;
 pub mod grep;
-pub mod history;
 pub mod memory;
-pub mod permission;
 pub mod project;
 pub mod read;
 pub mod registry;
@@ -147,24 +150,25 @@ pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> 
 }
 
 /// Registers the tools that run programs in `sandbox` (`bash`, `git`) for the project at
-/// `root`, as `settings` configure them.
+/// `root`: `bash` allowing the commands in `allow` and URLs to `allowed_hosts`, with
+/// calls of at most `max_timeout`.
 pub fn register_sandboxed(
     registry: &SkillRegistry,
     root: impl Into<PathBuf>,
     sandbox: &crate::engine::native::NativeSandbox,
-    settings: &crate::config::ToolsSettings,
+    allow: Vec<String>,
+    allowed_hosts: Vec<String>,
+    max_timeout: std::time::Duration,
 ) -> Result<()> {
     let root = root.into();
-    register(
-        registry,
-        Arc::new(bash::Bash::new(
-            root.clone(),
-            sandbox.clone(),
-            settings.bash_allow.clone(),
-            settings.allowed_hosts.clone(),
-            std::time::Duration::from_millis(settings.bash_max_timeout_ms),
-        )),
-    )?;
+    let bash = bash::Bash::new(
+        root.clone(),
+        sandbox.clone(),
+        allow,
+        allowed_hosts,
+        max_timeout,
+    );
+    register(registry, Arc::new(bash))?;
     register(registry, Arc::new(git::Git::new(root, sandbox.clone())))
 }
 

@@ -331,8 +331,11 @@ fn list_shows_every_kind_and_the_skills_that_failed_to_load() {
     assert_eq!(
         names,
         [
+            ("bash", "builtin"),
             ("calculate", "builtin"),
             ("commit-guide", "static"),
+            ("edit", "builtin"),
+            ("git", "builtin"),
             ("glob", "builtin"),
             ("grep", "builtin"),
             ("memory_forget", "builtin"),
@@ -340,7 +343,9 @@ fn list_shows_every_kind_and_the_skills_that_failed_to_load() {
             ("memory_store", "builtin"),
             ("read", "builtin"),
             ("run_skill_script", "builtin"),
-            ("squares", "composite")
+            ("search", "builtin"),
+            ("squares", "composite"),
+            ("write", "builtin")
         ]
     );
     let errors = value["errors"].as_array().unwrap();
@@ -672,9 +677,13 @@ fn skills_install_from_a_directory_and_are_managed_from_the_cli() {
     assert!(value["skills"][0]["installedAt"].as_u64().unwrap() > 0);
     let out = evo(home.path(), &["skill", "list", "--name", "git"]);
     assert!(
-        stdout(&out).starts_with("git-commit  native     自动生成Git提交信息"),
+        stdout(&out).contains("\ngit-commit  native     自动生成Git提交信息"),
         "{}",
         stdout(&out)
+    );
+    assert!(
+        stdout(&out).starts_with("git         builtin "),
+        "the built-in git tool matches too"
     );
 
     let out = evo(home.path(), &["skill", "stats", "--installs", "--json"]);

@@ -7,11 +7,13 @@
 //! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`) |
 //! | 1 | `paths`, `capabilities`, `db`, `http` |
 //! | 2 | `skill` (the kernel) |
-//! | 3 | `llm`, `memory`, `engine`, `tools` |
-//! | 4 | `packages` (the manager uses the engine's loader) |
-//! | 5 | `agent` |
-//! | 6 | `config` (settings of every layer, read from `evo.toml`) |
-//! | 7 | `host` (the composition root) |
+//! | 3 | `llm`, `memory`, `engine` |
+//! | 4 | `tools` (`bash` and `git` run in the engine's native sandbox) |
+//! | 5 | `packages` (the manager uses the engine's loader) |
+//! | 6 | `agent` |
+//! | 7 | `config` (settings of every layer, read from `evo.toml`) |
+//! | 8 | `host` (the composition root) |
+//! | 9 | `serve` |
 //!
 //! Unit tests (`#[cfg(test)]` to the end of a file, `tests.rs`) may reach anywhere. The
 //! CLI (`host/src/cli`) is the binary, above everything, and imports `evo_host::`.
@@ -31,12 +33,12 @@ const LAYERS: [(&str, u8); 18] = [
     ("llm", 3),
     ("memory", 3),
     ("engine", 3),
-    ("tools", 3),
-    ("packages", 4),
-    ("agent", 5),
-    ("config", 6),
-    ("host", 7),
-    ("serve", 8),
+    ("tools", 4),
+    ("packages", 5),
+    ("agent", 6),
+    ("config", 7),
+    ("host", 8),
+    ("serve", 9),
 ];
 
 fn layer(module: &str) -> Option<u8> {
@@ -153,7 +155,7 @@ fn the_check_catches_an_import_against_the_rule() {
     assert_eq!(
         violations("skill", "skill/kernel.rs", kernel_importing_the_agent),
         [
-            "skill/kernel.rs:2: `skill` (layer 2) imports `crate::agent` (layer 5)",
+            "skill/kernel.rs:2: `skill` (layer 2) imports `crate::agent` (layer 6)",
             "skill/kernel.rs:3: `skill` (layer 2) imports `crate::engine` (layer 3)",
         ]
     );

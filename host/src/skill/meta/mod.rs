@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::template::{self, Template};
 use crate::capabilities::{Access, DirRequest, MemoryAccess, RequestedCapabilities};
-use crate::tools::permission::Permission;
+use crate::skill::permission::Permission;
 
 /// Default `timeout`: 30 s per call.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;

@@ -258,8 +258,8 @@ pub const SUGGEST_AFTER_CALLS: u64 = 10;
 
 /// Advice for tools that are called often and are slow (the seed's
 /// `Grep 工具执行缓慢，建议使用更具体的路径或模式`), in `locale`.
-pub fn suggestions(stats: &[ToolStats], locale: super::permission::Locale) -> Vec<String> {
-    use super::permission::Locale;
+pub fn suggestions(stats: &[ToolStats], locale: crate::skill::permission::Locale) -> Vec<String> {
+    use crate::skill::permission::Locale;
     stats
         .iter()
         .filter(|s| s.calls >= SUGGEST_AFTER_CALLS && s.average_ms > SLOW_CALL_MS)
@@ -286,8 +286,8 @@ fn display_name(tool: &str) -> String {
         .unwrap_or_default()
 }
 
-fn advice(tool: &str, locale: super::permission::Locale) -> &'static str {
-    use super::permission::Locale;
+fn advice(tool: &str, locale: crate::skill::permission::Locale) -> &'static str {
+    use crate::skill::permission::Locale;
     match (tool, locale) {
         ("grep" | "glob" | "search", Locale::Zh) => "建议使用更具体的路径或模式",
         ("grep" | "glob" | "search", Locale::En) => "use a more specific path or pattern",
@@ -373,7 +373,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::permission::Locale;
+    use crate::skill::permission::Locale;
 
     fn record(tool: &str, status: Status, ms: f64, at_ms: i64) -> Record {
         Record {
