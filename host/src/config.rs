@@ -60,6 +60,7 @@
 //! bash_allow = ["git", "cargo", "ls"] # replaces the default allowlist
 //! bash_max_timeout_ms = 600000
 //! allowed_hosts = ["github.com"]      # hosts a bash command may name in a URL
+//! lsp_idle_secs = 300                 # an unused language server is shut down
 //!
 //! [tools.profiles.reviewer]           # a profile of your own
 //! level = "read_only"                 # read_only | read_write | execute | admin
@@ -262,6 +263,8 @@ pub struct ToolsSettings {
     pub bash_max_timeout_ms: u64,
     /// Hosts a `bash` command line may name in a URL.
     pub allowed_hosts: Vec<String>,
+    /// Seconds a language server may sit unused before `lsp` shuts it down.
+    pub lsp_idle_secs: u64,
     /// Profiles defined in `evo.toml`, besides the built-in ones.
     pub profiles: BTreeMap<String, Profile>,
 }
@@ -385,6 +388,7 @@ impl Default for Config {
                     .collect(),
                 bash_max_timeout_ms: millis(crate::tools::bash::MAX_TIMEOUT),
                 allowed_hosts: Vec::new(),
+                lsp_idle_secs: crate::tools::lsp::IDLE_TIMEOUT.as_secs(),
                 profiles: BTreeMap::new(),
             },
             file: None,

@@ -37,6 +37,7 @@ struct ToolsFile {
     bash_allow: Option<Vec<String>>,
     bash_max_timeout_ms: Option<u64>,
     allowed_hosts: Option<Vec<String>>,
+    lsp_idle_secs: Option<u64>,
     #[serde(default)]
     profiles: BTreeMap<String, ProfileFile>,
 }
@@ -356,6 +357,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, f.bash_allow => t.bash_allow, "tools.bash_allow");
         take!(noted, spans, f.bash_max_timeout_ms => t.bash_max_timeout_ms, "tools.bash_max_timeout_ms", 1, 86_400_000);
         take!(noted, f.allowed_hosts => t.allowed_hosts, "tools.allowed_hosts");
+        take!(noted, spans, f.lsp_idle_secs => t.lsp_idle_secs, "tools.lsp_idle_secs", 1, 86_400);
         for (name, p) in f.profiles {
             let key = format!("tools.profiles.{name}");
             let level = Permission::parse(&p.level).ok_or_else(|| {

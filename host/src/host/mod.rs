@@ -168,13 +168,16 @@ impl HostBuilder {
         let project = self.project_dir.unwrap_or_else(|| PathBuf::from("."));
         crate::tools::register_builtins(&registry, project.clone())?;
         let t = &config.tools;
-        crate::tools::register_sandboxed(
+        crate::tools::register_programs(
             &registry,
             project,
             loader.native(),
-            t.bash_allow.clone(),
-            t.allowed_hosts.clone(),
-            std::time::Duration::from_millis(t.bash_max_timeout_ms),
+            crate::tools::ProgramTools {
+                allow: t.bash_allow.clone(),
+                allowed_hosts: t.allowed_hosts.clone(),
+                max_timeout: std::time::Duration::from_millis(t.bash_max_timeout_ms),
+                lsp_idle: std::time::Duration::from_secs(t.lsp_idle_secs),
+            },
         )?;
         crate::tools::register(
             &registry,

@@ -51,6 +51,7 @@ pub mod edit;
 pub mod git;
 pub mod glob;
 pub mod grep;
+pub mod lsp;
 pub mod memory;
 pub mod project;
 pub mod read;
@@ -149,27 +150,42 @@ pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> 
     Ok(())
 }
 
-/// Registers the tools that run programs in `sandbox` (`bash`, `git`) for the project at
-/// `root`: `bash` allowing the commands in `allow` and URLs to `allowed_hosts`, with
-/// calls of at most `max_timeout`.
-pub fn register_sandboxed(
+/// How the tools that run programs are set up.
+#[derive(Debug, Clone)]
+pub struct ProgramTools {
+    /// The commands `bash` (and a terminal's prompt) may run.
+    pub allow: Vec<String>,
+    /// Hosts a command line may name in a URL.
+    pub allowed_hosts: Vec<String>,
+    /// The longest a `bash` call may ask for.
+    pub max_timeout: std::time::Duration,
+    /// How long a language server may sit unused.
+    pub lsp_idle: std::time::Duration,
+}
+
+/// Registers the tools that run programs for the project at `root`: `bash` and `git` in
+/// `sandbox`, and `lsp`'s language servers.
+pub fn register_programs(
     registry: &SkillRegistry,
     root: impl Into<PathBuf>,
     sandbox: &crate::engine::native::NativeSandbox,
-    allow: Vec<String>,
-    allowed_hosts: Vec<String>,
-    max_timeout: std::time::Duration,
+    settings: ProgramTools,
 ) -> Result<()> {
     let root = root.into();
     let bash = bash::Bash::new(
         root.clone(),
         sandbox.clone(),
-        allow,
-        allowed_hosts,
-        max_timeout,
+        settings.allow,
+        settings.allowed_hosts,
+        settings.max_timeout,
     );
     register(registry, Arc::new(bash))?;
-    register(registry, Arc::new(git::Git::new(root, sandbox.clone())))
+    register(
+        registry,
+        Arc::new(git::Git::new(root.clone(), sandbox.clone())),
+    )?;
+    let lsp = lsp::Lsp::new(root).with_idle_timeout(settings.lsp_idle);
+    register(registry, Arc::new(lsp))
 }
 
 /// `read` and `calculate`, reading files under one root directory.

@@ -988,3 +988,144 @@ fn mcp_clients_get_the_tools_and_the_profile() {
         "error[TOOL_BLOCKED]: bash: the agent may not call this tool (it needs execute; this profile allows only read_only)\nhint: choose a profile that allows the call (`--profile`), confirm it when asked, or keep to the project directory and the allowed commands ([tools] in evo.toml)"
     );
 }
+
+/// A Cargo project for rust-analyzer: `helper` defined on line 1 and used on line 2, and
+/// a module with a syntax error.
+fn rust_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "pub fn helper() -> u32 { 42 }\npub fn caller() -> u32 { helper() + 1 }\nmod bad;\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/bad.rs"), "pub fn bad() -> u32 { 1 + }\n").unwrap();
+    dir
+}
+
+/// Language servers whose working directory is `dir`.
+fn servers_in(dir: &Path) -> usize {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            comm.trim() == "rust-analyzer"
+                && std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir)
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_answers_from_rust_analyzer_reuses_it_and_stops_it_when_idle() {
+    let home = tempfile::tempdir().unwrap();
+    let project = rust_project();
+    let mut config = evo_host::Config::default();
+    config.tools.lsp_idle_secs = 3;
+    let host = Host::builder()
+        .data_dir(home.path())
+        .config(config)
+        .project_dir(project.path())
+        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .build()
+        .await
+        .unwrap();
+    let call = |input: Value| {
+        let host = host.clone();
+        async move {
+            let result = host
+                .execute_tool(
+                    ToolCall {
+                        id: "lsp".into(),
+                        tool_name: "lsp".into(),
+                        arguments: input,
+                    },
+                    RunOptions::default(),
+                )
+                .await;
+            assert_eq!(result.status, Status::Success, "{result:?}");
+            result.output
+        }
+    };
+    // `helper()` on line 2, column 26.
+    let definition =
+        call(json!({ "action": "definition", "file_path": "src/lib.rs", "line": 2, "column": 26 }))
+            .await;
+    assert_eq!(
+        definition["locations"],
+        json!([{ "file_path": "src/lib.rs", "line": 1, "column": 8 }]),
+        "{definition}"
+    );
+    assert_eq!(definition["server"], "rust-analyzer");
+    let hover =
+        call(json!({ "action": "hover", "file_path": "src/lib.rs", "line": 1, "column": 8 })).await;
+    assert!(
+        hover["contents"]
+            .as_str()
+            .unwrap()
+            .contains("pub fn helper() -> u32"),
+        "{hover}"
+    );
+    let references =
+        call(json!({ "action": "references", "file_path": "src/lib.rs", "line": 1, "column": 8 }))
+            .await;
+    let lines: Vec<u64> = references["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [1, 2], "{references}");
+    let diagnostics = call(json!({ "action": "diagnostics", "file_path": "src/bad.rs" })).await;
+    let first = &diagnostics["diagnostics"][0];
+    assert_eq!(
+        (first["line"].as_u64(), first["severity"].as_str()),
+        (Some(1), Some("error")),
+        "{diagnostics}"
+    );
+    assert_eq!(
+        servers_in(project.path()),
+        1,
+        "one server, reused by every call"
+    );
+
+    // Unused for the idle timeout: shut down.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while servers_in(project.path()) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle server was not stopped"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // A language with no server installed: the error says what to install.
+    std::fs::write(project.path().join("main.go"), "package main\n").unwrap();
+    let missing = host
+        .execute_tool(
+            ToolCall {
+                id: "go".into(),
+                tool_name: "LSP".into(),
+                arguments: json!({ "action": "diagnostics", "file_path": "main.go" }),
+            },
+            RunOptions::default(),
+        )
+        .await;
+    assert_eq!(missing.status, Status::Error);
+    let error = missing.error.unwrap();
+    assert!(
+        error.contains("no go language server is available"),
+        "{error}"
+    );
+    assert!(
+        error.contains("install it: go install golang.org/x/tools/gopls@latest"),
+        "{error}"
+    );
+}
