@@ -58,6 +58,7 @@ pub mod read;
 pub mod registry;
 pub mod search;
 pub mod shell;
+pub mod terminal;
 pub mod write;
 
 use std::fmt;
@@ -163,8 +164,8 @@ pub struct ProgramTools {
     pub lsp_idle: std::time::Duration,
 }
 
-/// Registers the tools that run programs for the project at `root`: `bash` and `git` in
-/// `sandbox`, and `lsp`'s language servers.
+/// Registers the tools that run programs for the project at `root`: `bash`, `terminal`
+/// and `git` in `sandbox`, and `lsp`'s language servers.
 pub fn register_programs(
     registry: &SkillRegistry,
     root: impl Into<PathBuf>,
@@ -179,7 +180,10 @@ pub fn register_programs(
         settings.allowed_hosts,
         settings.max_timeout,
     );
+    let launcher = sandbox.config().launcher.clone();
+    let terminal = terminal::Terminal::new(root.clone(), launcher, bash.clone());
     register(registry, Arc::new(bash))?;
+    register(registry, Arc::new(terminal))?;
     register(
         registry,
         Arc::new(git::Git::new(root.clone(), sandbox.clone())),

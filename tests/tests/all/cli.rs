@@ -338,6 +338,7 @@ fn list_shows_every_kind_and_the_skills_that_failed_to_load() {
             ("git", "builtin"),
             ("glob", "builtin"),
             ("grep", "builtin"),
+            ("lsp", "builtin"),
             ("memory_forget", "builtin"),
             ("memory_search", "builtin"),
             ("memory_store", "builtin"),
@@ -345,6 +346,7 @@ fn list_shows_every_kind_and_the_skills_that_failed_to_load() {
             ("run_skill_script", "builtin"),
             ("search", "builtin"),
             ("squares", "composite"),
+            ("terminal", "builtin"),
             ("write", "builtin")
         ]
     );
