@@ -140,7 +140,16 @@ impl Tool for RunSkillScript {
                 "stderr": { "type": "string" },
                 "duration": { "type": "integer" },
                 "error": { "type": "string" } },
-                "required": ["success", "exitCode", "stdout", "stderr", "duration"] }
+                "required": ["success", "exitCode", "stdout", "stderr", "duration"] },
+            "examples": [
+                { "description": "A PDF skill's form filler", "input": { "skill": "pdf", "script": "scripts/fill_fillable_fields.py", "args": ["form.pdf", "values.json", "out.pdf"] } },
+                { "description": "A shell helper without arguments", "input": { "skill": "release-notes", "script": "scripts/collect.sh" } },
+                { "description": "A Node helper", "input": { "skill": "docx", "script": "scripts/convert.js", "args": ["in.docx"] } }
+            ],
+            "notes": [
+                "Only for skills the operator allowed to run scripts (--allow-exec, or [grants] exec = true).",
+                "The script sees only the skill's files and a scratch directory; it runs in the native sandbox with its time, memory and output limits."
+            ]
         })
     }
 

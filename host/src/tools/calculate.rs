@@ -35,7 +35,13 @@ impl Tool for Calculate {
             "input": { "type": "object", "properties": {
                 "expression": { "type": "string", "minLength": 1, "description": "arithmetic with + - * / % ^, parentheses, pi, e, and sqrt, abs, ln, log, exp, sin, cos, tan, floor, ceil, round, min, max, pow" } },
                 "required": ["expression"] },
-            "output": { "type": "object", "properties": { "result": { "type": "number" } }, "required": ["result"] }
+            "output": { "type": "object", "properties": { "result": { "type": "number" } }, "required": ["result"] },
+            "examples": [
+                { "description": "The seed's", "input": { "expression": "sqrt(144) + 10" } },
+                { "description": "Powers and parentheses", "input": { "expression": "(2 + 3) ^ 4 / 5" } },
+                { "description": "Functions and constants", "input": { "expression": "round(pi * 100) / 100" } }
+            ],
+            "notes": ["Decimal arithmetic is exact where it can be (0.1 + 0.2 is 0.3); division by zero is an error naming the position."]
         })
     }
 

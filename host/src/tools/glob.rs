@@ -104,7 +104,17 @@ impl Tool for Glob {
                 "files": { "type": "array", "items": { "type": "string" }, "description": "paths relative to the working directory, newest first" },
                 "count": { "type": "integer", "description": "how many files matched" },
                 "truncated": { "type": "boolean", "description": "whether more matched than `limit`" } },
-                "required": ["files", "count", "truncated"] }
+                "required": ["files", "count", "truncated"] },
+            "examples": [
+                { "description": "The seed's: every Rust file, newest first", "input": { "pattern": "**/*.rs" } },
+                { "description": "Only under one directory", "input": { "pattern": "*.rs", "path": "src" } },
+                { "description": "Several extensions, the ten newest", "input": { "pattern": "**/*.{md,toml}", "limit": 10 } }
+            ],
+            "notes": [
+                "`*` stays within a directory; `**` crosses directories.",
+                "Files ignored by .gitignore and hidden files are left out, as ripgrep leaves them out.",
+                "Paths are resolved inside the project directory."
+            ]
         })
     }
 

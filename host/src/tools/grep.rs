@@ -224,7 +224,17 @@ impl Tool for Grep {
             "output": { "type": "object", "properties": {
                 "results": { "type": "array", "items": { "type": "string" } },
                 "truncated": { "type": "boolean", "description": "whether results were cut at head_limit" } },
-                "required": ["results", "truncated"] }
+                "required": ["results", "truncated"] },
+            "examples": [
+                { "description": "The seed's: TODO comments with their lines", "input": { "pattern": "TODO:", "path": "src/", "output_mode": "content" } },
+                { "description": "Files that define a function, Rust only", "input": { "pattern": "fn \\w+\\(", "type": "rust" } },
+                { "description": "Matches per file, any case", "input": { "pattern": "error", "case_insensitive": true, "output_mode": "count" } }
+            ],
+            "notes": [
+                "Uses ripgrep's own crates: .gitignore respected, hidden and binary files skipped.",
+                "Results stop at head_limit (500 by default); `truncated` says when more matched.",
+                "Paths are resolved inside the project directory."
+            ]
         })
     }
 

@@ -23,7 +23,13 @@ fn manifests() -> [Value; 3] {
                     "id": { "type": "string" }, "text": { "type": "string" },
                     "score": { "type": "number" }, "category": { "type": "string" } } } },
                 "count": { "type": "number" } } },
-            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "search", "builtin"]
+            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "search", "builtin"],
+            "notes": ["Hybrid search: keywords (FTS5) and vectors, fused; the default embedder matches words, not meaning (EVO_EMBED_MODEL for meaning).", "Needs memory: a host without it answers denied."],
+            "examples": [
+                { "description": "What the user said about their editor", "input": { "query": "which editor does the user prefer" } },
+                { "description": "The three best matches only", "input": { "query": "deployment decisions", "limit": 3 } },
+                { "description": "A name", "input": { "query": "Alice" } }
+            ]
         }),
         json!({
             "name": "memory_store",
@@ -36,7 +42,13 @@ fn manifests() -> [Value; 3] {
                 "required": ["text"] },
             "output": { "type": "object", "properties": {
                 "stored": { "type": "boolean" }, "reason": { "type": "string" } } },
-            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "store", "builtin"]
+            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "store", "builtin"],
+            "notes": ["Near-duplicates are not stored twice; the answer says why.", "Writes long-term memory: needs read_write."],
+            "examples": [
+                { "description": "A preference", "input": { "text": "The user prefers dark mode", "category": "preference" } },
+                { "description": "A decision", "input": { "text": "We deploy on Fridays only after the release review", "category": "decision" } },
+                { "description": "A fact without a category", "input": { "text": "The staging server is staging.example.com" } }
+            ]
         }),
         json!({
             "name": "memory_forget",
@@ -47,7 +59,13 @@ fn manifests() -> [Value; 3] {
                 "query": { "type": "string", "description": "要删除的内容（模糊匹配）" } },
                 "required": ["query"] },
             "output": { "type": "object", "properties": { "deleted": { "type": "number" } } },
-            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "delete", "builtin"]
+            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "delete", "builtin"],
+            "notes": ["Matches by id or by search; the answer counts what was deleted.", "Writes long-term memory: needs read_write."],
+            "examples": [
+                { "description": "Forget a preference", "input": { "query": "dark mode" } },
+                { "description": "Forget what was stored about a server", "input": { "query": "staging server" } },
+                { "description": "Forget a name", "input": { "query": "Alice" } }
+            ]
         }),
     ]
 }

@@ -166,7 +166,7 @@ impl Tool for Read {
             "examples": [
                 { "description": "The seed's: a whole source file, numbered", "input": { "file_path": "src/main.rs" } },
                 { "description": "Twenty lines from line 100 of a long file", "input": { "file_path": "src/main.rs", "offset": 100, "limit": 20 } },
-                { "description": "An absolute path inside the project", "input": { "file_path": "/home/me/project/README.md" } }
+                { "description": "The first five lines of the README", "input": { "file_path": "README.md", "limit": 5 } }
             ],
             "notes": [
                 "Paths are resolved inside the project directory; `..`, other absolute paths and symlinks leading out are refused: 文件路径超出项目目录范围.",

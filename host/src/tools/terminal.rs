@@ -225,14 +225,15 @@ impl Terminal {
             }
             foreground.is_some() && foreground == *shell
         };
-        if at_prompt && !text.trim().is_empty() {
-            if let Err(message) = self.bash.judge(text, ctx.locale()) {
-                tracing::warn!(target: "evo::security", tool = "terminal", input = %text, "blocked: {message}");
-                return Err(Error::Blocked {
-                    tool: "terminal".into(),
-                    message,
-                });
-            }
+        if at_prompt
+            && !text.trim().is_empty()
+            && let Err(message) = self.bash.judge(text, ctx.locale())
+        {
+            tracing::warn!(target: "evo::security", tool = "terminal", input = %text, "blocked: {message}");
+            return Err(Error::Blocked {
+                tool: "terminal".into(),
+                message,
+            });
         }
         let mut bytes = text.as_bytes().to_vec();
         if enter && !text.is_empty() {

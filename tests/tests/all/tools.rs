@@ -1218,3 +1218,95 @@ async fn a_terminal_session_keeps_its_shell_judges_the_prompt_and_stops_everythi
     let gone = terminal(json!({ "action": "read", "session_id": id })).await;
     assert_eq!(gone.code.as_deref(), Some("NOT_FOUND"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_built_in_tools_examples_run() {
+    // The issue: at least three examples per descriptor, executed by a test.
+    let home = tempfile::tempdir().unwrap();
+    let project = rust_project();
+    let root = project.path();
+    let main: String = std::iter::once("fn main() {\n".to_owned())
+        .chain((0..130).map(|i| format!("    let v{i} = {i};\n")))
+        .chain(std::iter::once("}\n".to_owned()))
+        .collect();
+    std::fs::write(root.join("src/main.rs"), main).unwrap();
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "pub fn helper() -> u32 { 42 }\npub fn old_name() {\n    let x = 10;\n    dbg!(x);\n}\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/bad.rs"), "").unwrap();
+    std::fs::write(root.join("README.md"), "# demo\n\nA project.\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@x",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let host = host(root, home.path(), Locale::En).await;
+    let mut ran = 0;
+    for tool in host
+        .list_tools()
+        .into_iter()
+        .filter(|t| t.kind == "builtin")
+    {
+        assert!(
+            tool.examples.len() >= 3,
+            "{} has {} examples",
+            tool.name,
+            tool.examples.len()
+        );
+        assert!(!tool.notes.is_empty(), "{} has no notes", tool.name);
+        for example in &tool.examples {
+            let result = host
+                .execute_tool(
+                    ToolCall {
+                        id: tool.name.clone(),
+                        tool_name: tool.name.clone(),
+                        arguments: example.input.clone(),
+                    },
+                    RunOptions {
+                        confirmer: Some(Arc::new(Always(true))),
+                        ..RunOptions::default()
+                    },
+                )
+                .await;
+            if tool.name == "run_skill_script" {
+                // No such instruction skill here: refused for that, not for its arguments.
+                assert_eq!(
+                    result.code.as_deref(),
+                    Some("SKILL_NOT_FOUND"),
+                    "{}: {result:?}",
+                    example.description
+                );
+            } else {
+                assert_eq!(
+                    result.status,
+                    Status::Success,
+                    "{} — {}: {result:?}",
+                    tool.name,
+                    example.description
+                );
+            }
+            ran += 1;
+        }
+    }
+    assert_eq!(
+        ran, 45,
+        "three examples for each of the fifteen built-in tools"
+    );
+}
