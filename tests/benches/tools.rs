@@ -60,6 +60,7 @@ fn read(c: &mut Criterion) {
     let lines = 16_384;
     std::fs::write(dir.path().join("big.txt"), line.repeat(lines)).expect("writes");
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .expect("runtime");
     let ctx = context(dir.path());
@@ -86,6 +87,7 @@ fn read(c: &mut Criterion) {
 fn grep(c: &mut Criterion) {
     let root = repository();
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .expect("runtime");
     let ctx = context(&root);
@@ -128,10 +130,11 @@ fn grep(c: &mut Criterion) {
 fn glob(c: &mut Criterion) {
     let root = repository();
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .expect("runtime");
     let ctx = context(&root);
-    let input = json!({ "pattern": "**/*.rs", "limit": 100_000 });
+    let input = json!({ "pattern": "**/*.rs", "limit": 10_000 });
     let find_args = [
         ".", "(", "-path", "./target", "-o", "-path", "*/.*", ")", "-prune", "-o", "-name", "*.rs",
         "-type", "f", "-print",
