@@ -56,11 +56,7 @@ impl Glob {
             .map_err(|e| invalid("glob", &format!("{pattern:?} is not a glob pattern: {e}")))?
             .compile_matcher();
         let mut found: Vec<(SystemTime, String)> = Vec::new();
-        let walk = ignore::WalkBuilder::new(&base)
-            // .gitignore counts outside a git repository too.
-            .require_git(false)
-            .follow_links(false)
-            .build();
+        let walk = super::walk(&base).build();
         for entry in walk.flatten() {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;

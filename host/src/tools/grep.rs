@@ -119,8 +119,7 @@ impl Grep {
             Some(path) => contained("grep", &self.root, Path::new(path))?,
             None => root.clone(),
         };
-        let mut walk = ignore::WalkBuilder::new(&base);
-        walk.require_git(false).follow_links(false);
+        let mut walk = super::walk(&base);
         if let Some(glob) = input.get("glob").and_then(Value::as_str) {
             let mut overrides = ignore::overrides::OverrideBuilder::new(&base);
             overrides

@@ -261,6 +261,15 @@ pub(crate) fn contained(tool: &str, root: &Path, path: &Path) -> Result<PathBuf>
     }
 }
 
+/// The walk the file tools share, as ripgrep walks: `.gitignore` (inside a git
+/// repository or not), hidden files skipped, symlinks not followed (a link out of the
+/// project is not entered).
+pub(crate) fn walk(base: &Path) -> ignore::WalkBuilder {
+    let mut walk = ignore::WalkBuilder::new(base);
+    walk.require_git(false).follow_links(false);
+    walk
+}
+
 /// A tool's refusal of its input.
 fn invalid(skill: &str, message: &str) -> Error {
     Error::Skill {

@@ -69,11 +69,7 @@ impl Search {
             .line_number(true)
             .build();
         let mut hits = Vec::new();
-        let walk = ignore::WalkBuilder::new(&base)
-            // .gitignore counts outside a git repository too.
-            .require_git(false)
-            .follow_links(false)
-            .build();
+        let walk = super::walk(&base).build();
         for entry in walk.flatten() {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
