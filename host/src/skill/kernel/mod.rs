@@ -37,16 +37,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::context::{BoxFuture, ContextError, LlmRequest, MemoryHit, Scratch, StoreOutcome};
+use super::context::{BoxFuture, LlmRequest, MemoryHit, Scratch, StoreOutcome};
 use super::events::{EventSink, RunEvent};
 use super::executor::SkillOutput;
 use super::registry::{RegisteredSkill, SkillRegistry};
 use super::stats::Stats;
 use super::validate::{Direction, ValidationReport};
-use crate::error::{Error, FailureKind, Result};
-use crate::skill::confirm::{ConfirmPolicy, Confirmation, Confirmer};
+
+mod gate;
+mod guest;
+use crate::error::{Error, Result};
+use crate::skill::confirm::{ConfirmPolicy, Confirmer};
 use crate::skill::history::{History, Record, Status};
-use crate::skill::permission::{self, Locale, Profile};
+use crate::skill::permission::{Locale, Profile};
 
 /// How to configure a language model, for messages that find none.
 pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
@@ -434,27 +437,6 @@ impl SkillContext {
             })
     }
 
-    /// The run's profile's verdict on calling `skill` with `input`.
-    fn permit(&self, skill: &RegisteredSkill, input: &Value) -> Result<()> {
-        let profile = &self.run.profile;
-        let locale = self.kernel.config.locale;
-        let name = &skill.meta.name;
-        let message = if !profile.lists(name, &self.kernel.registry.aliases_of(name)) {
-            permission::unlisted_message(locale, name, &profile.name)
-        } else {
-            let needed = skill.permission_for(input);
-            if needed <= profile.level {
-                return Ok(());
-            }
-            permission::blocked_message(locale, needed, profile.level)
-        };
-        tracing::warn!(target: "evo::security", tool = %name, profile = %profile.name, "blocked: {message}");
-        Err(Error::Blocked {
-            tool: name.clone(),
-            message,
-        })
-    }
-
     async fn gated(
         &self,
         skill: &Arc<RegisteredSkill>,
@@ -502,55 +484,6 @@ impl SkillContext {
             Err(e) => self.emit(RunEvent::skill_failed(name, e, elapsed)),
         }
         result
-    }
-
-    /// The language refusals are written in.
-    pub fn locale(&self) -> Locale {
-        self.kernel.config.locale
-    }
-
-    /// The run's profile.
-    pub fn profile(&self) -> &Profile {
-        &self.run.profile
-    }
-
-    /// Asks the run's confirmer whether the dangerous call `request` describes may go
-    /// ahead; without one, the host's [`ConfirmPolicy`] answers. A refusal is
-    /// [`Error::Blocked`].
-    pub async fn confirm(&self, request: Confirmation) -> Result<()> {
-        let zh = self.locale() == Locale::Zh;
-        let refusal = match &self.run.confirmer {
-            Some(confirmer) => {
-                if confirmer.confirm(&request).await {
-                    return Ok(());
-                }
-                if zh {
-                    format!(
-                        "用户拒绝了此操作（风险{}）：{}",
-                        request.risk, request.warning
-                    )
-                } else {
-                    format!(
-                        "the user declined ({} risk): {}",
-                        request.risk, request.warning
-                    )
-                }
-            }
-            None if self.kernel.config.confirm == ConfirmPolicy::Allow => return Ok(()),
-            None if zh => format!(
-                "此操作需要用户确认（风险{}）：{}；当前无法询问用户",
-                request.risk, request.warning
-            ),
-            None => format!(
-                "this needs the user's confirmation ({} risk: {}) and nobody can be asked here; run it interactively, or set [tools] confirm = \"allow\" in evo.toml",
-                request.risk, request.warning
-            ),
-        };
-        tracing::warn!(target: "evo::security", tool = %request.tool, "not confirmed: {refusal}");
-        Err(Error::Blocked {
-            tool: request.tool,
-            message: refusal,
-        })
     }
 }
 
@@ -617,79 +550,4 @@ fn check_output(skill: &RegisteredSkill, out: SkillOutput) -> Result<SkillOutput
             violations,
         ))))
     }
-}
-
-/// What a guest asks through the WIT `context` imports, answered by the calling frame.
-/// The engine checks the skill's grant first; these decide the rest (depth, lookup,
-/// validation, deduplication) and return expected failures as [`ContextError`]s.
-impl SkillContext {
-    /// `context.call`: runs `skill` on JSON text `input`.
-    pub async fn guest_call(&self, skill: String, input: String) -> Result<String, ContextError> {
-        let input: Value = serde_json::from_str(&input).map_err(|e| {
-            ContextError::new(
-                FailureKind::InvalidInput,
-                format!("the input for {skill} is not JSON: {e}"),
-            )
-        })?;
-        let output = self.call(&skill, input).await.map_err(to_context_error)?;
-        Ok(output.to_string())
-    }
-
-    /// `context.llm`.
-    pub async fn guest_llm(&self, request: LlmRequest) -> Result<String, ContextError> {
-        if self.kernel.llm.is_none() {
-            return Err(ContextError::new(
-                FailureKind::Denied,
-                "no language model is configured for this host",
-            ));
-        }
-        self.llm(request).await.map_err(to_context_error)
-    }
-
-    /// `context.memory-search`.
-    pub async fn guest_memory_search(
-        &self,
-        query: String,
-        limit: u32,
-    ) -> Result<Vec<MemoryHit>, ContextError> {
-        let memory = self.memory().ok_or_else(no_memory)?;
-        memory.search(query, limit).await.map_err(to_context_error)
-    }
-
-    /// `context.memory-store`.
-    pub async fn guest_memory_store(
-        &self,
-        text: String,
-        category: Option<String>,
-    ) -> Result<StoreOutcome, ContextError> {
-        let memory = self.memory().ok_or_else(no_memory)?;
-        memory.store(text, category).await.map_err(to_context_error)
-    }
-
-    /// `context.memory-forget`.
-    pub async fn guest_memory_forget(&self, query: String) -> Result<u32, ContextError> {
-        let memory = self.memory().ok_or_else(no_memory)?;
-        memory.forget(query).await.map_err(to_context_error)
-    }
-}
-
-fn no_memory() -> ContextError {
-    ContextError::new(FailureKind::Denied, "no memory is attached to this host")
-}
-
-/// How a kernel error looks to a guest: the WIT `skill-error` case closest to it, with
-/// the full message (a validation report stays readable).
-fn to_context_error(error: Error) -> ContextError {
-    let kind = match &error {
-        Error::SkillNotFound { .. } | Error::ToolNotFound { .. } => FailureKind::NotFound,
-        Error::SkillDepth { .. } => FailureKind::Denied,
-        Error::Validation(report) if report.direction == Direction::Input => {
-            FailureKind::InvalidInput
-        }
-        Error::InvalidInput { .. } => FailureKind::InvalidInput,
-        Error::Timeout { .. } => FailureKind::Timeout,
-        Error::Skill { kind, .. } | Error::Script { kind, .. } => *kind,
-        _ => FailureKind::Failed,
-    };
-    ContextError::new(kind, error.to_string())
 }
