@@ -466,16 +466,11 @@ impl Config {
             self.skill_dirs = std::env::split_paths(&dirs).collect();
             self.set_source("skill_dirs", from("EVO_SKILL_DIRS"));
         }
-        if self.source("tools.locale") == Source::Default {
-            let lang = ["LC_ALL", "LC_MESSAGES", "LANG"]
-                .iter()
-                .find_map(|var| env(var).map(|value| (*var, value)));
-            if let Some((var, value)) = lang
-                && value.starts_with("zh")
-            {
-                self.tools.locale = Locale::Zh;
-                self.set_source("tools.locale", from(var));
-            }
+        if self.source("tools.locale") == Source::Default
+            && let Some((var, Locale::Zh)) = Locale::from_vars(env)
+        {
+            self.tools.locale = Locale::Zh;
+            self.set_source("tools.locale", from(var));
         }
         if env("EVO_NATIVE_REQUIRE_ISOLATION").as_deref() == Some("1") {
             self.native.isolation = Isolation::Required;

@@ -318,7 +318,20 @@ pub fn redact(arguments: &Value) -> String {
                     .collect(),
             ),
             Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
-            Value::String(s) if token_shaped(s) => Value::String(REDACTED.into()),
+            Value::String(s) => {
+                // A whole file's content (`write`) is cut first, so that it is neither
+                // scanned nor copied and serialised in full on every call.
+                let kept: String = if s.len() > MAX_ARGUMENT_CHARS {
+                    s.chars().take(MAX_ARGUMENT_CHARS).collect()
+                } else {
+                    s.clone()
+                };
+                Value::String(if token_shaped(&kept) {
+                    REDACTED.into()
+                } else {
+                    kept
+                })
+            }
             other => other.clone(),
         }
     }

@@ -76,15 +76,25 @@ impl Locale {
     /// `zh` when `LC_ALL`, `LC_MESSAGES` or `LANG` (the first one set) starts with `zh`,
     /// else English.
     pub fn from_env() -> Self {
-        let lang = ["LC_ALL", "LC_MESSAGES", "LANG"]
-            .iter()
-            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-            .unwrap_or_default();
-        if lang.starts_with("zh") {
-            Self::Zh
-        } else {
-            Self::En
-        }
+        Self::from_vars(|var| std::env::var(var).ok()).map_or(Self::En, |(_, locale)| locale)
+    }
+
+    /// The locale the first of `LC_ALL`, `LC_MESSAGES`, `LANG` that `env` has set
+    /// names, with that variable: `zh` for `zh*`, else English.
+    pub fn from_vars(env: impl Fn(&str) -> Option<String>) -> Option<(&'static str, Self)> {
+        ["LC_ALL", "LC_MESSAGES", "LANG"]
+            .into_iter()
+            .find_map(|var| {
+                let value = env(var).filter(|v| !v.is_empty())?;
+                Some((
+                    var,
+                    if value.starts_with("zh") {
+                        Self::Zh
+                    } else {
+                        Self::En
+                    },
+                ))
+            })
     }
 
     /// The locale named `name` (`en`, `zh`, or `auto` for [`Locale::from_env`]).
