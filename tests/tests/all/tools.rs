@@ -1172,6 +1172,14 @@ async fn a_terminal_session_keeps_its_shell_judges_the_prompt_and_stops_everythi
         std::fs::read_to_string(project.path().join("made.txt")).unwrap(),
         "hello-terminal\n"
     );
+    let outside = tempfile::tempdir().unwrap();
+    let escape = format!("touch {}/from-terminal", outside.path().display());
+    terminal(json!({ "action": "send", "session_id": id, "input": escape })).await;
+    terminal(json!({ "action": "read", "session_id": id, "wait_ms": 1_000 })).await;
+    assert!(
+        !outside.path().join("from-terminal").exists(),
+        "the session wrote outside the project"
+    );
 
     // At the prompt, the allowlist applies.
     let refused = terminal(
@@ -1308,5 +1316,70 @@ async fn every_built_in_tools_examples_run() {
     assert_eq!(
         ran, 45,
         "three examples for each of the fifteen built-in tools"
+    );
+}
+
+#[test]
+fn bash_and_git_cannot_write_outside_the_project_or_run_the_repositorys_programs() {
+    // The sandbox boundary, attacked through `evo tool call` as a model would.
+    let home = tempfile::tempdir().unwrap();
+    let project = project();
+    let p = project.path();
+    let outside = tempfile::tempdir().unwrap();
+    let o = outside.path().to_str().unwrap().to_owned();
+    let escapes = [
+        format!("touch {o}/touched"),
+        format!("echo x > {o}/redirected"),
+        format!("cp src/lib.rs {o}/copied"),
+        "echo x > ../escaped-from-bash".to_owned(),
+        format!("mkdir -p {o}/made && ls {o}"),
+    ];
+    for command in &escapes {
+        let (result, _) = call(
+            home.path(),
+            p,
+            "C",
+            "bash",
+            &json!({ "command": command }),
+            &[],
+        );
+        assert_ne!(
+            result["status"], "blocked",
+            "{command}: the allowlist lets it through, the sandbox must stop it"
+        );
+    }
+    for name in ["touched", "redirected", "copied", "made"] {
+        assert!(
+            !outside.path().join(name).exists(),
+            "{name} was written outside the project"
+        );
+    }
+    assert!(!p.parent().unwrap().join("escaped-from-bash").exists());
+
+    // A repository's own hooks and fsmonitor are programs it names: git must not run them.
+    std::fs::write(
+        p.join(".git/hooks/post-commit"),
+        "#!/bin/sh\ntouch hook-ran\n",
+    )
+    .unwrap();
+    let hook = p.join(".git/hooks/post-commit");
+    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&hook, permissions).unwrap();
+    let mut config = std::fs::read_to_string(p.join(".git/config")).unwrap();
+    config.push_str("[core]\n\tfsmonitor = \"touch fsmonitor-ran #\"\n");
+    std::fs::write(p.join(".git/config"), config).unwrap();
+    for args in [
+        json!({ "action": "status" }),
+        json!({ "action": "add", "paths": ["."] }),
+        json!({ "action": "commit", "message": "with hooks" }),
+    ] {
+        let (result, _) = call(home.path(), p, "C", "git", &args, &[]);
+        assert_eq!(result["status"], "success", "{args}: {result}");
+    }
+    assert!(!p.join("hook-ran").exists(), "the post-commit hook ran");
+    assert!(
+        !p.join("fsmonitor-ran").exists(),
+        "the fsmonitor command ran"
     );
 }
