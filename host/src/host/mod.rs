@@ -163,6 +163,20 @@ impl HostBuilder {
             Some(config) => config,
             None => Config::load(&data_dir, self.config_file.as_deref())?,
         };
+        // A profile set in code (not read from evo.toml, which checks it) that names
+        // nothing must fail here, not widen to the default at the first call.
+        let default_profile = config
+            .tools
+            .profile_named(&config.tools.profile)
+            .ok_or_else(|| Error::Config {
+                path: config.file.clone().unwrap_or_else(|| data_dir.join(crate::config::CONFIG_FILE)),
+                line: None,
+                key: Some("tools.profile".into()),
+                message: format!(
+                    "no profile named {:?}; use explore, edit, full, admin or one under [tools.profiles]",
+                    config.tools.profile
+                ),
+            })?;
         let loader = loader(&config, &data_dir, self.launcher, self.on_compile)?;
         let registry = Arc::new(SkillRegistry::new());
         let project = self.project_dir.unwrap_or_else(|| PathBuf::from("."));
@@ -226,6 +240,7 @@ impl HostBuilder {
             load_errors: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
             changes: tokio::sync::watch::Sender::new(0),
+            default_profile,
             data_dir,
             config,
         };
@@ -326,6 +341,8 @@ struct Inner {
     catalogue: Mutex<BTreeMap<PathBuf, Loaded>>,
     /// Bumped whenever the skills change.
     changes: tokio::sync::watch::Sender<u64>,
+    /// The profile of runs that name none (`[tools] profile`), resolved at build.
+    default_profile: crate::skill::permission::Profile,
     data_dir: PathBuf,
     config: Config,
 }
@@ -386,10 +403,7 @@ impl Host {
     /// The root context of a new run whose events go to `events`: for callers that
     /// make several calls in one run (sharing scratch and the input-attempt count).
     pub fn context(&self, events: Option<EventSink>) -> SkillContext {
-        let profile = self
-            .config()
-            .tools
-            .profile_named(&self.config().tools.profile);
+        let profile = Some(self.inner.default_profile.clone());
         self.inner.kernel.context(RunOptions {
             events,
             profile,
@@ -452,7 +466,7 @@ impl Host {
         };
         options_fn(&mut options);
         if options.profile.is_none() {
-            options.profile = Some(self.profile(&self.inner.config.tools.profile)?);
+            options.profile = Some(self.inner.default_profile.clone());
         }
         let index = self.skill_index()?;
         Agent::on(self.inner.kernel.clone(), provider)?

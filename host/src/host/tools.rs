@@ -53,14 +53,14 @@ impl Host {
 
     /// The root context of a run started with `options`; a run without a profile gets
     /// the configured default (`[tools] profile`, `full` unless set).
-    pub fn run_context(&self, mut options: RunOptions) -> Result<SkillContext> {
+    pub fn run_context(&self, mut options: RunOptions) -> SkillContext {
         if options.profile.is_none() {
-            options.profile = Some(self.profile(&self.config().tools.profile)?);
+            options.profile = Some(self.inner.default_profile.clone());
         }
         if options.events.is_none() {
             options.events = self.inner.events.clone();
         }
-        Ok(self.kernel().context(options))
+        self.kernel().context(options)
     }
 
     /// The seed's `execute_tool`: runs `call` in a new run started with `options` and
@@ -98,10 +98,7 @@ impl Host {
             result.error = Some(message);
             return result;
         }
-        let result = match self.run_context(options) {
-            Ok(ctx) => ctx.call(&name, call.arguments).await,
-            Err(e) => Err(e),
-        };
+        let result = self.run_context(options).call(&name, call.arguments).await;
         ToolResult::new(call.id, &name, result, elapsed())
     }
 

@@ -137,14 +137,11 @@ impl Shared {
             () = cancelled.cancelled() => return Err(Refusal::Cancelled),
             () = self.draining.cancelled() => return Err(Refusal::ShuttingDown),
         };
-        let context = self
-            .host
-            .run_context(RunOptions {
-                events,
-                caller: Some("mcp".into()),
-                ..RunOptions::default()
-            })
-            .map_err(Refusal::Failed)?;
+        let context = self.host.run_context(RunOptions {
+            events,
+            caller: Some("mcp".into()),
+            ..RunOptions::default()
+        });
         let call = context.call_full(name, input);
         let result = tokio::select! {
             result = call => result.map(|out| out.output).map_err(Refusal::Failed),

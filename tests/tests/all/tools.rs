@@ -1383,3 +1383,22 @@ fn bash_and_git_cannot_write_outside_the_project_or_run_the_repositorys_programs
         "the fsmonitor command ran"
     );
 }
+
+#[tokio::test]
+async fn a_default_profile_that_names_nothing_stops_the_build() {
+    let home = tempfile::tempdir().unwrap();
+    let mut config = evo_host::Config::default();
+    config.tools.profile = "explorer".into();
+    let err = Host::builder()
+        .data_dir(home.path())
+        .config(config)
+        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID");
+    assert!(
+        err.to_string().contains("no profile named \"explorer\""),
+        "{err}"
+    );
+}

@@ -34,7 +34,7 @@ pub(super) async fn run(
         events,
         caller: Some("cli".into()),
         ..Default::default()
-    })?;
+    });
     let result = context.call_full(&name, input).await;
     if let Err(e) = host.flush_stats() {
         eprintln!("warning: could not record statistics: {e}");
