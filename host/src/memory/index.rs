@@ -11,6 +11,24 @@ use std::collections::HashMap;
 /// Top-k candidates by approximate cosine, best first: `(rowid, score)`.
 pub type Scored = Vec<(i64, f32)>;
 
+/// What a filtered search ([`VectorIndex::top_k_where`]) may look at besides the vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// Where the entry came from.
+    pub source: super::Source,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at: i64,
+}
+
+impl Default for Meta {
+    fn default() -> Self {
+        Self {
+            source: super::Source::User,
+            created_at: 0,
+        }
+    }
+}
+
 /// Quantised unit vectors by rowid.
 #[derive(Debug, Default)]
 pub struct VectorIndex {
@@ -18,6 +36,7 @@ pub struct VectorIndex {
     rowids: Vec<i64>,
     codes: Vec<i8>,
     scales: Vec<f32>,
+    metas: Vec<Meta>,
     slots: HashMap<i64, usize>,
 }
 
@@ -46,7 +65,7 @@ impl VectorIndex {
     }
 
     /// Adds (or replaces) the vector of `rowid`. Vectors of the wrong length are ignored.
-    pub fn insert(&mut self, rowid: i64, vector: &[f32]) {
+    pub fn insert(&mut self, rowid: i64, vector: &[f32], meta: Meta) {
         if vector.len() != self.dim {
             return;
         }
@@ -56,6 +75,17 @@ impl VectorIndex {
         self.rowids.push(rowid);
         self.codes.extend_from_slice(&codes);
         self.scales.push(scale);
+        self.metas.push(meta);
+    }
+
+    /// Whether `rowid` is held.
+    pub fn contains(&self, rowid: i64) -> bool {
+        self.slots.contains_key(&rowid)
+    }
+
+    /// How many vectors have `meta` passing `keep`.
+    pub fn count_where(&self, keep: impl Fn(&Meta) -> bool) -> usize {
+        self.metas.iter().filter(|m| keep(m)).count()
     }
 
     /// Removes the vector of `rowid`, if present.
@@ -68,17 +98,30 @@ impl VectorIndex {
             let moved = self.rowids[last];
             self.rowids.swap(slot, last);
             self.scales.swap(slot, last);
+            self.metas.swap(slot, last);
             let (head, tail) = self.codes.split_at_mut(last * self.dim);
             head[slot * self.dim..(slot + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
             self.slots.insert(moved, slot);
         }
         self.rowids.truncate(last);
         self.scales.truncate(last);
+        self.metas.truncate(last);
         self.codes.truncate(last * self.dim);
     }
 
     /// The `k` vectors most similar to `query` (a unit vector), best first.
     pub fn top_k(&self, query: &[f32], k: usize) -> Scored {
+        self.top_k_where(query, k, &|_| true)
+    }
+
+    /// The `k` vectors most similar to `query` among those whose [`Meta`] passes
+    /// `keep`, best first.
+    pub fn top_k_where(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: &(dyn Fn(&Meta) -> bool + Sync),
+    ) -> Scored {
         if query.len() != self.dim || k == 0 || self.is_empty() {
             return Vec::new();
         }
@@ -97,7 +140,9 @@ impl VectorIndex {
                 .chunks_exact(self.dim)
                 .zip(&self.rowids[start..end])
                 .zip(&self.scales[start..end])
-                .map(|((codes, &rowid), &scale)| {
+                .zip(&self.metas[start..end])
+                .filter(|(_, meta)| keep(meta))
+                .map(|(((codes, &rowid), &scale), _)| {
                     (rowid, dot_i8(codes, &q) as f32 * scale * q_scale)
                 })
                 .collect();
@@ -184,7 +229,15 @@ mod tests {
         ];
         let mut index = VectorIndex::new(crate::memory::embed::HASH_DIM);
         for (i, text) in texts.iter().enumerate() {
-            index.insert(i as i64 + 1, &hash_embed(text));
+            let meta = Meta {
+                source: if i == 2 {
+                    crate::memory::Source::Log
+                } else {
+                    crate::memory::Source::User
+                },
+                created_at: 0,
+            };
+            index.insert(i as i64 + 1, &hash_embed(text), meta);
         }
         let top = index.top_k(&hash_embed("what mode does the user prefer"), 2);
         assert_eq!(top[0].0, 1);
@@ -201,5 +254,13 @@ mod tests {
         let top = index.top_k(&hash_embed("user prefers dark mode"), 3);
         assert!(top.iter().all(|(id, _)| *id != 1));
         assert_eq!(index.top_k(&hash_embed("miso the cat"), 1)[0].0, 3);
+        let not_logs = index.top_k_where(&hash_embed("miso the cat"), 3, &|m| {
+            m.source != crate::memory::Source::Log
+        });
+        assert_eq!(not_logs.iter().map(|(r, _)| *r).collect::<Vec<_>>(), [2]);
+        assert_eq!(
+            index.count_where(|m| m.source == crate::memory::Source::Log),
+            1
+        );
     }
 }

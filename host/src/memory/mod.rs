@@ -9,27 +9,37 @@
 //!   entry, re-indexed when the file changes.
 //! - `memory/YYYY-MM-DD.md`: daily logs, append-only.
 //!
-//! [`MemoryManager::store`] refuses near-duplicates (cosine ≥ 0.92 by default) and
-//! names the existing entry; a close variant of an entry of the same category (an
-//! update: cosine ≥ 0.75) supersedes it instead of deleting it. [`MemoryManager::recall`]
-//! and [`MemoryManager::capture`] run at the start and end of an agent run.
+//! [`MemoryManager::store`] compares a new text with the entries it resembles
+//! ([`decide`]): a restatement is not stored again, a new value of the same fact
+//! supersedes the old entry (kept, and shown by [`MemoryManager::history`]), and facts
+//! of one shape about different things all stay. Every decision is recorded with its
+//! reason. The daily logs are indexed beside the entries, so a search finds what was
+//! only ever said in a conversation. [`MemoryManager::recall`] and
+//! [`MemoryManager::capture`] run at the start and end of an agent run.
 //!
 //! ```
-//! use evo_host::memory::{Category, MemoryManager};
+//! use evo_host::memory::{Action, Category, MemoryManager};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let memory = MemoryManager::open(dir.path()).unwrap();
-//! assert!(memory.store("The user prefers dark mode", Some(Category::Preference)).unwrap().stored);
-//! let again = memory.store("the user prefers dark mode.", None).unwrap();
-//! assert!(!again.stored && again.reason.contains("near-duplicate"));
-//! let hits = memory.search("which mode does the user prefer", 5).unwrap();
-//! assert_eq!(hits[0].text, "The user prefers dark mode");
+//! let first = memory.decide("My phone number is 555-1234", Category::Fact).unwrap();
+//! assert_eq!(first.action, Action::Add);
+//! let again = memory.decide("my phone number is 555-1234.", Category::Fact).unwrap();
+//! assert_eq!(again.action, Action::Noop);
+//! let update = memory.decide("My phone number is 555-9876", Category::Fact).unwrap();
+//! assert_eq!((update.action, update.supersedes), (Action::Update, Some(first.id.clone())));
+//! let hits = memory.search("what is my phone number", 5).unwrap();
+//! assert_eq!(hits[0].text, "My phone number is 555-9876");
+//! assert_eq!(memory.history(&update.id).unwrap().versions.len(), 2);
 //! ```
 
 pub mod capture;
+pub mod decide;
 pub mod embed;
 pub mod files;
 pub mod index;
+pub mod local;
+pub mod minilm;
 pub mod openai;
 pub mod rank;
 mod search;
@@ -38,11 +48,14 @@ mod types;
 
 use search::{search_locked, search_rows};
 pub use types::{
-    CaptureOutcome, Category, ForgetOutcome, MemoryConfig, MemoryEntry, MemoryStatus, Source,
+    Action, CaptureOutcome, Category, EntryHistory, ForgetOutcome, HistoryEvent, MemoryConfig,
+    MemoryEntry, MemoryStatus, SearchOptions, Source, StoreDecision,
 };
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use rusqlite::OptionalExtension as _;
 
 pub use embed::{Embedder, HashEmbedder};
 
@@ -51,16 +64,20 @@ use crate::skill::context::{BoxFuture, MemoryHit, Scratch, StoreOutcome};
 use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::Memory;
 use crate::skill::pipeline::{LONG_TERM_MEMORY_KEY, RELEVANT_MEMORIES_KEY};
-use store::{Store, new_id, now_ms};
+use decide::Relation;
+use index::Meta;
+use store::{Filter, Store, new_id, now_ms};
 
-/// Default cosine at or above which a new text is a duplicate of an entry.
-pub const DEFAULT_DEDUP_THRESHOLD: f32 = 0.92;
-/// Default cosine at or above which a new text of the same category updates (supersedes)
-/// an entry rather than standing beside it. Tuned on the default embedder, where one
-/// changed word of a short fact ("deploys happen on Tuesday" → "… Thursday") scores
-/// 0.77–0.81 and different facts of the same shape ("Alice leads payments" / "Bob leads
-/// search") about 0.5; a model embedder scores variants higher, so raise it for one.
-pub const DEFAULT_SUPERSEDE_THRESHOLD: f32 = 0.75;
+/// Default cosine at or above which a stored entry is compared with a new text (see
+/// [`decide`]); below it, the two are different facts without a second look. On the
+/// default embedder one changed word of a short fact ("deploys happen on Tuesday" →
+/// "… Thursday") scores 0.77–0.81; the word-by-word comparison, not this number,
+/// tells an update from a different fact of the same shape.
+pub const DEFAULT_COMPARE_THRESHOLD: f32 = 0.75;
+/// Entries a new text is compared with, nearest first.
+pub const COMPARE_CANDIDATES: usize = 10;
+/// Texts embedded per batch by [`MemoryManager::reindex`].
+pub const REINDEX_BATCH: usize = 32;
 /// Longest text one entry holds: a memory is a fact, not a document.
 pub const MAX_TEXT_BYTES: usize = 4 * 1024;
 /// Most results one search returns.
@@ -80,18 +97,19 @@ pub const MAX_FORGET: usize = 20;
 #[derive(Debug)]
 pub struct MemoryManager {
     data_dir: PathBuf,
-    embedder: Arc<dyn Embedder>,
+    embedder: RwLock<Arc<dyn Embedder>>,
     config: MemoryConfig,
     store: Mutex<Store>,
 }
 
-/// The embedder the environment configures (see [`openai::OpenAiEmbedder::from_env`]),
-/// else the built-in [`HashEmbedder`].
-pub fn configured_embedder() -> Result<Arc<dyn Embedder>> {
-    Ok(match openai::OpenAiEmbedder::from_env()? {
-        Some(remote) => Arc::new(remote),
-        None => Arc::new(HashEmbedder),
-    })
+/// The embedder for the memory of `data_dir`: the one the environment configures (see
+/// [`openai::OpenAiEmbedder::from_env`]), else the one `evo memory reindex` last chose
+/// for this store (see [`local::recorded`]), else the built-in [`HashEmbedder`].
+pub fn configured_embedder(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    if let Some(remote) = openai::OpenAiEmbedder::from_env()? {
+        return Ok(Arc::new(remote));
+    }
+    local::recorded(data_dir)
 }
 
 impl MemoryManager {
@@ -100,27 +118,34 @@ impl MemoryManager {
         Self::open_with(data_dir, Arc::new(HashEmbedder), MemoryConfig::default())
     }
 
-    /// Opens the memory of `data_dir` with the embedder the environment configures (see
-    /// [`openai::OpenAiEmbedder::from_env`]), else the built-in one.
+    /// Opens the memory of `data_dir` with [`configured_embedder`].
     pub fn open_configured(data_dir: &Path) -> Result<Self> {
-        Self::open_with(data_dir, configured_embedder()?, MemoryConfig::default())
+        Self::open_with(
+            data_dir,
+            configured_embedder(data_dir)?,
+            MemoryConfig::default(),
+        )
     }
 
     /// The embedder the memory (and the skill index beside it) uses.
     pub fn embedder(&self) -> Arc<dyn Embedder> {
-        self.embedder.clone()
+        self.embedder
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Opens the memory of `data_dir` with `embedder` and `config`. If the embedder's
     /// model differs from the one the entries were embedded with, they are re-embedded
-    /// (and a warning says so).
+    /// (and a warning says so): vectors of two models are never compared.
     pub fn open_with(
         data_dir: &Path,
         embedder: Arc<dyn Embedder>,
         config: MemoryConfig,
     ) -> Result<Self> {
-        let mut store = Store::open(data_dir, embedder.as_ref())?;
+        let mut store = Store::open(data_dir, embedder.as_ref(), true)?;
         store.sync_memory_md(data_dir, embedder.as_ref())?;
+        store.sync_logs(data_dir, embedder.as_ref(), true)?;
         tracing::debug!(
             "memory: {} entries, embedder {} ({} dimensions), vector search in-process",
             store.index.len(),
@@ -129,7 +154,7 @@ impl MemoryManager {
         );
         Ok(Self {
             data_dir: data_dir.to_owned(),
-            embedder,
+            embedder: RwLock::new(embedder),
             config,
             store: Mutex::new(store),
         })
@@ -153,43 +178,73 @@ impl MemoryManager {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The store, current with other processes' writes and with `MEMORY.md`.
+    /// The store, current with other processes' writes, `MEMORY.md` and the logs.
     fn current(&self) -> Result<MutexGuard<'_, Store>> {
+        let embedder = self.embedder();
         let mut store = self.lock();
         store.refresh()?;
-        store.sync_memory_md(&self.data_dir, self.embedder.as_ref())?;
+        store.sync_memory_md(&self.data_dir, embedder.as_ref())?;
+        store.sync_logs(&self.data_dir, embedder.as_ref(), false)?;
         Ok(store)
     }
 
     /// How memory is set up.
     pub fn status(&self) -> Result<MemoryStatus> {
         let store = self.current()?;
+        let embedder = self.embedder();
         Ok(MemoryStatus {
             database: store.path().to_owned(),
-            embedder: self.embedder.model(),
-            dimension: self.embedder.dim(),
+            embedder: embedder.model(),
+            dimension: embedder.dim(),
             vector_search: "in-process exact scan (int8-quantised, rescored exactly)",
             entries: store.index.len(),
+            log_lines: store.index.count_where(|m| m.source == Source::Log),
+            superseded: store.retired.len(),
         })
     }
 
     fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
-        self.embedder
+        self.embedder()
             .embed(&[text])?
             .pop()
             .ok_or_else(|| Error::Engine("the embedder returned no vector".into()))
     }
 
-    /// The `limit` entries most relevant to `query`, best first, scores in [0, 1].
+    /// The `limit` entries most relevant to `query`, best first, scores in [0, 1]:
+    /// entries, `MEMORY.md` and the daily logs, superseded entries left out.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<MemoryEntry>> {
+        self.search_with(query, &SearchOptions::limit(limit))
+    }
+
+    /// Search with `options`: sources, a date range, superseded entries.
+    pub fn search_with(&self, query: &str, options: &SearchOptions) -> Result<Vec<MemoryEntry>> {
         let query = query.trim();
         if query.is_empty() {
             return Err(invalid("the search query is empty"));
         }
-        let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
+        let filter = Filter {
+            sources: options.sources.clone(),
+            since_ms: options
+                .since
+                .as_deref()
+                .map(|d| files::day_bound(d, false))
+                .transpose()?,
+            until_ms: options
+                .until
+                .as_deref()
+                .map(|d| files::day_bound(d, true))
+                .transpose()?,
+            include_superseded: options.include_superseded,
+        };
+        if let (Some(since), Some(until)) = (filter.since_ms, filter.until_ms)
+            && since > until
+        {
+            return Err(invalid("the date range is empty: --since is after --until"));
+        }
+        let limit = options.limit.clamp(1, MAX_SEARCH_LIMIT);
         let vector = self.embed_one(query)?;
         let store = self.current()?;
-        search_locked(&store, query, &vector, limit)
+        search_locked(&store, query, &vector, limit, &filter)
     }
 
     /// Stores `text` from the user (see [`MemoryManager::store_from`]).
@@ -197,95 +252,269 @@ impl MemoryManager {
         self.store_from(text, category.unwrap_or(Category::Other), Source::User)
     }
 
-    /// Stores `text` unless an entry is a near-duplicate (cosine ≥ the dedup threshold);
-    /// a close variant of the same category supersedes the older entry, which is kept.
-    /// The check and the write are one transaction, so two processes storing the same
-    /// text at once store it once.
+    /// [`MemoryManager::decide_from`] as the outcome skills see.
     pub fn store_from(
         &self,
         text: &str,
         category: Category,
         source: Source,
     ) -> Result<StoreOutcome> {
+        self.decide_from(text, category, source)
+            .map(StoreOutcome::from)
+    }
+
+    /// Stores `text` from the user and says what was decided (see
+    /// [`MemoryManager::decide_from`]).
+    pub fn decide(&self, text: &str, category: Category) -> Result<StoreDecision> {
+        self.decide_from(text, category, Source::User)
+    }
+
+    /// Stores `text` after comparing it with the entries it resembles (see [`decide`]):
+    /// a restatement is not stored, an update supersedes the old entry (kept), anything
+    /// else is added. The decision and its reason are recorded (see
+    /// [`MemoryManager::history`]). The comparison and the write are one transaction, so
+    /// two processes storing the same text at once store it once.
+    pub fn decide_from(
+        &self,
+        text: &str,
+        category: Category,
+        source: Source,
+    ) -> Result<StoreDecision> {
         let text = check_text(text)?;
         let vector = self.embed_one(text)?;
-        let model = self.embedder.model();
+        let model = self.embedder().model();
         let mut store = self.lock();
-        // Take the write lock first: the duplicate check must see every committed entry.
+        // Take the write lock first: the comparison must see every committed entry.
         let db_path = store.path().to_owned();
         let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
         store.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
-        let outcome =
-            (|| -> Result<(StoreOutcome, Option<(i64, i64)>)> {
-                store.refresh()?;
-                let nearest = store.index.top_k(&vector, 5);
-                let rowids: Vec<i64> = nearest.iter().map(|(r, _)| *r).collect();
-                let mut close = store.fetch(&rowids, &vector)?;
-                close.sort_by(|a, b| b.2.total_cmp(&a.2));
-                if let Some((_, entry, cosine)) = close.first()
-                    && *cosine >= self.config.dedup_threshold
-                {
-                    return Ok((
-                        StoreOutcome {
-                            stored: false,
-                            reason: format!(
-                                "near-duplicate of {} (similarity {cosine:.2}): {:?}",
-                                entry.id, entry.text
-                            ),
-                        },
-                        None,
-                    ));
+        let outcome = (|| -> Result<(StoreDecision, Option<(i64, MemoryEntry, Option<i64>)>)> {
+            store.refresh()?;
+            let (decision, superseded, beside) = if self.config.dedup {
+                self.compare(&store, text, category, &vector)?
+            } else {
+                (None, None, "deduplication is off".to_owned())
+            };
+            if let Some(noop) = decision {
+                record(&store.conn, &noop, text).map_err(fail)?;
+                return Ok((noop, None));
+            }
+            let now = now_ms();
+            let entry = MemoryEntry {
+                id: new_id(text),
+                text: text.to_owned(),
+                score: 0.0,
+                category,
+                source,
+                created_at: now,
+                updated_at: now,
+                superseded_by: None,
+            };
+            let rowid = Store::insert(&store.conn, &entry, &model, &vector).map_err(fail)?;
+            let decision = match &superseded {
+                Some((old_rowid, old_id, how)) => {
+                    store
+                        .conn
+                        .execute(
+                            "UPDATE entries SET superseded_by = ?1, updated_at = ?2 WHERE rowid = ?3",
+                            rusqlite::params![entry.id, now, old_rowid],
+                        )
+                        .map_err(fail)?;
+                    StoreDecision {
+                        action: Action::Update,
+                        id: entry.id.clone(),
+                        supersedes: Some(old_id.clone()),
+                        reason: format!(
+                            "stored as {}; supersedes {old_id} ({how}), which stays in its history",
+                            entry.id
+                        ),
+                    }
                 }
-                let superseded = close
-                    .iter()
-                    .find(|(_, e, cosine)| {
-                        *cosine >= self.config.supersede_threshold && e.category == category
-                    })
-                    .map(|(rowid, e, _)| (*rowid, e.id.clone()));
-                let now = now_ms();
-                let entry = MemoryEntry {
-                    id: new_id(text),
-                    text: text.to_owned(),
-                    score: 0.0,
-                    category,
-                    source,
-                    created_at: now,
-                    updated_at: now,
-                };
-                let rowid = Store::insert(&store.conn, &entry, &model, &vector).map_err(fail)?;
-                if let Some((old_rowid, _)) = &superseded {
-                    store.conn.execute(
-                    "UPDATE entries SET superseded_by = ?1, updated_at = ?2 WHERE rowid = ?3",
-                    rusqlite::params![entry.id, now, old_rowid],
-                )
-                .map_err(fail)?;
-                }
-                let reason = match &superseded {
-                    Some((_, old)) => format!("stored as {}; supersedes {old}", entry.id),
-                    None => format!("stored as {}", entry.id),
-                };
-                Ok((
-                    StoreOutcome {
-                        stored: true,
-                        reason,
-                    },
-                    Some((rowid, superseded.map_or(-1, |s| s.0))),
-                ))
-            })();
+                None => StoreDecision {
+                    action: Action::Add,
+                    id: entry.id.clone(),
+                    supersedes: None,
+                    reason: format!("stored as {}: {beside}", entry.id),
+                },
+            };
+            record(&store.conn, &decision, text).map_err(fail)?;
+            Ok((decision, Some((rowid, entry, superseded.map(|s| s.0)))))
+        })();
         match outcome {
-            Ok((outcome, written)) => {
+            Ok((decision, written)) => {
                 store.conn.execute_batch("COMMIT").map_err(fail)?;
-                if let Some((rowid, old)) = written {
-                    store.index.insert(rowid, &vector);
-                    store.index.remove(old);
+                if let Some((rowid, entry, old)) = written {
+                    let meta = Meta {
+                        source: entry.source,
+                        created_at: entry.created_at,
+                    };
+                    store.index.insert(rowid, &vector, meta);
+                    if let Some(old) = old {
+                        store.reload_one(old)?;
+                    }
                 }
-                Ok(outcome)
+                tracing::info!(
+                    target: "evo::memory",
+                    action = decision.action.as_str(),
+                    "memory: {}",
+                    decision.reason
+                );
+                Ok(decision)
             }
             Err(e) => {
                 let _ = store.conn.execute_batch("ROLLBACK");
                 Err(e)
             }
         }
+    }
+
+    /// Compares `text` with the nearest entries (not log lines): a noop decision if one
+    /// already says it, else the entry it updates, if any, with what changed.
+    #[allow(clippy::type_complexity)]
+    fn compare(
+        &self,
+        store: &Store,
+        text: &str,
+        category: Category,
+        vector: &[f32],
+    ) -> Result<(Option<StoreDecision>, Option<(i64, String, String)>, String)> {
+        let nearest = store
+            .index
+            .top_k_where(vector, COMPARE_CANDIDATES, &|m| m.source != Source::Log);
+        let rowids: Vec<i64> = nearest.iter().map(|(r, _)| *r).collect();
+        let mut close = store.fetch(&rowids, vector, false)?;
+        close.retain(|(_, _, cosine)| *cosine >= self.config.compare_threshold);
+        close.sort_by(|a, b| b.2.total_cmp(&a.2));
+        let mut update = None;
+        let mut beside = match close.first() {
+            Some(_) => String::new(),
+            None => "no stored entry is close to it".to_owned(),
+        };
+        for (rowid, entry, cosine) in &close {
+            match decide::relate(&entry.text, text) {
+                Relation::Restatement => {
+                    let noop = StoreDecision {
+                        action: Action::Noop,
+                        id: entry.id.clone(),
+                        supersedes: None,
+                        reason: format!(
+                            "not stored: {} already says this (similarity {cosine:.2}): {:?}",
+                            entry.id, entry.text
+                        ),
+                    };
+                    return Ok((Some(noop), None, String::new()));
+                }
+                Relation::Update { from, to }
+                    if update.is_none()
+                        && entry.source != Source::File
+                        && (entry.category == category
+                            || Category::Other == category
+                            || entry.category == Category::Other) =>
+                {
+                    update = Some((*rowid, entry.id.clone(), format!("{from:?} → {to:?}")));
+                }
+                Relation::Different(why) if beside.is_empty() => {
+                    beside = format!(
+                        "a different fact from {} (similarity {cosine:.2}): {why}",
+                        entry.id
+                    );
+                }
+                Relation::Update { .. } | Relation::Different(_) => {}
+            }
+        }
+        if beside.is_empty() {
+            beside = "different from the entries close to it".to_owned();
+        }
+        Ok((None, update, beside))
+    }
+
+    /// Every version of the fact `id` belongs to, oldest first, and the decisions that
+    /// made them (also for versions since forgotten).
+    pub fn history(&self, id: &str) -> Result<EntryHistory> {
+        let id = id.trim();
+        let store = self.current()?;
+        let fail = |e: rusqlite::Error| store.fail(&e);
+        let by_id = |id: &str| -> Result<Option<MemoryEntry>> {
+            store
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {} FROM entries WHERE id = ?1",
+                    store::ENTRY_COLUMNS
+                ))
+                .and_then(|mut q| q.query_row([id], store::entry_row).optional())
+                .map_err(fail)
+        };
+        let older = |id: &str| -> Result<Option<MemoryEntry>> {
+            store
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {} FROM entries WHERE superseded_by = ?1 ORDER BY created_at DESC LIMIT 1",
+                    store::ENTRY_COLUMNS
+                ))
+                .and_then(|mut q| q.query_row([id], store::entry_row).optional())
+                .map_err(fail)
+        };
+        let mut versions: Vec<MemoryEntry> = Vec::new();
+        if let Some(entry) = by_id(id)? {
+            let mut cursor = entry.id.clone();
+            while let Some(previous) = older(&cursor)? {
+                if versions.iter().any(|v| v.id == previous.id) {
+                    break;
+                }
+                cursor = previous.id.clone();
+                versions.insert(0, previous);
+            }
+            let mut next = entry.superseded_by.clone();
+            versions.push(entry);
+            while let Some(id) = next {
+                match by_id(&id)? {
+                    Some(newer) if !versions.iter().any(|v| v.id == newer.id) => {
+                        next = newer.superseded_by.clone();
+                        versions.push(newer);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        let mut ids: Vec<String> = versions.iter().map(|v| v.id.clone()).collect();
+        if ids.is_empty() {
+            ids.push(id.to_owned());
+        }
+        let placeholders = vec!["?"; ids.len()].join(",");
+        let events: Vec<HistoryEvent> = store
+            .conn
+            .prepare(&format!(
+                "SELECT at, action, entry, supersedes, text, reason FROM decisions
+                 WHERE entry IN ({placeholders}) OR supersedes IN ({placeholders})
+                 ORDER BY at, rowid"
+            ))
+            .and_then(|mut q| {
+                q.query_map(
+                    rusqlite::params_from_iter(ids.iter().chain(ids.iter())),
+                    |r| {
+                        Ok(HistoryEvent {
+                            at: r.get(0)?,
+                            action: match r.get::<_, String>(1)?.as_str() {
+                                "update" => Action::Update,
+                                "noop" => Action::Noop,
+                                _ => Action::Add,
+                            },
+                            id: r.get(2)?,
+                            supersedes: r.get(3)?,
+                            text: r.get(4)?,
+                            reason: r.get(5)?,
+                        })
+                    },
+                )?
+                .collect()
+            })
+            .map_err(fail)?;
+        if versions.is_empty() && events.is_empty() {
+            return Err(invalid(&format!(
+                "no memory entry has the id {id:?}; ids come from `evo memory search` (--all shows superseded entries too)"
+            )));
+        }
+        Ok(EntryHistory { versions, events })
     }
 
     /// Adds many entries in one transaction, without duplicate checks (for migrating an
@@ -297,8 +526,9 @@ impl MemoryManager {
             .iter()
             .map(|(text, _)| check_text(text))
             .collect::<Result<Vec<_>>>()?;
-        let vectors = self.embedder.embed(&texts)?;
-        let model = self.embedder.model();
+        let embedder = self.embedder();
+        let vectors = embedder.embed(&texts)?;
+        let model = embedder.model();
         let mut store = self.lock();
         let db_path = store.path().to_owned();
         let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
@@ -317,21 +547,28 @@ impl MemoryManager {
                 source,
                 created_at: now,
                 updated_at: now,
+                superseded_by: None,
             };
             rowids.push(Store::insert(&tx, &entry, &model, vector).map_err(fail)?);
         }
         tx.execute_batch("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
             .map_err(fail)?;
         tx.commit().map_err(fail)?;
+        let meta = Meta {
+            source,
+            created_at: now,
+        };
         for (rowid, vector) in rowids.into_iter().zip(&vectors) {
-            store.index.insert(rowid, vector);
+            store.index.insert(rowid, vector, meta);
         }
         Ok(items.len())
     }
 
     /// Forgets the entry with id `query`, or else the entries that match `query` closely
-    /// (score ≥ [`FORGET_MIN_SCORE`], at most [`MAX_FORGET`]). Items of `MEMORY.md` are
-    /// not forgotten this way: they live in the file; edit it instead.
+    /// (score ≥ [`FORGET_MIN_SCORE`], at most [`MAX_FORGET`]), each with the older
+    /// versions it superseded: a forgotten fact does not come back from its history.
+    /// Items of `MEMORY.md` and lines of the daily logs are not forgotten this way: they
+    /// live in their files; edit those instead.
     pub fn forget(&self, query: &str) -> Result<ForgetOutcome> {
         let query = query.trim();
         if query.is_empty() {
@@ -344,19 +581,36 @@ impl MemoryManager {
         let by_id: Option<(i64, String)> = store
             .conn
             .query_row(
-                "SELECT rowid, id FROM entries WHERE id = ?1 AND source != 'file'",
+                "SELECT rowid, id FROM entries WHERE id = ?1 AND source NOT IN ('file', 'log')",
                 [query],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .ok();
-        let targets: Vec<(i64, String)> = match by_id {
+        let mut targets: Vec<(i64, String)> = match by_id {
             Some(target) => vec![target],
-            None => search_rows(&store, query, &vector, MAX_FORGET)?
+            None => search_rows(&store, query, &vector, MAX_FORGET, &Filter::default())?
                 .into_iter()
-                .filter(|(_, e)| e.score >= FORGET_MIN_SCORE && e.source != Source::File)
+                .filter(|(_, e)| e.score >= FORGET_MIN_SCORE && !e.source.is_file())
                 .map(|(rowid, e)| (rowid, e.id))
                 .collect(),
         };
+        let mut next = 0;
+        while next < targets.len() {
+            let older: Vec<(i64, String)> = store
+                .conn
+                .prepare_cached("SELECT rowid, id FROM entries WHERE superseded_by = ?1")
+                .and_then(|mut q| {
+                    q.query_map([&targets[next].1], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect()
+                })
+                .map_err(|e| store.fail(&e))?;
+            for version in older {
+                if !targets.contains(&version) {
+                    targets.push(version);
+                }
+            }
+            next += 1;
+        }
         let db_path = store.path().to_owned();
         let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
         let tx = store
@@ -376,6 +630,7 @@ impl MemoryManager {
         tx.commit().map_err(fail)?;
         for (rowid, _) in &deleted {
             store.index.remove(*rowid);
+            store.retired.remove(*rowid);
         }
         Ok(ForgetOutcome {
             deleted: u32::try_from(deleted.len()).unwrap_or(u32::MAX),
@@ -398,13 +653,78 @@ impl MemoryManager {
         files::load_long_term(&self.data_dir)
     }
 
+    /// Opens the memory of `data_dir` and re-embeds it with `embedder` (see
+    /// [`MemoryManager::reindex`]); works whatever embedder the store had, also one
+    /// that can no longer be loaded. Returns the memory and how many texts were embedded.
+    pub fn reindex_dir(
+        data_dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<(Self, usize)> {
+        let store = Store::open(data_dir, embedder.as_ref(), false)?;
+        let memory = Self {
+            data_dir: data_dir.to_owned(),
+            embedder: RwLock::new(embedder.clone()),
+            config: MemoryConfig::default(),
+            store: Mutex::new(store),
+        };
+        let count = memory.reindex(embedder, progress)?;
+        drop(memory.current()?);
+        Ok((memory, count))
+    }
+
+    /// Re-embeds every entry (and log line) with `embedder` and makes it this memory's
+    /// embedder; `progress` hears `(done, total)` as texts are embedded. The vectors are
+    /// computed first and written in one transaction, so searches meanwhile use the old
+    /// vectors and never a mix. A local embedder is recorded in the store, so later
+    /// opens use it (see [`configured_embedder`]).
+    pub fn reindex(
+        &self,
+        embedder: Arc<dyn Embedder>,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<usize> {
+        let rows: Vec<(i64, String)> = {
+            let store = self.lock();
+            store
+                .conn
+                .prepare("SELECT rowid, text FROM entries")
+                .and_then(|mut q| q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+                .map_err(|e| store.fail(&e))?
+        };
+        let total = rows.len();
+        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(total);
+        progress(0, total);
+        for chunk in rows.chunks(REINDEX_BATCH) {
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+            vectors.extend(embedder.embed(&texts)?);
+            progress(vectors.len(), total);
+        }
+        let mut store = self.lock();
+        store.replace_vectors(&rows, &vectors, embedder.as_ref())?;
+        local::record(&store.conn, embedder.as_ref()).map_err(|e| store.fail(&e))?;
+        *self
+            .embedder
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = embedder;
+        Ok(total)
+    }
+
     /// The entries relevant to `message`, for the start of a run (none when
-    /// `auto_recall` is off).
+    /// `auto_recall` is off). Daily-log lines are left out: they are transcripts of
+    /// past runs, and the question being asked again would recall itself.
     pub fn recall(&self, message: &str) -> Result<Vec<MemoryEntry>> {
         if !self.config.auto_recall || message.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let mut hits = self.search(message, self.config.recall_limit)?;
+        let options = SearchOptions {
+            limit: self.config.recall_limit,
+            sources: Source::ALL
+                .into_iter()
+                .filter(|s| *s != Source::Log)
+                .collect(),
+            ..SearchOptions::default()
+        };
+        let mut hits = self.search_with(message, &options)?;
         hits.retain(|e| e.score >= self.config.recall_min_score);
         Ok(hits)
     }
@@ -472,6 +792,27 @@ impl MemoryManager {
             entries,
         })
     }
+}
+
+/// Records a store decision (in the store's transaction).
+fn record(
+    conn: &rusqlite::Connection,
+    decision: &StoreDecision,
+    text: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO decisions (at, action, entry, supersedes, text, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(rusqlite::params![
+        now_ms(),
+        decision.action.as_str(),
+        decision.id,
+        decision.supersedes,
+        text,
+        decision.reason
+    ])
+    .map(drop)
 }
 
 /// Recalled entries as a prompt section that marks them as data: text a user or a web

@@ -7,23 +7,30 @@ pub(super) fn search_locked(
     query: &str,
     vector: &[f32],
     limit: usize,
+    filter: &Filter,
 ) -> Result<Vec<MemoryEntry>> {
-    Ok(search_rows(store, query, vector, limit)?
+    Ok(search_rows(store, query, vector, limit, filter)?
         .into_iter()
         .map(|(_, e)| e)
         .collect())
 }
 
-/// Hybrid search (see [`store`] for the fusion), keeping rowids.
+/// Hybrid search (see [`store`] for the fusion) over the entries `filter` keeps,
+/// keeping rowids.
 pub(super) fn search_rows(
     store: &Store,
     query: &str,
     vector: &[f32],
     limit: usize,
+    filter: &Filter,
 ) -> Result<Vec<(i64, MemoryEntry)>> {
     let n = store::candidates(limit);
-    let by_vector = store.index.top_k(vector, n);
-    let by_keyword = store.keyword_candidates(query, n)?;
+    let keep = |meta: &Meta| filter.keeps(meta);
+    let mut by_vector = store.index.top_k_where(vector, n, &keep);
+    if filter.include_superseded {
+        by_vector.extend(store.retired.top_k_where(vector, n, &keep));
+    }
+    let by_keyword = store.keyword_candidates(query, n, filter)?;
     let best_keyword = by_keyword.iter().map(|(_, s)| *s).fold(0.0_f32, f32::max);
     let mut rowids: Vec<i64> = by_vector
         .iter()
@@ -33,8 +40,14 @@ pub(super) fn search_rows(
     rowids.sort_unstable();
     rowids.dedup();
     let scored = store
-        .fetch(&rowids, vector)?
+        .fetch(&rowids, vector, filter.include_superseded)?
         .into_iter()
+        .filter(|(_, entry, _)| {
+            filter.keeps(&Meta {
+                source: entry.source,
+                created_at: entry.created_at,
+            })
+        })
         .map(|(rowid, mut entry, cosine)| {
             let bm25 = by_keyword
                 .iter()

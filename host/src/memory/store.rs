@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::embed::{Embedder, dot};
 use super::files::{self, MEMORY_MD};
-use super::index::VectorIndex;
+use super::index::{Meta, VectorIndex};
 use super::{Category, MemoryEntry, Source};
 use crate::error::{Error, Result};
 
@@ -64,15 +64,65 @@ const SCHEMA: &[&str] = &[
     END;
     CREATE VIRTUAL TABLE entries_vocab USING fts5vocab(entries_fts, 'row');
     CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;",
+    // 2: the decision of every store, supersede chains, and the indexed daily logs.
+    "CREATE INDEX entries_superseded ON entries(superseded_by);
+    CREATE TABLE decisions (
+        rowid INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        supersedes TEXT,
+        text TEXT NOT NULL,
+        reason TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX decisions_entry ON decisions(entry);
+    CREATE INDEX decisions_supersedes ON decisions(supersedes);
+    CREATE TABLE log_files (
+        day TEXT PRIMARY KEY,
+        len INTEGER NOT NULL,
+        mtime INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        bullets INTEGER NOT NULL
+    ) STRICT;",
 ];
+
+/// How often a search looks at every daily log for changes made by hand or by another
+/// process; today's log is looked at on every search.
+pub const LOG_SCAN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Which entries a search or a duplicate check may return.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Filter {
+    pub(super) sources: Vec<Source>,
+    pub(super) since_ms: Option<i64>,
+    pub(super) until_ms: Option<i64>,
+    pub(super) include_superseded: bool,
+}
+
+impl Filter {
+    pub(super) fn keeps(&self, meta: &Meta) -> bool {
+        (self.sources.is_empty() || self.sources.contains(&meta.source))
+            && self.since_ms.is_none_or(|t| meta.created_at >= t)
+            && self.until_ms.is_none_or(|t| meta.created_at <= t)
+    }
+
+    /// Whether it lets everything through but superseded entries (the fast path).
+    fn is_open(&self) -> bool {
+        self.sources.is_empty() && self.since_ms.is_none() && self.until_ms.is_none()
+    }
+}
 
 /// The database and the vector index, owned by one `MemoryManager` behind a mutex.
 #[derive(Debug)]
 pub(super) struct Store {
     pub(super) conn: Connection,
+    /// Vectors of the active entries.
     pub(super) index: VectorIndex,
+    /// Vectors of superseded entries, searched only on request.
+    pub(super) retired: VectorIndex,
     data_version: i64,
     path: PathBuf,
+    logs_scanned: Option<std::time::Instant>,
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -111,19 +161,24 @@ pub(super) fn new_id(text: &str) -> String {
 }
 
 impl Store {
-    /// Opens `memory.db` in `data_dir`, migrates it, re-embeds if the embedder changed,
+    /// Opens `memory.db` in `data_dir`, migrates it, re-embeds if the embedder changed
+    /// (when `reembed`; else the caller re-embeds, see `MemoryManager::reindex_dir`),
     /// and loads the vector index.
-    pub(super) fn open(data_dir: &Path, embedder: &dyn Embedder) -> Result<Self> {
+    pub(super) fn open(data_dir: &Path, embedder: &dyn Embedder, reembed: bool) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(Error::io_at(data_dir))?;
         let path = data_dir.join(MEMORY_DB);
         let conn = crate::db::open_sqlite(&path, SCHEMA)?;
         let mut store = Self {
             conn,
             index: VectorIndex::new(embedder.dim()),
+            retired: VectorIndex::new(embedder.dim()),
             data_version: 0,
             path,
+            logs_scanned: None,
         };
-        store.check_model(embedder)?;
+        if reembed {
+            store.check_model(embedder)?;
+        }
         store.reload()?;
         Ok(store)
     }
@@ -190,19 +245,35 @@ impl Store {
         // shows as a newer version at the next refresh, instead of being missed.
         let version = self.data_version()?;
         let mut index = VectorIndex::new(self.index.dim());
+        let mut retired = VectorIndex::new(self.index.dim());
         {
             let mut query = self
                 .conn
-                .prepare("SELECT rowid, embedding FROM entries WHERE superseded_by IS NULL")
+                .prepare(
+                    "SELECT rowid, embedding, source, created_at, superseded_by IS NOT NULL
+                     FROM entries",
+                )
                 .map_err(|e| self.fail(&e))?;
             let mut rows = query.query([]).map_err(|e| self.fail(&e))?;
             while let Some(row) = rows.next().map_err(|e| self.fail(&e))? {
-                let rowid: i64 = row.get(0).map_err(|e| self.fail(&e))?;
-                let blob: Vec<u8> = row.get(1).map_err(|e| self.fail(&e))?;
-                index.insert(rowid, &from_blob(&blob));
+                let read = || -> rusqlite::Result<(i64, Vec<u8>, Meta, bool)> {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        Meta {
+                            source: Source::parse(&row.get::<_, String>(2)?),
+                            created_at: row.get(3)?,
+                        },
+                        row.get(4)?,
+                    ))
+                };
+                let (rowid, blob, meta, superseded) = read().map_err(|e| self.fail(&e))?;
+                let target = if superseded { &mut retired } else { &mut index };
+                target.insert(rowid, &from_blob(&blob), meta);
             }
         }
         self.index = index;
+        self.retired = retired;
         self.data_version = version;
         Ok(())
     }
@@ -279,8 +350,12 @@ impl Store {
         for rowid in removed {
             self.index.remove(rowid);
         }
+        let meta = Meta {
+            source: Source::File,
+            created_at: now,
+        };
         for (rowid, vector) in added.into_iter().zip(&vectors) {
-            self.index.insert(rowid, vector);
+            self.index.insert(rowid, vector, meta);
         }
         tracing::info!(
             "memory: indexed {} items of {}",
@@ -290,8 +365,15 @@ impl Store {
         Ok(())
     }
 
-    /// Keyword candidates: `(rowid, bm25 score > 0)`, best first.
-    pub(super) fn keyword_candidates(&self, query: &str, n: usize) -> Result<Vec<(i64, f32)>> {
+    /// Keyword candidates among the entries `filter` keeps: `(rowid, bm25 score > 0)`,
+    /// best first. Without a filter, superseded entries may be among them (`fetch`
+    /// drops them); that keeps the common query a plain FTS5 lookup.
+    pub(super) fn keyword_candidates(
+        &self,
+        query: &str,
+        n: usize,
+        filter: &Filter,
+    ) -> Result<Vec<(i64, f32)>> {
         let total = self.index.len();
         let mut terms: Vec<String> = Vec::new();
         for word in super::rank::query_terms(query) {
@@ -312,52 +394,78 @@ impl Store {
             return Ok(Vec::new());
         }
         let expression = super::rank::fts_any(&terms);
-        let mut query = self
-            .conn
-            .prepare_cached(
-                "SELECT rowid, -bm25(entries_fts) FROM entries_fts WHERE entries_fts MATCH ?1
-                 ORDER BY bm25(entries_fts) LIMIT ?2",
-            )
-            .map_err(|e| self.fail(&e))?;
-        let rows = query
-            .query_map(params![expression, n as i64], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)? as f32))
-            })
-            .map_err(|e| self.fail(&e))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(|e| self.fail(&e))
+        let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)? as f32));
+        let found = if filter.is_open() {
+            self.conn
+                .prepare_cached(
+                    "SELECT rowid, -bm25(entries_fts) FROM entries_fts WHERE entries_fts MATCH ?1
+                     ORDER BY bm25(entries_fts) LIMIT ?2",
+                )
+                .and_then(|mut q| {
+                    q.query_map(params![expression, n as i64], row)?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+        } else {
+            let sources: String = filter
+                .sources
+                .iter()
+                .map(|s| format!(",{},", s.as_str()))
+                .collect();
+            self.conn
+                .prepare_cached(
+                    "SELECT entries_fts.rowid, -bm25(entries_fts) FROM entries_fts
+                     JOIN entries e ON e.rowid = entries_fts.rowid
+                     WHERE entries_fts MATCH ?1
+                       AND (?3 = '' OR instr(?3, ',' || e.source || ',') > 0)
+                       AND e.created_at BETWEEN ?4 AND ?5
+                       AND (?6 OR e.superseded_by IS NULL)
+                     ORDER BY bm25(entries_fts) LIMIT ?2",
+                )
+                .and_then(|mut q| {
+                    q.query_map(
+                        params![
+                            expression,
+                            n as i64,
+                            sources,
+                            filter.since_ms.unwrap_or(i64::MIN),
+                            filter.until_ms.unwrap_or(i64::MAX),
+                            filter.include_superseded
+                        ],
+                        row,
+                    )?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+        };
+        found.map_err(|e| self.fail(&e))
     }
 
-    /// The active entries among `rowids`, each with its exact cosine to `query`.
+    /// The entries among `rowids` (active ones only, unless `include_superseded`), each
+    /// with its exact cosine to `query`.
     pub(super) fn fetch(
         &self,
         rowids: &[i64],
         query: &[f32],
+        include_superseded: bool,
     ) -> Result<Vec<(i64, MemoryEntry, f32)>> {
         if rowids.is_empty() {
             return Ok(Vec::new());
         }
         let placeholders = vec!["?"; rowids.len()].join(",");
+        let active = if include_superseded {
+            ""
+        } else {
+            "superseded_by IS NULL AND"
+        };
         let sql = format!(
-            "SELECT rowid, id, text, category, source, created_at, updated_at, embedding
-             FROM entries WHERE superseded_by IS NULL AND rowid IN ({placeholders})"
+            "SELECT {ENTRY_COLUMNS}, embedding FROM entries WHERE {active} rowid IN ({placeholders})"
         );
         let mut statement = self.conn.prepare(&sql).map_err(|e| self.fail(&e))?;
         let rows = statement
             .query_map(params_from_iter(rowids), |r| {
-                let blob: Vec<u8> = r.get(7)?;
+                let blob: Vec<u8> = r.get(8)?;
                 Ok((
                     r.get::<_, i64>(0)?,
-                    MemoryEntry {
-                        id: r.get(1)?,
-                        text: r.get(2)?,
-                        score: 0.0,
-                        category: Category::parse(&r.get::<_, String>(3)?)
-                            .unwrap_or(Category::Other),
-                        source: Source::parse(&r.get::<_, String>(4)?),
-                        created_at: r.get(5)?,
-                        updated_at: r.get(6)?,
-                    },
+                    entry_row(r)?,
                     dot(&from_blob(&blob), query),
                 ))
             })
@@ -394,4 +502,270 @@ impl Store {
     pub(super) fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Moves the entry `rowid`, just superseded, from the active index to the retired one.
+    pub(super) fn reload_one(&mut self, rowid: i64) -> Result<()> {
+        let row: Option<(Vec<u8>, String, i64)> = self
+            .conn
+            .query_row(
+                "SELECT embedding, source, created_at FROM entries WHERE rowid = ?1",
+                [rowid],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.fail(&e))?;
+        self.index.remove(rowid);
+        if let Some((blob, source, created_at)) = row {
+            let meta = Meta {
+                source: Source::parse(&source),
+                created_at,
+            };
+            self.retired.insert(rowid, &from_blob(&blob), meta);
+        }
+        Ok(())
+    }
+
+    /// Writes `vectors` (of `embedder`) for `rows` in one transaction, embeds any entry
+    /// added meanwhile inside it, records the model, and rebuilds the index.
+    pub(super) fn replace_vectors(
+        &mut self,
+        rows: &[(i64, String)],
+        vectors: &[Vec<f32>],
+        embedder: &dyn Embedder,
+    ) -> Result<()> {
+        let model = embedder.model();
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| db_error(&path, &e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        {
+            let mut update = tx
+                .prepare("UPDATE entries SET model = ?1, embedding = ?2 WHERE rowid = ?3")
+                .map_err(fail)?;
+            for ((rowid, _), vector) in rows.iter().zip(vectors) {
+                update
+                    .execute(params![model, to_blob(vector), rowid])
+                    .map_err(fail)?;
+            }
+            let late: Vec<(i64, String)> = tx
+                .prepare("SELECT rowid, text FROM entries WHERE model != ?1")
+                .and_then(|mut q| {
+                    q.query_map([&model], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect()
+                })
+                .map_err(fail)?;
+            for (rowid, text) in late {
+                let vector = embedder.embed(&[&text])?.pop().unwrap_or_default();
+                update
+                    .execute(params![model, to_blob(&vector), rowid])
+                    .map_err(fail)?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO settings(key, value) VALUES ('model', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [&model],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        self.index = VectorIndex::new(embedder.dim());
+        self.retired = VectorIndex::new(embedder.dim());
+        self.reload()
+    }
+
+    /// Indexes what changed in the daily logs: today's log always, every log when
+    /// [`LOG_SCAN_INTERVAL`] has passed since the last full look (or `all`). Logs are
+    /// append-only, so a log that grew has only its new lines embedded; one edited by
+    /// hand is indexed again whole, and the lines of a deleted log leave the index.
+    pub(super) fn sync_logs(
+        &mut self,
+        data_dir: &Path,
+        embedder: &dyn Embedder,
+        all: bool,
+    ) -> Result<()> {
+        let dir = data_dir.join(files::DAILY_DIR);
+        let full = all
+            || self
+                .logs_scanned
+                .is_none_or(|t| t.elapsed() >= LOG_SCAN_INTERVAL);
+        let days = if full {
+            self.logs_scanned = Some(std::time::Instant::now());
+            files::log_days(&dir)?
+        } else {
+            vec![files::today()]
+        };
+        let known: Vec<(String, i64, i64, String, i64)> = self
+            .conn
+            .prepare_cached("SELECT day, len, mtime, digest, bullets FROM log_files")
+            .and_then(|mut q| {
+                q.query_map([], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })?
+                .collect()
+            })
+            .map_err(|e| self.fail(&e))?;
+        for day in &days {
+            let path = files::daily_log_path(data_dir, day);
+            let Ok(metadata) = std::fs::metadata(&path) else {
+                continue;
+            };
+            let len = i64::try_from(metadata.len()).unwrap_or(i64::MAX);
+            let mtime = metadata
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            let previous = known.iter().find(|k| &k.0 == day);
+            if previous.is_some_and(|k| k.1 == len && k.2 == mtime) {
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(Error::io_at(&path))?;
+            let appended = previous.filter(|k| {
+                usize::try_from(k.1).is_ok_and(|old| {
+                    old <= bytes.len() && hex::encode(Sha256::digest(&bytes[..old])) == k.3
+                })
+            });
+            let start = appended.map_or(0, |k| usize::try_from(k.4).unwrap_or(0));
+            self.index_log(day, &bytes, start, embedder, (len, mtime))?;
+        }
+        if full {
+            for (day, ..) in known.iter().filter(|k| !days.contains(&k.0)) {
+                self.drop_log(day)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Indexes the bullets of one day's log from bullet `start` on (all of them, after
+    /// dropping the day's lines, when `start` is 0).
+    fn index_log(
+        &mut self,
+        day: &str,
+        bytes: &[u8],
+        start: usize,
+        embedder: &dyn Embedder,
+        (len, mtime): (i64, i64),
+    ) -> Result<()> {
+        let text = String::from_utf8_lossy(bytes);
+        let bullets = files::log_bullets(&text);
+        let mut chunks: Vec<(String, i64, String)> = Vec::new();
+        for (number, bullet) in bullets.iter().enumerate().skip(start) {
+            let at = files::log_time(day, bullet.time.as_deref());
+            for (part, chunk) in files::chunks(&bullet.text, super::MAX_TEXT_BYTES)
+                .into_iter()
+                .enumerate()
+            {
+                let id = match part {
+                    0 => format!("log-{day}-{}", number + 1),
+                    _ => format!("log-{day}-{}.{part}", number + 1),
+                };
+                chunks.push((id, at, chunk));
+            }
+        }
+        let texts: Vec<&str> = chunks.iter().map(|c| c.2.as_str()).collect();
+        let vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            embedder.embed(&texts)?
+        };
+        let model = embedder.model();
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| db_error(&path, &e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let removed: Vec<i64> = if start == 0 {
+            tx.prepare("DELETE FROM entries WHERE source = 'log' AND id GLOB ?1 RETURNING rowid")
+                .and_then(|mut q| {
+                    q.query_map([format!("log-{day}-*")], |r| r.get(0))?
+                        .collect()
+                })
+                .map_err(fail)?
+        } else {
+            Vec::new()
+        };
+        let mut added = Vec::with_capacity(chunks.len());
+        for ((id, at, chunk), vector) in chunks.iter().zip(&vectors) {
+            tx.execute(
+                "INSERT INTO entries (id, text, category, source, created_at, updated_at, model, embedding)
+                 VALUES (?1, ?2, 'other', 'log', ?3, ?3, ?4, ?5)
+                 ON CONFLICT(id) DO NOTHING",
+                params![id, chunk, at, model, to_blob(vector)],
+            )
+            .map_err(fail)?;
+            if tx.changes() > 0 {
+                added.push((tx.last_insert_rowid(), *at, vector));
+            }
+        }
+        tx.execute(
+            "INSERT INTO log_files(day, len, mtime, digest, bullets) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(day) DO UPDATE SET len = excluded.len, mtime = excluded.mtime,
+                 digest = excluded.digest, bullets = excluded.bullets",
+            params![
+                day,
+                len,
+                mtime,
+                hex::encode(Sha256::digest(bytes)),
+                i64::try_from(bullets.len()).unwrap_or(i64::MAX)
+            ],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        for rowid in removed {
+            self.index.remove(rowid);
+        }
+        for (rowid, created_at, vector) in added {
+            let meta = Meta {
+                source: Source::Log,
+                created_at,
+            };
+            self.index.insert(rowid, vector, meta);
+        }
+        Ok(())
+    }
+
+    /// Removes the lines of a log whose file is gone.
+    fn drop_log(&mut self, day: &str) -> Result<()> {
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| db_error(&path, &e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let removed: Vec<i64> = tx
+            .prepare("DELETE FROM entries WHERE source = 'log' AND id GLOB ?1 RETURNING rowid")
+            .and_then(|mut q| {
+                q.query_map([format!("log-{day}-*")], |r| r.get(0))?
+                    .collect()
+            })
+            .map_err(fail)?;
+        tx.execute("DELETE FROM log_files WHERE day = ?1", [day])
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        for rowid in removed {
+            self.index.remove(rowid);
+        }
+        Ok(())
+    }
+}
+
+/// The columns [`entry_row`] reads, after the rowid.
+pub(super) const ENTRY_COLUMNS: &str =
+    "rowid, id, text, category, source, created_at, updated_at, superseded_by";
+
+/// A [`MemoryEntry`] from a row of [`ENTRY_COLUMNS`].
+pub(super) fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryEntry> {
+    Ok(MemoryEntry {
+        id: r.get(1)?,
+        text: r.get(2)?,
+        score: 0.0,
+        category: Category::parse(&r.get::<_, String>(3)?).unwrap_or(Category::Other),
+        source: Source::parse(&r.get::<_, String>(4)?),
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+        superseded_by: r.get(7)?,
+    })
 }

