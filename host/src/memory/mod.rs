@@ -480,35 +480,40 @@ impl MemoryManager {
         if ids.is_empty() {
             ids.push(id.to_owned());
         }
-        let placeholders = vec!["?"; ids.len()].join(",");
-        let events: Vec<HistoryEvent> = store
-            .conn
-            .prepare(&format!(
-                "SELECT at, action, entry, supersedes, text, reason FROM decisions
-                 WHERE entry IN ({placeholders}) OR supersedes IN ({placeholders})
-                 ORDER BY at, rowid"
-            ))
-            .and_then(|mut q| {
-                q.query_map(
-                    rusqlite::params_from_iter(ids.iter().chain(ids.iter())),
-                    |r| {
-                        Ok(HistoryEvent {
-                            at: r.get(0)?,
-                            action: match r.get::<_, String>(1)?.as_str() {
-                                "update" => Action::Update,
-                                "noop" => Action::Noop,
-                                _ => Action::Add,
-                            },
-                            id: r.get(2)?,
-                            supersedes: r.get(3)?,
-                            text: r.get(4)?,
-                            reason: r.get(5)?,
-                        })
-                    },
-                )?
-                .collect()
-            })
-            .map_err(fail)?;
+        // Decisions name the versions they touched, also forgotten ones: follow them.
+        let mut events: Vec<(i64, HistoryEvent)> = Vec::new();
+        let mut seen = 0;
+        while seen < ids.len() {
+            let id = ids[seen].clone();
+            seen += 1;
+            let found: Vec<(i64, HistoryEvent)> = store
+                .conn
+                .prepare_cached(
+                    "SELECT at, action, entry, supersedes, text, reason, rowid FROM decisions
+                     WHERE entry = ?1 OR supersedes = ?1",
+                )
+                .and_then(|mut q| {
+                    q.query_map([&id], |r| Ok((r.get(6)?, history_event(r)?)))?
+                        .collect()
+                })
+                .map_err(fail)?;
+            for (rowid, event) in found {
+                for linked in [Some(&event.id), event.supersedes.as_ref()]
+                    .into_iter()
+                    .flatten()
+                {
+                    if !ids.contains(linked) {
+                        ids.push(linked.clone());
+                    }
+                }
+                if !events.iter().any(|(r, _)| *r == rowid) {
+                    events.push((rowid, event));
+                }
+            }
+        }
+        // Rowids grow with every decision: their order is the order things happened.
+        events.sort_by_key(|(rowid, _)| *rowid);
+        let events: Vec<HistoryEvent> = events.into_iter().map(|(_, e)| e).collect();
         if versions.is_empty() && events.is_empty() {
             return Err(invalid(&format!(
                 "no memory entry has the id {id:?}; ids come from `evo memory search` (--all shows superseded entries too)"
@@ -792,6 +797,22 @@ impl MemoryManager {
             entries,
         })
     }
+}
+
+/// A row of `decisions` as a [`HistoryEvent`].
+fn history_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEvent> {
+    Ok(HistoryEvent {
+        at: r.get(0)?,
+        action: match r.get::<_, String>(1)?.as_str() {
+            "update" => Action::Update,
+            "noop" => Action::Noop,
+            _ => Action::Add,
+        },
+        id: r.get(2)?,
+        supersedes: r.get(3)?,
+        text: r.get(4)?,
+        reason: r.get(5)?,
+    })
 }
 
 /// Records a store decision (in the store's transaction).

@@ -21,7 +21,18 @@ pub fn fuse(cosine: f32, bm25: Option<f32>, best_bm25: f32) -> f32 {
     (VECTOR_WEIGHT * cosine.max(0.0) + KEYWORD_WEIGHT * keyword).clamp(0.0, 1.0)
 }
 
-/// The distinct lower-case words of `query`, in order.
+/// Words a question is made of that say nothing about its topic: matching "the" or
+/// "which" only ranks whatever text happens to hold them.
+const QUESTION_STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "did", "do", "does", "for",
+    "from", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or",
+    "our", "should", "so", "that", "the", "their", "them", "they", "this", "to", "was", "we",
+    "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you",
+    "your",
+];
+
+/// The distinct lower-case words of `query`, in order, without the words every
+/// question has (unless nothing else is left).
 pub fn query_terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     for word in query
@@ -33,7 +44,12 @@ pub fn query_terms(query: &str) -> Vec<String> {
             terms.push(word);
         }
     }
-    terms
+    let topical: Vec<String> = terms
+        .iter()
+        .filter(|t| !QUESTION_STOP_WORDS.contains(&t.as_str()))
+        .cloned()
+        .collect();
+    if topical.is_empty() { terms } else { topical }
 }
 
 /// An FTS5 `MATCH` expression for any of `terms`, each quoted as a phrase.
@@ -68,8 +84,9 @@ mod tests {
     #[test]
     fn terms_are_distinct_lower_case_words_and_quoted_for_fts() {
         let terms = query_terms("Which port? which PORT does \"alpha\" use");
-        assert_eq!(terms, ["which", "port", "does", "alpha", "use"]);
-        assert_eq!(fts_any(&terms[..2]), "\"which\" OR \"port\"");
+        assert_eq!(terms, ["port", "alpha", "use"]);
+        assert_eq!(fts_any(&terms[..2]), "\"port\" OR \"alpha\"");
+        assert_eq!(query_terms("the who"), ["the", "who"]);
     }
 
     #[test]

