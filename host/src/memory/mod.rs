@@ -60,7 +60,7 @@ use rusqlite::OptionalExtension as _;
 pub use embed::{Embedder, HashEmbedder};
 
 use crate::error::{Error, Result};
-use crate::skill::context::{BoxFuture, MemoryHit, Scratch, StoreOutcome};
+use crate::skill::context::{BoxFuture, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
 use crate::skill::executor::MemoryWrite;
 use crate::skill::kernel::Memory;
 use crate::skill::pipeline::{LONG_TERM_MEMORY_KEY, RELEVANT_MEMORIES_KEY};

@@ -74,6 +74,29 @@ impl Memory for MemoryManager {
         })
     }
 
+    fn search_filtered(
+        &self,
+        query: String,
+        limit: u32,
+        filter: MemoryFilter,
+    ) -> BoxFuture<'_, Result<Vec<MemoryHit>>> {
+        Box::pin(async move {
+            let options = SearchOptions {
+                limit: usize::try_from(limit).unwrap_or(MAX_SEARCH_LIMIT),
+                sources: filter
+                    .sources
+                    .iter()
+                    .map(|s| Source::parse_checked(s))
+                    .collect::<Result<_>>()?,
+                since: filter.since,
+                until: filter.until,
+                include_superseded: filter.include_superseded,
+            };
+            MemoryManager::search_with(self, &query, &options)
+                .map(|hits| hits.into_iter().map(MemoryHit::from).collect())
+        })
+    }
+
     fn store(&self, text: String, category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome>> {
         Box::pin(async move {
             let category = category

@@ -158,6 +158,8 @@ impl From<MemoryEntry> for MemoryHit {
             score: entry.score,
             category: Some(entry.category.as_str().to_owned()),
             created_at: u64::try_from(entry.created_at).unwrap_or(0),
+            source: Some(entry.source.as_str().to_owned()),
+            superseded_by: entry.superseded_by,
         }
     }
 }

@@ -65,6 +65,23 @@ pub struct MemoryHit {
     pub category: Option<String>,
     /// Creation time, ms since the Unix epoch.
     pub created_at: u64,
+    /// Where it came from (`user`, `capture`, `skill`, `file`, `log`), if known.
+    pub source: Option<String>,
+    /// The entry that superseded this one (only in searches that ask for those).
+    pub superseded_by: Option<String>,
+}
+
+/// What a filtered memory search looks at (see `Memory::search_filtered`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemoryFilter {
+    /// Only these sources (`user`, `capture`, `skill`, `file`, `log`); empty for all.
+    pub sources: Vec<String>,
+    /// Only entries from this day on (`YYYY-MM-DD`, local time).
+    pub since: Option<String>,
+    /// Only entries up to this day (`YYYY-MM-DD`, local time).
+    pub until: Option<String>,
+    /// Also entries a later store superseded.
+    pub include_superseded: bool,
 }
 
 /// The outcome of a memory store.

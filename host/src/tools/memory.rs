@@ -6,44 +6,63 @@ use serde_json::{Value, json};
 
 use super::{BoxFuture, Tool};
 use crate::error::{Error, FailureKind, Result};
+use crate::skill::context::MemoryFilter;
 use crate::skill::kernel::SkillContext;
 
+/// The manifests of the three tools. The descriptions are the blueprint's (§5.1), in
+/// English like the rest of the host; the Chinese originals are in `docs/decisions.md`.
 fn manifests() -> [Value; 3] {
+    let day = json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" });
     [
         json!({
             "name": "memory_search",
-            "description": "搜索用户的长期记忆和日志。当用户问到之前讨论过的内容时使用。",
+            "description": "Search the user's long-term memory and daily logs. Use it when the user asks about something discussed before.",
             "category": "memory",
             "input": { "type": "object", "properties": {
-                "query": { "type": "string", "description": "搜索查询（自然语言）" },
-                "limit": { "type": "number", "default": 5, "description": "最大返回数量" } },
+                "query": { "type": "string", "description": "What to look for (natural language)" },
+                "limit": { "type": "number", "default": 5, "description": "Most results to return" },
+                "sources": { "type": "array", "items": { "type": "string", "enum": ["user", "capture", "skill", "file", "log"] },
+                    "description": "Only these sources: stored entries (user, capture, skill), MEMORY.md (file), the daily logs (log); all when absent" },
+                "since": { "description": "Only entries from this day on (YYYY-MM-DD)", "allOf": [day] },
+                "until": { "description": "Only entries up to this day (YYYY-MM-DD)", "allOf": [day] },
+                "includeSuperseded": { "type": "boolean", "default": false,
+                    "description": "Also return old versions of facts that were updated; each says what replaced it" } },
                 "required": ["query"] },
             "output": { "type": "object", "properties": {
                 "results": { "type": "array", "items": { "type": "object", "properties": {
                     "id": { "type": "string" }, "text": { "type": "string" },
-                    "score": { "type": "number" }, "category": { "type": "string" } } } },
+                    "score": { "type": "number" }, "category": { "type": "string" },
+                    "source": { "type": "string" },
+                    "supersededBy": { "type": "string" } } } },
                 "count": { "type": "number" } } },
-            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "search", "builtin"],
-            "notes": ["Hybrid search: keywords (FTS5) and vectors, fused; the default embedder matches words, not meaning (EVO_EMBED_MODEL for meaning).", "Needs memory: a host without it answers denied."],
+            "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "search", "builtin"],
+            "notes": [
+                "Hybrid search: keywords (FTS5) and vectors, fused. The default embedder matches words, not meaning; `evo memory reindex --embedder minilm` adds meaning, offline.",
+                "Entries, MEMORY.md and the daily logs are searched together; `sources`, `since` and `until` narrow it.",
+                "Needs memory: a host without it answers denied."
+            ],
             "examples": [
                 { "description": "What the user said about their editor", "input": { "query": "which editor does the user prefer" } },
                 { "description": "The three best matches only", "input": { "query": "deployment decisions", "limit": 3 } },
-                { "description": "A name", "input": { "query": "Alice" } }
+                { "description": "What was said in conversations in one week", "input": { "query": "release plan", "sources": ["log"], "since": "2026-11-16", "until": "2026-11-22" } }
             ]
         }),
         json!({
             "name": "memory_store",
             "permission": "read_write",
-            "description": "保存重要信息到长期记忆。只在用户明确要求记住或信息确实重要时使用。",
+            "description": "Save important information to long-term memory. Use it only when the user explicitly asks to remember something or the information really matters.",
             "category": "memory",
             "input": { "type": "object", "properties": {
-                "text": { "type": "string", "description": "要保存的内容" },
+                "text": { "type": "string", "description": "What to remember" },
                 "category": { "type": "string", "enum": ["preference", "fact", "decision", "entity", "other"] } },
                 "required": ["text"] },
             "output": { "type": "object", "properties": {
                 "stored": { "type": "boolean" }, "reason": { "type": "string" } } },
-            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "store", "builtin"],
-            "notes": ["Near-duplicates are not stored twice; the answer says why.", "Writes long-term memory: needs read_write."],
+            "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "store", "builtin"],
+            "notes": [
+                "A restatement of a stored fact is not stored again; a new value of the same fact (a new phone number) supersedes the old one, which stays in the fact's history; facts of one shape about different things all stay. The reason says which.",
+                "Writes long-term memory: needs read_write."
+            ],
             "examples": [
                 { "description": "A preference", "input": { "text": "The user prefers dark mode", "category": "preference" } },
                 { "description": "A decision", "input": { "text": "We deploy on Fridays only after the release review", "category": "decision" } },
@@ -53,14 +72,18 @@ fn manifests() -> [Value; 3] {
         json!({
             "name": "memory_forget",
             "permission": "read_write",
-            "description": "删除记忆中的指定内容。当用户明确要求遗忘或删除某些信息时使用。",
+            "description": "Delete specific content from memory. Use it when the user explicitly asks to forget or delete some information.",
             "category": "memory",
             "input": { "type": "object", "properties": {
-                "query": { "type": "string", "description": "要删除的内容（模糊匹配）" } },
+                "query": { "type": "string", "description": "What to delete (an id, or a description matched loosely)" } },
                 "required": ["query"] },
             "output": { "type": "object", "properties": { "deleted": { "type": "number" } } },
-            "mode": "code", "calls": [], "version": "1.0.0", "tags": ["memory", "delete", "builtin"],
-            "notes": ["Matches by id or by search; the answer counts what was deleted.", "Writes long-term memory: needs read_write."],
+            "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "delete", "builtin"],
+            "notes": [
+                "Matches by id or by search; the older versions of a forgotten fact go with it; the answer counts what was deleted.",
+                "MEMORY.md and the daily logs are files: edit them to remove what they say.",
+                "Writes long-term memory: needs read_write."
+            ],
             "examples": [
                 { "description": "Forget a preference", "input": { "query": "dark mode" } },
                 { "description": "Forget what was stored about a server", "input": { "query": "staging server" } },
@@ -123,10 +146,40 @@ impl Tool for MemoryTool {
                         .and_then(Value::as_f64)
                         .unwrap_or(5.0)
                         .max(1.0) as u32;
-                    let results = memory.search(text("query"), limit).await?;
+                    let filter = MemoryFilter {
+                        sources: input
+                            .get("sources")
+                            .and_then(Value::as_array)
+                            .map(|list| {
+                                list.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_owned)
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        since: input
+                            .get("since")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        until: input
+                            .get("until")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        include_superseded: input
+                            .get("includeSuperseded")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false),
+                    };
+                    let results = memory.search_filtered(text("query"), limit, filter).await?;
                     let results: Vec<Value> = results
                         .into_iter()
-                        .map(|hit| json!({ "id": hit.id, "text": hit.text, "score": hit.score, "category": hit.category }))
+                        .map(|hit| {
+                            let mut item = json!({ "id": hit.id, "text": hit.text, "score": hit.score, "category": hit.category, "source": hit.source });
+                            if let Some(newer) = hit.superseded_by {
+                                item["supersededBy"] = newer.into();
+                            }
+                            item
+                        })
                         .collect();
                     json!({ "count": results.len(), "results": results })
                 }

@@ -359,6 +359,42 @@ async fn the_memory_skills_follow_the_blueprint_contracts() {
     assert_eq!(found["results"][0]["text"], "The user's cat is called Miso");
     assert_eq!(found["results"][0]["category"], "entity");
 
+    assert_eq!(found["results"][0]["source"], "user");
+
+    // The logs are searched too, and the filters reach the kernel.
+    host.memory()
+        .append_daily_log("user: the cat's vet is Dr. Okafor")
+        .unwrap();
+    let in_logs = ctx
+        .call(
+            "memory_search",
+            json!({ "query": "cat vet", "sources": ["log"], "since": "2000-01-01" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(in_logs["count"], 1, "{in_logs}");
+    assert_eq!(
+        in_logs["results"][0]["text"],
+        "user: the cat's vet is Dr. Okafor"
+    );
+    assert_eq!(in_logs["results"][0]["source"], "log");
+    let err = ctx
+        .call(
+            "memory_search",
+            json!({ "query": "cat", "since": "last week" }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "SKILL_VALIDATION_FAILED");
+    let descriptor = host.tool_descriptor("memory_search").unwrap();
+    assert!(
+        descriptor
+            .description
+            .starts_with("Search the user's long-term memory and daily logs."),
+        "{}",
+        descriptor.description
+    );
+
     let id = found["results"][0]["id"].as_str().unwrap();
     let forgotten = ctx
         .call("memory_forget", json!({ "query": id }))
@@ -366,9 +402,12 @@ async fn the_memory_skills_follow_the_blueprint_contracts() {
         .unwrap();
     assert_eq!(forgotten, json!({ "deleted": 1 }));
     assert_eq!(
-        ctx.call("memory_search", json!({ "query": "cat" }))
-            .await
-            .unwrap()["count"],
+        ctx.call(
+            "memory_search",
+            json!({ "query": "cat", "sources": ["user"] })
+        )
+        .await
+        .unwrap()["count"],
         0
     );
 }

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::context::{BoxFuture, LlmRequest, MemoryHit, Scratch, StoreOutcome};
+use super::context::{BoxFuture, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
 use super::events::{EventSink, RunEvent};
 use super::executor::SkillOutput;
 use super::registry::{RegisteredSkill, SkillRegistry};
@@ -134,6 +134,17 @@ pub trait Llm: Send + Sync + fmt::Debug {
 pub trait Memory: Send + Sync + fmt::Debug {
     /// Hybrid search, best first.
     fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Vec<MemoryHit>>>;
+    /// Hybrid search over what `filter` keeps, best first. A memory without sources or
+    /// dates ignores the filter.
+    fn search_filtered(
+        &self,
+        query: String,
+        limit: u32,
+        filter: MemoryFilter,
+    ) -> BoxFuture<'_, Result<Vec<MemoryHit>>> {
+        let _ = filter;
+        self.search(query, limit)
+    }
     /// Stores `text` unless a near-duplicate exists.
     fn store(&self, text: String, category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome>>;
     /// Forgets entries by id or query; returns how many.
