@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
 
+pub mod retrieval;
+
 /// Paths of the skills in `skills-wasm/`, built for `wasm32-wasip2` by `build.rs`.
 pub mod skills {
     include!(concat!(env!("OUT_DIR"), "/skills.rs"));

@@ -11,12 +11,13 @@
 //! - one side says no/not/never/不 and the other does not: **different facts**; both stay
 //!   (a contradiction is kept for a person to settle, never resolved by dropping one);
 //! - exactly one short run of words was replaced, after at least one shared word (the
-//!   subject), and the shared words outweigh it: an **update** of the same subject and
-//!   attribute (`my phone number is 555-1234` → `… 555-9876`, `deploys happen on
-//!   Tuesday` → `… Thursday`); the new entry supersedes the old one, which stays
-//!   reachable;
-//! - anything else (two places differ, words added, the subject changed): **different
-//!   facts**; both stay.
+//!   subject) and at the end of the statement (at most one shared word after it: the
+//!   value slot), the shared words outweigh it, and it holds no name: an **update** of
+//!   the same subject and attribute (`my phone number is 555-1234` → `… 555-9876`,
+//!   `deploys happen on Tuesday afternoons` → `… Thursday afternoons`); the new entry
+//!   supersedes the old one, which stays reachable;
+//! - anything else (two places differ, words added, the subject changed, a name
+//!   replaced: `lunch with Sven` / `lunch with Bianca`): **different facts**; both stay.
 //!
 //! When in doubt the rule keeps both texts: a duplicate costs a line in a search result,
 //! a lost fact costs the user.
@@ -124,6 +125,29 @@ const NEGATIONS: &[&str] = &[
     "shouldnt", "wouldnt", "hasnt", "havent", "hadnt", "mustnt",
 ];
 
+/// Capitalised words that are values, not names.
+const CALENDAR: &[&str] = &[
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
 /// CJK characters that negate.
 const CJK_NEGATIONS: &[char] = &['不', '没', '沒', '无', '無', '非', '别', '別', '未', '勿'];
 
@@ -133,6 +157,9 @@ struct Word {
     key: String,
     written: String,
     negation: bool,
+    /// Written with a capital and not a day or month: a name, which identifies what a
+    /// fact is about rather than giving it a value.
+    name: bool,
 }
 
 /// The content words of `text`, in order. Words keep inner punctuation, so
@@ -149,6 +176,8 @@ fn words(text: &str) -> Vec<Word> {
                 let key = normalise(&lower);
                 if !FILLER.contains(&key.as_str()) && !FILLER.contains(&lower.as_str()) {
                     out.push(Word {
+                        name: trimmed.starts_with(char::is_uppercase)
+                            && !CALENDAR.contains(&lower.as_str()),
                         key,
                         written: trimmed.to_owned(),
                         negation: NEGATIONS.contains(&lower.as_str()),
@@ -164,6 +193,7 @@ fn words(text: &str) -> Vec<Word> {
                     key: c.to_string(),
                     written: c.to_string(),
                     negation: CJK_NEGATIONS.contains(&c),
+                    name: false,
                 });
             } else {
                 run.push(c);
@@ -220,7 +250,9 @@ pub fn relate(old: &str, new: &str) -> Relation {
         && !span.old.is_empty()
         && !span.new.is_empty()
         && span.start > 0
+        && a.len() - (span.start + span.old.len()) <= 1
         && span.old.len().max(span.new.len()) * 2 <= common.max(2)
+        && !span.old.iter().chain(&span.new).any(|w| w.name)
     {
         return Relation::Update {
             from: describe(&span.old),
@@ -369,6 +401,24 @@ mod tests {
             "The user prefers green tea"
         ));
         assert!(is_update("端口是8000", "端口是8001"));
+        // A name replaced is another subject, wherever it stands.
+        assert!(is_different(
+            "I had lunch with Sven today, the soup was cold",
+            "I had lunch with Bianca today, the soup was cold"
+        ));
+        assert!(is_different(
+            "I had lunch with Sven",
+            "I had lunch with Bianca"
+        ));
+        assert!(is_different(
+            "Alice lives in Lisbon",
+            "Alice now lives in Porto"
+        ));
+        // A change in the middle of a statement is not its value.
+        assert!(is_different(
+            "Zara said the search dashboard looks slow again",
+            "Zara said the inventory dashboard looks slow again"
+        ));
     }
 
     #[test]

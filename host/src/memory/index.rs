@@ -111,7 +111,7 @@ impl VectorIndex {
 
     /// The `k` vectors most similar to `query` (a unit vector), best first.
     pub fn top_k(&self, query: &[f32], k: usize) -> Scored {
-        self.top_k_where(query, k, &|_| true)
+        self.scan(query, k, None)
     }
 
     /// The `k` vectors most similar to `query` among those whose [`Meta`] passes
@@ -121,6 +121,15 @@ impl VectorIndex {
         query: &[f32],
         k: usize,
         keep: &(dyn Fn(&Meta) -> bool + Sync),
+    ) -> Scored {
+        self.scan(query, k, Some(keep))
+    }
+
+    fn scan(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: Option<&(dyn Fn(&Meta) -> bool + Sync)>,
     ) -> Scored {
         if query.len() != self.dim || k == 0 || self.is_empty() {
             return Vec::new();
@@ -141,7 +150,7 @@ impl VectorIndex {
                 .zip(&self.rowids[start..end])
                 .zip(&self.scales[start..end])
                 .zip(&self.metas[start..end])
-                .filter(|(_, meta)| keep(meta))
+                .filter(|(_, meta)| keep.is_none_or(|keep| keep(meta)))
                 .map(|(((codes, &rowid), &scale), _)| {
                     (rowid, dot_i8(codes, &q) as f32 * scale * q_scale)
                 })

@@ -26,7 +26,11 @@ pub(super) fn search_rows(
 ) -> Result<Vec<(i64, MemoryEntry)>> {
     let n = store::candidates(limit);
     let keep = |meta: &Meta| filter.keeps(meta);
-    let mut by_vector = store.index.top_k_where(vector, n, &keep);
+    let mut by_vector = if filter.is_open() {
+        store.index.top_k(vector, n)
+    } else {
+        store.index.top_k_where(vector, n, &keep)
+    };
     if filter.include_superseded {
         by_vector.extend(store.retired.top_k_where(vector, n, &keep));
     }

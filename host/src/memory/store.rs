@@ -107,7 +107,7 @@ impl Filter {
     }
 
     /// Whether it lets everything through but superseded entries (the fast path).
-    fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         self.sources.is_empty() && self.since_ms.is_none() && self.until_ms.is_none()
     }
 }

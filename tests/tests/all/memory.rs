@@ -1282,3 +1282,43 @@ fn the_minilm_embedder_finds_meaning_offline_and_the_store_remembers_it() {
         "The office plant is a fern"
     );
 }
+
+#[test]
+fn on_the_retrieval_set_dedup_loses_no_fact_and_the_hybrid_beats_bm25() {
+    use evo_tests::retrieval;
+
+    let set = retrieval::generate(2026);
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    for turn in &set.turns {
+        memory.decide(&turn.text, turn.category).unwrap();
+    }
+    // Every fact that was stored and not updated is an active entry, found first when
+    // asked for in its own words.
+    for question in set.questions.iter().filter(|q| q.stale.is_none()) {
+        let hits = memory.search(&question.answer, 1).unwrap();
+        assert!(
+            retrieval::same(&hits[0].text, &question.answer),
+            "{:?} is hidden: {hits:?}",
+            question.answer
+        );
+    }
+    let search = |q: &str| -> Vec<String> {
+        memory
+            .search(q, 100)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.text)
+            .collect()
+    };
+    let hybrid = retrieval::score(&set, search);
+    let db = rusqlite::Connection::open(dir.path().join("memory.db")).unwrap();
+    let bm25 = retrieval::score(&set, |q| retrieval::bm25(&db, q, 100));
+    assert!(
+        hybrid.recall_at_1 > bm25.recall_at_1 + 0.05 && hybrid.mrr > bm25.mrr + 0.03,
+        "hybrid {hybrid:?} vs bm25 {bm25:?}"
+    );
+    assert!(hybrid.all_found_at.is_some(), "{hybrid:?}");
+    // An update the store recognises hides the old value: it is rarely first.
+    assert!(hybrid.stale_at_1 < 0.2, "{hybrid:?}");
+}
