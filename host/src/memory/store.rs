@@ -205,37 +205,13 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(fail)?;
-        let rows: Vec<(i64, String)> = tx
-            .prepare("SELECT rowid, text FROM entries WHERE model != ?1")
-            .and_then(|mut q| {
-                q.query_map([&model], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect()
-            })
-            .map_err(fail)?;
         if let Some(previous) = &stored {
             tracing::warn!(
-                "memory: the embedder changed from {previous} to {model} (dimension {}); re-embedding {} entries",
-                embedder.dim(),
-                rows.len()
+                "memory: the embedder changed from {previous} to {model} (dimension {}); re-embedding the entries",
+                embedder.dim()
             );
         }
-        for chunk in rows.chunks(256) {
-            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder.embed(&texts)?;
-            for ((rowid, _), vector) in chunk.iter().zip(vectors) {
-                tx.execute(
-                    "UPDATE entries SET model = ?1, embedding = ?2 WHERE rowid = ?3",
-                    params![model, to_blob(&vector), rowid],
-                )
-                .map_err(fail)?;
-            }
-        }
-        tx.execute(
-            "INSERT INTO settings(key, value) VALUES ('model', ?1)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [&model],
-        )
-        .map_err(fail)?;
+        embed_stale(&tx, embedder, &path)?;
         tx.commit().map_err(fail)
     }
 
@@ -549,26 +525,9 @@ impl Store {
                     .execute(params![model, to_blob(vector), rowid])
                     .map_err(fail)?;
             }
-            let late: Vec<(i64, String)> = tx
-                .prepare("SELECT rowid, text FROM entries WHERE model != ?1")
-                .and_then(|mut q| {
-                    q.query_map([&model], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect()
-                })
-                .map_err(fail)?;
-            for (rowid, text) in late {
-                let vector = embedder.embed(&[&text])?.pop().unwrap_or_default();
-                update
-                    .execute(params![model, to_blob(&vector), rowid])
-                    .map_err(fail)?;
-            }
         }
-        tx.execute(
-            "INSERT INTO settings(key, value) VALUES ('model', ?1)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [&model],
-        )
-        .map_err(fail)?;
+        // Entries added since the vectors were computed.
+        embed_stale(&tx, embedder, &path)?;
         tx.commit().map_err(fail)?;
         self.index = VectorIndex::new(embedder.dim());
         self.retired = VectorIndex::new(embedder.dim());
@@ -750,6 +709,38 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Embeds (in `tx`) every entry whose vector is not `embedder`'s, and records
+/// `embedder`'s model as the store's.
+fn embed_stale(tx: &Connection, embedder: &dyn Embedder, path: &Path) -> Result<()> {
+    let fail = |e: rusqlite::Error| db_error(path, &e);
+    let model = embedder.model();
+    let rows: Vec<(i64, String)> = tx
+        .prepare("SELECT rowid, text FROM entries WHERE model != ?1")
+        .and_then(|mut q| {
+            q.query_map([&model], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
+        .map_err(fail)?;
+    for chunk in rows.chunks(256) {
+        let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+        let vectors = embedder.embed(&texts)?;
+        for ((rowid, _), vector) in chunk.iter().zip(vectors) {
+            tx.execute(
+                "UPDATE entries SET model = ?1, embedding = ?2 WHERE rowid = ?3",
+                params![model, to_blob(&vector), rowid],
+            )
+            .map_err(fail)?;
+        }
+    }
+    tx.execute(
+        "INSERT INTO settings(key, value) VALUES ('model', ?1)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [&model],
+    )
+    .map_err(fail)?;
+    Ok(())
 }
 
 /// The columns [`entry_row`] reads, after the rowid.
