@@ -34,6 +34,7 @@ use super::openapi::{
 };
 use super::{Refusal, Server, Shared};
 use crate::error::Error;
+use crate::memory::{SearchOptions, Source};
 
 /// An MCP session with no request for this long is closed.
 pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
@@ -389,8 +390,21 @@ async fn memory_search(
     Json(request): Json<MemorySearch>,
 ) -> Response {
     let memory = shared.host.memory().clone();
-    let limit = request.limit.unwrap_or(5);
-    let found = tokio::task::spawn_blocking(move || memory.search(&request.query, limit)).await;
+    let found = tokio::task::spawn_blocking(move || {
+        let options = SearchOptions {
+            limit: request.limit.unwrap_or(5),
+            sources: request
+                .sources
+                .iter()
+                .map(|s| Source::parse_checked(s))
+                .collect::<crate::Result<_>>()?,
+            since: request.since,
+            until: request.until,
+            include_superseded: request.include_superseded,
+        };
+        memory.search_with(&request.query, &options)
+    })
+    .await;
     match found {
         Ok(Ok(entries)) => Json(
             entries
@@ -401,6 +415,8 @@ async fn memory_search(
                     score: e.score,
                     category: e.category.as_str().to_owned(),
                     created_at: e.created_at,
+                    source: e.source.as_str().to_owned(),
+                    superseded_by: e.superseded_by,
                 })
                 .collect::<Vec<_>>(),
         )

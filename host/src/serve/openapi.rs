@@ -68,6 +68,19 @@ pub struct MemorySearch {
     /// The most hits (1–100, default 5).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// Only these sources: `user`, `capture`, `skill` (stored entries), `file`
+    /// (MEMORY.md), `log` (the daily logs); all when absent.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Only entries from this day on (`YYYY-MM-DD`, the server's local time).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Only entries up to this day (`YYYY-MM-DD`).
+    #[serde(default)]
+    pub until: Option<String>,
+    /// Also old versions of facts that were updated.
+    #[serde(default)]
+    pub include_superseded: bool,
 }
 
 /// One memory search hit.
@@ -84,6 +97,11 @@ pub struct MemoryHitBody {
     pub category: String,
     /// Creation time, ms since the Unix epoch.
     pub created_at: i64,
+    /// Where it came from: `user`, `capture`, `skill`, `file` or `log`.
+    pub source: String,
+    /// The entry that replaced this one (only with `includeSuperseded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
 }
 
 /// `POST /v1/agent/run`.

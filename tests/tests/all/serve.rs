@@ -641,6 +641,38 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
     );
     assert_eq!((status, hits), (200, json!([])));
 
+    // The daily logs are searched, with the same filters as the CLI and the tools;
+    // today's log is looked at on every search, so a line written by another process
+    // is found at once.
+    evo_host::memory::files::append_daily_log(
+        &root.path().join("home"),
+        "user: the narwhal migration slipped a week",
+    )
+    .unwrap();
+    let (status, hits) = http(
+        "POST",
+        &format!("{base}/v1/memory/search"),
+        &[],
+        Some(r#"{"query":"narwhal migration","sources":["log"],"since":"2000-01-01"}"#),
+    );
+    assert_eq!(status, 200, "{hits}");
+    assert_eq!(
+        hits[0]["text"],
+        "user: the narwhal migration slipped a week"
+    );
+    assert_eq!(hits[0]["source"], "log");
+    let (status, err) = http(
+        "POST",
+        &format!("{base}/v1/memory/search"),
+        &[],
+        Some(r#"{"query":"narwhal","sources":["diary"]}"#),
+    );
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (400, Some("INVALID_INPUT")),
+        "{err}"
+    );
+
     // No model configured: the agent endpoint says so with the CLI's code.
     let (status, err) = http(
         "POST",
