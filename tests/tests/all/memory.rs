@@ -1111,7 +1111,8 @@ fn a_sentence_only_in_a_daily_log_is_found() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("[other, log] The walrus dashboard is live"),
+        stdout.contains(&format!("[log, {}", evo_host::memory::files::today()))
+            && stdout.contains("] The walrus dashboard is live"),
         "{stdout}"
     );
     let out = std::process::Command::new(evo_tests::evo_bin())
@@ -1256,6 +1257,13 @@ fn the_minilm_embedder_finds_meaning_offline_and_the_store_remembers_it() {
     ));
     assert!(again.starts_with("noop: not stored: "), "{again}");
 
+    // Without --embedder, a reindex keeps the store's own.
+    let out = ok(evo(&["memory", "reindex"], &no_python));
+    assert!(
+        out.starts_with("re-embedded 4 entries with all-MiniLM-L6-v2-mean-384"),
+        "{out}"
+    );
+
     // The weights gone: a clear error, and the way back to the hash embedder works.
     std::fs::remove_dir_all(home.path().join("models")).unwrap();
     let out = evo(&query, &no_python);
@@ -1321,4 +1329,60 @@ fn on_the_retrieval_set_dedup_loses_no_fact_and_the_hybrid_beats_bm25() {
     assert!(hybrid.all_found_at.is_some(), "{hybrid:?}");
     // An update the store recognises hides the old value: it is rarely first.
     assert!(hybrid.stale_at_1 < 0.2, "{hybrid:?}");
+}
+
+#[test]
+fn facts_the_previous_rule_hid_are_searchable_again_after_the_upgrade() {
+    use evo_host::memory::Action;
+
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<String> = {
+        let memory = open(dir.path());
+        [
+            "The alpha server listens on port 8000",
+            "The charlie server listens on port 8002",
+            "Deploys happen on Tuesday afternoons",
+        ]
+        .iter()
+        .map(|t| memory.decide(t, Category::Fact).unwrap().id)
+        .collect()
+    };
+    let update = open(dir.path())
+        .decide("Deploys happen on Thursday afternoons", Category::Fact)
+        .unwrap();
+    assert_eq!(update.action, Action::Update);
+    // What the cosine rule did to such a store: charlie "superseded" by alpha. And a
+    // store from before the recheck existed.
+    let db = rusqlite::Connection::open(dir.path().join("memory.db")).unwrap();
+    db.execute(
+        "UPDATE entries SET superseded_by = ?1 WHERE id = ?2",
+        [&ids[0], &ids[1]],
+    )
+    .unwrap();
+    db.execute(
+        "DELETE FROM settings WHERE key = 'supersedes_rechecked'",
+        [],
+    )
+    .unwrap();
+    drop(db);
+
+    let memory = open(dir.path());
+    let hits = memory
+        .search("which port does the charlie server use", 1)
+        .unwrap();
+    assert_eq!(hits[0].id, ids[1], "restored: {hits:?}");
+    let history = memory.history(&ids[1]).unwrap();
+    let restore = history.events.last().unwrap();
+    assert_eq!(restore.action, Action::Restore);
+    assert_eq!(
+        restore.reason,
+        format!(
+            "restored {}: an earlier version of Evo took it for an older version of {}, but it is a different fact (a different subject: \"charlie\" → \"alpha\", \"8002\" → \"8000\")",
+            ids[1], ids[0]
+        )
+    );
+    // A real update stays an update.
+    let deploys = memory.search("when do deploys happen", 5).unwrap();
+    assert!(deploys.iter().all(|h| h.id != ids[2]), "{deploys:?}");
+    assert_eq!(memory.status().unwrap().superseded, 1);
 }
