@@ -210,6 +210,11 @@ fn cost(c: &mut Criterion, set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
                 )
             });
         });
+        // What `evo memory reindex` does: 32 texts a batch.
+        let batch: Vec<&str> = texts[..32].iter().map(String::as_str).collect();
+        group.bench_function(format!("embed a batch of 32 ({name})"), |b| {
+            b.iter(|| black_box(embedder.embed(&batch).expect("embeds")));
+        });
     }
     group.finish();
 }
