@@ -12,6 +12,10 @@ pub const MEMORY_MD: &str = "MEMORY.md";
 pub const DAILY_DIR: &str = "memory";
 /// Longest daily-log entry; a log line records an event, not a document.
 pub const MAX_LOG_ENTRY_BYTES: usize = 16 * 1024;
+/// Largest daily log that is indexed for search (a day of agent runs is a few hundred
+/// KiB; a file far beyond that was not written by the kernel and would cost every
+/// open minutes of embedding).
+pub const MAX_LOG_FILE_BYTES: u64 = 8 << 20;
 
 /// Path of the daily log of `date` (`YYYY-MM-DD`).
 pub fn daily_log_path(data_dir: &Path, date: &str) -> PathBuf {

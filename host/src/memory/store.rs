@@ -648,6 +648,17 @@ impl Store {
             if previous.is_some_and(|k| k.1 == len && k.2 == mtime) {
                 continue;
             }
+            if metadata.len() > files::MAX_LOG_FILE_BYTES {
+                // Recorded as seen, so the warning comes once per change of the file.
+                tracing::warn!(
+                    "memory: {} is {} MiB; daily logs above {} MiB are not searched — move old entries to another file",
+                    path.display(),
+                    metadata.len() >> 20,
+                    files::MAX_LOG_FILE_BYTES >> 20
+                );
+                self.index_log(day, b"", 0, embedder, (len, mtime))?;
+                continue;
+            }
             let bytes = std::fs::read(&path).map_err(Error::io_at(&path))?;
             let appended = previous.filter(|k| {
                 usize::try_from(k.1).is_ok_and(|old| {

@@ -1095,6 +1095,16 @@ fn a_sentence_only_in_a_daily_log_is_found() {
     let reopened = open(home.path());
     assert_eq!(reopened.status().unwrap().log_lines, 2);
 
+    // A log far larger than a day of runs is left out of search, not embedded at every
+    // open.
+    let huge = "- 10:00:00 the capybara line\n".repeat(300_000);
+    assert!(huge.len() as u64 > evo_host::memory::files::MAX_LOG_FILE_BYTES);
+    std::fs::write(logs.join("2026-11-19.md"), huge).unwrap();
+    let reopened = open(home.path());
+    assert!(reopened.search("capybara", 5).unwrap().is_empty());
+    assert_eq!(reopened.status().unwrap().log_lines, 2);
+    std::fs::remove_file(logs.join("2026-11-19.md")).unwrap();
+
     // The CLI filters the same way.
     let out = std::process::Command::new(evo_tests::evo_bin())
         .args([
