@@ -191,14 +191,7 @@ impl Store {
     /// shape (one server's port superseded by another's).
     fn recheck_supersedes(&mut self) -> Result<()> {
         const DONE: &str = "supersedes_rechecked";
-        let done: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM settings WHERE key = ?1", [DONE], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|e| self.fail(&e))?;
-        if done.is_some() {
+        if self.setting(DONE)?.is_some() {
             return Ok(());
         }
         let path = self.path.clone();
@@ -255,15 +248,19 @@ impl Store {
         db_error(&self.path, error)
     }
 
-    fn check_model(&mut self, embedder: &dyn Embedder) -> Result<()> {
-        let model = embedder.model();
-        let stored: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM settings WHERE key = 'model'", [], |r| {
+    /// The value of a setting, if it is set.
+    fn setting(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
                 r.get(0)
             })
             .optional()
-            .map_err(|e| self.fail(&e))?;
+            .map_err(|e| self.fail(&e))
+    }
+
+    fn check_model(&mut self, embedder: &dyn Embedder) -> Result<()> {
+        let model = embedder.model();
+        let stored = self.setting("model")?;
         if stored.as_deref() == Some(model.as_str()) {
             return Ok(());
         }
@@ -347,15 +344,7 @@ impl Store {
         let path = data_dir.join(MEMORY_MD);
         let text = files::load_long_term(data_dir)?;
         let signature = hex::encode(Sha256::digest(text.as_bytes()));
-        let stored: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT value FROM settings WHERE key = 'memory_md'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.fail(&e))?;
+        let stored = self.setting("memory_md")?;
         if stored.as_deref() == Some(signature.as_str()) {
             return Ok(());
         }
