@@ -25,6 +25,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod net;
+
+pub use net::{HostPattern, HostRequest, Scheme, is_internal};
+
 /// A skill's manifest. Only the name and description are required; the host fills in
 /// the rest (category `general`, version `1.0.0`, a 30 s timeout, no retries, the host's
 /// limits, no capabilities).
@@ -131,12 +135,18 @@ pub struct Capabilities {
     /// Long-term memory.
     #[serde(skip_serializing_if = "MemoryAccess::is_none")]
     pub memory: MemoryAccess,
+    /// Outbound HTTP hosts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostRequest>,
 }
 
 impl Capabilities {
     /// Whether nothing is asked for.
     pub fn is_empty(&self) -> bool {
-        self.dirs.is_empty() && !self.llm && self.memory == MemoryAccess::None
+        self.dirs.is_empty()
+            && !self.llm
+            && self.memory == MemoryAccess::None
+            && self.hosts.is_empty()
     }
 
     /// The requests of `other` that these do not cover, described for an operator.
@@ -157,6 +167,15 @@ impl Capabilities {
         }
         if other.memory > self.memory {
             extra.push(format!("memory ({})", other.memory.as_str()));
+        }
+        for request in &other.hosts {
+            if !self
+                .hosts
+                .iter()
+                .any(|mine| mine.host.covers(&request.host))
+            {
+                extra.push(format!("outbound host {}", request.host));
+            }
         }
         extra
     }
@@ -267,24 +286,35 @@ mod tests {
 
     #[test]
     fn a_wider_request_is_not_covered() {
+        let host = |h: &str| HostRequest {
+            host: HostPattern::parse(h).unwrap(),
+            reason: String::new(),
+        };
         let approved = Capabilities {
             dirs: vec![DirRequest::new("/data", Access::Read, "in").unwrap()],
+            hosts: vec![host("https://*.github.com")],
             ..Capabilities::default()
         };
         let asked = Capabilities {
             dirs: vec![DirRequest::new("/data", Access::ReadWrite, "in").unwrap()],
             llm: true,
             memory: MemoryAccess::Read,
+            hosts: vec![host("api.github.com"), host("http://127.0.0.1:8080")],
         };
         assert_eq!(
             approved.not_covering(&asked),
             [
                 "directory /data (ReadWrite)",
                 "the language model",
-                "memory (read)"
+                "memory (read)",
+                "outbound host http://127.0.0.1:8080"
             ]
         );
-        assert!(asked.not_covering(&approved).is_empty());
+        assert_eq!(
+            asked.not_covering(&approved),
+            ["outbound host https://*.github.com"],
+            "a name does not cover the wildcard above it"
+        );
     }
 
     #[test]

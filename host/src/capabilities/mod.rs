@@ -12,7 +12,9 @@ use serde::Serialize;
 
 pub use dir::{DirGrant, DirPolicy, DirRequest};
 
-pub use evo_manifest::{Access, Capabilities as RequestedCapabilities, MemoryAccess};
+pub use evo_manifest::{
+    Access, Capabilities as RequestedCapabilities, HostPattern, HostRequest, MemoryAccess,
+};
 
 /// What the operator allows. The default allows nothing:
 ///
@@ -20,6 +22,7 @@ pub use evo_manifest::{Access, Capabilities as RequestedCapabilities, MemoryAcce
 /// - no language model,
 /// - no memory,
 /// - no helper scripts,
+/// - no outbound hosts,
 /// - no per-skill entries.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -32,6 +35,8 @@ pub struct Policy {
     /// Whether an instruction skill's helper scripts (`scripts/*.py`, `*.sh`, `*.js`)
     /// may be run, in the native sandbox, on request (`run_skill_script`).
     pub exec: bool,
+    /// Outbound HTTP origins skills may reach (each skill only those it asks for).
+    pub hosts: Vec<HostPattern>,
     /// Policies for named skills, each replacing this one for its skill (their own
     /// `skills` are not consulted).
     pub skills: BTreeMap<String, Policy>,
@@ -53,6 +58,8 @@ pub struct Grant {
     pub llm: bool,
     /// Long-term memory.
     pub memory: MemoryAccess,
+    /// Outbound HTTP origins: the ones the skill asked for that the policy covers.
+    pub hosts: Vec<HostPattern>,
     /// Requests that were not granted, with the reason, for the operator to review.
     pub refused: Vec<String>,
 }
@@ -81,6 +88,20 @@ impl Grant {
                 policy.memory.as_str()
             ));
         }
+        for request in &requested.hosts {
+            if policy
+                .hosts
+                .iter()
+                .any(|allowed| allowed.covers(&request.host))
+            {
+                grant.hosts.push(request.host.clone());
+            } else {
+                grant.refused.push(format!(
+                    "outbound host {}: the host policy does not allow it; grant it with --allow-host {} or in [capabilities] hosts",
+                    request.host, request.host
+                ));
+            }
+        }
         grant
     }
 }
@@ -95,12 +116,51 @@ mod tests {
             dirs: vec![DirRequest::new("/data", Access::Read, "files").unwrap()],
             llm: true,
             memory: MemoryAccess::ReadWrite,
+            hosts: vec![HostRequest {
+                host: HostPattern::parse("api.example.com").unwrap(),
+                reason: "the API".into(),
+            }],
         };
         let grant = Grant::new(&requested, &Policy::default());
         assert!(grant.dirs.is_empty());
         assert!(!grant.llm);
         assert_eq!(grant.memory, MemoryAccess::None);
-        assert_eq!(grant.refused.len(), 3);
+        assert!(grant.hosts.is_empty());
+        assert_eq!(grant.refused.len(), 4);
+        assert_eq!(
+            grant.refused[3],
+            "outbound host https://api.example.com: the host policy does not allow it; grant it with --allow-host https://api.example.com or in [capabilities] hosts"
+        );
+    }
+
+    #[test]
+    fn hosts_are_the_requests_the_policy_covers() {
+        let request = |h: &str| HostRequest {
+            host: HostPattern::parse(h).unwrap(),
+            reason: String::new(),
+        };
+        let requested = RequestedCapabilities {
+            hosts: vec![
+                request("api.github.com"),
+                request("http://127.0.0.1:9000"),
+                request("https://evil.example"),
+            ],
+            ..Default::default()
+        };
+        let policy = Policy {
+            hosts: [
+                "https://*.github.com",
+                "http://127.0.0.1:9000",
+                "https://other.example",
+            ]
+            .map(|h| HostPattern::parse(h).unwrap())
+            .to_vec(),
+            ..Policy::default()
+        };
+        let grant = Grant::new(&requested, &policy);
+        let granted: Vec<String> = grant.hosts.iter().map(ToString::to_string).collect();
+        assert_eq!(granted, ["https://api.github.com", "http://127.0.0.1:9000"]);
+        assert_eq!(grant.refused.len(), 1, "{:?}", grant.refused);
     }
 
     #[test]

@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::template::{self, Template};
-use crate::capabilities::{Access, DirRequest, MemoryAccess, RequestedCapabilities};
+use crate::capabilities::{
+    Access, DirRequest, HostPattern, HostRequest, MemoryAccess, RequestedCapabilities,
+};
 use crate::skill::permission::Permission;
 
 /// Default `timeout`: 30 s per call.
@@ -528,6 +530,20 @@ struct RawCapabilities {
     llm: bool,
     #[serde(default)]
     memory: MemoryAccess,
+    #[serde(default)]
+    hosts: Vec<RawHost>,
+}
+
+/// A host as a manifest may write it: a pattern, or a pattern with a reason.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawHost {
+    Pattern(String),
+    Request {
+        host: String,
+        #[serde(default)]
+        reason: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -565,10 +581,26 @@ fn capabilities(problems: &mut Vec<Problem>, value: Option<Value>) -> RequestedC
             )),
         }
     }
+    let mut hosts = Vec::new();
+    for (i, host) in raw.hosts.into_iter().enumerate() {
+        let (pattern, reason) = match host {
+            RawHost::Pattern(pattern) => (pattern, String::new()),
+            RawHost::Request { host, reason } => (host, reason),
+        };
+        match HostPattern::parse(&pattern) {
+            Ok(host) => hosts.push(HostRequest { host, reason }),
+            Err(message) => problems.push(problem(
+                &format!("capabilities.hosts[{i}]"),
+                message,
+                "use scheme://host[:port], such as \"https://api.github.com\" or \"https://*.example.com\"",
+            )),
+        }
+    }
     RequestedCapabilities {
         dirs,
         llm: raw.llm,
         memory: raw.memory,
+        hosts,
     }
 }
 

@@ -22,6 +22,10 @@ fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
             dirs: vec![DirRequest::new("/data", Access::Read, "input").unwrap()],
             llm: true,
             memory: MemoryAccess::Read,
+            hosts: vec![HostRequest {
+                host: HostPattern::parse("https://*.example.com").unwrap(),
+                reason: "the rates API".into(),
+            }],
         },
         ..evo_manifest::SkillManifest::new("sum", "Adds.")
     };
