@@ -559,6 +559,7 @@ fn grants_json(policy: &Policy) -> serde_json::Value {
             "llm": policy.llm,
             "memory": policy.memory.as_str(),
             "exec": policy.exec,
+            "hosts": policy.hosts.iter().map(ToString::to_string).collect::<Vec<_>>(),
         })
     }
     let mut value = one(policy);

@@ -97,7 +97,7 @@ impl Grant {
                 grant.hosts.push(request.host.clone());
             } else {
                 grant.refused.push(format!(
-                    "outbound host {}: the host policy does not allow it; grant it with --allow-host {} or in [capabilities] hosts",
+                    "outbound host {}: the host policy does not allow it; grant it with --allow-host {} or in [grants] hosts",
                     request.host, request.host
                 ));
             }
@@ -129,7 +129,7 @@ mod tests {
         assert_eq!(grant.refused.len(), 4);
         assert_eq!(
             grant.refused[3],
-            "outbound host https://api.example.com: the host policy does not allow it; grant it with --allow-host https://api.example.com or in [capabilities] hosts"
+            "outbound host https://api.example.com: the host policy does not allow it; grant it with --allow-host https://api.example.com or in [grants] hosts"
         );
     }
 

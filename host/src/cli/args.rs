@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use evo_host::Host;
-use evo_host::capabilities::{DirPolicy, MemoryAccess, Policy};
+use evo_host::capabilities::{DirPolicy, HostPattern, MemoryAccess, Policy};
 use evo_host::config::{Config, Source};
 
 use super::{Failure, Globals};
@@ -39,6 +39,12 @@ pub(crate) struct Grants {
     /// native sandbox, through the `run_skill_script` tool.
     #[arg(long)]
     allow_exec: bool,
+    /// Let skills that ask for this outbound HTTP origin reach it:
+    /// `[scheme://]host[:port]`, `*.example.com` for the names below a domain; the
+    /// machine and private networks only by address (`http://127.0.0.1:8080`). Repeat
+    /// for more.
+    #[arg(long = "allow-host", value_name = "ORIGIN")]
+    allow_hosts: Vec<String>,
     /// The permission profile calls run with: explore (read-only), edit (read and
     /// write files), full (also run commands; the default), admin, or one from
     /// [tools.profiles] in evo.toml. A call above it is blocked.
@@ -71,8 +77,22 @@ impl Grants {
                 )
             })?),
         };
+        let hosts: Vec<HostPattern> = self
+            .allow_hosts
+            .iter()
+            .map(|spec| {
+                HostPattern::parse(spec).map_err(|message| {
+                    Failure::usage(
+                        "INVALID_ARGUMENT",
+                        format!("--allow-host {spec}: {message}"),
+                        Some("use scheme://host[:port], e.g. https://api.github.com or http://127.0.0.1:8080"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
         let widen = |policy: &mut Policy| {
             policy.dirs.extend(dirs.iter().cloned());
+            policy.hosts.extend(hosts.iter().cloned());
             policy.llm |= self.allow_llm;
             policy.exec |= self.allow_exec;
             if let Some(memory) = memory {
@@ -94,6 +114,9 @@ impl Grants {
         }
         if self.allow_exec {
             config.set_source("grants.exec", flag("--allow-exec"));
+        }
+        if !hosts.is_empty() {
+            config.set_source("grants.hosts", flag("--allow-host"));
         }
         if let Some(profile) = &self.profile {
             if config.tools.profile_named(profile).is_none() {

@@ -63,6 +63,7 @@ struct GrantFile {
     llm: Option<bool>,
     memory: Option<String>,
     exec: Option<bool>,
+    hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -452,6 +453,21 @@ fn grant(
     if let Some(exec) = entry.exec {
         policy.exec = exec;
         noted.push(format!("{prefix}.exec"));
+    }
+    if let Some(hosts) = &entry.hosts {
+        let key = format!("{prefix}.hosts");
+        policy.hosts = hosts
+            .iter()
+            .map(|spec| {
+                crate::capabilities::HostPattern::parse(spec).map_err(|message| {
+                    spans.invalid(
+                        &key,
+                        format!("{message}; e.g. \"https://api.github.com\", \"https://*.example.com\" or \"http://127.0.0.1:8080\""),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
+        noted.push(key);
     }
     if let Some(memory) = &entry.memory {
         let key = format!("{prefix}.memory");
