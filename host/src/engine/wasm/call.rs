@@ -281,11 +281,14 @@ async fn run_guest<T>(
     let wasi = wasi_ctx(grant, &stdout, &stderr)?;
     let mut table = wasmtime::component::ResourceTable::new();
     table.set_max_capacity(MAX_RESOURCES);
+    let skill_name: Arc<str> = skill.into();
     let state = HostState {
         wasi,
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        outbound: super::http::Outbound::new(skill_name.clone(), grant.hosts.clone()),
         table,
         limiter: StoreLimiter::new(limits.memory_bytes()),
-        skill: skill.into(),
+        skill: skill_name,
         calls: calls.into(),
         grant: grant.clone(),
         ctx: ctx.clone(),

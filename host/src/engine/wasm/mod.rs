@@ -24,6 +24,7 @@
 mod cache;
 mod call;
 mod executor;
+mod http;
 mod inspect;
 pub mod limits;
 mod state;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::evo::skill::{context, types};
 use super::limits::{HOST_CALL_TIMEOUT, MAX_CHATTER_BYTES, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
@@ -17,6 +18,9 @@ use crate::skill::kernel::SkillContext;
 /// Everything a store holds for one call.
 pub struct HostState {
     pub(super) wasi: WasiCtx,
+    pub(super) http: WasiHttpCtx,
+    /// The checks of the call's outbound requests (see [`super::http`]).
+    pub(super) outbound: super::http::Outbound,
     pub(super) table: ResourceTable,
     pub(super) limiter: StoreLimiter,
     pub(super) skill: Arc<str>,
@@ -45,9 +49,21 @@ impl WasiView for HostState {
     }
 }
 
-/// Adds WASI p2 and the `context` interface to `linker`.
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.outbound,
+        }
+    }
+}
+
+/// Adds WASI p2, `wasi:http` (every request checked against the grant) and the
+/// `context` interface to `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)?;
     Ok(())
 }
