@@ -43,6 +43,7 @@ extern crate self as evo_guest;
 
 mod context;
 mod error;
+pub mod http;
 mod manifest;
 
 pub use context::{
@@ -50,7 +51,9 @@ pub use context::{
     remember, scratch, step,
 };
 pub use error::Error;
-pub use manifest::{Access, Capabilities, DirRequest, Limits, Manifest, MemoryAccess};
+pub use manifest::{
+    Access, Capabilities, DirRequest, HostPattern, HostRequest, Limits, Manifest, MemoryAccess,
+};
 pub use schemars::JsonSchema;
 
 /// The WIT package version this SDK builds against.

@@ -33,7 +33,9 @@ pub struct Manifest {
     capabilities: Capabilities,
 }
 
-pub use evo_manifest::{Access, Capabilities, DirRequest, Limits, MemoryAccess};
+pub use evo_manifest::{
+    Access, Capabilities, DirRequest, HostPattern, HostRequest, Limits, MemoryAccess,
+};
 
 impl Manifest {
     /// A manifest with a name (`^[a-z][a-z0-9_-]{0,63}$`) and a description the model
@@ -116,6 +118,24 @@ impl Manifest {
         self.capabilities.dirs.push(DirRequest {
             path: path.into(),
             access,
+            reason: reason.into(),
+        });
+        self
+    }
+
+    /// Requests outbound HTTP to the origins of `pattern`: `[scheme://]host[:port]`,
+    /// `*.example.com` for the names below a domain, `:*` for any port (see
+    /// [`crate::http`]). The operator decides whether the skill gets it.
+    ///
+    /// # Panics
+    ///
+    /// If `pattern` is not a host pattern: a mistake in the skill's own code, reported
+    /// when the host reads the manifest.
+    pub fn host(mut self, pattern: &str, reason: impl Into<String>) -> Self {
+        let host = HostPattern::parse(pattern)
+            .unwrap_or_else(|e| panic!("the manifest's host {pattern:?} is invalid: {e}"));
+        self.capabilities.hosts.push(HostRequest {
+            host,
             reason: reason.into(),
         });
         self

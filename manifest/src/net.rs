@@ -34,7 +34,7 @@ impl Scheme {
 }
 
 /// A set of origins: a scheme, a host — a name, `*.` and a domain (any name below it),
-/// or an IP literal — and a port (the scheme's default when not written).
+/// or an IP literal — and a port (the scheme's default when not written, `*` for any).
 ///
 /// ```
 /// use evo_manifest::HostPattern;
@@ -54,8 +54,8 @@ pub struct HostPattern {
     pub host: String,
     /// Whether the pattern is `*.` and `host`.
     pub wildcard: bool,
-    /// The port.
-    pub port: u16,
+    /// The port; `None` for any (`:*`).
+    pub port: Option<u16>,
 }
 
 impl HostPattern {
@@ -95,12 +95,14 @@ impl HostPattern {
             }
         };
         let port = match port {
-            Some(port) => port
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or_else(|| format!("{text:?}: {port:?} is not a port"))?,
-            None => scheme.default_port(),
+            Some("*") => None,
+            Some(port) => Some(
+                port.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p != 0)
+                    .ok_or_else(|| format!("{text:?}: {port:?} is not a port"))?,
+            ),
+            None => Some(scheme.default_port()),
         };
         let host = host.to_ascii_lowercase();
         let (wildcard, host) = match host.strip_prefix("*.") {
@@ -139,7 +141,7 @@ impl HostPattern {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         let host = host.trim_start_matches('[').trim_end_matches(']');
         scheme == self.scheme.as_str()
-            && port == self.port
+            && self.port.is_none_or(|p| p == port)
             && if self.wildcard {
                 host.strip_suffix(&self.host)
                     .is_some_and(|head| head.len() > 1 && head.ends_with('.'))
@@ -150,7 +152,7 @@ impl HostPattern {
 
     /// Whether every origin `other` matches, this one matches too.
     pub fn covers(&self, other: &HostPattern) -> bool {
-        if self.scheme != other.scheme || self.port != other.port {
+        if self.scheme != other.scheme || self.port.is_some() && self.port != other.port {
             return false;
         }
         match (self.wildcard, other.wildcard) {
@@ -183,10 +185,11 @@ impl fmt::Display for HostPattern {
             self.host.clone()
         };
         write!(f, "{}://{star}{host}", self.scheme.as_str())?;
-        if self.port != self.scheme.default_port() {
-            write!(f, ":{}", self.port)?;
+        match self.port {
+            None => write!(f, ":*"),
+            Some(port) if port != self.scheme.default_port() => write!(f, ":{port}"),
+            Some(_) => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -254,7 +257,7 @@ mod tests {
         let p = HostPattern::parse("api.github.com").unwrap();
         assert_eq!(
             (p.scheme, p.host.as_str(), p.port, p.wildcard),
-            (Scheme::Https, "api.github.com", 443, false)
+            (Scheme::Https, "api.github.com", Some(443), false)
         );
         assert_eq!(
             HostPattern::parse("http://[::1]:8080").unwrap().to_string(),
@@ -280,6 +283,19 @@ mod tests {
         ] {
             assert!(HostPattern::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_port_of_star_is_any_port() {
+        let any = HostPattern::parse("http://127.0.0.1:*").unwrap();
+        assert_eq!(any.to_string(), "http://127.0.0.1:*");
+        assert!(any.matches_origin("http", "127.0.0.1", 41234));
+        assert!(any.covers(&HostPattern::parse("http://127.0.0.1:8080").unwrap()));
+        assert!(
+            !HostPattern::parse("http://127.0.0.1:8080")
+                .unwrap()
+                .covers(&any)
+        );
     }
 
     #[test]

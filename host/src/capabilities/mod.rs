@@ -89,12 +89,28 @@ impl Grant {
             ));
         }
         for request in &requested.hosts {
-            if policy
+            // The intersection: the request where the policy covers it, else the parts
+            // of the policy inside the request (`:*` asked, one port allowed).
+            let granted: Vec<HostPattern> = if policy
                 .hosts
                 .iter()
                 .any(|allowed| allowed.covers(&request.host))
             {
-                grant.hosts.push(request.host.clone());
+                vec![request.host.clone()]
+            } else {
+                policy
+                    .hosts
+                    .iter()
+                    .filter(|allowed| request.host.covers(allowed))
+                    .cloned()
+                    .collect()
+            };
+            if !granted.is_empty() {
+                for host in granted {
+                    if !grant.hosts.contains(&host) {
+                        grant.hosts.push(host);
+                    }
+                }
             } else {
                 grant.refused.push(format!(
                     "outbound host {}: the host policy does not allow it; grant it with --allow-host {} or in [grants] hosts",
@@ -144,6 +160,7 @@ mod tests {
                 request("api.github.com"),
                 request("http://127.0.0.1:9000"),
                 request("https://evil.example"),
+                request("http://localhost:*"),
             ],
             ..Default::default()
         };
@@ -152,6 +169,7 @@ mod tests {
                 "https://*.github.com",
                 "http://127.0.0.1:9000",
                 "https://other.example",
+                "http://localhost:8080",
             ]
             .map(|h| HostPattern::parse(h).unwrap())
             .to_vec(),
@@ -159,7 +177,15 @@ mod tests {
         };
         let grant = Grant::new(&requested, &policy);
         let granted: Vec<String> = grant.hosts.iter().map(ToString::to_string).collect();
-        assert_eq!(granted, ["https://api.github.com", "http://127.0.0.1:9000"]);
+        assert_eq!(
+            granted,
+            [
+                "https://api.github.com",
+                "http://127.0.0.1:9000",
+                "http://localhost:8080"
+            ],
+            "any port asked for, one allowed: that one"
+        );
         assert_eq!(grant.refused.len(), 1, "{:?}", grant.refused);
     }
 

@@ -1,0 +1,86 @@
+//! `fetch`: sends one HTTP request and returns the response, for the tests of outbound
+//! HTTP. It asks for any port of `127.0.0.1` and of `localhost`; what it gets is what
+//! the operator allows (`--allow-host http://127.0.0.1:PORT`).
+
+use evo_guest::http::{Request, send};
+use evo_guest::{Error, JsonSchema, Manifest, Skill};
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, JsonSchema)]
+struct Input {
+    /// The URL.
+    url: String,
+    /// `GET` (the default), `POST`, …
+    #[serde(default)]
+    method: Option<String>,
+    /// Headers to send.
+    #[serde(default)]
+    headers: Vec<(String, String)>,
+    /// A body to send.
+    #[serde(default)]
+    body: Option<String>,
+    /// Follow redirects (each hop is a new request, checked by the host; at most 5).
+    #[serde(default)]
+    follow: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Output {
+    /// The status code.
+    status: u16,
+    /// The `location` header, for a redirect.
+    location: Option<String>,
+    /// The body, as text.
+    body: String,
+}
+
+struct Fetch;
+
+impl Skill for Fetch {
+    type Input = Input;
+    type Output = Output;
+
+    fn manifest() -> Manifest {
+        Manifest::new(
+            "fetch",
+            "Sends one HTTP request to a granted host and returns the response.",
+        )
+        .category("network")
+        .tags(["http", "test"])
+        .timeout_ms(10_000)
+        .host("http://127.0.0.1:*", "the test servers on this machine")
+        .host(
+            "http://localhost:*",
+            "the test servers on this machine, by name",
+        )
+    }
+
+    fn execute(input: Input) -> Result<Output, Error> {
+        let mut request = Request {
+            method: input.method.unwrap_or_else(|| "GET".into()),
+            url: input.url,
+            headers: input.headers,
+            body: input.body.unwrap_or_default().into_bytes(),
+        };
+        let mut response = send(&request)?;
+        let mut hops = 0;
+        while input.follow && (300..400).contains(&response.status) {
+            let Some(location) = response.header("location") else {
+                break;
+            };
+            hops += 1;
+            if hops > 5 {
+                return Err(Error::failed("more than 5 redirects"));
+            }
+            request = Request::get(location);
+            response = send(&request)?;
+        }
+        Ok(Output {
+            status: response.status,
+            location: response.header("location").map(str::to_owned),
+            body: response.text(),
+        })
+    }
+}
+
+evo_guest::export_skill!(Fetch);

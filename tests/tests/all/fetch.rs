@@ -1,0 +1,171 @@
+//! `fetch`: outbound HTTP from a Wasm skill through `evo`, against servers the test
+//! starts on loopback. Only granted origins are reached; a refused server never sees a
+//! connection.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use evo_tests::cli::{evo, stderr, stdout};
+use evo_tests::skills;
+use serde_json::{Value, json};
+
+/// A loopback HTTP server answering every request with `answer(path)`; counts the
+/// connections it accepts.
+struct Server {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+}
+
+impl Server {
+    fn start(answer: impl Fn(&str) -> String + Send + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let seen = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                seen.fetch_add(1, Ordering::SeqCst);
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                if reader.read_line(&mut line).is_err() {
+                    continue;
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                // Skip the headers.
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+                        break;
+                    }
+                }
+                let _ = stream.write_all(answer(&path).as_bytes());
+            }
+        });
+        Self { port, connections }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+fn ok(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn fetch(home: &std::path::Path, allow: &[String], input: Value) -> std::process::Output {
+    let mut args = vec!["skill".to_owned(), "run".into(), skills::FETCH.into()];
+    for origin in allow {
+        args.push("--allow-host".into());
+        args.push(origin.clone());
+    }
+    args.push("--input".into());
+    args.push(input.to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    evo(home, &args)
+}
+
+#[test]
+fn a_granted_origin_is_reached_and_any_other_is_refused_before_connecting() {
+    let home = tempfile::tempdir().unwrap();
+    let granted = Server::start(|path| ok(&format!("hello from {path}")));
+    let other = Server::start(|_| ok("you should not see this"));
+    let allow = vec![format!("http://127.0.0.1:{}", granted.port)];
+
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({ "url": format!("http://127.0.0.1:{}/greeting?x=1", granted.port) }),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["status"], 200);
+    assert_eq!(value["body"], "hello from /greeting?x=1");
+    assert_eq!(granted.connections(), 1);
+
+    // Another port of the same machine: not granted.
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({ "url": format!("http://127.0.0.1:{}/", other.port) }),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "error[PERMISSION_DENIED]: fetch: denied: http://127.0.0.1:{}: the host refused the request: this skill was not granted that host",
+            other.port
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        other.connections(),
+        0,
+        "the refused server saw no connection"
+    );
+
+    // No grant at all: the skill's request stays a request.
+    let out = fetch(
+        home.path(),
+        &[],
+        json!({ "url": format!("http://127.0.0.1:{}/", granted.port) }),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(granted.connections(), 1);
+}
+
+#[test]
+fn a_redirect_to_another_host_is_refused_at_the_hop() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = Server::start(|_| ok("secret internal page"));
+    let target = format!("http://127.0.0.1:{}/admin", elsewhere.port);
+    let redirecting = Server::start(move |_| {
+        format!(
+            "HTTP/1.1 302 Found\r\nlocation: {target}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
+    });
+    let allow = vec![format!("http://127.0.0.1:{}", redirecting.port)];
+    let url = format!("http://127.0.0.1:{}/go", redirecting.port);
+
+    // Not followed: the skill sees the redirect itself.
+    let out = fetch(home.path(), &allow, json!({ "url": url }));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["status"], 302);
+
+    // Followed: the hop is a new request, checked like the first, and refused.
+    let out = fetch(home.path(), &allow, json!({ "url": url, "follow": true }));
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "http://127.0.0.1:{}: the host refused the request",
+            elsewhere.port
+        )),
+        "{err}"
+    );
+    assert_eq!(elsewhere.connections(), 0);
+    assert_eq!(redirecting.connections(), 2);
+}
+
+#[test]
+fn an_invalid_allow_host_is_a_usage_error() {
+    let home = tempfile::tempdir().unwrap();
+    let out = fetch(
+        home.path(),
+        &["ftp://example.com".to_owned()],
+        json!({ "url": "http://127.0.0.1:1/" }),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--allow-host ftp://example.com: \"ftp://example.com\": the scheme \"ftp\" is not allowed; use http or https"),
+        "{}",
+        stderr(&out)
+    );
+}
