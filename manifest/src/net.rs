@@ -34,7 +34,10 @@ impl Scheme {
 }
 
 /// A set of origins: a scheme, a host — a name, `*.` and a domain (any name below it),
-/// or an IP literal — and a port (the scheme's default when not written, `*` for any).
+/// an IP literal, or `*` for any host — and a port (the scheme's default when not
+/// written, `*` for any). Whatever the pattern, a name that resolves into the machine
+/// or a private network is reached only by a pattern naming that address (see
+/// [`HostPattern::names_address`]).
 ///
 /// ```
 /// use evo_manifest::HostPattern;
@@ -44,13 +47,16 @@ impl Scheme {
 /// assert!(!github.matches_origin("https", "github.com.evil.example", 443));
 /// assert!(!github.matches_origin("http", "api.github.com", 80));
 /// assert!(github.covers(&HostPattern::parse("api.github.com").unwrap()));
+/// let web = HostPattern::parse("https://*").unwrap();
+/// assert!(web.matches_origin("https", "example.org", 443) && web.covers(&github));
 /// assert_eq!(HostPattern::parse("http://127.0.0.1:8080").unwrap().to_string(), "http://127.0.0.1:8080");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostPattern {
     /// The scheme.
     pub scheme: Scheme,
-    /// The host, lower-case; for a wildcard, the domain below which any name matches.
+    /// The host, lower-case; for a wildcard, the domain below which any name matches
+    /// (empty for `*`, any host).
     pub host: String,
     /// Whether the pattern is `*.` and `host`.
     pub wildcard: bool,
@@ -59,8 +65,8 @@ pub struct HostPattern {
 }
 
 impl HostPattern {
-    /// Parses `[scheme://]host[:port]`; the scheme defaults to `https`. Paths, queries,
-    /// user names and a bare `*` are refused.
+    /// Parses `[scheme://]host[:port]`; the scheme defaults to `https`. Paths, queries
+    /// and user names are refused.
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let split = text
@@ -107,6 +113,7 @@ impl HostPattern {
         let host = host.to_ascii_lowercase();
         let (wildcard, host) = match host.strip_prefix("*.") {
             Some(domain) => (true, domain.to_owned()),
+            None if host == "*" => (true, String::new()),
             None => (false, host),
         };
         let valid_name = |name: &str| {
@@ -118,12 +125,13 @@ impl HostPattern {
                         && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
                 })
         };
-        if host.parse::<IpAddr>().is_err() && !valid_name(&host) {
+        let any = wildcard && host.is_empty();
+        if !any && host.parse::<IpAddr>().is_err() && !valid_name(&host) {
             return Err(format!(
                 "{text:?}: {host:?} is not a host name; use a name such as api.example.com, *.example.com for the names below a domain, or an IP address"
             ));
         }
-        if wildcard && (host.parse::<IpAddr>().is_ok() || !host.contains('.')) {
+        if wildcard && !any && (host.parse::<IpAddr>().is_ok() || !host.contains('.')) {
             return Err(format!(
                 "{text:?}: `*.` goes before a domain with at least two labels, such as *.example.com"
             ));
@@ -142,7 +150,9 @@ impl HostPattern {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         scheme == self.scheme.as_str()
             && self.port.is_none_or(|p| p == port)
-            && if self.wildcard {
+            && if self.is_any_host() {
+                true
+            } else if self.wildcard {
                 host.strip_suffix(&self.host)
                     .is_some_and(|head| head.len() > 1 && head.ends_with('.'))
             } else {
@@ -154,6 +164,9 @@ impl HostPattern {
     pub fn covers(&self, other: &HostPattern) -> bool {
         if self.scheme != other.scheme || self.port.is_some() && self.port != other.port {
             return false;
+        }
+        if self.is_any_host() {
+            return true;
         }
         match (self.wildcard, other.wildcard) {
             (false, false) => self.host == other.host,
@@ -168,6 +181,11 @@ impl HostPattern {
         }
     }
 
+    /// Whether the pattern is `*`: any host.
+    pub fn is_any_host(&self) -> bool {
+        self.wildcard && self.host.is_empty()
+    }
+
     /// Whether the pattern names its host outright as an address (an IP literal or
     /// `localhost`): the only way a grant reaches loopback and private networks, so
     /// that no name can be made to resolve into the operator's network.
@@ -178,7 +196,11 @@ impl HostPattern {
 
 impl fmt::Display for HostPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let star = if self.wildcard { "*." } else { "" };
+        let star = match (self.wildcard, self.host.is_empty()) {
+            (true, true) => "*",
+            (true, false) => "*.",
+            (false, _) => "",
+        };
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)
         } else {
@@ -273,7 +295,8 @@ mod tests {
             "ftp://example.com",
             "https://example.com/path",
             "https://user@example.com",
-            "*",
+            "*.*",
+            "https://*:",
             "https://*.com",
             "https://*.10.0.0.1",
             "http://example.com:0",
@@ -283,6 +306,24 @@ mod tests {
         ] {
             assert!(HostPattern::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_host_of_star_is_any_host_but_never_names_an_address() {
+        let any = HostPattern::parse("*").unwrap();
+        assert_eq!(any.to_string(), "https://*");
+        assert!(any.matches_origin("https", "example.org", 443));
+        assert!(any.matches_origin("https", "10.0.0.1", 443));
+        assert!(!any.matches_origin("https", "example.org", 8443));
+        assert!(!any.names_address());
+        let every = HostPattern::parse("http://*:*").unwrap();
+        assert!(every.covers(&HostPattern::parse("http://*.example.com:8080").unwrap()));
+        assert!(every.covers(&HostPattern::parse("http://*").unwrap()));
+        assert!(
+            !HostPattern::parse("http://*.example.com:*")
+                .unwrap()
+                .covers(&every)
+        );
     }
 
     #[test]

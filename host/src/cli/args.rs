@@ -40,9 +40,9 @@ pub(crate) struct Grants {
     #[arg(long)]
     allow_exec: bool,
     /// Let skills that ask for this outbound HTTP origin reach it:
-    /// `[scheme://]host[:port]`, `*.example.com` for the names below a domain; the
-    /// machine and private networks only by address (`http://127.0.0.1:8080`). Repeat
-    /// for more.
+    /// `[scheme://]host[:port]`, `*.example.com` for the names below a domain, `*` for
+    /// any host, `:*` for any port; the machine and private networks only by address
+    /// (`http://127.0.0.1:8080`). Repeat for more.
     #[arg(long = "allow-host", value_name = "ORIGIN")]
     allow_hosts: Vec<String>,
     /// The permission profile calls run with: explore (read-only), edit (read and

@@ -109,6 +109,26 @@ fn a_granted_origin_is_reached_and_any_other_is_refused_before_connecting() {
         0,
         "the refused server saw no connection"
     );
+    // The refusal is in the security log, whatever the skill did with the error.
+    let blocked = history_blocked(home.path());
+    assert_eq!(blocked.len(), 1, "{blocked:?}");
+    assert_eq!(blocked[0]["tool"], "http");
+    assert_eq!(blocked[0]["caller"], "fetch");
+    assert_eq!(
+        blocked[0]["error"],
+        format!(
+            "[PERMISSION_DENIED] outbound request refused: http://127.0.0.1:{}: not among the hosts granted to fetch (http://127.0.0.1:{})",
+            other.port, granted.port
+        )
+    );
+    assert!(
+        blocked[0]["arguments"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("http://127.0.0.1:{}/", other.port)),
+        "{}",
+        blocked[0]
+    );
 
     // No grant at all: the skill's request stays a request.
     let out = fetch(
@@ -152,6 +172,146 @@ fn a_redirect_to_another_host_is_refused_at_the_hop() {
     );
     assert_eq!(elsewhere.connections(), 0);
     assert_eq!(redirecting.connections(), 2);
+}
+
+/// The security log: the blocked rows of the call history, newest first.
+fn history_blocked(home: &std::path::Path) -> Vec<Value> {
+    let out = evo(home, &["tool", "history", "--status", "blocked", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// A name other than `localhost` that resolves inside the machine or a private network,
+/// as `/etc/hosts` gives the machine's own name on Debian and in containers.
+fn internal_name() -> String {
+    use std::net::ToSocketAddrs;
+    let hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    let mut names: Vec<String> = hosts
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .flat_map(|line| line.split_whitespace().skip(1).map(str::to_owned))
+        .collect();
+    if let Ok(out) = std::process::Command::new("hostname").output() {
+        names.push(String::from_utf8_lossy(&out.stdout).trim().to_owned());
+    }
+    names
+        .into_iter()
+        .filter(|name| !name.is_empty() && name != "localhost")
+        .find(|name| {
+            (name.as_str(), 80).to_socket_addrs().is_ok_and(|mut addresses| {
+                addresses.all(|a| evo_manifest::is_internal(a.ip()) && a.is_ipv4())
+            })
+        })
+        .expect(
+            "this test needs a name other than localhost that resolves to an IPv4 address inside the machine (the machine's own name in /etc/hosts)",
+        )
+}
+
+#[test]
+fn a_name_that_resolves_inside_is_refused_unless_the_address_is_granted() {
+    let home = tempfile::tempdir().unwrap();
+    let inside = Server::start(|_| ok("the operator's admin page"));
+    let name = internal_name();
+    // The operator allows any host on that port, as for a skill that browses the web:
+    // a name is still not a way into the machine.
+    let allow = vec![format!("http://*:{}", inside.port)];
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({ "url": format!("http://{name}:{}/", inside.port) }),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "error[PERMISSION_DENIED]: fetch: denied: http://{name}:{}: the name resolves to an address inside the machine or a private network; only a grant naming that address reaches it",
+            inside.port
+        )),
+        "{err}"
+    );
+    assert_eq!(inside.connections(), 0);
+    let blocked = history_blocked(home.path());
+    let reason = blocked[0]["error"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "[PERMISSION_DENIED] outbound request refused: {name}:{} resolves to ",
+            inside.port
+        )) && reason.ends_with(
+            ", inside the machine or a private network, which only a grant naming that address allows"
+        ),
+        "{reason}"
+    );
+
+    // Granted by address, the same server is reached.
+    let allow = vec![format!("http://127.0.0.1:{}", inside.port)];
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({ "url": format!("http://127.0.0.1:{}/", inside.port) }),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(inside.connections(), 1);
+}
+
+#[test]
+fn a_server_that_never_answers_costs_the_call_its_deadline_and_no_more() {
+    let home = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepts and holds every connection, never answering.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = fetch(
+        home.path(),
+        &[format!("http://127.0.0.1:{port}")],
+        json!({ "url": format!("http://127.0.0.1:{port}/slow") }),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "\nerror[SKILL_TIMEOUT]: fetch: timeout: the call did not finish within 3000 ms\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn install_shows_the_hosts_asked_for_and_info_what_is_granted() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("src/fetch");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(skills::FETCH, dir.join("skill.wasm")).unwrap();
+    let out = evo(home.path(), &["skill", "install", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .contains("\n  requests:   outbound HTTP to http://*:* the servers the tests start\n"),
+        "{}",
+        stdout(&out)
+    );
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "info",
+            "fetch",
+            "--allow-host",
+            "http://127.0.0.1:8080",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("\n  granted:    outbound HTTP to http://127.0.0.1:8080\n"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

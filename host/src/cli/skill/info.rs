@@ -176,6 +176,9 @@ fn print_wasm(skill: &WasmSkill) {
             dir.guest
         );
     }
+    for host in &grant.hosts {
+        out!("  granted:    outbound HTTP to {host}");
+    }
     if grant.llm {
         out!("  granted:    the language model");
     }

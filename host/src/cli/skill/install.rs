@@ -60,6 +60,13 @@ pub(super) async fn install(
             dir.reason
         );
     }
+    for host in &caps.hosts {
+        out!(
+            "  requests:   outbound HTTP to {} {}",
+            host.host,
+            host.reason
+        );
+    }
     if caps.llm {
         out!("  requests:   the language model");
     }

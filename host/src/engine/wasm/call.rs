@@ -285,7 +285,11 @@ async fn run_guest<T>(
     let state = HostState {
         wasi,
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
-        outbound: super::http::Outbound::new(skill_name.clone(), grant.hosts.clone()),
+        outbound: super::http::Outbound::new(
+            skill_name.clone(),
+            grant.hosts.clone(),
+            Some(ctx.clone()),
+        ),
         table,
         limiter: StoreLimiter::new(limits.memory_bytes()),
         skill: skill_name,

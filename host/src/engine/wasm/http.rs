@@ -9,23 +9,39 @@
 //!    outright (`http://127.0.0.1:8080`): a public name cannot be pointed at the
 //!    operator's network (DNS rebinding). A plain-HTTP request is then sent to the very
 //!    address that was checked; an HTTPS one is bound to the name by its certificate;
-//! 3. a call makes at most [`MAX_REQUESTS_PER_CALL`] requests.
+//! 3. a call makes at most [`MAX_REQUESTS_PER_CALL`] requests, sends at most
+//!    [`MAX_BYTES_OUT_PER_CALL`] bytes of request bodies and reads at most
+//!    [`MAX_BYTES_IN_PER_CALL`] bytes of response bodies; its time is the call's own
+//!    deadline, which bounds a request that hangs like any other host call.
 //!
 //! Redirects are not followed by the host: a guest that follows one sends a new request,
 //! checked like the first. Refusals go to the guest as `HTTP-request-denied` (or
-//! `destination-IP-prohibited`) and to the security log (`evo::security`).
+//! `destination-IP-prohibited`) and to the security log: `evo::security` and a `blocked`
+//! row of the call history (`evo tool history --status blocked`), whatever the guest
+//! does with the error.
 
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt as _;
+use serde_json::json;
 use ureq::http;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::capabilities::HostPattern;
+use crate::skill::kernel::SkillContext;
 
 /// Most outbound requests one call may make.
 pub const MAX_REQUESTS_PER_CALL: u32 = 64;
+/// Most bytes of request bodies one call may send.
+pub const MAX_BYTES_OUT_PER_CALL: u64 = 16 << 20;
+/// Most bytes of response bodies one call may read.
+pub const MAX_BYTES_IN_PER_CALL: u64 = 64 << 20;
 
 /// The checks of one call's outbound requests.
 #[derive(Debug)]
@@ -33,14 +49,32 @@ pub(super) struct Outbound {
     skill: Arc<str>,
     hosts: Vec<HostPattern>,
     requests: u32,
+    sent: Arc<Budget>,
+    received: Arc<Budget>,
+    /// The calling frame, for the security log.
+    ctx: Option<SkillContext>,
 }
 
 impl Outbound {
-    pub(super) fn new(skill: Arc<str>, hosts: Vec<HostPattern>) -> Self {
+    pub(super) fn new(skill: Arc<str>, hosts: Vec<HostPattern>, ctx: Option<SkillContext>) -> Self {
         Self {
             skill,
             hosts,
             requests: 0,
+            sent: Budget::new(MAX_BYTES_OUT_PER_CALL),
+            received: Budget::new(MAX_BYTES_IN_PER_CALL),
+            ctx,
+        }
+    }
+
+    /// Writes a refused request to the security log.
+    fn refuse(ctx: Option<&SkillContext>, skill: &str, method: &str, uri: &str, reason: &str) {
+        let message = format!("outbound request refused: {reason}");
+        match ctx {
+            Some(ctx) => {
+                ctx.record_refusal("http", &json!({ "method": method, "url": uri }), &message);
+            }
+            None => tracing::warn!(target: "evo::security", skill, "blocked: {message}"),
         }
     }
 
@@ -94,27 +128,31 @@ async fn resolve(
     pattern: &HostPattern,
     host: &str,
     port: u16,
-) -> Result<Vec<SocketAddr>, HttpError> {
+) -> Result<Vec<SocketAddr>, (HttpError, String)> {
     let literal = host.trim_start_matches('[').trim_end_matches(']');
     let addresses: Vec<SocketAddr> = match literal.parse::<IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, port)],
         Err(_) => tokio::net::lookup_host((literal, port))
             .await
-            .map_err(|_| HttpError::DestinationNotFound)?
+            .map_err(|e| (HttpError::DestinationNotFound, format!("{host}: {e}")))?
             .collect(),
     };
     if addresses.is_empty() {
-        return Err(HttpError::DestinationNotFound);
+        return Err((
+            HttpError::DestinationNotFound,
+            format!("{host}: the name has no addresses"),
+        ));
     }
     if !pattern.names_address()
         && let Some(internal) = addresses.iter().find(|a| evo_manifest::is_internal(a.ip()))
     {
-        tracing::warn!(
-            target: "evo::security",
-            "outbound request to {host}:{port} refused: it resolves to {}, inside the machine or a private network, which only a grant naming that address allows",
-            internal.ip()
-        );
-        return Err(HttpError::DestinationIpProhibited);
+        return Err((
+            HttpError::DestinationIpProhibited,
+            format!(
+                "{host}:{port} resolves to {}, inside the machine or a private network, which only a grant naming that address allows",
+                internal.ip()
+            ),
+        ));
     }
     Ok(addresses)
 }
@@ -134,41 +172,128 @@ type ResponseFuture = Box<
 impl WasiHttpHooks for Outbound {
     fn send_request(
         &mut self,
-        mut request: http::Request<WasiBody>,
+        request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> ResponseFuture {
         drop(fut);
         let admitted = self.admit(request.uri());
         let skill = self.skill.clone();
+        let ctx = self.ctx.clone();
+        let (sent, received) = (self.sent.clone(), self.received.clone());
         Box::new(async move {
-            let (pattern, host, port) = admitted.map_err(|reason| {
-                tracing::warn!(target: "evo::security", "{skill}: outbound request refused: {reason}");
-                HttpError::HttpRequestDenied
-            })?;
-            let addresses = resolve(&pattern, &host, port).await?;
-            if request.uri().scheme_str() == Some("http") {
+            let method = request.method().to_string();
+            let uri = request.uri().to_string();
+            let refuse = |code: HttpError, reason: &str| {
+                Outbound::refuse(ctx.as_ref(), &skill, &method, &uri, reason);
+                code
+            };
+            let (pattern, host, port) =
+                admitted.map_err(|reason| refuse(HttpError::HttpRequestDenied, &reason))?;
+            let addresses = resolve(&pattern, &host, port)
+                .await
+                .map_err(|(code, reason)| refuse(code, &reason))?;
+            let (mut parts, body) = request.into_parts();
+            if parts.uri.scheme_str() == Some("http") {
                 // Send to the address that was checked, not to a second lookup of the
                 // name; the Host header keeps the name.
-                let address = addresses[0];
-                let path = request
-                    .uri()
+                let path = parts
+                    .uri
                     .path_and_query()
                     .map_or("/", |p| p.as_str())
                     .to_owned();
-                *request.uri_mut() = http::Uri::builder()
+                parts.uri = http::Uri::builder()
                     .scheme("http")
-                    .authority(address.to_string())
+                    .authority(addresses[0].to_string())
                     .path_and_query(path)
                     .build()
                     .map_err(|_| HttpError::HttpRequestUriInvalid)?;
             }
+            let body = Capped::new(body, sent, HttpError::HttpRequestBodySize).boxed_unsync();
+            let request = http::Request::from_parts(parts, body);
             let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
             Ok((
-                response.map(|body| body.boxed_unsync()),
+                response.map(|body| {
+                    Capped::new(
+                        body.boxed_unsync(),
+                        received,
+                        HttpError::HttpResponseBodySize,
+                    )
+                    .boxed_unsync()
+                }),
                 Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
             ))
         })
+    }
+}
+
+/// Bytes one call may still move in one direction.
+#[derive(Debug)]
+struct Budget {
+    limit: u64,
+    left: AtomicU64,
+}
+
+impl Budget {
+    fn new(limit: u64) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            left: AtomicU64::new(limit),
+        })
+    }
+
+    /// Takes `n` bytes; false when fewer are left.
+    fn take(&self, n: u64) -> bool {
+        self.left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(n)
+            })
+            .is_ok()
+    }
+}
+
+/// A body whose bytes are counted against a call's [`Budget`]; past it, the body fails
+/// with `over(limit)` (`HTTP-request-body-size` / `HTTP-response-body-size`).
+struct Capped {
+    inner: WasiBody,
+    budget: Arc<Budget>,
+    over: fn(Option<u64>) -> HttpError,
+}
+
+impl Capped {
+    fn new(inner: WasiBody, budget: Arc<Budget>, over: fn(Option<u64>) -> HttpError) -> Self {
+        Self {
+            inner,
+            budget,
+            over,
+        }
+    }
+}
+
+impl Body for Capped {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled
+            && let Some(data) = frame.data_ref()
+            && !self.budget.take(data.len() as u64)
+        {
+            return Poll::Ready(Some(Err((self.over)(Some(self.budget.limit)))));
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -183,6 +308,7 @@ mod tests {
                 .iter()
                 .map(|h| HostPattern::parse(h).unwrap())
                 .collect(),
+            None,
         )
     }
 
@@ -228,9 +354,35 @@ mod tests {
         assert!(resolve(&literal, "127.0.0.1", 9000).await.is_ok());
         // A name (here a literal standing in for what a name resolved to) reaching
         // loopback without a grant naming the address is refused.
+        let Err((code, reason)) = resolve(&by_name, "127.0.0.1", 9000).await else {
+            panic!("a name resolving to loopback was let through");
+        };
+        assert!(matches!(code, HttpError::DestinationIpProhibited));
+        assert_eq!(
+            reason,
+            "127.0.0.1:9000 resolves to 127.0.0.1, inside the machine or a private network, which only a grant naming that address allows"
+        );
+    }
+
+    #[tokio::test]
+    async fn bodies_past_the_call_budget_fail_with_the_size_error() {
+        let budget = Budget::new(10);
+        let body = |text: &'static str| {
+            http_body_util::Full::new(Bytes::from(text))
+                .map_err(|never| match never {})
+                .boxed_unsync()
+        };
+        let first = Capped::new(
+            body("123456"),
+            budget.clone(),
+            HttpError::HttpResponseBodySize,
+        );
+        assert_eq!(first.collect().await.unwrap().to_bytes(), "123456");
+        // The budget is the call's, not the request's: a second body gets what is left.
+        let second = Capped::new(body("12345"), budget, HttpError::HttpResponseBodySize);
         assert!(matches!(
-            resolve(&by_name, "127.0.0.1", 9000).await,
-            Err(HttpError::DestinationIpProhibited)
+            second.collect().await,
+            Err(HttpError::HttpResponseBodySize(Some(10)))
         ));
     }
 }

@@ -364,6 +364,25 @@ impl SkillContext {
         }
     }
 
+    /// Writes a refusal made inside this frame (an outbound request the grant does not
+    /// cover, …) to the security log: the `evo::security` target and a `blocked` row of
+    /// the call history, with this frame's skill as the caller.
+    pub fn record_refusal(&self, tool: &str, arguments: &Value, message: &str) {
+        let caller = self.parent.as_deref().unwrap_or(&self.run.caller);
+        tracing::warn!(target: "evo::security", caller, tool, "blocked: {message}");
+        self.kernel.history.record(Record {
+            id: 0,
+            at_ms: crate::unix_millis() as i64,
+            caller: caller.to_owned(),
+            task_id: self.run.task_id.clone(),
+            tool: tool.to_owned(),
+            arguments: crate::skill::history::redact(arguments),
+            status: Status::Blocked,
+            duration_ms: 0.0,
+            error: Some(format!("[PERMISSION_DENIED] {message}")),
+        });
+    }
+
     /// Logs `message`, tagged with the skill and depth.
     pub fn log(&self, message: &str) {
         tracing::info!(
