@@ -12,6 +12,25 @@
 //! let rates: serde_json::Value = response.json()?;
 //! # Ok(()) }
 //! ```
+//!
+//! ## Secrets
+//!
+//! A skill that needs an API key never holds it. It asks for the secret for a host in its
+//! manifest ([`crate::Manifest::secret`]) and writes [`secret`]`(NAME)` where the value
+//! goes; the host puts the value there in requests to that host only, refuses a request
+//! that would carry it anywhere else, and redacts it from responses, so an API that
+//! echoes the header back cannot hand it to the skill.
+//!
+//! ```no_run
+//! # fn run() -> Result<(), evo_guest::Error> {
+//! use evo_guest::http::{Request, secret, send};
+//! let mut request = Request::get("https://api.github.com/user");
+//! request
+//!     .headers
+//!     .push(("authorization".into(), format!("Bearer {}", secret("GITHUB_TOKEN"))));
+//! let user = send(&request)?;
+//! # Ok(()) }
+//! ```
 
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
@@ -99,6 +118,12 @@ impl Response {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+}
+
+/// The placeholder the host replaces with the value of secret `name` (`{{secret:NAME}}`),
+/// in a header or the query of a request to the host the secret was granted for.
+pub fn secret(name: &str) -> String {
+    format!("{{{{secret:{name}}}}}")
 }
 
 /// `GET url`.

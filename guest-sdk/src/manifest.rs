@@ -34,7 +34,7 @@ pub struct Manifest {
 }
 
 pub use evo_manifest::{
-    Access, Capabilities, DirRequest, HostPattern, HostRequest, Limits, MemoryAccess,
+    Access, Capabilities, DirRequest, HostPattern, HostRequest, Limits, MemoryAccess, SecretRequest,
 };
 
 impl Manifest {
@@ -135,6 +135,26 @@ impl Manifest {
         let host = HostPattern::parse(pattern)
             .unwrap_or_else(|e| panic!("the manifest's host {pattern:?} is invalid: {e}"));
         self.capabilities.hosts.push(HostRequest {
+            host,
+            reason: reason.into(),
+        });
+        self
+    }
+
+    /// Requests secret `name` (as the operator set it with `evo secret set NAME`) for
+    /// requests to `host`, which must be inside a host asked for with [`Manifest::host`].
+    /// The skill writes [`crate::http::secret`]`(name)` where the value goes (a header,
+    /// the query); the host puts the value there in requests to `host` only, and the
+    /// skill never sees it.
+    ///
+    /// # Panics
+    ///
+    /// When `host` is not a valid pattern, like [`Manifest::host`].
+    pub fn secret(mut self, name: &str, host: &str, reason: impl Into<String>) -> Self {
+        let host = HostPattern::parse(host)
+            .unwrap_or_else(|e| panic!("the manifest's secret host {host:?} is invalid: {e}"));
+        self.capabilities.secrets.push(SecretRequest {
+            name: name.to_owned(),
             host,
             reason: reason.into(),
         });

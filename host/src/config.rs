@@ -560,6 +560,7 @@ fn grants_json(policy: &Policy) -> serde_json::Value {
             "memory": policy.memory.as_str(),
             "exec": policy.exec,
             "hosts": policy.hosts.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "secrets": policy.secrets,
         })
     }
     let mut value = one(policy);

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 mod net;
 
-pub use net::{HostPattern, HostRequest, Scheme, is_internal};
+pub use net::{HostPattern, HostRequest, Scheme, SecretRequest, is_internal};
 
 /// A skill's manifest. Only the name and description are required; the host fills in
 /// the rest (category `general`, version `1.0.0`, a 30 s timeout, no retries, the host's
@@ -138,6 +138,9 @@ pub struct Capabilities {
     /// Outbound HTTP hosts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostRequest>,
+    /// Secrets the host puts into requests to one host each; the skill never sees them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretRequest>,
 }
 
 impl Capabilities {
@@ -147,6 +150,7 @@ impl Capabilities {
             && !self.llm
             && self.memory == MemoryAccess::None
             && self.hosts.is_empty()
+            && self.secrets.is_empty()
     }
 
     /// The requests of `other` that these do not cover, described for an operator.
@@ -175,6 +179,15 @@ impl Capabilities {
                 .any(|mine| mine.host.covers(&request.host))
             {
                 extra.push(format!("outbound host {}", request.host));
+            }
+        }
+        for request in &other.secrets {
+            if !self
+                .secrets
+                .iter()
+                .any(|mine| mine.name == request.name && mine.host.covers(&request.host))
+            {
+                extra.push(format!("secret {} for {}", request.name, request.host));
             }
         }
         extra

@@ -238,6 +238,20 @@ pub struct HostRequest {
     pub reason: String,
 }
 
+/// A secret a skill asks the host to put into its requests to `host`: the skill writes
+/// `{{secret:NAME}}` in a header or the query, and the host replaces it in a request to
+/// `host` only. The skill never gets the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretRequest {
+    /// The secret's name (`GITHUB_TOKEN`), as set with `evo secret set`.
+    pub name: String,
+    /// The origins the value may be sent to; inside the hosts the skill asks for.
+    pub host: HostPattern,
+    /// Why the skill needs it, shown to the operator at install.
+    #[serde(default)]
+    pub reason: String,
+}
+
 /// Whether `ip` is an address a public name must not resolve to: loopback, private,
 /// link-local, unique-local, carrier-grade NAT, unspecified, broadcast, documentation
 /// or multicast — the operator's own network and the machine itself.

@@ -14,6 +14,7 @@ pub use dir::{DirGrant, DirPolicy, DirRequest};
 
 pub use evo_manifest::{
     Access, Capabilities as RequestedCapabilities, HostPattern, HostRequest, MemoryAccess,
+    SecretRequest,
 };
 
 /// What the operator allows. The default allows nothing:
@@ -23,6 +24,7 @@ pub use evo_manifest::{
 /// - no memory,
 /// - no helper scripts,
 /// - no outbound hosts,
+/// - no secrets,
 /// - no per-skill entries.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -37,6 +39,8 @@ pub struct Policy {
     pub exec: bool,
     /// Outbound HTTP origins skills may reach (each skill only those it asks for).
     pub hosts: Vec<HostPattern>,
+    /// Secrets (by name) skills that ask for them may have put into their requests.
+    pub secrets: Vec<String>,
     /// Policies for named skills, each replacing this one for its skill (their own
     /// `skills` are not consulted).
     pub skills: BTreeMap<String, Policy>,
@@ -60,8 +64,19 @@ pub struct Grant {
     pub memory: MemoryAccess,
     /// Outbound HTTP origins: the ones the skill asked for that the policy covers.
     pub hosts: Vec<HostPattern>,
+    /// Secrets the host puts into the skill's requests, each for its host.
+    pub secrets: Vec<SecretGrant>,
     /// Requests that were not granted, with the reason, for the operator to review.
     pub refused: Vec<String>,
+}
+
+/// A secret granted to a skill, for requests to `host`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretGrant {
+    /// The secret's name.
+    pub name: String,
+    /// The origins its value may be sent to.
+    pub host: HostPattern,
 }
 
 impl Grant {
@@ -118,6 +133,19 @@ impl Grant {
                 ));
             }
         }
+        for request in &requested.secrets {
+            if policy.secrets.contains(&request.name) {
+                grant.secrets.push(SecretGrant {
+                    name: request.name.clone(),
+                    host: request.host.clone(),
+                });
+            } else {
+                grant.refused.push(format!(
+                    "secret {} for {}: the host policy does not allow it; grant it with --allow-secret {} or in [grants] secrets",
+                    request.name, request.host, request.name
+                ));
+            }
+        }
         grant
     }
 }
@@ -136,16 +164,37 @@ mod tests {
                 host: HostPattern::parse("api.example.com").unwrap(),
                 reason: "the API".into(),
             }],
+            secrets: vec![SecretRequest {
+                name: "API_KEY".into(),
+                host: HostPattern::parse("api.example.com").unwrap(),
+                reason: "the API's key".into(),
+            }],
         };
         let grant = Grant::new(&requested, &Policy::default());
         assert!(grant.dirs.is_empty());
         assert!(!grant.llm);
         assert_eq!(grant.memory, MemoryAccess::None);
         assert!(grant.hosts.is_empty());
-        assert_eq!(grant.refused.len(), 4);
+        assert!(grant.secrets.is_empty());
+        assert_eq!(grant.refused.len(), 5);
         assert_eq!(
             grant.refused[3],
             "outbound host https://api.example.com: the host policy does not allow it; grant it with --allow-host https://api.example.com or in [grants] hosts"
+        );
+        assert_eq!(
+            grant.refused[4],
+            "secret API_KEY for https://api.example.com: the host policy does not allow it; grant it with --allow-secret API_KEY or in [grants] secrets"
+        );
+        let policy = Policy {
+            secrets: vec!["API_KEY".into()],
+            ..Policy::default()
+        };
+        assert_eq!(
+            Grant::new(&requested, &policy).secrets,
+            [SecretGrant {
+                name: "API_KEY".into(),
+                host: HostPattern::parse("api.example.com").unwrap()
+            }]
         );
     }
 

@@ -45,6 +45,10 @@ pub(crate) struct Grants {
     /// (`http://127.0.0.1:8080`). Repeat for more.
     #[arg(long = "allow-host", value_name = "ORIGIN")]
     allow_hosts: Vec<String>,
+    /// Let skills that ask for this secret (`evo secret set NAME`) have the host put it
+    /// into their requests to the host they name for it. Repeat for more.
+    #[arg(long = "allow-secret", value_name = "NAME")]
+    allow_secrets: Vec<String>,
     /// The permission profile calls run with: explore (read-only), edit (read and
     /// write files), full (also run commands; the default), admin, or one from
     /// [tools.profiles] in evo.toml. A call above it is blocked.
@@ -90,9 +94,19 @@ impl Grants {
                 })
             })
             .collect::<Result<_, _>>()?;
+        for name in &self.allow_secrets {
+            evo_host::secrets::check_name(name).map_err(|message| {
+                Failure::usage(
+                    "INVALID_ARGUMENT",
+                    format!("--allow-secret {name}: {message}"),
+                    Some("`evo secret list` shows the secrets set"),
+                )
+            })?;
+        }
         let widen = |policy: &mut Policy| {
             policy.dirs.extend(dirs.iter().cloned());
             policy.hosts.extend(hosts.iter().cloned());
+            policy.secrets.extend(self.allow_secrets.iter().cloned());
             policy.llm |= self.allow_llm;
             policy.exec |= self.allow_exec;
             if let Some(memory) = memory {
@@ -117,6 +131,9 @@ impl Grants {
         }
         if !hosts.is_empty() {
             config.set_source("grants.hosts", flag("--allow-host"));
+        }
+        if !self.allow_secrets.is_empty() {
+            config.set_source("grants.secrets", flag("--allow-secret"));
         }
         if let Some(profile) = &self.profile {
             if config.tools.profile_named(profile).is_none() {

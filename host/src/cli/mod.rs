@@ -15,6 +15,7 @@ mod config;
 mod doctor;
 mod memory;
 mod meta;
+mod secret;
 mod serve;
 mod skill;
 mod tool;
@@ -104,6 +105,10 @@ enum Command {
     /// Show the effective configuration and where each value came from.
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Set, list and remove the secrets skills may have put into their requests (API
+    /// keys); skills never see them.
+    #[command(subcommand)]
+    Secret(secret::SecretCommand),
     /// Check the set-up: data directory, Wasm engine, compile cache, memory, model, Node,
     /// native isolation. Exits 1 when a configured part is broken.
     Doctor,
@@ -237,6 +242,7 @@ pub(crate) fn main() -> ExitCode {
         }
         Command::Man => meta::man(),
         Command::Config(command) => config::run(command, &globals),
+        Command::Secret(command) => secret::run(command, &globals),
         command => match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

@@ -64,6 +64,7 @@ struct GrantFile {
     memory: Option<String>,
     exec: Option<bool>,
     hosts: Option<Vec<String>>,
+    secrets: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -467,6 +468,14 @@ fn grant(
                 })
             })
             .collect::<Result<_>>()?;
+        noted.push(key);
+    }
+    if let Some(secrets) = &entry.secrets {
+        let key = format!("{prefix}.secrets");
+        for name in secrets {
+            crate::secrets::check_name(name).map_err(|message| spans.invalid(&key, message))?;
+        }
+        policy.secrets = secrets.clone();
         noted.push(key);
     }
     if let Some(memory) = &entry.memory {

@@ -319,6 +319,15 @@ pub enum Error {
         transient: bool,
     },
 
+    /// A secret could not be set, found or used.
+    #[error("secret: {message}")]
+    Secret {
+        /// `SECRET_INVALID` or `SECRET_NOT_FOUND`.
+        code: &'static str,
+        /// What is wrong and what to do.
+        message: String,
+    },
+
     /// The configuration (`evo.toml`, an `EVO_*` variable) is not valid.
     #[error("{}{}{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default(), key.as_ref().map(|k| format!(", key {k}")).unwrap_or_default())]
     Config {
@@ -403,6 +412,7 @@ impl Error {
             Self::Database { .. } => "DATABASE_ERROR",
             Self::Embedding { .. } => "EMBEDDING_ERROR",
             Self::Config { .. } => "CONFIG_INVALID",
+            Self::Secret { code, .. } => code,
         }
     }
 
@@ -457,6 +467,7 @@ impl Error {
                 | Self::NameTaken { .. }
                 | Self::Template { .. }
                 | Self::Config { .. }
+                | Self::Secret { .. }
                 | Self::Skill {
                     kind: FailureKind::InvalidInput,
                     ..

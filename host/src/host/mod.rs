@@ -226,7 +226,8 @@ impl HostBuilder {
         };
         let mut kernel = Kernel::new(registry.clone())
             .with_config(kernel_config(&config))
-            .with_memory(memory.clone());
+            .with_memory(memory.clone())
+            .with_secrets(Arc::new(crate::secrets::SecretStore::new(&data_dir)));
         if let Some(provider) = &llm {
             kernel = kernel.with_llm(Arc::new(ProviderLlm(provider.clone())));
         }

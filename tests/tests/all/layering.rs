@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 18] = [
+const LAYERS: [(&str, u8); 19] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
@@ -28,6 +28,7 @@ const LAYERS: [(&str, u8); 18] = [
     ("paths", 1),
     ("capabilities", 1),
     ("db", 1),
+    ("secrets", 1),
     ("http", 1),
     ("skill", 2),
     ("llm", 3),

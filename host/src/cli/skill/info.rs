@@ -79,7 +79,7 @@ pub(super) async fn info(
         out!("  isolation:  {} — {}", level.name(), level.describe());
     }
     match wasm {
-        Some(skill) => print_wasm(skill),
+        Some(skill) => print_wasm(skill, &host.kernel().secrets()),
         None => out!(
             "  timeout:    {} ms, {} retries",
             meta.timeout_ms,
@@ -148,7 +148,7 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
-fn print_wasm(skill: &WasmSkill) {
+fn print_wasm(skill: &WasmSkill, secrets: &evo_host::secrets::Secrets) {
     let limits = skill.limits();
     out!(
         "  limits:     {} ms, {} MiB memory, {} bytes output{}",
@@ -178,6 +178,18 @@ fn print_wasm(skill: &WasmSkill) {
     }
     for host in &grant.hosts {
         out!("  granted:    outbound HTTP to {host}");
+    }
+    for secret in &grant.secrets {
+        let set = if secrets.value(&secret.name).is_some() {
+            String::new()
+        } else {
+            format!(" (not set: `evo secret set {}`)", secret.name)
+        };
+        out!(
+            "  granted:    secret {} for {}{set}",
+            secret.name,
+            secret.host
+        );
     }
     if grant.llm {
         out!("  granted:    the language model");

@@ -67,6 +67,14 @@ pub(super) async fn install(
             host.reason
         );
     }
+    for secret in &caps.secrets {
+        out!(
+            "  requests:   secret {} for {} {}",
+            secret.name,
+            secret.host,
+            secret.reason
+        );
+    }
     if caps.llm {
         out!("  requests:   the language model");
     }

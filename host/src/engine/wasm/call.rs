@@ -178,13 +178,14 @@ impl WasmSkill {
                 return Err(Error::Skill {
                     skill: skill.meta.name.clone(),
                     kind,
-                    message,
+                    message: guest.scrub.text("error", message),
                 });
             }
         };
         // Memory writes and steps leave the guest too: one cap on everything it returns,
         // or a guest could smuggle unbounded data out beside a small output.
         guest.check_output(returned_bytes(&output))?;
+        let output = guest.scrub_output(output);
         let value = serde_json::from_str(&output.output).map_err(|e| Error::InvalidOutput {
             skill: skill.meta.name.clone(),
             reason: e.to_string(),
@@ -259,6 +260,7 @@ struct GuestRun {
     timed_out: bool,
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
+    scrub: super::scrub::Scrub,
 }
 
 #[expect(
@@ -288,6 +290,7 @@ async fn run_guest<T>(
         outbound: super::http::Outbound::new(
             skill_name.clone(),
             grant.hosts.clone(),
+            grant.secrets.clone(),
             Some(ctx.clone()),
         ),
         table,
@@ -327,6 +330,7 @@ async fn run_guest<T>(
         timed_out,
         stdout,
         stderr,
+        scrub: store.data().outbound.scrub.clone(),
     };
     guest.forward_stdio();
     Ok((result, guest))
@@ -442,12 +446,36 @@ impl GuestRun {
         Ok(())
     }
 
+    /// What the guest returned, with every secret value redacted.
+    fn scrub_output(&self, mut output: types::SkillOutput) -> types::SkillOutput {
+        if self.scrub.secrets().is_empty() {
+            return output;
+        }
+        let scrub = |channel: &str, text: &mut String| {
+            *text = self.scrub.text(channel, std::mem::take(text));
+        };
+        scrub("output", &mut output.output);
+        for write in &mut output.memory_writes {
+            scrub("memory write", &mut write.text);
+        }
+        for step in &mut output.intermediate_steps {
+            scrub("step", &mut step.input);
+            scrub("step", &mut step.output);
+            if let Some(error) = &mut step.error {
+                scrub("step", error);
+            }
+        }
+        output
+    }
+
     fn stdout_text(&self) -> String {
-        String::from_utf8_lossy(&self.stdout.contents()).into_owned()
+        let text = String::from_utf8_lossy(&self.stdout.contents()).into_owned();
+        self.scrub.text("stdout", text)
     }
 
     fn stderr_text(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.contents()).into_owned()
+        let text = String::from_utf8_lossy(&self.stderr.contents()).into_owned();
+        self.scrub.text("stderr", text)
     }
 
     /// Guests have no terminal: what they print goes to the log, tagged with the skill.
@@ -457,7 +485,14 @@ impl GuestRun {
             if contents.is_empty() {
                 continue;
             }
-            for line in String::from_utf8_lossy(&contents).lines() {
+            let text = String::from_utf8_lossy(&contents).into_owned();
+            let text = if self.scrub.secrets().is_empty() {
+                text
+            } else {
+                // Reported once, by `stdout_text`/`stderr_text`; here only kept out.
+                self.scrub.secrets().redact(&text).0.into_owned()
+            };
+            for line in text.lines() {
                 tracing::debug!(target: "evo::skill", skill = %self.skill, stream, "{line}");
             }
         }

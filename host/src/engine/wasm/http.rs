@@ -14,6 +14,13 @@
 //!    [`MAX_BYTES_IN_PER_CALL`] bytes of response bodies; its time is the call's own
 //!    deadline, which bounds a request that hangs like any other host call.
 //!
+//! Secrets (see [`crate::secrets`]): a `{{secret:NAME}}` in a header or the query is
+//! replaced with the value only when the request's origin is inside the host the secret
+//! was granted for; a request whose headers, URL or body carry the value of any secret is
+//! refused (the skill never had it: this is an attempt to send it on); and responses
+//! have every value masked before the guest reads them, so an API that echoes the
+//! header back cannot hand the value over.
+//!
 //! Redirects are not followed by the host: a guest that follows one sends a new request,
 //! checked like the first. Refusals go to the guest as `HTTP-request-denied` (or
 //! `destination-IP-prohibited`) and to the security log: `evo::security` and a `blocked`
@@ -33,7 +40,9 @@ use serde_json::json;
 use ureq::http;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::capabilities::HostPattern;
+use super::scrub::Scrub;
+use crate::capabilities::{HostPattern, SecretGrant};
+use crate::secrets::Secrets;
 use crate::skill::kernel::SkillContext;
 
 /// Most outbound requests one call may make.
@@ -51,18 +60,33 @@ pub(super) struct Outbound {
     requests: u32,
     sent: Arc<Budget>,
     received: Arc<Budget>,
+    /// The secrets granted, each for its host.
+    granted: Vec<SecretGrant>,
+    /// Every secret's value, to put in and to keep out.
+    pub(super) scrub: Scrub,
     /// The calling frame, for the security log.
     ctx: Option<SkillContext>,
 }
 
 impl Outbound {
-    pub(super) fn new(skill: Arc<str>, hosts: Vec<HostPattern>, ctx: Option<SkillContext>) -> Self {
+    pub(super) fn new(
+        skill: Arc<str>,
+        hosts: Vec<HostPattern>,
+        granted: Vec<SecretGrant>,
+        ctx: Option<SkillContext>,
+    ) -> Self {
+        let secrets = match &ctx {
+            Some(ctx) if !hosts.is_empty() => ctx.kernel().secrets(),
+            _ => Arc::default(),
+        };
         Self {
             skill,
             hosts,
             requests: 0,
             sent: Budget::new(MAX_BYTES_OUT_PER_CALL),
             received: Budget::new(MAX_BYTES_IN_PER_CALL),
+            granted,
+            scrub: Scrub::new(secrets, ctx.clone()),
             ctx,
         }
     }
@@ -181,20 +205,38 @@ impl WasiHttpHooks for Outbound {
         let skill = self.skill.clone();
         let ctx = self.ctx.clone();
         let (sent, received) = (self.sent.clone(), self.received.clone());
+        let secrets = self.scrub.secrets().clone();
+        let granted = self.granted.clone();
         Box::new(async move {
             let method = request.method().to_string();
             let uri = request.uri().to_string();
+            let refusal: Refusal = Arc::new({
+                let (skill, method, uri) = (skill.clone(), method.clone(), uri.clone());
+                move |reason: &str| Outbound::refuse(ctx.as_ref(), &skill, &method, &uri, reason)
+            });
             let refuse = |code: HttpError, reason: &str| {
-                Outbound::refuse(ctx.as_ref(), &skill, &method, &uri, reason);
+                refusal(reason);
                 code
             };
             let (pattern, host, port) =
                 admitted.map_err(|reason| refuse(HttpError::HttpRequestDenied, &reason))?;
+            let (mut parts, body) = request.into_parts();
+            let scheme = parts.uri.scheme_str().unwrap_or("https").to_owned();
+            let origin = format!("{scheme}://{host}:{port}");
+            put_secrets(
+                &mut parts,
+                &secrets,
+                &granted,
+                &skill,
+                (&scheme, &host, port),
+            )
+            .map_err(|reason| {
+                refuse(HttpError::HttpRequestDenied, &format!("{origin}: {reason}"))
+            })?;
             let addresses = resolve(&pattern, &host, port)
                 .await
                 .map_err(|(code, reason)| refuse(code, &reason))?;
-            let (mut parts, body) = request.into_parts();
-            if parts.uri.scheme_str() == Some("http") {
+            if scheme == "http" {
                 // Send to the address that was checked, not to a second lookup of the
                 // name; the Host header keeps the name.
                 let path = parts
@@ -210,20 +252,220 @@ impl WasiHttpHooks for Outbound {
                     .map_err(|_| HttpError::HttpRequestUriInvalid)?;
             }
             let body = Capped::new(body, sent, HttpError::HttpRequestBodySize).boxed_unsync();
+            let body = if secrets.is_empty() {
+                body
+            } else {
+                Scan::new(body, secrets.clone(), OnSecret::Refuse(refusal.clone())).boxed_unsync()
+            };
             let request = http::Request::from_parts(parts, body);
             let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            let (mut parts, body) = response.into_parts();
+            let body = Capped::new(
+                body.boxed_unsync(),
+                received,
+                HttpError::HttpResponseBodySize,
+            )
+            .boxed_unsync();
+            let body = if secrets.is_empty() {
+                body
+            } else {
+                for value in parts.headers.values_mut() {
+                    if let Some(name) = secrets.find(value.as_bytes()) {
+                        tracing::info!(target: "evo::security", skill = %skill, "the response carried the value of secret {name}; masked");
+                        *value = http::HeaderValue::from_static("[REDACTED]");
+                    }
+                }
+                Scan::new(body, secrets, OnSecret::Mask(skill.clone())).boxed_unsync()
+            };
             Ok((
-                response.map(|body| {
-                    Capped::new(
-                        body.boxed_unsync(),
-                        received,
-                        HttpError::HttpResponseBodySize,
-                    )
-                    .boxed_unsync()
-                }),
+                http::Response::from_parts(parts, body),
                 Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
             ))
         })
+    }
+}
+
+/// Writes a refusal to the security log.
+type Refusal = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Puts the granted secrets in for their `{{secret:NAME}}` placeholders in the headers
+/// and the query of a request to `origin`; refuses a request that names a secret not
+/// granted for that origin, or that already carries a secret's value.
+fn put_secrets(
+    parts: &mut http::request::Parts,
+    secrets: &Secrets,
+    granted: &[SecretGrant],
+    skill: &str,
+    (scheme, host, port): (&str, &str, u16),
+) -> Result<(), String> {
+    let carried = |text: &[u8]| -> Result<(), String> {
+        match secrets.find(text) {
+            Some(name) => Err(format!(
+                "the request carries the value of secret {name}, which {skill} was never given: a secret leaves only through its placeholder, to its host"
+            )),
+            None => Ok(()),
+        }
+    };
+    let value = |name: &str| -> Result<String, String> {
+        if !granted
+            .iter()
+            .any(|g| g.name == name && g.host.matches_origin(scheme, host, port))
+        {
+            return Err(match granted.iter().find(|g| g.name == name) {
+                Some(g) => format!(
+                    "secret {name} is granted to {skill} for {} only, not for this host",
+                    g.host
+                ),
+                None => format!(
+                    "secret {name} is not granted to {skill}; it must ask for it in its manifest (capabilities.secrets) and the operator must allow it (--allow-secret {name} or [grants] secrets)"
+                ),
+            });
+        }
+        secrets.value(name).map(str::to_owned).ok_or_else(|| {
+            format!("no secret named {name} is set; set it with `evo secret set {name}`")
+        })
+    };
+    carried(parts.uri.to_string().as_bytes())?;
+    for header in parts.headers.values() {
+        carried(header.as_bytes())?;
+    }
+    if let Some(query) = parts.uri.path_and_query().map(|p| p.as_str().to_owned())
+        && let Some(replaced) = crate::secrets::substitute(&query, value)?
+    {
+        let mut uri = std::mem::take(&mut parts.uri).into_parts();
+        uri.path_and_query = Some(
+            replaced
+                .parse()
+                .map_err(|_| "the query with the secret put in is not a valid URL".to_owned())?,
+        );
+        parts.uri = http::Uri::from_parts(uri).map_err(|e| e.to_string())?;
+    }
+    for header in parts.headers.values_mut() {
+        let Ok(text) = header.to_str() else { continue };
+        if let Some(replaced) = crate::secrets::substitute(text, value)? {
+            let mut put = http::HeaderValue::from_str(&replaced)
+                .map_err(|_| "a header with the secret put in is not a valid header".to_owned())?;
+            put.set_sensitive(true);
+            *header = put;
+        }
+    }
+    Ok(())
+}
+
+/// What a [`Scan`] does with a secret's value in the bytes it passes on.
+enum OnSecret {
+    /// Fails the body (a request the guest sends) and logs the attempt.
+    Refuse(Refusal),
+    /// Overwrites it (a response the guest reads), keeping the length.
+    Mask(Arc<str>),
+}
+
+/// A body scanned for secret values. A value may be split across frames, so the last
+/// `longest - 1` bytes are held back until the next frame (or the end) shows what
+/// follows them.
+struct Scan {
+    inner: WasiBody,
+    secrets: Arc<Secrets>,
+    on_secret: OnSecret,
+    held: Vec<u8>,
+    /// A trailers frame waiting for the held bytes to go first.
+    trailers: Option<Frame<Bytes>>,
+    ended: bool,
+}
+
+impl Scan {
+    fn new(inner: WasiBody, secrets: Arc<Secrets>, on_secret: OnSecret) -> Self {
+        Self {
+            inner,
+            secrets,
+            on_secret,
+            held: Vec::new(),
+            trailers: None,
+            ended: false,
+        }
+    }
+
+    /// Scans what is held; an error when a value must not pass.
+    fn check(&mut self) -> Result<(), HttpError> {
+        match &self.on_secret {
+            OnSecret::Refuse(refusal) => {
+                if let Some(name) = self.secrets.find(&self.held) {
+                    refusal(&format!(
+                        "the request body carries the value of secret {name}: a secret leaves only through its placeholder, to its host"
+                    ));
+                    return Err(HttpError::HttpRequestDenied);
+                }
+            }
+            OnSecret::Mask(skill) => {
+                for name in self.secrets.mask(&mut self.held) {
+                    tracing::info!(target: "evo::security", skill = %skill, "the response carried the value of secret {name}; masked");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Body for Scan {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
+        loop {
+            if let Some(trailers) = self.trailers.take() {
+                return Poll::Ready(Some(Ok(trailers)));
+            }
+            if self.ended {
+                if self.held.is_empty() {
+                    return Poll::Ready(None);
+                }
+                let rest = std::mem::take(&mut self.held);
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rest)))));
+            }
+            let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    self.ended = true;
+                    continue;
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(Some(Ok(frame))) => frame,
+            };
+            match frame.into_data() {
+                Ok(data) => {
+                    self.held.extend_from_slice(&data);
+                    if let Err(e) = self.check() {
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                    let keep = self
+                        .secrets
+                        .longest()
+                        .saturating_sub(1)
+                        .min(self.held.len());
+                    let ready = self.held.len() - keep;
+                    if ready > 0 {
+                        let out: Vec<u8> = self.held.drain(..ready).collect();
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                    }
+                }
+                Err(trailers) => {
+                    // What is held was scanned already; it goes before the trailers.
+                    self.ended = true;
+                    self.trailers = Some(trailers);
+                    if !self.held.is_empty() {
+                        let rest = std::mem::take(&mut self.held);
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rest)))));
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended && self.held.is_empty() && self.trailers.is_none()
     }
 }
 
@@ -308,6 +550,7 @@ mod tests {
                 .iter()
                 .map(|h| HostPattern::parse(h).unwrap())
                 .collect(),
+            Vec::new(),
             None,
         )
     }

@@ -27,6 +27,7 @@ mod executor;
 mod http;
 mod inspect;
 pub mod limits;
+mod scrub;
 mod state;
 
 use std::path::{Path, PathBuf};

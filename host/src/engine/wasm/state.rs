@@ -133,6 +133,7 @@ impl context::Host for HostState {
                 self.skill
             )));
         }
+        let input = self.outbound.scrub.text("input to another skill", input);
         let ctx = self.ctx.clone();
         let what = format!("skill {skill:?}");
         bounded(&what, async move { ctx.guest_call(skill, input).await }).await
@@ -145,8 +146,10 @@ impl context::Host for HostState {
         let ctx = self.ctx.clone();
         let request = LlmRequest {
             caller: self.skill.to_string(),
-            system: request.system,
-            prompt: request.prompt,
+            system: request
+                .system
+                .map(|s| self.outbound.scrub.text("model prompt", s)),
+            prompt: self.outbound.scrub.text("model prompt", request.prompt),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
         };
@@ -186,6 +189,7 @@ impl context::Host for HostState {
         category: Option<String>,
     ) -> Result<types::StoreOutcome, types::SkillError> {
         self.memory(MemoryAccess::ReadWrite)?;
+        let text = self.outbound.scrub.text("memory write", text);
         let ctx = self.ctx.clone();
         let outcome = bounded("memory store", async move {
             ctx.guest_memory_store(text, category).await
@@ -215,6 +219,7 @@ impl context::Host for HostState {
             tracing::warn!(skill = %self.skill, %key, bytes = value.len(), "scratch value larger than {MAX_SCRATCH_VALUE_BYTES} bytes dropped");
             return;
         }
+        let value = self.outbound.scrub.text("scratch value", value);
         let value = match serde_json::from_str(&value) {
             Ok(value) => value,
             Err(e) => {
@@ -235,6 +240,7 @@ impl context::Host for HostState {
             tracing::warn!(skill = %self.skill, bytes = event.len(), "emitted event larger than {MAX_CHATTER_BYTES} bytes; dropped");
             return;
         }
+        let event = self.outbound.scrub.text("event", event);
         match serde_json::from_str(&event) {
             Ok(event) => self.ctx.emit(RunEvent::emitted(&self.skill, event)),
             Err(e) => {
@@ -247,7 +253,10 @@ impl context::Host for HostState {
         if !self.chatter_allowed() {
             return;
         }
-        let message = super::call::cut(message, MAX_CHATTER_BYTES);
+        let message = self
+            .outbound
+            .scrub
+            .text("log", super::call::cut(message, MAX_CHATTER_BYTES));
         let skill = &*self.skill;
         let name = match level {
             types::LogLevel::Trace => {

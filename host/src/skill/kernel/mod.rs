@@ -47,6 +47,7 @@ use super::validate::{Direction, ValidationReport};
 mod gate;
 mod guest;
 use crate::error::{Error, Result};
+use crate::secrets::{SecretStore, Secrets};
 use crate::skill::confirm::{ConfirmPolicy, Confirmer};
 use crate::skill::history::{History, Record, Status};
 use crate::skill::permission::{Locale, Profile};
@@ -160,6 +161,7 @@ pub struct Kernel {
     memory: Option<Arc<dyn Memory>>,
     stats: Arc<Stats>,
     history: Arc<History>,
+    secrets: Option<Arc<SecretStore>>,
 }
 
 impl Kernel {
@@ -172,6 +174,7 @@ impl Kernel {
             memory: None,
             stats: Arc::new(Stats::default()),
             history: Arc::new(History::default()),
+            secrets: None,
         }
     }
 
@@ -191,6 +194,24 @@ impl Kernel {
     pub fn with_memory(mut self, memory: Arc<dyn Memory>) -> Self {
         self.memory = Some(memory);
         self
+    }
+
+    /// Attaches the secrets skills may have put into their requests.
+    pub fn with_secrets(mut self, secrets: Arc<SecretStore>) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
+    /// The secrets as they are now (none when no store is attached, or when it cannot
+    /// be read, which is logged: a skill that needs one then fails to get it).
+    pub fn secrets(&self) -> Arc<Secrets> {
+        let Some(store) = &self.secrets else {
+            return Arc::default();
+        };
+        store.snapshot().unwrap_or_else(|e| {
+            tracing::error!("cannot read the secrets: {e}");
+            Arc::default()
+        })
     }
 
     /// Shares `stats` (e.g. with other kernels of the process).

@@ -26,6 +26,7 @@ use serde_json::Value;
 use super::template::{self, Template};
 use crate::capabilities::{
     Access, DirRequest, HostPattern, HostRequest, MemoryAccess, RequestedCapabilities,
+    SecretRequest,
 };
 use crate::skill::permission::Permission;
 
@@ -532,6 +533,17 @@ struct RawCapabilities {
     memory: MemoryAccess,
     #[serde(default)]
     hosts: Vec<RawHost>,
+    #[serde(default)]
+    secrets: Vec<RawSecret>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecret {
+    name: String,
+    host: String,
+    #[serde(default)]
+    reason: String,
 }
 
 /// A host as a manifest may write it: a pattern, or a pattern with a reason.
@@ -596,11 +608,44 @@ fn capabilities(problems: &mut Vec<Problem>, value: Option<Value>) -> RequestedC
             )),
         }
     }
+    let mut secrets = Vec::new();
+    for (i, secret) in raw.secrets.into_iter().enumerate() {
+        if let Err(message) = crate::secrets::check_name(&secret.name) {
+            problems.push(problem(
+                &format!("capabilities.secrets[{i}].name"),
+                message,
+                "name it as it is set with `evo secret set`, such as \"GITHUB_TOKEN\"",
+            ));
+            continue;
+        }
+        match HostPattern::parse(&secret.host) {
+            Ok(host) if hosts.iter().any(|h: &HostRequest| h.host.covers(&host)) => {
+                secrets.push(SecretRequest {
+                    name: secret.name,
+                    host,
+                    reason: secret.reason,
+                });
+            }
+            Ok(host) => problems.push(problem(
+                &format!("capabilities.secrets[{i}].host"),
+                format!(
+                    "the secret is for {host}, which is not inside the hosts the skill asks for"
+                ),
+                "ask for the host in capabilities.hosts too, or name one of those hosts",
+            )),
+            Err(message) => problems.push(problem(
+                &format!("capabilities.secrets[{i}].host"),
+                message,
+                "use scheme://host[:port], such as \"https://api.github.com\"",
+            )),
+        }
+    }
     RequestedCapabilities {
         dirs,
         llm: raw.llm,
         memory: raw.memory,
         hosts,
+        secrets,
     }
 }
 

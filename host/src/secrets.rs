@@ -1,0 +1,478 @@
+//! Secrets the guest never sees: API keys kept by the host and put into a skill's
+//! outgoing requests only for the host they were granted for.
+//!
+//! - [`SecretStore`] keeps them in `secrets.json` in the data directory, readable by the
+//!   owner only (0600), written atomically. `evo secret set|list|rm` manage it; no
+//!   command prints a value.
+//! - A skill asks for a secret *for a host* in its manifest (`capabilities.secrets`) and
+//!   writes the placeholder [`placeholder`] (`{{secret:NAME}}`) into a header or the
+//!   query of a request; the host replaces it only in a request to that host, after the
+//!   request was admitted (see `engine::wasm::http`).
+//! - [`Secrets`] is a snapshot of the values with a scanner over all of them: request
+//!   bodies and headers going anywhere are refused when they carry a value, responses are
+//!   redacted before the guest reads them, and what a skill returns, logs or emits is
+//!   redacted before anyone else sees it.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The file, inside the data directory.
+pub const SECRETS_FILE: &str = "secrets.json";
+/// The shortest value accepted: a shorter one would be found, and redacted, in
+/// ordinary text.
+pub const MIN_SECRET_CHARS: usize = 8;
+/// The longest value accepted.
+pub const MAX_SECRET_BYTES: usize = 8 * 1024;
+
+/// `{{secret:NAME}}`: what a skill writes where the value of secret `NAME` goes.
+pub fn placeholder(name: &str) -> String {
+    format!("{{{{secret:{name}}}}}")
+}
+
+/// Checks a secret's name: `A-Z`, digits and `_`, starting with a letter, at most 64.
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a secret name: use capital letters, digits and `_`, starting with a letter, at most 64 (GITHUB_TOKEN)"
+        ))
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    version: u32,
+    secrets: BTreeMap<String, Stored>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Stored {
+    value: String,
+    set_at: u64,
+}
+
+/// A secret as listed: never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretInfo {
+    /// The name.
+    pub name: String,
+    /// When it was last set, Unix milliseconds.
+    pub set_at: u64,
+    /// How many characters the value has.
+    pub chars: usize,
+}
+
+/// The secrets of one data directory.
+#[derive(Debug)]
+pub struct SecretStore {
+    path: PathBuf,
+    /// The last snapshot and the file's (mtime, length) when it was read.
+    cached: Mutex<Option<(Option<(SystemTime, u64)>, Arc<Secrets>)>>,
+}
+
+impl SecretStore {
+    /// The store of `data_dir` (the file need not exist).
+    pub fn new(data_dir: &Path) -> Self {
+        Self {
+            path: data_dir.join(SECRETS_FILE),
+            cached: Mutex::new(None),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read(&self) -> Result<File> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Config {
+                path: self.path.clone(),
+                line: Some(e.line()),
+                key: None,
+                message: format!(
+                    "the secrets file is not valid JSON ({e}); set the secrets again after moving it aside"
+                ),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(File {
+                version: 1,
+                ..File::default()
+            }),
+            Err(e) => Err(Error::io_at(&self.path)(e)),
+        }
+    }
+
+    fn write(&self, file: &File) -> Result<()> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(Error::io_at(dir))?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".secrets-");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            builder.permissions(std::fs::Permissions::from_mode(0o600));
+        }
+        let mut temp = builder.tempfile_in(dir).map_err(Error::io_at(dir))?;
+        let bytes = serde_json::to_vec_pretty(file).map_err(|e| Error::Engine(e.to_string()))?;
+        temp.write_all(&bytes)
+            .and_then(|()| temp.as_file().sync_all())
+            .map_err(Error::io_at(temp.path()))?;
+        temp.persist(&self.path)
+            .map_err(|e| Error::io_at(&self.path)(e.error))?;
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
+    }
+
+    /// Sets `name` to `value`, replacing what it was.
+    pub fn set(&self, name: &str, value: &str) -> Result<()> {
+        check_name(name).map_err(|message| Error::Secret {
+            code: "SECRET_INVALID",
+            message,
+        })?;
+        let value = value.trim_end_matches(['\r', '\n']);
+        if value.chars().count() < MIN_SECRET_CHARS {
+            return Err(Error::Secret {
+                code: "SECRET_INVALID",
+                message: format!(
+                    "the value of {name} has {} characters; a secret needs at least {MIN_SECRET_CHARS}, or redacting it would mangle ordinary text",
+                    value.chars().count()
+                ),
+            });
+        }
+        if value.len() > MAX_SECRET_BYTES || value.contains(['\r', '\n', '\0']) {
+            return Err(Error::Secret {
+                code: "SECRET_INVALID",
+                message: format!(
+                    "the value of {name} must be one line of at most {MAX_SECRET_BYTES} bytes"
+                ),
+            });
+        }
+        let mut file = self.read()?;
+        file.version = 1;
+        file.secrets.insert(
+            name.to_owned(),
+            Stored {
+                value: value.to_owned(),
+                set_at: crate::unix_millis(),
+            },
+        );
+        self.write(&file)
+    }
+
+    /// Removes `name`.
+    pub fn remove(&self, name: &str) -> Result<()> {
+        let mut file = self.read()?;
+        if file.secrets.remove(name).is_none() {
+            return Err(not_set(name));
+        }
+        self.write(&file)
+    }
+
+    /// The secrets, by name, without their values.
+    pub fn list(&self) -> Result<Vec<SecretInfo>> {
+        Ok(self
+            .read()?
+            .secrets
+            .into_iter()
+            .map(|(name, stored)| SecretInfo {
+                name,
+                set_at: stored.set_at,
+                chars: stored.value.chars().count(),
+            })
+            .collect())
+    }
+
+    /// The values as they are now; read again only when the file changed.
+    pub fn snapshot(&self) -> Result<Arc<Secrets>> {
+        let stamp = std::fs::metadata(&self.path)
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())));
+        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, secrets)) = cached.as_ref()
+            && *seen == stamp
+        {
+            return Ok(secrets.clone());
+        }
+        let values = self
+            .read()?
+            .secrets
+            .into_iter()
+            .map(|(name, stored)| (name, stored.value))
+            .collect();
+        let secrets = Arc::new(Secrets::new(values));
+        *cached = Some((stamp, secrets.clone()));
+        Ok(secrets)
+    }
+}
+
+/// The error for a secret that is not in the store.
+pub fn not_set(name: &str) -> Error {
+    Error::Secret {
+        code: "SECRET_NOT_FOUND",
+        message: format!("no secret named {name} is set; set it with `evo secret set {name}`"),
+    }
+}
+
+/// The values of every secret, and a scanner that finds any of them.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    names: Vec<String>,
+    values: Vec<String>,
+    scanner: Option<AhoCorasick>,
+}
+
+impl Secrets {
+    /// Secrets with these values, by name.
+    pub fn new(values: BTreeMap<String, String>) -> Self {
+        let (names, values): (Vec<_>, Vec<_>) = values.into_iter().unzip();
+        let scanner = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&values)
+            .ok()
+            .filter(|_| !values.is_empty());
+        Self {
+            names,
+            values,
+            scanner,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The value of `name`.
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| self.values[i].as_str())
+    }
+
+    /// The longest value, in bytes (0 when there are none).
+    pub fn longest(&self) -> usize {
+        self.values.iter().map(String::len).max().unwrap_or(0)
+    }
+
+    /// The name of the first secret whose value is in `bytes`.
+    pub fn find(&self, bytes: &[u8]) -> Option<&str> {
+        let found = self.scanner.as_ref()?.find(bytes)?;
+        Some(&self.names[found.pattern().as_usize()])
+    }
+
+    /// `text` with every secret value replaced by `[REDACTED:NAME]`; the names of the
+    /// secrets found.
+    pub fn redact<'a>(&self, text: &'a str) -> (Cow<'a, str>, Vec<&str>) {
+        let Some(scanner) = &self.scanner else {
+            return (Cow::Borrowed(text), Vec::new());
+        };
+        let mut found = Vec::new();
+        let mut out = String::new();
+        let mut last = 0;
+        for hit in scanner.find_iter(text) {
+            let name = self.names[hit.pattern().as_usize()].as_str();
+            out.push_str(&text[last..hit.start()]);
+            out.push_str(&format!("[REDACTED:{name}]"));
+            last = hit.end();
+            if !found.contains(&name) {
+                found.push(name);
+            }
+        }
+        if found.is_empty() {
+            return (Cow::Borrowed(text), found);
+        }
+        out.push_str(&text[last..]);
+        (Cow::Owned(out), found)
+    }
+
+    /// Overwrites every secret value in `bytes` with `*`, keeping the length (a body
+    /// whose `content-length` was already sent); the names of the secrets found.
+    pub fn mask(&self, bytes: &mut [u8]) -> Vec<&str> {
+        let Some(scanner) = &self.scanner else {
+            return Vec::new();
+        };
+        let hits: Vec<_> = scanner.find_iter(&*bytes).collect();
+        let mut found = Vec::new();
+        for hit in hits {
+            bytes[hit.range()].fill(b'*');
+            let name = self.names[hit.pattern().as_usize()].as_str();
+            if !found.contains(&name) {
+                found.push(name);
+            }
+        }
+        found
+    }
+
+    /// `bytes` with every secret value replaced by `[REDACTED:NAME]`.
+    pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let scanner = self.scanner.as_ref()?;
+        scanner.find(bytes)?;
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut last = 0;
+        for hit in scanner.find_iter(bytes) {
+            out.extend_from_slice(&bytes[last..hit.start()]);
+            out.extend_from_slice(
+                format!("[REDACTED:{}]", self.names[hit.pattern().as_usize()]).as_bytes(),
+            );
+            last = hit.end();
+        }
+        out.extend_from_slice(&bytes[last..]);
+        Some(out)
+    }
+}
+
+/// Replaces every `{{secret:NAME}}` in `text` with `value(NAME)`, or says why one may not
+/// be; `None` when `text` has no placeholder.
+pub fn substitute(
+    text: &str,
+    mut value: impl FnMut(&str) -> std::result::Result<String, String>,
+) -> std::result::Result<Option<String>, String> {
+    const OPEN: &str = "{{secret:";
+    if !text.contains(OPEN) {
+        return Ok(None);
+    }
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + OPEN.len()..];
+        let end = after
+            .find("}}")
+            .ok_or_else(|| "a `{{secret:` placeholder is not closed with `}}`".to_owned())?;
+        let name = after[..end].trim();
+        check_name(name)?;
+        out.push_str(&value(name)?);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(pairs: &[(&str, &str)]) -> Secrets {
+        Secrets::new(
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn the_store_keeps_values_owner_only_and_lists_no_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SecretStore::new(dir.path());
+        assert!(store.snapshot().unwrap().is_empty());
+        store.set("GITHUB_TOKEN", "ghp_0123456789abcdef\n").unwrap();
+        let listed = store.list().unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            (listed[0].name.as_str(), listed[0].chars),
+            ("GITHUB_TOKEN", 20)
+        );
+        assert_eq!(
+            store.snapshot().unwrap().value("GITHUB_TOKEN"),
+            Some("ghp_0123456789abcdef")
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(store.path())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        store.set("GITHUB_TOKEN", "ghp_changed_0123456789").unwrap();
+        assert_eq!(
+            store.snapshot().unwrap().value("GITHUB_TOKEN"),
+            Some("ghp_changed_0123456789")
+        );
+        store.remove("GITHUB_TOKEN").unwrap();
+        assert!(store.snapshot().unwrap().is_empty());
+        assert_eq!(
+            store.remove("GITHUB_TOKEN").unwrap_err().to_string(),
+            "secret: no secret named GITHUB_TOKEN is set; set it with `evo secret set GITHUB_TOKEN`"
+        );
+    }
+
+    #[test]
+    fn bad_names_and_values_are_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SecretStore::new(dir.path());
+        let err = store.set("github-token", "0123456789").unwrap_err();
+        assert_eq!(err.code(), "SECRET_INVALID");
+        assert!(
+            err.to_string()
+                .contains("use capital letters, digits and `_`")
+        );
+        let err = store.set("SHORT", "abc").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "secret: the value of SHORT has 3 characters; a secret needs at least 8, or redacting it would mangle ordinary text"
+        );
+        assert!(store.set("TWO", "line one\nline two").is_err());
+        assert!(!store.path().exists(), "nothing written");
+    }
+
+    #[test]
+    fn values_are_found_and_redacted_wherever_they_are() {
+        let s = secrets(&[("A_KEY", "alpha-secret-1"), ("B_KEY", "beta-secret-22")]);
+        assert_eq!(s.find(b"x alpha-secret-1 y"), Some("A_KEY"));
+        assert_eq!(s.find(b"nothing here"), None);
+        let (text, found) = s.redact("a=alpha-secret-1, b=beta-secret-22, a=alpha-secret-1");
+        assert_eq!(
+            text,
+            "a=[REDACTED:A_KEY], b=[REDACTED:B_KEY], a=[REDACTED:A_KEY]"
+        );
+        assert_eq!(found, ["A_KEY", "B_KEY"]);
+        assert!(matches!(s.redact("clean").0, Cow::Borrowed(_)));
+        assert_eq!(
+            s.redact_bytes(b"<beta-secret-22>").unwrap(),
+            b"<[REDACTED:B_KEY]>"
+        );
+        assert!(Secrets::default().redact_bytes(b"alpha-secret-1").is_none());
+        let mut body = *b"[alpha-secret-1]";
+        assert_eq!(s.mask(&mut body), ["A_KEY"]);
+        assert_eq!(&body, b"[**************]");
+    }
+
+    #[test]
+    fn placeholders_are_replaced_only_when_allowed() {
+        let value = |name: &str| match name {
+            "GITHUB_TOKEN" => Ok("ghp_value".to_owned()),
+            other => Err(format!("{other} is not granted")),
+        };
+        assert_eq!(
+            substitute("Bearer {{secret:GITHUB_TOKEN}}", value).unwrap(),
+            Some("Bearer ghp_value".to_owned())
+        );
+        assert_eq!(substitute("no placeholder", value).unwrap(), None);
+        assert_eq!(
+            substitute("{{secret:OTHER}}", value).unwrap_err(),
+            "OTHER is not granted"
+        );
+        assert!(substitute("{{secret:GITHUB_TOKEN", value).is_err());
+        assert_eq!(placeholder("GITHUB_TOKEN"), "{{secret:GITHUB_TOKEN}}");
+    }
+}
