@@ -24,10 +24,8 @@
 //! ```no_run
 //! # fn run() -> Result<(), evo_guest::Error> {
 //! use evo_guest::http::{Request, secret, send};
-//! let mut request = Request::get("https://api.github.com/user");
-//! request
-//!     .headers
-//!     .push(("authorization".into(), format!("Bearer {}", secret("GITHUB_TOKEN"))));
+//! let request = Request::get("https://api.github.com/user")
+//!     .header("authorization", format!("Bearer {}", secret("GITHUB_TOKEN")));
 //! let user = send(&request)?;
 //! # Ok(()) }
 //! ```

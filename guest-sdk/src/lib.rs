@@ -53,6 +53,7 @@ pub use context::{
 pub use error::Error;
 pub use manifest::{
     Access, Capabilities, DirRequest, HostPattern, HostRequest, Limits, Manifest, MemoryAccess,
+    SecretRequest,
 };
 pub use schemars::JsonSchema;
 

@@ -18,6 +18,8 @@
 //! dirs = ["./docs::/data:ro"]         # HOST::GUEST[:ro], HOST relative to this file
 //! llm = false
 //! memory = "none"                     # none | read | read-write
+//! hosts = ["https://api.github.com"]  # outbound HTTP origins (*.domain, *, :*)
+//! secrets = ["GITHUB_TOKEN"]          # `evo secret set` names, for the hosts skills name
 //!
 //! [grants.skill.notes]                # replaces [grants] for one skill
 //! memory = "read-write"

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::{Deserialize, Serialize};
@@ -78,12 +78,24 @@ pub struct SecretInfo {
     pub chars: usize,
 }
 
+#[derive(Debug)]
+struct Cached {
+    stamp: Option<(SystemTime, u64)>,
+    checked: Instant,
+    secrets: Arc<Secrets>,
+}
+
+/// How long a snapshot is used before the file is looked at again: a secret set in
+/// another process reaches a running host within this.
+pub const RECHECK: Duration = Duration::from_secs(1);
+
 /// The secrets of one data directory.
 #[derive(Debug)]
 pub struct SecretStore {
     path: PathBuf,
-    /// The last snapshot and the file's (mtime, length) when it was read.
-    cached: Mutex<Option<(Option<(SystemTime, u64)>, Arc<Secrets>)>>,
+    /// The last snapshot, the file's (mtime, length) when it was read, and when that
+    /// was last checked.
+    cached: Mutex<Option<Cached>>,
 }
 
 impl SecretStore {
@@ -198,16 +210,23 @@ impl SecretStore {
             .collect())
     }
 
-    /// The values as they are now; read again only when the file changed.
+    /// The values as they are now (as of at most [`RECHECK`] ago); the file is read
+    /// again only when it changed.
     pub fn snapshot(&self) -> Result<Arc<Secrets>> {
+        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cached) = cached.as_ref()
+            && cached.checked.elapsed() < RECHECK
+        {
+            return Ok(cached.secrets.clone());
+        }
         let stamp = std::fs::metadata(&self.path)
             .ok()
             .and_then(|m| Some((m.modified().ok()?, m.len())));
-        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((seen, secrets)) = cached.as_ref()
-            && *seen == stamp
+        if let Some(cached) = cached.as_mut()
+            && cached.stamp == stamp
         {
-            return Ok(secrets.clone());
+            cached.checked = Instant::now();
+            return Ok(cached.secrets.clone());
         }
         let values = self
             .read()?
@@ -216,7 +235,11 @@ impl SecretStore {
             .map(|(name, stored)| (name, stored.value))
             .collect();
         let secrets = Arc::new(Secrets::new(values));
-        *cached = Some((stamp, secrets.clone()));
+        *cached = Some(Cached {
+            stamp,
+            checked: Instant::now(),
+            secrets: secrets.clone(),
+        });
         Ok(secrets)
     }
 }

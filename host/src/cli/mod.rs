@@ -228,9 +228,10 @@ pub(crate) fn main() -> ExitCode {
         eprintln!("Failed to spawn process: {error}");
         return ExitCode::from(127);
     }
-    init_tracing(cli.verbose);
+    let data_dir = evo_host::paths::data_dir(cli.data_dir.as_deref());
+    init_tracing(cli.verbose, &data_dir);
     let globals = Globals {
-        data_dir: evo_host::paths::data_dir(cli.data_dir.as_deref()),
+        data_dir,
         config: cli.config,
         json: cli.json,
         verbose: cli.verbose > 0,
@@ -309,7 +310,9 @@ fn report(failure: &Failure, json: bool) -> ExitCode {
     ExitCode::from(exit)
 }
 
-fn init_tracing(verbose: u8) {
+/// Logs to stderr, with every secret value redacted from each line, whoever wrote it (a
+/// skill's log, a library's trace of a guest's calls).
+fn init_tracing(verbose: u8, data_dir: &std::path::Path) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
         // rmcp logs every JSON-RPC error answer as a warning; they are the client's.
@@ -321,9 +324,50 @@ fn init_tracing(verbose: u8) {
     let filter = EnvFilter::try_from_env("EVO_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(RedactingStderr(std::sync::Arc::new(
+            evo_host::secrets::SecretStore::new(data_dir),
+        )))
         .with_target(false)
         .try_init();
+}
+
+/// Makes one [`Redacting`] writer per log event.
+struct RedactingStderr(std::sync::Arc<evo_host::secrets::SecretStore>);
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
+    type Writer = Redacting;
+
+    fn make_writer(&'a self) -> Redacting {
+        Redacting {
+            secrets: self.0.snapshot().unwrap_or_default(),
+            line: Vec::new(),
+        }
+    }
+}
+
+/// Collects one event's text and writes it to stderr, redacted, when dropped.
+struct Redacting {
+    secrets: std::sync::Arc<evo_host::secrets::Secrets>,
+    line: Vec<u8>,
+}
+
+impl std::io::Write for Redacting {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Redacting {
+    fn drop(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        let line = self.secrets.redact_bytes(&line).unwrap_or(line);
+        let _ = std::io::stderr().write_all(&line);
+    }
 }
 
 /// Turns a serialisation failure (which would be a bug) into a reported error.

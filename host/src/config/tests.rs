@@ -95,6 +95,11 @@ fn out_of_range_and_unknown_words_are_refused_not_defaulted() {
             "\"ftp://example.com\": the scheme \"ftp\" is not allowed; use http or https; e.g. \"https://api.github.com\", \"https://*.example.com\" or \"http://127.0.0.1:8080\"",
         ),
         (
+            "[grants]\nsecrets = [\"github-token\"]\n",
+            "grants.secrets",
+            "\"github-token\" is not a secret name: use capital letters, digits and `_`, starting with a letter, at most 64 (GITHUB_TOKEN)",
+        ),
+        (
             "[llm]\nmodel = \"gpt-4o\"\n",
             "llm.model",
             "\"gpt-4o\" is not provider:model, e.g. \"ollama:llama3.2\"",
@@ -134,12 +139,13 @@ fn grants_have_a_default_and_per_skill_entries() {
     let path = dir.path().join("evo.toml");
     let config = Config::from_toml(
         &path,
-        "[grants]\ndirs = [\"docs::/data:ro\"]\nhosts = [\"https://*.github.com\"]\n\n[grants.skill.notes]\nllm = true\nmemory = \"read-write\"\n",
+        "[grants]\ndirs = [\"docs::/data:ro\"]\nhosts = [\"https://*.github.com\"]\nsecrets = [\"GITHUB_TOKEN\"]\n\n[grants.skill.notes]\nllm = true\nmemory = \"read-write\"\n",
     )
     .unwrap();
     let default = config.grants.for_skill("calculate");
     assert_eq!(default.dirs.len(), 1);
     assert_eq!(default.hosts[0].to_string(), "https://*.github.com");
+    assert_eq!(default.secrets, ["GITHUB_TOKEN"]);
     assert_eq!(default.dirs[0].guest, "/data");
     assert!(!default.llm);
     let notes = config.grants.for_skill("notes");
@@ -151,7 +157,7 @@ fn grants_have_a_default_and_per_skill_entries() {
     );
     assert!(matches!(
         config.source("grants.skill.notes.memory"),
-        Source::File { line: 7, .. }
+        Source::File { line: 8, .. }
     ));
 }
 

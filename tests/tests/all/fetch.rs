@@ -2,57 +2,93 @@
 //! starts on loopback. Only granted origins are reached; a refused server never sees a
 //! connection.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use evo_tests::cli::{evo, stderr, stdout};
 use evo_tests::skills;
 use serde_json::{Value, json};
 
-/// A loopback HTTP server answering every request with `answer(path)`; counts the
-/// connections it accepts.
-struct Server {
-    port: u16,
+/// A loopback HTTP server answering every request with `answer(path, request)`, where
+/// `request` is everything received (head and body); counts the connections it accepts
+/// and keeps every request.
+pub(crate) struct Server {
+    pub(crate) port: u16,
     connections: Arc<AtomicUsize>,
+    received: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
-    fn start(answer: impl Fn(&str) -> String + Send + 'static) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    pub(crate) fn start(answer: impl Fn(&str) -> String + Send + 'static) -> Self {
+        Self::start_with(move |path, _| answer(path))
+    }
+
+    pub(crate) fn start_with(answer: impl Fn(&str, &str) -> String + Send + 'static) -> Self {
+        Self::start_at("127.0.0.1", answer)
+    }
+
+    /// On another loopback address (`127.0.0.2`): another host, as far as grants go.
+    pub(crate) fn start_at(
+        address: &str,
+        answer: impl Fn(&str, &str) -> String + Send + 'static,
+    ) -> Self {
+        let listener = TcpListener::bind((address, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
-        let seen = connections.clone();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let (seen, kept) = (connections.clone(), received.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
                 seen.fetch_add(1, Ordering::SeqCst);
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                if reader.read_line(&mut line).is_err() {
+                let mut request = String::new();
+                if reader.read_line(&mut request).is_err() {
                     continue;
                 }
-                let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                // Skip the headers.
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let mut length = 0;
                 loop {
                     let mut header = String::new();
                     if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
                         break;
                     }
+                    if let Some((name, value)) = header.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                    request.push_str(&header);
                 }
-                let _ = stream.write_all(answer(&path).as_bytes());
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_ok() {
+                    request.push_str("\r\n");
+                    request.push_str(&String::from_utf8_lossy(&body));
+                }
+                kept.lock().unwrap().push(request.clone());
+                let _ = stream.write_all(answer(&path, &request).as_bytes());
             }
         });
-        Self { port, connections }
+        Self {
+            port,
+            connections,
+            received,
+        }
     }
 
-    fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Everything received, request by request.
+    pub(crate) fn received(&self) -> Vec<String> {
+        self.received.lock().unwrap().clone()
     }
 }
 
-fn ok(body: &str) -> String {
+pub(crate) fn ok(body: &str) -> String {
     format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()

@@ -7,6 +7,7 @@ mod cli;
 mod composite;
 mod config;
 mod examples;
+mod exfil;
 mod fetch;
 mod file_head;
 mod fixture_probe;

@@ -467,6 +467,19 @@ impl Body for Scan {
     fn is_end_stream(&self) -> bool {
         self.ended && self.held.is_empty() && self.trailers.is_none()
     }
+
+    /// Both refusing and masking keep the length, so the inner body's hint holds (and a
+    /// `content-length` the guest set stays true).
+    fn size_hint(&self) -> SizeHint {
+        let inner = self.inner.size_hint();
+        let held = self.held.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower() + held);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + held);
+        }
+        hint
+    }
 }
 
 /// Bytes one call may still move in one direction.

@@ -214,6 +214,19 @@ impl Kernel {
         })
     }
 
+    /// Records a call in the history, with every secret value redacted from its
+    /// arguments and error.
+    fn record(&self, mut record: Record) {
+        let secrets = self.secrets();
+        if !secrets.is_empty() {
+            record.arguments = secrets.redact(&record.arguments).0.into_owned();
+            if let Some(error) = &record.error {
+                record.error = Some(secrets.redact(error).0.into_owned());
+            }
+        }
+        self.history.record(record);
+    }
+
     /// Shares `stats` (e.g. with other kernels of the process).
     pub fn with_stats(mut self, stats: Arc<Stats>) -> Self {
         self.stats = stats;
@@ -391,7 +404,7 @@ impl SkillContext {
     pub fn record_refusal(&self, tool: &str, arguments: &Value, message: &str) {
         let caller = self.parent.as_deref().unwrap_or(&self.run.caller);
         tracing::warn!(target: "evo::security", caller, tool, "blocked: {message}");
-        self.kernel.history.record(Record {
+        self.kernel.record(Record {
             id: 0,
             at_ms: crate::unix_millis() as i64,
             caller: caller.to_owned(),
@@ -453,7 +466,7 @@ impl SkillContext {
             Err(Error::Blocked { .. }) => Status::Blocked,
             Err(_) => Status::Error,
         };
-        self.kernel.history.record(Record {
+        self.kernel.record(Record {
             id: 0,
             at_ms,
             caller: self

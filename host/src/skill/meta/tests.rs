@@ -26,6 +26,11 @@ fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
                 host: HostPattern::parse("https://*.example.com").unwrap(),
                 reason: "the rates API".into(),
             }],
+            secrets: vec![evo_manifest::SecretRequest {
+                name: "RATES_KEY".into(),
+                host: HostPattern::parse("https://api.example.com").unwrap(),
+                reason: "the rates API's key".into(),
+            }],
         },
         ..evo_manifest::SkillManifest::new("sum", "Adds.")
     };
@@ -97,4 +102,35 @@ fn names_follow_the_pattern() {
     for bad in ["", "Calculate", "1abc", "-a", "a b", "a.b", &"a".repeat(65)] {
         assert!(!is_valid_name(bad), "{bad}");
     }
+}
+
+#[test]
+fn a_secret_is_asked_for_by_name_for_a_host_the_skill_asks_for() {
+    let problems = SkillMeta::from_json(
+        r#"{"name":"gh","description":"GitHub.","capabilities":{
+            "hosts":["https://api.github.com"],
+            "secrets":[
+                {"name":"github-token","host":"https://api.github.com"},
+                {"name":"GITHUB_TOKEN","host":"https://evil.example"},
+                {"name":"GITHUB_TOKEN","host":"https://api.github.com","reason":"the API"}
+            ]}}"#,
+    )
+    .unwrap_err();
+    let found: Vec<(&str, &str)> = problems
+        .iter()
+        .map(|p| (p.field.as_str(), p.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "capabilities.secrets[0].name",
+                "\"github-token\" is not a secret name: use capital letters, digits and `_`, starting with a letter, at most 64 (GITHUB_TOKEN)"
+            ),
+            (
+                "capabilities.secrets[1].host",
+                "the secret is for https://evil.example, which is not inside the hosts the skill asks for"
+            ),
+        ]
+    );
 }
