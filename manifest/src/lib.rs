@@ -313,6 +313,11 @@ mod tests {
             llm: true,
             memory: MemoryAccess::Read,
             hosts: vec![host("api.github.com"), host("http://127.0.0.1:8080")],
+            secrets: vec![SecretRequest {
+                name: "GITHUB_TOKEN".into(),
+                host: HostPattern::parse("api.github.com").unwrap(),
+                reason: String::new(),
+            }],
         };
         assert_eq!(
             approved.not_covering(&asked),
@@ -320,7 +325,8 @@ mod tests {
                 "directory /data (ReadWrite)",
                 "the language model",
                 "memory (read)",
-                "outbound host http://127.0.0.1:8080"
+                "outbound host http://127.0.0.1:8080",
+                "secret GITHUB_TOKEN for https://api.github.com"
             ]
         );
         assert_eq!(

@@ -26,7 +26,7 @@ fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
                 host: HostPattern::parse("https://*.example.com").unwrap(),
                 reason: "the rates API".into(),
             }],
-            secrets: vec![evo_manifest::SecretRequest {
+            secrets: vec![SecretRequest {
                 name: "RATES_KEY".into(),
                 host: HostPattern::parse("https://api.example.com").unwrap(),
                 reason: "the rates API's key".into(),
