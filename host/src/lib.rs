@@ -69,6 +69,7 @@ pub mod llm;
 pub mod memory;
 pub mod packages;
 pub mod paths;
+pub mod remote;
 pub mod secrets;
 pub mod serve;
 pub mod skill;

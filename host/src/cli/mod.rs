@@ -15,6 +15,7 @@ mod config;
 mod doctor;
 mod memory;
 mod meta;
+mod remote;
 mod secret;
 mod serve;
 mod skill;
@@ -109,6 +110,10 @@ enum Command {
     /// keys); skills never see them.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// Add, list and remove other Evo nodes, whose skills are listed and called here as
+    /// `NAME/skill`.
+    #[command(subcommand)]
+    Remote(remote::RemoteCommand),
     /// Check the set-up: data directory, Wasm engine, compile cache, memory, model, Node,
     /// native isolation. Exits 1 when a configured part is broken.
     Doctor,
@@ -255,6 +260,7 @@ pub(crate) fn main() -> ExitCode {
                     Command::Memory(command) => memory::run(command, &globals).await,
                     Command::Agent(command) => agent::run(command, &globals).await,
                     Command::Doctor => doctor::run(&globals).await,
+                    Command::Remote(command) => remote::run(command, &globals).await,
                     Command::Serve(args) => serve::run(args, &globals).await,
                     _ => Ok(()),
                 }

@@ -319,6 +319,19 @@ pub enum Error {
         transient: bool,
     },
 
+    /// A skill on another Evo node failed there, or the node could not be reached.
+    #[error("{remote}: {message}")]
+    Remote {
+        /// The remote (`NAME` of `evo remote add NAME URL`).
+        remote: String,
+        /// The code: the serving node's, or `REMOTE_UNAVAILABLE`.
+        code: &'static str,
+        /// What happened.
+        message: String,
+        /// Whether trying again may work.
+        transient: bool,
+    },
+
     /// A secret could not be set, found or used.
     #[error("secret: {message}")]
     Secret {
@@ -371,6 +384,31 @@ impl Error {
         move |source| Self::Io { path, source }
     }
 
+    /// `code` as a `&'static str`, for an error code that came from elsewhere (another
+    /// node): kept once per distinct code, at most 256 of them, and only codes shaped
+    /// like ours (`A_Z_`, at most 48); anything else is `REMOTE_ERROR`.
+    pub fn intern_code(code: &str) -> &'static str {
+        static CODES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+        let shaped = !code.is_empty()
+            && code.len() <= 48
+            && code.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+        if !shaped {
+            return "REMOTE_ERROR";
+        }
+        let mut codes = CODES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(known) = codes.iter().find(|c| **c == code) {
+            return known;
+        }
+        if codes.len() >= 256 {
+            return "REMOTE_ERROR";
+        }
+        let kept: &'static str = Box::leak(code.to_owned().into_boxed_str());
+        codes.push(kept);
+        kept
+    }
+
     /// The stable, machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
@@ -412,7 +450,7 @@ impl Error {
             Self::Database { .. } => "DATABASE_ERROR",
             Self::Embedding { .. } => "EMBEDDING_ERROR",
             Self::Config { .. } => "CONFIG_INVALID",
-            Self::Secret { code, .. } => code,
+            Self::Secret { code, .. } | Self::Remote { code, .. } => code,
         }
     }
 
@@ -430,6 +468,7 @@ impl Error {
                 ..
             } => true,
             Self::Llm { transient, .. }
+            | Self::Remote { transient, .. }
             | Self::Database { transient, .. }
             | Self::Embedding { transient, .. } => *transient,
             Self::Io { source, .. } => matches!(
@@ -477,6 +516,13 @@ impl Error {
                     ..
                 }
         ) || matches!(self, Self::Validation(report) if report.direction == Direction::Input)
+            || matches!(
+                self,
+                Self::Remote { code, .. } if matches!(
+                    *code,
+                    "INVALID_INPUT" | "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND" | "TOOL_BLOCKED" | "CAPABILITY_DENIED"
+                )
+            )
     }
 
     /// A short hint on what to do next, when there is a useful one.
@@ -505,6 +551,12 @@ impl Error {
                 Some("`evo skill list` shows the skills available; check the name's spelling")
             }
             Self::SkillAlreadyExists { .. } => Some("`evo skill install --overwrite` replaces it"),
+            Self::Remote {
+                code: "REMOTE_UNAVAILABLE",
+                ..
+            } => Some(
+                "`evo remote list` shows whether each node answers; start `evo serve --http` there, or check its address and token",
+            ),
             Self::NameTaken { .. } => Some(
                 "rename the skill (the `name` in its SKILL.md or skill.json, and its directory)",
             ),

@@ -224,10 +224,11 @@ impl HostBuilder {
                 }
             },
         };
+        let secrets = Arc::new(crate::secrets::SecretStore::new(&data_dir));
         let mut kernel = Kernel::new(registry.clone())
             .with_config(kernel_config(&config))
             .with_memory(memory.clone())
-            .with_secrets(Arc::new(crate::secrets::SecretStore::new(&data_dir)));
+            .with_secrets(secrets.clone());
         if let Some(provider) = &llm {
             kernel = kernel.with_llm(Arc::new(ProviderLlm(provider.clone())));
         }
@@ -265,6 +266,9 @@ impl HostBuilder {
                 });
             }
             host.load_dir(&dir).await?;
+        }
+        if self.installed.unwrap_or(true) {
+            host.load_remotes(&secrets).await?;
         }
         Ok(Host {
             inner: Arc::new(host),
@@ -349,6 +353,46 @@ struct Inner {
 }
 
 impl Inner {
+    /// Lists every remote's skills (at once, each within [`crate::remote::LIST_TIMEOUT`])
+    /// and registers them as `NAME/skill`; a remote that cannot be listed is a load
+    /// error, and the host starts without its skills.
+    async fn load_remotes(&mut self, secrets: &Arc<crate::secrets::SecretStore>) -> Result<()> {
+        let remotes: Vec<Arc<crate::remote::Remote>> = crate::remote::load(&self.data_dir)?
+            .into_iter()
+            .map(|spec| Arc::new(crate::remote::Remote::new(spec, secrets.clone())))
+            .collect();
+        let listed = futures_util::future::join_all(remotes.iter().map(|r| r.skills())).await;
+        let file = crate::remote::file(&self.data_dir);
+        for (remote, listed) in remotes.iter().zip(listed) {
+            let skills = match listed {
+                Ok(skills) => skills,
+                Err(e) => {
+                    tracing::warn!("remote {}: its skills are not listed: {e}", remote.name());
+                    self.load_errors.push(LoadError {
+                        path: file.clone(),
+                        code: e.code(),
+                        error: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            for (meta, executor) in skills {
+                let name = meta.name.clone();
+                match RegisteredSkill::new(meta, executor) {
+                    Ok(skill) => {
+                        self.kernel.registry().register(skill);
+                    }
+                    Err(e) => self.load_errors.push(LoadError {
+                        path: file.clone(),
+                        code: e.code(),
+                        error: format!("{name}: {e}"),
+                    }),
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn load_dir(&mut self, dir: &Path) -> Result<()> {
         for (path, result) in self.loader.load_all(dir).await? {
             let stamp = stamp(&path);

@@ -169,6 +169,7 @@ pub fn router(
         .route("/v1/skills/{name}/call", post(call_skill))
         .route("/v1/memory/search", post(memory_search))
         .route("/v1/agent/run", post(agent_run))
+        .route(crate::remote::protocol::PATH, get(super::ws::upgrade))
         .with_state(shared.clone())
         .nest_service("/mcp", mcp)
         .layer(DefaultBodyLimit::max(shared.settings.max_message_kb << 10))
@@ -276,6 +277,13 @@ fn status_of(error: &Error) -> StatusCode {
         Error::SkillNotFound { .. } | Error::ToolNotFound { .. } => StatusCode::NOT_FOUND,
         Error::Validation(_) if error.is_bad_input() => StatusCode::UNPROCESSABLE_ENTITY,
         Error::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        Error::Remote { code, .. } => match *code {
+            "SKILL_TIMEOUT" => StatusCode::GATEWAY_TIMEOUT,
+            "REMOTE_UNAVAILABLE" => StatusCode::BAD_GATEWAY,
+            "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND" => StatusCode::NOT_FOUND,
+            _ if error.is_bad_input() => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        },
         _ if error.is_bad_input() => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -25,6 +25,7 @@ mod mcp;
 pub mod openapi;
 mod shared;
 pub mod stdio;
+mod ws;
 
 pub use mcp::{RESOURCES_PAGE, Server, annotations, failure_text, tool_of};
 pub use shared::{CATALOGUE_POLL, Refusal, STATS_EVERY, Shared};

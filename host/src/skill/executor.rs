@@ -30,6 +30,8 @@ pub enum ExecutorKind {
     Composite,
     /// Instructions only: returns the SKILL.md body for the model to follow.
     Static,
+    /// A skill of another Evo node, called over its `/v1/ws`.
+    Remote,
 }
 
 impl ExecutorKind {
@@ -42,6 +44,7 @@ impl ExecutorKind {
             Self::Llm => "llm",
             Self::Composite => "composite",
             Self::Static => "static",
+            Self::Remote => "remote",
         }
     }
 }

@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 19] = [
+const LAYERS: [(&str, u8); 20] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
@@ -36,6 +36,7 @@ const LAYERS: [(&str, u8); 19] = [
     ("engine", 3),
     ("tools", 4),
     ("packages", 5),
+    ("remote", 5),
     ("agent", 6),
     ("config", 7),
     ("host", 8),

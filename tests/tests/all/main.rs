@@ -19,6 +19,7 @@ mod misbehaving;
 mod native;
 mod notes;
 mod packages;
+mod remote;
 mod serve;
 mod skill_scripts;
 mod tool_loop;

@@ -144,14 +144,19 @@ fn the_python_sdk_uses_evo_over_stdio() {
 }
 
 /// `evo serve --http 127.0.0.1:0`, with the address it bound.
-struct HttpServer {
-    child: Child,
-    base: String,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    pub(crate) base: String,
 }
 
 impl HttpServer {
-    fn start(home: &Path, extra: &[&str]) -> Self {
-        let mut args = vec!["serve", "--http", "127.0.0.1:0"];
+    pub(crate) fn start(home: &Path, extra: &[&str]) -> Self {
+        Self::start_at(home, "127.0.0.1:0", extra)
+    }
+
+    /// On a given address (to start a server again where it was).
+    pub(crate) fn start_at(home: &Path, addr: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["serve", "--http", addr];
         args.extend_from_slice(extra);
         let mut child = command(home, &args)
             .stderr(Stdio::piped())
@@ -547,7 +552,12 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
 }
 
 /// A GET or POST with optional headers: (status, body as JSON or text).
-fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, Value) {
+pub(crate) fn http(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()

@@ -199,6 +199,16 @@ pub fn is_valid_name(name: &str) -> bool {
 }
 
 impl SkillMeta {
+    /// The manifest of a skill of another node, named `remote/skill` (a name no local
+    /// skill can have), with the defaults; the caller fills in what the node described.
+    pub fn remote(name: &str) -> Self {
+        let mut meta =
+            Self::from_json(r#"{"name":"remote","description":"A skill of another node."}"#)
+                .unwrap_or_else(|_| unreachable!("a fixed, valid manifest"));
+        meta.name = name.to_owned();
+        meta
+    }
+
     /// Parses and validates `skill.json` text.
     pub fn from_json(text: &str) -> Result<Self, Vec<Problem>> {
         let raw: RawMeta = serde_json::from_str(text).map_err(|e| {

@@ -1,0 +1,216 @@
+//! Distributed skills: two `evo serve --http` nodes on loopback; node A lists and calls
+//! node B's skills as `b/…` over B's `/v1/ws`, with B's token from A's secrets.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use evo_tests::cli::{command, evo, stderr, stdout};
+use serde_json::{Value, json};
+
+use crate::serve::{HttpServer, http};
+
+const TOKEN: &str = "node-b-token-0123456789";
+
+/// A node B data directory with a native `slow` skill that sleeps as long as asked.
+fn node_b() -> (tempfile::TempDir, std::path::PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let skills = home.path().join("skills-src");
+    let slow = skills.join("slow");
+    std::fs::create_dir_all(slow.join("scripts")).unwrap();
+    std::fs::write(
+        slow.join("skill.json"),
+        json!({
+            "name": "slow",
+            "description": "Waits as long as asked, then says so.",
+            "input": { "type": "object", "properties": { "ms": { "type": "integer" } }, "required": ["ms"] },
+            "output": { "type": "object", "properties": { "slept": { "type": "integer" } }, "required": ["slept"] },
+            "timeout": 3000
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        slow.join("scripts/execute.js"),
+        "const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n\
+         setTimeout(() => console.log(JSON.stringify({ slept: input.ms })), input.ms);\n",
+    )
+    .unwrap();
+    (home, skills)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_b(home: &Path, skills: &Path, addr: &str) -> HttpServer {
+    HttpServer::start_at(
+        home,
+        addr,
+        &["--token", TOKEN, "--skills-dir", skills.to_str().unwrap()],
+    )
+}
+
+/// Node A, with B added as `b` and B's token kept as a secret.
+fn node_a(b_base: &str) -> (tempfile::TempDir, HttpServer) {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = command(home.path(), &["secret", "set", "B_TOKEN"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{TOKEN}").unwrap();
+    assert!(child.wait().unwrap().success());
+    let out = evo(
+        home.path(),
+        &["remote", "add", "b", b_base, "--token-secret", "B_TOKEN"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("b: added; "), "{}", stdout(&out));
+    let a = HttpServer::start(home.path(), &[]);
+    (home, a)
+}
+
+fn call(base: &str, skill: &str, input: &Value) -> (u16, Value) {
+    http(
+        "POST",
+        &format!("{base}/v1/skills/{}/call", skill.replace('/', "%2F")),
+        &[],
+        Some(&input.to_string()),
+    )
+}
+
+#[test]
+fn a_node_calls_another_nodes_skills_and_survives_its_restart() {
+    let (b_home, b_skills) = node_b();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut b = start_b(b_home.path(), &b_skills, &addr);
+    let (a_home, a) = node_a(&b.base);
+
+    // Listed and described as A's own, under B's name.
+    let (status, skills) = http("GET", &format!("{}/v1/skills", a.base), &[], None);
+    assert_eq!(status, 200);
+    let names: Vec<&str> = skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"b/slow") && names.contains(&"b/calculate"),
+        "{names:?}"
+    );
+    let out = evo(a_home.path(), &["remote", "list"]);
+    assert!(
+        stdout(&out).starts_with(&format!("b  {}, token from secret B_TOKEN: ", b.base)),
+        "{}",
+        stdout(&out)
+    );
+
+    // A call, and B's error codes as A's.
+    let (status, body) = call(&a.base, "b/slow", &json!({ "ms": 10 }));
+    assert_eq!(
+        (status, &body["output"]),
+        (200, &json!({ "slept": 10 })),
+        "{body}"
+    );
+    let (status, body) = call(&a.base, "b/calculate", &json!({ "expression": "1 +" }));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "INVALID_INPUT");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("b: calculate: invalid input: "),
+        "{body}"
+    );
+    // B's deadline, reported by B.
+    let (_, body) = call(&a.base, "b/slow", &json!({ "ms": 10_000 }));
+    assert_eq!(body["code"], "SKILL_TIMEOUT", "{body}");
+
+    // B dies in the middle of a call: A answers at once, with a clear error.
+    let base = a.base.clone();
+    let slow = std::thread::spawn(move || {
+        let started = Instant::now();
+        (
+            call(&base, "b/slow", &json!({ "ms": 2_500 })),
+            started.elapsed(),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let ((status, body), took) = slow.join().unwrap();
+    assert_eq!(body["code"], "REMOTE_UNAVAILABLE", "{status} {body}");
+    assert_eq!(
+        body["error"],
+        format!(
+            "b: the connection to {} was lost during the call; it may or may not have finished there",
+            b.base
+        )
+    );
+    assert!(took < Duration::from_millis(2_400), "{took:?}");
+
+    // While B is down, calls fail the same way; when it is back, A reconnects.
+    let (_, body) = call(&a.base, "b/slow", &json!({ "ms": 10 }));
+    assert_eq!(body["code"], "REMOTE_UNAVAILABLE", "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("is `evo serve --http` running there?"),
+        "{body}"
+    );
+    let _b = start_b(b_home.path(), &b_skills, &addr);
+    let (status, body) = call(&a.base, "b/slow", &json!({ "ms": 10 }));
+    assert_eq!(
+        (status, &body["output"]),
+        (200, &json!({ "slept": 10 })),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_wrong_token_or_url_is_said_when_the_remote_is_added() {
+    let (b_home, b_skills) = node_b();
+    let b = start_b(b_home.path(), &b_skills, "127.0.0.1:0");
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(home.path(), &["remote", "add", "b", &b.base]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "b: added, but it does not answer now: b: {} refused the token (401); check the token secret (`evo remote list`) against the node's --token\n",
+            b.base
+        )
+    );
+    let out = evo(home.path(), &["remote", "add", "c", "https://example.com"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error[INVALID_ARGUMENT]: \"https://example.com\": https is not supported for remotes yet"),
+        "{}",
+        stderr(&out)
+    );
+    // A remote that does not answer leaves the host working, without its skills.
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            "calculate",
+            "--input",
+            r#"{"expression":"1+1"}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = evo(home.path(), &["remote", "rm", "b"]);
+    assert_eq!(stdout(&out), "b: removed\n");
+    let out = evo(home.path(), &["remote", "rm", "b"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error[REMOTE_NOT_FOUND]: no remote named b"));
+}
