@@ -1,0 +1,175 @@
+//! `cargo build --release -p evo-host --bin evo && cargo bench -p evo-tests --bench network`
+//!
+//! Skills on the network, each next to its floor in the same run:
+//!
+//! - **outbound**: the `fetch` Wasm skill, called through the library's `Host`, GETs a
+//!   loopback server (granted by address), next to the same GET made by a plain Rust
+//!   client (`ureq`). The server closes every connection, so both open one per
+//!   request, as `wasi:http` does. Also the same skill refused before connecting: the
+//!   instance and the check, without the request. Budget: ≤ 1.3× the client plus the
+//!   instance cost.
+//! - **remote**: `calculate` on node B (`evo serve --http`, a subprocess) called from
+//!   node A's `Host` as `b/calculate`, next to A's own `calculate`.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use evo_host::Host;
+use serde_json::{Value, json};
+
+const BODY: &str = "hello from the loopback server";
+
+/// A loopback server answering every request with [`BODY`] and closing the connection.
+fn server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
+                    BODY.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+/// A host over a data directory holding `evo_toml` and, in `skills/fetch`, the fetch
+/// component.
+fn host(rt: &tokio::runtime::Runtime, home: &Path, evo_toml: &str) -> Host {
+    let dir = home.join("src/fetch");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(evo_tests::skills::FETCH, dir.join("skill.wasm")).unwrap();
+    std::fs::write(home.join("evo.toml"), evo_toml).unwrap();
+    rt.block_on(Host::builder().data_dir(home).build()).unwrap()
+}
+
+fn outbound(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let port = server();
+    let url = format!("http://127.0.0.1:{port}/");
+    let home = tempfile::tempdir().unwrap();
+    let host = host(
+        &rt,
+        home.path(),
+        &format!(
+            "skill_dirs = [\"src\"]\n[grants]\nhosts = [\"http://127.0.0.1:{port}\"]\n"
+        ),
+    );
+    let granted = json!({ "url": url });
+    let refused = json!({ "url": format!("http://127.0.0.1:{}/", port + 1) });
+
+    // Correct first, so a fast failure cannot pass for speed.
+    let out = rt.block_on(host.call("fetch", granted.clone())).unwrap();
+    assert_eq!((out["status"].as_u64(), out["body"].as_str()), (Some(200), Some(BODY)));
+    let err = rt.block_on(host.call("fetch", refused.clone())).unwrap_err();
+    assert_eq!(err.code(), "PERMISSION_DENIED", "{err}");
+    let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
+    let floor = || {
+        let mut body = String::new();
+        agent
+            .get(&url)
+            .call()
+            .unwrap()
+            .into_body()
+            .into_reader()
+            .read_to_string(&mut body)
+            .unwrap();
+        body
+    };
+    assert_eq!(floor(), BODY);
+
+    let mut group = c.benchmark_group("outbound");
+    group.measurement_time(Duration::from_secs(8));
+    group.bench_function("floor: ureq GET (new connection)", |b| b.iter(floor));
+    group.bench_function("evo: fetch skill GET (Host::call)", |b| {
+        b.iter(|| rt.block_on(host.call("fetch", granted.clone())).unwrap())
+    });
+    group.bench_function("evo: fetch skill refused before connecting", |b| {
+        b.iter(|| rt.block_on(host.call("fetch", refused.clone())).unwrap_err())
+    });
+    group.finish();
+}
+
+/// `evo serve --http` on loopback; killed when dropped.
+struct Node {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn node(home: &Path) -> Node {
+    let mut child = std::process::Command::new(evo_tests::evo_bin())
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(home)
+        .env_remove("EVO_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next().expect("evo serve printed its address").unwrap();
+        if let Some(rest) = line.split("MCP at http://").nth(1) {
+            break format!("http://{}", rest.split("/mcp").next().unwrap());
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    Node { child, base }
+}
+
+fn remote(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b_home = tempfile::tempdir().unwrap();
+    let b = node(b_home.path());
+    let a_home = tempfile::tempdir().unwrap();
+    evo_host::remote::add(
+        a_home.path(),
+        evo_host::remote::RemoteSpec {
+            name: "b".into(),
+            url: b.base.clone(),
+            token_secret: None,
+        },
+    )
+    .unwrap();
+    let a = rt
+        .block_on(Host::builder().data_dir(a_home.path()).build())
+        .unwrap();
+    let input = json!({ "expression": "sqrt(144) + 10" });
+    for name in ["calculate", "b/calculate"] {
+        let out: Value = rt.block_on(a.call(name, input.clone())).unwrap();
+        assert_eq!(out["result"], 22, "{name}");
+    }
+
+    let mut group = c.benchmark_group("remote");
+    group.bench_function("local: calculate on A", |b| {
+        b.iter(|| rt.block_on(a.call("calculate", input.clone())).unwrap())
+    });
+    group.bench_function("remote: b/calculate, A → B over /v1/ws", |b| {
+        b.iter(|| rt.block_on(a.call("b/calculate", input.clone())).unwrap())
+    });
+    group.finish();
+    drop(b);
+}
+
+criterion_group!(benches, outbound, remote);
+criterion_main!(benches);
