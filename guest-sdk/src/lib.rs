@@ -41,6 +41,7 @@
 
 extern crate self as evo_guest;
 
+pub mod config;
 mod context;
 mod error;
 pub mod http;
@@ -146,6 +147,15 @@ pub mod __private {
             pub_export_macro: true,
             export_macro_name: "__export_plugin",
             default_bindings_module: "evo_guest::__private::bindings",
+            runtime_path: "evo_guest::__private::wit_bindgen::rt",
+        });
+    }
+
+    #[expect(missing_docs, reason = "generated bindings")]
+    pub mod config_bindings {
+        wit_bindgen::generate!({
+            path: "wit/wasi-config",
+            world: "wasi:config/imports",
             runtime_path: "evo_guest::__private::wit_bindgen::rt",
         });
     }

@@ -21,6 +21,9 @@
 //! hosts = ["https://api.github.com"]  # outbound HTTP origins (*.domain, *, :*)
 //! secrets = ["GITHUB_TOKEN"]          # `evo secret set` names, for the hosts skills name
 //!
+//! [skill_config.weather]             # values a skill reads through wasi:config
+//! api_base = "https://api.example.com"
+//!
 //! [grants.skill.notes]                # replaces [grants] for one skill
 //! memory = "read-write"
 //!

@@ -65,17 +65,20 @@ fn outbound(c: &mut Criterion) {
     let host = host(
         &rt,
         home.path(),
-        &format!(
-            "skill_dirs = [\"src\"]\n[grants]\nhosts = [\"http://127.0.0.1:{port}\"]\n"
-        ),
+        &format!("skill_dirs = [\"src\"]\n[grants]\nhosts = [\"http://127.0.0.1:{port}\"]\n"),
     );
     let granted = json!({ "url": url });
     let refused = json!({ "url": format!("http://127.0.0.1:{}/", port + 1) });
 
     // Correct first, so a fast failure cannot pass for speed.
     let out = rt.block_on(host.call("fetch", granted.clone())).unwrap();
-    assert_eq!((out["status"].as_u64(), out["body"].as_str()), (Some(200), Some(BODY)));
-    let err = rt.block_on(host.call("fetch", refused.clone())).unwrap_err();
+    assert_eq!(
+        (out["status"].as_u64(), out["body"].as_str()),
+        (Some(200), Some(BODY))
+    );
+    let err = rt
+        .block_on(host.call("fetch", refused.clone()))
+        .unwrap_err();
     assert_eq!(err.code(), "PERMISSION_DENIED", "{err}");
     let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
     let floor = || {
@@ -99,7 +102,10 @@ fn outbound(c: &mut Criterion) {
         b.iter(|| rt.block_on(host.call("fetch", granted.clone())).unwrap())
     });
     group.bench_function("evo: fetch skill refused before connecting", |b| {
-        b.iter(|| rt.block_on(host.call("fetch", refused.clone())).unwrap_err())
+        b.iter(|| {
+            rt.block_on(host.call("fetch", refused.clone()))
+                .unwrap_err()
+        })
     });
     group.finish();
 }
@@ -128,7 +134,10 @@ fn node(home: &Path) -> Node {
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let base = loop {
-        let line = lines.next().expect("evo serve printed its address").unwrap();
+        let line = lines
+            .next()
+            .expect("evo serve printed its address")
+            .unwrap();
         if let Some(rest) = line.split("MCP at http://").nth(1) {
             break format!("http://{}", rest.split("/mcp").next().unwrap());
         }

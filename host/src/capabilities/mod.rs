@@ -41,6 +41,10 @@ pub struct Policy {
     pub hosts: Vec<HostPattern>,
     /// Secrets (by name) skills that ask for them may have put into their requests.
     pub secrets: Vec<String>,
+    /// Configuration values (not secret) by skill name, then key: what each skill reads
+    /// through `wasi:config` (`[skill_config.NAME]` in evo.toml). Only the top-level
+    /// policy's map is read.
+    pub config: BTreeMap<String, BTreeMap<String, String>>,
     /// Policies for named skills, each replacing this one for its skill (their own
     /// `skills` are not consulted).
     pub skills: BTreeMap<String, Policy>,
@@ -66,6 +70,8 @@ pub struct Grant {
     pub hosts: Vec<HostPattern>,
     /// Secrets the host puts into the skill's requests, each for its host.
     pub secrets: Vec<SecretGrant>,
+    /// Configuration values the skill reads through `wasi:config`.
+    pub config: BTreeMap<String, String>,
     /// Requests that were not granted, with the reason, for the operator to review.
     pub refused: Vec<String>,
 }

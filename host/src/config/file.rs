@@ -19,6 +19,7 @@ struct File {
     skill_dirs: Option<Vec<PathBuf>>,
     llm: Option<LlmFile>,
     grants: Option<GrantsFile>,
+    skill_config: Option<BTreeMap<String, BTreeMap<String, toml::Value>>>,
     engine: Option<EngineFile>,
     native: Option<NativeFile>,
     kernel: Option<KernelFile>,
@@ -284,6 +285,36 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
             config.grants.skills.insert(name.clone(), policy);
             note(config, &spans, &noted);
         }
+    }
+    for (name, values) in file.skill_config.unwrap_or_default() {
+        let key = format!("skill_config.{name}");
+        if !crate::skill::meta::is_valid_name(&name) {
+            return Err(spans.invalid(
+                &key,
+                format!("{name:?} is not a skill name (lower-case letters, digits, `_` and `-`)"),
+            ));
+        }
+        let mut kept = BTreeMap::new();
+        for (k, value) in values {
+            let text = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(n) => n.to_string(),
+                toml::Value::Float(x) => x.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(spans.invalid(
+                        &format!("{key}.{k}"),
+                        format!(
+                            "a {} is not a configuration value; use a string, number or boolean (skills read them as strings)",
+                            other.type_str()
+                        ),
+                    ));
+                }
+            };
+            kept.insert(k, text);
+        }
+        config.grants.config.insert(name, kept);
+        note(config, &spans, &[key]);
     }
     let mut noted: Vec<&str> = Vec::new();
     if let Some(f) = file.engine {

@@ -32,6 +32,9 @@ struct Output {
     location: Option<String>,
     /// The body, as text.
     body: String,
+    /// The `user_agent` configuration value the operator set (`[skill_config.fetch]`),
+    /// sent as the `user-agent` header.
+    user_agent: Option<String>,
 }
 
 struct Fetch;
@@ -58,6 +61,10 @@ impl Skill for Fetch {
             headers: input.headers,
             body: input.body.unwrap_or_default().into_bytes(),
         };
+        let user_agent = evo_guest::config::get("user_agent")?;
+        if let Some(agent) = &user_agent {
+            request.headers.push(("user-agent".into(), agent.clone()));
+        }
         let mut response = send(&request)?;
         let mut hops = 0;
         while input.follow && (300..400).contains(&response.status) {
@@ -75,6 +82,7 @@ impl Skill for Fetch {
             status: response.status,
             location: response.header("location").map(str::to_owned),
             body: response.text(),
+            user_agent,
         })
     }
 }

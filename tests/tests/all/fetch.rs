@@ -365,3 +365,55 @@ fn an_invalid_allow_host_is_a_usage_error() {
         stderr(&out)
     );
 }
+
+#[test]
+fn configuration_values_reach_the_skill_through_wasi_config() {
+    let home = tempfile::tempdir().unwrap();
+    let server = Server::start_with(|_, request| {
+        let agent = request
+            .lines()
+            .find_map(|l| l.strip_prefix("user-agent: "))
+            .unwrap_or("none")
+            .to_owned();
+        ok(&agent)
+    });
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[skill_config.fetch]\nuser_agent = \"evo-test/1.0\"\n\n[skill_config.other]\nuser_agent = \"not for fetch\"\n",
+    )
+    .unwrap();
+    let allow = vec![format!("http://127.0.0.1:{}", server.port)];
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({ "url": format!("http://127.0.0.1:{}/", server.port) }),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["user_agent"], "evo-test/1.0");
+    assert_eq!(value["body"], "evo-test/1.0");
+
+    // Without a value, the skill reads none.
+    std::fs::remove_file(home.path().join("evo.toml")).unwrap();
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({ "url": format!("http://127.0.0.1:{}/", server.port) }),
+    );
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["user_agent"], Value::Null);
+
+    // A table is not a value.
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[skill_config.fetch]\nuser_agent = { name = \"x\" }\n",
+    )
+    .unwrap();
+    let out = fetch(home.path(), &allow, json!({ "url": "http://127.0.0.1:1/" }));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("skill_config.fetch.user_agent: a table is not a configuration value; use a string, number or boolean"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -197,6 +197,9 @@ fn print_wasm(skill: &WasmSkill, secrets: &evo_host::secrets::Secrets) {
     if grant.memory != evo_host::capabilities::MemoryAccess::None {
         out!("  granted:    memory ({})", grant.memory.as_str());
     }
+    for (key, value) in &grant.config {
+        out!("  config:     {key} = {value:?}");
+    }
     for refused in &grant.refused {
         out!("  not granted: {refused}");
     }

@@ -95,7 +95,8 @@ impl WasmSkill {
         policy: &Policy,
         pre: PluginPre<HostState>,
     ) -> Self {
-        let grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
+        let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
+        grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
         for refused in &grant.refused {
             tracing::info!(skill = %meta.name, "not granted: {refused}");
         }
@@ -298,6 +299,9 @@ async fn run_guest<T>(
         skill: skill_name,
         calls: calls.into(),
         grant: grant.clone(),
+        config: wasmtime_wasi_config::WasiConfigVariables::from_iter(
+            grant.config.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        ),
         ctx: ctx.clone(),
         chatter: 0,
     };
