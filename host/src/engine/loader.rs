@@ -183,6 +183,20 @@ impl Loader {
                 Arc::new(LlmExecutor::new(&meta, &prompt)?)
             }
             Mode::Composite => Arc::new(PipelineExecutor::new(&meta)?),
+            Mode::Service => {
+                let Some(spec) = meta.service.clone() else {
+                    return Err(invalid(vec![Problem {
+                        field: "service".into(),
+                        message: "a service skill needs its endpoint".into(),
+                        fix: "add \"service\": { \"url\": \"https://…\" }".into(),
+                    }]));
+                };
+                Arc::new(crate::engine::service::ServiceExecutor::new(
+                    &meta,
+                    spec,
+                    &self.policy,
+                ))
+            }
             Mode::Code if dir.join(EXECUTE_JS).is_file() => {
                 tracing::info!(
                     skill = %meta.name,

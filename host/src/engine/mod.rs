@@ -8,4 +8,5 @@
 
 pub mod loader;
 pub mod native;
+pub mod service;
 pub mod wasm;

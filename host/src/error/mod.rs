@@ -27,6 +27,8 @@ pub enum FailureKind {
     Timeout,
     /// Any other failure.
     Failed,
+    /// A service was busy or down (HTTP 429, 5xx): worth trying again later.
+    Unavailable,
 }
 
 impl FailureKind {
@@ -38,6 +40,7 @@ impl FailureKind {
             Self::Denied => "denied",
             Self::Timeout => "timeout",
             Self::Failed => "failed",
+            Self::Unavailable => "unavailable",
         }
     }
 }
@@ -429,6 +432,7 @@ impl Error {
                 FailureKind::NotFound => "NOT_FOUND",
                 FailureKind::Denied => "PERMISSION_DENIED",
                 FailureKind::Timeout => "SKILL_TIMEOUT",
+                FailureKind::Unavailable => "SERVICE_UNAVAILABLE",
                 FailureKind::Failed => "SKILL_FAILED",
             },
             Self::InvalidOutput { .. } => "INVALID_OUTPUT",
@@ -465,6 +469,10 @@ impl Error {
             }
             | Self::Script {
                 kind: FailureKind::Timeout,
+                ..
+            }
+            | Self::Skill {
+                kind: FailureKind::Unavailable,
                 ..
             } => true,
             Self::Llm { transient, .. }

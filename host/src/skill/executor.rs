@@ -32,6 +32,8 @@ pub enum ExecutorKind {
     Static,
     /// A skill of another Evo node, called over its `/v1/ws`.
     Remote,
+    /// An HTTP endpoint (`mode: service`).
+    Service,
 }
 
 impl ExecutorKind {
@@ -45,6 +47,7 @@ impl ExecutorKind {
             Self::Composite => "composite",
             Self::Static => "static",
             Self::Remote => "remote",
+            Self::Service => "service",
         }
     }
 }

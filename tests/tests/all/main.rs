@@ -21,6 +21,7 @@ mod notes;
 mod packages;
 mod remote;
 mod serve;
+mod service;
 mod skill_scripts;
 mod tool_loop;
 mod tools;

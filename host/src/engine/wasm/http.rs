@@ -66,6 +66,8 @@ pub(super) struct Outbound {
     pub(super) scrub: Scrub,
     /// The calling frame, for the security log.
     ctx: Option<SkillContext>,
+    /// The reason of the last refusal, for callers that report it themselves.
+    last_refusal: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Outbound {
@@ -88,6 +90,7 @@ impl Outbound {
             granted,
             scrub: Scrub::new(secrets, ctx.clone()),
             ctx,
+            last_refusal: Arc::default(),
         }
     }
 
@@ -207,12 +210,19 @@ impl WasiHttpHooks for Outbound {
         let (sent, received) = (self.sent.clone(), self.received.clone());
         let secrets = self.scrub.secrets().clone();
         let granted = self.granted.clone();
+        let last_refusal = self.last_refusal.clone();
         Box::new(async move {
             let method = request.method().to_string();
             let uri = request.uri().to_string();
             let refusal: Refusal = Arc::new({
                 let (skill, method, uri) = (skill.clone(), method.clone(), uri.clone());
-                move |reason: &str| Outbound::refuse(ctx.as_ref(), &skill, &method, &uri, reason)
+                move |reason: &str| {
+                    *last_refusal
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some(reason.to_owned());
+                    Outbound::refuse(ctx.as_ref(), &skill, &method, &uri, reason);
+                }
             });
             let refuse = |code: HttpError, reason: &str| {
                 refusal(reason);
@@ -287,6 +297,55 @@ impl WasiHttpHooks for Outbound {
 
 /// Writes a refusal to the security log.
 type Refusal = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The body of a response to a checked request.
+pub type HttpBody = WasiBody;
+
+/// Sends one request for `skill` from the host itself (a service skill), through every
+/// check a Wasm skill's request goes through: the grant's hosts, secrets for their host
+/// only, addresses, the byte budgets, masked responses. `timeout` bounds connecting and
+/// each wait for bytes. The error says why the request was refused or failed.
+pub(crate) async fn send_checked(
+    skill: Arc<str>,
+    grant: &crate::capabilities::Grant,
+    ctx: SkillContext,
+    request: http::Request<WasiBody>,
+    timeout: std::time::Duration,
+) -> Result<http::Response<WasiBody>, String> {
+    let origin = {
+        let uri = request.uri();
+        format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("https"),
+            uri.authority().map_or("", |a| a.as_str())
+        )
+    };
+    let mut outbound = Outbound::new(skill, grant.hosts.clone(), grant.secrets.clone(), Some(ctx));
+    let options = RequestOptions {
+        connect_timeout: Some(timeout),
+        first_byte_timeout: Some(timeout),
+        between_bytes_timeout: Some(timeout),
+    };
+    let sent = outbound.send_request(request, Some(options), Box::new(async { Ok(()) }));
+    match Box::into_pin(sent).await {
+        Ok((response, io)) => {
+            // The connection runs beside the body until the body is read.
+            tokio::spawn(Box::into_pin(io));
+            Ok(response)
+        }
+        Err(code) => {
+            let refused = outbound
+                .last_refusal
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            Err(match refused {
+                Some(reason) => format!("the host refused the request: {reason}"),
+                None => format!("{origin}: the request failed: {code}"),
+            })
+        }
+    }
+}
 
 /// Puts the granted secrets in for their `{{secret:NAME}}` placeholders in the headers
 /// and the query of a request to `origin`; refuses a request that names a secret not

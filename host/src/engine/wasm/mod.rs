@@ -41,6 +41,8 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 pub use cache::{ArtifactCache, LoadSource};
 pub use call::{MemoryWrite, SkillOutcome, StepTrace, WasmSkill};
 pub use executor::WasmExecutor;
+pub use http::HttpBody;
+pub(crate) use http::send_checked;
 pub use inspect::{API_VERSION, ComponentInfo, inspect};
 pub use limits::{LimitPolicy, Limits};
 pub use state::HostState;

@@ -80,7 +80,7 @@ impl From<ContextError> for types::SkillError {
             FailureKind::NotFound => Self::NotFound(error.message),
             FailureKind::Denied => Self::Denied(error.message),
             FailureKind::Timeout => Self::Timeout(error.message),
-            FailureKind::Failed => Self::Failed(error.message),
+            FailureKind::Failed | FailureKind::Unavailable => Self::Failed(error.message),
         }
     }
 }

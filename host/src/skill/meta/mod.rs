@@ -50,6 +50,37 @@ pub enum Mode {
     Llm,
     /// A pipeline of other skills.
     Composite,
+    /// An HTTP endpoint (`service` names it).
+    Service,
+}
+
+/// Where a service skill sends its input (`"service"` in `skill.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServiceSpec {
+    /// The endpoint: `http(s)://host[:port]/path`.
+    pub url: String,
+    /// The method of the first request (`POST` unless given); polls are `GET`.
+    #[serde(default = "ServiceSpec::default_method")]
+    pub method: String,
+    /// Headers to send; `{{secret:NAME}}` in a value is put in by the host, for a secret
+    /// the skill asks for (`capabilities.secrets`) and the operator grants.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// How long to wait between polls of a `202 Accepted` answer that gives no
+    /// `Retry-After`, in milliseconds.
+    #[serde(default = "ServiceSpec::default_poll_ms")]
+    pub poll_ms: u64,
+}
+
+impl ServiceSpec {
+    fn default_method() -> String {
+        "POST".into()
+    }
+
+    fn default_poll_ms() -> u64 {
+        500
+    }
 }
 
 pub use evo_manifest::Limits as RequestedLimits;
@@ -92,6 +123,8 @@ pub struct RawMeta {
     pub output_mapping: Option<Value>,
     /// See [`SkillMeta::prompt`].
     pub prompt: Option<String>,
+    /// See [`SkillMeta::service`].
+    pub service: Option<Value>,
     /// See [`SkillMeta::permission`].
     pub permission: Option<Value>,
     /// See [`SkillMeta::examples`].
@@ -177,6 +210,9 @@ pub struct SkillMeta {
     /// An llm skill's prompt given inline instead of in `prompt.md`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// A service skill's endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceSpec>,
     /// The level the skill declares (`read_only`, `read_write`, `execute`, `admin`); the
     /// effective level is never below what its capabilities imply
     /// ([`RegisteredSkill::permission`](crate::skill::registry::RegisteredSkill::permission)).
@@ -264,7 +300,7 @@ impl SkillMeta {
                 problems.push(problem(
                     "mode",
                     format!("{v} is not a mode"),
-                    "use \"code\", \"llm\" or \"composite\"",
+                    "use \"code\", \"llm\", \"composite\" or \"service\"",
                 ));
                 Mode::Code
             }),
@@ -326,7 +362,8 @@ impl SkillMeta {
                 RequestedLimits::default()
             }),
         };
-        let capabilities = capabilities(&mut problems, raw.capabilities);
+        let mut capabilities = capabilities(&mut problems, raw.capabilities);
+        let service = service(&mut problems, raw.service, mode, &mut capabilities);
         let pipeline = pipeline(&mut problems, raw.pipeline, mode);
         let output_mapping = match raw.output_mapping {
             None => None,
@@ -413,6 +450,7 @@ impl SkillMeta {
                 pipeline,
                 output_mapping,
                 prompt: raw.prompt,
+                service,
                 permission,
                 examples,
                 notes: raw.notes.unwrap_or_default(),
@@ -657,6 +695,74 @@ fn capabilities(problems: &mut Vec<Problem>, value: Option<Value>) -> RequestedC
         hosts,
         secrets,
     }
+}
+
+/// A service skill's endpoint, checked; its origin becomes a host request if the skill
+/// does not ask for it already.
+fn service(
+    problems: &mut Vec<Problem>,
+    value: Option<Value>,
+    mode: Mode,
+    capabilities: &mut RequestedCapabilities,
+) -> Option<ServiceSpec> {
+    let value = match (value, mode) {
+        (None, Mode::Service) => {
+            problems.push(problem(
+                "service",
+                "a service skill needs its endpoint",
+                "add \"service\": { \"url\": \"https://api.example.com/v1/run\" }",
+            ));
+            return None;
+        }
+        (None, _) => return None,
+        (Some(_), mode) if mode != Mode::Service => {
+            problems.push(problem(
+                "service",
+                "only a service skill has an endpoint",
+                "set \"mode\": \"service\", or remove `service`",
+            ));
+            return None;
+        }
+        (Some(value), _) => value,
+    };
+    let spec: ServiceSpec = match serde_json::from_value(value) {
+        Ok(spec) => spec,
+        Err(e) => {
+            problems.push(problem(
+                "service",
+                e.to_string(),
+                "use { \"url\": \"https://…\", \"method\": \"POST\", \"headers\": { … }, \"pollMs\": 500 }",
+            ));
+            return None;
+        }
+    };
+    let origin = spec.url.split_once("://").map(|(scheme, rest)| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        format!("{scheme}://{authority}")
+    });
+    let Some(Ok(host)) = origin.as_deref().map(HostPattern::parse) else {
+        problems.push(problem(
+            "service.url",
+            format!("{:?} is not an http(s) URL", spec.url),
+            "use the endpoint's full URL, such as \"https://api.example.com/v1/summarize\"",
+        ));
+        return None;
+    };
+    if !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&spec.method.as_str()) {
+        problems.push(problem(
+            "service.method",
+            format!("{:?} is not a method a service skill uses", spec.method),
+            "use POST (the default), PUT, PATCH, GET or DELETE",
+        ));
+        return None;
+    }
+    if !capabilities.hosts.iter().any(|h| h.host.covers(&host)) {
+        capabilities.hosts.push(HostRequest {
+            host,
+            reason: "the service endpoint".into(),
+        });
+    }
+    Some(spec)
 }
 
 #[cfg(test)]
