@@ -14,7 +14,6 @@
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -110,46 +109,10 @@ fn outbound(c: &mut Criterion) {
     group.finish();
 }
 
-/// `evo serve --http` on loopback; killed when dropped.
-struct Node {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn node(home: &Path) -> Node {
-    let mut child = std::process::Command::new(evo_tests::evo_bin())
-        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
-        .arg(home)
-        .env_remove("EVO_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("evo serve printed its address")
-            .unwrap();
-        if let Some(rest) = line.split("MCP at http://").nth(1) {
-            break format!("http://{}", rest.split("/mcp").next().unwrap());
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    Node { child, base }
-}
-
 fn remote(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let b_home = tempfile::tempdir().unwrap();
-    let b = node(b_home.path());
+    let b = evo_tests::cli::HttpServer::start(b_home.path(), &[]);
     let a_home = tempfile::tempdir().unwrap();
     evo_host::remote::add(
         a_home.path(),

@@ -83,6 +83,54 @@ pub mod cli {
     pub fn stderr(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr).into_owned()
     }
+
+    /// `evo serve --http ADDR EXTRA…` with `EVO_HOME=home`, running; killed when dropped.
+    #[derive(Debug)]
+    pub struct HttpServer {
+        /// The process.
+        pub child: std::process::Child,
+        /// `http://HOST:PORT`, as it printed it.
+        pub base: String,
+    }
+
+    impl HttpServer {
+        /// Starts it on any loopback port and waits for its address.
+        pub fn start(home: &Path, extra: &[&str]) -> Self {
+            Self::start_at(home, "127.0.0.1:0", extra)
+        }
+
+        /// Starts it on `addr` (`127.0.0.1:0` for any port) and waits for its address.
+        pub fn start_at(home: &Path, addr: &str, extra: &[&str]) -> Self {
+            use std::io::BufRead as _;
+            let mut args = vec!["serve", "--http", addr];
+            args.extend_from_slice(extra);
+            let mut child = command(home, &args)
+                .stderr(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("evo serve starts");
+            let mut lines =
+                std::io::BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+            let base = loop {
+                let line = lines
+                    .next()
+                    .expect("evo serve printed its address")
+                    .expect("evo serve's stderr is text");
+                if let Some(rest) = line.split("MCP at http://").nth(1) {
+                    break format!("http://{}", rest.split("/mcp").next().unwrap_or(rest));
+                }
+            };
+            std::thread::spawn(move || lines.for_each(drop));
+            Self { child, base }
+        }
+    }
+
+    impl Drop for HttpServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// Wraps a core module written in WAT into an `evo:skill` component.

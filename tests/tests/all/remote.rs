@@ -6,10 +6,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use evo_tests::cli::{command, evo, stderr, stdout};
+use evo_tests::cli::{HttpServer, command, evo, stderr, stdout};
 use serde_json::{Value, json};
 
-use crate::serve::{HttpServer, http};
+use crate::serve::{http, skill_names};
 
 const TOKEN: &str = "node-b-token-0123456789";
 
@@ -93,16 +93,9 @@ fn a_node_calls_another_nodes_skills_and_survives_its_restart() {
     let (a_home, a) = node_a(&b.base);
 
     // Listed and described as A's own, under B's name.
-    let (status, skills) = http("GET", &format!("{}/v1/skills", a.base), &[], None);
-    assert_eq!(status, 200);
-    let names: Vec<&str> = skills
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names = skill_names(&a.base);
     assert!(
-        names.contains(&"b/slow") && names.contains(&"b/calculate"),
+        names.contains(&"b/slow".to_owned()) && names.contains(&"b/calculate".to_owned()),
         "{names:?}"
     );
     let out = evo(a_home.path(), &["remote", "list"]);

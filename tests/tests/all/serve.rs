@@ -143,47 +143,7 @@ fn the_python_sdk_uses_evo_over_stdio() {
     }
 }
 
-/// `evo serve --http 127.0.0.1:0`, with the address it bound.
-pub(crate) struct HttpServer {
-    pub(crate) child: Child,
-    pub(crate) base: String,
-}
-
-impl HttpServer {
-    pub(crate) fn start(home: &Path, extra: &[&str]) -> Self {
-        Self::start_at(home, "127.0.0.1:0", extra)
-    }
-
-    /// On a given address (to start a server again where it was).
-    pub(crate) fn start_at(home: &Path, addr: &str, extra: &[&str]) -> Self {
-        let mut args = vec!["serve", "--http", addr];
-        args.extend_from_slice(extra);
-        let mut child = command(home, &args)
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("evo serve printed its address")
-                .unwrap();
-            if let Some(rest) = line.split("MCP at http://").nth(1) {
-                break format!("http://{}", rest.split("/mcp").next().unwrap());
-            }
-        };
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, base }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use evo_tests::cli::HttpServer;
 
 #[test]
 fn the_python_sdk_uses_evo_over_http() {
@@ -552,6 +512,18 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
 }
 
 /// A GET or POST with optional headers: (status, body as JSON or text).
+/// The names `GET /v1/skills` lists.
+pub(crate) fn skill_names(base: &str) -> Vec<String> {
+    let (status, skills) = http("GET", &format!("{base}/v1/skills"), &[], None);
+    assert_eq!(status, 200, "{skills}");
+    skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 pub(crate) fn http(
     method: &str,
     url: &str,
@@ -593,16 +565,9 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
     let (status, health) = http("GET", &format!("{base}/v1/health"), &[], None);
     assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
 
-    let (status, skills) = http("GET", &format!("{base}/v1/skills"), &[], None);
-    assert_eq!(status, 200);
-    let names: Vec<&str> = skills
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names = skill_names(base);
     assert!(
-        names.contains(&"calculate") && names.contains(&"guide"),
+        names.contains(&"calculate".to_owned()) && names.contains(&"guide".to_owned()),
         "{names:?}"
     );
 
