@@ -240,6 +240,7 @@ impl HostBuilder {
             llm_error,
             events: self.events,
             load_errors: Vec::new(),
+            unreachable_remotes: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
             changes: tokio::sync::watch::Sender::new(0),
             default_profile,
@@ -342,6 +343,8 @@ struct Inner {
     llm_error: Option<String>,
     events: Option<EventSink>,
     load_errors: Vec<LoadError>,
+    /// Remotes whose skills could not be listed at start-up, with why.
+    unreachable_remotes: Vec<(String, String)>,
     /// Every skill directory loaded, with what it looked like and the skill it held.
     catalogue: Mutex<BTreeMap<PathBuf, Loaded>>,
     /// Bumped whenever the skills change.
@@ -367,7 +370,13 @@ impl Inner {
             let skills = match listed {
                 Ok(skills) => skills,
                 Err(e) => {
-                    tracing::warn!("remote {}: its skills are not listed: {e}", remote.name());
+                    tracing::debug!("remote {}: its skills are not listed: {e}", remote.name());
+                    let message = match &e {
+                        Error::Remote { message, .. } => message.clone(),
+                        other => other.to_string(),
+                    };
+                    self.unreachable_remotes
+                        .push((remote.name().to_owned(), message));
                     self.load_errors.push(LoadError {
                         path: file.clone(),
                         code: e.code(),
@@ -467,6 +476,18 @@ impl Host {
             RegisteredSkill::new(wasm.meta().clone(), Arc::new(WasmExecutor::new(wasm)))?
         } else if let Some(found) = self.registry().get(skill) {
             return Ok(found.meta.name.clone());
+        } else if let Some((remote, message)) = skill.split_once('/').and_then(|(remote, _)| {
+            self.inner
+                .unreachable_remotes
+                .iter()
+                .find(|(name, _)| name == remote)
+        }) {
+            return Err(Error::Remote {
+                remote: remote.clone(),
+                code: "REMOTE_UNAVAILABLE",
+                message: format!("{skill} is not listed: {message}"),
+                transient: true,
+            });
         } else {
             return Err(Error::SkillNotFound {
                 name: skill.to_owned(),

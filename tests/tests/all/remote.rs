@@ -189,6 +189,20 @@ fn a_wrong_token_or_url_is_said_when_the_remote_is_added() {
         "{}",
         stderr(&out)
     );
+    // Its skills are not listed, and asking for one says why.
+    let out = evo(
+        home.path(),
+        &["skill", "run", "b/calculate", "--input", "{}"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!(
+            "error[REMOTE_UNAVAILABLE]: b: b/calculate is not listed: {} refused the token (401)",
+            b.base
+        )),
+        "{}",
+        stderr(&out)
+    );
     // A remote that does not answer leaves the host working, without its skills.
     let out = evo(
         home.path(),
