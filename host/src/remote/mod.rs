@@ -443,6 +443,8 @@ impl Remote {
                 meta.input = info.input;
                 meta.output = info.output;
                 meta.timeout_ms = info.timeout_ms;
+                // What the skill can do there is what a call of it can do from here.
+                meta.permission = Some(info.permission);
                 let executor: Arc<dyn Executor> = Arc::new(RemoteSkill {
                     remote: self.clone(),
                     skill: info.name,

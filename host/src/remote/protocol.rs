@@ -69,6 +69,16 @@ pub struct SkillInfo {
     pub output: Value,
     /// Its timeout there, in milliseconds.
     pub timeout_ms: u64,
+    /// The level its calls need there (`read_only` … `admin`); the calling node gates
+    /// its own callers by it. A node that sends none is taken as `execute`.
+    #[serde(default = "SkillInfo::unknown_level")]
+    pub permission: crate::skill::permission::Permission,
+}
+
+impl SkillInfo {
+    fn unknown_level() -> crate::skill::permission::Permission {
+        crate::skill::permission::Permission::Execute
+    }
 }
 
 /// An error, with the serving node's code.

@@ -204,7 +204,12 @@ pub fn annotations(skill: &RegisteredSkill, host: &Host) -> ToolAnnotations {
         host.grants().for_skill(&skill.meta.name),
     );
     let read_only = skill.permission() == Permission::ReadOnly;
-    let open_world = grant.llm || skill.kind() == ExecutorKind::Llm;
+    let open_world = grant.llm
+        || !grant.hosts.is_empty()
+        || matches!(
+            skill.kind(),
+            ExecutorKind::Llm | ExecutorKind::Service | ExecutorKind::Remote
+        );
     ToolAnnotations::new()
         .read_only(read_only)
         .destructive(!read_only)

@@ -80,6 +80,7 @@ async fn serve(shared: Arc<Shared>, socket: WebSocket) {
                         input: s.meta.input.clone(),
                         output: s.meta.output.clone(),
                         timeout_ms: s.meta.timeout_ms,
+                        permission: s.permission(),
                     })
                     .collect();
                 let _ = replies

@@ -105,6 +105,26 @@ fn a_node_calls_another_nodes_skills_and_survives_its_restart() {
         stdout(&out)
     );
 
+    // B's levels gate A's callers: B's shell is `execute` here too.
+    let out = evo(
+        a_home.path(),
+        &[
+            "skill",
+            "run",
+            "b/bash",
+            "--profile",
+            "explore",
+            "--input",
+            r#"{"command":"echo hi"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("the agent may not call this tool (it needs execute; this profile allows only read_only)"),
+        "{}",
+        stderr(&out)
+    );
+
     // A call, and B's error codes as A's.
     let (status, body) = call(&a.base, "b/slow", &json!({ "ms": 10 }));
     assert_eq!(
