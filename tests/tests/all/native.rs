@@ -647,3 +647,33 @@ async fn from_the_second_call_on_launchers_wait_ready_and_confine_as_fully() {
     let pattern = format!("sleep {marker}");
     wait_until("the stuck script's child to be gone", || !running(&pattern)).await;
 }
+
+#[test]
+fn a_native_script_asking_for_the_network_is_told_it_has_none() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("net");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("skill.json"),
+        r#"{"name":"net","description":"Asks for the network.","capabilities":{
+            "hosts":["https://api.github.com"],
+            "secrets":[{"name":"GITHUB_TOKEN","host":"https://api.github.com"}]}}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/execute.js"), "console.log('{}')\n").unwrap();
+    let out = evo_tests::cli::evo(
+        home.path(),
+        &[
+            "skill",
+            "info",
+            dir.to_str().unwrap(),
+            "--allow-host",
+            "https://api.github.com",
+        ],
+    );
+    let text = evo_tests::cli::stdout(&out);
+    assert!(
+        text.contains("\n  not granted: outbound host https://api.github.com: native scripts have no network; make it a Wasm or service skill\n  not granted: secret GITHUB_TOKEN: native scripts have no network to use it on\n"),
+        "{text}"
+    );
+}

@@ -89,6 +89,23 @@ pub(super) async fn info(
     if !meta.calls.is_empty() {
         out!("  calls:      {}", meta.calls.join(", "));
     }
+    if registered.kind() == evo_host::skill::executor::ExecutorKind::Native {
+        // A native script runs without a network (docs/decisions.md); say so for what
+        // it asks.
+        let caps = &meta.capabilities;
+        for host in &caps.hosts {
+            out!(
+                "  not granted: outbound host {}: native scripts have no network; make it a Wasm or service skill",
+                host.host
+            );
+        }
+        for secret in &caps.secrets {
+            out!(
+                "  not granted: secret {}: native scripts have no network to use it on",
+                secret.name
+            );
+        }
+    }
     if let Some(instructions) = &instructions {
         for section in &instructions.sections {
             out!(
