@@ -122,6 +122,7 @@ pub(crate) async fn run(command: RemoteCommand, globals: &Globals) -> Result<(),
 /// How many skills the node serves, or why it cannot be asked.
 async fn probe(globals: &Globals, spec: RemoteSpec) -> Result<usize, String> {
     let remote = Arc::new(Remote::new(
+        &globals.data_dir,
         spec,
         Arc::new(SecretStore::new(&globals.data_dir)),
     ));

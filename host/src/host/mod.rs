@@ -362,7 +362,13 @@ impl Inner {
     async fn load_remotes(&mut self, secrets: &Arc<crate::secrets::SecretStore>) -> Result<()> {
         let remotes: Vec<Arc<crate::remote::Remote>> = crate::remote::load(&self.data_dir)?
             .into_iter()
-            .map(|spec| Arc::new(crate::remote::Remote::new(spec, secrets.clone())))
+            .map(|spec| {
+                Arc::new(crate::remote::Remote::new(
+                    &self.data_dir,
+                    spec,
+                    secrets.clone(),
+                ))
+            })
             .collect();
         let listed = futures_util::future::join_all(remotes.iter().map(|r| r.skills())).await;
         let file = crate::remote::file(&self.data_dir);

@@ -38,6 +38,8 @@ use crate::skill::meta::SkillMeta;
 
 /// The file, inside the data directory.
 pub const REMOTES_FILE: &str = "remotes.json";
+/// The last skill list of each remote, inside the data directory.
+pub const LISTS_FILE: &str = "remote-skills.json";
 /// How long connecting may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a `list` may take at start-up before the remote's skills are left out.
@@ -96,6 +98,50 @@ fn save(data_dir: &Path, remotes: Vec<RemoteSpec>) -> Result<()> {
     Ok(())
 }
 
+/// The last list of one remote's skills, and where it came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Listed {
+    url: String,
+    listed_at: u64,
+    skills: Vec<SkillInfo>,
+}
+
+/// The last lists of the remotes' skills (empty when none was kept).
+fn lists(data_dir: &Path) -> std::collections::BTreeMap<String, Listed> {
+    std::fs::read(data_dir.join(LISTS_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Keeps `skills` as the last list of `remote`; a failure to write only costs the next
+/// start a connection, so it is logged, not returned.
+fn keep_list(data_dir: &Path, remote: &RemoteSpec, skills: &[SkillInfo]) {
+    let configured = load(data_dir).unwrap_or_default();
+    let mut all = lists(data_dir);
+    all.insert(
+        remote.name.clone(),
+        Listed {
+            url: remote.url.clone(),
+            listed_at: crate::unix_millis(),
+            skills: skills.to_vec(),
+        },
+    );
+    all.retain(|name, _| configured.iter().any(|s| &s.name == name));
+    let written = serde_json::to_vec_pretty(&all)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| {
+            let mut temp = tempfile::NamedTempFile::new_in(data_dir)?;
+            temp.write_all(&bytes)?;
+            temp.persist(data_dir.join(LISTS_FILE))
+                .map(|_| ())
+                .map_err(|e| e.error)
+        });
+    if let Err(e) = written {
+        tracing::warn!("cannot keep the skill list of remote {}: {e}", remote.name);
+    }
+}
+
 /// Checks a remote's name and URL.
 pub fn check(spec: &RemoteSpec) -> std::result::Result<(), String> {
     if !crate::skill::meta::is_valid_name(&spec.name) {
@@ -135,6 +181,15 @@ pub fn remove(data_dir: &Path, name: &str) -> Result<bool> {
         return Ok(false);
     }
     save(data_dir, remotes)?;
+    let mut kept = lists(data_dir);
+    if kept.remove(name).is_some() {
+        let path = data_dir.join(LISTS_FILE);
+        let bytes = serde_json::to_vec_pretty(&kept).map_err(|e| Error::Engine(e.to_string()))?;
+        let mut temp = tempfile::NamedTempFile::new_in(data_dir).map_err(Error::io_at(data_dir))?;
+        temp.write_all(&bytes).map_err(Error::io_at(temp.path()))?;
+        temp.persist(&path)
+            .map_err(|e| Error::io_at(&path)(e.error))?;
+    }
     Ok(true)
 }
 
@@ -163,6 +218,7 @@ fn ws_url(url: &str) -> std::result::Result<String, String> {
 #[derive(Debug)]
 pub struct Remote {
     spec: RemoteSpec,
+    data_dir: PathBuf,
     secrets: Arc<SecretStore>,
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
     next_id: AtomicU64,
@@ -179,9 +235,10 @@ struct Connection {
 
 impl Remote {
     /// The remote `spec`, its token read from `secrets` when it names one.
-    pub fn new(spec: RemoteSpec, secrets: Arc<SecretStore>) -> Self {
+    pub fn new(data_dir: &Path, spec: RemoteSpec, secrets: Arc<SecretStore>) -> Self {
         Self {
             spec,
+            data_dir: data_dir.to_owned(),
             secrets,
             connection: tokio::sync::Mutex::new(None),
             next_id: AtomicU64::new(1),
@@ -395,15 +452,26 @@ impl Remote {
         }
     }
 
-    /// The skills the node serves.
+    /// The skills the node serves, asked now; the list is kept for the next start.
     pub async fn list(&self) -> Result<Vec<SkillInfo>> {
         let reply = self
             .request(|id| Request::List { id }, LIST_TIMEOUT)
             .await?;
         match reply.skills {
-            Some(skills) => Ok(skills),
+            Some(skills) => {
+                keep_list(&self.data_dir, &self.spec, &skills);
+                Ok(skills)
+            }
             None => Err(self.failed(reply)),
         }
+    }
+
+    /// The list kept from the last time the node was asked, if it was asked at this URL.
+    fn kept_list(&self) -> Option<Vec<SkillInfo>> {
+        lists(&self.data_dir)
+            .remove(&self.spec.name)
+            .filter(|l| l.url == self.spec.url)
+            .map(|l| l.skills)
     }
 
     /// Calls `skill` there with `input`, waiting up to `deadline`.
@@ -428,11 +496,15 @@ impl Remote {
         }
     }
 
-    /// The node's skills as skills of this host, named `NAME/skill`.
+    /// The node's skills as skills of this host, named `NAME/skill`: from the list kept
+    /// at the last `list` (no connection, so a host starts without waiting on its
+    /// remotes), else asked now. `evo remote add` and `evo remote list` ask again.
     pub async fn skills(self: &Arc<Self>) -> Result<Vec<(SkillMeta, Arc<dyn Executor>)>> {
-        Ok(self
-            .list()
-            .await?
+        let infos = match self.kept_list() {
+            Some(kept) => kept,
+            None => self.list().await?,
+        };
+        Ok(infos
             .into_iter()
             .map(|info| {
                 let mut meta = SkillMeta::remote(&format!("{}/{}", self.spec.name, info.name));

@@ -169,6 +169,22 @@ fn a_node_calls_another_nodes_skills_and_survives_its_restart() {
     );
     assert!(took < Duration::from_millis(2_400), "{took:?}");
 
+    // A command on A does not wait for B: B's skills are listed from the list kept when
+    // B was added, and a call says B cannot be reached.
+    let out = evo(a_home.path(), &["skill", "list"]);
+    assert!(stdout(&out).contains("b/slow"), "{}", stdout(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let out = evo(
+        a_home.path(),
+        &["skill", "run", "b/slow", "--input", r#"{"ms":1}"#],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("error[REMOTE_UNAVAILABLE]: b: cannot reach "),
+        "{}",
+        stderr(&out)
+    );
+
     // While B is down, calls fail the same way; when it is back, A reconnects.
     let (_, body) = call(&a.base, "b/slow", &json!({ "ms": 10 }));
     assert_eq!(body["code"], "REMOTE_UNAVAILABLE", "{body}");
