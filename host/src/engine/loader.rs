@@ -202,12 +202,19 @@ impl Loader {
                     skill = %meta.name,
                     "native skill: runs as a Node subprocess, with less isolation than a Wasm skill"
                 );
-                Arc::new(NativeExecutor::new(
-                    self.native.clone(),
-                    &meta.name,
-                    dir.join(EXECUTE_JS),
-                    Duration::from_millis(meta.timeout_ms),
-                ))
+                let grant = crate::capabilities::Grant::new(
+                    &meta.capabilities,
+                    self.policy.for_skill(&meta.name),
+                );
+                Arc::new(
+                    NativeExecutor::new(
+                        self.native.clone(),
+                        &meta.name,
+                        dir.join(EXECUTE_JS),
+                        Duration::from_millis(meta.timeout_ms),
+                    )
+                    .with_grant(grant),
+                )
             }
             Mode::Code => match doc {
                 Some(doc) if json_text.is_none() || !doc.body.trim().is_empty() => {

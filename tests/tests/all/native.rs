@@ -649,31 +649,124 @@ async fn from_the_second_call_on_launchers_wait_ready_and_confine_as_fully() {
 }
 
 #[test]
-fn a_native_script_asking_for_the_network_is_told_it_has_none() {
+fn a_native_script_reaches_granted_hosts_only_through_the_hosts_proxy() {
+    use std::io::Write as _;
     let home = tempfile::tempdir().unwrap();
+    let mut child = evo_tests::cli::command(home.path(), &["secret", "set", "NATIVE_TOKEN"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "native-0123456789-token").unwrap();
+    assert!(child.wait().unwrap().success());
+    let granted = crate::fetch::Server::start_with(|_, request| {
+        let auth = request
+            .lines()
+            .find_map(|l| l.strip_prefix("authorization: "))
+            .unwrap_or("none")
+            .to_owned();
+        crate::fetch::ok(&format!("you sent {auth}"))
+    });
+    let other = crate::fetch::Server::start(|_| crate::fetch::ok("other"));
     let dir = home.path().join("net");
     std::fs::create_dir_all(dir.join("scripts")).unwrap();
     std::fs::write(
         dir.join("skill.json"),
-        r#"{"name":"net","description":"Asks for the network.","capabilities":{
-            "hosts":["https://api.github.com"],
-            "secrets":[{"name":"GITHUB_TOKEN","host":"https://api.github.com"}]}}"#,
+        r#"{"name":"net","description":"Fetches through the host.","capabilities":{
+            "hosts":["http://127.0.0.1:*"],
+            "secrets":[{"name":"NATIVE_TOKEN","host":"http://127.0.0.1:*"}]}}"#,
     )
     .unwrap();
-    std::fs::write(dir.join("scripts/execute.js"), "console.log('{}')\n").unwrap();
+    std::fs::write(
+        dir.join("scripts/execute.js"),
+        r#"const http = require('http');
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+function get(url, headers) {
+  return new Promise((resolve) => {
+    const req = http.request({ socketPath: '.evo/http.sock', path: url, headers }, (res) => {
+      let body = '';
+      res.on('data', (c) => body += c);
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    req.on('error', (e) => resolve({ status: 0, body: String(e) }));
+    req.end();
+  });
+}
+(async () => {
+  const granted = await get(input.granted, { authorization: 'Bearer {{secret:NATIVE_TOKEN}}' });
+  const other = await get(input.other, {});
+  let direct;
+  try { await fetch(input.granted); direct = 'connected'; } catch (e) { direct = 'refused'; }
+  console.log(JSON.stringify({ granted, other, direct }));
+})();
+"#,
+    )
+    .unwrap();
+    let allow = format!("http://127.0.0.1:{}", granted.port);
+    let input = serde_json::json!({
+        "granted": format!("http://127.0.0.1:{}/x", granted.port),
+        "other": format!("http://127.0.0.1:{}/y", other.port),
+    })
+    .to_string();
+    let dir_arg = dir.to_str().unwrap();
+    let out = evo_tests::cli::evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            dir_arg,
+            "--allow-host",
+            &allow,
+            "--allow-secret",
+            "NATIVE_TOKEN",
+            "--input",
+            &input,
+        ],
+    );
+    assert!(out.status.success(), "{}", evo_tests::cli::stderr(&out));
+    let value: Value = serde_json::from_str(&evo_tests::cli::stdout(&out)).unwrap();
+    assert_eq!(value["granted"]["status"], 200, "{value}");
+    assert_eq!(
+        value["granted"]["body"],
+        format!(
+            "you sent Bearer {}",
+            "*".repeat("native-0123456789-token".len())
+        ),
+        "the server got the value; the script got it masked"
+    );
+    assert_eq!(granted.received().len(), 1);
+    assert!(granted.received()[0].contains("authorization: Bearer native-0123456789-token"));
+    assert_eq!(value["other"]["status"], 403, "{value}");
+    assert!(
+        value["other"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("not among the hosts granted to net"),
+        "{value}"
+    );
+    assert_eq!(other.connections(), 0);
+    // Where the sandbox closes the network, the proxy is the only way out.
+    let doctor = evo_tests::cli::stdout(&evo_tests::cli::evo(home.path(), &["doctor"]));
+    if doctor.contains("no network (") {
+        assert_eq!(value["direct"], "refused", "{value}");
+        assert_eq!(granted.received().len(), 1);
+    }
+
     let out = evo_tests::cli::evo(
         home.path(),
         &[
             "skill",
             "info",
-            dir.to_str().unwrap(),
+            dir_arg,
             "--allow-host",
-            "https://api.github.com",
+            &allow,
+            "--allow-secret",
+            "NATIVE_TOKEN",
         ],
     );
     let text = evo_tests::cli::stdout(&out);
     assert!(
-        text.contains("\n  not granted: outbound host https://api.github.com: native scripts have no network; make it a Wasm or service skill\n  not granted: secret GITHUB_TOKEN: native scripts have no network to use it on\n"),
+        text.contains(&format!("\n  granted:    outbound HTTP to {allow}, through the host's proxy at .evo/http.sock\n  granted:    secret NATIVE_TOKEN for http://127.0.0.1:*\n")),
         "{text}"
     );
 }

@@ -90,20 +90,21 @@ pub(super) async fn info(
         out!("  calls:      {}", meta.calls.join(", "));
     }
     if registered.kind() == evo_host::skill::executor::ExecutorKind::Native {
-        // A native script runs without a network (docs/decisions.md); say so for what
-        // it asks.
-        let caps = &meta.capabilities;
-        for host in &caps.hosts {
+        // A native script has no network of its own; granted hosts are reached through
+        // the host's proxy in its workspace.
+        let grant =
+            evo_host::capabilities::Grant::new(&meta.capabilities, host.grants().for_skill(&name));
+        for origin in &grant.hosts {
             out!(
-                "  not granted: outbound host {}: native scripts have no network; make it a Wasm or service skill",
-                host.host
+                "  granted:    outbound HTTP to {origin}, through the host's proxy at {}",
+                evo_host::engine::native::egress::SOCKET
             );
         }
-        for secret in &caps.secrets {
-            out!(
-                "  not granted: secret {}: native scripts have no network to use it on",
-                secret.name
-            );
+        for secret in &grant.secrets {
+            out!("  granted:    secret {} for {}", secret.name, secret.host);
+        }
+        for refused in &grant.refused {
+            out!("  not granted: {refused}");
         }
     }
     if let Some(instructions) = &instructions {

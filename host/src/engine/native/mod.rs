@@ -18,6 +18,7 @@
 
 pub mod cgroup;
 pub mod confine;
+pub mod egress;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -277,13 +278,24 @@ impl NativeSandbox {
         input: &Value,
         timeout: Duration,
     ) -> Result<ExecutionResult> {
+        self.run_script_in(script, input, timeout, None).await
+    }
+
+    /// [`NativeSandbox::run_script`] in a given workspace (`None`: a fresh one).
+    pub async fn run_script_in(
+        &self,
+        script: &Path,
+        input: &Value,
+        timeout: Duration,
+        workspace: Option<&Path>,
+    ) -> Result<ExecutionResult> {
         let skill_dir = script.parent().and_then(Path::parent).unwrap_or(script);
         let program = run::Program {
             interpreter: &self.config.node,
             script: Some(script),
             args: &[],
             skill_dir,
-            workspace: None,
+            workspace,
             stdin: input.to_string().into_bytes(),
         };
         self.run(program, timeout, self.config.output_cap).await
@@ -453,6 +465,9 @@ pub struct NativeExecutor {
     script: PathBuf,
     timeout: Duration,
     name: String,
+    /// What the operator granted of what the skill asks for (hosts and secrets, through
+    /// [`egress`]).
+    grant: Arc<crate::capabilities::Grant>,
 }
 
 impl NativeExecutor {
@@ -463,7 +478,20 @@ impl NativeExecutor {
             script,
             timeout,
             name: name.to_owned(),
+            grant: Arc::default(),
         }
+    }
+
+    /// Grants the hosts and secrets in `grant`: the script reaches them through the
+    /// host's proxy ([`egress`]).
+    pub fn with_grant(mut self, grant: crate::capabilities::Grant) -> Self {
+        self.grant = Arc::new(grant);
+        self
+    }
+
+    /// What was granted.
+    pub fn grant(&self) -> &crate::capabilities::Grant {
+        &self.grant
     }
 }
 
@@ -479,13 +507,31 @@ impl crate::skill::executor::Executor for NativeExecutor {
     fn execute(
         &self,
         input: Value,
-        _ctx: crate::skill::kernel::SkillContext,
+        ctx: crate::skill::kernel::SkillContext,
     ) -> crate::skill::context::BoxFuture<'_, Result<crate::skill::executor::SkillOutput>> {
         Box::pin(async move {
-            let result = self
-                .sandbox
-                .run_script(&self.script, &input, self.timeout)
-                .await?;
+            let result = if self.grant.hosts.is_empty() {
+                self.sandbox
+                    .run_script(&self.script, &input, self.timeout)
+                    .await?
+            } else {
+                // The way out: the host's proxy, in a workspace of this call's own.
+                let workspace = tempfile::Builder::new()
+                    .prefix("skill-workspace-")
+                    .tempdir()
+                    .map_err(|e| Error::io_at(&std::env::temp_dir())(e))?;
+                let _egress = egress::Egress::start(
+                    workspace.path(),
+                    &self.name,
+                    self.grant.clone(),
+                    ctx,
+                    self.timeout,
+                )
+                .map_err(Error::io_at(workspace.path()))?;
+                self.sandbox
+                    .run_script_in(&self.script, &input, self.timeout, Some(workspace.path()))
+                    .await?
+            };
             if let Some(error) = result.error {
                 let kind = if error == "Execution timeout" {
                     crate::error::FailureKind::Timeout

@@ -320,6 +320,13 @@ pub(crate) async fn send_checked(
             uri.authority().map_or("", |a| a.as_str())
         )
     };
+    let mut request = request;
+    if !request.headers().contains_key(http::header::HOST)
+        && let Some(authority) = request.uri().authority().cloned()
+        && let Ok(host) = http::HeaderValue::from_str(authority.as_str())
+    {
+        request.headers_mut().insert(http::header::HOST, host);
+    }
     let mut outbound = Outbound::new(skill, grant.hosts.clone(), grant.secrets.clone(), Some(ctx));
     let options = RequestOptions {
         connect_timeout: Some(timeout),
