@@ -106,6 +106,32 @@ fn outbound(c: &mut Criterion) {
                 .unwrap_err()
         })
     });
+    // The same on a current-thread runtime: what the hand-offs between threads cost
+    // (`wasi:http` runs each request as a task of its own).
+    let single = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let single_home = tempfile::tempdir().unwrap();
+    let single_host = self::host(
+        &single,
+        single_home.path(),
+        &format!("skill_dirs = [\"src\"]\n[grants]\nhosts = [\"http://127.0.0.1:{port}\"]\n"),
+    );
+    group.bench_function("evo: fetch skill GET, current-thread runtime", |b| {
+        b.iter(|| {
+            single
+                .block_on(single_host.call("fetch", granted.clone()))
+                .unwrap()
+        })
+    });
+    group.bench_function("evo: fetch skill refused, current-thread runtime", |b| {
+        b.iter(|| {
+            single
+                .block_on(single_host.call("fetch", refused.clone()))
+                .unwrap_err()
+        })
+    });
     group.finish();
 }
 
