@@ -106,6 +106,20 @@ fn outbound(c: &mut Criterion) {
                 .unwrap_err()
         })
     });
+    // The call run as a task of the runtime, so that the tasks `wasi:http` spawns start
+    // on the same worker.
+    group.bench_function("evo: fetch skill GET, call spawned on a worker", |b| {
+        b.iter(|| {
+            let host = host.clone();
+            let input = granted.clone();
+            rt.block_on(async move {
+                tokio::spawn(async move { host.call("fetch", input).await })
+                    .await
+                    .unwrap()
+            })
+            .unwrap()
+        })
+    });
     // The same on a current-thread runtime: what the hand-offs between threads cost
     // (`wasi:http` runs each request as a task of its own).
     let single = tokio::runtime::Builder::new_current_thread()
