@@ -13,7 +13,8 @@ use crate::fetch::{Server, ok};
 
 const VALUE: &str = "exfil-0123456789-value";
 
-fn set_secret(home: &std::path::Path, name: &str, value: &str) -> std::process::Output {
+/// `evo secret set NAME`, the value on stdin.
+pub(crate) fn set_secret(home: &std::path::Path, name: &str, value: &str) -> std::process::Output {
     let mut child = command(home, &["secret", "set", name])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

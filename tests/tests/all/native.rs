@@ -650,15 +650,12 @@ async fn from_the_second_call_on_launchers_wait_ready_and_confine_as_fully() {
 
 #[test]
 fn a_native_script_reaches_granted_hosts_only_through_the_hosts_proxy() {
-    use std::io::Write as _;
     let home = tempfile::tempdir().unwrap();
-    let mut child = evo_tests::cli::command(home.path(), &["secret", "set", "NATIVE_TOKEN"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    writeln!(child.stdin.take().unwrap(), "native-0123456789-token").unwrap();
-    assert!(child.wait().unwrap().success());
+    assert!(
+        crate::exfil::set_secret(home.path(), "NATIVE_TOKEN", "native-0123456789-token")
+            .status
+            .success()
+    );
     let granted = crate::fetch::Server::start_with(|_, request| {
         let auth = request
             .lines()

@@ -1,12 +1,10 @@
 //! Distributed skills: two `evo serve --http` nodes on loopback; node A lists and calls
 //! node B's skills as `b/…` over B's `/v1/ws`, with B's token from A's secrets.
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use evo_tests::cli::{HttpServer, command, evo, stderr, stdout};
+use evo_tests::cli::{HttpServer, evo, stderr, stdout};
 use serde_json::{Value, json};
 
 use crate::serve::{http, skill_names};
@@ -59,13 +57,11 @@ fn start_b(home: &Path, skills: &Path, addr: &str) -> HttpServer {
 /// Node A, with B added as `b` and B's token kept as a secret.
 fn node_a(b_base: &str) -> (tempfile::TempDir, HttpServer) {
     let home = tempfile::tempdir().unwrap();
-    let mut child = command(home.path(), &["secret", "set", "B_TOKEN"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    writeln!(child.stdin.take().unwrap(), "{TOKEN}").unwrap();
-    assert!(child.wait().unwrap().success());
+    assert!(
+        crate::exfil::set_secret(home.path(), "B_TOKEN", TOKEN)
+            .status
+            .success()
+    );
     let out = evo(
         home.path(),
         &["remote", "add", "b", b_base, "--token-secret", "B_TOKEN"],
