@@ -767,3 +767,31 @@ function get(url, headers) {
         "{text}"
     );
 }
+
+#[test]
+fn a_native_skill_named_by_a_relative_path_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("rel/echo");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("skill.json"),
+        r#"{"name":"echo","description":"Says ok."}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scripts/execute.js"),
+        "console.log(JSON.stringify({ ok: true }))\n",
+    )
+    .unwrap();
+    // As a user types it, from the directory above: the sandbox binds the skill's
+    // directory by its absolute path.
+    let out = evo_tests::cli::command(home.path(), &["skill", "run", "rel/echo"])
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", evo_tests::cli::stderr(&out));
+    assert_eq!(
+        serde_json::from_str::<Value>(&evo_tests::cli::stdout(&out)).unwrap(),
+        json!({ "ok": true })
+    );
+}

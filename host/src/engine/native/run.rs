@@ -183,7 +183,13 @@ pub async fn execute(
             let bytes = |p: &Path| p.as_os_str().as_bytes().to_vec();
             // The skill's own directory (its script and files) and the interpreter's
             // installation.
-            let mut read_only = vec![bytes(program.skill_dir)];
+            // Named absolutely, like the script: the private root binds it by path, and a
+            // relative one (`evo skill run ./my-skill`) would name nothing there.
+            let skill_dir = program
+                .skill_dir
+                .canonicalize()
+                .unwrap_or_else(|_| program.skill_dir.to_owned());
+            let mut read_only = vec![bytes(&skill_dir)];
             if let Some(install) = interpreter.parent().and_then(Path::parent) {
                 read_only.push(bytes(install));
             }
