@@ -145,11 +145,19 @@ pub fn send(request: &Request) -> Result<Response, Error> {
             "https"
         }
     );
-    let entries: Vec<(String, Vec<u8>)> = request
+    let mut entries: Vec<(String, Vec<u8>)> = request
         .headers
         .iter()
         .map(|(n, v)| (n.to_ascii_lowercase(), v.as_bytes().to_vec()))
         .collect();
+    // The body's length is known: say it, so the server reads the whole body before it
+    // answers (a chunked body can still be on its way when a server replies and closes).
+    if !request.body.is_empty() && !entries.iter().any(|(n, _)| n == "content-length") {
+        entries.push((
+            "content-length".into(),
+            request.body.len().to_string().into_bytes(),
+        ));
+    }
     let headers = Fields::from_list(&entries).map_err(|e| {
         Error::invalid_input(format!("a header of the request is not allowed: {e:?}"))
     })?;
