@@ -2,7 +2,7 @@
 //! node B's skills as `b/…` over B's `/v1/ws`, with B's token from A's secrets.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use evo_tests::cli::{HttpServer, evo, stderr, stdout};
 use serde_json::{Value, json};
@@ -142,20 +142,16 @@ fn a_node_calls_another_nodes_skills_and_survives_its_restart() {
     let (_, body) = call(&a.base, "b/slow", &json!({ "ms": 10_000 }));
     assert_eq!(body["code"], "SKILL_TIMEOUT", "{body}");
 
-    // B dies in the middle of a call: A answers at once, with a clear error.
+    // B dies in the middle of a call: A answers with the lost connection (not a
+    // deadline of its own: that would say "did not answer within").
     let base = a.base.clone();
-    let slow = std::thread::spawn(move || {
-        let started = Instant::now();
-        (
-            call(&base, "b/slow", &json!({ "ms": 2_500 })),
-            started.elapsed(),
-        )
-    });
+    let slow = std::thread::spawn(move || call(&base, "b/slow", &json!({ "ms": 2_500 })));
     std::thread::sleep(Duration::from_millis(700));
     b.child.kill().unwrap();
     b.child.wait().unwrap();
-    let ((status, body), took) = slow.join().unwrap();
-    assert_eq!(body["code"], "REMOTE_UNAVAILABLE", "{status} {body}");
+    let (status, body) = slow.join().unwrap();
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["code"], "REMOTE_UNAVAILABLE", "{body}");
     assert_eq!(
         body["error"],
         format!(
@@ -163,7 +159,6 @@ fn a_node_calls_another_nodes_skills_and_survives_its_restart() {
             b.base
         )
     );
-    assert!(took < Duration::from_millis(2_400), "{took:?}");
 
     // A command on A does not wait for B: B's skills are listed from the list kept when
     // B was added, and a call says B cannot be reached.

@@ -638,8 +638,16 @@ mod tests {
     fn only_granted_origins_are_admitted_and_calls_are_capped() {
         let mut out = outbound(&["http://127.0.0.1:9000", "https://*.example.com"]);
         let uri = |u: &str| u.parse::<http::Uri>().unwrap();
-        assert!(out.admit(&uri("http://127.0.0.1:9000/x?y=1")).is_ok());
-        assert!(out.admit(&uri("https://api.example.com/v1")).is_ok());
+        let (pattern, host, port) = out.admit(&uri("http://127.0.0.1:9000/x?y=1")).unwrap();
+        assert_eq!(
+            (pattern.to_string(), host.as_str(), port),
+            ("http://127.0.0.1:9000".to_owned(), "127.0.0.1", 9000)
+        );
+        let (pattern, host, port) = out.admit(&uri("https://api.example.com/v1")).unwrap();
+        assert_eq!(
+            (pattern.to_string(), host.as_str(), port),
+            ("https://*.example.com".to_owned(), "api.example.com", 443)
+        );
         let refused = out.admit(&uri("http://127.0.0.1:9001/")).unwrap_err();
         assert_eq!(
             refused,
@@ -671,9 +679,18 @@ mod tests {
         let by_name = HostPattern::parse("http://localhost.example:9000").unwrap();
         // `localhost` itself is named outright, so it is allowed to be internal.
         let named = HostPattern::parse("http://localhost:9000").unwrap();
-        assert!(resolve(&named, "localhost", 9000).await.is_ok());
+        let addresses = resolve(&named, "localhost", 9000).await.unwrap();
+        assert!(
+            addresses
+                .iter()
+                .all(|a| a.ip().is_loopback() && a.port() == 9000),
+            "{addresses:?}"
+        );
         let literal = HostPattern::parse("http://127.0.0.1:9000").unwrap();
-        assert!(resolve(&literal, "127.0.0.1", 9000).await.is_ok());
+        assert_eq!(
+            resolve(&literal, "127.0.0.1", 9000).await.unwrap(),
+            ["127.0.0.1:9000".parse::<SocketAddr>().unwrap()]
+        );
         // A name (here a literal standing in for what a name resolved to) reaching
         // loopback without a grant naming the address is refused.
         let Err((code, reason)) = resolve(&by_name, "127.0.0.1", 9000).await else {
