@@ -35,11 +35,12 @@ fn server() -> u16 {
                 while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
                     line.clear();
                 }
-                let _ = write!(
-                    stream,
+                // One write, as a real server sends a small response.
+                let response = format!(
                     "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
                     BODY.len()
                 );
+                let _ = stream.write_all(response.as_bytes());
             });
         }
     });
@@ -68,6 +69,9 @@ fn outbound(c: &mut Criterion) {
     );
     let granted = json!({ "url": url });
     let refused = json!({ "url": format!("http://127.0.0.1:{}/", port + 1) });
+    // Fails in the guest before any request: what instantiating and calling the skill
+    // costs.
+    let no_request = json!({ "url": "ftp://127.0.0.1/" });
 
     // Correct first, so a fast failure cannot pass for speed.
     let out = rt.block_on(host.call("fetch", granted.clone())).unwrap();
@@ -79,6 +83,10 @@ fn outbound(c: &mut Criterion) {
         .block_on(host.call("fetch", refused.clone()))
         .unwrap_err();
     assert_eq!(err.code(), "PERMISSION_DENIED", "{err}");
+    let err = rt
+        .block_on(host.call("fetch", no_request.clone()))
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
     let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
     let floor = || {
         let mut body = String::new();
@@ -99,6 +107,12 @@ fn outbound(c: &mut Criterion) {
     group.bench_function("floor: ureq GET (new connection)", |b| b.iter(floor));
     group.bench_function("evo: fetch skill GET (Host::call)", |b| {
         b.iter(|| rt.block_on(host.call("fetch", granted.clone())).unwrap())
+    });
+    group.bench_function("evo: fetch skill, no request (instance cost)", |b| {
+        b.iter(|| {
+            rt.block_on(host.call("fetch", no_request.clone()))
+                .unwrap_err()
+        })
     });
     group.bench_function("evo: fetch skill refused before connecting", |b| {
         b.iter(|| {
@@ -139,6 +153,43 @@ fn outbound(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    group.bench_function(
+        "evo: fetch skill, no request, current-thread runtime",
+        |b| {
+            b.iter(|| {
+                single
+                    .block_on(single_host.call("fetch", no_request.clone()))
+                    .unwrap_err()
+            })
+        },
+    );
+    // The async floor: the same GET by hyper on the same runtime, as
+    // wasmtime-wasi-http's own sender makes it.
+    group.bench_function(
+        "floor: hyper GET (default_send_request), current-thread",
+        |b| {
+            b.iter(|| {
+                single.block_on(async {
+                    use http_body_util::BodyExt as _;
+                    let req = http::Request::get(&url)
+                        .header("host", "127.0.0.1")
+                        .body(
+                            http_body_util::Empty::<bytes::Bytes>::new()
+                                .map_err(|_| unreachable!())
+                                .boxed_unsync(),
+                        )
+                        .unwrap();
+                    let (res, io) = wasmtime_wasi_http::default_send_request(req, None)
+                        .await
+                        .unwrap();
+                    let io = tokio::spawn(io);
+                    let body = res.into_body().collect().await.unwrap().to_bytes();
+                    let _ = io.await;
+                    body
+                })
+            })
+        },
+    );
     group.bench_function("evo: fetch skill refused, current-thread runtime", |b| {
         b.iter(|| {
             single

@@ -177,7 +177,11 @@ pub(super) struct Capped {
 }
 
 impl Capped {
-    pub(super) fn new(inner: WasiBody, budget: Arc<Budget>, over: fn(Option<u64>) -> HttpError) -> Self {
+    pub(super) fn new(
+        inner: WasiBody,
+        budget: Arc<Budget>,
+        over: fn(Option<u64>) -> HttpError,
+    ) -> Self {
         Self {
             inner,
             budget,

@@ -36,6 +36,7 @@ use ureq::http;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 mod body;
+mod send;
 
 use self::body::{Budget, Capped, OnSecret, Scan};
 use super::scrub::Scrub;
@@ -244,21 +245,6 @@ impl WasiHttpHooks for Outbound {
             let addresses = resolve(&pattern, &host, port)
                 .await
                 .map_err(|(code, reason)| refuse(code, &reason))?;
-            if scheme == "http" {
-                // Send to the address that was checked, not to a second lookup of the
-                // name; the Host header keeps the name.
-                let path = parts
-                    .uri
-                    .path_and_query()
-                    .map_or("/", |p| p.as_str())
-                    .to_owned();
-                parts.uri = http::Uri::builder()
-                    .scheme("http")
-                    .authority(addresses[0].to_string())
-                    .path_and_query(path)
-                    .build()
-                    .map_err(|_| HttpError::HttpRequestUriInvalid)?;
-            }
             let body = Capped::new(body, sent, HttpError::HttpRequestBodySize).boxed_unsync();
             let body = if secrets.is_empty() {
                 body
@@ -266,7 +252,10 @@ impl WasiHttpHooks for Outbound {
                 Scan::new(body, secrets.clone(), OnSecret::Refuse(refusal.clone())).boxed_unsync()
             };
             let request = http::Request::from_parts(parts, body);
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            // Sent to the addresses that were checked, not to a second lookup of the
+            // name; the Host header keeps the name.
+            let server_name = host.trim_start_matches('[').trim_end_matches(']');
+            let response = send::send(request, &addresses, server_name, options).await?;
             let (mut parts, body) = response.into_parts();
             let body = Capped::new(
                 body.boxed_unsync(),
@@ -285,9 +274,11 @@ impl WasiHttpHooks for Outbound {
                 }
                 Scan::new(body, secrets, OnSecret::Mask(skill.clone())).boxed_unsync()
             };
+            // The body drives the connection: nothing runs beside it.
             Ok((
                 http::Response::from_parts(parts, body),
-                Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                Box::new(async { Ok(()) })
+                    as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
             ))
         })
     }
@@ -333,11 +324,8 @@ pub(crate) async fn send_checked(
     };
     let sent = outbound.send_request(request, Some(options), Box::new(async { Ok(()) }));
     match Box::into_pin(sent).await {
-        Ok((response, io)) => {
-            // The connection runs beside the body until the body is read.
-            tokio::spawn(Box::into_pin(io));
-            Ok(response)
-        }
+        // The body drives the connection; `io` has nothing left to do.
+        Ok((response, _io)) => Ok(response),
         Err(code) => {
             let refused = outbound
                 .last_refusal
