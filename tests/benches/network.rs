@@ -6,8 +6,10 @@
 //!   loopback server (granted by address), next to the same GET made by a plain Rust
 //!   client (`ureq`). The server closes every connection, so both open one per
 //!   request, as `wasi:http` does. Also the same skill refused before connecting: the
-//!   instance and the check, without the request. Budget: ≤ 1.3× the client plus the
-//!   instance cost.
+//!   instance and the check, without the request; and the skill failing before any
+//!   request (an `ftp://` URL): the instance cost. Each also on a current-thread
+//!   runtime, with the same GET by hyper there (the async floor). Budget: ≤ 1.3× the
+//!   client plus the instance cost.
 //! - **remote**: `calculate` on node B (`evo serve --http`, a subprocess) called from
 //!   node A's `Host` as `b/calculate`, next to A's own `calculate`.
 
@@ -118,20 +120,6 @@ fn outbound(c: &mut Criterion) {
         b.iter(|| {
             rt.block_on(host.call("fetch", refused.clone()))
                 .unwrap_err()
-        })
-    });
-    // The call run as a task of the runtime, so that the tasks `wasi:http` spawns start
-    // on the same worker.
-    group.bench_function("evo: fetch skill GET, call spawned on a worker", |b| {
-        b.iter(|| {
-            let host = host.clone();
-            let input = granted.clone();
-            rt.block_on(async move {
-                tokio::spawn(async move { host.call("fetch", input).await })
-                    .await
-                    .unwrap()
-            })
-            .unwrap()
         })
     });
     // The same on a current-thread runtime: what the hand-offs between threads cost
