@@ -169,6 +169,7 @@ impl wasmtime::ResourceLimiter for StoreLimiter {
             .memory_used
             .saturating_sub(current)
             .saturating_add(desired);
+        tracing::trace!(current, desired, total = asked, "linear memory grows");
         if asked > self.memory_limit {
             self.memory_exceeded = true;
             return Err(wasmtime::Error::new(MemoryLimitExceeded {
