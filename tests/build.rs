@@ -23,6 +23,7 @@ fn main() {
         "wit",
         "Cargo.lock",
         "scripts/componentize-js",
+        "scripts/componentize-py.sh",
         // Included by path into skills-wasm/calculate.
         "host/src/engine/builtin/expr.rs",
     ] {
@@ -61,21 +62,29 @@ fn main() {
 
     let mut code = String::new();
     let mut names = Vec::new();
-    for (name, wasm) in build_js(workspace, &out_dir) {
-        writeln!(
-            code,
-            "/// `skills-wasm/js/{name}`, componentized with ComponentizeJS."
-        )
-        .unwrap();
-        let constant = format!("js_{}", name.replace('-', "_"));
-        writeln!(
-            code,
-            "pub const {}: &str = {:?};",
-            constant.to_uppercase(),
-            wasm.display().to_string()
-        )
-        .unwrap();
-        names.push(constant);
+    let guests = [JS, PYTHON].map(|guests| {
+        let built = guests.build(workspace, &out_dir);
+        (guests, built)
+    });
+    for (guests, built) in guests {
+        for (name, wasm) in built {
+            writeln!(
+                code,
+                "/// `skills-wasm/{}/{name}`, componentized with {}.",
+                guests.lang, guests.tool_name
+            )
+            .unwrap();
+            let prefix = if guests.lang == "js" { "js" } else { "py" };
+            let constant = format!("{prefix}_{}", name.replace('-', "_"));
+            writeln!(
+                code,
+                "pub const {}: &str = {:?};",
+                constant.to_uppercase(),
+                wasm.display().to_string()
+            )
+            .unwrap();
+            names.push(constant);
+        }
     }
     for (package, _) in &skills {
         let file = package.replace('-', "_");
@@ -111,94 +120,154 @@ fn main() {
     fs::write(out_dir.join("skills.rs"), code).expect("could not write skills.rs");
 }
 
-/// Componentizes every `skills-wasm/js/NAME/skill.js` against `wit/` into
-/// `OUT_DIR/js/NAME.wasm`, with the ComponentizeJS command in `EVO_COMPONENTIZE_JS`;
-/// returns `(NAME, component)`. A component is rebuilt only when its sources, the
-/// helper, the WIT or the tool changed (each build takes seconds).
-fn build_js(workspace: &Path, out_dir: &Path) -> Vec<(String, PathBuf)> {
-    println!("cargo:rerun-if-env-changed=EVO_COMPONENTIZE_JS");
-    let dir = workspace.join("skills-wasm/js");
-    let mut skills: Vec<(String, PathBuf)> = fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|entry| {
-                    let path = entry.ok()?.path();
-                    let name = path.file_name()?.to_str()?.to_owned();
-                    path.join("skill.js").is_file().then_some((name, path))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    skills.sort();
-    if skills.is_empty() {
-        return Vec::new();
-    }
-    // Where scripts/componentize-js.sh installs it, when the variable is not set.
-    let installed = workspace
-        .join("target/componentize-js/node_modules/@bytecodealliance/componentize-js/src/cli.js");
-    let tool = env::var("EVO_COMPONENTIZE_JS")
-        .ok()
-        .or_else(|| installed.is_file().then(|| installed.display().to_string()));
-    let tool = tool.unwrap_or_else(|| {
-        panic!(
-            "the JavaScript skills in skills-wasm/js need the pinned ComponentizeJS: \
-             run `source scripts/componentize-js.sh` (it installs it with npm and sets \
-             EVO_COMPONENTIZE_JS), or use ./scripts/test"
-        )
-    });
-    let shared = [
-        fs::read(workspace.join("guest-sdk/js/evo-skill.js")).expect("guest-sdk/js/evo-skill.js"),
-        fs::read(workspace.join("wit/skill.wit")).expect("wit/skill.wit"),
-        fs::read(workspace.join("scripts/componentize-js/package-lock.json"))
-            .expect("scripts/componentize-js/package-lock.json"),
-        tool.clone().into_bytes(),
-    ]
-    .concat();
-    let out = out_dir.join("js");
-    fs::create_dir_all(&out).expect("could not create OUT_DIR/js");
-    let mut running = Vec::new();
-    let mut built = Vec::new();
-    for (name, path) in skills {
-        let source = path.join("skill.js");
-        let wasm = out.join(format!("{name}.wasm"));
-        let stamp = out.join(format!("{name}.stamp"));
-        let mut inputs = fs::read(&source).expect("could not read skill.js");
-        inputs.extend_from_slice(&shared);
-        let digest = format!("{:016x}", fnv1a(&inputs));
-        if wasm.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s == digest) {
-            built.push((name, wasm));
-            continue;
+/// A language whose skills live in `skills-wasm/LANG/NAME/` and are componentized by
+/// a pinned toolchain the test script installs.
+struct Guests {
+    /// The directory under `skills-wasm/` and `OUT_DIR`.
+    lang: &'static str,
+    /// The skill's source file in its directory.
+    source: &'static str,
+    /// The toolchain's name, for messages.
+    tool_name: &'static str,
+    /// The environment variable naming the toolchain's command.
+    tool_env: &'static str,
+    /// Where the install script puts it when the variable is not set.
+    default_tool: &'static str,
+    /// The script that installs it.
+    script: &'static str,
+    /// Files whose content decides the output besides the skill's own source.
+    inputs: &'static [&'static str],
+}
+
+const JS: Guests = Guests {
+    lang: "js",
+    source: "skill.js",
+    tool_name: "ComponentizeJS",
+    tool_env: "EVO_COMPONENTIZE_JS",
+    default_tool: "target/componentize-js/node_modules/@bytecodealliance/componentize-js/src/cli.js",
+    script: "scripts/componentize-js.sh",
+    inputs: &[
+        "guest-sdk/js/evo-skill.js",
+        "wit/skill.wit",
+        "scripts/componentize-js/package-lock.json",
+    ],
+};
+
+const PYTHON: Guests = Guests {
+    lang: "python",
+    source: "skill.py",
+    tool_name: "componentize-py",
+    tool_env: "EVO_COMPONENTIZE_PY",
+    default_tool: "target/componentize-py/bin/componentize-py",
+    script: "scripts/componentize-py.sh",
+    inputs: &[
+        "guest-sdk/python/evo_skill.py",
+        "wit/skill.wit",
+        "scripts/componentize-py.sh",
+    ],
+};
+
+impl Guests {
+    /// The command that builds `skills-wasm/LANG/NAME` into `wasm`, run from the
+    /// workspace with relative paths (both toolchains resolve a skill's imports from
+    /// there).
+    fn command(&self, tool: &str, name: &str, wasm: &Path) -> Command {
+        let dir = format!("skills-wasm/{}/{name}", self.lang);
+        let mut command;
+        if self.lang == "js" {
+            command = Command::new("node");
+            command
+                .arg(tool)
+                .arg(format!("{dir}/{}", self.source))
+                .args(["--wit", "wit", "--world-name", "plugin"])
+                .args(["--disable", "fetch-event", "--out"]);
+        } else {
+            command = Command::new(tool);
+            command
+                .args(["-d", "wit", "-w", "plugin", "componentize", "-p", &dir])
+                .args(["-p", "guest-sdk/python", "skill", "-o"]);
         }
-        // Run from the workspace with relative paths: ComponentizeJS resolves a skill's
-        // imports (`../../../guest-sdk/js/evo-skill.js`) inside the directory it runs in.
-        let child = Command::new("node")
-            .current_dir(workspace)
-            .arg(&tool)
-            .arg(format!("skills-wasm/js/{name}/skill.js"))
-            .args(["--wit", "wit"])
-            .args([
-                "--world-name",
-                "plugin",
-                "--disable",
-                "fetch-event",
-                "--out",
-            ])
-            .arg(&wasm)
-            .spawn()
-            .unwrap_or_else(|e| panic!("could not run node {tool}: {e}"));
-        running.push((source, child, stamp, digest));
-        built.push((name, wasm));
+        command.arg(wasm);
+        command
     }
-    for (source, mut child, stamp, digest) in running {
-        let status = child.wait().expect("ComponentizeJS did not finish");
-        assert!(
-            status.success(),
-            "ComponentizeJS could not build {}: see its message above",
-            source.display()
-        );
-        fs::write(stamp, digest).expect("could not write the stamp");
+
+    /// Componentizes every `skills-wasm/LANG/NAME/SOURCE` against `wit/` into
+    /// `OUT_DIR/LANG/NAME.wasm`; returns `(NAME, component)`. A component is rebuilt
+    /// only when its source, the helper, the WIT or the toolchain changed (each build
+    /// takes seconds).
+    fn build(&self, workspace: &Path, out_dir: &Path) -> Vec<(String, PathBuf)> {
+        println!("cargo:rerun-if-env-changed={}", self.tool_env);
+        let dir = workspace.join("skills-wasm").join(self.lang);
+        let mut skills: Vec<String> = fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| {
+                        let path = entry.ok()?.path();
+                        let name = path.file_name()?.to_str()?.to_owned();
+                        path.join(self.source).is_file().then_some(name)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        skills.sort();
+        if skills.is_empty() {
+            return Vec::new();
+        }
+        let installed = workspace.join(self.default_tool);
+        let tool = env::var(self.tool_env)
+            .ok()
+            .or_else(|| installed.is_file().then(|| installed.display().to_string()));
+        let tool = tool.unwrap_or_else(|| {
+            panic!(
+                "the {lang} skills in skills-wasm/{lang} need the pinned {name}: run \
+                 `source {script}` (it installs it and sets {var}), or use ./scripts/test",
+                lang = self.lang,
+                name = self.tool_name,
+                script = self.script,
+                var = self.tool_env,
+            )
+        });
+        let mut shared = Vec::new();
+        for input in self.inputs {
+            shared
+                .extend(fs::read(workspace.join(input)).unwrap_or_else(|e| panic!("{input}: {e}")));
+        }
+        shared.extend_from_slice(tool.as_bytes());
+        let out = out_dir.join(self.lang);
+        fs::create_dir_all(&out).expect("could not create the output directory");
+        let mut running = Vec::new();
+        let mut built = Vec::new();
+        for name in skills {
+            let source = dir.join(&name).join(self.source);
+            let wasm = out.join(format!("{name}.wasm"));
+            let stamp = out.join(format!("{name}.stamp"));
+            let mut inputs = fs::read(&source).expect("could not read the skill's source");
+            inputs.extend_from_slice(&shared);
+            let digest = format!("{:016x}", fnv1a(&inputs));
+            if wasm.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s == digest) {
+                built.push((name, wasm));
+                continue;
+            }
+            let child = self
+                .command(&tool, &name, &wasm)
+                .current_dir(workspace)
+                .spawn()
+                .unwrap_or_else(|e| panic!("could not run {} ({tool}): {e}", self.tool_name));
+            running.push((source, child, stamp, digest));
+            built.push((name, wasm));
+        }
+        for (source, mut child, stamp, digest) in running {
+            let status = child.wait().expect("the toolchain did not finish");
+            assert!(
+                status.success(),
+                "{} could not build {}: see its message above",
+                self.tool_name,
+                source.display()
+            );
+            fs::write(stamp, digest).expect("could not write the stamp");
+        }
+        built
     }
-    built
 }
 
 /// A 64-bit FNV-1a hash: enough to tell whether a component's inputs changed.

@@ -17,9 +17,18 @@ pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
     dirs::data_dir().map_or_else(|| PathBuf::from(".evo"), |d| d.join("evo"))
 }
 
-/// The compiled-component cache inside a data directory.
+/// Environment variable naming the compiled-component cache directory, shared by
+/// every data directory that uses it. Compiled artifacts are native code the host
+/// loads without re-checking: the directory must be writable by its owner only.
+pub const EVO_CACHE_DIR: &str = "EVO_CACHE_DIR";
+
+/// The compiled-component cache: `$EVO_CACHE_DIR`, else `cache/wasm` inside the data
+/// directory.
 pub fn wasm_cache_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("cache").join("wasm")
+    match std::env::var_os(EVO_CACHE_DIR).filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => data_dir.join("cache").join("wasm"),
+    }
 }
 
 /// Where installed skills live inside a data directory, one directory each.

@@ -65,8 +65,24 @@ pub mod cli {
             .env_remove("EVO_LOG")
             .env_remove("EVO_LLM")
             .env_remove("EVO_CONFIG")
-            .env_remove("EVO_SKILL_DIRS");
+            .env_remove("EVO_SKILL_DIRS")
+            .env_remove("EVO_CACHE_DIR");
         command
+    }
+
+    /// `evo ARGS` with `EVO_HOME=home` and the compile cache shared by the tests
+    /// (`EVO_CACHE_DIR`), for the JavaScript and Python skills: compiling one of them
+    /// takes from seconds to over a minute in a debug build, once per test run is enough.
+    pub fn evo_shared_cache(home: &Path, args: &[&str]) -> Output {
+        command(home, args)
+            .env("EVO_CACHE_DIR", shared_cache_dir())
+            .output()
+            .expect("evo runs")
+    }
+
+    /// `target/evo-test-cache`: the compile cache `evo_shared_cache` uses.
+    pub fn shared_cache_dir() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-test-cache")
     }
 
     /// Runs `evo ARGS` with `EVO_HOME=home` to completion.

@@ -1,0 +1,50 @@
+"""`py-recall`: remembers a fact and searches memory for it, then asks the `calculate`
+skill for a sum: the host's context (memory, other skills, scratch, events, the log)
+from Python."""
+
+from evo_skill import context, define_skill
+
+
+def execute(input, run):
+    fact, query = input["fact"], input["query"]
+    stored = run.step("store", {"fact": fact}, lambda: context.memory_store(fact, "fact"))["stored"]
+    found = [e["text"] for e in run.step("search", {"query": query}, lambda: context.memory_search(query, 3))]
+    total = context.call("calculate", {"expression": f"{input['a']} + {input['b']}"})["result"]
+    runs = (context.scratch_get("py-recall-runs") or 0) + 1
+    context.scratch_set("py-recall-runs", runs)
+    context.emit({"type": "recalled", "found": len(found)})
+    context.log("info", f'found {len(found)} entries for "{query}"')
+    return {"stored": stored, "found": found, "sum": total, "runs": runs}
+
+
+Skill = define_skill(
+    {
+        "name": "py-recall",
+        "description": "Stores a fact in memory, searches for it, and has calculate add two numbers.",
+        "category": "memory",
+        "tags": ["memory", "python"],
+        "calls": ["calculate"],
+        "capabilities": {"memory": "read-write"},
+        "input": {
+            "type": "object",
+            "properties": {
+                "fact": {"type": "string"},
+                "query": {"type": "string"},
+                "a": {"type": "number"},
+                "b": {"type": "number"},
+            },
+            "required": ["fact", "query", "a", "b"],
+        },
+        "output": {
+            "type": "object",
+            "properties": {
+                "stored": {"type": "boolean"},
+                "found": {"type": "array", "items": {"type": "string"}},
+                "sum": {"type": "number"},
+                "runs": {"type": "integer"},
+            },
+            "required": ["stored", "found", "sum", "runs"],
+        },
+    },
+    execute,
+)
