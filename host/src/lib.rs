@@ -58,6 +58,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod authoring;
 pub mod capabilities;
 pub mod config;
 pub mod db;

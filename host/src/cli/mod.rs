@@ -90,6 +90,18 @@ enum Command {
     /// Run, install and inspect skills.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Create a skill project that builds and runs as it comes: `evo new greet --lang js`,
+    /// then `evo skill build`, `evo skill test`, `evo skill run .`.
+    New {
+        /// The skill's name (lowercase letters, digits, `-`, `_`); also the directory.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: skill::Lang,
+        /// Where to create the project directory.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// The built-in tools and the call history: list, describe, call, history, stats,
     /// export.
     #[command(subcommand)]
@@ -249,6 +261,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Man => meta::man(),
         Command::Config(command) => config::run(command, &globals),
         Command::Secret(command) => secret::run(command, &globals),
+        Command::New { name, lang, dir } => skill::new(&globals, &name, lang, &dir),
         command => match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

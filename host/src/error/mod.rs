@@ -366,6 +366,17 @@ pub enum Error {
         transient: bool,
     },
 
+    /// Creating, building, packing or testing a skill project failed.
+    #[error("{message}")]
+    Authoring {
+        /// `INVALID_SKILL_NAME`, `PROJECT_EXISTS`, `NOT_A_SKILL_PROJECT`,
+        /// `TOOLCHAIN_MISSING`, `BUILD_FAILED`, `NOT_BUILT`, `INVALID_TEST_CASE` or
+        /// `IO_ERROR`.
+        code: &'static str,
+        /// What happened and what to do.
+        message: String,
+    },
+
     /// The host database failed.
     #[error("database: {message}")]
     Database {
@@ -454,7 +465,9 @@ impl Error {
             Self::Database { .. } => "DATABASE_ERROR",
             Self::Embedding { .. } => "EMBEDDING_ERROR",
             Self::Config { .. } => "CONFIG_INVALID",
-            Self::Secret { code, .. } | Self::Remote { code, .. } => code,
+            Self::Secret { code, .. }
+            | Self::Remote { code, .. }
+            | Self::Authoring { code, .. } => code,
         }
     }
 
@@ -529,6 +542,13 @@ impl Error {
                 Self::Remote { code, .. } if matches!(
                     *code,
                     "INVALID_INPUT" | "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND" | "TOOL_BLOCKED" | "CAPABILITY_DENIED"
+                )
+            )
+            || matches!(
+                self,
+                Self::Authoring { code, .. } if matches!(
+                    *code,
+                    "INVALID_SKILL_NAME" | "PROJECT_EXISTS" | "NOT_A_SKILL_PROJECT" | "NOT_BUILT" | "INVALID_TEST_CASE"
                 )
             )
     }

@@ -571,14 +571,19 @@ impl Host {
         ))
     }
 
-    /// Installs a skill from a ZIP archive or a directory and makes it callable at once.
+    /// Installs a skill from a ZIP archive, a directory or a bare `.wasm` component and
+    /// makes it callable at once.
     pub async fn install(&self, source: &Path, options: InstallOptions<'_>) -> Result<Outcome> {
         let manager = self.manager()?;
         let outcome = if source.is_dir() {
             manager.install_dir(source, options).await?
         } else {
             let bytes = std::fs::read(source).map_err(Error::io_at(source))?;
-            manager.install_skill(&bytes, options).await?
+            if bytes.starts_with(b"\0asm") {
+                manager.install_component(&bytes, options).await?
+            } else {
+                manager.install_skill(&bytes, options).await?
+            }
         };
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(&outcome.name);
         let skill = match self.inner.loader.load_dir(&dir).await {

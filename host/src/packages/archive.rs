@@ -7,10 +7,11 @@ use crate::error::{Error, Result};
 
 /// Most entries in one skill archive: a skill is a handful of files, not a node_modules.
 pub const MAX_ENTRIES: usize = 1_000;
-/// Largest single file, uncompressed.
-pub const MAX_ENTRY_BYTES: u64 = 20 << 20;
+/// Largest single file, uncompressed: the largest component the engine accepts by
+/// default (a Python skill's component is about 20 MB, a JavaScript one 12 MB).
+pub const MAX_ENTRY_BYTES: u64 = 64 << 20;
 /// Largest archive, uncompressed.
-pub const MAX_TOTAL_BYTES: u64 = 50 << 20;
+pub const MAX_TOTAL_BYTES: u64 = 100 << 20;
 /// Highest compression ratio of an entry; text compresses ~10×, a zip bomb 1000×.
 pub const MAX_RATIO: u64 = 100;
 

@@ -165,8 +165,56 @@ impl SkillManager {
         &self.root
     }
 
-    /// Installs the skill in `zip` (see the module docs).
+    /// Installs the skill in `zip` (see the module docs). The archive's skill directory
+    /// must be named like the skill.
     pub async fn install_skill(&self, zip: &[u8], options: InstallOptions<'_>) -> Result<Outcome> {
+        self.install_staged(options, false, |staging, progress| {
+            archive::extract(zip, staging, progress)
+        })
+        .await
+    }
+
+    /// Installs the skill in directory `dir` as if it were zipped: the same checks, the
+    /// same atomic install. Symbolic links in it are refused. It is installed under the
+    /// name its manifest gives, whatever the directory is called (as `evo skill run`
+    /// runs it).
+    pub async fn install_dir(&self, dir: &Path, options: InstallOptions<'_>) -> Result<Outcome> {
+        let zip = archive::zip_dir(dir)?;
+        self.install_staged(options, true, |staging, progress| {
+            archive::extract(&zip, staging, progress)
+        })
+        .await
+    }
+
+    /// Installs a bare component (the bytes of a `.wasm` file) under the name its
+    /// manifest gives, as a skill directory holding only its `skill.wasm`.
+    pub async fn install_component(
+        &self,
+        component: &[u8],
+        options: InstallOptions<'_>,
+    ) -> Result<Outcome> {
+        self.install_staged(options, true, |staging, progress| {
+            let dir = staging.join("component");
+            std::fs::create_dir(&dir).map_err(Error::io_at(&dir))?;
+            let path = dir.join(SKILL_WASM);
+            std::fs::write(&path, component).map_err(Error::io_at(&path))?;
+            let size = component.len() as u64;
+            progress(size, size);
+            Ok(dir)
+        })
+        .await
+    }
+
+    /// The install every source shares: `stage` puts the skill's directory in the
+    /// staging directory and returns it; it is checked, loaded, and renamed into place.
+    /// With `by_manifest_name`, a directory named otherwise than the skill is renamed
+    /// to the skill's name first.
+    async fn install_staged(
+        &self,
+        options: InstallOptions<'_>,
+        by_manifest_name: bool,
+        stage: impl FnOnce(&Path, Progress<'_>) -> Result<PathBuf>,
+    ) -> Result<Outcome> {
         std::fs::create_dir_all(&self.root).map_err(Error::io_at(&self.root))?;
         self.sweep();
         // Staging inside the skills directory, so the final rename stays on one file system.
@@ -180,13 +228,16 @@ impl SkillManager {
             Some(progress) => progress,
             None => &mut quiet,
         };
-        let skill_dir = archive::extract(zip, staging.path(), progress)?;
+        let mut skill_dir = stage(staging.path(), progress)?;
+        // A record inside the archive is not the operator's.
+        let _ = std::fs::remove_file(skill_dir.join(MARKER));
+        if by_manifest_name {
+            skill_dir = self.rename_to_manifest(staging.path(), skill_dir).await?;
+        }
         let name = skill_dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| structure("Invalid ZIP structure: missing root directory"))?;
-        // A record inside the archive is not the operator's.
-        let _ = std::fs::remove_file(skill_dir.join(MARKER));
         if self.reserved.contains(&name) {
             return Err(Error::NameTaken { name });
         }
@@ -227,11 +278,24 @@ impl SkillManager {
         })
     }
 
-    /// Installs the skill in directory `dir` as if it were zipped: the same checks, the
-    /// same atomic install. Symbolic links in it are refused.
-    pub async fn install_dir(&self, dir: &Path, options: InstallOptions<'_>) -> Result<Outcome> {
-        let zip = archive::zip_dir(dir)?;
-        self.install_skill(&zip, options).await
+    /// Renames the staged `skill_dir` to the name the skill's manifest gives, when that
+    /// differs from the directory's (the manifest's name is checked again later).
+    async fn rename_to_manifest(&self, staging: &Path, skill_dir: PathBuf) -> Result<PathBuf> {
+        let skill = self
+            .loader
+            .load_dir(&skill_dir)
+            .await
+            .map_err(|e| match e {
+                Error::InvalidSkillStructure(_) => e,
+                other => structure(format!("Invalid skill structure: {other}")),
+            })?;
+        let name = skill.meta.name;
+        if skill_dir.file_name().is_some_and(|n| *n == *name) || !is_valid_name(&name) {
+            return Ok(skill_dir);
+        }
+        let renamed = staging.join(&name);
+        std::fs::rename(&skill_dir, &renamed).map_err(Error::io_at(&renamed))?;
+        Ok(renamed)
     }
 
     /// Checks the staged skill `dir` for the required layout and metadata, then loads it as the host

@@ -2,6 +2,7 @@
 
 mod agent;
 mod attack;
+mod authoring;
 mod calculate;
 mod cli;
 mod composite;

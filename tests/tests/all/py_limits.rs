@@ -21,7 +21,10 @@ fn a_python_guest_runs_under_every_limit_and_the_next_call_works() {
                 "flood",
                 "OUTPUT_LIMIT_EXCEEDED]: py-limits: output exceeded 1048576 bytes",
             ),
-            ("read", "SKILL_FAILED]: py-limits: failed: "),
+            (
+                "read",
+                "SKILL_FAILED]: py-limits: failed: FileNotFoundError: [Errno 44] No such file or directory: '/etc/passwd'",
+            ),
         ],
     );
 }

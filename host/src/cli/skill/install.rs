@@ -17,7 +17,7 @@ pub(super) async fn install(
         return Err(Failure::usage(
             "INVALID_ARGUMENT",
             format!("{}: no such file or directory", source.display()),
-            Some("give a skill's .zip archive or its directory"),
+            Some("give a skill's .zip archive, its directory, or a .wasm component"),
         ));
     }
     let host = args::bare_host(globals).await?;

@@ -1,10 +1,12 @@
 //! `evo skill …`: run, install and inspect skills.
 
+mod author;
 mod info;
 mod install;
 mod list;
 mod run;
 
+pub(crate) use author::{Lang, new};
 pub(crate) use run::read_input;
 
 use std::path::PathBuf;
@@ -33,14 +35,46 @@ pub(crate) enum SkillCommand {
         #[command(flatten)]
         grants: Grants,
     },
-    /// Install a skill from a ZIP archive or a directory into the data directory.
+    /// Build the skill project in DIR into DIR/skill.wasm with its language's toolchain
+    /// (cargo, ComponentizeJS, componentize-py); says what to install when one is
+    /// missing.
+    Build {
+        /// The project (made by `evo new`).
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Build the project in DIR and run the cases in DIR/tests/*.json through the host:
+    /// `{"input": {…}, "output": {…}}` or `{"input": {…}, "error": "CODE"}`.
+    Test {
+        /// The project.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Test the skill.wasm already built.
+        #[arg(long)]
+        no_build: bool,
+        #[command(flatten)]
+        grants: Grants,
+    },
+    /// Write an installable ZIP of the built skill in DIR: one directory named like the
+    /// skill, with its skill.wasm (and README.md, SKILL.md if present).
+    Pack {
+        /// The project.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// The ZIP to write (default DIR/NAME.zip).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Install a skill from a ZIP archive, a directory, or a bare .wasm component into
+    /// the data directory.
     ///
     /// The skill is checked and loaded as the host will load it before anything is
     /// written; the capabilities it asks for are shown and recorded, and it will not be
     /// given more later without a reinstall.
     Install {
-        /// A ZIP archive holding one skill directory, or a skill directory (SKILL.md,
-        /// skill.json, skill.wasm, prompt.md or scripts/execute.js).
+        /// A ZIP archive holding one skill directory, a skill directory (SKILL.md,
+        /// skill.json, skill.wasm, prompt.md or scripts/execute.js), or a .wasm
+        /// component (installed under the name its manifest gives).
         source: PathBuf,
         /// Replace an installed skill of the same name.
         #[arg(long)]
@@ -113,6 +147,13 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             sources,
             grants,
         } => run::run(globals, &skill, input, &sources, &grants).await,
+        SkillCommand::Build { dir } => author::build(globals, &dir),
+        SkillCommand::Test {
+            dir,
+            no_build,
+            grants,
+        } => author::test(globals, &dir, no_build, &grants).await,
+        SkillCommand::Pack { dir, out } => author::pack(globals, &dir, out.as_deref()).await,
         SkillCommand::Install { source, overwrite } => {
             install::install(globals, &source, overwrite).await
         }

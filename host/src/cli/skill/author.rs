@@ -1,0 +1,192 @@
+//! `evo new`, `evo skill build`, `evo skill pack` and `evo skill test`: writing skills.
+
+use std::path::Path;
+
+use evo_host::authoring::{self, Expect, Language};
+use serde_json::json;
+
+use crate::cli::args::{self, Grants, Sources};
+use crate::cli::{Failure, Globals, internal, out};
+
+/// A project's language, as `--lang` spells it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum Lang {
+    /// Rust, with the evo-guest SDK (cargo, target wasm32-wasip2).
+    Rust,
+    /// JavaScript, with evo-skill.js (ComponentizeJS, from npm).
+    Js,
+    /// Python, with evo_skill.py (componentize-py, from PyPI).
+    Python,
+}
+
+impl From<Lang> for Language {
+    fn from(lang: Lang) -> Self {
+        match lang {
+            Lang::Rust => Self::Rust,
+            Lang::Js => Self::JavaScript,
+            Lang::Python => Self::Python,
+        }
+    }
+}
+
+/// `evo new NAME --lang L`.
+pub(crate) fn new(globals: &Globals, name: &str, lang: Lang, parent: &Path) -> Result<(), Failure> {
+    let language = Language::from(lang);
+    let dir = authoring::create(parent, name, language)?;
+    if globals.json {
+        out!(
+            "{}",
+            json!({"success": true, "name": name, "language": language.as_str(), "path": dir})
+        );
+        return Ok(());
+    }
+    let setup = match language {
+        Language::Rust => "rustup target add wasm32-wasip2   # once\n",
+        Language::JavaScript => {
+            "npm install                       # once: the pinned ComponentizeJS\n"
+        }
+        Language::Python => {
+            "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt   # once\n"
+        }
+    };
+    out!(
+        "created {} ({} skill `{name}`)\n\n  cd {}\n  {setup}  evo skill build\n  evo skill test\n  evo skill run . --input '{{\"name\":\"Ada\"}}'",
+        dir.display(),
+        language.as_str(),
+        dir.display(),
+    );
+    Ok(())
+}
+
+/// `evo skill build [DIR]`.
+pub(crate) fn build(globals: &Globals, dir: &Path) -> Result<(), Failure> {
+    if !globals.json {
+        eprintln!("building {}", dir.display());
+    }
+    let built = authoring::build(dir)?;
+    let size = std::fs::metadata(&built.wasm).map(|m| m.len()).unwrap_or(0);
+    if globals.json {
+        out!(
+            "{}",
+            json!({"success": true, "language": built.language.as_str(), "path": built.wasm, "bytes": size})
+        );
+    } else {
+        out!(
+            "built {} ({:.1} MB, {})",
+            built.wasm.display(),
+            size as f64 / 1e6,
+            built.language.as_str()
+        );
+    }
+    Ok(())
+}
+
+/// `evo skill pack [DIR] [--out FILE]`: checks the built skill loads, then writes the
+/// ZIP.
+pub(crate) async fn pack(globals: &Globals, dir: &Path, out: Option<&Path>) -> Result<(), Failure> {
+    let name = load(globals, dir, &Grants::default()).await?.1;
+    let file = out.map_or_else(|| dir.join(format!("{name}.zip")), Path::to_owned);
+    authoring::pack(dir, &name, &file)?;
+    if globals.json {
+        out!("{}", json!({"success": true, "name": name, "path": file}));
+    } else {
+        out!(
+            "packed {} (install it with `evo skill install {}`)",
+            file.display(),
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+/// The host with the project's skill loaded, and the skill's name.
+async fn load(
+    globals: &Globals,
+    dir: &Path,
+    grants: &Grants,
+) -> Result<(evo_host::Host, String), Failure> {
+    let path = authoring::built(dir)?;
+    let host = args::host(globals, &Sources::default(), grants).await?;
+    let name = args::resolve(&host, &path.to_string_lossy()).await?;
+    Ok((host, name))
+}
+
+/// `evo skill test [DIR]`: builds (unless `--no-build`), then runs every case in
+/// `tests/` through the host, as `evo skill run` would.
+pub(crate) async fn test(
+    globals: &Globals,
+    dir: &Path,
+    no_build: bool,
+    grants: &Grants,
+) -> Result<(), Failure> {
+    let cases = authoring::cases(dir)?;
+    if !no_build {
+        authoring::build(dir)?;
+    }
+    let (host, name) = load(globals, dir, grants).await?;
+    if cases.is_empty() {
+        return Err(Failure::usage(
+            "NO_TEST_CASES",
+            format!("{} has no test cases", dir.join("tests").display()),
+            Some(
+                "add tests/NAME.json: {\"input\": {…}, \"output\": {…}} or {\"input\": {…}, \"error\": \"CODE\"}",
+            ),
+        ));
+    }
+    let mut failed = 0;
+    let mut results = Vec::new();
+    for case in &cases {
+        let context = host.run_context(evo_host::skill::kernel::RunOptions {
+            caller: Some("test".into()),
+            ..Default::default()
+        });
+        let got = context.call_full(&name, case.input.clone()).await;
+        let problem = match (&case.expect, &got) {
+            (Expect::Output(want), Ok(outcome)) if *want == outcome.output => None,
+            (Expect::Output(want), Ok(outcome)) => {
+                Some(format!("expected output {want}, got {}", outcome.output))
+            }
+            (Expect::Output(want), Err(e)) => Some(format!(
+                "expected output {want}, got error[{}]: {e}",
+                e.code()
+            )),
+            (Expect::Error(code), Err(e)) if e.code() == code => None,
+            (Expect::Error(code), Err(e)) => Some(format!(
+                "expected error {code}, got error[{}]: {e}",
+                e.code()
+            )),
+            (Expect::Error(code), Ok(outcome)) => Some(format!(
+                "expected error {code}, got output {}",
+                outcome.output
+            )),
+        };
+        if problem.is_some() {
+            failed += 1;
+        }
+        if !globals.json {
+            match &problem {
+                None => out!("ok    {}", case.description),
+                Some(problem) => out!("FAIL  {}: {problem}", case.description),
+            }
+        }
+        results.push(json!({
+            "case": case.file.file_name().map(|f| f.to_string_lossy().into_owned()),
+            "description": case.description,
+            "passed": problem.is_none(),
+            "problem": problem,
+        }));
+    }
+    if let Err(e) = host.flush_stats() {
+        eprintln!("warning: could not record statistics: {e}");
+    }
+    if globals.json {
+        let value = json!({"success": failed == 0, "skill": name, "cases": results});
+        out!("{}", serde_json::to_string(&value).map_err(internal)?);
+    } else {
+        out!("{name}: {} passed, {failed} failed", cases.len() - failed);
+    }
+    if failed > 0 {
+        return Err(Failure::Reported(1));
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! Writing skills as a user does: `evo new` in each language, then `evo skill build`,
+//! `test`, `run`, `pack` and `install`; a bare component and a directory named
+//! otherwise installed under the skill's own name; and the errors a new author meets.
+
+use std::path::Path;
+use std::process::Output;
+
+use evo_tests::cli::{command, shared_cache_dir, stderr, stdout};
+use evo_tests::skills;
+
+/// `evo ARGS` in `cwd`, with `EVO_HOME=home`, the shared compile cache, and the pinned
+/// JavaScript and Python toolchains that `./scripts/test` installed.
+fn evo_in(cwd: &Path, home: &Path, args: &[&str]) -> Output {
+    let mut command = command(home, args);
+    command
+        .current_dir(cwd)
+        .env("EVO_CACHE_DIR", shared_cache_dir())
+        // The new Rust project is built by a nested cargo: keep this build's flags out
+        // of it, and its output where a later run finds it.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-new-rust"),
+        );
+    for var in ["EVO_COMPONENTIZE_JS", "EVO_COMPONENTIZE_PY"] {
+        let tool = std::env::var(var).unwrap_or_else(|_| {
+            panic!("{var} is not set: run ./scripts/test, which installs the pinned toolchains")
+        });
+        command.env(var, tool);
+    }
+    command.output().expect("evo runs")
+}
+
+/// `evo new greet --lang LANG`, then everything a user does next.
+fn new_project_round_trip(lang: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let out = evo_in(work.path(), &home, &["new", "greet", "--lang", lang]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("created ./greet ({lang} skill `greet`)")),
+        "{}",
+        stdout(&out)
+    );
+    let project = work.path().join("greet");
+
+    let out = evo_in(&project, &home, &["skill", "build"]);
+    assert!(out.status.success(), "{lang}: {}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("built ./skill.wasm ("),
+        "{}",
+        stdout(&out)
+    );
+    assert!(project.join("skill.wasm").is_file());
+
+    let out = evo_in(&project, &home, &["skill", "test", "--no-build"]);
+    assert!(
+        out.status.success(),
+        "{lang}: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(
+        stdout(&out),
+        "ok    Greets Ada by name\nok    An empty name is the caller's mistake\ngreet: 2 passed, 0 failed\n"
+    );
+
+    let out = evo_in(
+        &project,
+        &home,
+        &["skill", "run", ".", "--input", r#"{"name":"Ada"}"#],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "{\n  \"greeting\": \"Hello, Ada!\"\n}\n");
+
+    // A case that does not hold fails the run and says how.
+    std::fs::write(
+        project.join("tests/wrong.json"),
+        r#"{"input":{"name":"Bo"},"output":{"greeting":"Hi, Bo!"}}"#,
+    )
+    .unwrap();
+    let out = evo_in(&project, &home, &["skill", "test", "--no-build"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            r#"FAIL  wrong: expected output {"greeting":"Hi, Bo!"}, got {"greeting":"Hello, Bo!"}"#
+        ),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).ends_with("greet: 2 passed, 1 failed\n"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = evo_in(&project, &home, &["skill", "pack"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = evo_in(work.path(), &home, &["skill", "install", "greet/greet.zip"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("greet: Skill installed successfully"),
+        "{}",
+        stdout(&out)
+    );
+    let out = evo_in(
+        work.path(),
+        &home,
+        &["skill", "run", "greet", "--input", r#"{"name":"Cy"}"#],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "{\n  \"greeting\": \"Hello, Cy!\"\n}\n");
+    // Only the component and the README went into the archive, not the sources.
+    let installed = home.join("skills/greet");
+    assert!(installed.join("skill.wasm").is_file());
+    assert!(!installed.join("tests").exists());
+}
+
+#[test]
+fn a_new_rust_skill_builds_tests_runs_packs_and_installs() {
+    new_project_round_trip("rust");
+}
+
+#[test]
+fn a_new_javascript_skill_builds_tests_runs_packs_and_installs() {
+    new_project_round_trip("js");
+}
+
+#[test]
+fn a_new_python_skill_builds_tests_runs_packs_and_installs() {
+    new_project_round_trip("python");
+}
+
+#[test]
+fn a_bare_component_and_a_directory_named_otherwise_install_under_the_skills_name() {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let out = evo_in(work.path(), &home, &["skill", "install", skills::NOTES]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("notes: Skill installed successfully"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(home.join("skills/notes/skill.wasm").is_file());
+
+    // `evo skill run` runs a directory whatever it is called; install agrees.
+    let dir = work.path().join("my-checkout");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(skills::FILE_HEAD, dir.join("skill.wasm")).unwrap();
+    let out = evo_in(work.path(), &home, &["skill", "install", "my-checkout"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("file-head: Skill installed successfully"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(home.join("skills/file-head/skill.wasm").is_file());
+    assert!(!home.join("skills/my-checkout").exists());
+}
+
+#[test]
+fn a_new_author_is_told_what_is_wrong_and_what_to_do() {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let out = evo_in(work.path(), &home, &["new", "Greet Me", "--lang", "js"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(r#"error[INVALID_SKILL_NAME]: "Greet Me" is not a valid skill name"#),
+        "{}",
+        stderr(&out)
+    );
+    let out = evo_in(work.path(), &home, &["skill", "build"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("error[NOT_A_SKILL_PROJECT]: . is not a skill project: it has no Cargo.toml, skill.js or skill.py; `evo new NAME --lang rust|js|python` creates one"),
+        "{}",
+        stderr(&out)
+    );
+    let out = evo_in(work.path(), &home, &["new", "greet", "--lang", "python"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let project = work.path().join("greet");
+    let out = evo_in(&project, &home, &["skill", "pack"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .contains("error[NOT_BUILT]: . has no skill.wasm yet: run `evo skill build` first"),
+        "{}",
+        stderr(&out)
+    );
+    let out = command(&home, &["skill", "build"])
+        .current_dir(&project)
+        .env("EVO_COMPONENTIZE_PY", "")
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("error[TOOLCHAIN_MISSING]: componentize-py is not installed for .: run `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt` there, or set EVO_COMPONENTIZE_PY"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!project.join("skill.wasm").exists());
+}
