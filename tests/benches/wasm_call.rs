@@ -16,124 +16,14 @@ use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime::Engine;
+use wasmtime::component::Component;
 
 const INPUT: &str = r#"{"expression":"sqrt(144) + 10"}"#;
 
-/// The floor: wasmtime's own bindings for the same world, nothing of Evo's.
-mod floor {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "evo:skill/plugin",
-        imports: { default: async },
-        exports: { default: async },
-    });
-}
-
-struct FloorState {
-    wasi: WasiCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for FloorState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl floor::evo::skill::types::Host for FloorState {}
-
-/// `calculate` never calls the context; these exist only to satisfy the linker.
-impl floor::evo::skill::context::Host for FloorState {
-    async fn call(
-        &mut self,
-        _: String,
-        _: String,
-    ) -> Result<String, floor::evo::skill::types::SkillError> {
-        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
-    }
-    async fn llm(
-        &mut self,
-        _: floor::evo::skill::types::LlmRequest,
-    ) -> Result<String, floor::evo::skill::types::SkillError> {
-        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
-    }
-    async fn memory_search(
-        &mut self,
-        _: String,
-        _: u32,
-    ) -> Result<Vec<floor::evo::skill::types::MemoryEntry>, floor::evo::skill::types::SkillError>
-    {
-        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
-    }
-    async fn memory_store(
-        &mut self,
-        _: String,
-        _: Option<String>,
-    ) -> Result<floor::evo::skill::types::StoreOutcome, floor::evo::skill::types::SkillError> {
-        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
-    }
-    async fn memory_forget(
-        &mut self,
-        _: String,
-    ) -> Result<u32, floor::evo::skill::types::SkillError> {
-        Err(floor::evo::skill::types::SkillError::Denied(String::new()))
-    }
-    async fn scratch_get(&mut self, _: String) -> Option<String> {
-        None
-    }
-    async fn scratch_set(&mut self, _: String, _: String) {}
-    async fn emit(&mut self, _: String) {}
-    async fn log(&mut self, _: floor::evo::skill::types::LogLevel, _: String) {}
-}
-
-struct Floor {
-    engine: Engine,
-    pre: floor::PluginPre<FloorState>,
-    input: String,
-}
-
-impl Floor {
-    fn new(config: &EngineConfig, bytes: &[u8]) -> Self {
-        let engine = Engine::new(&config.wasmtime_config(false)).unwrap();
-        let component = Component::new(&engine, bytes).unwrap();
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
-        floor::evo::skill::context::add_to_linker::<FloorState, HasSelf<FloorState>>(
-            &mut linker,
-            |s| s,
-        )
-        .unwrap();
-        let pre = floor::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
-        Self {
-            engine,
-            pre,
-            input: INPUT.to_owned(),
-        }
-    }
-
-    async fn call(&self) -> String {
-        let state = FloorState {
-            wasi: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        };
-        let mut store = Store::new(&self.engine, state);
-        store.set_epoch_deadline(1_000);
-        let plugin = self.pre.instantiate_async(&mut store).await.unwrap();
-        let output = plugin
-            .evo_skill_skill()
-            .call_execute(&mut store, &self.input)
-            .await
-            .unwrap()
-            .unwrap();
-        output.output
-    }
-}
+#[path = "common/floor.rs"]
+mod floor;
+use floor::Floor;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -158,7 +48,7 @@ fn evo_skill(rt: &tokio::runtime::Runtime, config: EngineConfig) -> WasmSkill {
 fn fresh_instance_call(c: &mut Criterion) {
     let rt = runtime();
     let bytes = std::fs::read(skills::CALCULATE).unwrap();
-    let floor = Floor::new(&config(), &bytes);
+    let floor = Floor::new(&config(), &bytes, INPUT);
     let skill = evo_skill(&rt, config());
     let run = SkillContext::detached();
     assert_eq!(rt.block_on(floor.call()), r#"{"result":22}"#);
@@ -230,7 +120,7 @@ fn load(c: &mut Criterion) {
 fn two_threads(c: &mut Criterion) {
     let rt = runtime();
     let bytes = Arc::new(std::fs::read(skills::CALCULATE).unwrap());
-    let floor = Arc::new(Floor::new(&config(), &bytes));
+    let floor = Arc::new(Floor::new(&config(), &bytes, INPUT));
     let skill = evo_skill(&rt, config());
 
     let mut group = c.benchmark_group("throughput_2_threads");

@@ -1,4 +1,4 @@
-//! The JavaScript and Python example skills, run through `evo` as a user runs them:
+//! The example skills written in several languages, run through `evo` as a user runs them:
 //! the same behaviour is asked of every language, so the tests are written once here
 //! and called from one module per skill (`js_text_stats`, `py_recall`, …).
 //!

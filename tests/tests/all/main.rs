@@ -31,6 +31,7 @@ mod remote;
 mod serve;
 mod service;
 mod skill_scripts;
+mod text_stats;
 mod tool_loop;
 mod tools;
 mod versions;

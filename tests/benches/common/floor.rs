@@ -1,0 +1,168 @@
+//! The floor a Wasm call is measured against: a bare wasmtime engine with Evo's
+//! configuration (pooling, epoch interruption) instantiating the component from an
+//! `InstancePre` and calling `execute` — no Evo code. Shared by the benches.
+
+use evo_host::engine::wasm::EngineConfig;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+/// wasmtime's own bindings for the skill world, nothing of Evo's.
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "evo:skill/plugin",
+        imports: { default: async },
+        exports: { default: async },
+    });
+}
+
+struct FloorState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+}
+
+impl WasiHttpView for FloorState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: wasmtime_wasi_http::default_hooks(),
+        }
+    }
+}
+
+impl WasiView for FloorState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::evo::skill::types::Host for FloorState {}
+
+/// The skills measured never call the context; these exist only to satisfy the linker.
+impl bindings::evo::skill::context::Host for FloorState {
+    async fn call(
+        &mut self,
+        _: String,
+        _: String,
+    ) -> Result<String, bindings::evo::skill::types::SkillError> {
+        Err(bindings::evo::skill::types::SkillError::Denied(
+            String::new(),
+        ))
+    }
+    async fn llm(
+        &mut self,
+        _: bindings::evo::skill::types::LlmRequest,
+    ) -> Result<String, bindings::evo::skill::types::SkillError> {
+        Err(bindings::evo::skill::types::SkillError::Denied(
+            String::new(),
+        ))
+    }
+    async fn memory_search(
+        &mut self,
+        _: String,
+        _: u32,
+    ) -> Result<
+        Vec<bindings::evo::skill::types::MemoryEntry>,
+        bindings::evo::skill::types::SkillError,
+    > {
+        Err(bindings::evo::skill::types::SkillError::Denied(
+            String::new(),
+        ))
+    }
+    async fn memory_store(
+        &mut self,
+        _: String,
+        _: Option<String>,
+    ) -> Result<bindings::evo::skill::types::StoreOutcome, bindings::evo::skill::types::SkillError>
+    {
+        Err(bindings::evo::skill::types::SkillError::Denied(
+            String::new(),
+        ))
+    }
+    async fn memory_forget(
+        &mut self,
+        _: String,
+    ) -> Result<u32, bindings::evo::skill::types::SkillError> {
+        Err(bindings::evo::skill::types::SkillError::Denied(
+            String::new(),
+        ))
+    }
+    async fn scratch_get(&mut self, _: String) -> Option<String> {
+        None
+    }
+    async fn scratch_set(&mut self, _: String, _: String) {}
+    async fn emit(&mut self, _: String) {}
+    async fn log(&mut self, _: bindings::evo::skill::types::LogLevel, _: String) {}
+}
+
+/// A bare wasmtime engine instantiating one component and calling it with one input.
+pub struct Floor {
+    engine: Engine,
+    pre: bindings::PluginPre<FloorState>,
+    input: String,
+}
+
+impl Floor {
+    /// The floor for the component `bytes`, called with `input`, on an engine of the
+    /// same configuration as Evo's.
+    pub fn new(config: &EngineConfig, bytes: &[u8], input: &str) -> Self {
+        let engine = Engine::new(&config.wasmtime_config(false)).unwrap();
+        let component = Component::new(&engine, bytes).unwrap();
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+        // ComponentizeJS components import wasi:http (for `fetch`), as Evo links it.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).unwrap();
+        bindings::evo::skill::context::add_to_linker::<FloorState, HasSelf<FloorState>>(
+            &mut linker,
+            |s| s,
+        )
+        .unwrap();
+        let pre = bindings::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+        Self {
+            engine,
+            pre,
+            input: input.to_owned(),
+        }
+    }
+
+    fn store(&self) -> Store<FloorState> {
+        let state = FloorState {
+            wasi: WasiCtx::builder().build(),
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.set_epoch_deadline(1_000);
+        store
+    }
+
+    /// A fresh instance and no call: what instantiation alone costs.
+    #[allow(
+        dead_code,
+        reason = "not every bench that includes the floor measures this"
+    )]
+    pub async fn instantiate(&self) {
+        let mut store = self.store();
+        self.pre.instantiate_async(&mut store).await.unwrap();
+    }
+
+    /// A fresh instance, one call: the output JSON.
+    pub async fn call(&self) -> String {
+        let mut store = self.store();
+        let plugin = self.pre.instantiate_async(&mut store).await.unwrap();
+        let output = plugin
+            .evo_skill_skill()
+            .call_execute(&mut store, &self.input)
+            .await
+            .unwrap()
+            .unwrap();
+        output.output
+    }
+}

@@ -1,0 +1,148 @@
+//! `cargo bench -p evo-tests --bench languages`
+//!
+//! The same small skill — `text-stats`: count lines, words and characters and list the
+//! most common words — written in Rust, JavaScript (ComponentizeJS) and Python
+//! (componentize-py), each called on a fresh instance through Evo next to the raw
+//! wasmtime floor for that component, and the same logic as a Node subprocess (what a
+//! native script skill costs at the least). Budgets: JS ≤ 200 µs p50, Python ≤ 1.5 ms
+//! p50.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use evo_host::capabilities::Policy;
+use evo_host::engine::wasm::{EngineConfig, WasmEngine};
+use evo_host::skill::kernel::SkillContext;
+use evo_tests::skills;
+use serde_json::{Value, json};
+
+#[path = "common/floor.rs"]
+mod floor;
+use floor::Floor;
+
+const TEXT: &str = "The quick brown fox jumps over the lazy dog.\nThe dog sleeps; the fox runs on.\nA fox is quick, a dog is lazy, and the day is long.";
+
+/// The same logic as the skills, as a script a Node process runs on stdin.
+const NODE_SCRIPT: &str = r#"
+let data = '';
+process.stdin.on('data', (c) => (data += c));
+process.stdin.on('end', () => {
+  const { text, top = 3 } = JSON.parse(data);
+  const words = text.toLowerCase().match(/[a-z0-9'\u00c0-\uffff]+/g) ?? [];
+  const counts = new Map();
+  for (const w of words) counts.set(w, (counts.get(w) ?? 0) + 1);
+  const common = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, top)
+    .map(([word, count]) => ({ word, count }));
+  process.stdout.write(JSON.stringify({ lines: text.split('\n').length, words: words.length,
+    characters: [...text].length, top: common }));
+});
+"#;
+
+fn expected() -> Value {
+    json!({
+        "lines": 3,
+        "words": 29,
+        "characters": 129,
+        "top": [
+            { "word": "the", "count": 5 },
+            { "word": "dog", "count": 3 },
+            { "word": "fox", "count": 3 },
+        ],
+    })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        max_concurrent_calls: 4,
+        // Compiling the JS and Python components takes seconds: keep them across runs.
+        cache_dir: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-cache")),
+        ..EngineConfig::default()
+    }
+}
+
+fn languages(c: &mut Criterion) {
+    let rt = runtime();
+    let input = json!({ "text": TEXT }).to_string();
+    let engine = WasmEngine::new(config()).unwrap();
+    let run = SkillContext::detached();
+    let mut group = c.benchmark_group("languages");
+    group.warm_up_time(Duration::from_secs(1));
+    for (lang, path) in [
+        ("rust", skills::TEXT_STATS),
+        ("js", skills::JS_TEXT_STATS),
+        ("python", skills::PY_TEXT_STATS),
+    ] {
+        let bytes = std::fs::read(path).unwrap();
+        let floor = Floor::new(&config(), &bytes, &input);
+        let skill = rt
+            .block_on(engine.load_file(Path::new(path), &Policy::default()))
+            .unwrap();
+        // Both answer, and answer right, before anything is timed.
+        let floor_output: Value = serde_json::from_str(&rt.block_on(floor.call())).unwrap();
+        assert_eq!(floor_output, expected(), "{lang} floor");
+        let output = rt.block_on(skill.call(&input, &run)).unwrap().output;
+        assert_eq!(output, expected(), "{lang} through evo");
+
+        group.bench_function(format!("{lang}: floor, wasmtime instantiate only"), |b| {
+            b.iter(|| rt.block_on(floor.instantiate()))
+        });
+        group.bench_function(format!("{lang}: floor, wasmtime instantiate + call"), |b| {
+            b.iter(|| rt.block_on(floor.call()))
+        });
+        group.bench_function(format!("{lang}: evo, WasmSkill::call"), |b| {
+            b.iter(|| rt.block_on(skill.call(&input, &run)).unwrap())
+        });
+    }
+
+    // What the language runtime costs on its own: a call that does nothing.
+    for (lang, path) in [("js", skills::JS_LIMITS), ("python", skills::PY_LIMITS)] {
+        let input = r#"{"mode":"ok"}"#;
+        let floor = Floor::new(&config(), &std::fs::read(path).unwrap(), input);
+        assert_eq!(
+            rt.block_on(floor.call()),
+            r#"{"mode": "ok"}"#.replace(": ", if lang == "js" { ":" } else { ": " })
+        );
+        group.bench_function(format!("{lang}: floor, a call that does nothing"), |b| {
+            b.iter(|| rt.block_on(floor.call()))
+        });
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("text-stats.mjs");
+    std::fs::write(&script, NODE_SCRIPT).unwrap();
+    let node = || {
+        let mut child = Command::new("node")
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let output: Value = serde_json::from_slice(&node()).unwrap();
+    assert_eq!(output, expected(), "node");
+    group.sample_size(20);
+    group.bench_function("node subprocess (same logic, bare node)", |b| b.iter(node));
+    group.finish();
+}
+
+criterion_group!(benches, languages);
+criterion_main!(benches);
