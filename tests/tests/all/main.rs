@@ -7,6 +7,7 @@ mod calculate;
 mod cli;
 mod composite;
 mod config;
+mod docs;
 mod examples;
 mod exfil;
 mod fetch;
