@@ -19,9 +19,9 @@ use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;
 use serde_json::{Value, json};
 
-#[path = "common/floor.rs"]
-mod floor;
-use floor::Floor;
+#[path = "common/mod.rs"]
+mod common;
+use common::{Floor, runtime};
 
 const TEXT: &str = "The quick brown fox jumps over the lazy dog.\nThe dog sleeps; the fox runs on.\nA fox is quick, a dog is lazy, and the day is long.";
 
@@ -52,13 +52,6 @@ fn expected() -> Value {
             { "word": "fox", "count": 3 },
         ],
     })
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn config() -> EngineConfig {

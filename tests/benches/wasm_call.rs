@@ -21,16 +21,9 @@ use wasmtime::component::Component;
 
 const INPUT: &str = r#"{"expression":"sqrt(144) + 10"}"#;
 
-#[path = "common/floor.rs"]
-mod floor;
-use floor::Floor;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::{Floor, runtime};
 
 fn config() -> EngineConfig {
     EngineConfig {

@@ -80,6 +80,31 @@ pub mod cli {
             .expect("evo runs")
     }
 
+    /// `evo ARGS` as a skill author runs it in `cwd`: the shared compile cache, the
+    /// pinned JavaScript and Python toolchains `./scripts/test` installed, and a nested
+    /// cargo (for a Rust project) kept free of this build's flags, with its output where
+    /// a later run finds it. Not yet run.
+    pub fn author_command(cwd: &Path, home: &Path, args: &[&str]) -> Command {
+        let mut command = command(home, args);
+        command
+            .current_dir(cwd)
+            .env("EVO_CACHE_DIR", shared_cache_dir())
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_BUILD_TARGET")
+            .env(
+                "CARGO_TARGET_DIR",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-new-rust"),
+            );
+        for var in ["EVO_COMPONENTIZE_JS", "EVO_COMPONENTIZE_PY"] {
+            let tool = std::env::var(var).unwrap_or_else(|_| {
+                panic!("{var} is not set: run ./scripts/test, which installs the pinned toolchains")
+            });
+            command.env(var, tool);
+        }
+        command
+    }
+
     /// `target/evo-test-cache`: the compile cache `evo_shared_cache` uses.
     pub fn shared_cache_dir() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-test-cache")

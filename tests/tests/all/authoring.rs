@@ -5,32 +5,12 @@
 use std::path::Path;
 use std::process::Output;
 
-use evo_tests::cli::{command, shared_cache_dir, stderr, stdout};
+use evo_tests::cli::{author_command, command, stderr, stdout};
 use evo_tests::skills;
 
-/// `evo ARGS` in `cwd`, with `EVO_HOME=home`, the shared compile cache, and the pinned
-/// JavaScript and Python toolchains that `./scripts/test` installed.
+/// `evo ARGS` in `cwd`, with `EVO_HOME=home`, as an author runs it.
 fn evo_in(cwd: &Path, home: &Path, args: &[&str]) -> Output {
-    let mut command = command(home, args);
-    command
-        .current_dir(cwd)
-        .env("EVO_CACHE_DIR", shared_cache_dir())
-        // The new Rust project is built by a nested cargo: keep this build's flags out
-        // of it, and its output where a later run finds it.
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-new-rust"),
-        );
-    for var in ["EVO_COMPONENTIZE_JS", "EVO_COMPONENTIZE_PY"] {
-        let tool = std::env::var(var).unwrap_or_else(|_| {
-            panic!("{var} is not set: run ./scripts/test, which installs the pinned toolchains")
-        });
-        command.env(var, tool);
-    }
-    command.output().expect("evo runs")
+    author_command(cwd, home, args).output().expect("evo runs")
 }
 
 /// `evo new greet --lang LANG`, then everything a user does next.

@@ -4,7 +4,7 @@
 //! directory with a fresh data directory; a block under `<!-- output -->` must be what
 //! the last command of the run block before it printed.
 
-use evo_tests::cli::{command, shared_cache_dir, stderr, stdout};
+use evo_tests::cli::{author_command, stderr, stdout};
 use std::path::{Path, PathBuf};
 
 fn workspace() -> PathBuf {
@@ -88,22 +88,10 @@ fn run_block(page: &str, block: &Block, cwd: &mut PathBuf, home: &Path) -> Strin
             [cd, dir] if cd == "cd" => *cwd = cwd.join(dir),
             [evo, args @ ..] if evo == "evo" => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let mut command = command(home, &args);
-                command
-                    .current_dir(&*cwd)
-                    .env("EVO_CACHE_DIR", shared_cache_dir())
-                    .env_remove("CARGO_ENCODED_RUSTFLAGS")
-                    .env_remove("RUSTFLAGS")
-                    .env_remove("CARGO_BUILD_TARGET")
-                    .env("CARGO_TARGET_DIR", workspace().join("target/evo-new-rust"))
-                    .envs(env);
-                for var in ["EVO_COMPONENTIZE_JS", "EVO_COMPONENTIZE_PY"] {
-                    let tool = std::env::var(var).unwrap_or_else(|_| {
-                        panic!("{var} is not set: run ./scripts/test, which installs the pinned toolchains")
-                    });
-                    command.env(var, tool);
-                }
-                let out = command.output().expect("evo runs");
+                let out = author_command(cwd, home, &args)
+                    .envs(env)
+                    .output()
+                    .expect("evo runs");
                 assert!(
                     out.status.success(),
                     "{page}:{}: `{command_text}` failed:\n{}{}",

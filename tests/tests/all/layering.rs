@@ -9,7 +9,7 @@
 //! | 2 | `skill` (the kernel) |
 //! | 3 | `llm`, `memory`, `engine` |
 //! | 4 | `tools` (`bash` and `git` run in the engine's native sandbox) |
-//! | 5 | `packages` (the manager uses the engine's loader) |
+//! | 5 | `packages` (the manager uses the engine's loader), `remote`, `authoring` (skill projects) |
 //! | 6 | `agent` |
 //! | 7 | `config` (settings of every layer, read from `evo.toml`) |
 //! | 8 | `host` (the composition root) |
@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 20] = [
+const LAYERS: [(&str, u8); 21] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
@@ -37,6 +37,7 @@ const LAYERS: [(&str, u8); 20] = [
     ("tools", 4),
     ("packages", 5),
     ("remote", 5),
+    ("authoring", 5),
     ("agent", 6),
     ("config", 7),
     ("host", 8),

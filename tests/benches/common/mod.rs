@@ -1,6 +1,7 @@
 //! The floor a Wasm call is measured against: a bare wasmtime engine with Evo's
 //! configuration (pooling, epoch interruption) instantiating the component from an
-//! `InstancePre` and calling `execute` — no Evo code. Shared by the benches.
+//! `InstancePre` and calling `execute` — no Evo code. Shared by the benches, with the
+//! runtime they run calls on.
 
 use evo_host::engine::wasm::EngineConfig;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
@@ -165,4 +166,12 @@ impl Floor {
             .unwrap();
         output.output
     }
+}
+
+/// A current-thread runtime, as a CLI call runs on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
