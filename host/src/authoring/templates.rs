@@ -5,10 +5,12 @@ use super::Language;
 
 /// The WIT contract, vendored into JavaScript and Python projects.
 pub(super) const SKILL_WIT: &str = include_str!("../../wit/since_v0.1.0/skill.wit");
-/// The JavaScript helper (the copy the tests build the example skills with).
-pub(super) const EVO_SKILL_JS: &str = include_str!("../../../guest-sdk/js/evo-skill.js");
-/// The Python helper (likewise).
-pub(super) const EVO_SKILL_PY: &str = include_str!("../../../guest-sdk/python/evo_skill.py");
+/// The JavaScript helper: a byte-identical copy of `guest-sdk/js/evo-skill.js` (which
+/// the tests build the example skills with; a test keeps the two equal), vendored so
+/// that the crate builds from its package alone.
+pub(super) const EVO_SKILL_JS: &str = include_str!("../../templates/evo-skill.js");
+/// The Python helper, a copy of `guest-sdk/python/evo_skill.py` in the same way.
+pub(super) const EVO_SKILL_PY: &str = include_str!("../../templates/evo_skill.py");
 
 /// `(path, contents)` of every file of a new project in `language`.
 pub(super) fn files(language: Language) -> Vec<(&'static str, &'static str)> {

@@ -184,3 +184,21 @@ fn a_new_author_is_told_what_is_wrong_and_what_to_do() {
     );
     assert!(!project.join("skill.wasm").exists());
 }
+
+#[test]
+fn the_helpers_evo_new_copies_are_the_ones_the_examples_are_built_with() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (vendored, canonical) in [
+        ("host/templates/evo-skill.js", "guest-sdk/js/evo-skill.js"),
+        (
+            "host/templates/evo_skill.py",
+            "guest-sdk/python/evo_skill.py",
+        ),
+    ] {
+        assert!(
+            std::fs::read(root.join(vendored)).unwrap()
+                == std::fs::read(root.join(canonical)).unwrap(),
+            "{vendored} differs from {canonical}: copy {canonical} over it"
+        );
+    }
+}
