@@ -74,6 +74,7 @@ pub mod cli {
     /// (`EVO_CACHE_DIR`), for the JavaScript and Python skills: compiling one of them
     /// takes from seconds to over a minute in a debug build, once per test run is enough.
     pub fn evo_shared_cache(home: &Path, args: &[&str]) -> Output {
+        allow_slow_compiles(home);
         command(home, args)
             .env("EVO_CACHE_DIR", shared_cache_dir())
             .output()
@@ -85,6 +86,7 @@ pub mod cli {
     /// cargo (for a Rust project) kept free of this build's flags, with its output where
     /// a later run finds it. Not yet run.
     pub fn author_command(cwd: &Path, home: &Path, args: &[&str]) -> Command {
+        allow_slow_compiles(home);
         let mut command = command(home, args);
         command
             .current_dir(cwd)
@@ -103,6 +105,24 @@ pub mod cli {
             command.env(var, tool);
         }
         command
+    }
+
+    /// Gives `home` a 15-minute compile deadline (`[engine] compile_deadline_ms` in its
+    /// evo.toml, added unless the file has an `[engine]` table already). The default
+    /// two minutes is ample for an 18 MB Python component in a release build, but a
+    /// debug build compiling several at once while the rest of the suite runs can take
+    /// longer, and a test must not fail on that.
+    pub fn allow_slow_compiles(home: &Path) {
+        let path = home.join("evo.toml");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if !text.contains("[engine]") {
+            std::fs::create_dir_all(home).expect("the data directory can be created");
+            std::fs::write(
+                &path,
+                format!("{text}\n[engine]\ncompile_deadline_ms = 900000\n"),
+            )
+            .expect("evo.toml can be written");
+        }
     }
 
     /// `target/evo-test-cache`: the compile cache `evo_shared_cache` uses.
