@@ -149,8 +149,20 @@ pub fn build(dir: &Path) -> Result<Built> {
     let wasm = dir.join("skill.wasm");
     let staged = dir.join(".skill.wasm.tmp");
     let _ = std::fs::remove_file(&staged);
+    // A failed build leaves neither a half-written component nor the old one replaced.
+    let built = build_into(language, dir, &staged);
+    if built.is_err() {
+        let _ = std::fs::remove_file(&staged);
+    }
+    built?;
+    std::fs::rename(&staged, &wasm).map_err(Error::io_at(&wasm))?;
+    Ok(Built { language, wasm })
+}
+
+/// Runs `language`'s toolchain in `dir`, writing the component to `staged`.
+fn build_into(language: Language, dir: &Path, staged: &Path) -> Result<()> {
     match language {
-        Language::Rust => build_rust(dir, &staged)?,
+        Language::Rust => build_rust(dir, staged)?,
         Language::JavaScript => {
             let tool = find_tool(
                 dir,
@@ -171,7 +183,7 @@ pub fn build(dir: &Path) -> Result<Built> {
                 .arg(tool)
                 .args(["skill.js", "--wit", "wit", "--world-name", "plugin"])
                 .args(["--disable", "fetch-event", "--out"])
-                .arg(&staged);
+                .arg(staged);
             run_tool(dir, command, "node (Node.js 18 or later)")?;
         }
         Language::Python => {
@@ -190,7 +202,7 @@ pub fn build(dir: &Path) -> Result<Built> {
             command
                 .args(["-d", "wit", "-w", "plugin", "componentize", "-p", "."])
                 .args(["skill", "-o"])
-                .arg(&staged);
+                .arg(staged);
             run_tool(dir, command, &tool.display().to_string())?;
         }
     }
@@ -203,8 +215,7 @@ pub fn build(dir: &Path) -> Result<Built> {
             ),
         ));
     }
-    std::fs::rename(&staged, &wasm).map_err(Error::io_at(&wasm))?;
-    Ok(Built { language, wasm })
+    Ok(())
 }
 
 /// `$VAR`, else `dir/default`, when that file exists.

@@ -183,6 +183,18 @@ fn a_new_author_is_told_what_is_wrong_and_what_to_do() {
         stderr(&out)
     );
     assert!(!project.join("skill.wasm").exists());
+
+    // A build that fails leaves nothing half-written.
+    std::fs::write(project.join("skill.py"), "def execute(:\n").unwrap();
+    let out = evo_in(&project, &home, &["skill", "build"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("error[BUILD_FAILED]: the build of . failed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!project.join("skill.wasm").exists());
+    assert!(!project.join(".skill.wasm.tmp").exists());
 }
 
 #[test]
