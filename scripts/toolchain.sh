@@ -7,7 +7,7 @@ if ! command -v rustup >/dev/null 2>&1; then
 fi
 toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
 if ! rustup toolchain install "$toolchain" --profile minimal \
-        --component rustfmt --component clippy --target wasm32-wasip2 >/dev/null 2>&1; then
+        --component rustfmt --component clippy --component rust-analyzer --target wasm32-wasip2 >/dev/null 2>&1; then
     echo "error: could not install Rust $toolchain with the wasm32-wasip2 target;" >&2
     echo "       try: rustup toolchain install $toolchain --target wasm32-wasip2" >&2
     exit 1
