@@ -242,6 +242,7 @@ impl HostBuilder {
             load_errors: Vec::new(),
             unreachable_remotes: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
+            flushing: Mutex::new(()),
             changes: tokio::sync::watch::Sender::new(0),
             default_profile,
             data_dir,
@@ -347,6 +348,9 @@ struct Inner {
     unreachable_remotes: Vec<(String, String)>,
     /// Every skill directory loaded, with what it looked like and the skill it held.
     catalogue: Mutex<BTreeMap<PathBuf, Loaded>>,
+    /// Held through a statistics flush, so that a second flush (say, at shutdown)
+    /// returns only once the counts the first one took are written.
+    flushing: Mutex<()>,
     /// Bumped whenever the skills change.
     changes: tokio::sync::watch::Sender<u64>,
     /// The profile of runs that name none (`[tools] profile`), resolved at build.
@@ -634,6 +638,11 @@ impl Host {
 
     /// Adds the calls made so far to the statistics in the data directory.
     pub fn flush_stats(&self) -> Result<()> {
+        let _flushing = self
+            .inner
+            .flushing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut db = Db::open(&self.inner.data_dir)?;
         let stats = self.inner.kernel.stats().flush(&mut db);
         self.flush_history(&mut db)?;
