@@ -6,6 +6,12 @@
 //! wasmtime floor for that component, and the same logic as a Node subprocess (what a
 //! native script skill costs at the least). Budgets: JS ≤ 200 µs p50, Python ≤ 1.5 ms
 //! p50.
+//!
+//! Then a Node script skill (docs/authoring/examples/word-count) called through the
+//! public `Host` twice: installed as it comes (componentized at install) and installed
+//! with `--native` (a confined Node process per call). Budget: the component ≥ 100×
+//! faster. Needs `EVO_COMPONENTIZE_JS` (`source scripts/componentize-js.sh`) and the
+//! `evo` binary next to the bench (`cargo build --release -p evo-host`).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -15,6 +21,8 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine};
+use evo_host::host::Host;
+use evo_host::packages::InstallOptions;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;
 use serde_json::{Value, json};
@@ -137,5 +145,56 @@ fn languages(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, languages);
+/// A `Host` on a fresh data directory in `root` with the word-count example installed,
+/// as a component or (`native`) as its script, and the `runs as` its record gives.
+fn word_count_host(rt: &tokio::runtime::Runtime, root: &Path, native: bool) -> (Host, String) {
+    let evo = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("evo")))
+        .filter(|path| path.is_file())
+        .expect("the evo binary is built next to this bench: cargo build --release -p evo-host");
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/authoring/examples/word-count");
+    rt.block_on(async {
+        let host = Host::builder()
+            .data_dir(root.join(if native { "native" } else { "wasm" }))
+            .native_launcher(evo)
+            .build()
+            .await
+            .expect("host");
+        let options = InstallOptions {
+            native,
+            ..InstallOptions::default()
+        };
+        let outcome = host.install(&example, options).await.expect("installs");
+        (host, outcome.skill.expect("an install record").runs_as)
+    })
+}
+
+fn node_script(c: &mut Criterion) {
+    let rt = runtime();
+    let root = tempfile::tempdir().unwrap();
+    let input = json!({ "text": TEXT });
+    let answer = json!({ "lines": 3, "words": 29, "top": "the" });
+    let mut group = c.benchmark_group("node_script");
+    group.warm_up_time(Duration::from_secs(1));
+    for (label, native) in [
+        ("component built at install, Host::call", false),
+        ("script in the native sandbox (--native), Host::call", true),
+    ] {
+        let (host, runs_as) = word_count_host(&rt, root.path(), native);
+        assert_eq!(runs_as, if native { "native" } else { "wasm" });
+        let output = rt.block_on(host.call("word-count", input.clone())).unwrap();
+        assert_eq!(output, answer, "{label}");
+        if native {
+            group.sample_size(20);
+        }
+        group.bench_function(label, |b| {
+            b.iter(|| rt.block_on(host.call("word-count", input.clone())).unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, languages, node_script);
 criterion_main!(benches);

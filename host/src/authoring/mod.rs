@@ -6,6 +6,7 @@
 //! against, and `tests/*.json` cases. Building writes `skill.wasm` into it, which makes
 //! the project directory itself a skill directory `evo skill run` accepts.
 
+pub mod node;
 mod templates;
 
 use std::path::{Path, PathBuf};

@@ -105,6 +105,14 @@ impl Loader {
                     requests,
                 });
             }
+            // A script the install turned into a component runs as that component. The
+            // manifest stays the files' (a description updated since is seen).
+            let auto = dir.join(crate::skill::package::AUTO_WASM);
+            if record.runs_as == "wasm" && auto.is_file() {
+                let component = self.load_wasm_file(&auto).await?;
+                let executor = Arc::new(WasmExecutor::new(component));
+                return RegisteredSkill::new(skill.meta, executor);
+            }
         }
         Ok(skill)
     }

@@ -32,7 +32,7 @@ use crate::engine::loader::Loader;
 use crate::error::{Error, Result};
 use crate::skill::frontmatter::SkillDoc;
 use crate::skill::meta::{DEFAULT_VERSION, is_valid_name};
-pub use crate::skill::package::{InstallRecord, MARKER};
+pub use crate::skill::package::{AUTO_WASM, InstallRecord, MARKER};
 use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
 
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, Progress};
@@ -65,6 +65,8 @@ pub struct InstallOptions<'a> {
     pub overwrite: bool,
     /// Told how extraction goes (bytes written, bytes in all), for a progress bar.
     pub progress: Option<Progress<'a>>,
+    /// Keep a native script skill a script, without trying to run it as a component.
+    pub native: bool,
 }
 
 impl std::fmt::Debug for InstallOptions<'_> {
@@ -72,6 +74,7 @@ impl std::fmt::Debug for InstallOptions<'_> {
         f.debug_struct("InstallOptions")
             .field("overwrite", &self.overwrite)
             .field("progress", &self.progress.is_some())
+            .field("native", &self.native)
             .finish()
     }
 }
@@ -82,6 +85,7 @@ impl InstallOptions<'_> {
         Self {
             overwrite: true,
             progress: None,
+            native: false,
         }
     }
 }
@@ -246,7 +250,12 @@ impl SkillManager {
         if target.exists() && !options.overwrite {
             return Err(Error::SkillAlreadyExists { name });
         }
+        // The digest is of the skill as published, not of what the install builds.
         record.digest = digest(&skill_dir)?;
+        if record.kind == "native" {
+            self.try_as_component(&skill_dir, options.native, &mut record)
+                .await;
+        }
         record.installed_at = crate::unix_millis();
         record.updated_at = record.installed_at;
         record.write(&skill_dir)?;
@@ -276,6 +285,76 @@ impl SkillManager {
             skill: Some(record),
             warnings: Vec::new(),
         })
+    }
+
+    /// Decides how the native script skill staged in `dir` runs: as a component built
+    /// from its script, when the script uses nothing Node-only, ComponentizeJS is here,
+    /// and the component gives the script's answers on every one of the skill's
+    /// examples; else as the script. Records which and why; never fails the install.
+    async fn try_as_component(&self, dir: &Path, native: bool, record: &mut InstallRecord) {
+        let outcome = if native {
+            Err("installed with --native".to_owned())
+        } else {
+            self.build_and_probe(dir).await
+        };
+        match outcome {
+            Ok(why) => {
+                // What runs is a component: listings say so, as the loaded skill does.
+                record.kind = "wasm".into();
+                record.runs_as = "wasm".into();
+                record.runs_as_reason = why;
+            }
+            Err(why) => {
+                let _ = std::fs::remove_file(dir.join(AUTO_WASM));
+                record.runs_as = "native".into();
+                record.runs_as_reason = why;
+            }
+        }
+        tracing::info!(skill = %record.name, runs_as = %record.runs_as, reason = %record.runs_as_reason, "native script skill");
+    }
+
+    async fn build_and_probe(&self, dir: &Path) -> std::result::Result<String, String> {
+        use crate::authoring::node;
+        let script = dir.join("scripts/execute.js");
+        let source =
+            std::fs::read_to_string(&script).map_err(|e| format!("{}: {e}", script.display()))?;
+        node::eligibility(&source)?;
+        let Some(engine) = self.loader.wasm_engine() else {
+            return Err("this host runs without the Wasm engine".into());
+        };
+        let native = self.loader.load_dir(dir).await.map_err(|e| e.to_string())?;
+        if native.meta.examples.is_empty() {
+            return Err("it has no examples in skill.json to check a component against".into());
+        }
+        let manifest = serde_json::to_value(&native.meta).map_err(|e| e.to_string())?;
+        let wasm = dir.join(AUTO_WASM);
+        node::componentize(&source, &manifest, &wasm)?;
+        let component = engine
+            .load_file(&wasm, &crate::capabilities::Policy::default())
+            .await
+            .map_err(|e| format!("the component built from it does not load: {e}"))?;
+        let ctx = crate::skill::kernel::SkillContext::detached();
+        for (i, example) in native.meta.examples.iter().enumerate() {
+            let script_answer = native
+                .executor
+                .execute(example.input.clone(), ctx.clone())
+                .await
+                .map(|o| o.output)
+                .map_err(|e| format!("the script failed on example {}: {e}", i + 1))?;
+            let input = example.input.to_string();
+            let component_answer = component.call(&input, &ctx).await.map(|o| o.output);
+            if component_answer.as_ref().ok() != Some(&script_answer) {
+                return Err(format!(
+                    "the component answered example {} ({}) differently from the script",
+                    i + 1,
+                    example.description
+                ));
+            }
+        }
+        Ok(format!(
+            "built from scripts/execute.js; gave the script's answers on all {} examples",
+            native.meta.examples.len()
+        ))
     }
 
     /// Renames the staged `skill_dir` to the name the skill's manifest gives, when that
@@ -512,7 +591,8 @@ fn digest(dir: &Path) -> Result<String> {
         let entries = std::fs::read_dir(&current).map_err(Error::io_at(&current))?;
         for entry in entries.flatten() {
             let path = entry.path();
-            if entry.file_name() == MARKER {
+            // The record, and what the install built (`.evo/`), are not the skill.
+            if entry.file_name() == MARKER || (current == dir && entry.file_name() == ".evo") {
                 continue;
             }
             if path.is_dir() {

@@ -8,8 +8,8 @@
 //! | 1 | `paths`, `capabilities`, `db`, `http` |
 //! | 2 | `skill` (the kernel) |
 //! | 3 | `llm`, `memory`, `engine` |
-//! | 4 | `tools` (`bash` and `git` run in the engine's native sandbox) |
-//! | 5 | `packages` (the manager uses the engine's loader), `remote`, `authoring` (skill projects) |
+//! | 4 | `tools` (`bash` and `git` run in the engine's native sandbox), `authoring` (skill projects, scripts as components) |
+//! | 5 | `packages` (the manager uses the engine's loader), `remote` |
 //! | 6 | `agent` |
 //! | 7 | `config` (settings of every layer, read from `evo.toml`) |
 //! | 8 | `host` (the composition root) |
@@ -37,7 +37,7 @@ const LAYERS: [(&str, u8); 21] = [
     ("tools", 4),
     ("packages", 5),
     ("remote", 5),
-    ("authoring", 5),
+    ("authoring", 4),
     ("agent", 6),
     ("config", 7),
     ("host", 8),

@@ -3,6 +3,7 @@
 mod agent;
 mod attack;
 mod authoring;
+mod auto_wasm;
 mod calculate;
 mod cli;
 mod composite;

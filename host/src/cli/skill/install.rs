@@ -12,6 +12,7 @@ pub(super) async fn install(
     globals: &Globals,
     source: &Path,
     overwrite: bool,
+    native: bool,
 ) -> Result<(), Failure> {
     if !source.exists() {
         return Err(Failure::usage(
@@ -31,6 +32,7 @@ pub(super) async fn install(
     let options = InstallOptions {
         overwrite,
         progress: Some(&mut progress),
+        native,
     };
     let result = host.install(source, options).await;
     if let Some(bar) = &bar {
@@ -81,10 +83,18 @@ pub(super) async fn install(
     if caps.memory != evo_host::capabilities::MemoryAccess::None {
         out!("  requests:   memory ({})", caps.memory.as_str());
     }
-    if record.kind == "native" {
+    if record.runs_as == "wasm" {
+        out!(
+            "  runs as:    a Wasm component built from its script ({})",
+            record.runs_as_reason
+        );
+    } else if record.kind == "native" {
         out!(
             "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"
         );
+        if !record.runs_as_reason.is_empty() {
+            out!("  runs as:    its Node script: {}", record.runs_as_reason);
+        }
     }
     out!("  digest:     sha256:{}", record.digest);
     Ok(())

@@ -79,6 +79,10 @@ pub(crate) enum SkillCommand {
         /// Replace an installed skill of the same name.
         #[arg(long)]
         overwrite: bool,
+        /// Keep a Node script skill a script (a subprocess), without trying to run it
+        /// as a component.
+        #[arg(long)]
+        native: bool,
     },
     /// Change an installed skill's description (only the description can be changed;
     /// the rest of its SKILL.md stays byte for byte).
@@ -154,9 +158,11 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             grants,
         } => author::test(globals, &dir, no_build, &grants).await,
         SkillCommand::Pack { dir, out } => author::pack(globals, &dir, out.as_deref()).await,
-        SkillCommand::Install { source, overwrite } => {
-            install::install(globals, &source, overwrite).await
-        }
+        SkillCommand::Install {
+            source,
+            overwrite,
+            native,
+        } => install::install(globals, &source, overwrite, native).await,
         SkillCommand::UpdateDescription { name, description } => {
             install::update_description(globals, &name, &description).await
         }

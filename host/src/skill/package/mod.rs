@@ -59,7 +59,18 @@ pub struct InstallRecord {
     pub installed_at: u64,
     /// When it (or its description) last changed, ms since the Unix epoch.
     pub updated_at: u64,
+    /// For a native script skill: `wasm` when it runs as the component built from its
+    /// script at install ([`AUTO_WASM`]), `native` when it runs as a script.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub runs_as: String,
+    /// Why it runs as it does, in words for `evo skill info`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub runs_as_reason: String,
 }
+
+/// Where the component built from a native skill's script at install is kept, inside
+/// the installed skill's directory.
+pub const AUTO_WASM: &str = ".evo/auto.wasm";
 
 impl InstallRecord {
     /// The record of a skill about to be installed (dates and digest to be filled in).
