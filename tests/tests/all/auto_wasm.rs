@@ -37,6 +37,13 @@ fn run(home: &Path, name: &str, input: &str) -> Value {
     serde_json::from_str(&stdout(&out)).unwrap()
 }
 
+/// Runs `evo ARGS` in `home`, which must succeed and print `expected` somewhere.
+fn says(home: &Path, args: &[&str], expected: &str) {
+    let out = evo(home, args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(expected), "{}", stdout(&out));
+}
+
 #[test]
 fn a_pure_script_runs_as_a_component_with_the_scripts_answers() {
     let work = tempfile::tempdir().unwrap();
@@ -47,35 +54,26 @@ fn a_pure_script_runs_as_a_component_with_the_scripts_answers() {
     let dir = skill_with_examples(work.path(), "csv-to-json", examples);
     let (wasm_home, native_home) = (work.path().join("a"), work.path().join("b"));
 
-    let out = evo(&wasm_home, &["skill", "install", &dir.to_string_lossy()]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("  runs as:    a Wasm component built from its script (built from scripts/execute.js; gave the script's answers on all 2 examples)"),
-        "{}",
-        stdout(&out)
+    says(
+        &wasm_home,
+        &["skill", "install", &dir.to_string_lossy()],
+        "  runs as:    a Wasm component built from its script (built from scripts/execute.js; gave the script's answers on all 2 examples)",
     );
-    let out = evo(&wasm_home, &["skill", "info", "csv-to-json"]);
-    assert!(
-        stdout(&out).contains("  kind:       wasm\n"),
-        "{}",
-        stdout(&out)
+    says(
+        &wasm_home,
+        &["skill", "info", "csv-to-json"],
+        "  kind:       wasm\n",
     );
 
-    let out = evo(
+    says(
         &native_home,
         &["skill", "install", "--native", &dir.to_string_lossy()],
+        "  runs as:    its Node script: installed with --native",
     );
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("  runs as:    its Node script: installed with --native"),
-        "{}",
-        stdout(&out)
-    );
-    let out = evo(&native_home, &["skill", "info", "csv-to-json"]);
-    assert!(
-        stdout(&out).contains("  kind:       native\n"),
-        "{}",
-        stdout(&out)
+    says(
+        &native_home,
+        &["skill", "info", "csv-to-json"],
+        "  kind:       native\n",
     );
 
     // A new description is seen though the component was built with the old one, and
@@ -86,7 +84,7 @@ fn a_pure_script_runs_as_a_component_with_the_scripts_answers() {
         info["installed"]["digest"].as_str().unwrap().to_owned()
     };
     assert_eq!(digest(&wasm_home), digest(&native_home));
-    let out = evo(
+    says(
         &wasm_home,
         &[
             "skill",
@@ -94,13 +92,12 @@ fn a_pure_script_runs_as_a_component_with_the_scripts_answers() {
             "csv-to-json",
             "将CSV文本转换为JSON对象数组",
         ],
+        "csv-to-json: Description updated",
     );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let out = evo(&wasm_home, &["skill", "info", "csv-to-json"]);
-    assert!(
-        stdout(&out).starts_with("csv-to-json 1.0.0 — 将CSV文本转换为JSON对象数组\n  kind:       wasm\n  runs as:    a Wasm component"),
-        "{}",
-        stdout(&out)
+    says(
+        &wasm_home,
+        &["skill", "info", "csv-to-json"],
+        "csv-to-json 1.0.0 — 将CSV文本转换为JSON对象数组\n  kind:       wasm\n  runs as:    a Wasm component",
     );
 
     // Beyond the examples, the component and the script agree.
@@ -124,12 +121,10 @@ fn a_text_stats_script_runs_as_a_component_once_it_avoids_what_the_engine_lacks(
     let dir = skill_with_examples(work.path(), "text-stats", examples);
     let home = work.path().join("home");
     // As shipped it uses `\p{L}`, which the component's engine lacks: it stays a script.
-    let out = evo(&home, &["skill", "install", &dir.to_string_lossy()]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("  runs as:    its Node script: uses Unicode property escapes"),
-        "{}",
-        stdout(&out)
+    says(
+        &home,
+        &["skill", "install", &dir.to_string_lossy()],
+        "  runs as:    its Node script: uses Unicode property escapes",
     );
     let native = run(
         &home,
@@ -144,15 +139,10 @@ fn a_text_stats_script_runs_as_a_component_once_it_avoids_what_the_engine_lacks(
         source.replace(r"/[\p{L}\p{N}']+/gu", r"/[a-z0-9'\u00c0-\uffff]+/g"),
     )
     .unwrap();
-    let out = evo(
+    says(
         &home,
         &["skill", "install", "--overwrite", &dir.to_string_lossy()],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("  runs as:    a Wasm component built from its script"),
-        "{}",
-        stdout(&out)
+        "  runs as:    a Wasm component built from its script",
     );
     assert_eq!(
         run(
@@ -172,11 +162,10 @@ fn a_script_that_spawns_processes_stays_a_script_and_says_why() {
     let home = work.path().join("home");
     let out = evo(&home, &["skill", "install", &dir.to_string_lossy()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = evo(&home, &["skill", "info", "git-commit"]);
-    assert!(
-        stdout(&out).contains("  kind:       native\n"),
-        "{}",
-        stdout(&out)
+    says(
+        &home,
+        &["skill", "info", "git-commit"],
+        "  kind:       native\n",
     );
     assert!(
         stdout(&out).contains(
@@ -230,12 +219,10 @@ fn a_git_commit_like_script_runs_as_a_component_with_the_scripts_answers_and_err
     let work = tempfile::tempdir().unwrap();
     let dir = commit_message_skill(work.path());
     let (wasm_home, native_home) = (work.path().join("a"), work.path().join("b"));
-    let out = evo(&wasm_home, &["skill", "install", &dir.to_string_lossy()]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("  runs as:    a Wasm component built from its script (built from scripts/execute.js; gave the script's answers on all 2 examples)"),
-        "{}",
-        stdout(&out)
+    says(
+        &wasm_home,
+        &["skill", "install", &dir.to_string_lossy()],
+        "  runs as:    a Wasm component built from its script (built from scripts/execute.js; gave the script's answers on all 2 examples)",
     );
     let out = evo(
         &native_home,
