@@ -44,6 +44,12 @@ struct Input {
     /// How many times to open `open_file`.
     #[serde(default)]
     open_times: u32,
+    /// Write `write_text` to this file (a path under `/data`), then read it back.
+    #[serde(default)]
+    write_file: Option<String>,
+    /// What to write to `write_file`.
+    #[serde(default)]
+    write_text: String,
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
@@ -67,6 +73,8 @@ struct Output {
     opened: u32,
     /// Why an open failed, if one did.
     open_error: Option<String>,
+    /// How the write to `write_file` ended: `wrote N bytes, read back M` or the error.
+    write: Option<String>,
     /// Nested calls below this one that returned (with `recurse`).
     depth: u32,
     /// How the deepest call of the chain failed (with `recurse`).
@@ -93,8 +101,8 @@ impl Skill for FixtureProbe {
         .memory(MemoryAccess::ReadWrite)
         .dir(
             "/data",
-            Access::Read,
-            "files to open when asked to (descriptor floods)",
+            Access::ReadWrite,
+            "files to open or write when asked to (descriptor floods, write grants)",
         )
     }
 
@@ -176,6 +184,18 @@ impl Skill for FixtureProbe {
             }
         }
         let opened = u32::try_from(handles.len()).unwrap_or(u32::MAX);
+        let write = input.write_file.as_deref().map(|path| {
+            let wrote = std::fs::write(path, &input.write_text)
+                .and_then(|()| std::fs::read_to_string(path));
+            match wrote {
+                Ok(back) => format!(
+                    "wrote {} bytes, read back {}",
+                    input.write_text.len(),
+                    back.len()
+                ),
+                Err(e) => e.to_string(),
+            }
+        });
         let (depth, recursion_error) = if input.recurse {
             let again = serde_json::json!({ "recurse": true });
             match evo_guest::call::<_, serde_json::Value>("fixture-probe", &again) {
@@ -203,6 +223,7 @@ impl Skill for FixtureProbe {
             scratch_kept,
             opened,
             open_error,
+            write,
             depth,
             recursion_error,
         })

@@ -129,7 +129,7 @@ async fn granted_memory_reaches_the_kernel_services() {
         ..Policy::default()
     };
     let skill = load(&engine, skills::FIXTURE_PROBE, &policy).await;
-    // Only the directory it asks for descriptor floods is left out.
+    // Only the directory it asks for (descriptor floods, writes) is left out.
     assert_eq!(
         skill.grant().refused,
         ["directory /data: no host directory is bound to it (bind one with --dir HOST::/data)"]
@@ -453,6 +453,39 @@ fn through_the_cli_a_descriptor_flood_stops_at_the_cap_and_the_next_call_works()
     }
     let next = run(3);
     assert_eq!(next["output"]["opened"], 3, "{next}");
+}
+
+#[test]
+fn through_the_cli_a_read_write_grant_takes_writes_and_a_read_only_one_refuses_them() {
+    let home = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("kept.txt"), "as it was\n").unwrap();
+    let write = |access: &str, file: &str| {
+        let grant = format!("{}::/data:{access}", data.path().display());
+        let input =
+            json!({ "write_file": format!("/data/{file}"), "write_text": "from the guest\n" });
+        let (out, value) = probe_cli(home.path(), &["--dir", &grant], &input.to_string());
+        assert!(out.status.success(), "{value}");
+        value["output"]["write"].as_str().unwrap().to_owned()
+    };
+
+    // Read-write: the file is made on the host, and a file already there is replaced.
+    assert_eq!(write("rw", "new.txt"), "wrote 15 bytes, read back 15");
+    assert_eq!(
+        std::fs::read_to_string(data.path().join("new.txt")).unwrap(),
+        "from the guest\n"
+    );
+    // Read-only: neither a new file nor an existing one is written (WASI's `notpermitted`,
+    // as the guest's std reports it).
+    let refused = write("ro", "other.txt");
+    assert_eq!(refused, "Operation not permitted (os error 63)");
+    assert!(!data.path().join("other.txt").exists());
+    let refused = write("ro", "kept.txt");
+    assert_eq!(refused, "Operation not permitted (os error 63)");
+    assert_eq!(
+        std::fs::read_to_string(data.path().join("kept.txt")).unwrap(),
+        "as it was\n"
+    );
 }
 
 #[test]
