@@ -129,28 +129,39 @@ impl Skill for FixtureProbe {
             });
         let mut host_calls = BTreeMap::new();
         if input.host_calls {
-            let mut record = |name: &str, result: Result<(), Error>| {
+            // Each call's answer as the guest got it (`ok: …`), or its error.
+            let mut record = |name: &str, result: Result<String, Error>| {
                 host_calls.insert(
                     name.to_owned(),
-                    result.map_or_else(|e| e.to_string(), |()| "ok".to_owned()),
+                    result.map_or_else(|e| e.to_string(), |v| format!("ok: {v}")),
                 );
             };
             let calculate = serde_json::json!({ "expression": "1 + 1" });
             record(
                 "call-listed",
-                evo_guest::call::<_, serde_json::Value>("calculate", &calculate).map(drop),
+                evo_guest::call::<_, serde_json::Value>("calculate", &calculate)
+                    .map(|v| v.to_string()),
             );
             record(
                 "call-unlisted",
-                evo_guest::call::<_, serde_json::Value>("notes", &calculate).map(drop),
+                evo_guest::call::<_, serde_json::Value>("notes", &calculate).map(|v| v.to_string()),
             );
-            record("llm", evo_guest::llm("hello").map(drop));
-            record("memory-search", memory::search("anything", 3).map(drop));
+            record("llm", evo_guest::llm("hello"));
             record(
                 "memory-store",
-                memory::store("a fact", Some("fact")).map(drop),
+                memory::store("a fact", Some("fact")).map(|o| format!("stored: {}", o.stored)),
             );
-            record("memory-forget", memory::forget("a fact").map(drop));
+            record(
+                "memory-search",
+                memory::search("a fact", 3).map(|hits| {
+                    let texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+                    format!("{texts:?}")
+                }),
+            );
+            record(
+                "memory-forget",
+                memory::forget("a fact").map(|n| format!("forgot {n}")),
+            );
         }
         for n in 1..=input.steps {
             let payload = "s".repeat(input.step_bytes);
