@@ -131,16 +131,27 @@ impl VectorIndex {
         k: usize,
         keep: Option<&(dyn Fn(&Meta) -> bool + Sync)>,
     ) -> Scored {
+        let threads = if self.rowids.len() >= PARALLEL_SCAN_MIN_ROWS {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_SCAN_THREADS))
+        } else {
+            1
+        };
+        self.scan_on(query, k, keep, threads)
+    }
+
+    /// [`Self::scan`] on `threads` threads, each over its share of the rows.
+    fn scan_on(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: Option<&(dyn Fn(&Meta) -> bool + Sync)>,
+        threads: usize,
+    ) -> Scored {
         if query.len() != self.dim || k == 0 || self.is_empty() {
             return Vec::new();
         }
         let (q, q_scale) = quantize(query);
         let rows = self.rowids.len();
-        let threads = if rows >= PARALLEL_SCAN_MIN_ROWS {
-            std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_SCAN_THREADS))
-        } else {
-            1
-        };
         let per_thread = rows.div_ceil(threads);
         let scan = |start: usize| {
             let end = (start + per_thread).min(rows);
@@ -228,6 +239,59 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
 mod tests {
     use super::*;
     use crate::memory::embed::hash_embed;
+
+    #[test]
+    fn a_scan_split_across_threads_finds_what_one_thread_finds() {
+        // Pseudo-random unit vectors from a fixed seed: the same data every run.
+        let dim = 64;
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let mut unit = || {
+            let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / norm).collect::<Vec<f32>>()
+        };
+        let mut index = VectorIndex::new(dim);
+        let rows = PARALLEL_SCAN_MIN_ROWS + 7_001;
+        for id in 0..rows {
+            let source = if id % 3 == 0 {
+                crate::memory::Source::Log
+            } else {
+                crate::memory::Source::User
+            };
+            let meta = Meta {
+                source,
+                created_at: 0,
+            };
+            index.insert(id as i64, &unit(), meta);
+        }
+        let not_logs = |m: &Meta| m.source != crate::memory::Source::Log;
+        for _ in 0..5 {
+            let query = unit();
+            let serial = index.scan_on(&query, 10, None, 1);
+            assert_eq!(serial.len(), 10);
+            // What a search takes on this machine, and the splits other machines take.
+            assert_eq!(index.top_k(&query, 10), serial);
+            for threads in 2..=MAX_SCAN_THREADS {
+                assert_eq!(
+                    index.scan_on(&query, 10, None, threads),
+                    serial,
+                    "{threads}"
+                );
+            }
+            let serial = index.scan_on(&query, 10, Some(&not_logs), 1);
+            assert!(serial.iter().all(|(id, _)| id % 3 != 0));
+            for threads in 2..=MAX_SCAN_THREADS {
+                let split = index.scan_on(&query, 10, Some(&not_logs), threads);
+                assert_eq!(split, serial, "{threads}");
+            }
+        }
+    }
 
     #[test]
     fn finds_the_nearest_and_forgets_removed_vectors() {
