@@ -8,7 +8,10 @@
 //! with the script's on the skill's examples, and keeps the script when they differ.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
 
 use serde_json::Value;
 
@@ -273,10 +276,14 @@ export const skill = defineSkill({{
     )
 }
 
+/// How long ComponentizeJS may take to build a script's component (seconds are usual);
+/// past it the build is killed and the skill stays a script.
+pub const BUILD_DEADLINE: Duration = Duration::from_secs(300);
+
 /// Builds `source` (with `manifest`) into the component `out` with ComponentizeJS
-/// (`EVO_COMPONENTIZE_JS`, the path of its `cli.js`), in a temporary directory. `Err`
-/// says why not, in words for `evo skill info`.
-pub fn componentize(source: &str, manifest: &Value, out: &Path) -> Result<(), String> {
+/// (`EVO_COMPONENTIZE_JS`, the path of its `cli.js`), in a temporary directory, within
+/// [`BUILD_DEADLINE`]. `Err` says why not, in words for `evo skill info`.
+pub async fn componentize(source: &str, manifest: &Value, out: &Path) -> Result<(), String> {
     let tool = std::env::var_os("EVO_COMPONENTIZE_JS")
         .filter(|t| !t.is_empty() && Path::new(t).is_file())
         .ok_or("ComponentizeJS is not installed here (set EVO_COMPONENTIZE_JS to its cli.js)")?;
@@ -292,13 +299,23 @@ pub fn componentize(source: &str, manifest: &Value, out: &Path) -> Result<(), St
     write("evo-skill.js", super::templates::EVO_SKILL_JS)?;
     write("wit/skill.wit", super::templates::SKILL_WIT)?;
     let built = work.path().join("skill.wasm");
-    let output = Command::new("node")
+    let build = Command::new("node")
         .current_dir(work.path())
         .arg(&tool)
         .args(["skill.js", "--wit", "wit", "--world-name", "plugin"])
         .args(["--disable", "fetch-event", "--out"])
         .arg(&built)
-        .output()
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(BUILD_DEADLINE, build)
+        .await
+        .map_err(|_| {
+            format!(
+                "ComponentizeJS did not finish within {} s",
+                BUILD_DEADLINE.as_secs()
+            )
+        })?
         .map_err(|e| format!("could not start node: {e}"))?;
     if !output.status.success() || !built.is_file() {
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -328,7 +328,7 @@ impl SkillManager {
         }
         let manifest = serde_json::to_value(&native.meta).map_err(|e| e.to_string())?;
         let wasm = dir.join(AUTO_WASM);
-        node::componentize(&source, &manifest, &wasm)?;
+        node::componentize(&source, &manifest, &wasm).await?;
         let component = engine
             .load_file(&wasm, &crate::capabilities::Policy::default())
             .await
