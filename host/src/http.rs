@@ -72,7 +72,7 @@ pub fn post_json(
     body: &Value,
     hints: Hints<'_>,
 ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::default();
     let mut attempt = 1;
     loop {
         let mut request = agent.post(url).header("Content-Type", "application/json");
@@ -80,7 +80,7 @@ pub fn post_json(
             request = request.header(*name, value);
         }
         let last = attempt == MAX_ATTEMPTS;
-        let failure = match request.send_json(body) {
+        let (failure, retry_after) = match request.send_json(body) {
             Ok(response) if response.status().as_u16() == 200 => return Ok(response),
             Ok(mut response) => {
                 let status = response.status().as_u16();
@@ -106,10 +106,7 @@ pub fn post_json(
                 {
                     return Err(failure);
                 }
-                if let Some(wait) = retry_after {
-                    backoff = wait;
-                }
-                failure
+                (failure, retry_after)
             }
             Err(e) => {
                 let failure = Failure {
@@ -119,17 +116,42 @@ pub fn post_json(
                 if last {
                     return Err(failure);
                 }
-                failure
+                (failure, None)
             }
         };
+        let wait = backoff.next(retry_after);
         tracing::info!(
             "http: attempt {attempt} of {MAX_ATTEMPTS} failed ({}), retrying in {} ms",
             failure.message,
-            backoff.as_millis()
+            wait.as_millis()
         );
-        std::thread::sleep(backoff);
-        backoff *= 2;
+        std::thread::sleep(wait);
         attempt += 1;
+    }
+}
+
+/// The waits between attempts: [`FIRST_BACKOFF`], doubled after each, unless the server
+/// says how long (`Retry-After`), which is waited and then doubled in turn (never to
+/// less than the first wait).
+#[derive(Debug)]
+struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            next: FIRST_BACKOFF,
+        }
+    }
+}
+
+impl Backoff {
+    /// How long to wait before the next attempt, given the server's `Retry-After`.
+    fn next(&mut self, retry_after: Option<Duration>) -> Duration {
+        let wait = retry_after.unwrap_or(self.next);
+        self.next = (wait * 2).max(FIRST_BACKOFF);
+        wait
     }
 }
 
@@ -157,5 +179,24 @@ fn status_failure(status: u16, reason: &str, url: &str, hints: Hints<'_>) -> Fai
     Failure {
         problem,
         message: format!("{url}: HTTP {status}: {what}: {reason}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_doubles_from_half_a_second_and_from_what_the_server_asks() {
+        let ms = Duration::from_millis;
+        let mut backoff = Backoff::default();
+        let waits: Vec<Duration> = (0..4).map(|_| backoff.next(None)).collect();
+        assert_eq!(waits, [ms(500), ms(1_000), ms(2_000), ms(4_000)]);
+
+        let mut backoff = Backoff::default();
+        assert_eq!(backoff.next(Some(ms(3_000))), ms(3_000));
+        assert_eq!(backoff.next(None), ms(6_000));
+        assert_eq!(backoff.next(Some(ms(0))), ms(0));
+        assert_eq!(backoff.next(None), ms(500));
     }
 }

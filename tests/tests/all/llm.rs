@@ -242,6 +242,31 @@ async fn openai_errors_carry_codes_and_retries_are_bounded() {
         "{err}"
     );
 
+    // A rate limit that never clears: three attempts, then LLM_RATE_LIMITED with the
+    // server's reason.
+    let (base, requests) = serve_replies(|_| Reply {
+        headers: vec![("Retry-After", "0".into())],
+        ..Reply::json(429, r#"{"error":{"message":"slow down"}}"#)
+    });
+    let err = collect(
+        OpenAiProvider::new(&base, "m", None).chat(
+            vec![Message::text(Role::User, "hi")],
+            ChatOptions::default(),
+        ),
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(requests.lock().unwrap().len(), 3);
+    assert!(err.is_transient(), "{err}");
+    assert!(
+        err.to_string().contains("[LLM_RATE_LIMITED]")
+            && err.to_string().contains(
+                "HTTP 429: rate limited; try again later or lower the request rate: slow down"
+            ),
+        "{err}"
+    );
+
     // Nothing listening: a clear, transient error (after the same bounded retries).
     let err = collect(
         OpenAiProvider::new("http://127.0.0.1:9/v1", "m", None).chat(
