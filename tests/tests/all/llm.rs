@@ -386,6 +386,41 @@ async fn anthropic_streams_text_and_tool_use_with_split_input() {
 
 #[tokio::test]
 async fn anthropic_reports_overload_and_broken_streams() {
+    // A refused key and an unknown model: their codes, the server's reason, no retry.
+    let cases = [
+        (
+            401,
+            "authentication_error",
+            "invalid x-api-key",
+            "LLM_AUTH",
+            "the API key was refused; set ANTHROPIC_API_KEY: invalid x-api-key",
+        ),
+        (
+            404,
+            "not_found_error",
+            "model: claude-nope",
+            "LLM_MODEL_NOT_FOUND",
+            "model or endpoint not found; check the model name and the base URL: model: claude-nope",
+        ),
+    ];
+    for (status, kind, message, code, text) in cases {
+        let body = json!({ "type": "error", "error": { "type": kind, "message": message } });
+        let (base, requests) = serve_replies(move |_| Reply::json(status, body.to_string()));
+        let all = events(
+            AnthropicProvider::new(&base, "claude-nope", "k".into()).chat(
+                vec![Message::text(Role::User, "hi")],
+                ChatOptions::default(),
+            ),
+        )
+        .await;
+        let [LlmEvent::Error { error, code: got }] = all.as_slice() else {
+            panic!("{all:?}")
+        };
+        assert_eq!(*got, code);
+        assert!(error.contains(&format!("HTTP {status}: {text}")), "{error}");
+        assert_eq!(requests.lock().unwrap().len(), 1, "{status} is not retried");
+    }
+
     let (base, _) = serve_replies(|_| {
         Reply::sse([
             anthropic_event("message_start", json!({ "type": "message_start" })),
