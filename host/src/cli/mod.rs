@@ -64,12 +64,16 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     evo config show\n  \
     evo doctor")]
 pub(crate) struct Cli {
-    /// Data directory (compiled-component cache, installed skills, memory, evo.toml).
-    #[arg(long, global = true, env = "EVO_HOME", value_name = "DIR")]
+    /// Data directory (compiled-component cache, installed skills, memory, evo.toml)
+    /// [default: $EVO_HOME, else the platform's data directory, e.g. ~/.local/share/evo].
+    // The library reads the variables (an empty one is unset), not clap, which refuses
+    // an empty one with an error about the flag.
+    #[arg(long, global = true, value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
-    /// Configuration file to read instead of evo.toml in the data directory.
-    #[arg(long, global = true, env = "EVO_CONFIG", value_name = "FILE")]
+    /// Configuration file to read instead of evo.toml in the data directory
+    /// [env: EVO_CONFIG].
+    #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
 
     /// Print a machine-readable JSON result on stdout.

@@ -283,3 +283,46 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
         "{printed}"
     );
 }
+
+#[test]
+fn the_data_directory_is_the_flag_else_evo_home_else_the_platform_default() {
+    let root = tempfile::tempdir().unwrap();
+    let (flag, home, xdg) = (
+        root.path().join("flag"),
+        root.path().join("home"),
+        root.path().join("xdg"),
+    );
+    let data_dir = |command: &mut std::process::Command| {
+        let out = command.env("XDG_DATA_HOME", &xdg).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let printed = stdout(&out);
+        let first = printed.lines().next().unwrap_or_default().to_owned();
+        first
+            .strip_prefix("ok    data directory     ")
+            .and_then(|rest| rest.strip_suffix(" (writable)"))
+            .unwrap_or_else(|| panic!("{printed}"))
+            .to_owned()
+    };
+    let flag_arg = flag.to_string_lossy().into_owned();
+    assert_eq!(
+        data_dir(&mut evo_cmd(&home, &["--data-dir", &flag_arg, "doctor"])),
+        flag.display().to_string()
+    );
+    assert_eq!(
+        data_dir(&mut evo_cmd(&home, &["doctor"])),
+        home.display().to_string()
+    );
+    // An empty EVO_HOME (or EVO_CONFIG) is no choice, not an error about a flag.
+    assert_eq!(
+        data_dir(
+            evo_cmd(&home, &["doctor"])
+                .env("EVO_HOME", "")
+                .env("EVO_CONFIG", "")
+        ),
+        xdg.join("evo").display().to_string()
+    );
+    assert_eq!(
+        data_dir(evo_cmd(&home, &["doctor"]).env_remove("EVO_HOME")),
+        xdg.join("evo").display().to_string()
+    );
+}
