@@ -776,3 +776,42 @@ fn a_wasm_skill_installs_without_skill_md_and_uninstall_clears_its_compiled_code
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(artifacts(), 0, "the compiled code went with the skill");
 }
+
+#[test]
+fn agent_run_read_only_keeps_the_model_from_writing() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, project) = (root.path().join("home"), root.path().join("project"));
+    std::fs::create_dir_all(&project).unwrap();
+    let script = root.path().join("script.json");
+    let write =
+        json!({ "name": "write", "arguments": { "file_path": "notes.txt", "content": "hi\n" } });
+    std::fs::write(
+        &script,
+        json!({ "responses": [{ "tool_calls": [write] }, "Done."] }).to_string(),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["agent", "run", "--no-routing", "write hi to notes.txt"];
+        args.extend_from_slice(extra);
+        let out = Command::new(evo_bin())
+            .args(&args)
+            .current_dir(&project)
+            .env("EVO_HOME", &home)
+            .env("EVO_LLM", format!("scripted:{}", script.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "Done.\n");
+        out
+    };
+    let out = run(&["--read-only"]);
+    assert!(!stderr(&out).contains("→ write"), "{}", stderr(&out));
+    assert!(!project.join("notes.txt").exists());
+    // The same script without --read-only writes: the flag is what stopped it.
+    let out = run(&[]);
+    assert!(stderr(&out).contains("→ write {"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "hi\n"
+    );
+}
