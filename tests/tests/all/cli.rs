@@ -178,12 +178,43 @@ fn help_lists_the_commands() {
     let out = evo(home.path(), &["--help"]);
     assert!(out.status.success());
     let help = stdout(&out);
-    assert!(
-        help.contains("skill") && help.contains("--data-dir") && help.contains("--json"),
-        "{help}"
+    let commands: Vec<&str> = help
+        .split_once("Commands:\n")
+        .and_then(|(_, rest)| rest.split_once("\n\nOptions:"))
+        .map(|(commands, _)| commands)
+        .unwrap_or_else(|| panic!("{help}"))
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "skill",
+            "new",
+            "tool",
+            "memory",
+            "agent",
+            "serve",
+            "config",
+            "secret",
+            "remote",
+            "doctor",
+            "completions",
+            "man",
+            "help"
+        ]
     );
+    for option in ["--data-dir <DIR>", "--config <FILE>", "--json"] {
+        assert!(help.contains(option), "{option}: {help}");
+    }
     let out = evo(home.path(), &["skill", "frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error: unrecognized subcommand 'frobnicate'\n"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A skills directory with a composite skill, an instruction-only skill and a broken one.
@@ -609,6 +640,11 @@ fn skills_install_from_a_zip_run_by_name_and_uninstall() {
     );
     let out = evo(home.path(), &["skill", "run", "csv-to-json"]);
     assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error[SKILL_NOT_FOUND]: Skills not found: csv-to-json\n"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
