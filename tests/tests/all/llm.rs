@@ -157,6 +157,27 @@ async fn openai_tool_calls_split_across_chunks_are_joined() {
     );
 }
 
+/// "hi" to model `m` of the OpenAI-compatible server at `base`, the answer collected.
+async fn say_hi(base: &str) -> evo_host::Result<evo_host::llm::Answer> {
+    collect(
+        OpenAiProvider::new(base, "m", None).chat(
+            vec![Message::text(Role::User, "hi")],
+            ChatOptions::default(),
+        ),
+        |_| {},
+    )
+    .await
+}
+
+/// `all` is one error event with `code` whose message contains `text`.
+fn assert_fails_once(all: &[LlmEvent], code: &str, text: &str) {
+    let [LlmEvent::Error { error, code: got }] = all else {
+        panic!("{all:?}")
+    };
+    assert_eq!(*got, code);
+    assert!(error.contains(text), "{error}");
+}
+
 #[tokio::test]
 async fn openai_errors_carry_codes_and_retries_are_bounded() {
     let cases: [(u16, &str, &str); 3] = [
@@ -184,11 +205,7 @@ async fn openai_errors_carry_codes_and_retries_are_bounded() {
             ChatOptions::default(),
         ))
         .await;
-        let [LlmEvent::Error { error, code: got }] = all.as_slice() else {
-            panic!("{all:?}")
-        };
-        assert_eq!(*got, code);
-        assert!(error.contains(&format!("HTTP {status}: {text}")), "{error}");
+        assert_fails_once(&all, code, &format!("HTTP {status}: {text}"));
         assert_eq!(requests.lock().unwrap().len(), 1, "{status} is not retried");
     }
 
@@ -208,15 +225,7 @@ async fn openai_errors_carry_codes_and_retries_are_bounded() {
             ])
         }
     });
-    let answer = collect(
-        OpenAiProvider::new(&base, "m", None).chat(
-            vec![Message::text(Role::User, "hi")],
-            ChatOptions::default(),
-        ),
-        |_| {},
-    )
-    .await
-    .unwrap();
+    let answer = say_hi(&base).await.unwrap();
     assert_eq!(
         (
             answer.text.as_str(),
@@ -227,15 +236,7 @@ async fn openai_errors_carry_codes_and_retries_are_bounded() {
 
     // A server that keeps failing: three attempts, then a transient error.
     let (base, requests) = serve_replies(|_| Reply::json(503, "upstream down"));
-    let err = collect(
-        OpenAiProvider::new(&base, "m", None).chat(
-            vec![Message::text(Role::User, "hi")],
-            ChatOptions::default(),
-        ),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = say_hi(&base).await.unwrap_err();
     assert_eq!(requests.lock().unwrap().len(), 3);
     assert!(
         err.is_transient() && err.to_string().contains("[LLM_UNAVAILABLE]"),
@@ -248,15 +249,7 @@ async fn openai_errors_carry_codes_and_retries_are_bounded() {
         headers: vec![("Retry-After", "0".into())],
         ..Reply::json(429, r#"{"error":{"message":"slow down"}}"#)
     });
-    let err = collect(
-        OpenAiProvider::new(&base, "m", None).chat(
-            vec![Message::text(Role::User, "hi")],
-            ChatOptions::default(),
-        ),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = say_hi(&base).await.unwrap_err();
     assert_eq!(requests.lock().unwrap().len(), 3);
     assert!(err.is_transient(), "{err}");
     assert!(
@@ -268,15 +261,7 @@ async fn openai_errors_carry_codes_and_retries_are_bounded() {
     );
 
     // Nothing listening: a clear, transient error (after the same bounded retries).
-    let err = collect(
-        OpenAiProvider::new("http://127.0.0.1:9/v1", "m", None).chat(
-            vec![Message::text(Role::User, "hi")],
-            ChatOptions::default(),
-        ),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = say_hi("http://127.0.0.1:9/v1").await.unwrap_err();
     assert!(
         err.to_string()
             .contains("is the server running and the base URL right?"),
@@ -413,11 +398,7 @@ async fn anthropic_reports_overload_and_broken_streams() {
             ),
         )
         .await;
-        let [LlmEvent::Error { error, code: got }] = all.as_slice() else {
-            panic!("{all:?}")
-        };
-        assert_eq!(*got, code);
-        assert!(error.contains(&format!("HTTP {status}: {text}")), "{error}");
+        assert_fails_once(&all, code, &format!("HTTP {status}: {text}"));
         assert_eq!(requests.lock().unwrap().len(), 1, "{status} is not retried");
     }
 
