@@ -351,6 +351,8 @@ fn init_tracing(verbose: u8, data_dir: &std::path::Path) {
             evo_host::secrets::SecretStore::new(data_dir),
         )))
         .with_target(false)
+        // Colours for a person at a terminal; plain text for a file, a pipe or CI's log.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 

@@ -326,3 +326,55 @@ fn the_data_directory_is_the_flag_else_evo_home_else_the_platform_default() {
         xdg.join("evo").display().to_string()
     );
 }
+
+#[test]
+fn verbosity_shows_logs_at_v_and_what_a_skill_prints_at_vv_or_evo_log() {
+    let home = tempfile::tempdir().unwrap();
+    let input = r#"{"stderr_line":"warming up","stdout_bytes":64}"#;
+    let logs = |flags: &[&str], evo_log: Option<&str>| {
+        let mut args = flags.to_vec();
+        args.extend(["skill", "run", skills::FIXTURE_PROBE, "--input", input]);
+        let mut command = evo_cmd(home.path(), &args);
+        if let Some(level) = evo_log {
+            command.env("EVO_LOG", level);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let granted = "INFO not granted: llm: the host policy does not allow the language model skill=fixture-probe";
+    let printed = "DEBUG warming up skill=fixture-probe stream=\"stderr\"";
+    let printed_out = format!(
+        "DEBUG {} skill=fixture-probe stream=\"stdout\"",
+        "x".repeat(63)
+    );
+    // Log lines without their timestamps; plain text, as stderr is not a terminal here.
+    let lines = |err: String| -> Vec<String> {
+        assert!(
+            !err.contains('\u{1b}'),
+            "no colour codes in a pipe: {err:?}"
+        );
+        err.lines()
+            .map(|l| {
+                l.split_once(' ')
+                    .map_or(l, |(_, rest)| rest)
+                    .trim()
+                    .to_owned()
+            })
+            .collect()
+    };
+
+    let quiet = lines(logs(&[], None));
+    assert!(
+        !quiet.iter().any(|l| l == granted || l == printed),
+        "{quiet:?}"
+    );
+    let info = lines(logs(&["-v"], None));
+    assert!(info.iter().any(|l| l == granted), "{info:?}");
+    assert!(!info.iter().any(|l| l == printed), "{info:?}");
+    for debug in [lines(logs(&["-vv"], None)), lines(logs(&[], Some("debug")))] {
+        assert!(debug.iter().any(|l| l == granted), "{debug:?}");
+        assert!(debug.iter().any(|l| l == printed), "{debug:?}");
+        assert!(debug.iter().any(|l| *l == printed_out), "{debug:?}");
+    }
+}
