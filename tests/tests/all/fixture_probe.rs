@@ -506,3 +506,71 @@ fn through_the_cli_a_self_calling_skill_is_stopped_by_the_depth_limit_not_by_slo
         "refused by the depth limit: {error}"
     );
 }
+
+#[tokio::test]
+async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
+    use std::sync::Arc;
+
+    use evo_host::capabilities::MemoryAccess;
+
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("suggest");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: suggest\ndescription: Suggests a note for memory.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("skill.json"),
+        json!({
+            "name": "suggest",
+            "description": "Suggests a note for memory.",
+            "capabilities": { "memory": "read-write" },
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scripts/execute.js"),
+        "console.log(JSON.stringify({ ok: true, memoryWrites: [{ text: 'call Ada', category: 'todo' }] }));\n",
+    )
+    .unwrap();
+    let call = |config: evo_host::Config| {
+        let (data, dir) = (root.path().join("data"), dir.clone());
+        async move {
+            let host = evo_host::Host::builder()
+                .data_dir(data)
+                .config(config)
+                .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+                .native_launcher(evo_tests::evo_bin())
+                .build()
+                .await
+                .unwrap();
+            let name = host.resolve(&dir.to_string_lossy()).await.unwrap();
+            host.call_full(&name, json!({})).await.unwrap()
+        }
+    };
+
+    // Asked for, not granted: the suggestion is dropped, and never part of the output.
+    let out = call(evo_host::Config::default()).await;
+    assert_eq!(out.output, json!({ "ok": true }));
+    assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
+
+    let mut config = evo_host::Config::default();
+    config.grants.skills.insert(
+        "suggest".into(),
+        Policy {
+            memory: MemoryAccess::ReadWrite,
+            ..Policy::default()
+        },
+    );
+    let out = call(config).await;
+    assert_eq!(out.output, json!({ "ok": true }));
+    let writes: Vec<(&str, Option<&str>)> = out
+        .memory_writes
+        .iter()
+        .map(|w| (w.text.as_str(), w.category.as_deref()))
+        .collect();
+    assert_eq!(writes, [("call Ada", Some("todo"))]);
+}

@@ -551,12 +551,24 @@ impl crate::skill::executor::Executor for NativeExecutor {
                 });
             }
             let mut output = result.output();
-            let memory_writes = output
+            let suggested: Vec<WireWrite> = output
                 .as_object_mut()
                 .and_then(|o| o.remove("memoryWrites"))
-                .and_then(|w| serde_json::from_value::<Vec<WireWrite>>(w).ok())
-                .unwrap_or_default()
+                .and_then(|w| serde_json::from_value(w).ok())
+                .unwrap_or_default();
+            // As for a Wasm skill: suggestions are writes by another name, kept only with
+            // a write grant, or a script could fill memory (and the model's context).
+            let granted = self.grant.memory == crate::capabilities::MemoryAccess::ReadWrite;
+            if !granted && !suggested.is_empty() {
+                tracing::info!(
+                    skill = %self.name,
+                    dropped = suggested.len(),
+                    "memory suggestions dropped: the skill was not granted write access to memory"
+                );
+            }
+            let memory_writes = suggested
                 .into_iter()
+                .filter(|_| granted)
                 .map(|w| crate::skill::executor::MemoryWrite {
                     text: w.text,
                     category: w.category,
