@@ -194,6 +194,30 @@ pub mod cli {
     }
 }
 
+/// A Node script skill `name` written into `into`: a `SKILL.md` with `description`,
+/// `skill.json` (`manifest`, to which the name and description are added) and
+/// `scripts/execute.js` (`script`). Returns its directory.
+pub fn native_skill(
+    into: &Path,
+    name: &str,
+    description: &str,
+    mut manifest: serde_json::Value,
+    script: &str,
+) -> PathBuf {
+    let dir = into.join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n"),
+    )
+    .unwrap();
+    manifest["name"] = name.into();
+    manifest["description"] = description.into();
+    std::fs::write(dir.join("skill.json"), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("scripts/execute.js"), script).unwrap();
+    dir
+}
+
 /// Wraps a core module written in WAT into an `evo:skill` component.
 ///
 /// The module implements the canonical ABI by hand: it must export `memory`,

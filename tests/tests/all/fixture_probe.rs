@@ -378,8 +378,6 @@ fn through_the_cli_an_oversized_error_is_cut_and_a_flood_of_steps_refused() {
 async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_grant() {
     use std::sync::Arc;
 
-    use evo_host::capabilities::MemoryAccess;
-
     async fn host(data: &std::path::Path, config: evo_host::Config) -> evo_host::Host {
         evo_host::Host::builder()
             .data_dir(data)
@@ -407,15 +405,7 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
     assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
 
     // ...and kept with it.
-    let mut config = evo_host::Config::default();
-    config.grants.skills.insert(
-        "notes".into(),
-        Policy {
-            memory: MemoryAccess::ReadWrite,
-            ..Policy::default()
-        },
-    );
-    let granted = host(data.path(), config).await;
+    let granted = host(data.path(), memory_granted_to("notes")).await;
     let notes = granted.resolve(skills::NOTES).await.unwrap();
     let out = granted.call_full(&notes, important).await.unwrap();
     assert_eq!(out.memory_writes.len(), 1);
@@ -511,31 +501,14 @@ fn through_the_cli_a_self_calling_skill_is_stopped_by_the_depth_limit_not_by_slo
 async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
     use std::sync::Arc;
 
-    use evo_host::capabilities::MemoryAccess;
-
     let root = tempfile::tempdir().unwrap();
-    let dir = root.path().join("suggest");
-    std::fs::create_dir_all(dir.join("scripts")).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        "---\nname: suggest\ndescription: Suggests a note for memory.\n---\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("skill.json"),
-        json!({
-            "name": "suggest",
-            "description": "Suggests a note for memory.",
-            "capabilities": { "memory": "read-write" },
-        })
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("scripts/execute.js"),
+    let dir = evo_tests::native_skill(
+        root.path(),
+        "suggest",
+        "Suggests a note for memory.",
+        json!({ "capabilities": { "memory": "read-write" } }),
         "console.log(JSON.stringify({ ok: true, memoryWrites: [{ text: 'call Ada', category: 'todo' }] }));\n",
-    )
-    .unwrap();
+    );
     let call = |config: evo_host::Config| {
         let (data, dir) = (root.path().join("data"), dir.clone());
         async move {
@@ -557,15 +530,7 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
     assert_eq!(out.output, json!({ "ok": true }));
     assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
 
-    let mut config = evo_host::Config::default();
-    config.grants.skills.insert(
-        "suggest".into(),
-        Policy {
-            memory: MemoryAccess::ReadWrite,
-            ..Policy::default()
-        },
-    );
-    let out = call(config).await;
+    let out = call(memory_granted_to("suggest")).await;
     assert_eq!(out.output, json!({ "ok": true }));
     let writes: Vec<(&str, Option<&str>)> = out
         .memory_writes
@@ -573,4 +538,17 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
         .map(|w| (w.text.as_str(), w.category.as_deref()))
         .collect();
     assert_eq!(writes, [("call Ada", Some("todo"))]);
+}
+
+/// A configuration that grants read-write memory to the skill `name` (`[grants.skill.NAME]`).
+fn memory_granted_to(name: &str) -> evo_host::Config {
+    let mut config = evo_host::Config::default();
+    config.grants.skills.insert(
+        name.into(),
+        Policy {
+            memory: evo_host::capabilities::MemoryAccess::ReadWrite,
+            ..Policy::default()
+        },
+    );
+    config
 }
