@@ -108,10 +108,17 @@ impl Loader {
             // A script the install turned into a component runs as that component. The
             // manifest stays the files' (a description updated since is seen).
             let auto = dir.join(crate::skill::package::AUTO_WASM);
-            if record.runs_as == "wasm" && auto.is_file() {
-                let component = self.load_wasm_file(&auto).await?;
-                let executor = Arc::new(WasmExecutor::new(component));
-                return RegisteredSkill::new(skill.meta, executor);
+            if record.runs_as == "wasm" {
+                if auto.is_file() {
+                    let component = self.load_wasm_file(&auto).await?;
+                    let executor = Arc::new(WasmExecutor::new(component));
+                    return RegisteredSkill::new(skill.meta, executor);
+                }
+                tracing::warn!(
+                    skill = %skill.meta.name,
+                    "its component ({}) is missing: it runs as its Node script; reinstall it to build the component again",
+                    auto.display()
+                );
             }
         }
         Ok(skill)

@@ -77,7 +77,7 @@ impl SkillManager {
             }
         }
         Ok(format!(
-            "built from scripts/execute.js; gave the script's answers on all {} examples",
+            "gave the script's answers on all {} examples",
             native.meta.examples.len()
         ))
     }

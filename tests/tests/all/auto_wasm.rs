@@ -57,7 +57,7 @@ fn a_pure_script_runs_as_a_component_with_the_scripts_answers() {
     says(
         &wasm_home,
         &["skill", "install", &dir.to_string_lossy()],
-        "  runs as:    a Wasm component built from its script (built from scripts/execute.js; gave the script's answers on all 2 examples)",
+        "  runs as:    a Wasm component built from its script: gave the script's answers on all 2 examples",
     );
     says(
         &wasm_home,
@@ -222,7 +222,7 @@ fn a_git_commit_like_script_runs_as_a_component_with_the_scripts_answers_and_err
     says(
         &wasm_home,
         &["skill", "install", &dir.to_string_lossy()],
-        "  runs as:    a Wasm component built from its script (built from scripts/execute.js; gave the script's answers on all 2 examples)",
+        "  runs as:    a Wasm component built from its script: gave the script's answers on all 2 examples",
     );
     let out = evo(
         &native_home,

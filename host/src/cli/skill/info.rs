@@ -67,13 +67,8 @@ pub(super) async fn info(
     let meta = &registered.meta;
     out!("{} {} — {}", meta.name, meta.version, meta.description);
     out!("  kind:       {}", registered.kind());
-    if let Some(record) = record.as_ref().filter(|r| !r.runs_as.is_empty()) {
-        let runs_as = if record.runs_as == "wasm" {
-            "a Wasm component built from its script"
-        } else {
-            "its Node script"
-        };
-        out!("  runs as:    {runs_as}: {}", record.runs_as_reason);
+    if let Some(runs_as) = record.as_ref().and_then(InstallRecord::runs_as_text) {
+        out!("  runs as:    {runs_as}");
     }
     out!("  category:   {}", meta.category);
     if !meta.tags.is_empty() {

@@ -83,18 +83,13 @@ pub(super) async fn install(
     if caps.memory != evo_host::capabilities::MemoryAccess::None {
         out!("  requests:   memory ({})", caps.memory.as_str());
     }
-    if record.runs_as == "wasm" {
-        out!(
-            "  runs as:    a Wasm component built from its script ({})",
-            record.runs_as_reason
-        );
-    } else if record.kind == "native" {
+    if record.kind == "native" {
         out!(
             "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"
         );
-        if !record.runs_as_reason.is_empty() {
-            out!("  runs as:    its Node script: {}", record.runs_as_reason);
-        }
+    }
+    if let Some(runs_as) = record.runs_as_text() {
+        out!("  runs as:    {runs_as}");
     }
     out!("  digest:     sha256:{}", record.digest);
     Ok(())

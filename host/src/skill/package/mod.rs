@@ -73,6 +73,17 @@ pub struct InstallRecord {
 pub const AUTO_WASM: &str = ".evo/auto.wasm";
 
 impl InstallRecord {
+    /// How a native script skill runs and why, for `install` and `info` to print after
+    /// `runs as:`; `None` for other skills.
+    pub fn runs_as_text(&self) -> Option<String> {
+        let how = match self.runs_as.as_str() {
+            "wasm" => "a Wasm component built from its script",
+            "native" => "its Node script",
+            _ => return None,
+        };
+        Some(format!("{how}: {}", self.runs_as_reason))
+    }
+
     /// The record of a skill about to be installed (dates and digest to be filled in).
     pub fn from_meta(meta: &SkillMeta, kind: &str) -> Self {
         Self {
