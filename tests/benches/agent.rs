@@ -5,6 +5,8 @@
 //! against a model that answers instantly. Floor, in the same run: the two model requests
 //! alone, answered instantly by the same in-memory model. Budget: run − floor < 2 ms p50.
 //!
+//! Each run is checked once before it is timed (the answer, and `calculate`'s result).
+//!
 //! Also prints the router prompt's size with and without the skill shortlist for a host
 //! with 60 skills: what progressive disclosure saves per message.
 
@@ -19,7 +21,7 @@ use evo_host::llm::{
     ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel,
 };
 use evo_host::memory::{Category, MemoryManager, Source};
-use evo_host::skill::events::EventSink;
+use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::kernel::Kernel;
 use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::BuiltinTools;
@@ -60,6 +62,28 @@ impl LlmProvider for Alternating {
     }
 }
 
+/// Runs `agent` once and checks it: the answer, and `calculate` called with success.
+fn check_run(rt: &tokio::runtime::Runtime, agent: &Agent) {
+    let results = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let results = results.clone();
+        EventSink::new(move |event| {
+            if let RunEvent::SkillResult { skill, output, .. } = event {
+                let result = output.and_then(|o| o["result"].as_f64());
+                results.lock().expect("lock").push((skill, result));
+            }
+        })
+    };
+    let outcome = rt
+        .block_on(agent.run("what is sqrt(144) + 10?", sink))
+        .expect("runs");
+    assert_eq!(outcome.response, "It is 22.");
+    assert_eq!(
+        *results.lock().expect("lock"),
+        [("calculate".to_owned(), Some(22.0))]
+    );
+}
+
 fn run_overhead(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -85,6 +109,7 @@ fn run_overhead(c: &mut Criterion) {
     .expect("agent")
     .with_memory(memory);
     let floor = Alternating::default();
+    check_run(&rt, &agent);
 
     let mut group = c.benchmark_group("agent_run");
     group.bench_function("floor: two requests to an instant model", |b| {
@@ -135,6 +160,7 @@ fn run_overhead(c: &mut Criterion) {
     .with_memory(memory)
     .with_skill_index(index)
     .expect("index syncs");
+    check_run(&rt, &big);
     group.bench_function(
         "evo: same, 1,000 more skills shortlisted by the skill index",
         |b| {

@@ -7,6 +7,8 @@
 //! - Rendering the §5.4 pipeline's step inputs and output mapping (compiled once).
 //! - Validating a 20-field input: gate 1 with its report vs `jsonschema`'s bare
 //!   `is_valid` on the same compiled schema.
+//!
+//! Every row checks its result once before it is timed.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -44,6 +46,14 @@ fn call_overhead(c: &mut Criterion) {
     let skill = registry.get("noop").expect("registered");
     let input = json!({ "n": 7 });
 
+    let direct = rt
+        .block_on(skill.executor.execute(input.clone(), ctx.clone()))
+        .expect("runs");
+    assert_eq!(direct.output, input);
+    assert_eq!(
+        rt.block_on(ctx.call("noop", input.clone())).expect("runs"),
+        input
+    );
     let mut group = c.benchmark_group("ctx_call");
     group.bench_function("floor: executor directly", |b| {
         b.iter(|| {
@@ -88,6 +98,16 @@ fn template_render(c: &mut Criterion) {
         "steps": { "search": { "results": results, "count": 10 }, "summarize": { "summary": "a summary" } }
     });
     let compiled = ValueTemplate::compile(&pipeline).expect("compiles");
+    let rendered = compiled.render(&scope).expect("renders");
+    assert_eq!(
+        rendered["summarize"]["text"]
+            .as_str()
+            .map(|t| t.split("\n\n").count()),
+        Some(10)
+    );
+    assert_eq!(rendered["condition"], true);
+    assert_eq!(rendered["outputMapping"]["summary"], "a summary");
+    assert_eq!(rendered["outputMapping"]["count"], 10);
     let mut group = c.benchmark_group("template");
     group.bench_function("render §5.4 (compiled once)", |b| {
         b.iter(|| black_box(compiled.render(black_box(&scope)).expect("renders")));
@@ -134,6 +154,9 @@ fn validation(c: &mut Criterion) {
     invalid["field1"] = json!("not a number");
     invalid["field2"] = json!("d");
 
+    assert!(schema.is_valid(&valid));
+    assert!(schema.check(&valid).is_empty());
+    assert_eq!(schema.check(&invalid).len(), 2);
     let mut group = c.benchmark_group("validate_20_fields");
     group.bench_function("floor: jsonschema is_valid", |b| {
         b.iter(|| black_box(schema.is_valid(black_box(&valid))));

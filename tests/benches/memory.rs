@@ -60,6 +60,7 @@ const QUERIES: [(&str, &str); 3] = [
 fn search(c: &mut Criterion) {
     for n in [10_000, 100_000] {
         let (dir, memory) = populated(n);
+        check_results(&dir, &memory, n);
         let mut group = c.benchmark_group(format!("memory_search_{}k", n / 1000));
         group.sample_size(50);
         for (label, query) in QUERIES {
@@ -83,6 +84,8 @@ fn search(c: &mut Criterion) {
                 let mut statement = conn
                     .prepare("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?1 ORDER BY bm25(entries_fts) LIMIT 10")
                     .expect("prepares");
+                let rows = statement.query_map([e], |r| r.get::<_, i64>(0)).expect("queries").count();
+                assert_eq!(rows, 10, "{label}");
                 b.iter(|| {
                     let rows: Vec<i64> = statement
                         .query_map([e], |r| r.get(0))
@@ -98,6 +101,7 @@ fn search(c: &mut Criterion) {
             index.insert(i as i64, &hash_embed(text), Default::default());
         }
         let query = hash_embed("w0450x w0777x w1200x");
+        assert_eq!(index.top_k(&query, 40).len(), 40);
         group.bench_function("floor: vector scan top-40", |b| {
             b.iter(|| black_box(index.top_k(&query, 40)));
         });
@@ -122,10 +126,58 @@ fn search(c: &mut Criterion) {
     }
 }
 
+/// Checks Evo's answers once before anything is timed, and prints what skipping the very
+/// common words costs in result quality: how many of Evo's top 10 for "project update"
+/// contain both words, next to plain bm25 on the full query, and how many of Evo's 10
+/// are in bm25's 10.
+fn check_results(dir: &tempfile::TempDir, memory: &MemoryManager, n: usize) {
+    for (label, query) in &QUERIES[..2] {
+        let hits = memory.search(query, 10).expect("searches");
+        assert_eq!(hits.len(), 10, "{label}");
+        assert!(
+            query.split(' ').any(|word| hits[0].text.contains(word)),
+            "{label}: the best hit has a query word: {}",
+            hits[0].text
+        );
+    }
+    let both = |text: &str| text.contains("project") && text.contains("update");
+    let ours: Vec<String> = memory
+        .search("project update", 10)
+        .expect("searches")
+        .into_iter()
+        .map(|hit| hit.text)
+        .collect();
+    assert_eq!(ours.len(), 10);
+    let conn = rusqlite::Connection::open(dir.path().join("memory.db")).expect("opens");
+    let full: Vec<String> = conn
+        .prepare(
+            "SELECT e.text FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid
+             WHERE entries_fts MATCH '\"project\" OR \"update\"' ORDER BY bm25(entries_fts) LIMIT 10",
+        )
+        .expect("prepares")
+        .query_map([], |r| r.get(0))
+        .expect("queries")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    println!(
+        "memory_search_{}k common words: {}/10 of Evo's results have both words, {}/10 of plain bm25's; {} of Evo's 10 are in bm25's 10",
+        n / 1000,
+        ours.iter().filter(|t| both(t)).count(),
+        full.iter().filter(|t| both(t)).count(),
+        ours.iter().filter(|t| full.contains(t)).count(),
+    );
+}
+
 fn store_and_recall(c: &mut Criterion) {
     let (_dir, memory) = populated(10_000);
     let mut group = c.benchmark_group("memory_10k");
     let mut i = 0_u64;
+    assert!(
+        memory
+            .store("bench fact number 0 about w0001x", None)
+            .expect("stores")
+            .stored
+    );
     group.bench_function("store with duplicate check", |b| {
         b.iter(|| {
             i += 1;
@@ -141,6 +193,7 @@ fn store_and_recall(c: &mut Criterion) {
         the client because I remember there was a question about w1200x and the deadline that \
         we agreed on in the meeting with the team last Tuesday afternoon please";
     assert!(message.split_whitespace().count() >= 50);
+    assert!(!memory.recall(message).expect("recalls").is_empty());
     group.bench_function("recall, 50-word message", |b| {
         b.iter(|| black_box(memory.recall(black_box(message)).expect("recalls")));
     });

@@ -3,7 +3,7 @@
 //! A whole native-skill call of a trivial script, next to its floor measured in the same
 //! run: a bare `node` (no flags) reading the same JSON on stdin and printing the answer,
 //! started the way the sandbox starts its child (tokio `Command`, PATH-only environment,
-//! piped stdin/stdout/stderr, own process group). Then each layer of the confined call,
+//! piped stdin/stdout/stderr, own process group, an empty working directory). Then each layer of the confined call,
 //! added one at a time through the launcher (`evo __native-exec --layers …`), and the
 //! whole call through [`NativeSandbox`]. Budget (issue 13): confined call ≤ 1.15× bare
 //! node. Every row checks its answer once before it is timed.
@@ -23,10 +23,12 @@ use tokio::io::AsyncWriteExt as _;
 const SCRIPT: &str = "const d = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(JSON.stringify({ echo: d.message }));";
 const ANSWER: &str = "{\"echo\":\"hello\"}";
 
-/// Runs `program args` the way the sandbox runs its child, feeding `input`; its stdout.
-async fn spawn(program: &Path, args: &[&std::ffi::OsStr], input: &Value) -> String {
+/// Runs `program args` in `cwd` the way the sandbox runs its child, feeding `input`; its
+/// stdout.
+async fn spawn(program: &Path, args: &[&std::ffi::OsStr], cwd: &Path, input: &Value) -> String {
     let mut child = tokio::process::Command::new(program)
         .args(args)
+        .current_dir(cwd)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .stdin(Stdio::piped())
@@ -64,6 +66,8 @@ fn native(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let node = which("node");
+    // The sandbox runs its child in a fresh, empty workspace: so does the floor.
+    let workspace = tempfile::tempdir().expect("workspace");
 
     let mut group = c.benchmark_group("native_call");
     group.sample_size(20);
@@ -76,10 +80,9 @@ fn native(c: &mut Criterion) {
     ] {
         let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(std::ffi::OsStr::new).collect();
         args.push(script.as_os_str());
-        assert_eq!(rt.block_on(spawn(&node, &args, &input)), ANSWER);
-        group.bench_function(label, |b| {
-            b.iter(|| black_box(rt.block_on(spawn(&node, &args, &input))));
-        });
+        let floor = || rt.block_on(spawn(&node, &args, workspace.path(), &input));
+        assert_eq!(floor(), ANSWER);
+        group.bench_function(label, |b| b.iter(|| black_box(floor())));
     }
     let sandbox = NativeSandbox::new(root.path(), NativeConfig::default());
     check(&rt.block_on(sandbox.execute("echo", &input)).expect("runs"));
@@ -94,7 +97,6 @@ fn native(c: &mut Criterion) {
         .and_then(|exe| Some(exe.parent()?.parent()?.join("evo")))
         .filter(|path| path.is_file())
         .expect("the evo binary is built next to this bench: cargo build --release -p evo-host");
-    let workspace = tempfile::tempdir().expect("workspace");
     let limits = Limits {
         memory_bytes: 512 << 20,
         max_tasks: 256,
@@ -136,7 +138,7 @@ fn native(c: &mut Criterion) {
             }
             args.extend(["--".into(), node.clone().into(), script.clone().into()]);
             let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-            let out = spawn(&evo, &args, &input).await;
+            let out = spawn(&evo, &args, workspace.path(), &input).await;
             if let Some(cgroup) = cgroup {
                 cgroup.remove().await;
             }
@@ -185,6 +187,7 @@ fn native(c: &mut Criterion) {
                 ..NativeConfig::default()
             },
         ));
+        check(&rt.block_on(sandbox.execute("echo", &input)).expect("runs"));
         group.bench_function(
             format!("evo: 10 calls at maxConcurrency {concurrency}"),
             |b| {

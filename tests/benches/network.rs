@@ -134,6 +134,10 @@ fn outbound(c: &mut Criterion) {
         single_home.path(),
         &format!("skill_dirs = [\"src\"]\n[grants]\nhosts = [\"http://127.0.0.1:{port}\"]\n"),
     );
+    let out = single
+        .block_on(single_host.call("fetch", granted.clone()))
+        .unwrap();
+    assert_eq!(out["body"].as_str(), Some(BODY));
     group.bench_function("evo: fetch skill GET, current-thread runtime", |b| {
         b.iter(|| {
             single

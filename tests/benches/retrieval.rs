@@ -178,6 +178,25 @@ fn cost(c: &mut Criterion, set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
         memory
             .import(&items, evo_host::memory::Source::User)
             .expect("imports");
+        // Checked once before timing: a store is decided, the search fills its five, the
+        // embedder gives one vector per text.
+        memory
+            .decide(
+                "Ticket 0 was closed by the on-call engineer",
+                evo_host::memory::Category::Fact,
+            )
+            .expect("stores");
+        let found = memory
+            .search("which town is Alice based in", 5)
+            .expect("searches");
+        assert_eq!(found.len(), 5, "{name}: {found:?}");
+        assert_eq!(
+            embedder
+                .embed(&["which town is Alice based in"])
+                .expect("embeds")
+                .len(),
+            1
+        );
         let mut n = 0_u64;
         group.bench_function(format!("store ({name})"), |b| {
             b.iter(|| {
@@ -212,6 +231,7 @@ fn cost(c: &mut Criterion, set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
         });
         // What `evo memory reindex` does: 32 texts a batch.
         let batch: Vec<&str> = texts[..32].iter().map(String::as_str).collect();
+        assert_eq!(embedder.embed(&batch).expect("embeds").len(), 32);
         group.bench_function(format!("embed a batch of 32 ({name})"), |b| {
             b.iter(|| black_box(embedder.embed(&batch).expect("embeds")));
         });

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use evo_host::capabilities::Policy;
-use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
+use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine, WasmSkill};
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;
 use wasmtime::Engine;
@@ -79,18 +79,28 @@ fn load(c: &mut Criterion) {
         .unwrap()
         .path();
     let engine = Engine::new(&config().wasmtime_config(false)).unwrap();
+    let load = |engine: &WasmEngine| {
+        rt.block_on(engine.load_bytes("calculate.wasm", bytes.clone(), &Policy::default()))
+            .unwrap()
+    };
+    // Each row loads what it says: a compile, then a cache hit.
+    let compiled = load(&uncached);
+    assert_eq!(
+        (compiled.meta().name.as_str(), compiled.load_source()),
+        ("calculate", LoadSource::Compiled)
+    );
+    let hit = load(&cached);
+    assert_eq!(
+        (hit.meta().name.as_str(), hit.load_source()),
+        ("calculate", LoadSource::Cache)
+    );
 
     let mut group = c.benchmark_group("load");
     group.sample_size(10);
     group.bench_function("floor: Component::new (compile)", |b| {
         b.iter(|| Component::new(&engine, black_box(&bytes)).unwrap())
     });
-    group.bench_function("evo: load, cold (compile)", |b| {
-        b.iter(|| {
-            rt.block_on(uncached.load_bytes("calculate.wasm", bytes.clone(), &Policy::default()))
-                .unwrap()
-        })
-    });
+    group.bench_function("evo: load, cold (compile)", |b| b.iter(|| load(&uncached)));
     group.sample_size(100);
     group.bench_function("floor: Component::deserialize_file", |b| {
         #[expect(
@@ -100,12 +110,7 @@ fn load(c: &mut Criterion) {
         // SAFETY: `artifact` is the serialized output of the same engine configuration.
         b.iter(|| unsafe { Component::deserialize_file(&engine, &artifact) }.unwrap())
     });
-    group.bench_function("evo: load, cache hit", |b| {
-        b.iter(|| {
-            rt.block_on(cached.load_bytes("calculate.wasm", bytes.clone(), &Policy::default()))
-                .unwrap()
-        })
-    });
+    group.bench_function("evo: load, cache hit", |b| b.iter(|| load(&cached)));
     group.finish();
 }
 
