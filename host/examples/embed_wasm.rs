@@ -22,9 +22,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = tempfile::tempdir()?;
     let host = Host::builder().data_dir(data.path()).build().await?;
 
-    // Loading reads the manifest from the component; the name is the skill's own.
+    // Loading reads the manifest from the component; the name is the skill's own. A
+    // component registered under a built-in's name (`calculate`) takes its place.
     let name = host.resolve(&wasm).await?;
+    let kind = host
+        .skill(&name)
+        .map_or("unknown", |skill| skill.kind().as_str());
     let output = host.call(&name, input).await?;
-    println!("{name} → {output}");
+    println!("{name} ({kind}) → {output}");
     Ok(())
 }

@@ -28,7 +28,8 @@
 //! let err = host.call("calculate", json!({ "expression": 7 })).await.unwrap_err();
 //! assert_eq!(err.code(), "SKILL_VALIDATION_FAILED");
 //!
-//! // Memory is searchable by keywords and meaning together.
+//! // Memory is searched by keywords and by embeddings together (the default embedder
+//! // matches wording; `minilm` or a model server adds meaning: docs/memory.md).
 //! host.memory().store("The user prefers dark mode", None).unwrap();
 //! let hits = host.memory().search("which theme does the user like", 1).unwrap();
 //! assert_eq!(hits[0].text, "The user prefers dark mode");

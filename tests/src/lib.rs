@@ -33,6 +33,34 @@ pub async fn load(engine: &WasmEngine, path: &str, policy: &Policy) -> WasmSkill
         .unwrap_or_else(|e| panic!("{path} loads: {e}"))
 }
 
+/// The environment variables that change what a host does (its model, data and
+/// configuration, logging, embedder, sandbox, token). The tests never read them from the
+/// developer's environment: a test that passed only because `EVO_LLM` or
+/// `EVO_NATIVE_ISOLATION` happened to be set, or failed because of it, would say nothing.
+/// Toolchain locations (`EVO_COMPONENTIZE_JS`, `EVO_GUEST_SDK`, `EVO_MINILM_DIR`) are
+/// kept: they say where a tool is, not what Evo does.
+pub const HOST_SETTINGS: [&str; 13] = [
+    "EVO_HOME",
+    "EVO_CONFIG",
+    "EVO_CACHE_DIR",
+    "EVO_LOG",
+    "EVO_LLM",
+    "EVO_LLM_BASE_URL",
+    "EVO_SKILL_DIRS",
+    "EVO_EMBED_MODEL",
+    "EVO_EMBED_BASE_URL",
+    "EVO_EMBED_API_KEY",
+    "EVO_NATIVE_ISOLATION",
+    "EVO_NATIVE_REQUIRE_ISOLATION",
+    "EVO_TOKEN",
+];
+
+/// The configuration of `data_dir` (its `evo.toml`, if any) as a host in a test sees it:
+/// without the developer's [`HOST_SETTINGS`].
+pub fn config(data_dir: &Path) -> evo_host::Config {
+    evo_host::Config::load_with_env(data_dir, None, |_| None).expect("the configuration loads")
+}
+
 /// The `evo` binary next to the test executable (built by `cargo build --workspace`,
 /// which `./scripts/test` runs before the tests).
 pub fn evo_bin() -> PathBuf {
@@ -56,17 +84,15 @@ pub mod cli {
     use std::path::Path;
     use std::process::{Command, Output};
 
-    /// `evo ARGS` with `EVO_HOME=home`, not yet run.
+    /// `evo ARGS` with `EVO_HOME=home`, not yet run, and none of the developer's
+    /// [`HOST_SETTINGS`](super::HOST_SETTINGS): a test sets what it needs.
     pub fn command(home: &Path, args: &[&str]) -> Command {
         let mut command = Command::new(super::evo_bin());
-        command
-            .args(args)
-            .env("EVO_HOME", home)
-            .env_remove("EVO_LOG")
-            .env_remove("EVO_LLM")
-            .env_remove("EVO_CONFIG")
-            .env_remove("EVO_SKILL_DIRS")
-            .env_remove("EVO_CACHE_DIR");
+        command.args(args);
+        for var in super::HOST_SETTINGS {
+            command.env_remove(var);
+        }
+        command.env("EVO_HOME", home);
         command
     }
 

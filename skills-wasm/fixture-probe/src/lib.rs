@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use evo_guest::{Access, Error, JsonSchema, Manifest, MemoryAccess, Skill, memory};
+use evo_guest::{Access, Error, JsonSchema, LogLevel, Manifest, MemoryAccess, Skill, memory};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, JsonSchema)]
@@ -17,6 +17,23 @@ struct Input {
     /// A line to write to stderr.
     #[serde(default)]
     stderr_line: Option<String>,
+    /// Bytes of `e` to write to stderr, in lines of 64.
+    #[serde(default)]
+    stderr_bytes: usize,
+    /// Log one line of this many bytes first (`log_bytes`), emit one event carrying a
+    /// string of this many bytes (`emit_bytes`), then log `logs` lines and emit `emits`
+    /// events (`{"n": i}`), in that order.
+    #[serde(default)]
+    log_bytes: usize,
+    /// See `log_bytes`.
+    #[serde(default)]
+    emit_bytes: usize,
+    /// See `log_bytes`.
+    #[serde(default)]
+    logs: u32,
+    /// See `log_bytes`.
+    #[serde(default)]
+    emits: u32,
     /// An address (`127.0.0.1:8080`) to try to connect to.
     #[serde(default)]
     connect: Option<String>,
@@ -120,6 +137,26 @@ impl Skill for FixtureProbe {
         stdout.flush().map_err(|e| Error::failed(e.to_string()))?;
         if let Some(line) = input.stderr_line {
             eprintln!("{line}");
+        }
+        let line = [b'e'; 63];
+        let mut stderr = std::io::stderr();
+        for _ in 0..input.stderr_bytes.div_ceil(64) {
+            stderr
+                .write_all(&line)
+                .and_then(|()| stderr.write_all(b"\n"))
+                .map_err(|e| Error::failed(e.to_string()))?;
+        }
+        if input.log_bytes > 0 {
+            evo_guest::log(LogLevel::Info, &"l".repeat(input.log_bytes));
+        }
+        if input.emit_bytes > 0 {
+            evo_guest::emit(&serde_json::json!({ "big": "e".repeat(input.emit_bytes) }));
+        }
+        for i in 0..input.logs {
+            evo_guest::log(LogLevel::Info, &format!("log {i}"));
+        }
+        for n in 0..input.emits {
+            evo_guest::emit(&serde_json::json!({ "n": n }));
         }
         let connect = input
             .connect

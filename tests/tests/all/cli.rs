@@ -1,9 +1,7 @@
 //! The `evo` binary as a user runs it: output, `--json`, error lines and exit codes.
 
-use std::process::Command;
-
 use evo_tests::cli::{evo, stderr, stdout};
-use evo_tests::{evo_bin, skills};
+use evo_tests::skills;
 use serde_json::{Value, json};
 
 #[test]
@@ -451,9 +449,7 @@ fn llm_skills_run_with_the_model_evo_llm_names() {
         stderr(&out)
     );
 
-    let out = Command::new(evo_bin())
-        .args(args)
-        .env("EVO_HOME", home.path())
+    let out = evo_tests::cli::command(home.path(), &args)
         .env("EVO_LLM", format!("scripted:{}", script.display()))
         .output()
         .unwrap();
@@ -488,9 +484,7 @@ fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
     let run = |extra: &[&str]| {
         let mut args = vec!["agent", "run", "what is sqrt(144) + 10?"];
         args.extend_from_slice(extra);
-        Command::new(evo_bin())
-            .args(&args)
-            .env("EVO_HOME", home.path())
+        evo_tests::cli::command(home.path(), &args)
             .env("EVO_LLM", format!("scripted:{}", script.display()))
             .output()
             .unwrap()
@@ -539,9 +533,7 @@ fn agent_chat_keeps_the_conversation_between_turns() {
             .to_string(),
     )
     .unwrap();
-    let mut child = Command::new(evo_bin())
-        .args(["agent", "chat", "--json"])
-        .env("EVO_HOME", home.path())
+    let mut child = evo_tests::cli::command(home.path(), &["agent", "chat", "--json"])
         .env("EVO_LLM", format!("scripted:{}", script.display()))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -772,8 +764,17 @@ fn a_wasm_skill_installs_without_skill_md_and_uninstall_clears_its_compiled_code
     let dir = source.path().join("notes");
     std::fs::create_dir(&dir).unwrap();
     std::fs::copy(skills::NOTES, dir.join("skill.wasm")).unwrap();
-    let out = evo(home.path(), &["skill", "install", dir.to_str().unwrap()]);
+    // `-v`: a progress line for every compile, however small the component.
+    let out = evo(
+        home.path(),
+        &["-v", "skill", "install", dir.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("\ncompiling skill.wasm (0.4 MB)"),
+        "the install compiles: {}",
+        stderr(&out)
+    );
     assert!(
         stdout(&out)
             .starts_with("notes: Skill installed successfully\n  kind:       wasm\n  version:    "),
@@ -785,25 +786,39 @@ fn a_wasm_skill_installs_without_skill_md_and_uninstall_clears_its_compiled_code
         "{}",
         stdout(&out)
     );
-    let out = evo(
-        home.path(),
-        &["skill", "run", "notes", "--input", r#"{"op":"list"}"#],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
     let digest = {
         use sha2::Digest as _;
         hex::encode(sha2::Sha256::digest(std::fs::read(skills::NOTES).unwrap()))
     };
-    let artifacts = || {
+    let cached = || -> Vec<(std::path::PathBuf, u64, std::time::SystemTime)> {
+        use std::os::unix::fs::MetadataExt as _;
         std::fs::read_dir(home.path().join("cache/wasm"))
             .map(|d| {
                 d.flatten()
                     .filter(|e| e.file_name().to_string_lossy().starts_with(&digest))
-                    .count()
+                    .map(|e| {
+                        let meta = e.metadata().unwrap();
+                        (e.path(), meta.ino(), meta.modified().unwrap())
+                    })
+                    .collect()
             })
-            .unwrap_or(0)
+            .unwrap_or_default()
     };
-    assert_eq!(artifacts(), 1, "compiled once, at install, and reused");
+    let artifacts = || cached().len();
+    let at_install = cached();
+    assert_eq!(at_install.len(), 1, "compiled once, at install");
+    let out = evo(
+        home.path(),
+        &["-v", "skill", "run", "notes", "--input", r#"{"op":"list"}"#],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("compiling"),
+        "the run loads the compiled code: {}",
+        stderr(&out)
+    );
+    // Not rewritten either: the same file, untouched.
+    assert_eq!(cached(), at_install, "the install's compile is reused");
     let out = evo(home.path(), &["skill", "info", "notes", "--json"]);
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["installed"]["kind"], "wasm", "the install record");
@@ -829,10 +844,8 @@ fn agent_run_read_only_keeps_the_model_from_writing() {
     let run = |extra: &[&str]| {
         let mut args = vec!["agent", "run", "--no-routing", "write hi to notes.txt"];
         args.extend_from_slice(extra);
-        let out = Command::new(evo_bin())
-            .args(&args)
+        let out = evo_tests::cli::command(&home, &args)
             .current_dir(&project)
-            .env("EVO_HOME", &home)
             .env("EVO_LLM", format!("scripted:{}", script.display()))
             .output()
             .unwrap();

@@ -321,6 +321,7 @@ async fn the_memory_skills_follow_the_blueprint_contracts() {
     let dir = tempfile::tempdir().unwrap();
     let host = evo_host::Host::builder()
         .data_dir(dir.path())
+        .config(evo_tests::config(dir.path()))
         .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
         .build()
         .await
@@ -427,7 +428,7 @@ fn distinct_text(i: u64) -> String {
 
 #[test]
 fn processes_writing_at_once_lose_nothing() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let home = tempfile::tempdir().unwrap();
     // Create the database first so the writers race on entries, not on the schema.
@@ -439,9 +440,7 @@ fn processes_writing_at_once_lose_nothing() {
         // Two processes store the same text at once: exactly one of them may store it.
         .chain(["The release train leaves every second Monday"; 2])
         .map(|text| {
-            Command::new(evo_tests::evo_bin())
-                .args(["memory", "store", text, "--json"])
-                .env("EVO_HOME", home.path())
+            evo_tests::cli::command(home.path(), &["memory", "store", text, "--json"])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -476,16 +475,8 @@ fn processes_writing_at_once_lose_nothing() {
 
 #[test]
 fn the_cli_searches_stores_forgets_and_logs() {
-    use std::process::Command;
-
     let home = tempfile::tempdir().unwrap();
-    let evo = |args: &[&str]| {
-        Command::new(evo_tests::evo_bin())
-            .args(args)
-            .env("EVO_HOME", home.path())
-            .output()
-            .unwrap()
-    };
+    let evo = |args: &[&str]| evo_tests::cli::command(home.path(), args).output().unwrap();
     let out = evo(&[
         "memory",
         "store",
@@ -913,15 +904,9 @@ fn with_dedup_off_every_store_adds() {
 
 #[test]
 fn the_cli_prints_each_decision_and_the_history_of_a_fact() {
-    use std::process::Command;
-
     let home = tempfile::tempdir().unwrap();
     let evo = |args: &[&str]| {
-        let out = Command::new(evo_tests::evo_bin())
-            .args(args)
-            .env("EVO_HOME", home.path())
-            .output()
-            .unwrap();
+        let out = evo_tests::cli::command(home.path(), args).output().unwrap();
         assert!(
             out.status.success(),
             "{args:?}: {}",
@@ -1110,8 +1095,9 @@ fn a_sentence_only_in_a_daily_log_is_found() {
     std::fs::remove_file(logs.join("2026-11-19.md")).unwrap();
 
     // The CLI filters the same way.
-    let out = std::process::Command::new(evo_tests::evo_bin())
-        .args([
+    let out = evo_tests::cli::command(
+        home.path(),
+        &[
             "memory",
             "search",
             "walrus",
@@ -1119,21 +1105,22 @@ fn a_sentence_only_in_a_daily_log_is_found() {
             "log",
             "--since",
             "2000-01-01",
-        ])
-        .env("EVO_HOME", home.path())
-        .output()
-        .unwrap();
+        ],
+    )
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains(&format!("[log, {}", evo_host::memory::files::today()))
             && stdout.contains("] The walrus dashboard is live"),
         "{stdout}"
     );
-    let out = std::process::Command::new(evo_tests::evo_bin())
-        .args(["memory", "search", "walrus", "--source", "diary"])
-        .env("EVO_HOME", home.path())
-        .output()
-        .unwrap();
+    let out = evo_tests::cli::command(
+        home.path(),
+        &["memory", "search", "walrus", "--source", "diary"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).lines().next().unwrap(),
@@ -1158,13 +1145,9 @@ fn path_with_minilm() -> std::ffi::OsString {
 
 #[test]
 fn the_minilm_embedder_finds_meaning_offline_and_the_store_remembers_it() {
-    use std::process::Command;
-
     let home = tempfile::tempdir().unwrap();
     let evo = |args: &[&str], path: &std::ffi::OsStr| {
-        Command::new(evo_tests::evo_bin())
-            .args(args)
-            .env("EVO_HOME", home.path())
+        evo_tests::cli::command(home.path(), args)
             .env("PATH", path)
             .env_remove("EVO_MINILM_DIR")
             .env_remove("EVO_EMBED_MODEL")

@@ -322,18 +322,19 @@ fn the_hosts_secrets_never_reach_a_script() {
         "console.log(JSON.stringify({ keys: Object.keys(process.env).sort(), home: process.env.HOME || null }));",
     )]);
     let home = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(evo_tests::evo_bin())
-        .args([
+    let out = evo_tests::cli::command(
+        home.path(),
+        &[
             "skill",
             "run",
             root.path().join("env-probe").to_str().unwrap(),
             "--json",
-        ])
-        .env("EVO_HOME", home.path())
-        .env("OPENAI_API_KEY", "sk-secret-do-not-leak")
-        .env("GITHUB_TOKEN", "ghp_secret")
-        .output()
-        .unwrap();
+        ],
+    )
+    .env("OPENAI_API_KEY", "sk-secret-do-not-leak")
+    .env("GITHUB_TOKEN", "ghp_secret")
+    .output()
+    .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -794,4 +795,75 @@ fn a_native_skill_named_by_a_relative_path_runs() {
         serde_json::from_str::<Value>(&evo_tests::cli::stdout(&out)).unwrap(),
         json!({ "ok": true })
     );
+}
+
+/// What the kernel says about the script's own process, read from `/proc` inside the
+/// sandbox, and what happens when it tries to become root.
+const PRIVILEGE_PROBE: &str = r#"
+const fs = require('fs');
+const status = fs.readFileSync('/proc/self/status', 'utf8');
+const field = name => (new RegExp('^' + name + ':\\s*(\\S+)', 'm').exec(status) || [])[1];
+const limits = {};
+for (const line of fs.readFileSync('/proc/self/limits', 'utf8').split('\n').slice(1)) {
+  const m = /^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)/.exec(line);
+  if (m) limits[m[1]] = [m[2], m[3]];
+}
+let setuid;
+try { process.setuid(0); setuid = 'became root'; } catch (e) { setuid = e.code; }
+console.log(JSON.stringify({
+  noNewPrivs: field('NoNewPrivs'), seccomp: field('Seccomp'),
+  capEff: field('CapEff'), capBnd: field('CapBnd'),
+  uid: process.getuid(), setuid,
+  core: limits['Max core file size'], fileSize: limits['Max file size'],
+  cpu: limits['Max cpu time'], processes: limits['Max processes'],
+}));
+"#;
+
+#[test]
+fn through_the_cli_a_script_cannot_gain_privileges_and_runs_under_its_limits() {
+    let root = skills(&[("privilege-probe", PRIVILEGE_PROBE)]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[native]\nisolation = \"required\"\n",
+    )
+    .unwrap();
+    let out = evo_tests::cli::command(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            root.path().join("privilege-probe").to_str().unwrap(),
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_str(&stdout).unwrap();
+    let seen = &value["output"];
+    // no_new_privs: no setuid binary or file capability can raise what the script holds.
+    assert_eq!(seen["noNewPrivs"], "1", "{seen}");
+    // A seccomp filter is installed (mode 2).
+    assert_eq!(seen["seccomp"], "2", "{seen}");
+    // No capabilities, and none that could come back (the bounding set is empty).
+    assert_eq!(seen["capEff"], "0000000000000000", "{seen}");
+    assert_eq!(seen["capBnd"], "0000000000000000", "{seen}");
+    assert_ne!(seen["setuid"], "became root", "{seen}");
+    // The rlimits, soft and hard alike (so the script cannot raise them again): no core
+    // dumps, files of at most 1 GiB, CPU time bounded by the script's timeout (the
+    // default 60 s, plus one), at most 4,096 processes.
+    assert_eq!(seen["core"], json!(["0", "0"]), "{seen}");
+    assert_eq!(
+        seen["fileSize"],
+        json!(["1073741824", "1073741824"]),
+        "{seen}"
+    );
+    assert_eq!(seen["cpu"], json!(["61", "61"]), "{seen}");
+    assert_eq!(seen["processes"], json!(["4096", "4096"]), "{seen}");
 }

@@ -656,7 +656,7 @@ async fn a_directory_installs_like_its_archive_and_symlinks_are_refused() {
 
 #[test]
 fn an_install_killed_midway_leaves_no_trace_and_its_staging_is_swept() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let home = tempfile::tempdir().unwrap();
     // Big enough that extraction takes a while: 40 files of 1 MiB of noise.
     let noise: Vec<u8> = (0..1_u32 << 20)
@@ -672,13 +672,14 @@ fn an_install_killed_midway_leaves_no_trace_and_its_staging_is_swept() {
     std::fs::write(&archive, zip_bytes(&refs)).unwrap();
     let skills = home.path().join("skills");
 
-    let mut child = Command::new(evo_tests::evo_bin())
-        .args(["skill", "install", archive.to_str().unwrap()])
-        .env("EVO_HOME", home.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = evo_tests::cli::command(
+        home.path(),
+        &["skill", "install", archive.to_str().unwrap()],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     // Watch until the install is caught staging, or until the process is gone (then it
     // finished before it could be caught, and the assertion below says so).
     let mut saw_staging = false;
@@ -961,6 +962,7 @@ async fn agent_skills_with_python_and_shell_helpers_install_as_instruction_skill
     let sources = tempfile::tempdir().unwrap();
     let host = evo_host::Host::builder()
         .data_dir(data.path())
+        .config(evo_tests::config(data.path()))
         .embedder(std::sync::Arc::new(evo_host::memory::embed::HashEmbedder))
         .build()
         .await

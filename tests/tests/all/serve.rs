@@ -787,6 +787,7 @@ async fn refresh_sees_skills_added_edited_and_removed_by_other_processes() {
     let home = tempfile::tempdir().unwrap();
     let host = evo_host::Host::builder()
         .data_dir(home.path())
+        .config(evo_tests::config(home.path()))
         .build()
         .await
         .unwrap();
