@@ -62,7 +62,8 @@ impl LlmProvider for Alternating {
     }
 }
 
-/// Runs `agent` once and checks it: the answer, and `calculate` called with success.
+/// Runs `agent` once and checks it: the answer, the router's call, and `calculate`
+/// called with success.
 fn check_run(rt: &tokio::runtime::Runtime, agent: &Agent) {
     let results = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = {
@@ -80,7 +81,10 @@ fn check_run(rt: &tokio::runtime::Runtime, agent: &Agent) {
     assert_eq!(outcome.response, "It is 22.");
     assert_eq!(
         *results.lock().expect("lock"),
-        [("calculate".to_owned(), Some(22.0))]
+        [
+            ("intent_recognize".to_owned(), None),
+            ("calculate".to_owned(), Some(22.0))
+        ]
     );
 }
 
