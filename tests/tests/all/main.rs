@@ -26,6 +26,7 @@ mod misbehaving;
 mod native;
 mod notes;
 mod packages;
+mod properties;
 mod py_limits;
 mod py_recall;
 mod py_text_stats;

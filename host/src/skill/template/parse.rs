@@ -150,10 +150,12 @@ pub(super) fn split_top<'t>(text: &'t str, separator: &str) -> Vec<(usize, &'t s
             Some(q) if b == q => quote = None,
             Some(_) => {}
             None if b == b'\'' || b == b'"' => quote = Some(b),
-            None if text[i..].starts_with(separator) => {
+            // Compared as bytes: `i` may be inside a multi-byte character, where a `str`
+            // cannot be sliced (an ASCII separator never matches there).
+            None if bytes[i..].starts_with(separator.as_bytes()) => {
                 // `|` must not split `||`.
                 let doubled = separator == "|"
-                    && (text[i + 1..].starts_with('|') || (i > 0 && bytes[i - 1] == b'|'));
+                    && (bytes.get(i + 1) == Some(&b'|') || (i > 0 && bytes[i - 1] == b'|'));
                 if !doubled {
                     pieces.push((start, &text[start..i]));
                     start = i + separator.len();

@@ -153,3 +153,14 @@ fn render_value_walks_json() {
             .unwrap()
     );
 }
+
+#[test]
+fn names_outside_ascii_work_with_filters_and_operators() {
+    // Found by the property tests (issue 19): splitting at `|` sliced a `str` inside a
+    // multi-byte character and panicked the host.
+    let s = json!({ "input": { "名前": "Ada", "x": [1, 2] } });
+    assert_eq!(eval("{{input.名前 | json}}", &s), json!("\"Ada\""));
+    assert_eq!(eval("{{input.名前 || 'none'}}", &s), json!("Ada"));
+    assert_eq!(eval("{{input.名字 || 'ninguno'}}", &s), json!("ninguno"));
+    assert!(Template::parse("{{𑃰{{#each input.x}}").is_err());
+}
