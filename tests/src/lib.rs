@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
 
+pub mod crash;
 pub mod retrieval;
 
 /// Paths of the skills in `skills-wasm/`, built for `wasm32-wasip2` by `build.rs`.

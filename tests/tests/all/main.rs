@@ -8,6 +8,7 @@ mod calculate;
 mod cli;
 mod composite;
 mod config;
+mod crash;
 mod docs;
 mod examples;
 mod exfil;

@@ -92,7 +92,8 @@ pub(crate) enum SkillCommand {
         /// The new description, one line.
         description: String,
     },
-    /// Find installed skills for a request (keywords and meaning together).
+    /// Find installed skills for a request, by keywords and embeddings together (the default
+    /// embedder matches wording; `evo memory reindex --embedder minilm` adds meaning).
     Search {
         /// What you want done, in plain words.
         query: String,
