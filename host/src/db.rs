@@ -128,8 +128,27 @@ pub(crate) fn database_error(path: &Path, error: &rusqlite::Error) -> Error {
         error.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     );
+    let what_to_do = match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => format!(
+            "; the file is damaged or is not one of Evo's: move it aside (`mv {0} {0}.damaged`) and Evo starts an empty one",
+            path.display()
+        ),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            "; another process holds it (another evo, or a program with the file open): try again when it is done".into()
+        }
+        Some(rusqlite::ErrorCode::ReadOnly) => {
+            "; the data directory is read-only: give Evo a writable one (--data-dir or EVO_HOME)".into()
+        }
+        Some(rusqlite::ErrorCode::DiskFull) => {
+            "; the disk is full: free some space and try again (the change was rolled back, nothing is half-written)".into()
+        }
+        Some(rusqlite::ErrorCode::CannotOpen) => {
+            "; check that its directory exists and is writable".into()
+        }
+        _ => String::new(),
+    };
     Error::Database {
-        message: format!("{}: {error}", path.display()),
+        message: format!("{}: {error}{what_to_do}", path.display()),
         transient,
     }
 }

@@ -15,5 +15,9 @@ fn a_kill_at_any_moment_loses_nothing_acknowledged_and_breaks_nothing() {
     // checked.
     assert!(report.killed >= 30, "{report:?}");
     assert!(report.acknowledged >= 5, "{report:?}");
-    assert_eq!(report.by_operation.len(), 9, "every operation ran: {report:?}");
+    assert_eq!(
+        report.by_operation.len(),
+        9,
+        "every operation ran: {report:?}"
+    );
 }

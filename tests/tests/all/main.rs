@@ -12,6 +12,7 @@ mod crash;
 mod docs;
 mod examples;
 mod exfil;
+mod faults;
 mod fetch;
 mod file_head;
 mod fixture_probe;
