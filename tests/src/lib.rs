@@ -88,7 +88,12 @@ pub mod cli {
     /// `evo ARGS` with `EVO_HOME=home`, not yet run, and none of the developer's
     /// [`HOST_SETTINGS`](super::HOST_SETTINGS): a test sets what it needs.
     pub fn command(home: &Path, args: &[&str]) -> Command {
-        let mut command = Command::new(super::evo_bin());
+        command_of(&super::evo_bin(), home, args)
+    }
+
+    /// [`command`] for the `evo` binary at `evo` (a tool built next to it, say).
+    pub fn command_of(evo: &Path, home: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(evo);
         command.args(args);
         for var in super::HOST_SETTINGS {
             command.env_remove(var);
@@ -189,10 +194,15 @@ pub mod cli {
 
         /// Starts it on `addr` (`127.0.0.1:0` for any port) and waits for its address.
         pub fn start_at(home: &Path, addr: &str, extra: &[&str]) -> Self {
+            Self::start_with(&super::evo_bin(), home, addr, extra)
+        }
+
+        /// [`HttpServer::start_at`] with the `evo` binary at `evo`.
+        pub fn start_with(evo: &Path, home: &Path, addr: &str, extra: &[&str]) -> Self {
             use std::io::BufRead as _;
             let mut args = vec!["serve", "--http", addr];
             args.extend_from_slice(extra);
-            let mut child = command(home, &args)
+            let mut child = command_of(evo, home, &args)
                 .stderr(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::null())
                 .spawn()

@@ -160,3 +160,40 @@ async fn an_invalid_manifest_lists_every_problem() {
         "{message}"
     );
 }
+
+#[test]
+fn a_runaway_guest_holds_no_runtime_thread() {
+    // One runtime thread, as a busy server's threads all may be: a guest that computes
+    // without end must still let other calls run before its deadline (found by the load
+    // harness: two such guests stalled a two-core `evo serve` for their whole timeout).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let engine = engine();
+        let spin = wat_skill(
+            &json!({ "name": "spin", "description": "Spins.", "timeout": 3000 }).to_string(),
+            "(loop $l (br $l)) unreachable",
+        );
+        let spin = engine
+            .load_bytes("spin.wasm", spin, &Policy::default())
+            .await
+            .unwrap();
+        let calculate = load(&engine, skills::CALCULATE, &Policy::default()).await;
+        let spinning = tokio::spawn(async move {
+            spin.call("{}", &SkillContext::detached())
+                .await
+                .unwrap_err()
+        });
+        // Let the spin start, then call beside it.
+        tokio::task::yield_now().await;
+        let answer = calculate
+            .call(r#"{"expression":"6*7"}"#, &SkillContext::detached())
+            .await
+            .unwrap();
+        assert_eq!(answer.output, json!({ "result": 42 }));
+        assert!(!spinning.is_finished(), "answered while the spin still ran");
+        assert_eq!(spinning.await.unwrap().code(), "SKILL_TIMEOUT");
+    });
+}

@@ -1,0 +1,308 @@
+//! Load with misbehaving neighbours (issue 19): `./scripts/load [CALLS] [CONCURRENCY]`.
+//!
+//! Good calls (a Wasm component answering a small request) run at a concurrency, first
+//! alone, then with 5 % of the calls being runaway loops, memory bombs and output floods
+//! — through the library's `Host` and through `evo serve --http`. It checks that every
+//! good call succeeds with the right answer and every bad one fails with its own code
+//! (or its deadline's, when the machine is too busy for it to reach its limit first),
+//! and reports the good calls' p50/p99 next to the clean run's, the peak RSS, and the
+//! descriptors, threads and child processes left afterwards.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// The kinds of call, and what each must answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Good,
+    Spin,
+    Bomb,
+    Flood,
+}
+
+impl Kind {
+    /// Every twentieth call misbehaves, in turn.
+    fn of(i: usize, bad: bool) -> Self {
+        match (bad, i % 60) {
+            (true, 7) => Self::Spin,
+            (true, 27) => Self::Bomb,
+            (true, 47) => Self::Flood,
+            _ => Self::Good,
+        }
+    }
+
+    fn skill(self) -> &'static str {
+        match self {
+            Self::Good | Self::Flood => "fixture-probe",
+            Self::Spin => "spin",
+            Self::Bomb => "bomb",
+        }
+    }
+
+    fn input(self) -> Value {
+        match self {
+            Self::Flood => json!({ "stdout_bytes": 10_000_000 }),
+            _ => json!({ "stdout_bytes": 64 }),
+        }
+    }
+
+    fn expected_code(self) -> &'static str {
+        match self {
+            Self::Good => "",
+            Self::Spin => "SKILL_TIMEOUT",
+            Self::Bomb => "MEMORY_LIMIT_EXCEEDED",
+            Self::Flood => "OUTPUT_LIMIT_EXCEEDED",
+        }
+    }
+}
+
+/// A call's outcome: its latency, and its error code if it failed.
+type Outcome = (Kind, Duration, Result<Value, String>);
+
+fn skills(root: &Path) -> std::path::PathBuf {
+    let dir = root.join("skills");
+    for (name, body) in [
+        ("spin", "(loop $l (br $l)) unreachable"),
+        (
+            "bomb",
+            "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable",
+        ),
+    ] {
+        let manifest =
+            json!({ "name": name, "description": format!("{name} misbehaves"), "timeout": 1000 });
+        std::fs::create_dir_all(dir.join(name)).expect("dir");
+        std::fs::write(
+            dir.join(name).join("skill.wasm"),
+            evo_tests::wat_skill(&manifest.to_string(), body),
+        )
+        .expect("writes");
+    }
+    std::fs::create_dir_all(dir.join("fixture-probe")).expect("dir");
+    std::fs::copy(
+        evo_tests::skills::FIXTURE_PROBE,
+        dir.join("fixture-probe/skill.wasm"),
+    )
+    .expect("copies");
+    dir
+}
+
+fn check(outcome: &Outcome) -> bool {
+    match outcome {
+        (Kind::Good, _, Ok(output)) => output["written"] == 64,
+        // A bad call is stopped by its own limit, or under load by its deadline first.
+        (kind, _, Err(code)) => code == kind.expected_code() || code == "SKILL_TIMEOUT",
+        _ => false,
+    }
+}
+
+async fn run_phase<F, Fut>(calls: usize, concurrency: usize, bad: bool, call: F) -> Vec<Outcome>
+where
+    F: Fn(Kind) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, String>> + Send,
+{
+    let call = Arc::new(call);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let (call, next) = (call.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= calls {
+                        return outcomes;
+                    }
+                    let kind = Kind::of(i, bad);
+                    let started = Instant::now();
+                    let result = call(kind).await;
+                    outcomes.push((kind, started.elapsed(), result));
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for worker in workers {
+        all.extend(worker.await.expect("worker"));
+    }
+    all
+}
+
+/// p50 and p99 of the good calls, and how many calls of any kind answered wrongly.
+fn summary(outcomes: &[Outcome]) -> (Duration, Duration, usize, usize) {
+    let mut good: Vec<Duration> = outcomes
+        .iter()
+        .filter(|(k, ..)| *k == Kind::Good)
+        .map(|(_, d, _)| *d)
+        .collect();
+    good.sort();
+    let wrong: Vec<&Outcome> = outcomes.iter().filter(|o| !check(o)).collect();
+    if let Some(first) = wrong.first() {
+        eprintln!("first wrong answer: {first:?}");
+    }
+    let bad = outcomes.iter().filter(|(k, ..)| *k != Kind::Good).count();
+    (
+        good[good.len() / 2],
+        good[good.len() * 99 / 100],
+        wrong.len(),
+        bad,
+    )
+}
+
+/// `(name, value)` of this process: peak and current RSS, descriptors, threads, children.
+fn resources() -> Vec<(&'static str, String)> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+            .unwrap_or_default()
+    };
+    let count = |dir: &str| std::fs::read_dir(dir).map_or(0, |d| d.count());
+    let children: usize = std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .map(|c| c.split_whitespace().count())
+        .sum();
+    vec![
+        ("peak RSS", field("VmHWM:")),
+        ("RSS", field("VmRSS:")),
+        ("descriptors", count("/proc/self/fd").to_string()),
+        ("threads", count("/proc/self/task").to_string()),
+        ("child processes", children.to_string()),
+    ]
+}
+
+fn report(label: &str, clean: &[Outcome], loaded: &[Outcome], elapsed: Duration) -> bool {
+    let (c50, c99, c_wrong, _) = summary(clean);
+    let (l50, l99, l_wrong, bad) = summary(loaded);
+    let ratio = l99.as_secs_f64() / c99.as_secs_f64();
+    println!(
+        "{label}: clean p50 {c50:.2?} p99 {c99:.2?}; with {bad} bad calls p50 {l50:.2?} p99 {l99:.2?} ({ratio:.2}× the clean p99); wrong answers: {c_wrong} clean, {l_wrong} loaded; {:.0} calls/s loaded",
+        loaded.len() as f64 / elapsed.as_secs_f64()
+    );
+    c_wrong == 0 && l_wrong == 0 && ratio <= 2.0
+}
+
+/// One call over HTTP/1.1 on a fresh connection: the output, or the error's code.
+async fn http_call(addr: &str, kind: Kind) -> Result<Value, String> {
+    let body = kind.input().to_string();
+    let request = format!(
+        "POST /v1/skills/{}/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        kind.skill(),
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .await
+        .map_err(|e| format!("read: {e}"))?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no body")?;
+    let value: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {body}"))?;
+    if head.starts_with("HTTP/1.1 200") {
+        Ok(value["output"].clone())
+    } else {
+        Err(value["code"].as_str().unwrap_or("NO_CODE").to_owned())
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let calls: usize = args.next().map_or(10_000, |a| a.parse().expect("CALLS"));
+    let concurrency: usize = args.next().map_or(64, |a| a.parse().expect("CONCURRENCY"));
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = skills(root.path());
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(
+        home.join("evo.toml"),
+        format!("skill_dirs = [{:?}]\n", dir.display().to_string()),
+    )
+    .expect("config");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!(
+        "{calls} calls per phase at concurrency {concurrency}; 1 in 20 misbehaves in the loaded phase"
+    );
+    println!("before: {:?}", resources());
+    let mut ok = true;
+
+    // Through the library.
+    let host = rt.block_on(async {
+        evo_host::Host::builder()
+            .data_dir(&home)
+            .config(evo_tests::config(&home))
+            .build()
+            .await
+            .expect("host")
+    });
+    let host = Arc::new(host);
+    let call = {
+        let host = host.clone();
+        move |kind: Kind| {
+            let host = host.clone();
+            async move {
+                host.call(kind.skill(), kind.input())
+                    .await
+                    .map_err(|e| e.code().to_owned())
+            }
+        }
+    };
+    let clean = rt.block_on(run_phase(calls, concurrency, false, call.clone()));
+    let started = Instant::now();
+    let loaded = rt.block_on(run_phase(calls, concurrency, true, call));
+    ok &= report("library (Host::call)", &clean, &loaded, started.elapsed());
+    drop(host);
+    std::thread::sleep(Duration::from_millis(500));
+    println!("after the library phases: {:?}", resources());
+
+    // Through `evo serve --http`, a process of its own.
+    let evo = std::env::current_exe()
+        .expect("own path")
+        .with_file_name("evo");
+    let server = evo_tests::cli::HttpServer::start_with(&evo, &home, "127.0.0.1:0", &[]);
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let pid = server.child.id();
+    let call = move |kind: Kind| {
+        let addr = addr.clone();
+        async move { http_call(&addr, kind).await }
+    };
+    let clean = rt.block_on(run_phase(calls, concurrency, false, call.clone()));
+    let started = Instant::now();
+    let loaded = rt.block_on(run_phase(calls, concurrency, true, call));
+    ok &= report("evo serve --http", &clean, &loaded, started.elapsed());
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let server_field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+            .unwrap_or_default()
+    };
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+    println!(
+        "evo serve after: peak RSS {}, RSS {}, {fds} descriptors, {} threads",
+        server_field("VmHWM:"),
+        server_field("VmRSS:"),
+        server_field("Threads:")
+    );
+    drop(server);
+    if !ok {
+        eprintln!("FAILED: a wrong answer, or a loaded p99 over 2× the clean one");
+        std::process::exit(1);
+    }
+}
