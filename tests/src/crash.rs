@@ -252,15 +252,18 @@ impl Harness {
                 }
             }
             "memory store" => {
-                let text = format!(
-                    "Step {i} noted that the q{}x gauge reads {}",
-                    self.rng.below(1_000_000),
-                    self.rng.below(1_000)
-                );
+                // Words of their own, so that no store supersedes another: forgetting an
+                // entry also forgets the versions it superseded, which would make an
+                // acknowledged store vanish for a reason other than a crash.
+                let words: Vec<String> = (0..6)
+                    .map(|_| format!("w{:x}", self.rng.next() & 0xff_ffff))
+                    .collect();
+                let text = format!("Step {i}: {}", words.join(" "));
                 if let Some(out) =
                     self.attempt(operation, &["memory", "store", &text, "--json"], kill)
                 {
                     let decision: Value = serde_json::from_str(&out).expect("a decision");
+                    assert_eq!(decision["action"], "add", "{decision}");
                     let id = decision["id"].as_str().expect("an id").to_owned();
                     self.expected.forgotten.remove(&id);
                     self.expected.memories.insert(id);

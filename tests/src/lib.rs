@@ -255,6 +255,30 @@ pub fn native_skill(
     dir
 }
 
+/// Writes two misbehaving components into `dir`, each in a directory of its own: `spin`
+/// (a loop without end) and `bomb` (grows its memory until refused, then traps), with a
+/// `timeout_ms` deadline. Returns `dir`.
+pub fn runaway_skills(dir: &Path, timeout_ms: u64) -> PathBuf {
+    for (name, body) in [
+        ("spin", "(loop $l (br $l)) unreachable"),
+        (
+            "bomb",
+            "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable",
+        ),
+    ] {
+        let manifest = serde_json::json!({
+            "name": name, "description": format!("{name} misbehaves"), "timeout": timeout_ms
+        });
+        std::fs::create_dir_all(dir.join(name)).expect("a skill directory");
+        std::fs::write(
+            dir.join(name).join("skill.wasm"),
+            wat_skill(&manifest.to_string(), body),
+        )
+        .expect("the component is written");
+    }
+    dir.to_owned()
+}
+
 /// Wraps a core module written in WAT into an `evo:skill` component.
 ///
 /// The module implements the canonical ABI by hand: it must export `memory`,

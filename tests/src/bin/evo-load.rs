@@ -64,23 +64,7 @@ impl Kind {
 type Outcome = (Kind, Duration, Result<Value, String>);
 
 fn skills(root: &Path) -> std::path::PathBuf {
-    let dir = root.join("skills");
-    for (name, body) in [
-        ("spin", "(loop $l (br $l)) unreachable"),
-        (
-            "bomb",
-            "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable",
-        ),
-    ] {
-        let manifest =
-            json!({ "name": name, "description": format!("{name} misbehaves"), "timeout": 1000 });
-        std::fs::create_dir_all(dir.join(name)).expect("dir");
-        std::fs::write(
-            dir.join(name).join("skill.wasm"),
-            evo_tests::wat_skill(&manifest.to_string(), body),
-        )
-        .expect("writes");
-    }
+    let dir = evo_tests::runaway_skills(&root.join("skills"), 1000);
     std::fs::create_dir_all(dir.join("fixture-probe")).expect("dir");
     std::fs::copy(
         evo_tests::skills::FIXTURE_PROBE,

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use evo_tests::cli::{command, stderr};
-use evo_tests::{evo_bin, wat_skill};
+use evo_tests::evo_bin;
 use serde_json::{Value, json};
 
 use crate::native::{live_processes, native_skill};
@@ -290,23 +290,7 @@ fn exit_within(child: &mut Child, limit: Duration, what: &str) -> std::process::
 /// Skill directories with a runaway loop, a memory bomb and a native script that
 /// never ends, for `--skills-dir`.
 fn misbehaving(root: &Path) -> PathBuf {
-    let dir = root.join("skills");
-    for (name, body) in [
-        ("spin", "(loop $l (br $l)) unreachable"),
-        (
-            "bomb",
-            "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable",
-        ),
-    ] {
-        let manifest =
-            json!({ "name": name, "description": format!("{name} misbehaves"), "timeout": 3000 });
-        std::fs::create_dir_all(dir.join(name)).unwrap();
-        std::fs::write(
-            dir.join(name).join("skill.wasm"),
-            wat_skill(&manifest.to_string(), body),
-        )
-        .unwrap();
-    }
+    let dir = evo_tests::runaway_skills(&root.join("skills"), 3000);
     native_skill(
         &dir,
         "forever",
