@@ -330,38 +330,34 @@ impl Harness {
                             let file = std::fs::OpenOptions::new().write(true).open(&artifact);
                             if let Ok(file) = file {
                                 file.set_len(self.rng.below(len)).expect("truncates");
-                                let component = self.component.to_str().expect("utf-8").to_owned();
-                                let args = [
-                                    "skill",
-                                    "run",
-                                    &component,
-                                    "--input",
-                                    r#"{"expression":"2^5"}"#,
-                                ];
-                                let out = self
-                                    .attempt(operation, &args, false)
+                                self.run_component(operation, false)
                                     .expect("a corrupt cache file is rebuilt");
-                                assert!(out.contains("32"), "{out}");
                                 self.report.caches_rebuilt += 1;
                             }
                         }
                     }
                     _ => {}
                 }
-                let component = self.component.to_str().expect("utf-8").to_owned();
-                let args = [
-                    "skill",
-                    "run",
-                    &component,
-                    "--input",
-                    r#"{"expression":"2^5"}"#,
-                ];
-                if let Some(out) = self.attempt(operation, &args, kill) {
-                    assert!(out.contains("32"), "{out}");
-                }
+                self.run_component(operation, kill);
             }
             other => unreachable!("{other}"),
         }
+    }
+
+    /// Runs the component (compiling it unless the cache has it), checking its answer
+    /// when it finished; its output then.
+    fn run_component(&mut self, operation: &'static str, kill: bool) -> Option<String> {
+        let component = self.component.to_str().expect("utf-8").to_owned();
+        let args = [
+            "skill",
+            "run",
+            &component,
+            "--input",
+            r#"{"expression":"2^5"}"#,
+        ];
+        let out = self.attempt(operation, &args, kill)?;
+        assert!(out.contains("32"), "{out}");
+        Some(out)
     }
 
     /// A killed command on `name` may or may not have taken effect.

@@ -5,6 +5,7 @@ mod attack;
 mod authoring;
 mod auto_wasm;
 mod calculate;
+mod chatter;
 mod cli;
 mod composite;
 mod config;

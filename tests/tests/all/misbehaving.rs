@@ -163,36 +163,41 @@ async fn an_invalid_manifest_lists_every_problem() {
 
 #[test]
 fn a_runaway_guest_holds_no_runtime_thread() {
-    // One runtime thread, as a busy server's threads all may be: a guest that computes
-    // without end must still let other calls run before its deadline (found by the load
-    // harness: two such guests stalled a two-core `evo serve` for their whole timeout).
+    // One runtime thread, as a busy server's threads all may be: through the public
+    // Host, a guest that computes without end must still let other calls run before its
+    // deadline (found by the load harness: two such guests stalled a two-core
+    // `evo serve` for their whole timeout).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let engine = engine();
-        let spin = wat_skill(
-            &json!({ "name": "spin", "description": "Spins.", "timeout": 3000 }).to_string(),
-            "(loop $l (br $l)) unreachable",
-        );
-        let spin = engine
-            .load_bytes("spin.wasm", spin, &Policy::default())
+        let root = tempfile::tempdir().unwrap();
+        let skills_dir = evo_tests::runaway_skills(&root.path().join("skills"), 3000);
+        let host = evo_host::Host::builder()
+            .data_dir(root.path())
+            .config(evo_tests::config(root.path()))
+            .build()
             .await
             .unwrap();
-        let calculate = load(&engine, skills::CALCULATE, &Policy::default()).await;
-        let spinning = tokio::spawn(async move {
-            spin.call("{}", &SkillContext::detached())
-                .await
-                .unwrap_err()
+        let host = std::sync::Arc::new(host);
+        let spin = host
+            .resolve(skills_dir.join("spin/skill.wasm").to_str().unwrap())
+            .await
+            .unwrap();
+        // The component, not the built-in of the same name: it needs the Wasm engine too.
+        let calculate = host.resolve(skills::CALCULATE).await.unwrap();
+        let spinning = tokio::spawn({
+            let host = host.clone();
+            async move { host.call(&spin, json!({})).await.unwrap_err() }
         });
         // Let the spin start, then call beside it.
         tokio::task::yield_now().await;
-        let answer = calculate
-            .call(r#"{"expression":"6*7"}"#, &SkillContext::detached())
+        let answer = host
+            .call(&calculate, json!({ "expression": "6*7" }))
             .await
             .unwrap();
-        assert_eq!(answer.output, json!({ "result": 42 }));
+        assert_eq!(answer, json!({ "result": 42 }));
         assert!(!spinning.is_finished(), "answered while the spin still ran");
         assert_eq!(spinning.await.unwrap().code(), "SKILL_TIMEOUT");
     });

@@ -308,19 +308,7 @@ async fn run_guest<T>(
     let flavor = engine.flavor(limits.fuel.is_some())?;
     let mut store = Store::new(&flavor.engine, state);
     store.limiter(|state| &mut state.limiter);
-    // Every epoch tick the guest yields to the executor, so a guest that computes
-    // without end holds no runtime thread (two of them stalled a two-core `evo serve`
-    // until their deadlines); when its ticks are spent, it is interrupted.
-    let mut ticks_left = limits.timeout_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1;
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        ticks_left = ticks_left.saturating_sub(1);
-        Ok(if ticks_left == 0 {
-            wasmtime::UpdateDeadline::Interrupt
-        } else {
-            wasmtime::UpdateDeadline::Yield(1)
-        })
-    });
+    super::limits::set_deadline(&mut store, limits.timeout_ms);
     if let Some(fuel) = limits.fuel {
         store
             .set_fuel(fuel)
