@@ -1,0 +1,443 @@
+//! Writes to memory: a store's decision (add, update, restatement) and its history,
+//! imports, and forgetting.
+
+use super::*;
+
+impl MemoryManager {
+    /// Stores `text` from the user and says what was decided (see
+    /// [`MemoryManager::decide_from`]).
+    pub fn decide(&self, text: &str, category: Category) -> Result<StoreDecision> {
+        self.decide_from(text, category, Source::User)
+    }
+
+    /// Stores `text` after comparing it with the entries it resembles (see [`decide`]):
+    /// a restatement is not stored, an update supersedes the old entry (kept), anything
+    /// else is added. The decision and its reason are recorded (see
+    /// [`MemoryManager::history`]). The comparison and the write are one transaction, so
+    /// two processes storing the same text at once store it once.
+    pub fn decide_from(
+        &self,
+        text: &str,
+        category: Category,
+        source: Source,
+    ) -> Result<StoreDecision> {
+        let text = check_text(text)?;
+        // One embedder for the vector and its label, also while a reindex swaps it.
+        let embedder = self.embedder();
+        let vector = embed_one(embedder.as_ref(), text)?;
+        let model = embedder.model();
+        let mut store = self.lock();
+        // Take the write lock first: the comparison must see every committed entry.
+        let db_path = store.path().to_owned();
+        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
+        store.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+        let outcome = (|| -> Result<(StoreDecision, Option<Written>)> {
+            store.refresh()?;
+            let Comparison {
+                noop,
+                update: superseded,
+                beside,
+            } = if self.config.dedup {
+                self.compare(&store, text, category, &vector)?
+            } else {
+                Comparison {
+                    beside: "deduplication is off".to_owned(),
+                    ..Comparison::default()
+                }
+            };
+            if let Some(noop) = noop {
+                record(&store.conn, &noop, text).map_err(fail)?;
+                return Ok((noop, None));
+            }
+            let now = now_ms();
+            let entry = MemoryEntry {
+                id: new_id(text),
+                text: text.to_owned(),
+                score: 0.0,
+                category,
+                source,
+                created_at: now,
+                updated_at: now,
+                superseded_by: None,
+            };
+            let rowid = Store::insert(&store.conn, &entry, &model, &vector).map_err(fail)?;
+            let decision = match &superseded {
+                Some(Supersede {
+                    rowid: old_rowid,
+                    id: old_id,
+                    change: how,
+                }) => {
+                    store
+                        .conn
+                        .execute(
+                            "UPDATE entries SET superseded_by = ?1, updated_at = ?2 WHERE rowid = ?3",
+                            rusqlite::params![entry.id, now, old_rowid],
+                        )
+                        .map_err(fail)?;
+                    StoreDecision {
+                        action: Action::Update,
+                        id: entry.id.clone(),
+                        supersedes: Some(old_id.clone()),
+                        reason: format!(
+                            "stored as {}; supersedes {old_id} ({how}), which stays in its history",
+                            entry.id
+                        ),
+                    }
+                }
+                None => StoreDecision {
+                    action: Action::Add,
+                    id: entry.id.clone(),
+                    supersedes: None,
+                    reason: format!("stored as {}: {beside}", entry.id),
+                },
+            };
+            record(&store.conn, &decision, text).map_err(fail)?;
+            let old = superseded.map(|s| s.rowid);
+            Ok((decision, Some(Written { rowid, entry, old })))
+        })();
+        match outcome {
+            Ok((decision, written)) => {
+                store.conn.execute_batch("COMMIT").map_err(fail)?;
+                if let Some(Written { rowid, entry, old }) = written {
+                    let meta = Meta {
+                        source: entry.source,
+                        created_at: entry.created_at,
+                    };
+                    store.index.insert(rowid, &vector, meta);
+                    if let Some(old) = old {
+                        store.reload_one(old)?;
+                    }
+                }
+                tracing::info!(
+                    target: "evo::memory",
+                    action = decision.action.as_str(),
+                    "memory: {}",
+                    decision.reason
+                );
+                Ok(decision)
+            }
+            Err(e) => {
+                let _ = store.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Compares `text` with the nearest entries (not log lines): a noop decision if one
+    /// already says it, else the entry it updates, if any, with what changed.
+    fn compare(
+        &self,
+        store: &Store,
+        text: &str,
+        category: Category,
+        vector: &[f32],
+    ) -> Result<Comparison> {
+        let nearest = store
+            .index
+            .top_k_where(vector, COMPARE_CANDIDATES, &|m| m.source != Source::Log);
+        let rowids: Vec<i64> = nearest.iter().map(|(r, _)| *r).collect();
+        let mut close = store.fetch(&rowids, vector, false)?;
+        close.retain(|(_, _, cosine)| *cosine >= self.config.compare_threshold);
+        close.sort_by(|a, b| b.2.total_cmp(&a.2));
+        let mut update = None;
+        let mut beside = match close.first() {
+            Some(_) => String::new(),
+            None => "no stored entry is close to it".to_owned(),
+        };
+        for (rowid, entry, cosine) in &close {
+            match decide::relate(&entry.text, text) {
+                Relation::Restatement => {
+                    let noop = StoreDecision {
+                        action: Action::Noop,
+                        id: entry.id.clone(),
+                        supersedes: None,
+                        reason: format!(
+                            "not stored: {} already says this (similarity {cosine:.2}): {:?}",
+                            entry.id, entry.text
+                        ),
+                    };
+                    return Ok(Comparison {
+                        noop: Some(noop),
+                        ..Comparison::default()
+                    });
+                }
+                Relation::Update { from, to }
+                    if update.is_none()
+                        && entry.source != Source::File
+                        && (entry.category == category
+                            || Category::Other == category
+                            || entry.category == Category::Other) =>
+                {
+                    update = Some(Supersede {
+                        rowid: *rowid,
+                        id: entry.id.clone(),
+                        change: format!("{from:?} → {to:?}"),
+                    });
+                }
+                Relation::Different(why) if beside.is_empty() => {
+                    beside = format!(
+                        "a different fact from {} (similarity {cosine:.2}): {why}",
+                        entry.id
+                    );
+                }
+                Relation::Update { .. } | Relation::Different(_) => {}
+            }
+        }
+        if beside.is_empty() {
+            beside = "different from the entries close to it".to_owned();
+        }
+        Ok(Comparison {
+            noop: None,
+            update,
+            beside,
+        })
+    }
+
+    /// Every version of the fact `id` belongs to, oldest first, and the decisions that
+    /// made them (also for versions since forgotten).
+    pub fn history(&self, id: &str) -> Result<EntryHistory> {
+        let id = id.trim();
+        let store = self.current()?;
+        let fail = |e: rusqlite::Error| store.fail(&e);
+        let by_id = |id: &str| -> Result<Option<MemoryEntry>> {
+            store
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {} FROM entries WHERE id = ?1",
+                    store::ENTRY_COLUMNS
+                ))
+                .and_then(|mut q| q.query_row([id], store::entry_row).optional())
+                .map_err(fail)
+        };
+        let older = |id: &str| -> Result<Option<MemoryEntry>> {
+            store
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {} FROM entries WHERE superseded_by = ?1 ORDER BY created_at DESC LIMIT 1",
+                    store::ENTRY_COLUMNS
+                ))
+                .and_then(|mut q| q.query_row([id], store::entry_row).optional())
+                .map_err(fail)
+        };
+        let mut versions: Vec<MemoryEntry> = Vec::new();
+        if let Some(entry) = by_id(id)? {
+            let mut cursor = entry.id.clone();
+            while let Some(previous) = older(&cursor)? {
+                if versions.iter().any(|v| v.id == previous.id) {
+                    break;
+                }
+                cursor = previous.id.clone();
+                versions.insert(0, previous);
+            }
+            let mut next = entry.superseded_by.clone();
+            versions.push(entry);
+            while let Some(id) = next {
+                match by_id(&id)? {
+                    Some(newer) if !versions.iter().any(|v| v.id == newer.id) => {
+                        next = newer.superseded_by.clone();
+                        versions.push(newer);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        let mut ids: Vec<String> = versions.iter().map(|v| v.id.clone()).collect();
+        if ids.is_empty() {
+            ids.push(id.to_owned());
+        }
+        // Decisions name the versions they touched, also forgotten ones: follow them.
+        let mut events: Vec<(i64, HistoryEvent)> = Vec::new();
+        let mut seen = 0;
+        while seen < ids.len() {
+            let id = ids[seen].clone();
+            seen += 1;
+            let found: Vec<(i64, HistoryEvent)> = store
+                .conn
+                .prepare_cached(
+                    "SELECT at, action, entry, supersedes, text, reason, rowid FROM decisions
+                     WHERE entry = ?1 OR supersedes = ?1",
+                )
+                .and_then(|mut q| {
+                    q.query_map([&id], |r| Ok((r.get(6)?, history_event(r)?)))?
+                        .collect()
+                })
+                .map_err(fail)?;
+            for (rowid, event) in found {
+                for linked in [Some(&event.id), event.supersedes.as_ref()]
+                    .into_iter()
+                    .flatten()
+                {
+                    if !ids.contains(linked) {
+                        ids.push(linked.clone());
+                    }
+                }
+                if !events.iter().any(|(r, _)| *r == rowid) {
+                    events.push((rowid, event));
+                }
+            }
+        }
+        // Rowids grow with every decision: their order is the order things happened.
+        events.sort_by_key(|(rowid, _)| *rowid);
+        let events: Vec<HistoryEvent> = events.into_iter().map(|(_, e)| e).collect();
+        if versions.is_empty() && events.is_empty() {
+            return Err(invalid(&format!(
+                "no memory entry has the id {id:?}; ids come from `evo memory search` (--all shows superseded entries too)"
+            )));
+        }
+        Ok(EntryHistory { versions, events })
+    }
+
+    /// Adds many entries in one transaction, without duplicate checks (for migrating an
+    /// existing store or seeding one), then optimises the keyword index. Every text is
+    /// checked like [`MemoryManager::store`]'s; one bad text stops the import and nothing
+    /// is written. Returns how many entries were added.
+    pub fn import(&self, items: &[(&str, Category)], source: Source) -> Result<usize> {
+        let texts = items
+            .iter()
+            .map(|(text, _)| check_text(text))
+            .collect::<Result<Vec<_>>>()?;
+        let embedder = self.embedder();
+        let vectors = embedder.embed(&texts)?;
+        let model = embedder.model();
+        let mut store = self.lock();
+        let db_path = store.path().to_owned();
+        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
+        let now = now_ms();
+        let tx = store
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let mut rowids = Vec::with_capacity(items.len());
+        for ((text, (_, category)), vector) in texts.iter().zip(items).zip(&vectors) {
+            let entry = MemoryEntry {
+                id: new_id(text),
+                text: (*text).to_owned(),
+                score: 0.0,
+                category: *category,
+                source,
+                created_at: now,
+                updated_at: now,
+                superseded_by: None,
+            };
+            rowids.push(Store::insert(&tx, &entry, &model, vector).map_err(fail)?);
+        }
+        tx.execute_batch("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        let meta = Meta {
+            source,
+            created_at: now,
+        };
+        for (rowid, vector) in rowids.into_iter().zip(&vectors) {
+            store.index.insert(rowid, vector, meta);
+        }
+        Ok(items.len())
+    }
+
+    /// Forgets the entry with id `query`, or else the entries that match `query` closely
+    /// (score ≥ [`FORGET_MIN_SCORE`], at most [`MAX_FORGET`]), each with the older
+    /// versions it superseded: a forgotten fact does not come back from its history.
+    /// Items of `MEMORY.md` and lines of the daily logs are not forgotten this way: they
+    /// live in their files; edit those instead.
+    pub fn forget(&self, query: &str) -> Result<ForgetOutcome> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(invalid(
+                "say what to forget: an id from a search, or a description",
+            ));
+        }
+        let vector = self.embed_one(query)?;
+        let mut store = self.current()?;
+        let by_id: Option<(i64, String)> = store
+            .conn
+            .query_row(
+                "SELECT rowid, id FROM entries WHERE id = ?1 AND source NOT IN ('file', 'log')",
+                [query],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok();
+        let mut targets: Vec<(i64, String)> = match by_id {
+            Some(target) => vec![target],
+            None => search_rows(&store, query, &vector, MAX_FORGET, &Filter::default())?
+                .into_iter()
+                .filter(|(_, e)| e.score >= FORGET_MIN_SCORE && !e.source.is_file())
+                .map(|(rowid, e)| (rowid, e.id))
+                .collect(),
+        };
+        let mut next = 0;
+        while next < targets.len() {
+            let older: Vec<(i64, String)> = store
+                .conn
+                .prepare_cached("SELECT rowid, id FROM entries WHERE superseded_by = ?1")
+                .and_then(|mut q| {
+                    q.query_map([&targets[next].1], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect()
+                })
+                .map_err(|e| store.fail(&e))?;
+            for version in older {
+                if !targets.contains(&version) {
+                    targets.push(version);
+                }
+            }
+            next += 1;
+        }
+        let db_path = store.path().to_owned();
+        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
+        let tx = store
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let mut deleted = Vec::new();
+        for (rowid, id) in &targets {
+            if tx
+                .execute("DELETE FROM entries WHERE rowid = ?1", [rowid])
+                .map_err(fail)?
+                > 0
+            {
+                deleted.push((*rowid, id.clone()));
+            }
+        }
+        tx.commit().map_err(fail)?;
+        for (rowid, _) in &deleted {
+            store.index.remove(*rowid);
+            store.retired.remove(*rowid);
+        }
+        Ok(ForgetOutcome {
+            deleted: u32::try_from(deleted.len()).unwrap_or(u32::MAX),
+            ids: deleted.into_iter().map(|(_, id)| id).collect(),
+        })
+    }
+}
+
+/// A row of `decisions` as a [`HistoryEvent`].
+fn history_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEvent> {
+    Ok(HistoryEvent {
+        at: r.get(0)?,
+        action: Action::parse(&r.get::<_, String>(1)?),
+        id: r.get(2)?,
+        supersedes: r.get(3)?,
+        text: r.get(4)?,
+        reason: r.get(5)?,
+    })
+}
+
+/// Records a store decision (in the store's transaction).
+fn record(
+    conn: &rusqlite::Connection,
+    decision: &StoreDecision,
+    text: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO decisions (at, action, entry, supersedes, text, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(rusqlite::params![
+        now_ms(),
+        decision.action.as_str(),
+        decision.id,
+        decision.supersedes,
+        text,
+        decision.reason
+    ])
+    .map(drop)
+}
