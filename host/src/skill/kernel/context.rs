@@ -1,0 +1,271 @@
+//! A run's handle for its calls: [`SkillContext`], what every executor gets and every
+//! nested call, scratch write, memory request and event goes through.
+
+use super::*;
+
+/// One frame of a run: what a skill sees while it executes. Cheap to clone.
+#[derive(Clone)]
+pub struct SkillContext {
+    pub(super) kernel: Arc<Kernel>,
+    pub(super) run: Arc<Run>,
+    pub(super) depth: u32,
+    pub(super) parent: Option<Arc<str>>,
+}
+
+impl fmt::Debug for SkillContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SkillContext")
+            .field("task_id", &self.run.task_id)
+            .field("depth", &self.depth)
+            .field("parent", &self.parent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SkillContext {
+    /// A context outside any host: no other skills, no model, no memory; every request
+    /// for them fails with a message saying so. For running one component on its own
+    /// (tests, benchmarks, reading a manifest).
+    pub fn detached() -> Self {
+        Arc::new(Kernel::new(Arc::new(SkillRegistry::new()))).context(RunOptions::default())
+    }
+
+    /// The run's id.
+    pub fn task_id(&self) -> &str {
+        &self.run.task_id
+    }
+
+    /// The run's scratch space, shared by every frame.
+    pub fn scratch(&self) -> &Scratch {
+        &self.run.scratch
+    }
+
+    /// Frames above this one (0 for the run itself).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// The depth limit.
+    pub fn max_depth(&self) -> u32 {
+        self.kernel.config.max_depth
+    }
+
+    /// The skill this frame belongs to (`None` for the run itself).
+    pub fn parent_skill(&self) -> Option<&str> {
+        self.parent.as_deref()
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> &Arc<Kernel> {
+        &self.kernel
+    }
+
+    /// Long-term memory, when attached.
+    pub fn memory(&self) -> Option<&Arc<dyn Memory>> {
+        self.kernel.memory.as_ref()
+    }
+
+    /// Sends `event` to the run's listener.
+    pub fn emit(&self, event: RunEvent) {
+        if let Some(sink) = &self.run.events {
+            sink.send(event);
+        }
+    }
+
+    /// Writes a refusal made inside this frame (an outbound request the grant does not
+    /// cover, …) to the security log: the `evo::security` target and a `blocked` row of
+    /// the call history, with this frame's skill as the caller.
+    pub fn record_refusal(&self, tool: &str, arguments: &Value, message: &str) {
+        let caller = self.parent.as_deref().unwrap_or(&self.run.caller);
+        tracing::warn!(target: "evo::security", caller, tool, "blocked: {message}");
+        self.kernel.record(Record {
+            id: 0,
+            at_ms: crate::unix_millis() as i64,
+            caller: caller.to_owned(),
+            task_id: self.run.task_id.clone(),
+            tool: tool.to_owned(),
+            arguments: crate::skill::history::redact(arguments),
+            status: Status::Blocked,
+            duration_ms: 0.0,
+            error: Some(format!("[PERMISSION_DENIED] {message}")),
+        });
+    }
+
+    /// Logs `message`, tagged with the skill and depth.
+    pub fn log(&self, message: &str) {
+        tracing::info!(
+            target: "evo::skill",
+            task = %self.run.task_id,
+            skill = self.parent.as_deref().unwrap_or("root"),
+            depth = self.depth,
+            "{message}"
+        );
+    }
+
+    /// Asks the language model.
+    pub async fn llm(&self, mut request: LlmRequest) -> Result<String> {
+        let Some(llm) = &self.kernel.llm else {
+            return Err(Error::Llm {
+                message: format!(
+                    "no language model is configured for this host; {}",
+                    HOW_TO_CONFIGURE_LLM
+                ),
+                transient: false,
+            });
+        };
+        if request.caller.is_empty() {
+            request.caller = self.parent.as_deref().unwrap_or("root").to_owned();
+        }
+        llm.complete(request).await
+    }
+
+    /// Calls skill `name` with `input` and returns its output.
+    pub async fn call(&self, name: &str, input: Value) -> Result<Value> {
+        self.call_full(name, input).await.map(|out| out.output)
+    }
+
+    /// Calls skill `name` with `input` and returns everything it produced.
+    pub async fn call_full(&self, name: &str, input: Value) -> Result<SkillOutput> {
+        let started = Instant::now();
+        let at_ms = crate::unix_millis() as i64;
+        let skill = match self.lookup(name) {
+            Ok(skill) => skill,
+            Err(e) => return Err(e),
+        };
+        let name = skill.meta.name.as_str();
+        let arguments = crate::skill::history::redact(&input);
+        let result = self.gated(&skill, input, started).await;
+        let status = match &result {
+            Ok(_) => Status::Success,
+            Err(Error::Blocked { .. }) => Status::Blocked,
+            Err(_) => Status::Error,
+        };
+        self.kernel.record(Record {
+            id: 0,
+            at_ms,
+            caller: self
+                .parent
+                .as_deref()
+                .unwrap_or(&self.run.caller)
+                .to_owned(),
+            task_id: self.run.task_id.clone(),
+            tool: name.to_owned(),
+            arguments,
+            status,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            error: result.as_ref().err().map(|e| format!("[{}] {e}", e.code())),
+        });
+        result
+    }
+
+    fn lookup(&self, name: &str) -> Result<Arc<RegisteredSkill>> {
+        let max = self.kernel.config.max_depth;
+        if self.depth >= max {
+            return Err(Error::SkillDepth {
+                skill: name.to_owned(),
+                depth: self.depth,
+                max,
+            });
+        }
+        self.kernel
+            .registry
+            .get(name)
+            .ok_or_else(|| Error::SkillNotFound {
+                name: name.to_owned(),
+            })
+    }
+
+    async fn gated(
+        &self,
+        skill: &Arc<RegisteredSkill>,
+        input: Value,
+        started: Instant,
+    ) -> Result<SkillOutput> {
+        let config = &self.kernel.config;
+        let name = skill.meta.name.as_str();
+        if let Err(e) = self.permit(skill, &input) {
+            self.kernel.stats.record(name, false, started.elapsed());
+            return Err(e);
+        }
+        let mut input = input;
+        skill.input_schema().apply_defaults(&mut input);
+        let violations = skill.input_schema().check(&input);
+        if !violations.is_empty() {
+            let attempt = self.run.input_failure(name);
+            let report = ValidationReport::new(
+                name,
+                Direction::Input,
+                attempt,
+                config.max_input_attempts,
+                violations,
+            );
+            let error = Error::Validation(Box::new(report));
+            self.kernel.stats.record(name, false, started.elapsed());
+            return Err(error);
+        }
+
+        self.emit(RunEvent::skill_call(name, &input, self.depth + 1));
+        let child = SkillContext {
+            kernel: self.kernel.clone(),
+            run: self.run.clone(),
+            depth: self.depth + 1,
+            parent: Some(name.into()),
+        };
+        let result = match execute_with_retry(skill, input, child).await {
+            Ok(out) => check_output(skill, out),
+            Err(e) => Err(e),
+        };
+        let elapsed = started.elapsed();
+        self.kernel.stats.record(name, result.is_ok(), elapsed);
+        match &result {
+            Ok(out) => self.emit(RunEvent::skill_result(name, &out.output, elapsed)),
+            Err(e) => self.emit(RunEvent::skill_failed(name, e, elapsed)),
+        }
+        result
+    }
+}
+
+async fn execute_with_retry(
+    skill: &RegisteredSkill,
+    input: Value,
+    ctx: SkillContext,
+) -> Result<SkillOutput> {
+    let meta = &skill.meta;
+    let mut timeout = Duration::from_millis(meta.timeout_ms);
+    if skill.executor.owns_deadline() {
+        timeout += DEADLINE_GRACE;
+    }
+    let mut backoff = ctx.kernel.config.retry_backoff;
+    let mut attempt = 0;
+    let mut input = Some(input);
+    loop {
+        let last = attempt == meta.retry;
+        // The last attempt takes the input; earlier ones keep it for the next.
+        let this_input = if last { input.take() } else { input.clone() }.unwrap_or(Value::Null);
+        let outcome =
+            tokio::time::timeout(timeout, skill.executor.execute(this_input, ctx.clone()))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        skill: meta.name.clone(),
+                        limit_ms: meta.timeout_ms,
+                    })
+                });
+        match outcome {
+            Err(error) if !last && error.is_transient() => {
+                attempt += 1;
+                tracing::info!(
+                    target: "evo::skill",
+                    skill = %meta.name,
+                    attempt,
+                    retries = meta.retry,
+                    "transient failure, retrying in {} ms: {error}",
+                    backoff.as_millis()
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_RETRY_BACKOFF);
+            }
+            other => return other,
+        }
+    }
+}
