@@ -203,8 +203,98 @@ async fn http_call(addr: &str, kind: Kind) -> Result<Value, String> {
     }
 }
 
+/// `--soak SECONDS`: mixed calls (good, runaway, bomb, flood, memory writes and
+/// searches) through one Host for that long, sampling RSS and descriptors every chunk
+/// of 2,000 calls; fails if either keeps growing (RSS more than 20 % over the sample
+/// taken after the first tenth of the run, or more descriptors than then).
+fn soak(length: Duration) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = skills(root.path());
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(
+        home.join("evo.toml"),
+        format!("skill_dirs = [{:?}]\n", dir.display().to_string()),
+    )
+    .expect("config");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let host = Arc::new(rt.block_on(async {
+        evo_host::Host::builder()
+            .data_dir(&home)
+            .config(evo_tests::config(&home))
+            .build()
+            .await
+            .expect("host")
+    }));
+    let call = {
+        let host = host.clone();
+        move |kind: Kind| {
+            let host = host.clone();
+            async move {
+                host.call(kind.skill(), kind.input())
+                    .await
+                    .map_err(|e| e.code().to_owned())
+            }
+        }
+    };
+    let kb = |sample: &[(&'static str, String)], name: &str| -> u64 {
+        sample
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let started = Instant::now();
+    let mut baseline: Option<(u64, u64)> = None;
+    let mut chunk = 0_u64;
+    println!("soak for {length:?}: mixed calls through the Host, a sample per 2,000");
+    while started.elapsed() < length {
+        let outcomes = rt.block_on(run_phase(2_000, 16, true, call.clone()));
+        let wrong = outcomes.iter().filter(|o| !check(o)).count();
+        assert_eq!(wrong, 0, "wrong answers in chunk {chunk}");
+        for i in 0..20 {
+            let text = format!("Soak chunk {chunk} fact {i}: the v{chunk}x{i} valve is open");
+            rt.block_on(host.call("memory_store", json!({ "text": text })))
+                .expect("stores");
+            rt.block_on(host.call(
+                "memory_search",
+                json!({ "query": format!("v{chunk}x{i} valve") }),
+            ))
+            .expect("searches");
+        }
+        let sample = resources();
+        let (rss, fds) = (kb(&sample, "RSS"), kb(&sample, "descriptors"));
+        println!(
+            "{:>6.0} s  chunk {chunk}: RSS {rss} kB, {fds} descriptors, {} threads",
+            started.elapsed().as_secs_f64(),
+            kb(&sample, "threads")
+        );
+        if baseline.is_none() && started.elapsed() >= length / 10 {
+            baseline = Some((rss, fds));
+        }
+        chunk += 1;
+    }
+    let sample = resources();
+    let (rss, fds) = (kb(&sample, "RSS"), kb(&sample, "descriptors"));
+    let (base_rss, base_fds) = baseline.unwrap_or((rss, fds));
+    println!("soak: RSS {base_rss} kB → {rss} kB, descriptors {base_fds} → {fds}");
+    if rss > base_rss + base_rss / 5 || fds > base_fds {
+        eprintln!("FAILED: RSS or descriptors grew");
+        std::process::exit(1);
+    }
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("--soak") {
+        args.next();
+        let seconds: u64 = args.next().map_or(3_600, |a| a.parse().expect("SECONDS"));
+        soak(Duration::from_secs(seconds));
+        return;
+    }
     let calls: usize = args.next().map_or(10_000, |a| a.parse().expect("CALLS"));
     let concurrency: usize = args.next().map_or(64, |a| a.parse().expect("CONCURRENCY"));
     let root = tempfile::tempdir().expect("tempdir");
