@@ -268,7 +268,7 @@ struct GuestRun {
     clippy::too_many_arguments,
     reason = "internal helper shared by call and read_manifest"
 )]
-async fn run_guest<T>(
+async fn run_guest<T: Send + 'static>(
     engine: &WasmEngine,
     pre: &PluginPre<HostState>,
     skill: &str,
@@ -276,7 +276,9 @@ async fn run_guest<T>(
     grant: &Arc<Grant>,
     calls: &[String],
     ctx: &SkillContext,
-    body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>,
+    body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>
+    + Send
+    + 'static,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
     let _slot = engine.slot(ctx.depth()).await?;
     let stdout = MemoryOutputPipe::new(STDIO_CAP_BYTES);
@@ -308,33 +310,50 @@ async fn run_guest<T>(
     let flavor = engine.flavor(limits.fuel.is_some())?;
     let mut store = Store::new(&flavor.engine, state);
     store.limiter(|state| &mut state.limiter);
-    super::limits::set_deadline(&mut store, limits.timeout_ms);
+    let long = super::background::LongRunning::default();
+    super::limits::set_deadline(&mut store, limits.timeout_ms, long.clone());
     if let Some(fuel) = limits.fuel {
         store
             .set_fuel(fuel)
             .map_err(|e| Error::Engine(e.to_string()))?;
     }
+    let scrub = store.data().outbound.scrub.clone();
 
     // The epoch deadline interrupts guest code; this guard also bounds time spent in
     // host calls, which the epoch cannot interrupt.
     let guard = Duration::from_millis(limits.timeout_ms) + EPOCH_TICK * 2;
-    let outcome = tokio::time::timeout(guard, async {
-        let plugin = pre.instantiate_async(&mut store).await?;
-        body(plugin, &mut store).await
-    })
-    .await;
-    let (result, timed_out) = match outcome {
-        Ok(result) => (result, false),
-        Err(_) => (Err(wasmtime::Error::msg("wall-clock guard expired")), true),
+    let pre = pre.clone();
+    let work = async move {
+        let result = async {
+            let plugin = pre.instantiate_async(&mut store).await?;
+            body(plugin, &mut store).await
+        }
+        .await;
+        let memory_exceeded = store.data().limiter.memory_exceeded;
+        (result, memory_exceeded)
+    };
+    let outcome = tokio::time::timeout(guard, super::background::run(work, long)).await;
+    let (result, memory_exceeded, timed_out) = match outcome {
+        Ok(Some((result, memory_exceeded))) => (result, memory_exceeded, false),
+        Ok(None) => (
+            Err(wasmtime::Error::msg("the call was cancelled")),
+            false,
+            false,
+        ),
+        Err(_) => (
+            Err(wasmtime::Error::msg("wall-clock guard expired")),
+            false,
+            true,
+        ),
     };
     let guest = GuestRun {
         skill: skill.to_owned(),
         limits: *limits,
-        memory_exceeded: store.data().limiter.memory_exceeded,
+        memory_exceeded,
         timed_out,
         stdout,
         stderr,
-        scrub: store.data().outbound.scrub.clone(),
+        scrub,
     };
     guest.forward_stdio();
     Ok((result, guest))

@@ -21,6 +21,7 @@
 //! # }
 //! ```
 
+mod background;
 mod cache;
 mod call;
 mod executor;
