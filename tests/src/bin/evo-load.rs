@@ -203,8 +203,8 @@ async fn http_call(addr: &str, kind: Kind) -> Result<Value, String> {
     }
 }
 
-/// `--soak SECONDS`: mixed calls (good, runaway, bomb, flood, memory writes and
-/// searches) through one Host for that long, sampling RSS and descriptors every chunk
+/// `--soak SECONDS`: mixed calls (good, runaway, bomb, flood, memory writes, searches
+/// and deletions) through one Host for that long, sampling RSS and descriptors every chunk
 /// of 2,000 calls; fails if either keeps growing (RSS more than 20 % over the sample
 /// taken after the first tenth of the run, or more descriptors than then).
 fn soak(length: Duration) {
@@ -264,6 +264,12 @@ fn soak(length: Duration) {
                 json!({ "query": format!("v{chunk}x{i} valve") }),
             ))
             .expect("searches");
+            // Forgotten again, so that memory holds as much at the end as at the start
+            // and its growth cannot pass for a leak (or hide one).
+            let forgot = rt
+                .block_on(host.call("memory_forget", json!({ "query": format!("v{chunk}x{i}") })))
+                .expect("forgets");
+            assert!(forgot["deleted"].as_u64() >= Some(1), "{forgot}");
         }
         let sample = resources();
         let (rss, fds) = (kb(&sample, "RSS"), kb(&sample, "descriptors"));
