@@ -312,6 +312,12 @@ async fn health(State(shared): State<Arc<Shared>>) -> Json<Health> {
         .into(),
         version: env!("CARGO_PKG_VERSION").into(),
         skills: shared.served_skills().len(),
+        calls: shared.running(),
+        instances: shared
+            .host
+            .loader()
+            .wasm_engine()
+            .map_or(0, crate::engine::wasm::WasmEngine::live_instances),
     })
 }
 

@@ -29,6 +29,11 @@ pub struct Health {
     pub version: String,
     /// How many skills are served.
     pub skills: usize,
+    /// Calls running now.
+    pub calls: usize,
+    /// Wasm instances alive now: one per Wasm call running (nested calls included), and
+    /// none when nothing runs.
+    pub instances: usize,
 }
 
 /// A served skill.

@@ -65,7 +65,14 @@ impl Shared {
 
     /// Whether no call is running.
     pub fn idle(&self) -> bool {
-        self.calls.available_permits() == self.settings.max_calls
+        self.running() == 0
+    }
+
+    /// How many calls are running.
+    pub fn running(&self) -> usize {
+        self.settings
+            .max_calls
+            .saturating_sub(self.calls.available_permits())
     }
 
     /// Keeps the catalogue live until `stop`: refreshes it every [`CATALOGUE_POLL`]

@@ -203,6 +203,20 @@ async fn http_call(addr: &str, kind: Kind) -> Result<Value, String> {
     }
 }
 
+/// `GET path` of the server at `base`, as JSON.
+async fn http_get(base: &str, path: &str) -> Value {
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("writes");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("reads");
+    let (_, body) = response.split_once("\r\n\r\n").expect("a body");
+    serde_json::from_str(body).expect("JSON")
+}
+
 /// `--soak SECONDS`: mixed calls (good, runaway, bomb, flood, memory writes, searches
 /// and deletions) through one Host for that long, sampling RSS and descriptors every chunk
 /// of 2,000 calls; fails if either keeps growing (RSS more than 20 % over the sample
@@ -273,11 +287,16 @@ fn soak(length: Duration) {
         }
         let sample = resources();
         let (rss, fds) = (kb(&sample, "RSS"), kb(&sample, "descriptors"));
+        let live = host
+            .loader()
+            .wasm_engine()
+            .map_or(0, evo_host::engine::wasm::WasmEngine::live_instances);
         println!(
-            "{:>6.0} s  chunk {chunk}: RSS {rss} kB, {fds} descriptors, {} threads",
+            "{:>6.0} s  chunk {chunk}: RSS {rss} kB, {fds} descriptors, {} threads, {live} instances alive",
             started.elapsed().as_secs_f64(),
             kb(&sample, "threads")
         );
+        assert_eq!(live, 0, "Wasm instances alive between chunks");
         if baseline.is_none() && started.elapsed() >= length / 10 {
             baseline = Some((rss, fds));
         }
@@ -347,6 +366,12 @@ fn main() {
     let started = Instant::now();
     let loaded = rt.block_on(run_phase(calls, concurrency, true, call));
     ok &= report("library (Host::call)", &clean, &loaded, started.elapsed());
+    let live = host
+        .loader()
+        .wasm_engine()
+        .map_or(0, evo_host::engine::wasm::WasmEngine::live_instances);
+    println!("library: {live} Wasm instances alive after the calls");
+    ok &= live == 0;
     drop(host);
     std::thread::sleep(Duration::from_millis(500));
     println!("after the library phases: {:?}", resources());
@@ -366,6 +391,12 @@ fn main() {
     let started = Instant::now();
     let loaded = rt.block_on(run_phase(calls, concurrency, true, call));
     ok &= report("evo serve --http", &clean, &loaded, started.elapsed());
+    let health = rt.block_on(http_get(&server.base, "/v1/health"));
+    println!(
+        "evo serve: {} calls running and {} Wasm instances alive after the calls",
+        health["calls"], health["instances"]
+    );
+    ok &= health["calls"] == 0 && health["instances"] == 0;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let server_field = |name: &str| {
         status
@@ -382,7 +413,9 @@ fn main() {
     );
     drop(server);
     if !ok {
-        eprintln!("FAILED: a wrong answer, or a loaded p99 over 2× the clean one");
+        eprintln!(
+            "FAILED: a wrong answer, a loaded p99 over 2× the clean one, or instances left alive"
+        );
         std::process::exit(1);
     }
 }

@@ -862,3 +862,52 @@ fn a_client_cannot_read_outside_a_skill_or_the_working_directory() {
         assert!(text.starts_with("error[PERMISSION_DENIED]"), "{text}");
     }
 }
+
+#[test]
+fn health_counts_the_calls_running_and_their_wasm_instances() {
+    // An operator's (and the load harness's) check for leaks: while a call runs it is
+    // counted with its instance; once it has ended, both are zero again.
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let skills_dir = evo_tests::runaway_skills(&root.path().join("skills"), 2000);
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("evo.toml"),
+        format!("skill_dirs = [{:?}]\n", skills_dir.display().to_string()),
+    )
+    .unwrap();
+    let server = HttpServer::start(&home, &[]);
+    let health = || http("GET", &format!("{}/v1/health", server.base), &[], None).1;
+    let idle = health();
+    assert_eq!((&idle["calls"], &idle["instances"]), (&json!(0), &json!(0)));
+
+    let spinning = std::thread::spawn({
+        let url = format!("{}/v1/skills/spin/call", server.base);
+        move || http("POST", &url, &[], Some("{}"))
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let busy = loop {
+        let now = health();
+        if now["calls"] == 1 || Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!((&busy["calls"], &busy["instances"]), (&json!(1), &json!(1)));
+    let (_, error) = spinning.join().unwrap();
+    assert_eq!(error["code"], "SKILL_TIMEOUT", "{error}");
+    // A call stopped by its wall-clock guard is dropped by its own thread, a moment
+    // after the answer.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let now = health();
+        if now["instances"] == 0 || Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        (&after["calls"], &after["instances"]),
+        (&json!(0), &json!(0))
+    );
+}

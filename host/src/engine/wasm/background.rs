@@ -2,14 +2,14 @@
 //!
 //! A call starts where it is awaited, on the embedder's (or `evo serve`'s) runtime, so a
 //! short call pays no hand-off. Once it has computed for [`LONG_AFTER`] its guest is
-//! moved, between two epoch ticks, to a small runtime of its own whose threads the
-//! operating system runs only when nothing else wants the CPU (`SCHED_IDLE` on Linux).
-//! A runaway loop then takes what short calls leave, instead of the short calls waiting
+//! moved, between two epoch ticks, to a small runtime of its own whose threads run at
+//! the lowest priority (nice 19): the operating system gives the CPU to normal threads
+//! first. A runaway loop then takes what short calls leave, instead of the short calls waiting
 //! behind its slices: on two cores, five runaways in a hundred calls made the good
 //! calls' p99 2,199× their clean run before this.
 //!
-//! The price is paid by long calls on a saturated machine: they run when the short ones
-//! are done, and may meet their deadline first. See `docs/decisions.md`.
+//! The price is paid by long calls on a saturated machine: they get a small share of
+//! the CPU until the short ones are done, and may meet their deadline first. See `docs/decisions.md`.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,20 +59,15 @@ fn runtime() -> Option<&'static tokio::runtime::Runtime> {
         .as_ref()
 }
 
-/// Makes the calling thread run only when no normal thread wants its CPU.
-#[cfg_attr(
-    target_os = "linux",
-    expect(unsafe_code, reason = "sched_setscheduler has no safe wrapper")
-)]
+/// The lowest priority (nice 19) for the calling thread: a normal thread that wants the
+/// CPU takes it, and this one still gets a small share, so a call on it keeps reaching
+/// its deadline and a cancelled call is dropped (freeing its instance) even while the
+/// machine is saturated. `SCHED_IDLE`, tried first, left a cancelled runaway holding
+/// its instance for as long as a build kept both cores busy.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: `param` is a valid `sched_param`; pid 0 is the calling thread.
-        let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-        if set != 0 {
-            tracing::debug!(error = %std::io::Error::last_os_error(), "SCHED_IDLE refused; long calls keep the normal priority");
-        }
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19) {
+        tracing::debug!(error = %e, "could not lower the priority of a thread for long calls");
     }
 }
 

@@ -306,6 +306,7 @@ async fn run_guest<T: Send + 'static>(
         ),
         ctx: ctx.clone(),
         chatter: 0,
+        _live: engine.live(),
     };
     let flavor = engine.flavor(limits.fuel.is_some())?;
     let mut store = Store::new(&flavor.engine, state);

@@ -211,25 +211,27 @@ impl wasmtime::ResourceLimiter for StoreLimiter {
     }
 }
 
-/// Interrupts the guest in `store` once `timeout_ms` of epoch ticks have passed, and
-/// makes it yield to the executor at every tick before that: a guest that computes
-/// without end holds no runtime thread (two of them stalled a two-core `evo serve` until
-/// their deadlines). At the first tick after [`LONG_AFTER`](super::background::LONG_AFTER)
-/// the call is marked `long`, to be moved to the low-priority threads.
+/// Interrupts the guest in `store` at the first epoch tick after `timeout_ms` have
+/// passed, and makes it yield to the executor at every tick before that: a guest that
+/// computes without end holds no runtime thread (two of them stalled a two-core
+/// `evo serve` until their deadlines). At the first tick after
+/// [`LONG_AFTER`](super::background::LONG_AFTER) the call is marked `long`, to be moved
+/// to the low-priority threads. Time is wall-clock time, not ticks seen: a guest that
+/// waited for the CPU has still used its time.
 pub(super) fn set_deadline<T: Send + 'static>(
     store: &mut wasmtime::Store<T>,
     timeout_ms: u64,
     long: super::background::LongRunning,
 ) {
-    let mut ticks_left = timeout_ms.div_ceil(super::EPOCH_TICK.as_millis() as u64) + 1;
+    let timeout = Duration::from_millis(timeout_ms);
     let started = std::time::Instant::now();
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |_| {
-        ticks_left = ticks_left.saturating_sub(1);
-        if ticks_left == 0 {
+        let elapsed = started.elapsed();
+        if elapsed >= timeout {
             return Ok(wasmtime::UpdateDeadline::Interrupt);
         }
-        if started.elapsed() >= super::background::LONG_AFTER {
+        if elapsed >= super::background::LONG_AFTER {
             long.mark();
         }
         Ok(wasmtime::UpdateDeadline::Yield(1))

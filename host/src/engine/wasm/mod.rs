@@ -278,6 +278,8 @@ struct Inner {
     slots: tokio::sync::Semaphore,
     /// [`NESTED_RESERVE`] slots only nested calls take, when `slots` has none free.
     reserve: tokio::sync::Semaphore,
+    /// Stores alive now (see [`WasmEngine::live_instances`]).
+    live: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The shared Wasm engine. Cheap to clone; create one per process.
@@ -331,8 +333,19 @@ impl WasmEngine {
                 cache,
                 slots,
                 reserve: tokio::sync::Semaphore::new(NESTED_RESERVE as usize),
+                live: Arc::default(),
             }),
         })
+    }
+
+    /// Instances (stores) alive now: those of the calls running, and none once they
+    /// have all ended. A number that stays above zero when nothing runs is a leak.
+    pub fn live_instances(&self) -> usize {
+        self.inner.live.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn live(&self) -> state::Live {
+        state::Live::new(&self.inner.live)
     }
 
     /// The allocator in use.

@@ -31,6 +31,25 @@ pub struct HostState {
     /// The calling frame: scratch, events, skill calls, model and memory.
     pub(super) ctx: SkillContext,
     pub(super) chatter: u32,
+    /// Counts this store in [`WasmEngine::live_instances`](super::WasmEngine::live_instances).
+    pub(super) _live: Live,
+}
+
+/// One live store, counted from its creation to its drop.
+#[derive(Debug)]
+pub(super) struct Live(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Live {
+    pub(super) fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for HostState {
