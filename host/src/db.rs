@@ -145,12 +145,27 @@ pub(crate) fn database_error(path: &Path, error: &rusqlite::Error) -> Error {
         Some(rusqlite::ErrorCode::CannotOpen) => {
             "; check that its directory exists and is writable".into()
         }
+        // A full disk often shows as an I/O error: SQLite could not create or grow the
+        // file beside the database that its write-ahead log needs.
+        Some(rusqlite::ErrorCode::SystemIoFailure) if disk_is_full(path) => {
+            "; the disk holding it is full: free some space and try again (nothing was lost)"
+                .into()
+        }
+        Some(rusqlite::ErrorCode::SystemIoFailure) => {
+            "; the disk failed to read or write it: check that it has room and is healthy (`df`, `dmesg`)".into()
+        }
         _ => String::new(),
     };
     Error::Database {
         message: format!("{}: {error}{what_to_do}", path.display()),
         transient,
     }
+}
+
+/// Whether the file system holding `path` has (almost) no room left for an ordinary user.
+fn disk_is_full(path: &Path) -> bool {
+    let dir = path.parent().unwrap_or(path);
+    rustix::fs::statvfs(dir).is_ok_and(|fs| fs.f_bavail.saturating_mul(fs.f_frsize) < 64 << 10)
 }
 
 #[cfg(test)]

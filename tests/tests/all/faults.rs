@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use evo_tests::cli::{evo, stderr, stdout};
+use serde_json::json;
 
 /// `evo ARGS` with `EVO_HOME=home`, run inside a user and mount namespace after `setup`
 /// (shell commands that mount over `home`), as an unprivileged user can.
@@ -212,4 +213,90 @@ fn a_deleted_skills_directory_is_an_empty_catalogue_not_an_error() {
         &["skill", "run", "gone-skill", "--input", "{}"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_server_on_a_full_disk_answers_writes_with_errors_and_keeps_serving() {
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let (answers, log) = (
+        outside.path().join("answers.jsonl"),
+        outside.path().join("serve.err"),
+    );
+    let evo = evo_tests::evo_bin();
+    let frame = |f: serde_json::Value| format!("'{f}'");
+    let opening = [
+        frame(
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "faults", "version": "0" } } }),
+        ),
+        frame(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })),
+    ];
+    let calls = [
+        frame(
+            json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "memory_store", "arguments": { "text": format!("The tide tables are in the blue binder {}", "x".repeat(4000)) } } }),
+        ),
+        frame(
+            json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "calculate", "arguments": { "expression": "6*7" } } }),
+        ),
+    ];
+    // A 2 MiB file system holding the data dir and a fact stored while there was room.
+    // First a server tries to start on the disk filled to the last byte; then, with the
+    // room given back, one starts, the disk fills while it runs, and it is asked to
+    // store and to calculate. Then the room is given back again and memory searched.
+    let setup = format!(
+        "mount -t tmpfs -o size=2m tmpfs {home} && {evo} memory store 'The walrus is grey' >/dev/null \
+         && {{ head -c 4M /dev/zero > {home}/filler 2>/dev/null; \
+               {evo} serve < /dev/null 2>> {log}; echo \"full-disk serve exited $?\" >> {log}; \
+               rm {home}/filler; }} \
+         && {{ printf '%s\\n' {opening}; sleep 1; head -c 4M /dev/zero > {home}/filler 2>/dev/null; \
+               printf '%s\\n' {calls}; sleep 3; }} | {evo} serve > {answers} 2>> {log}; \
+         echo \"serve exited $?\" >> {log}; rm {home}/filler",
+        home = home.path().display(),
+        evo = evo.display(),
+        opening = opening.join(" "),
+        calls = calls.join(" "),
+        answers = answers.display(),
+        log = log.display(),
+    );
+    let out = evo_in_namespace(
+        home.path(),
+        &setup,
+        &["memory", "search", "walrus", "--json"],
+    );
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(log.contains("serve exited 0"), "{log}");
+    let answers: Vec<serde_json::Value> = std::fs::read_to_string(&answers)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let answer = |id: u64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id} in {answers:#?}\n{log}"))
+    };
+    let stored = answer(2);
+    assert_eq!(stored["result"]["isError"], true, "{stored}");
+    let text = stored["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("disk is full"), "{text}");
+    assert_eq!(
+        answer(3)["result"]["structuredContent"]["result"],
+        42,
+        "{answers:#?}"
+    );
+    // A server that cannot open its databases says why, and what to do.
+    assert!(log.contains("full-disk serve exited 1"), "{log}");
+    assert!(
+        log.contains("error[DATABASE_ERROR]: ") && log.contains("disk holding it is full"),
+        "{log}"
+    );
+    // What was stored before the disk filled is still there.
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("The walrus is grey"),
+        "{}",
+        stdout(&out)
+    );
 }
