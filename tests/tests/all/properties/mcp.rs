@@ -82,3 +82,26 @@ fn a_serve_session_survives_any_frames_and_keeps_answering() {
         );
     }
 }
+
+#[test]
+fn a_serve_session_survives_the_fuzz_seeds() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, cwd) = (root.path().join("home"), root.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut raw = crate::serve::Raw::start_in(&home, &cwd, &[]);
+    for (id, (path, bytes)) in (200_u64..).zip(corpus("mcp_frames")) {
+        let text = String::from_utf8_lossy(&bytes);
+        // Each line is sent whole, so a seed's unterminated last line ends here too.
+        for line in text.lines() {
+            raw.send_line(line);
+        }
+        raw.call(id, "calculate", json!({ "expression": "2 * 3" }));
+        let answer = raw.expect_id(id);
+        assert_eq!(
+            answer["result"]["structuredContent"]["result"],
+            6,
+            "after {}: {answer}",
+            path.display()
+        );
+    }
+}
