@@ -20,6 +20,13 @@ use crate::skill::registry::RegisteredSkill;
 pub const CATALOGUE_POLL: Duration = Duration::from_millis(500);
 /// Catalogue ticks between two writes of the call statistics (10 s).
 pub const STATS_EVERY: u32 = 20;
+/// A call that takes longer than this counts as long (a model call, a big computation,
+/// a runaway): a skill whose last [`LONG_STREAK`] calls were long has its next calls
+/// wait for the long lane, half as many slots as `serve.max_calls`, so that calls that
+/// take seconds never hold every slot the quick ones need.
+pub const LONG_CALL: Duration = Duration::from_millis(100);
+/// Long calls in a row after which a skill's calls take the long lane.
+pub const LONG_STREAK: u32 = 2;
 
 /// What every session of one `evo serve` shares.
 #[derive(Debug)]
@@ -28,6 +35,10 @@ pub struct Shared {
     pub(super) settings: ServeSettings,
     /// One permit per call allowed to run at once.
     pub(super) calls: Arc<Semaphore>,
+    /// The long lane's permits (see [`LONG_CALL`]).
+    long_calls: Arc<Semaphore>,
+    /// Each skill's long calls in a row.
+    streaks: std::sync::Mutex<std::collections::HashMap<String, u32>>,
     /// Cancelled when the server stops taking calls (SIGTERM, stdin closed).
     pub(super) draining: CancellationToken,
     /// Cancelled when calls still running must stop now.
@@ -40,6 +51,8 @@ impl Shared {
         let settings = host.config().serve.clone();
         Arc::new(Self {
             calls: Arc::new(Semaphore::new(settings.max_calls)),
+            long_calls: Arc::new(Semaphore::new(long_lane(settings.max_calls))),
+            streaks: std::sync::Mutex::default(),
             settings,
             host,
             draining: CancellationToken::new(),
@@ -70,9 +83,33 @@ impl Shared {
 
     /// How many calls are running.
     pub fn running(&self) -> usize {
-        self.settings
-            .max_calls
-            .saturating_sub(self.calls.available_permits())
+        let max = self.settings.max_calls;
+        max.saturating_sub(self.calls.available_permits())
+            + long_lane(max).saturating_sub(self.long_calls.available_permits())
+    }
+
+    /// The lane `name`'s next call waits for.
+    fn lane(&self, name: &str) -> &Arc<Semaphore> {
+        let streak = self
+            .streaks
+            .lock()
+            .map_or(0, |streaks| streaks.get(name).copied().unwrap_or(0));
+        if streak >= LONG_STREAK {
+            &self.long_calls
+        } else {
+            &self.calls
+        }
+    }
+
+    /// Counts a call of `name` that ran long (as soon as it has), or ended short.
+    fn ran(&self, name: &str, long: bool) {
+        if let Ok(mut streaks) = self.streaks.lock() {
+            if long {
+                *streaks.entry(name.to_owned()).or_default() += 1;
+            } else {
+                streaks.remove(name);
+            }
+        }
     }
 
     /// Keeps the catalogue live until `stop`: refreshes it every [`CATALOGUE_POLL`]
@@ -140,7 +177,7 @@ impl Shared {
             return Err(Refusal::ShuttingDown);
         }
         let permit = tokio::select! {
-            permit = self.calls.clone().acquire_owned() => permit.map_err(|_| Refusal::ShuttingDown)?,
+            permit = self.lane(name).clone().acquire_owned() => permit.map_err(|_| Refusal::ShuttingDown)?,
             () = cancelled.cancelled() => return Err(Refusal::Cancelled),
             () = self.draining.cancelled() => return Err(Refusal::ShuttingDown),
         };
@@ -150,14 +187,34 @@ impl Shared {
             ..RunOptions::default()
         });
         let call = context.call_full(name, input);
-        let result = tokio::select! {
-            result = call => result.map(|out| out.output).map_err(Refusal::Failed),
-            () = cancelled.cancelled() => Err(Refusal::Cancelled),
-            () = self.abort.cancelled() => Err(Refusal::ShuttingDown),
+        tokio::pin!(call);
+        // Counted long the moment it is, not when it ends: runaways arriving during
+        // their first second must not all take the quick lane.
+        let long = tokio::time::sleep(LONG_CALL);
+        tokio::pin!(long);
+        let mut counted = false;
+        let result = loop {
+            tokio::select! {
+                result = &mut call => break result.map(|out| out.output).map_err(Refusal::Failed),
+                () = &mut long, if !counted => {
+                    counted = true;
+                    self.ran(name, true);
+                }
+                () = cancelled.cancelled() => break Err(Refusal::Cancelled),
+                () = self.abort.cancelled() => break Err(Refusal::ShuttingDown),
+            }
         };
+        if !counted {
+            self.ran(name, false);
+        }
         drop(permit);
         result
     }
+}
+
+/// The long lane's slots for `max_calls` slots: half as many, at least one.
+fn long_lane(max_calls: usize) -> usize {
+    (max_calls / 2).max(1)
 }
 
 /// Why a call gave no result.

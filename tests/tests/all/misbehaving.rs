@@ -246,3 +246,75 @@ fn a_runaway_guest_computes_on_the_low_priority_threads_not_the_callers() {
         );
     });
 }
+
+/// A Host with one pool slot (so one long lane slot) and the runaway skills, the
+/// `spin`'s deadline 3 s.
+async fn one_slot_host(root: &std::path::Path) -> std::sync::Arc<evo_host::Host> {
+    let skills_dir = evo_tests::runaway_skills(&root.join("skills"), 3000);
+    std::fs::write(
+        root.join("evo.toml"),
+        format!(
+            "skill_dirs = [{:?}]\n\n[engine]\npool_slots = 1\n",
+            skills_dir.display().to_string()
+        ),
+    )
+    .unwrap();
+    let host = evo_host::Host::builder()
+        .data_dir(root)
+        .config(evo_tests::config(root))
+        .build()
+        .await
+        .unwrap();
+    std::sync::Arc::new(host)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_runs_long_gives_its_slot_to_short_calls() {
+    // One slot: the runaway takes it, and past its first milliseconds moves to the
+    // long lane, so a short call runs beside it instead of waiting out its 3 s.
+    let root = tempfile::tempdir().unwrap();
+    let host = one_slot_host(root.path()).await;
+    let calculate = host.resolve(skills::CALCULATE).await.unwrap();
+    let spinning = tokio::spawn({
+        let host = host.clone();
+        async move { host.call("spin", json!({})).await.unwrap_err() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answer = host
+        .call(&calculate, json!({ "expression": "6*7" }))
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({ "result": 42 }));
+    assert!(
+        !spinning.is_finished(),
+        "the short call waited for the runaway"
+    );
+    assert_eq!(spinning.await.unwrap().code(), "SKILL_TIMEOUT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_top_level_call_waits_for_the_pool_not_the_nested_reserve() {
+    // One slot, and the long lane's one slot taken: a second runaway keeps the pool's.
+    // A short call then waits for it: the reserve is for skills called by skills, and
+    // top-level calls taking it made a pool of 16 run 26 at once (and the reserve was
+    // gone when a nested call needed it).
+    let root = tempfile::tempdir().unwrap();
+    let host = one_slot_host(root.path()).await;
+    let calculate = host.resolve(skills::CALCULATE).await.unwrap();
+    let spin = |host: std::sync::Arc<evo_host::Host>| async move {
+        host.call("spin", json!({})).await.unwrap_err()
+    };
+    let first = tokio::spawn(spin(host.clone()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = tokio::spawn(spin(host.clone()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // It waits, within its own deadline (a second), for the slot the runaway holds.
+    let error = host
+        .call(&calculate, json!({ "expression": "6*7" }))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "SKILL_TIMEOUT", "{error}");
+    assert!(!second.is_finished(), "the runaway ended first");
+    assert_eq!(first.await.unwrap().code(), "SKILL_TIMEOUT");
+    assert_eq!(second.await.unwrap().code(), "SKILL_TIMEOUT");
+}

@@ -12,7 +12,7 @@
 //! the CPU until the short ones are done, and may meet their deadline first. See `docs/decisions.md`.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
@@ -22,17 +22,36 @@ use std::time::Duration;
 /// first tick after this.
 pub const LONG_AFTER: Duration = Duration::from_millis(2);
 
-/// Set by the call's epoch callback once it has run for [`LONG_AFTER`].
+/// Whether a call runs long: set by its epoch callback once it has computed for
+/// [`LONG_AFTER`], or presumed before it starts.
 #[derive(Debug, Clone, Default)]
-pub(super) struct LongRunning(Arc<AtomicBool>);
+pub(super) struct LongRunning(Arc<AtomicU8>);
+
+/// The call is to run on the low-priority runtime.
+const MOVE: u8 = 1;
+/// The guest was seen computing past [`LONG_AFTER`].
+const COMPUTED: u8 = 2;
 
 impl LongRunning {
+    /// The guest has computed for [`LONG_AFTER`]: move it.
     pub(super) fn mark(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.fetch_or(MOVE | COMPUTED, Ordering::Relaxed);
     }
 
-    fn is_marked(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+    /// Start the call on the low-priority runtime (its skill's last calls ran long).
+    pub(super) fn presume(&self) {
+        self.0.fetch_or(MOVE, Ordering::Relaxed);
+    }
+
+    /// Whether the call runs, or is to run, on the low-priority runtime.
+    pub(super) fn is_marked(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & MOVE != 0
+    }
+
+    /// Whether the guest was seen computing past [`LONG_AFTER`] (not merely waiting:
+    /// a call that waited for the CPU is not long for it).
+    pub(super) fn computed_long(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & COMPUTED != 0
     }
 }
 
@@ -71,22 +90,27 @@ fn lower_priority() {
     }
 }
 
-/// Runs `work` here until `long` is marked, then on the low-priority runtime. Dropping
-/// the returned future cancels `work` wherever it runs.
+/// Runs `work` here until `long` is marked, then (after calling `moved`) on the
+/// low-priority runtime. Dropping the returned future cancels `work` wherever it runs.
 pub(super) async fn run<T: Send + 'static>(
     work: impl Future<Output = T> + Send + 'static,
-    long: LongRunning,
+    long: &LongRunning,
+    moved: impl FnOnce(),
 ) -> Option<T> {
     let mut work: Pin<Box<dyn Future<Output = T> + Send>> = Box::pin(work);
-    let here = std::future::poll_fn(|cx| match work.as_mut().poll(cx) {
-        Poll::Ready(value) => Poll::Ready(Some(value)),
-        Poll::Pending if long.is_marked() => Poll::Ready(None),
-        Poll::Pending => Poll::Pending,
-    })
-    .await;
-    if let Some(value) = here {
-        return Some(value);
+    // A call marked before it starts (its skill's last calls ran long) starts there.
+    if !long.is_marked() {
+        let here = std::future::poll_fn(|cx| match work.as_mut().poll(cx) {
+            Poll::Ready(value) => Poll::Ready(Some(value)),
+            Poll::Pending if long.is_marked() => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        })
+        .await;
+        if let Some(value) = here {
+            return Some(value);
+        }
     }
+    moved();
     let Some(runtime) = runtime() else {
         return Some(work.await);
     };

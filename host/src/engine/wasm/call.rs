@@ -16,6 +16,7 @@ use super::bindings::evo::skill::types;
 use super::limits::{
     Limits, MAX_ERROR_BYTES, MAX_RESOURCES, RETURNED_ENTRY_BYTES, STDIO_CAP_BYTES, StoreLimiter,
 };
+use super::slots::{LongStreak, Slot};
 use super::state::HostState;
 use super::{EPOCH_TICK, LoadSource, WasmEngine};
 use crate::capabilities::{Access, Grant, MemoryAccess, Policy};
@@ -68,6 +69,8 @@ struct SkillInner {
     calls: Arc<[String]>,
     name: Arc<str>,
     pre: PluginPre<HostState>,
+    /// Whether its last calls ran long (they start in the long lane).
+    streak: LongStreak,
 }
 
 impl std::fmt::Debug for WasmSkill {
@@ -111,6 +114,7 @@ impl WasmSkill {
             source,
             limits,
             pre,
+            streak: LongStreak::default(),
         };
         Self {
             inner: Arc::new(inner),
@@ -164,6 +168,7 @@ impl WasmSkill {
             &skill.grant,
             &skill.calls,
             ctx,
+            &skill.streak,
             move |plugin, store| {
                 Box::pin(async move { plugin.evo_skill_skill().call_execute(store, &input).await })
             },
@@ -238,6 +243,7 @@ pub(super) async fn read_manifest(
         &grant,
         &[],
         &SkillContext::detached(),
+        &LongStreak::default(),
         |plugin, store| {
             Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
         },
@@ -249,6 +255,13 @@ pub(super) async fn read_manifest(
         skill: label.to_owned(),
         problems,
     })
+}
+
+/// A call's store with its slot: fields drop in order, so the slot is given back only
+/// once the instance is gone, wherever the call ends or is cancelled.
+struct Held {
+    store: Store<HostState>,
+    _slot: Arc<std::sync::Mutex<Slot>>,
 }
 
 type GuestFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
@@ -276,11 +289,17 @@ async fn run_guest<T: Send + 'static>(
     grant: &Arc<Grant>,
     calls: &[String],
     ctx: &SkillContext,
+    streak: &LongStreak,
     body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>
     + Send
     + 'static,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
-    let _slot = engine.slot(ctx.depth()).await?;
+    let slot = engine.slots().acquire(ctx.depth(), streak).await;
+    let long = super::background::LongRunning::default();
+    if slot.is_long() {
+        long.presume();
+    }
+    let slot = Arc::new(std::sync::Mutex::new(slot));
     let stdout = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let stderr = MemoryOutputPipe::new(STDIO_CAP_BYTES);
     let wasi = wasi_ctx(grant, &stdout, &stderr)?;
@@ -311,7 +330,6 @@ async fn run_guest<T: Send + 'static>(
     let flavor = engine.flavor(limits.fuel.is_some())?;
     let mut store = Store::new(&flavor.engine, state);
     store.limiter(|state| &mut state.limiter);
-    let long = super::background::LongRunning::default();
     super::limits::set_deadline(&mut store, limits.timeout_ms, long.clone());
     if let Some(fuel) = limits.fuel {
         store
@@ -324,16 +342,37 @@ async fn run_guest<T: Send + 'static>(
     // host calls, which the epoch cannot interrupt.
     let guard = Duration::from_millis(limits.timeout_ms) + EPOCH_TICK * 2;
     let pre = pre.clone();
+    let held = Held {
+        store,
+        _slot: slot.clone(),
+    };
     let work = async move {
+        // The whole of `held`, not only the field used below (closures capture fields).
+        let mut held = held;
         let result = async {
-            let plugin = pre.instantiate_async(&mut store).await?;
-            body(plugin, &mut store).await
+            let plugin = pre.instantiate_async(&mut held.store).await?;
+            body(plugin, &mut held.store).await
         }
         .await;
-        let memory_exceeded = store.data().limiter.memory_exceeded;
+        let memory_exceeded = held.store.data().limiter.memory_exceeded;
         (result, memory_exceeded)
     };
-    let outcome = tokio::time::timeout(guard, super::background::run(work, long)).await;
+    // Past its first milliseconds the call moves to the low-priority threads, and its
+    // slot from the pool to the long lane.
+    // Counted long as soon as it is, so that the next calls of a runaway skill take the
+    // long lane while this one still runs.
+    let moved = || {
+        if long.computed_long() {
+            streak.ran_long();
+        }
+        if let Ok(mut slot) = slot.lock() {
+            engine.slots().to_long_lane(&mut slot);
+        }
+    };
+    let outcome = tokio::time::timeout(guard, super::background::run(work, &long, moved)).await;
+    if !long.computed_long() {
+        streak.ran_short();
+    }
     let (result, memory_exceeded, timed_out) = match outcome {
         Ok(Some((result, memory_exceeded))) => (result, memory_exceeded, false),
         Ok(None) => (

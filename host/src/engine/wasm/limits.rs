@@ -212,11 +212,11 @@ impl wasmtime::ResourceLimiter for StoreLimiter {
 }
 
 /// Interrupts the guest in `store` at the first epoch tick after `timeout_ms` have
-/// passed, and makes it yield to the executor at every tick before that: a guest that
-/// computes without end holds no runtime thread (two of them stalled a two-core
-/// `evo serve` until their deadlines). At the first tick after
-/// [`LONG_AFTER`](super::background::LONG_AFTER) the call is marked `long`, to be moved
-/// to the low-priority threads. Time is wall-clock time, not ticks seen: a guest that
+/// passed, and makes it yield to the executor at every tick before that once it has run
+/// for [`LONG_AFTER`](super::background::LONG_AFTER): a guest that computes without end
+/// holds no runtime thread (two of them stalled a two-core `evo serve` until their
+/// deadlines). At that first yield the call is marked `long`, to be moved to the
+/// low-priority threads. Time is wall-clock time, not ticks seen: a guest that
 /// waited for the CPU has still used its time.
 pub(super) fn set_deadline<T: Send + 'static>(
     store: &mut wasmtime::Store<T>,
@@ -231,9 +231,12 @@ pub(super) fn set_deadline<T: Send + 'static>(
         if elapsed >= timeout {
             return Ok(wasmtime::UpdateDeadline::Interrupt);
         }
-        if elapsed >= super::background::LONG_AFTER {
-            long.mark();
+        if elapsed < super::background::LONG_AFTER {
+            // A short call finishes where it started: yielding would put it behind every
+            // task in the runtime's queue, for nothing.
+            return Ok(wasmtime::UpdateDeadline::Continue(1));
         }
+        long.mark();
         Ok(wasmtime::UpdateDeadline::Yield(1))
     });
 }

@@ -29,6 +29,7 @@ mod http;
 mod inspect;
 pub mod limits;
 mod scrub;
+mod slots;
 mod state;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,7 @@ pub use http::HttpBody;
 pub(crate) use http::send_checked;
 pub use inspect::{API_VERSION, ComponentInfo, inspect};
 pub use limits::{LimitPolicy, Limits};
+pub use slots::NESTED_RESERVE;
 pub use state::HostState;
 
 use crate::capabilities::Policy;
@@ -119,11 +121,6 @@ impl std::fmt::Debug for CompileNotice {
     }
 }
 
-/// Instances kept apart for nested calls (a skill calling a skill), on top of the
-/// pool's slots: a chain as deep as the kernel's default depth limit runs even when every
-/// slot is taken by its own callers, so the depth limit decides, not slot starvation.
-pub const NESTED_RESERVE: u32 = 10;
-
 /// How to build a [`WasmEngine`].
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -179,7 +176,8 @@ impl EngineConfig {
     }
 
     fn pooling_config(&self) -> PoolingAllocationConfig {
-        let calls = self.max_concurrent_calls.max(1) + NESTED_RESERVE;
+        let calls = self.max_concurrent_calls.max(1);
+        let calls = calls + NESTED_RESERVE + slots::long_lane(calls);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(calls)
             .total_core_instances(calls * CORE_INSTANCES_PER_CALL)
@@ -275,9 +273,8 @@ struct Inner {
     plain: Flavor,
     fuel: OnceLock<Result<Flavor, String>>,
     cache: Option<ArtifactCache>,
-    slots: tokio::sync::Semaphore,
-    /// [`NESTED_RESERVE`] slots only nested calls take, when `slots` has none free.
-    reserve: tokio::sync::Semaphore,
+    /// The places for calls' instances: the pool, the nested reserve, the long lane.
+    slots: slots::Slots,
     /// Stores alive now (see [`WasmEngine::live_instances`]).
     live: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -298,33 +295,12 @@ impl std::fmt::Debug for WasmEngine {
 }
 
 impl WasmEngine {
-    /// A slot for one call. A top-level call waits for one of the pool's; a nested call
-    /// (`depth > 0`, its caller holding a slot) takes a free one or else one of the
-    /// reserve, and waits only when both are taken, within its caller's deadline (the
-    /// caller's future is dropped at it).
-    async fn slot(&self, depth: u32) -> Result<tokio::sync::SemaphorePermit<'_>> {
-        let closed = |e: tokio::sync::AcquireError| Error::Engine(e.to_string());
-        if depth == 0 {
-            return self.inner.slots.acquire().await.map_err(closed);
-        }
-        if let Ok(permit) = self.inner.slots.try_acquire() {
-            return Ok(permit);
-        }
-        if let Ok(permit) = self.inner.reserve.try_acquire() {
-            return Ok(permit);
-        }
-        tokio::select! {
-            permit = self.inner.slots.acquire() => permit.map_err(closed),
-            permit = self.inner.reserve.acquire() => permit.map_err(closed),
-        }
-    }
-
     /// Builds the engine; with `config.pooling`, falls back to on-demand allocation
     /// (logged) if the pool's address space cannot be reserved.
     pub fn new(config: EngineConfig) -> Result<Self> {
         let plain = Flavor::new(&config, false)?;
         let cache = config.cache_dir.clone().map(ArtifactCache::new);
-        let slots = tokio::sync::Semaphore::new(config.max_concurrent_calls.max(1) as usize);
+        let slots = slots::Slots::new(config.max_concurrent_calls);
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -332,7 +308,6 @@ impl WasmEngine {
                 fuel: OnceLock::new(),
                 cache,
                 slots,
-                reserve: tokio::sync::Semaphore::new(NESTED_RESERVE as usize),
                 live: Arc::default(),
             }),
         })
@@ -342,6 +317,10 @@ impl WasmEngine {
     /// have all ended. A number that stays above zero when nothing runs is a leak.
     pub fn live_instances(&self) -> usize {
         self.inner.live.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn slots(&self) -> &slots::Slots {
+        &self.inner.slots
     }
 
     fn live(&self) -> state::Live {
