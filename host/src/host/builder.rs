@@ -216,10 +216,33 @@ impl HostBuilder {
         if self.installed.unwrap_or(true) {
             host.load_remotes(&secrets).await?;
         }
-        Ok(Host {
+        let host = Host {
             inner: Arc::new(host),
-        })
+        };
+        flush_when_due(&host);
+        Ok(host)
     }
+}
+
+/// Writes the call history and statistics in the background whenever another
+/// [`FLUSH_EVERY`](crate::skill::history::FLUSH_EVERY) calls are buffered, so that an
+/// embedder that never calls [`Host::flush_stats`] does not keep every call in memory.
+fn flush_when_due(host: &Host) {
+    let weak = Arc::downgrade(&host.inner);
+    host.kernel().history().when_due(move || {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let host = Host { inner };
+        runtime.spawn_blocking(move || {
+            if let Err(e) = host.flush_stats() {
+                tracing::warn!(error = %e, "could not write the call history; it stays buffered");
+            }
+        });
+    });
 }
 
 /// The Wasm engine and native sandbox `config` describes.

@@ -106,10 +106,26 @@ pub struct ToolStats {
     pub failure_rate: f64,
 }
 
+/// Calls buffered before the host is asked to write them ([`History::when_due`]).
+pub const FLUSH_EVERY: usize = 1_000;
+/// The most calls buffered at all: when writing them keeps failing (a full disk), the
+/// oldest are dropped rather than the process's memory growing without end.
+pub const MAX_PENDING: usize = 100_000;
+
 /// The buffer of calls not yet written.
 #[derive(Debug, Default)]
 pub struct History {
     pending: Mutex<Vec<Record>>,
+    due: std::sync::OnceLock<Due>,
+}
+
+/// What to do when [`FLUSH_EVERY`] calls are buffered.
+struct Due(Box<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for Due {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Due")
+    }
 }
 
 impl History {
@@ -124,7 +140,29 @@ impl History {
                 record.duration_ms
             );
         }
-        self.lock().push(record);
+        let buffered = {
+            let mut pending = self.lock();
+            if pending.len() >= MAX_PENDING {
+                pending.drain(..FLUSH_EVERY);
+                tracing::warn!(
+                    "the call history could not be written for {MAX_PENDING} calls; the oldest {FLUSH_EVERY} are dropped"
+                );
+            }
+            pending.push(record);
+            pending.len()
+        };
+        if buffered % FLUSH_EVERY == 0
+            && let Some(due) = self.due.get()
+        {
+            (due.0)();
+        }
+    }
+
+    /// Calls `due` each time another [`FLUSH_EVERY`] calls are buffered (the host
+    /// writes them in the background): a long-lived embedder's memory stays flat. Set
+    /// once; later calls are ignored.
+    pub fn when_due(&self, due: impl Fn() + Send + Sync + 'static) {
+        let _ = self.due.set(Due(Box::new(due)));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Record>> {
@@ -400,6 +438,28 @@ mod tests {
             duration_ms: ms,
             error: None,
         }
+    }
+
+    #[test]
+    fn a_full_buffer_asks_to_be_written_and_never_grows_without_end() {
+        let history = History::default();
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        history.when_due({
+            let asked = asked.clone();
+            move || {
+                asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        for i in 0..MAX_PENDING + 10 {
+            history.record(record("read", Status::Success, 1.0, i as i64));
+        }
+        // Asked at every FLUSH_EVERY calls; nobody wrote them, so the oldest went.
+        assert_eq!(
+            asked.load(std::sync::atomic::Ordering::Relaxed),
+            MAX_PENDING / FLUSH_EVERY
+        );
+        assert_eq!(history.pending(), MAX_PENDING - FLUSH_EVERY + 10);
+        assert_eq!(history.lock()[0].at_ms, FLUSH_EVERY as i64);
     }
 
     #[test]

@@ -323,24 +323,32 @@ fn soak(length: Duration) {
             let text = format!("Soak chunk {chunk} fact {i}: the v{chunk}x{i} valve is open");
             rt.block_on(host.call("memory_store", json!({ "text": text })))
                 .expect("stores");
-            rt.block_on(host.call(
-                "memory_search",
-                json!({ "query": format!("v{chunk}x{i} valve") }),
-            ))
-            .expect("searches");
-            // Forgotten again, so that memory holds as much at the end as at the start
-            // and its growth cannot pass for a leak (or hide one).
+            let found = rt
+                .block_on(host.call(
+                    "memory_search",
+                    json!({ "query": format!("v{chunk}x{i} valve") }),
+                ))
+                .expect("searches");
+            // Forgotten again by its id, so that memory holds as much at the end as at
+            // the start and its growth cannot pass for a leak (or hide one).
+            let id = found["results"]
+                .as_array()
+                .and_then(|hits| hits.iter().find(|hit| hit["text"] == text.as_str()))
+                .and_then(|hit| hit["id"].as_str())
+                .unwrap_or_else(|| panic!("the fact just stored is found: {found}"))
+                .to_owned();
             let forgot = rt
-                .block_on(host.call("memory_forget", json!({ "query": format!("v{chunk}x{i}") })))
+                .block_on(host.call("memory_forget", json!({ "query": id })))
                 .expect("forgets");
-            assert!(forgot["deleted"].as_u64() >= Some(1), "{forgot}");
+            assert_eq!(forgot["deleted"], 1, "{forgot}");
         }
         let sample = resources();
         let (rss, fds) = (kb(&sample, "RSS"), kb(&sample, "descriptors"));
-        let live = host
-            .loader()
-            .wasm_engine()
-            .map_or(0, evo_host::engine::wasm::WasmEngine::live_instances);
+        let live = drained(|| {
+            host.loader()
+                .wasm_engine()
+                .map_or(0, evo_host::engine::wasm::WasmEngine::live_instances)
+        });
         println!(
             "{:>6.0} s  chunk {chunk}: RSS {rss} kB, {fds} descriptors, {} threads, {live} instances alive",
             started.elapsed().as_secs_f64(),
