@@ -25,6 +25,7 @@ mod background;
 mod cache;
 mod call;
 mod executor;
+mod guest;
 mod http;
 mod inspect;
 pub mod limits;

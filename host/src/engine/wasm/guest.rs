@@ -1,0 +1,362 @@
+//! Running one guest: a fresh store and instance under the call's limits, on the
+//! caller's runtime or the low-priority one, and turning how it ended into an [`Error`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::Store;
+use wasmtime::Trap;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use super::bindings::PluginPre;
+use super::bindings::evo::skill::types;
+use super::limits::{Limits, MAX_RESOURCES, STDIO_CAP_BYTES, StoreLimiter};
+use super::slots::{LongStreak, Slot};
+use super::state::HostState;
+use super::{EPOCH_TICK, WasmEngine};
+use crate::capabilities::{Access, Grant};
+use crate::error::{Error, Result};
+use crate::skill::kernel::SkillContext;
+
+/// A call's store with its slot: fields drop in order, so the slot is given back only
+/// once the instance is gone, wherever the call ends or is cancelled.
+struct Held {
+    store: Store<HostState>,
+    _slot: Arc<std::sync::Mutex<Slot>>,
+}
+
+pub(super) type GuestFuture<'a, T> =
+    std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
+
+/// What is left of a store after a call, to explain how it ended.
+pub(super) struct GuestRun {
+    skill: String,
+    limits: Limits,
+    memory_exceeded: bool,
+    timed_out: bool,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+    pub(super) scrub: super::scrub::Scrub,
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "internal helper shared by call and read_manifest"
+)]
+pub(super) async fn run_guest<T: Send + 'static>(
+    engine: &WasmEngine,
+    pre: &PluginPre<HostState>,
+    skill: &str,
+    limits: &Limits,
+    grant: &Arc<Grant>,
+    calls: &[String],
+    ctx: &SkillContext,
+    streak: &LongStreak,
+    body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>
+    + Send
+    + 'static,
+) -> Result<(wasmtime::Result<T>, GuestRun)> {
+    let slot = engine.slots().acquire(ctx.depth(), streak).await;
+    let long = super::background::LongRunning::default();
+    if slot.is_long() {
+        long.presume();
+    }
+    let slot = Arc::new(std::sync::Mutex::new(slot));
+    let stdout = MemoryOutputPipe::new(STDIO_CAP_BYTES);
+    let stderr = MemoryOutputPipe::new(STDIO_CAP_BYTES);
+    let wasi = wasi_ctx(grant, &stdout, &stderr)?;
+    let mut table = wasmtime::component::ResourceTable::new();
+    table.set_max_capacity(MAX_RESOURCES);
+    let skill_name: Arc<str> = skill.into();
+    let state = HostState {
+        wasi,
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        outbound: super::http::Outbound::new(
+            skill_name.clone(),
+            grant.hosts.clone(),
+            grant.secrets.clone(),
+            Some(ctx.clone()),
+        ),
+        table,
+        limiter: StoreLimiter::new(limits.memory_bytes()),
+        skill: skill_name,
+        calls: calls.into(),
+        grant: grant.clone(),
+        config: wasmtime_wasi_config::WasiConfigVariables::from_iter(
+            grant.config.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        ),
+        ctx: ctx.clone(),
+        chatter: 0,
+        _live: engine.live(),
+    };
+    let flavor = engine.flavor(limits.fuel.is_some())?;
+    let mut store = Store::new(&flavor.engine, state);
+    store.limiter(|state| &mut state.limiter);
+    super::limits::set_deadline(&mut store, limits.timeout_ms, long.clone());
+    if let Some(fuel) = limits.fuel {
+        store
+            .set_fuel(fuel)
+            .map_err(|e| Error::Engine(e.to_string()))?;
+    }
+    let scrub = store.data().outbound.scrub.clone();
+
+    // The epoch deadline interrupts guest code; this guard also bounds time spent in
+    // host calls, which the epoch cannot interrupt.
+    let guard = Duration::from_millis(limits.timeout_ms) + EPOCH_TICK * 2;
+    let pre = pre.clone();
+    let held = Held {
+        store,
+        _slot: slot.clone(),
+    };
+    let work = async move {
+        // The whole of `held`, not only the field used below (closures capture fields).
+        let mut held = held;
+        let result = async {
+            let plugin = pre.instantiate_async(&mut held.store).await?;
+            body(plugin, &mut held.store).await
+        }
+        .await;
+        let memory_exceeded = held.store.data().limiter.memory_exceeded;
+        (result, memory_exceeded)
+    };
+    // Past its first milliseconds the call moves to the low-priority threads, and its
+    // slot from the pool to the long lane. It counts as long at once, so that the next
+    // calls of a runaway skill take the long lane while this one still runs.
+    let moved = || {
+        if long.computed_long() {
+            streak.ran_long();
+        }
+        if let Ok(mut slot) = slot.lock() {
+            engine.slots().to_long_lane(&mut slot);
+        }
+    };
+    let outcome = tokio::time::timeout(guard, super::background::run(work, &long, moved)).await;
+    if !long.computed_long() {
+        streak.ran_short();
+    }
+    let (result, memory_exceeded, timed_out) = match outcome {
+        Ok(Some((result, memory_exceeded))) => (result, memory_exceeded, false),
+        Ok(None) => (
+            Err(wasmtime::Error::msg("the call was cancelled")),
+            false,
+            false,
+        ),
+        Err(_) => (
+            Err(wasmtime::Error::msg("wall-clock guard expired")),
+            false,
+            true,
+        ),
+    };
+    let guest = GuestRun {
+        skill: skill.to_owned(),
+        limits: *limits,
+        memory_exceeded,
+        timed_out,
+        stdout,
+        stderr,
+        scrub,
+    };
+    guest.forward_stdio();
+    Ok((result, guest))
+}
+
+fn wasi_ctx(
+    grant: &Grant,
+    stdout: &MemoryOutputPipe,
+    stderr: &MemoryOutputPipe,
+) -> Result<wasmtime_wasi::WasiCtx> {
+    let mut builder = WasiCtxBuilder::new();
+    builder
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        // No network until a skill can be granted hosts: WASI's default already denies
+        // every address, and switching the socket APIs off says so outright.
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
+    for dir in &grant.dirs {
+        let perms = match dir.access {
+            Access::Read => FsPerms::ReadOnly,
+            Access::ReadWrite => FsPerms::ReadWrite,
+        };
+        builder
+            .preopened_dir(&dir.host, &dir.guest, perms)
+            .map_err(|e| {
+                Error::Capability(format!(
+                    "cannot open {} for {}: {e}",
+                    dir.host.display(),
+                    dir.guest
+                ))
+            })?;
+    }
+    Ok(builder.build())
+}
+
+impl GuestRun {
+    /// Turns a trap or host error into the error a user should see.
+    pub(super) fn classify(&self, error: wasmtime::Error) -> Error {
+        let skill = self.skill.clone();
+        if self.memory_exceeded {
+            return Error::MemoryLimit {
+                skill,
+                limit_mib: self.limits.memory_mib,
+            };
+        }
+        if self.timed_out {
+            return Error::Timeout {
+                skill,
+                limit_ms: self.limits.timeout_ms,
+            };
+        }
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => {
+                return Error::Timeout {
+                    skill,
+                    limit_ms: self.limits.timeout_ms,
+                };
+            }
+            Some(Trap::OutOfFuel) => {
+                return Error::FuelExhausted {
+                    skill,
+                    fuel: self.limits.fuel.unwrap_or(0),
+                };
+            }
+            _ => {}
+        }
+        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            if pipe.contents().len() >= STDIO_CAP_BYTES {
+                return Error::OutputLimit {
+                    skill,
+                    stream,
+                    limit: STDIO_CAP_BYTES as u64,
+                };
+            }
+        }
+        if let Some(wasmtime::component::ResourceTableError::Full) =
+            error.downcast_ref::<wasmtime::component::ResourceTableError>()
+        {
+            return Error::Trap {
+                skill,
+                message: format!(
+                    "the skill held more than {MAX_RESOURCES} host resources at once (open files, directories, streams), the per-call cap; close files it no longer needs"
+                ),
+            };
+        }
+        let message = trap_message(&error, &self.stderr_text());
+        Error::Trap { skill, message }
+    }
+
+    /// A guest that filled stdout or stderr may report that as its own failure or trap;
+    /// either way the cause the user needs is the cap.
+    pub(super) fn stdio_exceeded(&self) -> Option<Error> {
+        [("stdout", &self.stdout), ("stderr", &self.stderr)]
+            .into_iter()
+            .find(|(_, pipe)| pipe.contents().len() >= STDIO_CAP_BYTES)
+            .map(|(stream, _)| Error::OutputLimit {
+                skill: self.skill.clone(),
+                stream,
+                limit: STDIO_CAP_BYTES as u64,
+            })
+    }
+
+    pub(super) fn check_output(&self, len: usize) -> Result<()> {
+        if len as u64 > self.limits.output_bytes {
+            return Err(Error::OutputLimit {
+                skill: self.skill.clone(),
+                stream: "output",
+                limit: self.limits.output_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// What the guest returned, with every secret value redacted.
+    pub(super) fn scrub_output(&self, mut output: types::SkillOutput) -> types::SkillOutput {
+        if self.scrub.secrets().is_empty() {
+            return output;
+        }
+        let scrub = |channel: &str, text: &mut String| {
+            *text = self.scrub.text(channel, std::mem::take(text));
+        };
+        scrub("output", &mut output.output);
+        for write in &mut output.memory_writes {
+            scrub("memory write", &mut write.text);
+        }
+        for step in &mut output.intermediate_steps {
+            scrub("step", &mut step.input);
+            scrub("step", &mut step.output);
+            if let Some(error) = &mut step.error {
+                scrub("step", error);
+            }
+        }
+        output
+    }
+
+    pub(super) fn stdout_text(&self) -> String {
+        let text = String::from_utf8_lossy(&self.stdout.contents()).into_owned();
+        self.scrub.text("stdout", text)
+    }
+
+    pub(super) fn stderr_text(&self) -> String {
+        let text = String::from_utf8_lossy(&self.stderr.contents()).into_owned();
+        self.scrub.text("stderr", text)
+    }
+
+    /// Guests have no terminal: what they print goes to the log, tagged with the skill.
+    fn forward_stdio(&self) {
+        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let contents = pipe.contents();
+            if contents.is_empty() {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&contents).into_owned();
+            let text = if self.scrub.secrets().is_empty() {
+                text
+            } else {
+                // Reported once, by `stdout_text`/`stderr_text`; here only kept out.
+                self.scrub.secrets().redact(&text).0.into_owned()
+            };
+            for line in text.lines() {
+                tracing::debug!(target: "evo::skill", skill = %self.skill, stream, "{line}");
+            }
+        }
+    }
+}
+
+/// Frames of the guest backtrace kept in a trap message: enough to locate the bug.
+const TRAP_BACKTRACE_FRAMES: usize = 8;
+
+/// The cause first (for a Rust guest, the panic message it printed), then the top of
+/// the guest backtrace.
+fn trap_message(error: &wasmtime::Error, stderr: &str) -> String {
+    let mut message = error.root_cause().to_string();
+    // A Rust panic prints `thread '…' panicked at src/lib.rs:1:2:` and the message on
+    // the next line, then a note about RUST_BACKTRACE that would only confuse here.
+    let printed: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    if !printed.is_empty() {
+        let tail = &printed[printed.len().saturating_sub(2)..];
+        message = format!("{message}; the guest printed: {}", tail.join(" "));
+    }
+    if let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() {
+        let frames = backtrace.to_string();
+        let frames: Vec<&str> = frames
+            .lines()
+            .filter(|l| l.contains(" - ") && !RUNTIME_FRAMES.iter().any(|f| l.contains(f)))
+            .take(TRAP_BACKTRACE_FRAMES)
+            .collect();
+        if !frames.is_empty() {
+            message.push_str("\nguest backtrace:\n");
+            message.push_str(&frames.join("\n"));
+        }
+    }
+    message
+}
+
+/// Frames of the Rust runtime's panic and abort machinery, which say nothing about
+/// where the skill went wrong.
+const RUNTIME_FRAMES: [&str; 5] = ["!std[", "!core[", "!alloc[", "!__rustc", "!abort"];
