@@ -163,98 +163,18 @@ async fn an_invalid_manifest_lists_every_problem() {
     );
 }
 
-#[test]
-fn a_runaway_guest_holds_no_runtime_thread() {
-    // One runtime thread, as a busy server's threads all may be: through the public
-    // Host, a guest that computes without end must still let other calls run before its
-    // deadline (found by the load harness: two such guests stalled a two-core
-    // `evo serve` for their whole timeout).
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let root = tempfile::tempdir().unwrap();
-        let skills_dir = evo_tests::runaway_skills(&root.path().join("skills"), 3000);
-        let host = evo_host::Host::builder()
-            .data_dir(root.path())
-            .config(evo_tests::config(root.path()))
-            .build()
-            .await
-            .unwrap();
-        let host = std::sync::Arc::new(host);
-        let spin = host
-            .resolve(skills_dir.join("spin/skill.wasm").to_str().unwrap())
-            .await
-            .unwrap();
-        // The component, not the built-in of the same name: it needs the Wasm engine too.
-        let calculate = host.resolve(skills::CALCULATE).await.unwrap();
-        let spinning = tokio::spawn({
-            let host = host.clone();
-            async move { host.call(&spin, json!({})).await.unwrap_err() }
-        });
-        // Let the spin start, then call beside it.
-        tokio::task::yield_now().await;
-        let answer = host
-            .call(&calculate, json!({ "expression": "6*7" }))
-            .await
-            .unwrap();
-        assert_eq!(answer, json!({ "result": 42 }));
-        assert!(!spinning.is_finished(), "answered while the spin still ran");
-        assert_eq!(spinning.await.unwrap().code(), "SKILL_TIMEOUT");
-    });
-}
-
-/// CPU time the calling thread has used.
-fn thread_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-    let nanos: u64 = stat.split_whitespace().next().unwrap().parse().unwrap();
-    Duration::from_nanos(nanos)
-}
-
-#[test]
-fn a_runaway_guest_computes_on_the_low_priority_threads_not_the_callers() {
-    // A guest past its first milliseconds moves off the caller's runtime, so the short
-    // calls there never queue behind its slices (the load harness: five runaways in a
-    // hundred calls made the good calls' p99 2,199× their clean run on two cores).
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let root = tempfile::tempdir().unwrap();
-        let skills_dir = evo_tests::runaway_skills(&root.path().join("skills"), 1000);
-        let host = evo_host::Host::builder()
-            .data_dir(root.path())
-            .config(evo_tests::config(root.path()))
-            .build()
-            .await
-            .unwrap();
-        let spin = host
-            .resolve(skills_dir.join("spin/skill.wasm").to_str().unwrap())
-            .await
-            .unwrap();
-        let before = thread_cpu();
-        let error = host.call(&spin, json!({})).await.unwrap_err();
-        let used = thread_cpu() - before;
-        assert_eq!(error.code(), "SKILL_TIMEOUT", "{error}");
-        // Instantiating and the first slice (at most two epoch ticks) run here; the
-        // rest of the second of spinning runs elsewhere.
-        assert!(
-            used < Duration::from_millis(200),
-            "the caller's thread spent {used:?} of CPU on a 1 s runaway"
-        );
-    });
-}
-
-/// A Host with one pool slot (so one long lane slot) and the runaway skills, the
-/// `spin`'s deadline 3 s.
-async fn one_slot_host(root: &std::path::Path) -> std::sync::Arc<evo_host::Host> {
-    let skills_dir = evo_tests::runaway_skills(&root.join("skills"), 3000);
+/// A Host over the runaway skills (`spin`, `bomb`) with deadlines of `timeout_ms`, and
+/// `engine` (TOML lines) in the `[engine]` section of its configuration.
+async fn runaway_host(
+    root: &std::path::Path,
+    timeout_ms: u64,
+    engine: &str,
+) -> std::sync::Arc<evo_host::Host> {
+    let skills_dir = evo_tests::runaway_skills(&root.join("skills"), timeout_ms);
     std::fs::write(
         root.join("evo.toml"),
         format!(
-            "skill_dirs = [{:?}]\n\n[engine]\npool_slots = 1\n",
+            "skill_dirs = [{:?}]\n\n[engine]\n{engine}\n",
             skills_dir.display().to_string()
         ),
     )
@@ -268,12 +188,63 @@ async fn one_slot_host(root: &std::path::Path) -> std::sync::Arc<evo_host::Host>
     std::sync::Arc::new(host)
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn a_runaway_guest_holds_no_runtime_thread() {
+    // One runtime thread, as a busy server's threads all may be: through the public
+    // Host, a guest that computes without end must still let other calls run before its
+    // deadline (found by the load harness: two such guests stalled a two-core
+    // `evo serve` for their whole timeout).
+    let root = tempfile::tempdir().unwrap();
+    let host = runaway_host(root.path(), 3000, "").await;
+    // The component, not the built-in of the same name: it needs the Wasm engine too.
+    let calculate = host.resolve(skills::CALCULATE).await.unwrap();
+    let spinning = tokio::spawn({
+        let host = host.clone();
+        async move { host.call("spin", json!({})).await.unwrap_err() }
+    });
+    // Let the spin start, then call beside it.
+    tokio::task::yield_now().await;
+    let answer = host
+        .call(&calculate, json!({ "expression": "6*7" }))
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({ "result": 42 }));
+    assert!(!spinning.is_finished(), "answered while the spin still ran");
+    assert_eq!(spinning.await.unwrap().code(), "SKILL_TIMEOUT");
+}
+
+/// CPU time the calling thread has used.
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    let nanos: u64 = stat.split_whitespace().next().unwrap().parse().unwrap();
+    Duration::from_nanos(nanos)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_runaway_guest_computes_on_the_low_priority_threads_not_the_callers() {
+    // A guest past its first milliseconds moves off the caller's runtime, so the short
+    // calls there never queue behind its slices (the load harness: five runaways in a
+    // hundred calls made the good calls' p99 2,199× their clean run on two cores).
+    let root = tempfile::tempdir().unwrap();
+    let host = runaway_host(root.path(), 1000, "").await;
+    let before = thread_cpu();
+    let error = host.call("spin", json!({})).await.unwrap_err();
+    let used = thread_cpu() - before;
+    assert_eq!(error.code(), "SKILL_TIMEOUT", "{error}");
+    // Instantiating and the first slice (at most two epoch ticks) run here; the
+    // rest of the second of spinning runs elsewhere.
+    assert!(
+        used < Duration::from_millis(200),
+        "the caller's thread spent {used:?} of CPU on a 1 s runaway"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_runs_long_gives_its_slot_to_short_calls() {
     // One slot: the runaway takes it, and past its first milliseconds moves to the
     // long lane, so a short call runs beside it instead of waiting out its 3 s.
     let root = tempfile::tempdir().unwrap();
-    let host = one_slot_host(root.path()).await;
+    let host = runaway_host(root.path(), 3000, "pool_slots = 1").await;
     let calculate = host.resolve(skills::CALCULATE).await.unwrap();
     let spinning = tokio::spawn({
         let host = host.clone();
@@ -299,7 +270,7 @@ async fn a_top_level_call_waits_for_the_pool_not_the_nested_reserve() {
     // top-level calls taking it made a pool of 16 run 26 at once (and the reserve was
     // gone when a nested call needed it).
     let root = tempfile::tempdir().unwrap();
-    let host = one_slot_host(root.path()).await;
+    let host = runaway_host(root.path(), 3000, "pool_slots = 1").await;
     let calculate = host.resolve(skills::CALCULATE).await.unwrap();
     let spin = |host: std::sync::Arc<evo_host::Host>| async move {
         host.call("spin", json!({})).await.unwrap_err()

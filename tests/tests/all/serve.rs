@@ -878,6 +878,17 @@ fn health_counts_the_calls_running_and_their_wasm_instances() {
     .unwrap();
     let server = HttpServer::start(&home, &[]);
     let health = || http("GET", &format!("{}/v1/health", server.base), &[], None).1;
+    // The health once `done` holds of it, or after 20 s.
+    let health_when = |done: &dyn Fn(&Value) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let now = health();
+            if done(&now) || Instant::now() > deadline {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
     let idle = health();
     assert_eq!((&idle["calls"], &idle["instances"]), (&json!(0), &json!(0)));
 
@@ -885,27 +896,13 @@ fn health_counts_the_calls_running_and_their_wasm_instances() {
         let url = format!("{}/v1/skills/spin/call", server.base);
         move || http("POST", &url, &[], Some("{}"))
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let busy = loop {
-        let now = health();
-        if now["calls"] == 1 || Instant::now() > deadline {
-            break now;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let busy = health_when(&|h| h["calls"] == 1);
     assert_eq!((&busy["calls"], &busy["instances"]), (&json!(1), &json!(1)));
     let (_, error) = spinning.join().unwrap();
     assert_eq!(error["code"], "SKILL_TIMEOUT", "{error}");
     // A call stopped by its wall-clock guard is dropped by its own thread, a moment
     // after the answer.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let after = loop {
-        let now = health();
-        if now["instances"] == 0 || Instant::now() > deadline {
-            break now;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let after = health_when(&|h| h["instances"] == 0);
     assert_eq!(
         (&after["calls"], &after["instances"]),
         (&json!(0), &json!(0))
