@@ -8,11 +8,15 @@
 //! behind its slices: on two cores, five runaways in a hundred calls made the good
 //! calls' p99 2,199× their clean run before this.
 //!
-//! The price is paid by long calls on a saturated machine: they get a small share of
-//! the CPU until the short ones are done, and may meet their deadline first. See `docs/decisions.md`.
+//! It moves only while short calls wait or run in the same engine: a long call alone
+//! keeps its priority, so it is not starved by other processes on the machine.
+//!
+//! The price is paid by long calls beside short ones on a saturated machine: they get a
+//! small share of the CPU until the short ones are done, and may meet their deadline
+//! first. See `docs/decisions.md`.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
@@ -23,35 +27,81 @@ use std::time::Duration;
 pub const LONG_AFTER: Duration = Duration::from_millis(2);
 
 /// Whether a call runs long: set by its epoch callback once it has computed for
-/// [`LONG_AFTER`], or presumed before it starts.
-#[derive(Debug, Clone, Default)]
-pub(super) struct LongRunning(Arc<AtomicU8>);
+/// [`LONG_AFTER`], or presumed before it starts; and whether it is still one of the
+/// engine's short calls, the ones a long call would take the CPU from.
+///
+/// A long call moves to the low-priority threads only while short calls wait or run in
+/// the same engine. Alone (a one-shot `evo skill run`, a server with nothing else to
+/// do) it keeps its priority: lowered, it would lose the CPU to every other process on
+/// the machine (a build, a test run) and could meet its deadline for nothing, and a
+/// thread's priority cannot be raised again without privileges. Checked at every tick,
+/// so a long call moves as soon as short calls arrive.
+#[derive(Debug, Clone)]
+pub(super) struct LongRunning {
+    state: Arc<AtomicU8>,
+    /// The engine's count of short calls, which this call is in while [`SHORT`] is set.
+    short: Arc<AtomicUsize>,
+}
 
 /// The call is to run on the low-priority runtime.
 const MOVE: u8 = 1;
 /// The guest was seen computing past [`LONG_AFTER`].
 const COMPUTED: u8 = 2;
+/// The call is counted among the engine's short calls.
+const SHORT: u8 = 4;
 
 impl LongRunning {
-    /// The guest has computed for [`LONG_AFTER`]: move it.
-    pub(super) fn mark(&self) {
-        self.0.fetch_or(MOVE | COMPUTED, Ordering::Relaxed);
+    /// A call that counts as short until it turns long or ends (when `counted` drops).
+    pub(super) fn start(short: &Arc<AtomicUsize>) -> (Self, Counted) {
+        short.fetch_add(1, Ordering::Relaxed);
+        let long = Self {
+            state: Arc::new(AtomicU8::new(SHORT)),
+            short: short.clone(),
+        };
+        (long.clone(), Counted(long))
     }
 
-    /// Start the call on the low-priority runtime (its skill's last calls ran long).
+    /// The guest has computed for [`LONG_AFTER`]: move it if short calls want the CPU.
+    pub(super) fn mark(&self) {
+        self.state.fetch_or(COMPUTED, Ordering::Relaxed);
+        self.presume();
+    }
+
+    /// The call is long before it starts (its skill's last calls ran long): it runs on
+    /// the low-priority runtime from the start if short calls want the CPU.
     pub(super) fn presume(&self) {
-        self.0.fetch_or(MOVE, Ordering::Relaxed);
+        self.leave_short();
+        if self.short.load(Ordering::Relaxed) > 0 {
+            self.state.fetch_or(MOVE, Ordering::Relaxed);
+        }
+    }
+
+    fn leave_short(&self) {
+        if self.state.fetch_and(!SHORT, Ordering::Relaxed) & SHORT != 0 {
+            self.short.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Whether the call runs, or is to run, on the low-priority runtime.
     pub(super) fn is_marked(&self) -> bool {
-        self.0.load(Ordering::Relaxed) & MOVE != 0
+        self.state.load(Ordering::Relaxed) & MOVE != 0
     }
 
     /// Whether the guest was seen computing past [`LONG_AFTER`] (not merely waiting:
     /// a call that waited for the CPU is not long for it).
     pub(super) fn computed_long(&self) -> bool {
-        self.0.load(Ordering::Relaxed) & COMPUTED != 0
+        self.state.load(Ordering::Relaxed) & COMPUTED != 0
+    }
+}
+
+/// Keeps a call among the engine's short calls until it is dropped (or the call turns
+/// long), however the call ends: cancelled calls too.
+#[derive(Debug)]
+pub(super) struct Counted(LongRunning);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.leave_short();
     }
 }
 

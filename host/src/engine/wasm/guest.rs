@@ -57,8 +57,9 @@ pub(super) async fn run_guest<T: Send + 'static>(
     + Send
     + 'static,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
+    // Counted as short while it waits for its slot, so that long calls yield to it.
+    let (long, _counted) = super::background::LongRunning::start(engine.short_calls());
     let slot = engine.slots().acquire(ctx.depth(), streak).await;
-    let long = super::background::LongRunning::default();
     if slot.is_long() {
         long.presume();
     }
@@ -123,9 +124,11 @@ pub(super) async fn run_guest<T: Send + 'static>(
     // Past its first milliseconds the call moves to the low-priority threads, and its
     // slot from the pool to the long lane. It counts as long at once, so that the next
     // calls of a runaway skill take the long lane while this one still runs.
+    let counted_long = std::sync::atomic::AtomicBool::new(false);
     let moved = || {
         if long.computed_long() {
             streak.ran_long();
+            counted_long.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         if let Ok(mut slot) = slot.lock() {
             engine.slots().to_long_lane(&mut slot);
@@ -134,6 +137,9 @@ pub(super) async fn run_guest<T: Send + 'static>(
     let outcome = tokio::time::timeout(guard, super::background::run(work, &long, moved)).await;
     if !long.computed_long() {
         streak.ran_short();
+    } else if !counted_long.load(std::sync::atomic::Ordering::Relaxed) {
+        // Long, but alone: it stayed on its caller's threads and is counted now.
+        streak.ran_long();
     }
     let (result, memory_exceeded, timed_out) = match outcome {
         Ok(Some((result, memory_exceeded))) => (result, memory_exceeded, false),

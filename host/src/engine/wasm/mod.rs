@@ -278,6 +278,9 @@ struct Inner {
     slots: slots::Slots,
     /// Stores alive now (see [`WasmEngine::live_instances`]).
     live: Arc<std::sync::atomic::AtomicUsize>,
+    /// Calls waiting for a slot or running that have not turned long (see
+    /// [`background`]): what a long call would take the CPU from.
+    short: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The shared Wasm engine. Cheap to clone; create one per process.
@@ -310,6 +313,7 @@ impl WasmEngine {
                 cache,
                 slots,
                 live: Arc::default(),
+                short: Arc::default(),
             }),
         })
     }
@@ -322,6 +326,10 @@ impl WasmEngine {
 
     fn slots(&self) -> &slots::Slots {
         &self.inner.slots
+    }
+
+    fn short_calls(&self) -> &Arc<std::sync::atomic::AtomicUsize> {
+        &self.inner.short
     }
 
     fn live(&self) -> state::Live {
