@@ -8,8 +8,8 @@
 //! behind its slices: on two cores, five runaways in a hundred calls made the good
 //! calls' p99 2,199× their clean run before this.
 //!
-//! It moves only while short calls wait or run in the same engine: a long call alone
-//! keeps its priority, so it is not starved by other processes on the machine.
+//! It moves only while other calls are in flight in the same engine: a long call alone
+//! keeps its priority, so other processes on the machine do not starve it.
 //!
 //! The price is paid by long calls beside short ones on a saturated machine: they get a
 //! small share of the CPU until the short ones are done, and may meet their deadline
@@ -27,58 +27,56 @@ use std::time::Duration;
 pub const LONG_AFTER: Duration = Duration::from_millis(2);
 
 /// Whether a call runs long: set by its epoch callback once it has computed for
-/// [`LONG_AFTER`], or presumed before it starts; and whether it is still one of the
-/// engine's short calls, the ones a long call would take the CPU from.
+/// [`LONG_AFTER`], or presumed before it starts; and the engine's count of the calls in
+/// flight, this one among them until it ends.
 ///
-/// A long call moves to the low-priority threads only while short calls wait or run in
-/// the same engine. Alone (a one-shot `evo skill run`, a server with nothing else to
-/// do) it keeps its priority: lowered, it would lose the CPU to every other process on
-/// the machine (a build, a test run) and could meet its deadline for nothing, and a
-/// thread's priority cannot be raised again without privileges. Checked at every tick,
-/// so a long call moves as soon as short calls arrive.
+/// A long call moves to the low-priority threads only while other calls are in flight
+/// in the same engine (waiting for a slot or running). Alone (a one-shot `evo skill
+/// run`, a skill calling a skill, a server with nothing else to do) it keeps its
+/// priority: lowered, it would lose the CPU to every other process on the machine (a
+/// build, a test run) and could meet its deadline for nothing, and a thread's priority
+/// cannot be raised again without privileges. Checked at every tick, so a long call
+/// moves as soon as another call arrives.
 #[derive(Debug, Clone)]
 pub(super) struct LongRunning {
     state: Arc<AtomicU8>,
-    /// The engine's count of short calls, which this call is in while [`SHORT`] is set.
-    short: Arc<AtomicUsize>,
+    /// The engine's count of calls in flight.
+    calls: Arc<AtomicUsize>,
+    /// The calls in flight that are this one's own: it and the callers it runs for.
+    own: usize,
 }
 
 /// The call is to run on the low-priority runtime.
 const MOVE: u8 = 1;
 /// The guest was seen computing past [`LONG_AFTER`].
 const COMPUTED: u8 = 2;
-/// The call is counted among the engine's short calls.
-const SHORT: u8 = 4;
 
 impl LongRunning {
-    /// A call that counts as short until it turns long or ends (when `counted` drops).
-    pub(super) fn start(short: &Arc<AtomicUsize>) -> (Self, Counted) {
-        short.fetch_add(1, Ordering::Relaxed);
+    /// A call at `depth` (1 or 0 at the top, more for a skill called by a skill), counted
+    /// among the engine's `calls` until `Counted` drops, however the call ends.
+    pub(super) fn start(calls: &Arc<AtomicUsize>, depth: u32) -> (Self, Counted) {
+        calls.fetch_add(1, Ordering::Relaxed);
         let long = Self {
-            state: Arc::new(AtomicU8::new(SHORT)),
-            short: short.clone(),
+            state: Arc::new(AtomicU8::new(0)),
+            calls: calls.clone(),
+            // Its callers are in flight too (when they are Wasm calls; when they are
+            // not, this errs towards staying).
+            own: depth.max(1) as usize,
         };
         (long.clone(), Counted(long))
     }
 
-    /// The guest has computed for [`LONG_AFTER`]: move it if short calls want the CPU.
+    /// The guest has computed for [`LONG_AFTER`]: move it if other calls are in flight.
     pub(super) fn mark(&self) {
         self.state.fetch_or(COMPUTED, Ordering::Relaxed);
         self.presume();
     }
 
     /// The call is long before it starts (its skill's last calls ran long): it runs on
-    /// the low-priority runtime from the start if short calls want the CPU.
+    /// the low-priority runtime from the start if other calls are in flight.
     pub(super) fn presume(&self) {
-        self.leave_short();
-        if self.short.load(Ordering::Relaxed) > 0 {
+        if self.calls.load(Ordering::Relaxed) > self.own {
             self.state.fetch_or(MOVE, Ordering::Relaxed);
-        }
-    }
-
-    fn leave_short(&self) {
-        if self.state.fetch_and(!SHORT, Ordering::Relaxed) & SHORT != 0 {
-            self.short.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -94,14 +92,14 @@ impl LongRunning {
     }
 }
 
-/// Keeps a call among the engine's short calls until it is dropped (or the call turns
-/// long), however the call ends: cancelled calls too.
+/// Keeps a call among the engine's calls in flight until it is dropped, however the
+/// call ends: cancelled calls too.
 #[derive(Debug)]
 pub(super) struct Counted(LongRunning);
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        self.0.leave_short();
+        self.0.calls.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

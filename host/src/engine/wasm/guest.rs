@@ -57,8 +57,8 @@ pub(super) async fn run_guest<T: Send + 'static>(
     + Send
     + 'static,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
-    // Counted as short while it waits for its slot, so that long calls yield to it.
-    let (long, _counted) = super::background::LongRunning::start(engine.short_calls());
+    // Counted while it waits for its slot too, so that long calls yield to it.
+    let (long, _counted) = super::background::LongRunning::start(engine.calls(), ctx.depth());
     let slot = engine.slots().acquire(ctx.depth(), streak).await;
     if slot.is_long() {
         long.presume();
@@ -138,7 +138,7 @@ pub(super) async fn run_guest<T: Send + 'static>(
     if !long.computed_long() {
         streak.ran_short();
     } else if !counted_long.load(std::sync::atomic::Ordering::Relaxed) {
-        // Long, but alone: it stayed on its caller's threads and is counted now.
+        // Long, but alone: it stayed on its caller's threads, and counts as long now.
         streak.ran_long();
     }
     let (result, memory_exceeded, timed_out) = match outcome {

@@ -278,9 +278,9 @@ struct Inner {
     slots: slots::Slots,
     /// Stores alive now (see [`WasmEngine::live_instances`]).
     live: Arc<std::sync::atomic::AtomicUsize>,
-    /// Calls waiting for a slot or running that have not turned long (see
-    /// [`background`]): what a long call would take the CPU from.
-    short: Arc<std::sync::atomic::AtomicUsize>,
+    /// Calls waiting for a slot or running (see [`background`]): what a long call
+    /// would take the CPU from.
+    calls: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The shared Wasm engine. Cheap to clone; create one per process.
@@ -313,7 +313,7 @@ impl WasmEngine {
                 cache,
                 slots,
                 live: Arc::default(),
-                short: Arc::default(),
+                calls: Arc::default(),
             }),
         })
     }
@@ -328,8 +328,8 @@ impl WasmEngine {
         &self.inner.slots
     }
 
-    fn short_calls(&self) -> &Arc<std::sync::atomic::AtomicUsize> {
-        &self.inner.short
+    fn calls(&self) -> &Arc<std::sync::atomic::AtomicUsize> {
+        &self.inner.calls
     }
 
     fn live(&self) -> state::Live {
