@@ -260,6 +260,29 @@ async fn a_runaway_guest_keeps_its_thread_alone_and_leaves_it_when_short_calls_c
     );
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn runaways_beside_each_other_leave_the_callers_thread() {
+    // Each runaway is a call in flight beside the other, so both move. Counting only the
+    // calls that had not turned long left them on the caller's runtime: through `evo
+    // serve` the good calls spend microseconds in the engine and the rest of their time
+    // queued behind the runaways, so at a tick there was rarely one to see (the load
+    // harness: the good calls' p99 39× the clean run's).
+    let root = tempfile::tempdir().unwrap();
+    let host = runaway_host(root.path(), 1000, "").await;
+    let before = thread_cpu();
+    let (first, second) = tokio::join!(host.call("spin", json!({})), host.call("spin", json!({})));
+    for result in [first, second] {
+        assert_eq!(result.unwrap_err().code(), "SKILL_TIMEOUT");
+    }
+    // Instantiating and a slice or two of each run here; the rest of two seconds of
+    // spinning runs elsewhere.
+    let used = thread_cpu() - before;
+    assert!(
+        used < Duration::from_millis(200),
+        "the caller's thread spent {used:?} of CPU on two runaways"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_runs_long_gives_its_slot_to_short_calls() {
     // One slot: the runaway takes it, and past its first milliseconds moves to the
