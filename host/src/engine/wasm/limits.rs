@@ -216,8 +216,8 @@ impl wasmtime::ResourceLimiter for StoreLimiter {
 /// for [`LONG_AFTER`](super::background::LONG_AFTER): a guest that computes without end
 /// holds no runtime thread (two of them stalled a two-core `evo serve` until their
 /// deadlines). At each such yield the call is marked `long`, and moved to the
-/// low-priority threads once other calls are in flight. Time is wall-clock time, not ticks seen: a guest that
-/// waited for the CPU has still used its time.
+/// low-priority threads once other calls are in flight. Time is wall-clock time, not
+/// ticks seen: a guest that waited for the CPU has still used its time.
 pub(super) fn set_deadline<T: Send + 'static>(
     store: &mut wasmtime::Store<T>,
     timeout_ms: u64,
