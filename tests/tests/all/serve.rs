@@ -877,19 +877,8 @@ fn health_counts_the_calls_running_and_their_wasm_instances() {
     )
     .unwrap();
     let server = HttpServer::start(&home, &[]);
-    let health = || http("GET", &format!("{}/v1/health", server.base), &[], None).1;
-    // The health once `done` holds of it, or after 20 s.
-    let health_when = |done: &dyn Fn(&Value) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let now = health();
-            if done(&now) || Instant::now() > deadline {
-                return now;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    let idle = health();
+    let health_when = |done: &dyn Fn(&Value) -> bool| health_when(&server.base, done);
+    let idle = health_when(&|_| true);
     assert_eq!((&idle["calls"], &idle["instances"]), (&json!(0), &json!(0)));
 
     let spinning = std::thread::spawn({
@@ -907,4 +896,66 @@ fn health_counts_the_calls_running_and_their_wasm_instances() {
         (&after["calls"], &after["instances"]),
         (&json!(0), &json!(0))
     );
+}
+
+#[test]
+fn a_runaway_holding_the_only_slot_does_not_hold_up_a_good_call() {
+    // Through `evo serve --http`, with one Wasm slot: a runaway takes it, a good call
+    // comes and waits for it, and the runaway, now beside another call, moves to the
+    // low-priority threads and its slot to the long lane. The good call is answered
+    // while the runaway still runs, and nothing is left alive after.
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let skills_dir = evo_tests::runaway_skills(&root.path().join("skills"), 3000);
+    std::fs::create_dir_all(skills_dir.join("fixture-probe")).unwrap();
+    std::fs::copy(
+        evo_tests::skills::FIXTURE_PROBE,
+        skills_dir.join("fixture-probe/skill.wasm"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("evo.toml"),
+        format!(
+            "skill_dirs = [{:?}]\n\n[engine]\npool_slots = 1\n",
+            skills_dir.display().to_string()
+        ),
+    )
+    .unwrap();
+    let server = HttpServer::start(&home, &[]);
+    let spinning = std::thread::spawn({
+        let url = format!("{}/v1/skills/spin/call", server.base);
+        move || http("POST", &url, &[], Some("{}"))
+    });
+    health_when(&server.base, &|h| h["instances"] == 1);
+    let (_, answer) = http(
+        "POST",
+        &format!("{}/v1/skills/fixture-probe/call", server.base),
+        &[],
+        Some(r#"{"stdout_bytes":64}"#),
+    );
+    assert_eq!(answer["output"]["written"], 64, "{answer}");
+    assert!(
+        !spinning.is_finished(),
+        "the good call was answered only after the runaway ended"
+    );
+    let (_, error) = spinning.join().unwrap();
+    assert_eq!(error["code"], "SKILL_TIMEOUT", "{error}");
+    let after = health_when(&server.base, &|h| h["instances"] == 0);
+    assert_eq!(
+        (&after["calls"], &after["instances"]),
+        (&json!(0), &json!(0))
+    );
+}
+
+/// `GET /v1/health` of the server at `base` once `done` holds of it, or after 20 s.
+fn health_when(base: &str, done: &dyn Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = http("GET", &format!("{base}/v1/health"), &[], None).1;
+        if done(&now) || Instant::now() > deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
