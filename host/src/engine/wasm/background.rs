@@ -44,6 +44,9 @@ pub(super) struct LongRunning {
     calls: Arc<AtomicUsize>,
     /// The calls in flight that are this one's own: it and the callers it runs for.
     own: usize,
+    /// Its skill's long calls in a row, counted the moment this one turns long, so that
+    /// the next calls of a runaway skill take the long lane while this one still runs.
+    streak: super::slots::LongStreak,
 }
 
 /// The call is to run on the low-priority runtime.
@@ -54,7 +57,11 @@ const COMPUTED: u8 = 2;
 impl LongRunning {
     /// A call at `depth` (1 or 0 at the top, more for a skill called by a skill), counted
     /// among the engine's `calls` until `Counted` drops, however the call ends.
-    pub(super) fn start(calls: &Arc<AtomicUsize>, depth: u32) -> (Self, Counted) {
+    pub(super) fn start(
+        calls: &Arc<AtomicUsize>,
+        depth: u32,
+        streak: &super::slots::LongStreak,
+    ) -> (Self, Counted) {
         calls.fetch_add(1, Ordering::Relaxed);
         let long = Self {
             state: Arc::new(AtomicU8::new(0)),
@@ -62,13 +69,16 @@ impl LongRunning {
             // Its callers are in flight too (when they are Wasm calls; when they are
             // not, this errs towards staying).
             own: depth.max(1) as usize,
+            streak: streak.clone(),
         };
         (long.clone(), Counted(long))
     }
 
     /// The guest has computed for [`LONG_AFTER`]: move it if other calls are in flight.
     pub(super) fn mark(&self) {
-        self.state.fetch_or(COMPUTED, Ordering::Relaxed);
+        if self.state.fetch_or(COMPUTED, Ordering::Relaxed) & COMPUTED == 0 {
+            self.streak.ran_long();
+        }
         self.presume();
     }
 

@@ -58,7 +58,8 @@ pub(super) async fn run_guest<T: Send + 'static>(
     + 'static,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
     // Counted while it waits for its slot too, so that long calls yield to it.
-    let (long, _counted) = super::background::LongRunning::start(engine.calls(), ctx.depth());
+    let (long, _counted) =
+        super::background::LongRunning::start(engine.calls(), ctx.depth(), streak);
     let slot = engine.slots().acquire(ctx.depth(), streak).await;
     if slot.is_long() {
         long.presume();
@@ -121,15 +122,9 @@ pub(super) async fn run_guest<T: Send + 'static>(
         let memory_exceeded = held.store.data().limiter.memory_exceeded;
         (result, memory_exceeded)
     };
-    // Past its first milliseconds the call moves to the low-priority threads, and its
-    // slot from the pool to the long lane. It counts as long at once, so that the next
-    // calls of a runaway skill take the long lane while this one still runs.
-    let counted_long = std::sync::atomic::AtomicBool::new(false);
+    // Past its first milliseconds, beside other calls, the call moves to the
+    // low-priority threads, and its slot from the pool to the long lane.
     let moved = || {
-        if long.computed_long() {
-            streak.ran_long();
-            counted_long.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
         if let Ok(mut slot) = slot.lock() {
             engine.slots().to_long_lane(&mut slot);
         }
@@ -137,9 +132,6 @@ pub(super) async fn run_guest<T: Send + 'static>(
     let outcome = tokio::time::timeout(guard, super::background::run(work, &long, moved)).await;
     if !long.computed_long() {
         streak.ran_short();
-    } else if !counted_long.load(std::sync::atomic::Ordering::Relaxed) {
-        // Long, but alone: it stayed on its caller's threads, and counts as long now.
-        streak.ran_long();
     }
     let (result, memory_exceeded, timed_out) = match outcome {
         Ok(Some((result, memory_exceeded))) => (result, memory_exceeded, false),
