@@ -70,9 +70,12 @@
 //! [tools.profiles.reviewer]           # a profile of your own
 //! level = "read_only"                 # read_only | read_write | execute | admin
 //! tools = ["read", "grep", "git"]     # optional: only these
+//!
+//! [storage]                           # several `evo serve` nodes sharing one database
+//! url = "postgres://evo@db:5432/evo"  # password: EVO_STORAGE_PASSWORD or `evo secret`
 //! ```
 //!
-//! The environment overrides the file: `EVO_LLM`, `EVO_LLM_BASE_URL`, `EVO_SKILL_DIRS`
+//! The environment overrides the file: `EVO_LLM`, `EVO_LLM_BASE_URL`, `EVO_STORAGE_URL`, `EVO_SKILL_DIRS`
 //! (a `PATH`-style list), `EVO_NATIVE_ISOLATION` (`best-effort` or `required`; the older
 //! `EVO_NATIVE_REQUIRE_ISOLATION=1` still means `required`). Front ends put their flags
 //! on top with [`Config::set_source`].
@@ -314,6 +317,8 @@ pub struct Config {
     pub serve: ServeSettings,
     /// The built-in tools.
     pub tools: ToolsSettings,
+    /// Where shared state is kept.
+    pub storage: crate::storage::StorageSettings,
     /// The file read, if any.
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -396,6 +401,7 @@ impl Default for Config {
                 lsp_idle_secs: crate::tools::lsp::IDLE_TIMEOUT.as_secs(),
                 profiles: BTreeMap::new(),
             },
+            storage: crate::storage::StorageSettings::default(),
             file: None,
             provenance: Provenance::default(),
         }
@@ -466,6 +472,16 @@ impl Config {
         if let Some(url) = env("EVO_LLM_BASE_URL") {
             self.llm.base_url = Some(url);
             self.set_source("llm.base_url", from("EVO_LLM_BASE_URL"));
+        }
+        if let Some(url) = env(crate::storage::URL_VAR) {
+            crate::storage::check_url(&url).map_err(|message| Error::Config {
+                path: PathBuf::from(crate::storage::URL_VAR),
+                line: None,
+                key: Some("storage.url".into()),
+                message,
+            })?;
+            self.storage.url = Some(url);
+            self.set_source("storage.url", from(crate::storage::URL_VAR));
         }
         if let Some(dirs) = env("EVO_SKILL_DIRS") {
             self.skill_dirs = std::env::split_paths(&dirs).collect();

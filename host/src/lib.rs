@@ -75,6 +75,7 @@ pub mod remote;
 pub mod secrets;
 pub mod serve;
 pub mod skill;
+pub mod storage;
 pub mod tools;
 
 pub use config::Config;

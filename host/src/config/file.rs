@@ -26,6 +26,13 @@ struct File {
     agent: Option<AgentFile>,
     serve: Option<ServeFile>,
     tools: Option<ToolsFile>,
+    storage: Option<StorageFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StorageFile {
+    url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -372,6 +379,11 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, f.tools => s.tools, "serve.tools");
         take!(noted, spans, f.max_calls => s.max_calls, "serve.max_calls", 1, 4_096);
         take!(noted, spans, f.max_message_kb => s.max_message_kb, "serve.max_message_kb", 1, 1 << 20);
+    }
+    if let Some(url) = file.storage.and_then(|s| s.url) {
+        crate::storage::check_url(&url).map_err(|message| spans.invalid("storage.url", message))?;
+        config.storage.url = Some(url);
+        noted.push("storage.url");
     }
     let mut noted_profiles = Vec::new();
     if let Some(f) = file.tools {

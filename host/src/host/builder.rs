@@ -168,6 +168,7 @@ impl HostBuilder {
                 }
             },
         };
+        let storage = crate::storage::Storage::open(&config.storage, &data_dir)?;
         let secrets = Arc::new(crate::secrets::SecretStore::new(&data_dir));
         let mut kernel = Kernel::new(registry.clone())
             .with_config(kernel_config(&config))
@@ -186,6 +187,8 @@ impl HostBuilder {
             load_errors: Vec::new(),
             unreachable_remotes: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
+            calls: storage.calls(),
+            storage,
             flushing: Mutex::new(()),
             changes: tokio::sync::watch::Sender::new(0),
             default_profile,

@@ -75,6 +75,10 @@ struct Inner {
     unreachable_remotes: Vec<(String, String)>,
     /// Every skill directory loaded, with what it looked like and the skill it held.
     catalogue: Mutex<BTreeMap<PathBuf, Loaded>>,
+    /// Where shared state is kept.
+    storage: crate::storage::Storage,
+    /// Statistics and the call history, in `storage`.
+    calls: Arc<dyn crate::storage::CallStore>,
     /// Held through a statistics flush, so that a second flush (say, at shutdown)
     /// returns only once the counts the first one took are written.
     flushing: Mutex<()>,
@@ -279,6 +283,16 @@ impl Host {
         Ok(outcome)
     }
 
+    /// Where shared state is kept: SQLite in the data directory, or PostgreSQL.
+    pub fn storage(&self) -> &crate::storage::Storage {
+        &self.inner.storage
+    }
+
+    /// The stored call statistics and history (all processes, or all nodes).
+    pub fn calls(&self) -> &Arc<dyn crate::storage::CallStore> {
+        &self.inner.calls
+    }
+
     /// Long-term memory.
     pub fn memory(&self) -> &Arc<MemoryManager> {
         &self.inner.memory
@@ -291,9 +305,8 @@ impl Host {
             .flushing
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut db = Db::open(&self.inner.data_dir)?;
-        let stats = self.inner.kernel.stats().flush(&mut db);
-        self.flush_history(&mut db)?;
+        let stats = self.inner.kernel.stats().flush(self.inner.calls.as_ref());
+        self.flush_history()?;
         stats
     }
 

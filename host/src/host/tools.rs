@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use super::Host;
-use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::skill::history::{Filter, History, Record, ToolStats};
 use crate::skill::kernel::{RunOptions, SkillContext};
@@ -104,26 +103,24 @@ impl Host {
 
     /// Writes the calls made so far to the history in the data directory (with the
     /// statistics: [`Host::flush_stats`] does both).
-    pub(super) fn flush_history(&self, db: &mut Db) -> Result<()> {
+    pub(super) fn flush_history(&self) -> Result<()> {
         self.kernel()
             .history()
-            .flush(db, self.config().tools.history_cap)
+            .flush(self.calls().as_ref(), self.config().tools.history_cap)
     }
 
     /// Stored calls `filter` selects, newest first (this process's unflushed calls
     /// are flushed first).
     pub fn history(&self, filter: &Filter) -> Result<Vec<Record>> {
-        let mut db = Db::open(self.data_dir())?;
-        self.flush_history(&mut db)?;
-        History::query(&db, filter)
+        self.flush_history()?;
+        History::query(self.calls().as_ref(), filter)
     }
 
     /// Per-tool figures (calls, mean, p95, max, failure rate) over the stored history,
     /// since `since_ms` when given.
     pub fn tool_stats(&self, since_ms: Option<i64>) -> Result<Vec<ToolStats>> {
-        let mut db = Db::open(self.data_dir())?;
-        self.flush_history(&mut db)?;
-        History::stats(&db, since_ms)
+        self.flush_history()?;
+        History::stats(self.calls().as_ref(), since_ms)
     }
 
     /// Profiles in `evo.toml` that list tool `name`: their agents lose it when it goes.

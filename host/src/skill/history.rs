@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::db::Db;
 use crate::error::Result;
+use crate::storage::CallStore;
 
 /// Default number of calls kept: months of interactive use, a few MB on disk.
 pub const DEFAULT_HISTORY_CAP: u64 = 100_000;
@@ -177,36 +177,14 @@ impl History {
         self.lock().len()
     }
 
-    /// Writes the buffered calls to `db` and keeps only the newest `cap`. On error the
-    /// calls stay buffered for the next flush.
-    pub fn flush(&self, db: &mut Db, cap: u64) -> Result<()> {
+    /// Writes the buffered calls to `store` and keeps only the newest `cap`. On error
+    /// the calls stay buffered for the next flush.
+    pub fn flush(&self, store: &dyn CallStore, cap: u64) -> Result<()> {
         let pending = std::mem::take(&mut *self.lock());
         if pending.is_empty() {
             return Ok(());
         }
-        let result = db.transaction(|tx| {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            for r in &pending {
-                insert.execute(rusqlite::params![
-                    r.at_ms,
-                    r.caller,
-                    r.task_id,
-                    r.tool,
-                    r.arguments,
-                    r.status.name(),
-                    r.duration_ms,
-                    r.error
-                ])?;
-            }
-            tx.execute(
-                "DELETE FROM tool_history WHERE id <= (SELECT max(id) FROM tool_history) - ?1",
-                [i64::try_from(cap).unwrap_or(i64::MAX)],
-            )?;
-            Ok(())
-        });
+        let result = store.append_calls(&pending, cap);
         if result.is_err() {
             let mut buffer = self.lock();
             let newer = std::mem::replace(&mut *buffer, pending);
@@ -216,60 +194,13 @@ impl History {
     }
 
     /// The stored calls `filter` selects, newest first.
-    pub fn query(db: &Db, filter: &Filter) -> Result<Vec<Record>> {
-        db.read(|conn| {
-            let mut query = conn.prepare(
-                "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
-                 FROM tool_history
-                 WHERE (?1 IS NULL OR tool = ?1) AND (?2 IS NULL OR status = ?2)
-                   AND (?3 IS NULL OR at_ms >= ?3)
-                 ORDER BY id DESC LIMIT ?4",
-            )?;
-            let limit = filter
-                .limit
-                .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
-            let rows = query.query_map(
-                rusqlite::params![
-                    filter.tool,
-                    filter.status.map(Status::name),
-                    filter.since_ms,
-                    limit
-                ],
-                |row| {
-                    let status: String = row.get(6)?;
-                    Ok(Record {
-                        id: row.get(0)?,
-                        at_ms: row.get(1)?,
-                        caller: row.get(2)?,
-                        task_id: row.get(3)?,
-                        tool: row.get(4)?,
-                        arguments: row.get(5)?,
-                        status: Status::parse(&status).unwrap_or(Status::Error),
-                        duration_ms: row.get(7)?,
-                        error: row.get(8)?,
-                    })
-                },
-            )?;
-            rows.collect()
-        })
+    pub fn query(store: &dyn CallStore, filter: &Filter) -> Result<Vec<Record>> {
+        store.calls(filter)
     }
 
     /// Per-tool figures over every stored call (or those since `since_ms`), by name.
-    pub fn stats(db: &Db, since_ms: Option<i64>) -> Result<Vec<ToolStats>> {
-        let rows = db.read(|conn| {
-            let mut query = conn.prepare(
-                "SELECT tool, duration_ms, status FROM tool_history
-                 WHERE ?1 IS NULL OR at_ms >= ?1 ORDER BY tool, duration_ms",
-            )?;
-            let rows = query.query_map([since_ms], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, f64>(1)?,
-                    row.get::<_, String>(2)? != "success",
-                ))
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })?;
+    pub fn stats(store: &dyn CallStore, since_ms: Option<i64>) -> Result<Vec<ToolStats>> {
+        let rows = store.durations(since_ms)?;
         let mut stats = Vec::new();
         for group in rows.chunk_by(|a, b| a.0 == b.0) {
             let durations: Vec<f64> = group.iter().map(|r| r.1).collect();
@@ -466,72 +397,78 @@ mod tests {
     fn the_newest_ten_read_calls_of_a_hundred() {
         // The seed: 100 records; the latest 10 calls of Read, newest first.
         let dir = tempfile::tempdir().unwrap();
-        let mut db = Db::open(dir.path()).unwrap();
-        let history = History::default();
-        for i in 0..100 {
-            let tool = if i % 2 == 0 { "read" } else { "grep" };
-            history.record(record(tool, Status::Success, 1.0, 1_000 + i));
+        for storage in crate::storage::testing::both(dir.path()) {
+            let store = storage.calls();
+            let history = History::default();
+            for i in 0..100 {
+                let tool = if i % 2 == 0 { "read" } else { "grep" };
+                history.record(record(tool, Status::Success, 1.0, 1_000 + i));
+            }
+            history.flush(store.as_ref(), 1_000).unwrap();
+            let filter = Filter {
+                tool: Some("read".into()),
+                limit: Some(10),
+                ..Filter::default()
+            };
+            let got = History::query(store.as_ref(), &filter).unwrap();
+            assert_eq!(got.len(), 10);
+            assert!(
+                got.iter()
+                    .all(|r| r.tool == "read" && r.caller == "explore")
+            );
+            let times: Vec<i64> = got.iter().map(|r| r.at_ms).collect();
+            assert_eq!(times, (0..10).map(|i| 1_098 - 2 * i).collect::<Vec<_>>());
         }
-        history.flush(&mut db, 1_000).unwrap();
-        let filter = Filter {
-            tool: Some("read".into()),
-            limit: Some(10),
-            ..Filter::default()
-        };
-        let got = History::query(&db, &filter).unwrap();
-        assert_eq!(got.len(), 10);
-        assert!(
-            got.iter()
-                .all(|r| r.tool == "read" && r.caller == "explore")
-        );
-        let times: Vec<i64> = got.iter().map(|r| r.at_ms).collect();
-        assert_eq!(times, (0..10).map(|i| 1_098 - 2 * i).collect::<Vec<_>>());
     }
 
     #[test]
     fn the_cap_drops_the_oldest() {
         let dir = tempfile::tempdir().unwrap();
-        let mut db = Db::open(dir.path()).unwrap();
-        let history = History::default();
-        for i in 0..30 {
-            history.record(record("read", Status::Success, 1.0, i));
+        for storage in crate::storage::testing::both(dir.path()) {
+            let store = storage.calls();
+            let history = History::default();
+            for i in 0..30 {
+                history.record(record("read", Status::Success, 1.0, i));
+            }
+            history.flush(store.as_ref(), 20).unwrap();
+            let all = History::query(store.as_ref(), &Filter::default()).unwrap();
+            assert_eq!(all.len(), 20);
+            assert_eq!(all.last().unwrap().at_ms, 10);
         }
-        history.flush(&mut db, 20).unwrap();
-        let all = History::query(&db, &Filter::default()).unwrap();
-        assert_eq!(all.len(), 20);
-        assert_eq!(all.last().unwrap().at_ms, 10);
     }
 
     #[test]
     fn stats_give_p95_and_failure_rate_and_suggest_for_slow_frequent_tools() {
         let dir = tempfile::tempdir().unwrap();
-        let mut db = Db::open(dir.path()).unwrap();
-        let history = History::default();
-        for i in 1..=20 {
-            let status = if i <= 2 {
-                Status::Error
-            } else {
-                Status::Success
-            };
-            history.record(record("grep", status, 600.0 + f64::from(i), 0));
+        for storage in crate::storage::testing::both(dir.path()) {
+            let store = storage.calls();
+            let history = History::default();
+            for i in 1..=20 {
+                let status = if i <= 2 {
+                    Status::Error
+                } else {
+                    Status::Success
+                };
+                history.record(record("grep", status, 600.0 + f64::from(i), 0));
+            }
+            history.record(record("read", Status::Blocked, 2.0, 0));
+            history.flush(store.as_ref(), 1_000).unwrap();
+            let stats = History::stats(store.as_ref(), None).unwrap();
+            assert_eq!(stats.len(), 2);
+            let grep = &stats[0];
+            assert_eq!((grep.tool.as_str(), grep.calls), ("grep", 20));
+            assert_eq!((grep.p95_ms, grep.max_ms), (619.0, 620.0));
+            assert!((grep.failure_rate - 0.1).abs() < 1e-9);
+            assert_eq!(stats[1].failure_rate, 1.0);
+            assert_eq!(
+                suggestions(&stats, Locale::Zh),
+                ["Grep 工具执行缓慢，建议使用更具体的路径或模式"]
+            );
+            assert!(
+                suggestions(&stats, Locale::En)[0]
+                    .starts_with("Grep is slow (610 ms on average over 20 calls)")
+            );
         }
-        history.record(record("read", Status::Blocked, 2.0, 0));
-        history.flush(&mut db, 1_000).unwrap();
-        let stats = History::stats(&db, None).unwrap();
-        assert_eq!(stats.len(), 2);
-        let grep = &stats[0];
-        assert_eq!((grep.tool.as_str(), grep.calls), ("grep", 20));
-        assert_eq!((grep.p95_ms, grep.max_ms), (619.0, 620.0));
-        assert!((grep.failure_rate - 0.1).abs() < 1e-9);
-        assert_eq!(stats[1].failure_rate, 1.0);
-        assert_eq!(
-            suggestions(&stats, Locale::Zh),
-            ["Grep 工具执行缓慢，建议使用更具体的路径或模式"]
-        );
-        assert!(
-            suggestions(&stats, Locale::En)[0]
-                .starts_with("Grep is slow (610 ms on average over 20 calls)")
-        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! [`Stats`] counts in memory on the call path (a map update under a mutex, well under a
 //! microsecond); [`Stats::flush`] adds what was counted since the last flush to the
-//! `skill_stats` table of the host database in one transaction, so figures survive
+//! stored figures ([`CallStore`]) in one transaction, so figures survive
 //! restarts and several processes can share a data directory without losing counts.
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::db::Db;
 use crate::error::Result;
+use crate::storage::CallStore;
 
 /// The figures of one skill.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -43,7 +43,7 @@ impl SkillStats {
         self.derive();
     }
 
-    fn derive(&mut self) {
+    pub(crate) fn derive(&mut self) {
         if self.call_count > 0 {
             let calls = self.call_count as f64;
             self.average_duration = self.total_duration / calls;
@@ -114,34 +114,15 @@ impl Stats {
             .collect()
     }
 
-    /// Adds the calls counted since the last flush to `db`. On error nothing is lost:
-    /// the counts stay pending for the next flush.
-    pub fn flush(&self, db: &mut Db) -> Result<()> {
+    /// Adds the calls counted since the last flush to `store`. On error nothing is
+    /// lost: the counts stay pending for the next flush.
+    pub fn flush(&self, store: &dyn CallStore) -> Result<()> {
         let pending = std::mem::take(&mut self.lock().unflushed);
         if pending.is_empty() {
             return Ok(());
         }
-        let result = db.transaction(|tx| {
-            let mut upsert = tx.prepare_cached(
-                "INSERT INTO skill_stats (skill, call_count, success_count, total_duration_ms, max_duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(skill) DO UPDATE SET
-                   call_count = call_count + excluded.call_count,
-                   success_count = success_count + excluded.success_count,
-                   total_duration_ms = total_duration_ms + excluded.total_duration_ms,
-                   max_duration_ms = max(max_duration_ms, excluded.max_duration_ms)",
-            )?;
-            for (skill, s) in &pending {
-                upsert.execute(rusqlite::params![
-                    skill,
-                    i64::try_from(s.call_count).unwrap_or(i64::MAX),
-                    i64::try_from(s.success_count).unwrap_or(i64::MAX),
-                    s.total_duration,
-                    s.max_duration
-                ])?;
-            }
-            Ok(())
-        });
+        let counts: Vec<SkillStats> = pending.values().cloned().collect();
+        let result = store.add_stats(&counts);
         if result.is_err() {
             let mut counts = self.lock();
             for (skill, s) in pending {
@@ -158,28 +139,9 @@ impl Stats {
         result
     }
 
-    /// Every skill's figures as stored in `db` (all processes, all time).
-    pub fn load(db: &Db) -> Result<BTreeMap<String, SkillStats>> {
-        db.read(|conn| {
-            let mut query = conn.prepare(
-                "SELECT skill, call_count, success_count, total_duration_ms, max_duration_ms
-                 FROM skill_stats ORDER BY skill",
-            )?;
-            let rows = query.query_map([], |row| {
-                let name: String = row.get(0)?;
-                let mut s = SkillStats {
-                    tool_name: name.clone(),
-                    call_count: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
-                    success_count: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
-                    total_duration: row.get(3)?,
-                    max_duration: row.get(4)?,
-                    ..SkillStats::default()
-                };
-                s.derive();
-                Ok((name, s))
-            })?;
-            rows.collect()
-        })
+    /// Every skill's figures as stored in `store` (all processes, all time).
+    pub fn load(store: &dyn CallStore) -> Result<BTreeMap<String, SkillStats>> {
+        store.stats()
     }
 }
 
@@ -200,21 +162,33 @@ mod tests {
             (20.0, 0.5, 30.0)
         );
 
-        let mut db = Db::open(dir.path()).unwrap();
-        stats.flush(&mut db).unwrap();
-        stats.record("calculate", true, Duration::from_millis(20));
-        stats.flush(&mut db).unwrap();
-        stats.flush(&mut db).unwrap(); // nothing new: nothing added twice
-        drop(db);
+        for storage in crate::storage::testing::both(dir.path()) {
+            let stats = Stats::default();
+            stats.record("calculate", true, Duration::from_millis(10));
+            stats.record("calculate", false, Duration::from_millis(30));
+            let store = storage.calls();
+            stats.flush(store.as_ref()).unwrap();
+            stats.record("calculate", true, Duration::from_millis(20));
+            stats.flush(store.as_ref()).unwrap();
+            stats.flush(store.as_ref()).unwrap(); // nothing new: nothing added twice
+            // Another process (or node) counting the same skill adds to it.
+            let other = Stats::default();
+            other.record("calculate", true, Duration::from_millis(40));
+            other.flush(storage.calls().as_ref()).unwrap();
 
-        let db = Db::open(dir.path()).unwrap();
-        let stored = Stats::load(&db).unwrap();
-        let s = &stored["calculate"];
-        assert_eq!(serde_json::to_value(s).unwrap()["toolName"], "calculate");
-        assert_eq!(
-            (s.call_count, s.success_count, s.total_duration),
-            (3, 2, 60.0)
-        );
-        assert!((s.success_rate - 2.0 / 3.0).abs() < 1e-9);
+            let stored = Stats::load(storage.calls().as_ref()).unwrap();
+            let s = &stored["calculate"];
+            assert_eq!(serde_json::to_value(s).unwrap()["toolName"], "calculate");
+            assert_eq!(
+                (
+                    s.call_count,
+                    s.success_count,
+                    s.total_duration,
+                    s.max_duration
+                ),
+                (4, 3, 100.0, 40.0)
+            );
+            assert!((s.success_rate - 3.0 / 4.0).abs() < 1e-9);
+        }
     }
 }

@@ -1,6 +1,5 @@
 //! `evo skill list`, `search` and `stats`.
 
-use evo_host::db::Db;
 use evo_host::packages::ListQuery;
 use evo_host::skill::stats::Stats;
 use serde_json::json;
@@ -109,14 +108,17 @@ pub(super) async fn stats(
     if installs {
         return install_stats(globals);
     }
-    let db = Db::open(&globals.data_dir)?;
-    let mut stats = Stats::load(&db)?;
+    let host = args::bare_host(globals).await?;
+    let mut stats = Stats::load(host.calls().as_ref())?;
     if let Some(name) = skill {
         stats.retain(|k, _| k == name);
         if stats.is_empty() {
             return Err(Failure::usage(
                 "SKILL_NOT_FOUND",
-                format!("no calls of {name} are recorded in {}", db.path().display()),
+                format!(
+                    "no calls of {name} are recorded in {}",
+                    host.storage().describe()
+                ),
                 Some("statistics are recorded by `evo skill run` and agent runs"),
             ));
         }

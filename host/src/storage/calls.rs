@@ -1,0 +1,352 @@
+//! Call statistics and the call history (with the security log's `blocked` rows): what
+//! [`Stats`](crate::skill::stats::Stats) and [`History`](crate::skill::history::History)
+//! flush to, in SQLite (`evo.db`) or PostgreSQL.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::db::Db;
+use crate::error::Result;
+use crate::skill::history::{Filter, Record, Status};
+use crate::skill::stats::SkillStats;
+
+use super::Pg;
+
+/// One tool's call: `(tool, duration in ms, whether it failed or was blocked)`.
+pub type Duration = (String, f64, bool);
+
+/// Where statistics and the call history are kept. Every method is one transaction: a
+/// failed write leaves nothing half-written, and the caller keeps what it could not
+/// write for the next flush.
+pub trait CallStore: Send + Sync + std::fmt::Debug {
+    /// Adds `counts` (one entry per skill, named by `tool_name`) to the stored figures.
+    fn add_stats(&self, counts: &[SkillStats]) -> Result<()>;
+    /// Every skill's stored figures (all nodes, all time), by name.
+    fn stats(&self) -> Result<BTreeMap<String, SkillStats>>;
+    /// Appends `calls`, then keeps only the newest `cap`.
+    fn append_calls(&self, calls: &[Record], cap: u64) -> Result<()>;
+    /// The stored calls `filter` selects, newest first.
+    fn calls(&self, filter: &Filter) -> Result<Vec<Record>>;
+    /// Every stored call's duration (those since `since_ms`, when given), ordered by
+    /// tool, then duration.
+    fn durations(&self, since_ms: Option<i64>) -> Result<Vec<Duration>>;
+}
+
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn limit(filter: &Filter) -> i64 {
+    filter.limit.map_or(i64::MAX, count)
+}
+
+fn stats_row(name: String, calls: i64, successes: i64, total: f64, max: f64) -> SkillStats {
+    let mut s = SkillStats {
+        tool_name: name,
+        call_count: u64::try_from(calls).unwrap_or(0),
+        success_count: u64::try_from(successes).unwrap_or(0),
+        total_duration: total,
+        max_duration: max,
+        ..SkillStats::default()
+    };
+    s.derive();
+    s
+}
+
+/// `evo.db` in a data directory.
+#[derive(Debug, Clone)]
+pub struct SqliteCalls {
+    dir: PathBuf,
+}
+
+impl SqliteCalls {
+    /// The store of `data_dir`.
+    pub fn new(data_dir: &Path) -> Self {
+        Self {
+            dir: data_dir.to_owned(),
+        }
+    }
+}
+
+impl CallStore for SqliteCalls {
+    fn add_stats(&self, counts: &[SkillStats]) -> Result<()> {
+        Db::open(&self.dir)?.transaction(|tx| {
+            let mut upsert = tx.prepare_cached(
+                "INSERT INTO skill_stats (skill, call_count, success_count, total_duration_ms, max_duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(skill) DO UPDATE SET
+                   call_count = call_count + excluded.call_count,
+                   success_count = success_count + excluded.success_count,
+                   total_duration_ms = total_duration_ms + excluded.total_duration_ms,
+                   max_duration_ms = max(max_duration_ms, excluded.max_duration_ms)",
+            )?;
+            for s in counts {
+                upsert.execute(rusqlite::params![
+                    s.tool_name,
+                    count(s.call_count),
+                    count(s.success_count),
+                    s.total_duration,
+                    s.max_duration
+                ])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn stats(&self) -> Result<BTreeMap<String, SkillStats>> {
+        Db::open(&self.dir)?.read(|conn| {
+            let mut query = conn.prepare(
+                "SELECT skill, call_count, success_count, total_duration_ms, max_duration_ms
+                 FROM skill_stats ORDER BY skill",
+            )?;
+            let rows = query.query_map([], |row| {
+                let name: String = row.get(0)?;
+                let s = stats_row(
+                    name.clone(),
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                );
+                Ok((name, s))
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn append_calls(&self, calls: &[Record], cap: u64) -> Result<()> {
+        Db::open(&self.dir)?.transaction(|tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for r in calls {
+                insert.execute(rusqlite::params![
+                    r.at_ms,
+                    r.caller,
+                    r.task_id,
+                    r.tool,
+                    r.arguments,
+                    r.status.name(),
+                    r.duration_ms,
+                    r.error
+                ])?;
+            }
+            tx.execute(
+                "DELETE FROM tool_history WHERE id <= (SELECT max(id) FROM tool_history) - ?1",
+                [count(cap)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn calls(&self, filter: &Filter) -> Result<Vec<Record>> {
+        Db::open(&self.dir)?.read(|conn| {
+            let mut query = conn.prepare(
+                "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
+                 FROM tool_history
+                 WHERE (?1 IS NULL OR tool = ?1) AND (?2 IS NULL OR status = ?2)
+                   AND (?3 IS NULL OR at_ms >= ?3)
+                 ORDER BY id DESC LIMIT ?4",
+            )?;
+            let rows = query.query_map(
+                rusqlite::params![
+                    filter.tool,
+                    filter.status.map(Status::name),
+                    filter.since_ms,
+                    limit(filter)
+                ],
+                |row| {
+                    let status: String = row.get(6)?;
+                    Ok(Record {
+                        id: row.get(0)?,
+                        at_ms: row.get(1)?,
+                        caller: row.get(2)?,
+                        task_id: row.get(3)?,
+                        tool: row.get(4)?,
+                        arguments: row.get(5)?,
+                        status: Status::parse(&status).unwrap_or(Status::Error),
+                        duration_ms: row.get(7)?,
+                        error: row.get(8)?,
+                    })
+                },
+            )?;
+            rows.collect()
+        })
+    }
+
+    fn durations(&self, since_ms: Option<i64>) -> Result<Vec<Duration>> {
+        Db::open(&self.dir)?.read(|conn| {
+            let mut query = conn.prepare(
+                "SELECT tool, duration_ms, status FROM tool_history
+                 WHERE ?1 IS NULL OR at_ms >= ?1 ORDER BY tool, duration_ms",
+            )?;
+            let rows = query.query_map([since_ms], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, f64>(1)?,
+                    row.get::<_, String>(2)? != "success",
+                ))
+            })?;
+            rows.collect()
+        })
+    }
+}
+
+/// The shared PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PgCalls {
+    pg: Arc<Pg>,
+}
+
+impl PgCalls {
+    /// The store in `pg`.
+    pub fn new(pg: Arc<Pg>) -> Self {
+        Self { pg }
+    }
+}
+
+impl CallStore for PgCalls {
+    fn add_stats(&self, counts: &[SkillStats]) -> Result<()> {
+        let counts = counts.to_vec();
+        self.pg.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            let upsert = tx
+                .prepare_cached(
+                    "INSERT INTO skill_stats AS s (skill, call_count, success_count, total_duration_ms, max_duration_ms)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (skill) DO UPDATE SET
+                       call_count = s.call_count + excluded.call_count,
+                       success_count = s.success_count + excluded.success_count,
+                       total_duration_ms = s.total_duration_ms + excluded.total_duration_ms,
+                       max_duration_ms = greatest(s.max_duration_ms, excluded.max_duration_ms)",
+                )
+                .await?;
+            // One order for every node: two flushes touching the same skills cannot
+            // deadlock.
+            let mut counts = counts;
+            counts.sort_by(|a, b| a.tool_name.cmp(&b.tool_name));
+            for s in &counts {
+                tx.execute(
+                    &upsert,
+                    &[
+                        &s.tool_name,
+                        &count(s.call_count),
+                        &count(s.success_count),
+                        &s.total_duration,
+                        &s.max_duration,
+                    ],
+                )
+                .await?;
+            }
+            tx.commit().await
+        })
+    }
+
+    fn stats(&self) -> Result<BTreeMap<String, SkillStats>> {
+        self.pg.run(|client| async move {
+            let rows = client
+                .query(
+                    "SELECT skill, call_count, success_count, total_duration_ms, max_duration_ms
+                     FROM skill_stats ORDER BY skill",
+                    &[],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|row| {
+                    let name: String = row.get(0);
+                    let s = stats_row(name.clone(), row.get(1), row.get(2), row.get(3), row.get(4));
+                    (name, s)
+                })
+                .collect())
+        })
+    }
+
+    fn append_calls(&self, calls: &[Record], cap: u64) -> Result<()> {
+        let calls = calls.to_vec();
+        self.pg.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            let insert = tx
+                .prepare_cached(
+                    "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .await?;
+            for r in &calls {
+                tx.execute(
+                    &insert,
+                    &[
+                        &r.at_ms,
+                        &r.caller,
+                        &r.task_id,
+                        &r.tool,
+                        &r.arguments,
+                        &r.status.name(),
+                        &r.duration_ms,
+                        &r.error,
+                    ],
+                )
+                .await?;
+            }
+            tx.execute(
+                "DELETE FROM tool_history WHERE id <= (SELECT max(id) FROM tool_history) - $1",
+                &[&count(cap)],
+            )
+            .await?;
+            tx.commit().await
+        })
+    }
+
+    fn calls(&self, filter: &Filter) -> Result<Vec<Record>> {
+        let filter = filter.clone();
+        self.pg.run(move |client| async move {
+            let rows = client
+                .query(
+                    "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
+                     FROM tool_history
+                     WHERE ($1::TEXT IS NULL OR tool = $1) AND ($2::TEXT IS NULL OR status = $2)
+                       AND ($3::BIGINT IS NULL OR at_ms >= $3)
+                     ORDER BY id DESC LIMIT $4",
+                    &[
+                        &filter.tool,
+                        &filter.status.map(Status::name),
+                        &filter.since_ms,
+                        &limit(&filter),
+                    ],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|row| Record {
+                    id: row.get(0),
+                    at_ms: row.get(1),
+                    caller: row.get(2),
+                    task_id: row.get(3),
+                    tool: row.get(4),
+                    arguments: row.get(5),
+                    status: Status::parse(row.get(6)).unwrap_or(Status::Error),
+                    duration_ms: row.get(7),
+                    error: row.get(8),
+                })
+                .collect())
+        })
+    }
+
+    fn durations(&self, since_ms: Option<i64>) -> Result<Vec<Duration>> {
+        self.pg.run(move |client| async move {
+            let rows = client
+                .query(
+                    "SELECT tool, duration_ms, status <> 'success' FROM tool_history
+                     WHERE $1::BIGINT IS NULL OR at_ms >= $1 ORDER BY tool COLLATE \"C\", duration_ms",
+                    &[&since_ms],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|row| (row.get(0), row.get(1), row.get(2)))
+                .collect())
+        })
+    }
+}

@@ -1,0 +1,224 @@
+//! Where a host keeps what outlives a call: the call statistics, the call history (with
+//! the security log's refusals), memory, and the catalogue of installed skills.
+//!
+//! One machine keeps them in SQLite files in its data directory (the default). Several
+//! `evo serve` nodes behind a load balancer keep them in one PostgreSQL database
+//! (`[storage] url = "postgres://…"` in `evo.toml`, or `EVO_STORAGE_URL`), and each node
+//! is stateless: its data directory holds only caches it can rebuild (compiled
+//! components, materialised packages, the skill index).
+//!
+//! Each kind of state goes through a trait with both backends behind it
+//! ([`CallStore`] for statistics and history); front ends never see which one is in
+//! use, and the behaviour tests run against both.
+
+mod calls;
+pub mod pg;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use calls::{CallStore, PgCalls, SqliteCalls};
+pub use pg::Pg;
+
+use crate::error::{Error, Result};
+
+/// The environment variable holding the PostgreSQL password when the URL has none; a
+/// secret of the same name (`evo secret set EVO_STORAGE_PASSWORD`) is read after it.
+pub const PASSWORD_VAR: &str = "EVO_STORAGE_PASSWORD";
+/// The environment variable that sets `[storage] url`.
+pub const URL_VAR: &str = "EVO_STORAGE_URL";
+
+/// `[storage]` in `evo.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StorageSettings {
+    /// A PostgreSQL URL (`postgres://user@host:port/db`): shared state lives there.
+    /// None: SQLite files in the data directory.
+    #[serde(serialize_with = "redacted_url")]
+    pub url: Option<String>,
+}
+
+fn redacted_url<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    url.as_deref().map(redact).serialize(s)
+}
+
+/// `url` without its password, for messages and `evo config show`.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Checks that `url` is a PostgreSQL URL, saying what is wrong with it.
+pub fn check_url(url: &str) -> std::result::Result<(), String> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(format!(
+            "{:?} is not a PostgreSQL URL: use postgres://USER@HOST:PORT/DATABASE (without [storage] url, Evo keeps its state in SQLite in the data directory)",
+            redact(url)
+        ));
+    }
+    url.parse::<tokio_postgres::Config>()
+        .map(drop)
+        .map_err(|e| format!("{:?} is not a valid PostgreSQL URL: {e}", redact(url)))
+}
+
+/// The storage of one host: SQLite in its data directory, or a PostgreSQL database
+/// shared with other nodes.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// SQLite files in this data directory.
+    Local(PathBuf),
+    /// One PostgreSQL database, shared.
+    Shared(Arc<Pg>),
+}
+
+impl Storage {
+    /// The storage `settings` choose for `data_dir`: for PostgreSQL, connected and
+    /// migrated (the password from the URL, else [`PASSWORD_VAR`] in the environment,
+    /// else the secret of that name).
+    pub fn open(settings: &StorageSettings, data_dir: &Path) -> Result<Self> {
+        let Some(url) = &settings.url else {
+            return Ok(Self::Local(data_dir.to_owned()));
+        };
+        let password = std::env::var(PASSWORD_VAR)
+            .ok()
+            .filter(|p| !p.is_empty())
+            .map_or_else(
+                || {
+                    crate::secrets::SecretStore::new(data_dir)
+                        .snapshot()
+                        .map(|s| s.value(PASSWORD_VAR).map(str::to_owned))
+                },
+                |p| Ok(Some(p)),
+            )?;
+        Ok(Self::Shared(Pg::connect(url, password)?))
+    }
+
+    /// The call statistics and history.
+    pub fn calls(&self) -> Arc<dyn CallStore> {
+        match self {
+            Self::Local(dir) => Arc::new(SqliteCalls::new(dir)),
+            Self::Shared(pg) => Arc::new(PgCalls::new(pg.clone())),
+        }
+    }
+
+    /// The shared database, if there is one.
+    pub fn shared(&self) -> Option<&Arc<Pg>> {
+        match self {
+            Self::Local(_) => None,
+            Self::Shared(pg) => Some(pg),
+        }
+    }
+
+    /// What it is, for `evo doctor` and `/v1/health`: `sqlite:PATH` or the URL without
+    /// its password.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Local(dir) => format!("sqlite:{}", dir.display()),
+            Self::Shared(pg) => pg.describe(),
+        }
+    }
+
+    /// Checks that the storage answers (a round trip to PostgreSQL; SQLite is a file
+    /// and always answers while the disk does).
+    pub fn ping(&self) -> Result<()> {
+        match self {
+            Self::Local(dir) => crate::db::Db::open(dir).map(drop),
+            Self::Shared(pg) => pg.ping(),
+        }
+    }
+}
+
+/// An error of the storage configuration, naming the key.
+pub(crate) fn config_error(message: String) -> Error {
+    Error::Database {
+        message,
+        transient: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(
+            redact("postgres://evo:hunter22@db:5432/evo"),
+            "postgres://evo:***@db:5432/evo"
+        );
+        assert_eq!(redact("postgres://evo@db/evo"), "postgres://evo@db/evo");
+        assert!(
+            check_url("mysql://x")
+                .unwrap_err()
+                .contains("not a PostgreSQL URL")
+        );
+        assert!(check_url("postgres://evo@127.0.0.1:5432/evo").is_ok());
+    }
+
+    #[test]
+    fn nodes_starting_at_once_migrate_the_database_once() {
+        let url = testing::postgres_url();
+        let nodes: Vec<_> = (0..4)
+            .map(|_| {
+                let url = url.clone();
+                std::thread::spawn(move || Pg::connect(&url, None))
+            })
+            .collect();
+        for node in nodes {
+            let pg = node.join().unwrap().unwrap();
+            assert_eq!(pg.schema_version().unwrap(), pg::MIGRATIONS.len());
+            assert_eq!(pg.migrate().unwrap(), 0, "nothing is left to apply");
+        }
+    }
+
+    #[test]
+    fn an_unreachable_server_is_a_clear_transient_error() {
+        // A port nothing listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let error = Pg::connect(&format!("postgres://evo@127.0.0.1:{port}/evo"), None).unwrap_err();
+        assert_eq!(error.code(), "DATABASE_ERROR");
+        assert!(error.is_transient(), "{error}");
+        let message = error.to_string();
+        assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
+        assert!(
+            message.contains("check that the server is running"),
+            "{message}"
+        );
+    }
+}
+
+/// The backends the storage tests run against: SQLite in a temporary directory, and a
+/// fresh database on the PostgreSQL cluster `scripts/postgres.sh` starts.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// The URL of a fresh database, on the cluster named by `EVO_TEST_POSTGRES`.
+    pub(crate) fn postgres_url() -> String {
+        let admin = std::env::var("EVO_TEST_POSTGRES").expect(
+            "EVO_TEST_POSTGRES is not set: the storage tests need PostgreSQL; run ./scripts/test, or `source scripts/postgres.sh` first",
+        );
+        pg::scratch_database(&admin).unwrap()
+    }
+
+    /// Local storage in `dir`, and shared storage on a fresh database.
+    pub(crate) fn both(dir: &Path) -> [Storage; 2] {
+        [
+            Storage::Local(dir.to_owned()),
+            Storage::Shared(Pg::connect(&postgres_url(), None).unwrap()),
+        ]
+    }
+}
