@@ -43,7 +43,7 @@ stop_postgres() {
 trap stop_postgres EXIT
 
 # fsync off: the cluster lives for one test run, and a crash loses nothing of value.
-if ! "${pg_as[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U evo -E UTF8 --locale=C --no-sync >"$pg_dir/initdb.log" 2>&1 ||
+if ! "${pg_as[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U evo -E UTF8 --locale=C.UTF-8 --no-sync >"$pg_dir/initdb.log" 2>&1 ||
     ! "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
         -o "-p $pg_port -k $pg_dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null; then
     echo "error: could not start a PostgreSQL cluster in $pg_dir:" >&2

@@ -105,7 +105,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         format!(
             "{} entries in {}; embedder {} ({} dimensions), vector search {}",
             memory.entries,
-            memory.database.display(),
+            memory.database,
             memory.embedder,
             memory.dimension,
             memory.vector_search

@@ -190,7 +190,7 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
             let status = memory.status()?;
             let long_term = memory.load_long_term()?;
             print(json!({ "status": status, "longTerm": long_term }), &|| {
-                out!("database:      {}", status.database.display());
+                out!("database:      {}", status.database);
                 out!(
                     "embedder:      {} ({} dimensions)",
                     status.embedder,

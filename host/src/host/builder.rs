@@ -151,7 +151,9 @@ impl HostBuilder {
             Some(embedder) => embedder,
             None => crate::memory::configured_embedder(&data_dir)?,
         };
-        let memory = Arc::new(MemoryManager::open_with(
+        let storage = crate::storage::Storage::open(&config.storage, &data_dir)?;
+        let memory = Arc::new(MemoryManager::open_in(
+            &storage,
             &data_dir,
             embedder,
             MemoryConfig::default(),
@@ -168,7 +170,6 @@ impl HostBuilder {
                 }
             },
         };
-        let storage = crate::storage::Storage::open(&config.storage, &data_dir)?;
         let secrets = Arc::new(crate::secrets::SecretStore::new(&data_dir));
         let mut kernel = Kernel::new(registry.clone())
             .with_config(kernel_config(&config))

@@ -78,16 +78,11 @@ pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
 
 /// Records `embedder` as the store's (or clears the record for one configured
 /// elsewhere, such as a remote model).
-pub(super) fn record(conn: &Connection, embedder: &dyn Embedder) -> rusqlite::Result<()> {
-    match embedder.spec() {
-        Some(name) => conn.execute(
-            "INSERT INTO settings(key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [SETTING, name.as_str()],
-        ),
-        None => conn.execute("DELETE FROM settings WHERE key = ?1", [SETTING]),
-    }
-    .map(drop)
+pub(super) fn record(
+    db: &dyn super::store::backend::MemoryDb,
+    embedder: &dyn Embedder,
+) -> Result<()> {
+    db.set_setting(SETTING, embedder.spec().as_deref())
 }
 
 /// The local embedder `name` for the memory of `data_dir`, installing MiniLM's weights

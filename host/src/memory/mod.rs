@@ -56,8 +56,6 @@ pub use types::{
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use rusqlite::OptionalExtension as _;
-
 pub use embed::{Embedder, HashEmbedder};
 
 use crate::error::{Error, Result};
@@ -144,7 +142,34 @@ impl MemoryManager {
         embedder: Arc<dyn Embedder>,
         config: MemoryConfig,
     ) -> Result<Self> {
-        let mut store = Store::open(data_dir, embedder.as_ref(), true)?;
+        let store = Store::open(data_dir, embedder.as_ref(), true)?;
+        Self::with_store(data_dir, store, embedder, config)
+    }
+
+    /// Opens the memory `storage` keeps: the one of `data_dir`, or the one shared by
+    /// the nodes on PostgreSQL (then `MEMORY.md` and the daily logs of `data_dir` are
+    /// not indexed: they are this node's files, not the shared memory).
+    pub fn open_in(
+        storage: &crate::storage::Storage,
+        data_dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        config: MemoryConfig,
+    ) -> Result<Self> {
+        match storage.shared() {
+            None => Self::open_with(data_dir, embedder, config),
+            Some(pg) => {
+                let store = Store::open_shared(pg.clone(), embedder.as_ref(), true)?;
+                Self::with_store(data_dir, store, embedder, config)
+            }
+        }
+    }
+
+    fn with_store(
+        data_dir: &Path,
+        mut store: Store,
+        embedder: Arc<dyn Embedder>,
+        config: MemoryConfig,
+    ) -> Result<Self> {
         store.sync_memory_md(data_dir, embedder.as_ref())?;
         store.sync_logs(data_dir, embedder.as_ref(), true)?;
         tracing::debug!(
@@ -194,7 +219,7 @@ impl MemoryManager {
         let store = self.current()?;
         let embedder = self.embedder();
         Ok(MemoryStatus {
-            database: store.path().to_owned(),
+            database: store.describe(),
             embedder: embedder.model(),
             dimension: embedder.dim(),
             vector_search: "in-process exact scan (int8-quantised, rescored exactly)",
@@ -306,14 +331,7 @@ impl MemoryManager {
         embedder: Arc<dyn Embedder>,
         progress: &dyn Fn(usize, usize),
     ) -> Result<usize> {
-        let rows: Vec<(i64, String)> = {
-            let store = self.lock();
-            store
-                .conn
-                .prepare("SELECT rowid, text FROM entries")
-                .and_then(|mut q| q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-                .map_err(|e| store.fail(&e))?
-        };
+        let rows = self.lock().db.texts(None)?;
         let total = rows.len();
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(total);
         progress(0, total);
@@ -324,7 +342,7 @@ impl MemoryManager {
         }
         let mut store = self.lock();
         store.replace_vectors(&rows, &vectors, embedder.as_ref())?;
-        local::record(&store.conn, embedder.as_ref()).map_err(|e| store.fail(&e))?;
+        local::record(store.db.as_ref(), embedder.as_ref())?;
         *self
             .embedder
             .write()

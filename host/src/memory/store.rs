@@ -1,5 +1,6 @@
-//! `memory.db`: entries in SQLite with an FTS5 index, and the in-process vector index
-//! kept in step with it, also across processes.
+//! The memory's entries in a database ([`backend::MemoryDb`]: `memory.db` in SQLite with
+//! an FTS5 index, or PostgreSQL shared by several nodes), and the in-process vector
+//! index kept in step with it, also across processes and nodes.
 //!
 //! Search is hybrid. Candidates are the best [`candidates`] of each side: FTS5 by bm25
 //! (terms that match more than [`COMMON_TERM_FRACTION`] of a large store are left out
@@ -10,16 +11,15 @@
 //! `f32` vector, so scores are in [0, 1]. The
 //! vector side always runs: a search never quietly becomes keyword-only.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use sha2::{Digest, Sha256};
 
-use super::embed::{Embedder, dot};
+use super::embed::Embedder;
 use super::files::{self, MEMORY_MD};
 use super::index::{Meta, VectorIndex};
-use super::{Category, MemoryEntry, Source};
+use super::{MemoryEntry, Source};
 use crate::error::{Error, Result};
 
 /// File name of the memory database in the data directory.
@@ -35,58 +35,12 @@ pub fn candidates(limit: usize) -> usize {
     (limit * 4).max(40)
 }
 
+pub(super) mod backend;
 mod files_index;
+mod postgres;
+mod sqlite;
 
-const SCHEMA: &[&str] = &[
-    // 1: entries, their full-text index, and settings.
-    "CREATE TABLE entries (
-        rowid INTEGER PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        text TEXT NOT NULL,
-        category TEXT NOT NULL,
-        source TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        superseded_by TEXT,
-        model TEXT NOT NULL,
-        embedding BLOB NOT NULL
-    ) STRICT;
-    CREATE INDEX entries_source ON entries(source);
-    CREATE VIRTUAL TABLE entries_fts USING fts5(text, content='entries', content_rowid='rowid',
-        tokenize='unicode61 remove_diacritics 2');
-    CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN
-        INSERT INTO entries_fts(rowid, text) VALUES (new.rowid, new.text);
-    END;
-    CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN
-        INSERT INTO entries_fts(entries_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-    END;
-    CREATE TRIGGER entries_au AFTER UPDATE OF text ON entries BEGIN
-        INSERT INTO entries_fts(entries_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-        INSERT INTO entries_fts(rowid, text) VALUES (new.rowid, new.text);
-    END;
-    CREATE VIRTUAL TABLE entries_vocab USING fts5vocab(entries_fts, 'row');
-    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;",
-    // 2: the decision of every store, supersede chains, and the indexed daily logs.
-    "CREATE INDEX entries_superseded ON entries(superseded_by);
-    CREATE TABLE decisions (
-        rowid INTEGER PRIMARY KEY,
-        at INTEGER NOT NULL,
-        action TEXT NOT NULL,
-        entry TEXT NOT NULL,
-        supersedes TEXT,
-        text TEXT NOT NULL,
-        reason TEXT NOT NULL
-    ) STRICT;
-    CREATE INDEX decisions_entry ON decisions(entry);
-    CREATE INDEX decisions_supersedes ON decisions(supersedes);
-    CREATE TABLE log_files (
-        day TEXT PRIMARY KEY,
-        len INTEGER NOT NULL,
-        mtime INTEGER NOT NULL,
-        digest TEXT NOT NULL,
-        bullets INTEGER NOT NULL
-    ) STRICT;",
-];
+use backend::{Changes, Decision, MemoryDb};
 
 /// How often a search looks at every daily log for changes made by hand or by another
 /// process; today's log is looked at on every search.
@@ -117,21 +71,17 @@ impl Filter {
 /// The database and the vector index, owned by one `MemoryManager` behind a mutex.
 #[derive(Debug)]
 pub(super) struct Store {
-    pub(super) conn: Connection,
+    pub(super) db: Box<dyn MemoryDb>,
     /// Vectors of the active entries.
     pub(super) index: VectorIndex,
     /// Vectors of superseded entries, searched only on request.
     pub(super) retired: VectorIndex,
-    data_version: i64,
-    path: PathBuf,
     logs_scanned: Option<std::time::Instant>,
 }
 
 pub(super) fn now_ms() -> i64 {
     i64::try_from(crate::unix_millis()).unwrap_or(i64::MAX)
 }
-
-pub(super) use crate::db::database_error as db_error;
 
 /// A vector as stored in SQLite: little-endian `f32`s, shared by every table that keeps
 /// embeddings (memory entries, the skill index).
@@ -168,14 +118,25 @@ impl Store {
     /// and loads the vector index.
     pub(super) fn open(data_dir: &Path, embedder: &dyn Embedder, reembed: bool) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(Error::io_at(data_dir))?;
-        let path = data_dir.join(MEMORY_DB);
-        let conn = crate::db::open_sqlite(&path, SCHEMA)?;
+        let db = sqlite::Sqlite::open(&data_dir.join(MEMORY_DB))?;
+        Self::open_in(Box::new(db), embedder, reembed)
+    }
+
+    /// Opens the memory shared by the nodes on `pg`, as [`Store::open`] does.
+    pub(super) fn open_shared(
+        pg: std::sync::Arc<crate::storage::Pg>,
+        embedder: &dyn Embedder,
+        reembed: bool,
+    ) -> Result<Self> {
+        let db = postgres::Postgres::open(pg)?;
+        Self::open_in(Box::new(db), embedder, reembed)
+    }
+
+    fn open_in(db: Box<dyn MemoryDb>, embedder: &dyn Embedder, reembed: bool) -> Result<Self> {
         let mut store = Self {
-            conn,
+            db,
             index: VectorIndex::new(embedder.dim()),
             retired: VectorIndex::new(embedder.dim()),
-            data_version: 0,
-            path,
             logs_scanned: None,
         };
         if reembed {
@@ -186,6 +147,21 @@ impl Store {
         Ok(store)
     }
 
+    /// Runs `f` in a write transaction: committed if it succeeds, rolled back if not.
+    pub(super) fn write<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.db.begin()?;
+        match f(self) {
+            Ok(value) => {
+                self.db.commit()?;
+                Ok(value)
+            }
+            Err(e) => {
+                self.db.rollback();
+                Err(e)
+            }
+        }
+    }
+
     /// Once per store: entries the previous dedup rule (a cosine threshold) marked as
     /// superseded are compared again with [`super::decide`], and those that are a
     /// different fact from the entry that superseded them are searchable again, with
@@ -193,153 +169,98 @@ impl Store {
     /// shape (one server's port superseded by another's).
     fn recheck_supersedes(&mut self) -> Result<()> {
         const DONE: &str = "supersedes_rechecked";
-        if self.setting(DONE)?.is_some() {
+        if self.db.setting(DONE)?.is_some() {
             return Ok(());
         }
-        let path = self.path.clone();
-        let fail = |e: rusqlite::Error| db_error(&path, &e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let pairs: Vec<(i64, String, String, String, String)> = tx
-            .prepare(
-                "SELECT old.rowid, old.id, old.text, new.id, new.text FROM entries old
-                 JOIN entries new ON new.id = old.superseded_by",
-            )
-            .and_then(|mut q| {
-                q.query_map([], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                })?
-                .collect()
-            })
-            .map_err(fail)?;
-        let now = now_ms();
-        let mut restored = 0;
-        for (rowid, id, text, newer, newer_text) in pairs {
-            if let super::decide::Relation::Different(why) =
-                super::decide::relate(&text, &newer_text)
-            {
-                tx.execute(
-                    "UPDATE entries SET superseded_by = NULL, updated_at = ?1 WHERE rowid = ?2",
-                    params![now, rowid],
-                )
-                .map_err(fail)?;
-                let reason = format!(
-                    "restored {id}: an earlier version of Evo took it for an older version of {newer}, but it is a different fact ({why})"
-                );
-                tx.execute(
-                    "INSERT INTO decisions (at, action, entry, supersedes, text, reason)
-                     VALUES (?1, 'restore', ?2, NULL, ?3, ?4)",
-                    params![now, id, text, reason],
-                )
-                .map_err(fail)?;
-                tracing::warn!("memory: {reason}");
-                restored += 1;
+        self.write(|store| {
+            let db = &store.db;
+            if db.setting(DONE)?.is_some() {
+                return Ok(());
             }
-        }
-        tx.execute(
-            "INSERT INTO settings(key, value) VALUES (?1, ?2)",
-            params![DONE, restored.to_string()],
-        )
-        .map_err(fail)?;
-        tx.commit().map_err(fail)
+            let now = now_ms();
+            let mut restored = 0;
+            for (rowid, id, text, newer, newer_text) in db.superseded_pairs()? {
+                if let super::decide::Relation::Different(why) =
+                    super::decide::relate(&text, &newer_text)
+                {
+                    db.set_superseded(rowid, None, now)?;
+                    let reason = format!(
+                        "restored {id}: an earlier version of Evo took it for an older version of {newer}, but it is a different fact ({why})"
+                    );
+                    db.record(Decision {
+                        at: now,
+                        action: "restore",
+                        entry: &id,
+                        supersedes: None,
+                        text: &text,
+                        reason: &reason,
+                    })?;
+                    tracing::warn!("memory: {reason}");
+                    restored += 1;
+                }
+            }
+            db.set_setting(DONE, Some(&restored.to_string()))
+        })
     }
 
-    pub(super) fn fail(&self, error: &rusqlite::Error) -> Error {
-        db_error(&self.path, error)
-    }
-
-    /// The value of a setting, if it is set.
-    fn setting(&self, key: &str) -> Result<Option<String>> {
-        self.conn
-            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|e| self.fail(&e))
+    /// Where the entries are: the file, or the shared database's URL.
+    pub(super) fn describe(&self) -> String {
+        self.db.describe()
     }
 
     fn check_model(&mut self, embedder: &dyn Embedder) -> Result<()> {
         let model = embedder.model();
-        let stored = self.setting("model")?;
+        let stored = self.db.setting("model")?;
         if stored.as_deref() == Some(model.as_str()) {
             return Ok(());
         }
-        let path = self.path.clone();
-        let fail = |e: rusqlite::Error| db_error(&path, &e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
         if let Some(previous) = &stored {
             tracing::warn!(
                 "memory: the embedder changed from {previous} to {model} (dimension {}); re-embedding the entries",
                 embedder.dim()
             );
         }
-        embed_stale(&tx, embedder, &path)?;
-        tx.commit().map_err(fail)
+        self.write(|store| embed_stale(store.db.as_ref(), embedder))
     }
 
     /// Rebuilds the vector index from the database.
     fn reload(&mut self) -> Result<()> {
-        // Read the version first: a commit that lands while the rows are read then
-        // shows as a newer version at the next refresh, instead of being missed.
-        let version = self.data_version()?;
+        // Mark first: a commit that lands while the rows are read then shows as a
+        // change at the next refresh, instead of being missed.
+        self.db.mark_current()?;
         let mut index = VectorIndex::new(self.index.dim());
         let mut retired = VectorIndex::new(self.index.dim());
-        {
-            let mut query = self
-                .conn
-                .prepare(
-                    "SELECT rowid, embedding, source, created_at, superseded_by IS NOT NULL
-                     FROM entries",
-                )
-                .map_err(|e| self.fail(&e))?;
-            let mut rows = query.query([]).map_err(|e| self.fail(&e))?;
-            while let Some(row) = rows.next().map_err(|e| self.fail(&e))? {
-                let read = || -> rusqlite::Result<(i64, Vec<u8>, Meta, bool)> {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        Meta {
-                            source: Source::parse(&row.get::<_, String>(2)?),
-                            created_at: row.get(3)?,
-                        },
-                        row.get(4)?,
-                    ))
-                };
-                let (rowid, blob, meta, superseded) = read().map_err(|e| self.fail(&e))?;
-                let target = if superseded { &mut retired } else { &mut index };
-                target.insert(rowid, &from_blob(&blob), meta);
-            }
+        for row in self.db.all_vectors()? {
+            let target = if row.superseded {
+                &mut retired
+            } else {
+                &mut index
+            };
+            target.insert(row.rowid, &row.vector, row.meta);
         }
         self.index = index;
         self.retired = retired;
-        self.data_version = version;
         Ok(())
     }
 
-    fn data_version(&self) -> Result<i64> {
-        self.conn
-            .pragma_query_value(None, "data_version", |r| r.get(0))
-            .map_err(|e| self.fail(&e))
-    }
-
-    /// Brings the index up to date with writes of other connections (other processes),
-    /// which change `PRAGMA data_version`; this connection's own writes do not change it
-    /// (SQLite's documented behaviour), and update the index directly.
+    /// Brings the index up to date with writes of other connections (other processes
+    /// or nodes); this store's own writes update the index directly.
     pub(super) fn refresh(&mut self) -> Result<()> {
-        if self.data_version()? != self.data_version {
-            self.reload()?;
+        match self.db.changes()? {
+            Changes::None => Ok(()),
+            Changes::All => self.reload(),
+            Changes::Rows(rowids) => {
+                for rowid in rowids {
+                    self.reload_one(rowid)?;
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 
-    /// Keyword candidates among the entries `filter` keeps: `(rowid, bm25 score > 0)`,
+    /// Keyword candidates among the entries `filter` keeps: `(rowid, score > 0)`,
     /// best first. Without a filter, superseded entries may be among them (`fetch`
-    /// drops them); that keeps the common query a plain FTS5 lookup.
+    /// drops them); that keeps the common query a plain index lookup.
     pub(super) fn keyword_candidates(
         &self,
         query: &str,
@@ -347,68 +268,19 @@ impl Store {
         filter: &Filter,
     ) -> Result<Vec<(i64, f32)>> {
         let total = self.index.len();
+        let common = (COMMON_TERM_FRACTION * total as f64) as usize;
         let mut terms: Vec<String> = Vec::new();
         for word in super::rank::query_terms(query) {
-            if total >= COMMON_TERM_MIN_ENTRIES {
-                let docs: i64 = self
-                    .conn
-                    .prepare_cached("SELECT doc FROM entries_vocab WHERE term = ?1")
-                    .and_then(|mut q| q.query_row([&word], |r| r.get(0)).optional())
-                    .map_err(|e| self.fail(&e))?
-                    .unwrap_or(0);
-                if docs as f64 > COMMON_TERM_FRACTION * total as f64 {
-                    continue;
-                }
+            if total >= COMMON_TERM_MIN_ENTRIES && self.db.doc_count(&word, common + 1)? > common {
+                continue;
             }
             terms.push(word);
         }
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let expression = super::rank::fts_any(&terms);
-        let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)? as f32));
-        let found = if filter.is_open() {
-            self.conn
-                .prepare_cached(
-                    "SELECT rowid, -bm25(entries_fts) FROM entries_fts WHERE entries_fts MATCH ?1
-                     ORDER BY bm25(entries_fts) LIMIT ?2",
-                )
-                .and_then(|mut q| {
-                    q.query_map(params![expression, n as i64], row)?
-                        .collect::<rusqlite::Result<Vec<_>>>()
-                })
-        } else {
-            let sources: String = filter
-                .sources
-                .iter()
-                .map(|s| format!(",{},", s.as_str()))
-                .collect();
-            self.conn
-                .prepare_cached(
-                    "SELECT entries_fts.rowid, -bm25(entries_fts) FROM entries_fts
-                     JOIN entries e ON e.rowid = entries_fts.rowid
-                     WHERE entries_fts MATCH ?1
-                       AND (?3 = '' OR instr(?3, ',' || e.source || ',') > 0)
-                       AND e.created_at BETWEEN ?4 AND ?5
-                       AND (?6 OR e.superseded_by IS NULL)
-                     ORDER BY bm25(entries_fts) LIMIT ?2",
-                )
-                .and_then(|mut q| {
-                    q.query_map(
-                        params![
-                            expression,
-                            n as i64,
-                            sources,
-                            filter.since_ms.unwrap_or(i64::MIN),
-                            filter.until_ms.unwrap_or(i64::MAX),
-                            filter.include_superseded
-                        ],
-                        row,
-                    )?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                })
-        };
-        found.map_err(|e| self.fail(&e))
+        let total = total + self.retired.len();
+        self.db.keyword(&terms, n, filter, total)
     }
 
     /// The entries among `rowids` (active ones only, unless `include_superseded`), each
@@ -419,80 +291,26 @@ impl Store {
         query: &[f32],
         include_superseded: bool,
     ) -> Result<Vec<(i64, MemoryEntry, f32)>> {
-        if rowids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let placeholders = vec!["?"; rowids.len()].join(",");
-        let active = if include_superseded {
-            ""
-        } else {
-            "superseded_by IS NULL AND"
-        };
-        let sql = format!(
-            "SELECT {ENTRY_COLUMNS}, embedding FROM entries WHERE {active} rowid IN ({placeholders})"
-        );
-        let mut statement = self.conn.prepare(&sql).map_err(|e| self.fail(&e))?;
-        let rows = statement
-            .query_map(params_from_iter(rowids), |r| {
-                let blob: Vec<u8> = r.get(8)?;
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    entry_row(r)?,
-                    dot(&from_blob(&blob), query),
-                ))
-            })
-            .map_err(|e| self.fail(&e))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(|e| self.fail(&e))
+        Ok(self
+            .db
+            .fetch(rowids, include_superseded)?
+            .into_iter()
+            .map(|(rowid, entry, vector)| (rowid, entry, super::embed::dot(&vector, query)))
+            .collect())
     }
 
-    /// Inserts an entry (in the caller's transaction) and returns its rowid.
-    pub(super) fn insert(
-        tx: &Connection,
-        entry: &MemoryEntry,
-        model: &str,
-        vector: &[f32],
-    ) -> rusqlite::Result<i64> {
-        tx.execute(
-            "INSERT INTO entries (id, text, category, source, created_at, updated_at, model, embedding)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                entry.id,
-                entry.text,
-                entry.category.as_str(),
-                entry.source.as_str(),
-                entry.created_at,
-                entry.updated_at,
-                model,
-                to_blob(vector)
-            ],
-        )?;
-        Ok(tx.last_insert_rowid())
-    }
-
-    /// The database file.
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Moves the entry `rowid`, just superseded, from the active index to the retired one.
+    /// Puts the entry `rowid` where it now belongs in the index: active, retired
+    /// (superseded), or gone (deleted).
     pub(super) fn reload_one(&mut self, rowid: i64) -> Result<()> {
-        let row: Option<(Vec<u8>, String, i64)> = self
-            .conn
-            .query_row(
-                "SELECT embedding, source, created_at FROM entries WHERE rowid = ?1",
-                [rowid],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-            .map_err(|e| self.fail(&e))?;
         self.index.remove(rowid);
-        if let Some((blob, source, created_at)) = row {
-            let meta = Meta {
-                source: Source::parse(&source),
-                created_at,
+        self.retired.remove(rowid);
+        if let Some(row) = self.db.indexed(rowid)? {
+            let target = if row.superseded {
+                &mut self.retired
+            } else {
+                &mut self.index
             };
-            self.retired.insert(rowid, &from_blob(&blob), meta);
+            target.insert(rowid, &row.vector, row.meta);
         }
         Ok(())
     }
@@ -506,77 +324,30 @@ impl Store {
         embedder: &dyn Embedder,
     ) -> Result<()> {
         let model = embedder.model();
-        let path = self.path.clone();
-        let fail = |e: rusqlite::Error| db_error(&path, &e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        {
-            let mut update = tx
-                .prepare("UPDATE entries SET model = ?1, embedding = ?2 WHERE rowid = ?3")
-                .map_err(fail)?;
+        self.write(|store| {
             for ((rowid, _), vector) in rows.iter().zip(vectors) {
-                update
-                    .execute(params![model, to_blob(vector), rowid])
-                    .map_err(fail)?;
+                store.db.set_vector(*rowid, &model, vector)?;
             }
-        }
-        // Entries added since the vectors were computed.
-        embed_stale(&tx, embedder, &path)?;
-        tx.commit().map_err(fail)?;
+            // Entries added since the vectors were computed.
+            embed_stale(store.db.as_ref(), embedder)
+        })?;
         self.index = VectorIndex::new(embedder.dim());
         self.retired = VectorIndex::new(embedder.dim());
         self.reload()
     }
 }
 
-/// Embeds (in `tx`) every entry whose vector is not `embedder`'s, and records
-/// `embedder`'s model as the store's.
-fn embed_stale(tx: &Connection, embedder: &dyn Embedder, path: &Path) -> Result<()> {
-    let fail = |e: rusqlite::Error| db_error(path, &e);
+/// Embeds (in the caller's transaction) every entry whose vector is not `embedder`'s,
+/// and records `embedder`'s model as the store's.
+fn embed_stale(db: &dyn MemoryDb, embedder: &dyn Embedder) -> Result<()> {
     let model = embedder.model();
-    let rows: Vec<(i64, String)> = tx
-        .prepare("SELECT rowid, text FROM entries WHERE model != ?1")
-        .and_then(|mut q| {
-            q.query_map([&model], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect()
-        })
-        .map_err(fail)?;
+    let rows = db.texts(Some(&model))?;
     for chunk in rows.chunks(256) {
         let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
         let vectors = embedder.embed(&texts)?;
         for ((rowid, _), vector) in chunk.iter().zip(vectors) {
-            tx.execute(
-                "UPDATE entries SET model = ?1, embedding = ?2 WHERE rowid = ?3",
-                params![model, to_blob(&vector), rowid],
-            )
-            .map_err(fail)?;
+            db.set_vector(*rowid, &model, &vector)?;
         }
     }
-    tx.execute(
-        "INSERT INTO settings(key, value) VALUES ('model', ?1)
-         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        [&model],
-    )
-    .map_err(fail)?;
-    Ok(())
-}
-
-/// The columns [`entry_row`] reads, after the rowid.
-pub(super) const ENTRY_COLUMNS: &str =
-    "rowid, id, text, category, source, created_at, updated_at, superseded_by";
-
-/// A [`MemoryEntry`] from a row of [`ENTRY_COLUMNS`].
-pub(super) fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryEntry> {
-    Ok(MemoryEntry {
-        id: r.get(1)?,
-        text: r.get(2)?,
-        score: 0.0,
-        category: Category::parse(&r.get::<_, String>(3)?).unwrap_or(Category::Other),
-        source: Source::parse(&r.get::<_, String>(4)?),
-        created_at: r.get(5)?,
-        updated_at: r.get(6)?,
-        superseded_by: r.get(7)?,
-    })
+    db.set_setting("model", Some(&model))
 }

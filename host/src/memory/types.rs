@@ -1,8 +1,6 @@
 //! The values memory deals in: categories, sources, entries, outcomes, configuration
 //! and status.
 
-use std::path::PathBuf;
-
 use serde::Serialize;
 
 use super::*;
@@ -218,8 +216,9 @@ impl Default for MemoryConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryStatus {
-    /// The database file.
-    pub database: PathBuf,
+    /// The database: its file, or the shared PostgreSQL database's URL (without its
+    /// password).
+    pub database: String,
     /// The embedder's model id.
     pub embedder: String,
     /// Vector length.

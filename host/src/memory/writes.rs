@@ -27,18 +27,15 @@ impl MemoryManager {
         let vector = embed_one(embedder.as_ref(), text)?;
         let model = embedder.model();
         let mut store = self.lock();
-        // Take the write lock first: the comparison must see every committed entry.
-        let db_path = store.path().to_owned();
-        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
-        store.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
-        let outcome = (|| -> Result<(StoreDecision, Option<Written>)> {
+        // The write lock is taken first: the comparison must see every committed entry.
+        let (decision, written) = store.write(|store| {
             store.refresh()?;
             let Comparison {
                 noop,
                 update: superseded,
                 beside,
             } = if self.config.dedup {
-                self.compare(&store, text, category, &vector)?
+                self.compare(store, text, category, &vector)?
             } else {
                 Comparison {
                     beside: "deduplication is off".to_owned(),
@@ -46,7 +43,7 @@ impl MemoryManager {
                 }
             };
             if let Some(noop) = noop {
-                record(&store.conn, &noop, text).map_err(fail)?;
+                record(store, &noop, text)?;
                 return Ok((noop, None));
             }
             let now = now_ms();
@@ -60,20 +57,17 @@ impl MemoryManager {
                 updated_at: now,
                 superseded_by: None,
             };
-            let rowid = Store::insert(&store.conn, &entry, &model, &vector).map_err(fail)?;
+            let rowid = store
+                .db
+                .insert(&entry, &model, &vector, false)?
+                .ok_or_else(|| Error::Engine(format!("memory id {} is taken", entry.id)))?;
             let decision = match &superseded {
                 Some(Supersede {
                     rowid: old_rowid,
                     id: old_id,
                     change: how,
                 }) => {
-                    store
-                        .conn
-                        .execute(
-                            "UPDATE entries SET superseded_by = ?1, updated_at = ?2 WHERE rowid = ?3",
-                            rusqlite::params![entry.id, now, old_rowid],
-                        )
-                        .map_err(fail)?;
+                    store.db.set_superseded(*old_rowid, Some(&entry.id), now)?;
                     StoreDecision {
                         action: Action::Update,
                         id: entry.id.clone(),
@@ -91,36 +85,27 @@ impl MemoryManager {
                     reason: format!("stored as {}: {beside}", entry.id),
                 },
             };
-            record(&store.conn, &decision, text).map_err(fail)?;
+            record(store, &decision, text)?;
             let old = superseded.map(|s| s.rowid);
             Ok((decision, Some(Written { rowid, entry, old })))
-        })();
-        match outcome {
-            Ok((decision, written)) => {
-                store.conn.execute_batch("COMMIT").map_err(fail)?;
-                if let Some(Written { rowid, entry, old }) = written {
-                    let meta = Meta {
-                        source: entry.source,
-                        created_at: entry.created_at,
-                    };
-                    store.index.insert(rowid, &vector, meta);
-                    if let Some(old) = old {
-                        store.reload_one(old)?;
-                    }
-                }
-                tracing::info!(
-                    target: "evo::memory",
-                    action = decision.action.as_str(),
-                    "memory: {}",
-                    decision.reason
-                );
-                Ok(decision)
-            }
-            Err(e) => {
-                let _ = store.conn.execute_batch("ROLLBACK");
-                Err(e)
+        })?;
+        if let Some(Written { rowid, entry, old }) = written {
+            let meta = Meta {
+                source: entry.source,
+                created_at: entry.created_at,
+            };
+            store.index.insert(rowid, &vector, meta);
+            if let Some(old) = old {
+                store.reload_one(old)?;
             }
         }
+        tracing::info!(
+            target: "evo::memory",
+            action = decision.action.as_str(),
+            "memory: {}",
+            decision.reason
+        );
+        Ok(decision)
     }
 
     /// Compares `text` with the nearest entries (not log lines): a noop decision if one
@@ -198,27 +183,10 @@ impl MemoryManager {
     pub fn history(&self, id: &str) -> Result<EntryHistory> {
         let id = id.trim();
         let store = self.current()?;
-        let fail = |e: rusqlite::Error| store.fail(&e);
         let by_id = |id: &str| -> Result<Option<MemoryEntry>> {
-            store
-                .conn
-                .prepare_cached(&format!(
-                    "SELECT {} FROM entries WHERE id = ?1",
-                    store::ENTRY_COLUMNS
-                ))
-                .and_then(|mut q| q.query_row([id], store::entry_row).optional())
-                .map_err(fail)
+            Ok(store.db.entry(id)?.map(|(_, entry)| entry))
         };
-        let older = |id: &str| -> Result<Option<MemoryEntry>> {
-            store
-                .conn
-                .prepare_cached(&format!(
-                    "SELECT {} FROM entries WHERE superseded_by = ?1 ORDER BY created_at DESC LIMIT 1",
-                    store::ENTRY_COLUMNS
-                ))
-                .and_then(|mut q| q.query_row([id], store::entry_row).optional())
-                .map_err(fail)
-        };
+        let older = |id: &str| store.db.previous_version(id);
         let mut versions: Vec<MemoryEntry> = Vec::new();
         if let Some(entry) = by_id(id)? {
             let mut cursor = entry.id.clone();
@@ -251,17 +219,7 @@ impl MemoryManager {
         while seen < ids.len() {
             let id = ids[seen].clone();
             seen += 1;
-            let found: Vec<(i64, HistoryEvent)> = store
-                .conn
-                .prepare_cached(
-                    "SELECT at, action, entry, supersedes, text, reason, rowid FROM decisions
-                     WHERE entry = ?1 OR supersedes = ?1",
-                )
-                .and_then(|mut q| {
-                    q.query_map([&id], |r| Ok((r.get(6)?, history_event(r)?)))?
-                        .collect()
-                })
-                .map_err(fail)?;
+            let found = store.db.decisions_naming(&id)?;
             for (rowid, event) in found {
                 for linked in [Some(&event.id), event.supersedes.as_ref()]
                     .into_iter()
@@ -300,30 +258,25 @@ impl MemoryManager {
         let vectors = embedder.embed(&texts)?;
         let model = embedder.model();
         let mut store = self.lock();
-        let db_path = store.path().to_owned();
-        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
         let now = now_ms();
-        let tx = store
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let mut rowids = Vec::with_capacity(items.len());
-        for ((text, (_, category)), vector) in texts.iter().zip(items).zip(&vectors) {
-            let entry = MemoryEntry {
-                id: new_id(text),
-                text: (*text).to_owned(),
-                score: 0.0,
-                category: *category,
-                source,
-                created_at: now,
-                updated_at: now,
-                superseded_by: None,
-            };
-            rowids.push(Store::insert(&tx, &entry, &model, vector).map_err(fail)?);
-        }
-        tx.execute_batch("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
-            .map_err(fail)?;
-        tx.commit().map_err(fail)?;
+        let rowids = store.write(|store| {
+            let mut rowids = Vec::with_capacity(items.len());
+            for ((text, (_, category)), vector) in texts.iter().zip(items).zip(&vectors) {
+                let entry = MemoryEntry {
+                    id: new_id(text),
+                    text: (*text).to_owned(),
+                    score: 0.0,
+                    category: *category,
+                    source,
+                    created_at: now,
+                    updated_at: now,
+                    superseded_by: None,
+                };
+                rowids.extend(store.db.insert(&entry, &model, vector, false)?);
+            }
+            store.db.optimize()?;
+            Ok(rowids)
+        })?;
         let meta = Meta {
             source,
             created_at: now,
@@ -349,13 +302,10 @@ impl MemoryManager {
         let vector = self.embed_one(query)?;
         let mut store = self.current()?;
         let by_id: Option<(i64, String)> = store
-            .conn
-            .query_row(
-                "SELECT rowid, id FROM entries WHERE id = ?1 AND source NOT IN ('file', 'log')",
-                [query],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .ok();
+            .db
+            .entry(query)?
+            .filter(|(_, e)| !matches!(e.source, Source::File | Source::Log))
+            .map(|(rowid, e)| (rowid, e.id));
         let mut targets: Vec<(i64, String)> = match by_id {
             Some(target) => vec![target],
             None => search_rows(&store, query, &vector, MAX_FORGET, &Filter::default())?
@@ -366,14 +316,7 @@ impl MemoryManager {
         };
         let mut next = 0;
         while next < targets.len() {
-            let older: Vec<(i64, String)> = store
-                .conn
-                .prepare_cached("SELECT rowid, id FROM entries WHERE superseded_by = ?1")
-                .and_then(|mut q| {
-                    q.query_map([&targets[next].1], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect()
-                })
-                .map_err(|e| store.fail(&e))?;
+            let older = store.db.superseded_by(&targets[next].1)?;
             for version in older {
                 if !targets.contains(&version) {
                     targets.push(version);
@@ -381,23 +324,15 @@ impl MemoryManager {
             }
             next += 1;
         }
-        let db_path = store.path().to_owned();
-        let fail = |e: rusqlite::Error| store::db_error(&db_path, &e);
-        let tx = store
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let mut deleted = Vec::new();
-        for (rowid, id) in &targets {
-            if tx
-                .execute("DELETE FROM entries WHERE rowid = ?1", [rowid])
-                .map_err(fail)?
-                > 0
-            {
-                deleted.push((*rowid, id.clone()));
+        let deleted = store.write(|store| {
+            let mut deleted = Vec::new();
+            for (rowid, id) in &targets {
+                if store.db.delete(*rowid)? {
+                    deleted.push((*rowid, id.clone()));
+                }
             }
-        }
-        tx.commit().map_err(fail)?;
+            Ok(deleted)
+        })?;
         for (rowid, _) in &deleted {
             store.index.remove(*rowid);
             store.retired.remove(*rowid);
@@ -409,35 +344,14 @@ impl MemoryManager {
     }
 }
 
-/// A row of `decisions` as a [`HistoryEvent`].
-fn history_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEvent> {
-    Ok(HistoryEvent {
-        at: r.get(0)?,
-        action: Action::parse(&r.get::<_, String>(1)?),
-        id: r.get(2)?,
-        supersedes: r.get(3)?,
-        text: r.get(4)?,
-        reason: r.get(5)?,
-    })
-}
-
 /// Records a store decision (in the store's transaction).
-fn record(
-    conn: &rusqlite::Connection,
-    decision: &StoreDecision,
-    text: &str,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO decisions (at, action, entry, supersedes, text, reason)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(rusqlite::params![
-        now_ms(),
-        decision.action.as_str(),
-        decision.id,
-        decision.supersedes,
+fn record(store: &Store, decision: &StoreDecision, text: &str) -> Result<()> {
+    store.db.record(store::backend::Decision {
+        at: now_ms(),
+        action: decision.action.as_str(),
+        entry: &decision.id,
+        supersedes: decision.supersedes.as_deref(),
         text,
-        decision.reason
-    ])
-    .map(drop)
+        reason: &decision.reason,
+    })
 }

@@ -50,6 +50,53 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX tool_history_tool ON tool_history (tool, id);
     CREATE INDEX tool_history_at ON tool_history (at_ms);",
+    // 2: memory (as memory.db), with a keyword index, and a log of changed entries that
+    // nodes catch up from (announced on the `evo_memory` channel).
+    "CREATE TABLE memory_entries (
+        rowid BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        text TEXT NOT NULL,
+        category TEXT NOT NULL,
+        source TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        superseded_by TEXT,
+        model TEXT NOT NULL,
+        embedding BYTEA NOT NULL,
+        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED
+    );
+    CREATE INDEX memory_entries_tsv ON memory_entries USING GIN (tsv);
+    CREATE INDEX memory_entries_source ON memory_entries (source);
+    CREATE INDEX memory_entries_superseded ON memory_entries (superseded_by);
+    CREATE TABLE memory_decisions (
+        rowid BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        action TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        supersedes TEXT,
+        text TEXT NOT NULL,
+        reason TEXT NOT NULL
+    );
+    CREATE INDEX memory_decisions_entry ON memory_decisions (entry);
+    CREATE INDEX memory_decisions_supersedes ON memory_decisions (supersedes);
+    CREATE TABLE memory_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE memory_log_files (
+        day TEXT PRIMARY KEY,
+        len BIGINT NOT NULL,
+        mtime BIGINT NOT NULL,
+        digest TEXT NOT NULL,
+        bullets BIGINT NOT NULL
+    );
+    CREATE TABLE memory_changes (seq BIGSERIAL PRIMARY KEY, entry BIGINT NOT NULL);
+    CREATE FUNCTION memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO memory_changes (entry)
+            VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.rowid ELSE NEW.rowid END);
+        PERFORM pg_notify('evo_memory', '');
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER memory_entries_changed AFTER INSERT OR UPDATE OR DELETE ON memory_entries
+        FOR EACH ROW EXECUTE FUNCTION memory_changed();",
 ];
 
 /// A PostgreSQL database shared by the nodes.
@@ -126,11 +173,6 @@ impl Pg {
     /// The URL, without its password.
     pub fn describe(&self) -> String {
         self.url.clone()
-    }
-
-    /// The connection settings (for a listening connection of its own).
-    pub(crate) fn config(&self) -> &tokio_postgres::Config {
-        &self.config
     }
 
     /// The runtime the pool's connections run on.
@@ -315,4 +357,191 @@ pub fn scratch_database(admin_url: &str) -> Result<String> {
     .map_err(|_| super::config_error("the database creation panicked".into()))?
     .map_err(|e| error(&url, &e))?;
     Ok(format!("{base}/{name}"))
+}
+
+/// One pooled connection held by a synchronous caller (the memory store), for a
+/// transaction that runs Rust between its statements. Statements run on the calling
+/// thread ([`futures_executor::block_on`]); the connection's socket is driven by the
+/// pool's runtime.
+pub struct Conn {
+    client: Client,
+    url: String,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn").field("url", &self.url).finish()
+    }
+}
+
+/// A statement's parameters.
+pub type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+impl Conn {
+    /// The rows of `sql` (prepared once per connection).
+    pub fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<tokio_postgres::Row>> {
+        futures_executor::block_on(async {
+            let statement = self.client.prepare_cached(sql).await?;
+            self.client.query(&statement, params).await
+        })
+        .map_err(|e| error(&self.url, &e))
+    }
+
+    /// The one row of `sql`, if any.
+    pub fn query_opt(&self, sql: &str, params: Params<'_>) -> Result<Option<tokio_postgres::Row>> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    /// Runs `sql`; returns the rows changed.
+    pub fn execute(&self, sql: &str, params: Params<'_>) -> Result<u64> {
+        futures_executor::block_on(async {
+            let statement = self.client.prepare_cached(sql).await?;
+            self.client.execute(&statement, params).await
+        })
+        .map_err(|e| error(&self.url, &e))
+    }
+
+    /// Runs statements without parameters (`BEGIN`, `COMMIT`).
+    pub fn batch(&self, sql: &str) -> Result<()> {
+        futures_executor::block_on(self.client.batch_execute(sql)).map_err(|e| error(&self.url, &e))
+    }
+
+    /// Whether the connection broke (a new one is needed).
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+}
+
+impl Pg {
+    /// A connection from the pool, held until dropped.
+    pub fn conn(&self) -> Result<Conn> {
+        let pool = self.pool.clone();
+        let url = self.url.clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle().spawn(async move {
+            let _ = tx.send(pool.get().await.map_err(|e| pool_error(&url, &e)));
+        });
+        let client = rx.recv().unwrap_or_else(|_| {
+            Err(Error::Database {
+                message: format!("{}: the PostgreSQL client stopped", self.url),
+                transient: true,
+            })
+        })?;
+        Ok(Conn {
+            client,
+            url: self.url.clone(),
+        })
+    }
+}
+
+/// What a listening connection heard on one channel: a count of notifications, and
+/// whether it is listening now. While it is not (before the first `LISTEN`, after the
+/// connection dropped), callers ask the database directly instead of trusting silence.
+#[derive(Debug, Default)]
+pub struct Notices {
+    heard: std::sync::atomic::AtomicU64,
+    live: std::sync::atomic::AtomicBool,
+}
+
+impl Notices {
+    /// Notifications heard so far (plus one each time listening started or stopped,
+    /// so that a caller looks again after any gap).
+    pub fn heard(&self) -> u64 {
+        self.heard.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether a connection is listening now.
+    pub fn live(&self) -> bool {
+        self.live.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn bump(&self) {
+        self.heard.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    fn set_live(&self, live: bool) {
+        self.live.store(live, std::sync::atomic::Ordering::Release);
+        self.bump();
+    }
+}
+
+/// How long a listener waits before connecting again after its connection dropped.
+pub const RELISTEN_AFTER: Duration = Duration::from_secs(1);
+
+/// A task listening on a channel; stops when dropped.
+#[derive(Debug)]
+pub struct Listening {
+    notices: Arc<Notices>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Listening {
+    /// What it heard.
+    pub fn notices(&self) -> &Notices {
+        &self.notices
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Pg {
+    /// Listens on `channel` on a connection of its own (outside the pool), connecting
+    /// again whenever it drops.
+    pub fn listen(&self, channel: &'static str) -> Listening {
+        let notices = Arc::new(Notices::default());
+        let heard = notices.clone();
+        let config = self.config.clone();
+        let url = self.url.clone();
+        let task = self.handle().spawn(async move {
+            loop {
+                if let Err(e) = listen_once(&config, channel, &heard).await {
+                    tracing::warn!("{}", error(&url, &e));
+                }
+                heard.set_live(false);
+                tokio::time::sleep(RELISTEN_AFTER).await;
+            }
+        });
+        Listening {
+            notices,
+            task: task.abort_handle(),
+        }
+    }
+}
+
+/// One listening connection, until it drops.
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    channel: &str,
+    notices: &Notices,
+) -> std::result::Result<(), tokio_postgres::Error> {
+    use futures_util::StreamExt as _;
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let (tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = stream.next().await {
+            let end = message.is_err();
+            if tx.send(message).is_err() || end {
+                break;
+            }
+        }
+    });
+    client.batch_execute(&format!("LISTEN {channel}")).await?;
+    notices.set_live(true);
+    while let Some(message) = messages.recv().await {
+        match message {
+            Ok(tokio_postgres::AsyncMessage::Notification(_)) => notices.bump(),
+            Ok(_) => {}
+            Err(e) => {
+                driver.abort();
+                return Err(e);
+            }
+        }
+    }
+    driver.abort();
+    Ok(())
 }

@@ -37,6 +37,7 @@ mod remote;
 mod serve;
 mod service;
 mod skill_scripts;
+mod storage;
 mod text_stats;
 mod tool_loop;
 mod tools;

@@ -1,6 +1,10 @@
 //! Keeping the user's files searchable: `MEMORY.md` and the daily logs, indexed as they
 //! change (by this process or any other).
+//!
+//! A memory shared by several nodes indexes neither: the files are one node's, and each
+//! node indexing its own into the shared entries would replace the others'.
 
+use super::backend::LogFile;
 use super::*;
 
 impl Store {
@@ -10,10 +14,13 @@ impl Store {
         data_dir: &Path,
         embedder: &dyn Embedder,
     ) -> Result<()> {
+        if self.db.shared() {
+            return Ok(());
+        }
         let path = data_dir.join(MEMORY_MD);
         let text = files::load_long_term(data_dir)?;
         let signature = hex::encode(Sha256::digest(text.as_bytes()));
-        let stored = self.setting("memory_md")?;
+        let stored = self.db.setting("memory_md")?;
         if stored.as_deref() == Some(signature.as_str()) {
             return Ok(());
         }
@@ -22,33 +29,25 @@ impl Store {
         let vectors = embedder.embed(&texts)?;
         let model = embedder.model();
         let now = now_ms();
-        let db_path = self.path.clone();
-        let fail = |e: rusqlite::Error| db_error(&db_path, &e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let removed: Vec<i64> = tx
-            .prepare("DELETE FROM entries WHERE source = 'file' RETURNING rowid")
-            .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
-            .map_err(fail)?;
-        let mut added = Vec::with_capacity(items.len());
-        for (item, vector) in items.iter().zip(&vectors) {
-            tx.execute(
-                "INSERT INTO entries (id, text, category, source, created_at, updated_at, model, embedding)
-                 VALUES (?1, ?2, 'other', 'file', ?3, ?3, ?4, ?5)",
-                params![new_id(item), item, now, model, to_blob(vector)],
-            )
-            .map_err(fail)?;
-            added.push(tx.last_insert_rowid());
-        }
-        tx.execute(
-            "INSERT INTO settings(key, value) VALUES ('memory_md', ?1)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [&signature],
-        )
-        .map_err(fail)?;
-        tx.commit().map_err(fail)?;
+        let (removed, added) = self.write(|store| {
+            let removed = store.db.delete_source(Source::File, None)?;
+            let mut added = Vec::with_capacity(items.len());
+            for (item, vector) in items.iter().zip(&vectors) {
+                let entry = MemoryEntry {
+                    id: new_id(item),
+                    text: item.clone(),
+                    score: 0.0,
+                    category: crate::memory::Category::Other,
+                    source: Source::File,
+                    created_at: now,
+                    updated_at: now,
+                    superseded_by: None,
+                };
+                added.extend(store.db.insert(&entry, &model, vector, false)?);
+            }
+            store.db.set_setting("memory_md", Some(&signature))?;
+            Ok((removed, added))
+        })?;
         for rowid in removed {
             self.index.remove(rowid);
         }
@@ -77,6 +76,9 @@ impl Store {
         embedder: &dyn Embedder,
         all: bool,
     ) -> Result<()> {
+        if self.db.shared() {
+            return Ok(());
+        }
         let dir = data_dir.join(files::DAILY_DIR);
         let full = all
             || self
@@ -88,16 +90,7 @@ impl Store {
         } else {
             vec![files::today()]
         };
-        let known: Vec<(String, i64, i64, String, i64)> = self
-            .conn
-            .prepare_cached("SELECT day, len, mtime, digest, bullets FROM log_files")
-            .and_then(|mut q| {
-                q.query_map([], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                })?
-                .collect()
-            })
-            .map_err(|e| self.fail(&e))?;
+        let known = self.db.log_files()?;
         for day in &days {
             let path = files::daily_log_path(data_dir, day);
             let Ok(metadata) = std::fs::metadata(&path) else {
@@ -109,8 +102,8 @@ impl Store {
                 .ok()
                 .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-            let previous = known.iter().find(|k| &k.0 == day);
-            if previous.is_some_and(|k| k.1 == len && k.2 == mtime) {
+            let previous = known.iter().find(|k| &k.day == day);
+            if previous.is_some_and(|k| k.len == len && k.mtime == mtime) {
                 continue;
             }
             if metadata.len() > files::MAX_LOG_FILE_BYTES {
@@ -126,16 +119,16 @@ impl Store {
             }
             let bytes = std::fs::read(&path).map_err(Error::io_at(&path))?;
             let appended = previous.filter(|k| {
-                usize::try_from(k.1).is_ok_and(|old| {
-                    old <= bytes.len() && hex::encode(Sha256::digest(&bytes[..old])) == k.3
+                usize::try_from(k.len).is_ok_and(|old| {
+                    old <= bytes.len() && hex::encode(Sha256::digest(&bytes[..old])) == k.digest
                 })
             });
-            let start = appended.map_or(0, |k| usize::try_from(k.4).unwrap_or(0));
+            let start = appended.map_or(0, |k| usize::try_from(k.bullets).unwrap_or(0));
             self.index_log(day, &bytes, start, embedder, (len, mtime))?;
         }
         if full {
-            for (day, ..) in known.iter().filter(|k| !days.contains(&k.0)) {
-                self.drop_log(day)?;
+            for log in known.iter().filter(|k| !days.contains(&k.day)) {
+                self.drop_log(&log.day)?;
             }
         }
         Ok(())
@@ -174,49 +167,39 @@ impl Store {
             embedder.embed(&texts)?
         };
         let model = embedder.model();
-        let path = self.path.clone();
-        let fail = |e: rusqlite::Error| db_error(&path, &e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let removed: Vec<i64> = if start == 0 {
-            tx.prepare("DELETE FROM entries WHERE source = 'log' AND id GLOB ?1 RETURNING rowid")
-                .and_then(|mut q| {
-                    q.query_map([format!("log-{day}-*")], |r| r.get(0))?
-                        .collect()
-                })
-                .map_err(fail)?
-        } else {
-            Vec::new()
+        let log = LogFile {
+            day: day.to_owned(),
+            len,
+            mtime,
+            digest: hex::encode(Sha256::digest(bytes)),
+            bullets: i64::try_from(bullets.len()).unwrap_or(i64::MAX),
         };
-        let mut added = Vec::with_capacity(chunks.len());
-        for ((id, at, chunk), vector) in chunks.iter().zip(&vectors) {
-            tx.execute(
-                "INSERT INTO entries (id, text, category, source, created_at, updated_at, model, embedding)
-                 VALUES (?1, ?2, 'other', 'log', ?3, ?3, ?4, ?5)
-                 ON CONFLICT(id) DO NOTHING",
-                params![id, chunk, at, model, to_blob(vector)],
-            )
-            .map_err(fail)?;
-            if tx.changes() > 0 {
-                added.push((tx.last_insert_rowid(), *at, vector));
+        let prefix = format!("log-{day}-");
+        let (removed, added) = self.write(|store| {
+            let removed = if start == 0 {
+                store.db.delete_source(Source::Log, Some(&prefix))?
+            } else {
+                Vec::new()
+            };
+            let mut added = Vec::with_capacity(chunks.len());
+            for ((id, at, chunk), vector) in chunks.iter().zip(&vectors) {
+                let entry = MemoryEntry {
+                    id: id.clone(),
+                    text: chunk.clone(),
+                    score: 0.0,
+                    category: crate::memory::Category::Other,
+                    source: Source::Log,
+                    created_at: *at,
+                    updated_at: *at,
+                    superseded_by: None,
+                };
+                if let Some(rowid) = store.db.insert(&entry, &model, vector, true)? {
+                    added.push((rowid, *at, vector));
+                }
             }
-        }
-        tx.execute(
-            "INSERT INTO log_files(day, len, mtime, digest, bullets) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT(day) DO UPDATE SET len = excluded.len, mtime = excluded.mtime,
-                 digest = excluded.digest, bullets = excluded.bullets",
-            params![
-                day,
-                len,
-                mtime,
-                hex::encode(Sha256::digest(bytes)),
-                i64::try_from(bullets.len()).unwrap_or(i64::MAX)
-            ],
-        )
-        .map_err(fail)?;
-        tx.commit().map_err(fail)?;
+            store.db.set_log_file(&log)?;
+            Ok((removed, added))
+        })?;
         for rowid in removed {
             self.index.remove(rowid);
         }
@@ -232,22 +215,12 @@ impl Store {
 
     /// Removes the lines of a log whose file is gone.
     fn drop_log(&mut self, day: &str) -> Result<()> {
-        let path = self.path.clone();
-        let fail = |e: rusqlite::Error| db_error(&path, &e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let removed: Vec<i64> = tx
-            .prepare("DELETE FROM entries WHERE source = 'log' AND id GLOB ?1 RETURNING rowid")
-            .and_then(|mut q| {
-                q.query_map([format!("log-{day}-*")], |r| r.get(0))?
-                    .collect()
-            })
-            .map_err(fail)?;
-        tx.execute("DELETE FROM log_files WHERE day = ?1", [day])
-            .map_err(fail)?;
-        tx.commit().map_err(fail)?;
+        let prefix = format!("log-{day}-");
+        let removed = self.write(|store| {
+            let removed = store.db.delete_source(Source::Log, Some(&prefix))?;
+            store.db.delete_log_file(day)?;
+            Ok(removed)
+        })?;
         for rowid in removed {
             self.index.remove(rowid);
         }
