@@ -40,7 +40,7 @@ pub async fn load(engine: &WasmEngine, path: &str, policy: &Policy) -> WasmSkill
 /// `EVO_NATIVE_ISOLATION` happened to be set, or failed because of it, would say nothing.
 /// Toolchain locations (`EVO_COMPONENTIZE_JS`, `EVO_GUEST_SDK`, `EVO_MINILM_DIR`) are
 /// kept: they say where a tool is, not what Evo does.
-pub const HOST_SETTINGS: [&str; 13] = [
+pub const HOST_SETTINGS: [&str; 15] = [
     "EVO_HOME",
     "EVO_CONFIG",
     "EVO_CACHE_DIR",
@@ -54,6 +54,8 @@ pub const HOST_SETTINGS: [&str; 13] = [
     "EVO_NATIVE_ISOLATION",
     "EVO_NATIVE_REQUIRE_ISOLATION",
     "EVO_TOKEN",
+    "EVO_STORAGE_URL",
+    "EVO_STORAGE_PASSWORD",
 ];
 
 /// The configuration of `data_dir` (its `evo.toml`, if any) as a host in a test sees it:

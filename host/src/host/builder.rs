@@ -189,6 +189,12 @@ impl HostBuilder {
             unreachable_remotes: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
             calls: storage.calls(),
+            shared_catalogue: storage.shared().map(|pg| {
+                crate::packages::shared::SharedCatalogue::new(
+                    pg.clone(),
+                    &crate::paths::skills_dir(&data_dir),
+                )
+            }),
             storage,
             flushing: Mutex::new(()),
             changes: tokio::sync::watch::Sender::new(0),
@@ -220,9 +226,14 @@ impl HostBuilder {
         if self.installed.unwrap_or(true) {
             host.load_remotes(&secrets).await?;
         }
+        let shared_installs = host.shared_catalogue.is_some() && self.installed.unwrap_or(true);
         let host = Host {
             inner: Arc::new(host),
         };
+        if shared_installs {
+            // The skills other nodes installed, before the first call.
+            host.refresh().await?;
+        }
         flush_when_due(&host);
         Ok(host)
     }

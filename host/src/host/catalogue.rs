@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
 use super::Host;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::packages::InstallRecord;
+use crate::packages::shared::SharedCatalogue;
 
 /// A skill directory as last loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +23,11 @@ impl Host {
     /// long-running host (`evo serve`) calls this to keep its catalogue live. Returns
     /// whether any skill changed; [`Host::changes`] then ticks.
     pub async fn refresh(&self) -> Result<bool> {
+        if let Some(shared) = &self.inner.shared_catalogue
+            && shared.stale()
+        {
+            self.sync_shared(shared).await?;
+        }
         let inner = &self.inner;
         let mut roots = vec![crate::paths::skills_dir(&inner.data_dir)];
         roots.extend(inner.config.skill_dirs.iter().cloned());
@@ -98,6 +105,85 @@ impl Host {
         }
         self.changed();
         Ok(true)
+    }
+
+    /// Brings the skills directory in line with the catalogue the nodes share: a
+    /// package installed elsewhere is installed here (and its digest verified), one
+    /// uninstalled elsewhere goes, and a skill this node had before it joined is
+    /// published. The directory scan after it loads what changed.
+    async fn sync_shared(&self, shared: &SharedCatalogue) -> Result<()> {
+        let heard = shared.heard();
+        let installs = shared.installs()?;
+        let root = crate::paths::skills_dir(&self.inner.data_dir);
+        let mut local = BTreeMap::new();
+        if root.is_dir() {
+            for dir in crate::engine::loader::skill_dirs(&root)? {
+                if let Some(record) = InstallRecord::read(&dir) {
+                    local.insert(record.name.clone(), record);
+                }
+            }
+        }
+        let mut seen = shared.seen()?;
+        let manager = self.manager()?;
+        let mut complete = true;
+        for (name, digest) in &installs {
+            seen.insert(name.clone());
+            if local.get(name).is_some_and(|r| &r.digest == digest) {
+                continue;
+            }
+            if let Err(e) = self.materialise(&manager, shared, name, digest).await {
+                tracing::warn!(skill = %name, "could not install the shared package: [{}] {e}", e.code());
+                complete = false;
+            }
+        }
+        for (name, record) in &local {
+            if installs.contains_key(name) {
+                continue;
+            }
+            if seen.remove(name) {
+                manager.uninstall_skill(name)?;
+                tracing::info!(skill = %name, "uninstalled on another node");
+            } else {
+                shared.publish(record)?;
+                seen.insert(name.clone());
+                tracing::info!(skill = %name, "published to the shared catalogue");
+            }
+        }
+        shared.save_seen(&seen)?;
+        if complete {
+            shared.synced(heard);
+        }
+        Ok(())
+    }
+
+    /// Installs the shared package `digest` as `name` and checks that what was
+    /// installed is that package.
+    async fn materialise(
+        &self,
+        manager: &crate::packages::SkillManager,
+        shared: &SharedCatalogue,
+        name: &str,
+        digest: &str,
+    ) -> Result<()> {
+        let zip = shared.package(digest)?;
+        let options = crate::packages::InstallOptions {
+            overwrite: true,
+            ..Default::default()
+        };
+        let outcome = manager.install_skill(&zip, options).await?;
+        if outcome.name != name || outcome.digest.as_deref() != Some(digest) {
+            let _ = manager.uninstall_skill(&outcome.name);
+            return Err(Error::Database {
+                message: format!(
+                    "the shared package of {name} is {digest}, but it installed as {} with digest {}: it was refused",
+                    outcome.name,
+                    outcome.digest.unwrap_or_default()
+                ),
+                transient: false,
+            });
+        }
+        tracing::info!(skill = %name, digest = %digest, "installed from the shared catalogue");
+        Ok(())
     }
 
     /// Ticks whenever the skills change (an install, an uninstall, a [`Host::refresh`]

@@ -79,6 +79,8 @@ struct Inner {
     storage: crate::storage::Storage,
     /// Statistics and the call history, in `storage`.
     calls: Arc<dyn crate::storage::CallStore>,
+    /// The catalogue the nodes share, when `storage` is shared.
+    shared_catalogue: Option<crate::packages::shared::SharedCatalogue>,
     /// Held through a statistics flush, so that a second flush (say, at shutdown)
     /// returns only once the counts the first one took are written.
     flushing: Mutex<()>,
@@ -259,12 +261,45 @@ impl Host {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(dir, Loaded { stamp, skill });
         self.changed();
+        if let (Some(shared), Some(record)) = (&self.inner.shared_catalogue, &outcome.skill)
+            && let Err(e) = shared.publish(record)
+        {
+            // Installed on this node only, the nodes would disagree: undo it.
+            let _ = self.uninstall_here(&outcome.name);
+            return Err(Error::Database {
+                message: format!(
+                    "{} was not installed: it could not be stored for the other nodes ({e})",
+                    outcome.name
+                ),
+                transient: e.is_transient(),
+            });
+        }
         Ok(outcome)
     }
 
-    /// Uninstalls skill `name`; it is no longer callable.
+    /// Uninstalls skill `name`; it is no longer callable (with shared storage, on any
+    /// node).
     pub fn uninstall(&self, name: &str) -> Result<Outcome> {
-        let mut outcome = self.manager()?.uninstall_skill(name)?;
+        let mut outcome = match &self.inner.shared_catalogue {
+            None => self.uninstall_here(name)?,
+            Some(shared) => {
+                let withdrawn = shared.withdraw(name)?;
+                let mut seen = shared.seen()?;
+                seen.remove(name);
+                shared.save_seen(&seen)?;
+                match self.uninstall_here(name) {
+                    Err(Error::SkillNotFound { .. }) if withdrawn => Outcome {
+                        success: true,
+                        name: name.to_owned(),
+                        message: "Skill uninstalled successfully".into(),
+                        digest: None,
+                        skill: None,
+                        warnings: Vec::new(),
+                    },
+                    other => other?,
+                }
+            }
+        };
         for profile in self.profiles_listing(name) {
             let warning = format!(
                 "profile {profile:?} lists {name}; its agents can no longer call it (remove it from [tools.profiles.{profile}] tools)"
@@ -272,6 +307,13 @@ impl Host {
             tracing::warn!("{warning}");
             outcome.warnings.push(warning);
         }
+        self.changed();
+        Ok(outcome)
+    }
+
+    /// Uninstalls skill `name` from this node's skills directory and catalogue.
+    pub(super) fn uninstall_here(&self, name: &str) -> Result<Outcome> {
+        let outcome = self.manager()?.uninstall_skill(name)?;
         self.registry().unregister(name);
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(name);
         self.inner
@@ -279,7 +321,6 @@ impl Host {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&dir);
-        self.changed();
         Ok(outcome)
     }
 

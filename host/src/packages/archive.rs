@@ -25,7 +25,7 @@ fn invalid(problem: impl Into<String>) -> Error {
 const SKILL_FILES: [&str; 3] = ["SKILL.md", "skill.json", "skill.wasm"];
 
 /// Called as extraction goes: bytes written so far, bytes in all.
-pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+pub type Progress<'a> = &'a mut (dyn FnMut(u64, u64) + Send);
 
 /// Extracts `zip` under `into` and returns the skill's directory: the deepest directory
 /// holding a SKILL.md, or failing that a skill.json or skill.wasm.
@@ -159,6 +159,12 @@ fn safe_path(name: &str) -> Result<PathBuf> {
 /// refused, `.git` is left out, and the caps apply while walking, before anything large
 /// is read.
 pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
+    zip_dir_except(dir, &[])
+}
+
+/// [`zip_dir`] leaving out the entries of `dir` named in `left_out` (the install record,
+/// what an install built).
+pub(super) fn zip_dir_except(dir: &Path, left_out: &[&str]) -> Result<Vec<u8>> {
     use std::io::Write as _;
     let dir = dir.canonicalize().map_err(Error::io_at(dir))?;
     let root = dir
@@ -177,6 +183,9 @@ pub(super) fn zip_dir(dir: &Path) -> Result<Vec<u8>> {
             .collect();
         children.sort_by_key(std::fs::DirEntry::file_name);
         for child in children {
+            if current == dir && left_out.iter().any(|name| child.file_name() == **name) {
+                continue;
+            }
             let path = child.path();
             let relative = path.strip_prefix(&dir).unwrap_or(&path);
             let kind = child.file_type().map_err(Error::io_at(&path))?;

@@ -20,6 +20,7 @@ mod as_component;
 pub mod index;
 mod listing;
 pub mod scripts;
+pub mod shared;
 mod update;
 
 use std::fs::File;

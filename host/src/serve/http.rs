@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::openapi::{
     AgentRun, CallResult, ErrorBody, Health, MemoryHitBody, MemorySearch, SkillSummary,
-    openapi_document,
+    StorageHealth, openapi_document,
 };
 use super::{Refusal, Server, Shared};
 use crate::error::Error;
@@ -302,23 +302,43 @@ fn evo_failure(error: &Error) -> Response {
     (status_of(error), Json(body)).into_response()
 }
 
-async fn health(State(shared): State<Arc<Shared>>) -> Json<Health> {
-    Json(Health {
-        status: if shared.draining.is_cancelled() {
-            "draining"
-        } else {
-            "ok"
-        }
-        .into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        skills: shared.served_skills().len(),
-        calls: shared.running(),
-        instances: shared
-            .host
-            .loader()
-            .wasm_engine()
-            .map_or(0, crate::engine::wasm::WasmEngine::live_instances),
-    })
+async fn health(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Health>) {
+    let storage = shared.host.storage().clone();
+    // A round trip to PostgreSQL (bounded by the pool's wait); nothing for SQLite.
+    let reached = match &storage {
+        crate::storage::Storage::Local(_) => Ok(()),
+        crate::storage::Storage::Shared(_) => tokio::task::spawn_blocking(move || storage.ping())
+            .await
+            .unwrap_or_else(|e| Err(Error::Engine(e.to_string()))),
+    };
+    let kind = match shared.host.storage() {
+        crate::storage::Storage::Local(_) => "sqlite",
+        crate::storage::Storage::Shared(_) => "postgres",
+    };
+    let (code, status) = match (&reached, shared.draining.is_cancelled()) {
+        (_, true) => (StatusCode::OK, "draining"),
+        (Err(_), false) => (StatusCode::SERVICE_UNAVAILABLE, "storage-unreachable"),
+        (Ok(()), false) => (StatusCode::OK, "ok"),
+    };
+    (
+        code,
+        Json(Health {
+            status: status.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            skills: shared.served_skills().len(),
+            calls: shared.running(),
+            instances: shared
+                .host
+                .loader()
+                .wasm_engine()
+                .map_or(0, crate::engine::wasm::WasmEngine::live_instances),
+            storage: StorageHealth {
+                kind: kind.into(),
+                reachable: reached.is_ok(),
+                error: reached.err().map(|e| e.to_string()),
+            },
+        }),
+    )
 }
 
 fn summary(shared: &Shared, skill: &crate::skill::registry::RegisteredSkill) -> SkillSummary {

@@ -23,7 +23,8 @@ pub struct ErrorBody {
 /// `GET /v1/health`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Health {
-    /// `ok`, or `draining` while the server stops.
+    /// `ok`; `draining` while the server stops; `storage-unreachable` (with status
+    /// 503) when the shared database does not answer.
     pub status: String,
     /// Evo's version.
     pub version: String,
@@ -34,6 +35,21 @@ pub struct Health {
     /// Wasm instances alive now: one per Wasm call running (nested calls included), and
     /// none when nothing runs.
     pub instances: usize,
+    /// Where shared state is kept, and whether it answers.
+    pub storage: StorageHealth,
+}
+
+/// The storage as `/v1/health` reports it.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageHealth {
+    /// `sqlite` (this node's data directory) or `postgres` (shared by the nodes).
+    pub kind: String,
+    /// Whether it answered just now.
+    pub reachable: bool,
+    /// Why not, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A served skill.
@@ -154,7 +170,7 @@ pub fn openapi_document() -> Value {
         },
         "security": [{ "bearer": [] }],
         "paths": {
-            "/v1/health": { "get": { "summary": "Whether the server is up", "responses": { "200": ok(r("Health")) } } },
+            "/v1/health": { "get": { "summary": "Whether the server is up and reaches its storage", "responses": { "200": ok(r("Health")), "503": { "description": "The shared storage does not answer", "content": { "application/json": { "schema": r("Health") } } } } } },
             "/v1/skills": { "get": { "summary": "The served skills", "responses": { "200": ok(json!({ "type": "array", "items": r("SkillSummary") })), "401": error("No valid token") } } },
             "/v1/skills/{name}": { "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillSummary")), "404": error("SKILL_NOT_FOUND") } } },
             "/v1/skills/{name}/call": { "post": {

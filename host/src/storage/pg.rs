@@ -97,6 +97,26 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     END $$;
     CREATE TRIGGER memory_entries_changed AFTER INSERT OR UPDATE OR DELETE ON memory_entries
         FOR EACH ROW EXECUTE FUNCTION memory_changed();",
+    // 3: the catalogue: packages by digest, stored once, and what is installed under
+    // each name (announced on the `evo_catalogue` channel).
+    "CREATE TABLE packages (
+        digest TEXT PRIMARY KEY,
+        bytes BYTEA NOT NULL,
+        stored_at BIGINT NOT NULL
+    );
+    CREATE TABLE installs (
+        name TEXT PRIMARY KEY,
+        digest TEXT NOT NULL REFERENCES packages (digest),
+        record TEXT NOT NULL,
+        installed_at BIGINT NOT NULL
+    );
+    CREATE FUNCTION catalogue_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('evo_catalogue', '');
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER installs_changed AFTER INSERT OR UPDATE OR DELETE ON installs
+        FOR EACH STATEMENT EXECUTE FUNCTION catalogue_changed();",
 ];
 
 /// A PostgreSQL database shared by the nodes.

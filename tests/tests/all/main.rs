@@ -27,6 +27,7 @@ mod llm;
 mod memory;
 mod misbehaving;
 mod native;
+mod nodes;
 mod notes;
 mod packages;
 mod properties;
