@@ -99,6 +99,35 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         }
     });
 
+    checks.push(match host.storage() {
+        evo_host::storage::Storage::Local(dir) => Check::ok(
+            "storage",
+            format!(
+                "SQLite in {} (one machine; [storage] url shares it between nodes)",
+                dir.display()
+            ),
+        ),
+        evo_host::storage::Storage::Shared(pg) => {
+            let pg = pg.clone();
+            let probe = tokio::task::spawn_blocking(move || {
+                pg.ping()?;
+                Ok::<_, evo_host::Error>((pg.describe(), pg.schema_version()?, pg.pgvector()?.0))
+            })
+            .await;
+            match probe {
+                Ok(Ok((url, version, pgvector))) => Check::ok(
+                    "storage",
+                    format!(
+                        "PostgreSQL {url}, schema version {version}; vectors: {}",
+                        super::db::vectors(pgvector)
+                    ),
+                ),
+                Ok(Err(e)) => Check::broken("storage", e.to_string()),
+                Err(e) => Check::broken("storage", e.to_string()),
+            }
+        }
+    });
+
     let memory = host.memory().status()?;
     checks.push(Check::ok(
         "memory",

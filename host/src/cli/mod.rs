@@ -12,6 +12,7 @@
 mod agent;
 mod args;
 mod config;
+mod db;
 mod doctor;
 mod memory;
 mod meta;
@@ -126,6 +127,10 @@ enum Command {
     /// keys); skills never see them.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// The shared PostgreSQL database (`[storage] url`): migrate its schema, show its
+    /// status.
+    #[command(subcommand)]
+    Db(db::DbCommand),
     /// Add, list and remove other Evo nodes, whose skills are listed and called here as
     /// `NAME/skill`.
     #[command(subcommand)]
@@ -265,6 +270,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Man => meta::man(),
         Command::Config(command) => config::run(command, &globals),
         Command::Secret(command) => secret::run(command, &globals),
+        Command::Db(command) => db::run(command, &globals),
         Command::New { name, lang, dir } => skill::new(&globals, &name, lang, &dir),
         command => match tokio::runtime::Builder::new_multi_thread()
             .enable_all()

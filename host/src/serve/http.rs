@@ -144,6 +144,10 @@ pub fn router(
         // is what keeps strangers out.
         config = config.with_allowed_hosts(Vec::<String>::new());
     }
+    if let Some(pg) = shared.host.storage().shared() {
+        // Nodes behind a load balancer: a session started on one goes on on another.
+        config.session_store = Some(Arc::new(super::sessions::PgSessions(pg.clone())));
+    }
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let mcp = StreamableHttpService::new(

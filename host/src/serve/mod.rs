@@ -23,6 +23,7 @@
 pub mod http;
 mod mcp;
 pub mod openapi;
+mod sessions;
 mod shared;
 pub mod stdio;
 mod ws;

@@ -117,11 +117,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     END $$;
     CREATE TRIGGER installs_changed AFTER INSERT OR UPDATE OR DELETE ON installs
         FOR EACH STATEMENT EXECUTE FUNCTION catalogue_changed();",
+    // 4: MCP sessions (legacy protocol versions), so any node can serve a session
+    // another node started.
+    "CREATE TABLE mcp_sessions (
+        id TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );",
 ];
 
 /// A PostgreSQL database shared by the nodes.
 pub struct Pg {
     pool: Pool,
+    /// Migrations this handle applied when it connected.
+    migrated: usize,
     runtime: Option<tokio::runtime::Runtime>,
     config: tokio_postgres::Config,
     url: String,
@@ -180,14 +189,41 @@ impl Pg {
             .create_timeout(Some(CONNECT_TIMEOUT))
             .build()
             .map_err(|e| super::config_error(format!("{}: {e}", super::redact(url))))?;
-        let pg = Arc::new(Self {
+        let mut pg = Self {
             pool,
+            migrated: 0,
             runtime: Some(runtime),
             config,
             url: super::redact(url),
-        });
-        pg.migrate()?;
-        Ok(pg)
+        };
+        pg.migrated = pg.migrate()?;
+        Ok(Arc::new(pg))
+    }
+
+    /// How many migrations this handle applied when it connected (0 when another
+    /// node, or an earlier start, had applied them all).
+    pub fn migrated(&self) -> usize {
+        self.migrated
+    }
+
+    /// The migrations this version of Evo knows.
+    pub fn latest_version() -> usize {
+        MIGRATIONS.len()
+    }
+
+    /// Whether the server offers the pgvector extension (`vector`), and whether it is
+    /// installed in this database.
+    pub fn pgvector(&self) -> Result<(bool, bool)> {
+        self.run(|client| async move {
+            let row = client
+                .query_one(
+                    "SELECT count(*) > 0, bool_or(installed_version IS NOT NULL)
+                     FROM pg_available_extensions WHERE name = 'vector'",
+                    &[],
+                )
+                .await?;
+            Ok((row.get(0), row.get::<_, Option<bool>>(1).unwrap_or(false)))
+        })
     }
 
     /// The URL, without its password.
@@ -220,6 +256,28 @@ impl Pg {
             let _ = tx.send(result);
         });
         rx.recv().unwrap_or_else(|_| {
+            Err(Error::Database {
+                message: format!("{}: the PostgreSQL client stopped", self.url),
+                transient: true,
+            })
+        })
+    }
+
+    /// [`Pg::run`] for async callers: awaits the answer instead of blocking a thread.
+    pub async fn run_async<T, F>(&self, f: impl FnOnce(Client) -> F + Send + 'static) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = std::result::Result<T, tokio_postgres::Error>> + Send,
+    {
+        let pool = self.pool.clone();
+        let url = self.url.clone();
+        let task = self.handle().spawn(async move {
+            match pool.get().await {
+                Ok(client) => f(client).await.map_err(|e| error(&url, &e)),
+                Err(e) => Err(pool_error(&url, &e)),
+            }
+        });
+        task.await.unwrap_or_else(|_| {
             Err(Error::Database {
                 message: format!("{}: the PostgreSQL client stopped", self.url),
                 transient: true,
@@ -309,7 +367,7 @@ pub(crate) fn error(url: &str, error: &tokio_postgres::Error) -> Error {
             "; the database server's disk is full: free some space (the change was rolled back)".into()
         }
         None if transient => {
-            "; check that the server is running and that [storage] url points to it (Evo tries again on the next request)".into()
+            "; check that the server is running and that [storage] url points to it".into()
         }
         _ => String::new(),
     };

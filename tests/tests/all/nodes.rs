@@ -51,6 +51,34 @@ fn within<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) 
     }
 }
 
+/// One MCP message to `base/mcp` in `session`: the session id the node answered with,
+/// and the JSON-RPC answer (`null` for a notification).
+fn mcp(base: &str, session: Option<&str>, message: &Value) -> (Option<String>, Value) {
+    let mut request = ureq::post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.send(message.to_string()).expect("the node answers");
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = response.into_body().read_to_string().unwrap();
+    // JSON, or server-sent events whose data lines carry it.
+    let answer = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .find_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .unwrap_or(Value::Null);
+    (session, answer)
+}
+
 fn call(base: &str, skill: &str, input: &Value) -> (u16, Value) {
     http(
         "POST",
@@ -100,6 +128,33 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
         },
     );
     eprintln!("found on node three {:?} after the store", start.elapsed());
+
+    // An MCP session (a legacy protocol version, which has sessions) started on node
+    // one goes on on node three: a load balancer needs no session affinity.
+    let (session, _) = mcp(
+        &nodes[0].base,
+        None,
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": { "name": "nodes-test", "version": "1" } } }),
+    );
+    let session = session.expect("node one starts a session");
+    mcp(
+        &nodes[0].base,
+        Some(&session),
+        &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    );
+    let (_, listed) = mcp(
+        &nodes[2].base,
+        Some(&session),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }),
+    );
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "memory_search")),
+        "{listed}"
+    );
 
     // A skill installed through node two is callable through node one.
     let component = answer_component(root.path());
@@ -203,7 +258,9 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
     // The history holds the same calls, whichever node is asked.
     let history = evo(
         &homes[2],
-        &["tool", "history", "--tool", "answer", "--json"],
+        &[
+            "tool", "history", "--tool", "answer", "--limit", "1000", "--json",
+        ],
     );
     assert!(history.status.success(), "{}", stderr(&history));
     let history: Value = serde_json::from_str(&stdout(&history)).unwrap();
