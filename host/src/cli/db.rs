@@ -18,7 +18,11 @@ pub(crate) enum DbCommand {
 
 pub(crate) fn run(command: DbCommand, globals: &Globals) -> Result<(), Failure> {
     let config = super::args::config(globals, &Default::default(), &Default::default())?;
-    let storage = Storage::open(&config.storage, &globals.data_dir)?;
+    let secret = evo_host::secrets::SecretStore::new(&globals.data_dir)
+        .snapshot()?
+        .value(evo_host::storage::PASSWORD_VAR)
+        .map(str::to_owned);
+    let storage = Storage::open(&config.storage, &globals.data_dir, secret)?;
     let Some(pg) = storage.shared() else {
         let message = format!(
             "storage is SQLite in {} ([storage] url is not set): its files migrate themselves when opened, nothing to do",

@@ -151,7 +151,11 @@ impl HostBuilder {
             Some(embedder) => embedder,
             None => crate::memory::configured_embedder(&data_dir)?,
         };
-        let storage = crate::storage::Storage::open(&config.storage, &data_dir)?;
+        let secret = crate::secrets::SecretStore::new(&data_dir)
+            .snapshot()?
+            .value(crate::storage::PASSWORD_VAR)
+            .map(str::to_owned);
+        let storage = crate::storage::Storage::open(&config.storage, &data_dir, secret)?;
         let memory = Arc::new(MemoryManager::open_in(
             &storage,
             &data_dir,
@@ -188,7 +192,7 @@ impl HostBuilder {
             load_errors: Vec::new(),
             unreachable_remotes: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
-            calls: storage.calls(),
+            calls: crate::skill::calls::store_for(&storage),
             shared_catalogue: storage.shared().map(|pg| {
                 crate::packages::shared::SharedCatalogue::new(
                     pg.clone(),

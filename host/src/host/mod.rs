@@ -78,7 +78,7 @@ struct Inner {
     /// Where shared state is kept.
     storage: crate::storage::Storage,
     /// Statistics and the call history, in `storage`.
-    calls: Arc<dyn crate::storage::CallStore>,
+    calls: Arc<dyn crate::skill::calls::CallStore>,
     /// The catalogue the nodes share, when `storage` is shared.
     shared_catalogue: Option<crate::packages::shared::SharedCatalogue>,
     /// Held through a statistics flush, so that a second flush (say, at shutdown)
@@ -330,7 +330,7 @@ impl Host {
     }
 
     /// The stored call statistics and history (all processes, or all nodes).
-    pub fn calls(&self) -> &Arc<dyn crate::storage::CallStore> {
+    pub fn calls(&self) -> &Arc<dyn crate::skill::calls::CallStore> {
         &self.inner.calls
     }
 

@@ -320,7 +320,8 @@ async fn health(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Health>)
         crate::storage::Storage::Shared(_) => "postgres",
     };
     let (code, status) = match (&reached, shared.draining.is_cancelled()) {
-        (_, true) => (StatusCode::OK, "draining"),
+        // A balancer stops sending new requests; the calls running finish.
+        (_, true) => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
         (Err(_), false) => (StatusCode::SERVICE_UNAVAILABLE, "storage-unreachable"),
         (Ok(()), false) => (StatusCode::OK, "ok"),
     };

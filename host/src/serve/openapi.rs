@@ -23,8 +23,8 @@ pub struct ErrorBody {
 /// `GET /v1/health`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Health {
-    /// `ok`; `draining` while the server stops; `storage-unreachable` (with status
-    /// 503) when the shared database does not answer.
+    /// `ok`; `draining` (with status 503) while the server stops;
+    /// `storage-unreachable` (503) when the shared database does not answer.
     pub status: String,
     /// Evo's version.
     pub version: String,
@@ -170,7 +170,7 @@ pub fn openapi_document() -> Value {
         },
         "security": [{ "bearer": [] }],
         "paths": {
-            "/v1/health": { "get": { "summary": "Whether the server is up and reaches its storage", "responses": { "200": ok(r("Health")), "503": { "description": "The shared storage does not answer", "content": { "application/json": { "schema": r("Health") } } } } } },
+            "/v1/health": { "get": { "summary": "Whether the server is up and reaches its storage", "responses": { "200": ok(r("Health")), "503": { "description": "Draining (stopping), or the shared storage does not answer", "content": { "application/json": { "schema": r("Health") } } } } } },
             "/v1/skills": { "get": { "summary": "The served skills", "responses": { "200": ok(json!({ "type": "array", "items": r("SkillSummary") })), "401": error("No valid token") } } },
             "/v1/skills/{name}": { "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillSummary")), "404": error("SKILL_NOT_FOUND") } } },
             "/v1/skills/{name}/call": { "post": {

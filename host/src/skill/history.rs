@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::storage::CallStore;
+use crate::skill::calls::CallStore;
 
 /// Default number of calls kept: months of interactive use, a few MB on disk.
 pub const DEFAULT_HISTORY_CAP: u64 = 100_000;
@@ -398,7 +398,7 @@ mod tests {
         // The seed: 100 records; the latest 10 calls of Read, newest first.
         let dir = tempfile::tempdir().unwrap();
         for storage in crate::storage::testing::both(dir.path()) {
-            let store = storage.calls();
+            let store = crate::skill::calls::store_for(&storage);
             let history = History::default();
             for i in 0..100 {
                 let tool = if i % 2 == 0 { "read" } else { "grep" };
@@ -425,7 +425,7 @@ mod tests {
     fn the_cap_drops_the_oldest() {
         let dir = tempfile::tempdir().unwrap();
         for storage in crate::storage::testing::both(dir.path()) {
-            let store = storage.calls();
+            let store = crate::skill::calls::store_for(&storage);
             let history = History::default();
             for i in 0..30 {
                 history.record(record("read", Status::Success, 1.0, i));
@@ -441,7 +441,7 @@ mod tests {
     fn stats_give_p95_and_failure_rate_and_suggest_for_slow_frequent_tools() {
         let dir = tempfile::tempdir().unwrap();
         for storage in crate::storage::testing::both(dir.path()) {
-            let store = storage.calls();
+            let store = crate::skill::calls::store_for(&storage);
             let history = History::default();
             for i in 1..=20 {
                 let status = if i <= 2 {

@@ -10,6 +10,7 @@
 //! - [`context`]: what a Wasm guest may ask of the host.
 //! - [`package`]: what a skill directory holds, and its install record.
 
+pub mod calls;
 pub mod confirm;
 pub mod context;
 pub mod events;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::storage::CallStore;
+use crate::skill::calls::CallStore;
 
 /// The figures of one skill.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -166,7 +166,7 @@ mod tests {
             let stats = Stats::default();
             stats.record("calculate", true, Duration::from_millis(10));
             stats.record("calculate", false, Duration::from_millis(30));
-            let store = storage.calls();
+            let store = crate::skill::calls::store_for(&storage);
             stats.flush(store.as_ref()).unwrap();
             stats.record("calculate", true, Duration::from_millis(20));
             stats.flush(store.as_ref()).unwrap();
@@ -174,9 +174,11 @@ mod tests {
             // Another process (or node) counting the same skill adds to it.
             let other = Stats::default();
             other.record("calculate", true, Duration::from_millis(40));
-            other.flush(storage.calls().as_ref()).unwrap();
+            other
+                .flush(crate::skill::calls::store_for(&storage).as_ref())
+                .unwrap();
 
-            let stored = Stats::load(storage.calls().as_ref()).unwrap();
+            let stored = Stats::load(crate::skill::calls::store_for(&storage).as_ref()).unwrap();
             let s = &stored["calculate"];
             assert_eq!(serde_json::to_value(s).unwrap()["toolName"], "calculate");
             assert_eq!(

@@ -7,11 +7,12 @@
 //! is stateless: its data directory holds only caches it can rebuild (compiled
 //! components, materialised packages, the skill index).
 //!
-//! Each kind of state goes through a trait with both backends behind it
-//! ([`CallStore`] for statistics and history); front ends never see which one is in
-//! use, and the behaviour tests run against both.
+//! Each kind of state goes through a trait of its own module with both backends behind
+//! it ([`CallStore`](crate::skill::calls::CallStore) for statistics and history, the
+//! memory's `MemoryDb`, the shared catalogue); front ends never see which one is in use,
+//! and the behaviour tests run against both. This module holds what they share: the
+//! settings and the connection to PostgreSQL.
 
-mod calls;
 pub mod pg;
 
 use std::path::{Path, PathBuf};
@@ -19,13 +20,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use calls::{CallStore, PgCalls, SqliteCalls};
 pub use pg::Pg;
 
 use crate::error::{Error, Result};
 
 /// The environment variable holding the PostgreSQL password when the URL has none; a
-/// secret of the same name (`evo secret set EVO_STORAGE_PASSWORD`) is read after it.
+/// secret of the same name (`evo secret set EVO_STORAGE_PASSWORD`) is used after it.
 pub const PASSWORD_VAR: &str = "EVO_STORAGE_PASSWORD";
 /// The environment variable that sets `[storage] url`.
 pub const URL_VAR: &str = "EVO_STORAGE_URL";
@@ -82,32 +82,22 @@ pub enum Storage {
 
 impl Storage {
     /// The storage `settings` choose for `data_dir`: for PostgreSQL, connected and
-    /// migrated (the password from the URL, else [`PASSWORD_VAR`] in the environment,
-    /// else the secret of that name).
-    pub fn open(settings: &StorageSettings, data_dir: &Path) -> Result<Self> {
+    /// migrated, with the password of the URL, else [`PASSWORD_VAR`] in the
+    /// environment, else `secret` (the value of the secret of that name, which the
+    /// caller looks up).
+    pub fn open(
+        settings: &StorageSettings,
+        data_dir: &Path,
+        secret: Option<String>,
+    ) -> Result<Self> {
         let Some(url) = &settings.url else {
             return Ok(Self::Local(data_dir.to_owned()));
         };
         let password = std::env::var(PASSWORD_VAR)
             .ok()
             .filter(|p| !p.is_empty())
-            .map_or_else(
-                || {
-                    crate::secrets::SecretStore::new(data_dir)
-                        .snapshot()
-                        .map(|s| s.value(PASSWORD_VAR).map(str::to_owned))
-                },
-                |p| Ok(Some(p)),
-            )?;
+            .or(secret);
         Ok(Self::Shared(Pg::connect(url, password)?))
-    }
-
-    /// The call statistics and history.
-    pub fn calls(&self) -> Arc<dyn CallStore> {
-        match self {
-            Self::Local(dir) => Arc::new(SqliteCalls::new(dir)),
-            Self::Shared(pg) => Arc::new(PgCalls::new(pg.clone())),
-        }
     }
 
     /// The shared database, if there is one.
@@ -127,11 +117,11 @@ impl Storage {
         }
     }
 
-    /// Checks that the storage answers (a round trip to PostgreSQL; SQLite is a file
-    /// and always answers while the disk does).
+    /// Checks that the storage answers: a round trip to PostgreSQL (SQLite is a file
+    /// in the data directory, and answers while the disk does).
     pub fn ping(&self) -> Result<()> {
         match self {
-            Self::Local(dir) => crate::db::Db::open(dir).map(drop),
+            Self::Local(_) => Ok(()),
             Self::Shared(pg) => pg.ping(),
         }
     }

@@ -196,6 +196,7 @@ fn help_lists_the_commands() {
             "serve",
             "config",
             "secret",
+            "db",
             "remote",
             "doctor",
             "completions",

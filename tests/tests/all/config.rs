@@ -255,31 +255,34 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
         "ok    wasm engine        pooling allocator, 16 pool slots".to_owned(),
         format!("ok    compile cache      {home}/cache/wasm (0 components)"),
         format!(
+            "ok    storage            SQLite in {home} (one machine; [storage] url shares it between nodes)"
+        ),
+        format!(
             "ok    memory             0 entries in {home}/memory.db; embedder evo-hash-v2-256 (256 dimensions), vector search in-process exact scan (int8-quantised, rescored exactly)"
         ),
         "note  language model     none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)".to_owned(),
     ];
-    assert_eq!(lines.len(), 8, "{printed}");
-    assert_eq!(lines[..5], exact, "{printed}");
+    assert_eq!(lines.len(), 9, "{printed}");
+    assert_eq!(lines[..6], exact, "{printed}");
     // What the machine has: its node's version, and how far it can confine a script.
     let node_version = std::process::Command::new("node")
         .arg("--version")
         .output()
         .unwrap();
     assert_eq!(
-        lines[5],
+        lines[6],
         format!(
             "ok    node               node {}",
             String::from_utf8_lossy(&node_version.stdout).trim()
         )
     );
     assert!(
-        lines[6].starts_with("ok    native isolation   ")
-            || lines[6].starts_with("note  native isolation   "),
+        lines[7].starts_with("ok    native isolation   ")
+            || lines[7].starts_with("note  native isolation   "),
         "{printed}"
     );
     assert_eq!(
-        lines[7], "ok    skills             15 available",
+        lines[8], "ok    skills             15 available",
         "{printed}"
     );
 }

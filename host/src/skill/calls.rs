@@ -11,7 +11,16 @@ use crate::error::Result;
 use crate::skill::history::{Filter, Record, Status};
 use crate::skill::stats::SkillStats;
 
-use super::Pg;
+use crate::storage::{Pg, Storage};
+
+/// The call store `storage` keeps: `evo.db` in the data directory, or the shared
+/// database.
+pub fn store_for(storage: &Storage) -> Arc<dyn CallStore> {
+    match storage {
+        Storage::Local(dir) => Arc::new(SqliteCalls::new(dir)),
+        Storage::Shared(pg) => Arc::new(PgCalls::new(pg.clone())),
+    }
+}
 
 /// One tool's call: `(tool, duration in ms, whether it failed or was blocked)`.
 pub type Duration = (String, f64, bool);
