@@ -212,28 +212,9 @@ fn report(label: &str, clean: &[Outcome], loaded: &[Outcome], elapsed: Duration)
 
 /// One call over HTTP/1.1 on a fresh connection: the output, or the error's code.
 async fn http_call(addr: &str, kind: Kind) -> Result<Value, String> {
-    let body = kind.input().to_string();
-    let request = format!(
-        "POST /v1/skills/{}/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        kind.skill(),
-        body.len()
-    );
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .map_err(|e| format!("write: {e}"))?;
-    let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .await
-        .map_err(|e| format!("read: {e}"))?;
-    let text = String::from_utf8_lossy(&response);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or("no body")?;
-    let value: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {body}"))?;
-    if head.starts_with("HTTP/1.1 200") {
+    let path = format!("/v1/skills/{}/call", kind.skill());
+    let (status, value) = evo_tests::load::post(addr, &path, &kind.input().to_string()).await?;
+    if status == 200 {
         Ok(value["output"].clone())
     } else {
         Err(value["code"].as_str().unwrap_or("NO_CODE").to_owned())

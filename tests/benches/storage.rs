@@ -1,0 +1,169 @@
+//! `./scripts/nodes --bench` (or, with a cluster of your own,
+//! `EVO_TEST_POSTGRES=postgres://… cargo bench -p evo-tests --bench storage`)
+//!
+//! Memory on SQLite next to memory on PostgreSQL, in the same run on the same corpus:
+//! hybrid search at 100k entries (p50 and p99 over mixed queries, rare to very
+//! common words), a store with its duplicate check, and the time until a store on one
+//! node is found by a search on another (the NOTIFY path; for SQLite, another process's
+//! connection on the same file).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use evo_host::memory::{Category, HashEmbedder, MemoryConfig, MemoryManager, Source};
+use evo_host::storage::{Pg, Storage};
+
+/// The memory bench's corpus: sentences over a 5,000-word vocabulary with a Zipf-like
+/// skew, and "project update" in 40 % of them.
+fn corpus(n: usize) -> Vec<String> {
+    let vocabulary: Vec<String> = (0..5000).map(|i| format!("w{i:04}x")).collect();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..n)
+        .map(|i| {
+            let mut words = Vec::new();
+            if i % 5 < 2 {
+                words.push("project".to_owned());
+                words.push("update".to_owned());
+            }
+            for _ in 0..10 {
+                let u = (next() % 10_000) as f64 / 10_000.0;
+                words.push(vocabulary[(u * u * 5000.0) as usize].clone());
+            }
+            format!("entry {i}: {}", words.join(" "))
+        })
+        .collect()
+}
+
+const QUERIES: [(&str, &str); 3] = [
+    ("rare", "w4890x w4711x"),
+    ("mid", "w0450x w0777x w1200x"),
+    ("common", "project update"),
+];
+
+fn open(storage: &Storage, dir: &std::path::Path) -> MemoryManager {
+    MemoryManager::open_in(
+        storage,
+        dir,
+        Arc::new(HashEmbedder),
+        MemoryConfig::default(),
+    )
+    .expect("memory opens")
+}
+
+fn backends(dir: &std::path::Path) -> Vec<(&'static str, Storage)> {
+    let admin = std::env::var("EVO_TEST_POSTGRES").expect(
+        "EVO_TEST_POSTGRES is not set: run ./scripts/nodes --bench, which starts a cluster",
+    );
+    let url = evo_host::storage::pg::scratch_database(&admin).expect("a scratch database");
+    vec![
+        ("sqlite", Storage::Local(dir.to_owned())),
+        (
+            "postgres",
+            Storage::Shared(Pg::connect(&url, None).expect("connects")),
+        ),
+    ]
+}
+
+fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
+    times.sort();
+    (times[times.len() / 2], times[times.len() * 99 / 100])
+}
+
+fn search(c: &mut Criterion) {
+    let n = 100_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let texts = corpus(n);
+    let items: Vec<(&str, Category)> = texts.iter().map(|t| (t.as_str(), Category::Fact)).collect();
+    let mut group = c.benchmark_group("storage_memory_search_100k");
+    group.sample_size(30);
+    for (name, storage) in backends(dir.path()) {
+        let memory = open(&storage, dir.path());
+        let started = Instant::now();
+        for chunk in items.chunks(10_000) {
+            memory.import(chunk, Source::User).expect("imports");
+        }
+        println!("{name}: imported {n} entries in {:?}", started.elapsed());
+        // A second node (process) opening the store: its index loads from the database.
+        let started = Instant::now();
+        let other = open(&storage, dir.path());
+        println!(
+            "{name}: a second node loaded the index of {n} in {:?}",
+            started.elapsed()
+        );
+        for (label, query) in QUERIES {
+            assert_eq!(
+                other.search(query, 10).expect("searches").len(),
+                10,
+                "{name} {label}"
+            );
+            group.bench_with_input(BenchmarkId::new(name, label), query, |b, q| {
+                b.iter(|| black_box(memory.search(q, 10).expect("searches")));
+            });
+        }
+        let times = (0..300)
+            .map(|i| {
+                let started = Instant::now();
+                black_box(memory.search(QUERIES[i % 3].1, 10).expect("searches"));
+                started.elapsed()
+            })
+            .collect();
+        let (p50, p99) = percentiles(times);
+        println!("{name}: memory search at 100k, mixed queries: p50 {p50:?}, p99 {p99:?}");
+    }
+    group.finish();
+}
+
+fn store(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let texts = corpus(10_000);
+    let items: Vec<(&str, Category)> = texts.iter().map(|t| (t.as_str(), Category::Fact)).collect();
+    let mut group = c.benchmark_group("storage_memory_10k");
+    for (name, storage) in backends(dir.path()) {
+        let memory = open(&storage, dir.path());
+        memory.import(&items, Source::User).expect("imports");
+        let mut i = 0_u64;
+        group.bench_function(BenchmarkId::new("store with duplicate check", name), |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(
+                    memory
+                        .store(&format!("bench fact number {i} about w0001x"), None)
+                        .expect("stores"),
+                )
+            });
+        });
+        // From a store on one node to a search on another that finds it.
+        let other = open(&storage, dir.path());
+        let times = (0..100)
+            .map(|k| {
+                let text = format!("seen elsewhere {name} {k} w4999x{k}");
+                let started = Instant::now();
+                memory.store(&text, None).expect("stores");
+                let query = format!("w4999x{k}");
+                while !other
+                    .search(&query, 1)
+                    .expect("searches")
+                    .first()
+                    .is_some_and(|h| h.text == text)
+                {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                started.elapsed()
+            })
+            .collect();
+        let (p50, p99) = percentiles(times);
+        println!("{name}: store on one node until found on another: p50 {p50:?}, p99 {p99:?}");
+    }
+    group.finish();
+}
+
+criterion_group!(benches, search, store);
+criterion_main!(benches);
