@@ -148,11 +148,11 @@ fn store(c: &mut Criterion) {
                 let started = Instant::now();
                 memory.store(&text, None).expect("stores");
                 let query = format!("w4999x{k}");
-                while !other
+                while other
                     .search(&query, 1)
                     .expect("searches")
                     .first()
-                    .is_some_and(|h| h.text == text)
+                    .is_none_or(|h| h.text != text)
                 {
                     std::thread::sleep(Duration::from_micros(100));
                 }
