@@ -17,12 +17,7 @@ pub(crate) enum DbCommand {
 }
 
 pub(crate) fn run(command: DbCommand, globals: &Globals) -> Result<(), Failure> {
-    let config = super::args::config(globals, &Default::default(), &Default::default())?;
-    let secret = evo_host::secrets::SecretStore::new(&globals.data_dir)
-        .snapshot()?
-        .value(evo_host::storage::PASSWORD_VAR)
-        .map(str::to_owned);
-    let storage = Storage::open(&config.storage, &globals.data_dir, secret)?;
+    let storage = storage(globals)?;
     let Some(pg) = storage.shared() else {
         let message = format!(
             "storage is SQLite in {} ([storage] url is not set): its files migrate themselves when opened, nothing to do",
@@ -68,6 +63,16 @@ pub(crate) fn run(command: DbCommand, globals: &Globals) -> Result<(), Failure> 
         }
     }
     Ok(())
+}
+
+/// The storage this invocation's configuration names, connected (and migrated).
+pub(crate) fn storage(globals: &Globals) -> Result<Storage, Failure> {
+    let config = super::args::config(globals, &Default::default(), &Default::default())?;
+    let secret = evo_host::secrets::SecretStore::new(&globals.data_dir)
+        .snapshot()?
+        .value(evo_host::storage::PASSWORD_VAR)
+        .map(str::to_owned);
+    Ok(Storage::open(&config.storage, &globals.data_dir, secret)?)
 }
 
 /// How vectors are searched, for `evo db status` and `evo doctor`.

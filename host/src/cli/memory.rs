@@ -259,8 +259,9 @@ fn reindex(globals: &Globals, name: &str, model: Option<&std::path::Path>) -> Re
     ) {
         bar.set_style(style);
     }
+    let storage = super::db::storage(globals)?;
     let (memory, count) =
-        MemoryManager::reindex_dir(&globals.data_dir, embedder, &|done, total| {
+        MemoryManager::reindex_in(&storage, &globals.data_dir, embedder, &|done, total| {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
         })?;

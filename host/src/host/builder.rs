@@ -147,15 +147,15 @@ impl HostBuilder {
         for tool in self.tools {
             crate::tools::register(&registry, tool)?;
         }
-        let embedder = match self.embedder {
-            Some(embedder) => embedder,
-            None => crate::memory::configured_embedder(&data_dir)?,
-        };
         let secret = crate::secrets::SecretStore::new(&data_dir)
             .snapshot()?
             .value(crate::storage::PASSWORD_VAR)
             .map(str::to_owned);
         let storage = crate::storage::Storage::open(&config.storage, &data_dir, secret)?;
+        let embedder = match self.embedder {
+            Some(embedder) => embedder,
+            None => crate::memory::configured_embedder_in(&storage, &data_dir)?,
+        };
         let memory = Arc::new(MemoryManager::open_in(
             &storage,
             &data_dir,

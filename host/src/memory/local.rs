@@ -76,6 +76,32 @@ pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
     }
 }
 
+/// The embedder recorded in the memory shared by the nodes on `pg`, else the hash
+/// embedder. MiniLM's weights are installed into this node's data directory from where
+/// [`find_minilm`] looks when it has none yet.
+pub fn recorded_shared(pg: &crate::storage::Pg, data_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    let name: Option<String> = pg.run(|client| async move {
+        let row = client
+            .query_opt(
+                "SELECT value FROM memory_settings WHERE key = $1",
+                &[&SETTING],
+            )
+            .await?;
+        Ok(row.map(|r| r.get(0)))
+    })?;
+    match name.as_deref() {
+        None | Some(HASH) => Ok(Arc::new(HashEmbedder)),
+        Some(name) if NAMES.contains(&name) => by_name(name, data_dir, None).map_err(|e| {
+            invalid(format!(
+                "the shared memory is embedded with {name}, and this node cannot load it ({e})"
+            ))
+        }),
+        Some(other) => Err(invalid(format!(
+            "the shared memory records the embedder {other:?}, which this version of Evo does not have; run `evo memory reindex --embedder hash` on one node"
+        ))),
+    }
+}
+
 /// Records `embedder` as the store's (or clears the record for one configured
 /// elsewhere, such as a remote model).
 pub(super) fn record(

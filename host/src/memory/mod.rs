@@ -105,10 +105,26 @@ pub struct MemoryManager {
 /// [`openai::OpenAiEmbedder::from_env`]), else the one `evo memory reindex` last chose
 /// for this store (see [`local::recorded`]), else the built-in [`HashEmbedder`].
 pub fn configured_embedder(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    configured_embedder_in(
+        &crate::storage::Storage::Local(data_dir.to_owned()),
+        data_dir,
+    )
+}
+
+/// [`configured_embedder`] for the memory `storage` keeps: with shared storage, the
+/// embedder `evo memory reindex` recorded in the shared database, so every node embeds
+/// as the others do.
+pub fn configured_embedder_in(
+    storage: &crate::storage::Storage,
+    data_dir: &Path,
+) -> Result<Arc<dyn Embedder>> {
     if let Some(remote) = openai::OpenAiEmbedder::from_env()? {
         return Ok(Arc::new(remote));
     }
-    local::recorded(data_dir)
+    match storage.shared() {
+        None => local::recorded(data_dir),
+        Some(pg) => local::recorded_shared(pg, data_dir),
+    }
 }
 
 impl MemoryManager {
@@ -309,7 +325,22 @@ impl MemoryManager {
         embedder: Arc<dyn Embedder>,
         progress: &dyn Fn(usize, usize),
     ) -> Result<(Self, usize)> {
-        let store = Store::open(data_dir, embedder.as_ref(), false)?;
+        let storage = crate::storage::Storage::Local(data_dir.to_owned());
+        Self::reindex_in(&storage, data_dir, embedder, progress)
+    }
+
+    /// [`MemoryManager::reindex_dir`] for the memory `storage` keeps (with shared
+    /// storage, every node's: restart the others to use the new embedder).
+    pub fn reindex_in(
+        storage: &crate::storage::Storage,
+        data_dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<(Self, usize)> {
+        let store = match storage.shared() {
+            None => Store::open(data_dir, embedder.as_ref(), false)?,
+            Some(pg) => Store::open_shared(pg.clone(), embedder.as_ref(), false)?,
+        };
         let memory = Self {
             data_dir: data_dir.to_owned(),
             embedder: RwLock::new(embedder.clone()),

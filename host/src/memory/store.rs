@@ -214,6 +214,17 @@ impl Store {
         if stored.as_deref() == Some(model.as_str()) {
             return Ok(());
         }
+        if let Some(previous) = stored.as_ref().filter(|_| self.db.shared()) {
+            // Re-embedding here would undo what other nodes embedded, and they would
+            // redo it when they next start.
+            return Err(Error::Database {
+                message: format!(
+                    "the shared memory in {} is embedded with {previous}, and this node embeds with {model}: give every node the same embedder (EVO_EMBED_MODEL, or none), or switch all of them with `evo memory reindex --embedder NAME` on one node",
+                    self.db.describe()
+                ),
+                transient: false,
+            });
+        }
         if let Some(previous) = &stored {
             tracing::warn!(
                 "memory: the embedder changed from {previous} to {model} (dimension {}); re-embedding the entries",

@@ -276,7 +276,7 @@ fn bad_input_gets_a_clear_error_and_stores_nothing() {
 
 /// An embedder that is not the default, to check that a model change re-embeds.
 #[derive(Debug)]
-struct Upper;
+pub(crate) struct Upper;
 
 impl Embedder for Upper {
     fn model(&self) -> String {

@@ -273,3 +273,46 @@ fn texts(memory: &MemoryManager, query: &str) -> Vec<String> {
         .map(|h| h.text)
         .collect()
 }
+
+#[test]
+fn a_node_with_another_embedder_is_refused_instead_of_re_embedding_everyones_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let [_, (_, shared)] = backends(dir.path());
+    memory(&shared, dir.path())
+        .decide("Backups run nightly at 02:00", Category::Fact)
+        .unwrap();
+    let error = MemoryManager::open_in(
+        &shared,
+        dir.path(),
+        Arc::new(crate::memory::Upper),
+        MemoryConfig::default(),
+    )
+    .unwrap_err();
+    assert_eq!(error.code(), "DATABASE_ERROR");
+    let message = error.to_string();
+    assert!(
+        message.contains("is embedded with evo-hash-v2-256, and this node embeds with test-upper-64: give every node the same embedder"),
+        "{message}"
+    );
+    // Switching every node is one reindex, on any node.
+    let (switched, count) = MemoryManager::reindex_in(
+        &shared,
+        dir.path(),
+        Arc::new(crate::memory::Upper),
+        &|_, _| {},
+    )
+    .unwrap();
+    assert_eq!(count, 1);
+    assert_eq!(switched.status().unwrap().embedder, "test-upper-64");
+    let other = MemoryManager::open_in(
+        &shared,
+        dir.path(),
+        Arc::new(crate::memory::Upper),
+        MemoryConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        other.search("when do backups run", 1).unwrap()[0].text,
+        "Backups run nightly at 02:00"
+    );
+}
