@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::archive;
 use super::{InstallRecord, MARKER};
 use crate::error::{Error, Result};
-use crate::storage::pg::{Listening, Pg};
+use crate::storage::Pg;
+use crate::storage::listen::Listening;
 
 /// The channel installs and uninstalls are announced on.
 pub const CHANNEL: &str = "evo_catalogue";

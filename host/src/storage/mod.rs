@@ -13,6 +13,8 @@
 //! and the behaviour tests run against both. This module holds what they share: the
 //! settings and the connection to PostgreSQL.
 
+pub mod listen;
+mod migrations;
 pub mod pg;
 
 use std::path::{Path, PathBuf};

@@ -17,6 +17,8 @@ use crate::error::{Error, Result};
 
 pub use deadpool_postgres::Client;
 
+pub(crate) use super::migrations::MIGRATIONS;
+
 /// Connections one node holds at most.
 pub const MAX_CONNECTIONS: usize = 16;
 /// How long a statement waits for a free connection before failing (transient).
@@ -26,114 +28,14 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The advisory lock held while migrating ("evo" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0065_766f;
 
-/// Schema changes, in order; entry `i` moves the database from version `i` to `i + 1`.
-/// Released entries are never edited, only appended to.
-pub(crate) const MIGRATIONS: &[&str] = &[
-    // 1: statistics and the call history (as evo.db's `skill_stats` and `tool_history`).
-    "CREATE TABLE skill_stats (
-        skill TEXT PRIMARY KEY,
-        call_count BIGINT NOT NULL,
-        success_count BIGINT NOT NULL,
-        total_duration_ms DOUBLE PRECISION NOT NULL,
-        max_duration_ms DOUBLE PRECISION NOT NULL
-    );
-    CREATE TABLE tool_history (
-        id BIGSERIAL PRIMARY KEY,
-        at_ms BIGINT NOT NULL,
-        caller TEXT NOT NULL,
-        task_id TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        arguments TEXT NOT NULL,
-        status TEXT NOT NULL,
-        duration_ms DOUBLE PRECISION NOT NULL,
-        error TEXT
-    );
-    CREATE INDEX tool_history_tool ON tool_history (tool, id);
-    CREATE INDEX tool_history_at ON tool_history (at_ms);",
-    // 2: memory (as memory.db), with a keyword index, and a log of changed entries that
-    // nodes catch up from (announced on the `evo_memory` channel).
-    "CREATE TABLE memory_entries (
-        rowid BIGSERIAL PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        text TEXT NOT NULL,
-        category TEXT NOT NULL,
-        source TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL,
-        superseded_by TEXT,
-        model TEXT NOT NULL,
-        embedding BYTEA NOT NULL,
-        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED
-    );
-    CREATE INDEX memory_entries_tsv ON memory_entries USING GIN (tsv);
-    CREATE INDEX memory_entries_source ON memory_entries (source);
-    CREATE INDEX memory_entries_superseded ON memory_entries (superseded_by);
-    CREATE TABLE memory_decisions (
-        rowid BIGSERIAL PRIMARY KEY,
-        at BIGINT NOT NULL,
-        action TEXT NOT NULL,
-        entry TEXT NOT NULL,
-        supersedes TEXT,
-        text TEXT NOT NULL,
-        reason TEXT NOT NULL
-    );
-    CREATE INDEX memory_decisions_entry ON memory_decisions (entry);
-    CREATE INDEX memory_decisions_supersedes ON memory_decisions (supersedes);
-    CREATE TABLE memory_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE memory_log_files (
-        day TEXT PRIMARY KEY,
-        len BIGINT NOT NULL,
-        mtime BIGINT NOT NULL,
-        digest TEXT NOT NULL,
-        bullets BIGINT NOT NULL
-    );
-    CREATE TABLE memory_changes (seq BIGSERIAL PRIMARY KEY, entry BIGINT NOT NULL);
-    CREATE FUNCTION memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        INSERT INTO memory_changes (entry)
-            VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.rowid ELSE NEW.rowid END);
-        PERFORM pg_notify('evo_memory', '');
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER memory_entries_changed AFTER INSERT OR UPDATE OR DELETE ON memory_entries
-        FOR EACH ROW EXECUTE FUNCTION memory_changed();",
-    // 3: the catalogue: packages by digest, stored once, and what is installed under
-    // each name (announced on the `evo_catalogue` channel).
-    "CREATE TABLE packages (
-        digest TEXT PRIMARY KEY,
-        bytes BYTEA NOT NULL,
-        stored_at BIGINT NOT NULL
-    );
-    CREATE TABLE installs (
-        name TEXT PRIMARY KEY,
-        digest TEXT NOT NULL REFERENCES packages (digest),
-        record TEXT NOT NULL,
-        installed_at BIGINT NOT NULL
-    );
-    CREATE FUNCTION catalogue_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        PERFORM pg_notify('evo_catalogue', '');
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER installs_changed AFTER INSERT OR UPDATE OR DELETE ON installs
-        FOR EACH STATEMENT EXECUTE FUNCTION catalogue_changed();",
-    // 4: MCP sessions (legacy protocol versions), so any node can serve a session
-    // another node started.
-    "CREATE TABLE mcp_sessions (
-        id TEXT PRIMARY KEY,
-        state TEXT NOT NULL,
-        updated_at BIGINT NOT NULL
-    );",
-];
-
 /// A PostgreSQL database shared by the nodes.
 pub struct Pg {
     pool: Pool,
     /// Migrations this handle applied when it connected.
     migrated: usize,
     runtime: Option<tokio::runtime::Runtime>,
-    config: tokio_postgres::Config,
-    url: String,
+    pub(super) config: tokio_postgres::Config,
+    pub(super) url: String,
 }
 
 impl std::fmt::Debug for Pg {
@@ -443,7 +345,7 @@ pub fn scratch_database(admin_url: &str) -> Result<String> {
 /// pool's runtime.
 pub struct Conn {
     client: Client,
-    url: String,
+    pub(super) url: String,
 }
 
 impl std::fmt::Debug for Conn {
@@ -510,116 +412,4 @@ impl Pg {
             url: self.url.clone(),
         })
     }
-}
-
-/// What a listening connection heard on one channel: a count of notifications, and
-/// whether it is listening now. While it is not (before the first `LISTEN`, after the
-/// connection dropped), callers ask the database directly instead of trusting silence.
-#[derive(Debug, Default)]
-pub struct Notices {
-    heard: std::sync::atomic::AtomicU64,
-    live: std::sync::atomic::AtomicBool,
-}
-
-impl Notices {
-    /// Notifications heard so far (plus one each time listening started or stopped,
-    /// so that a caller looks again after any gap).
-    pub fn heard(&self) -> u64 {
-        self.heard.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// Whether a connection is listening now.
-    pub fn live(&self) -> bool {
-        self.live.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    fn bump(&self) {
-        self.heard.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-    }
-
-    fn set_live(&self, live: bool) {
-        self.live.store(live, std::sync::atomic::Ordering::Release);
-        self.bump();
-    }
-}
-
-/// How long a listener waits before connecting again after its connection dropped.
-pub const RELISTEN_AFTER: Duration = Duration::from_secs(1);
-
-/// A task listening on a channel; stops when dropped.
-#[derive(Debug)]
-pub struct Listening {
-    notices: Arc<Notices>,
-    task: tokio::task::AbortHandle,
-}
-
-impl Listening {
-    /// What it heard.
-    pub fn notices(&self) -> &Notices {
-        &self.notices
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Pg {
-    /// Listens on `channel` on a connection of its own (outside the pool), connecting
-    /// again whenever it drops.
-    pub fn listen(&self, channel: &'static str) -> Listening {
-        let notices = Arc::new(Notices::default());
-        let heard = notices.clone();
-        let config = self.config.clone();
-        let url = self.url.clone();
-        let task = self.handle().spawn(async move {
-            loop {
-                if let Err(e) = listen_once(&config, channel, &heard).await {
-                    tracing::warn!("{}", error(&url, &e));
-                }
-                heard.set_live(false);
-                tokio::time::sleep(RELISTEN_AFTER).await;
-            }
-        });
-        Listening {
-            notices,
-            task: task.abort_handle(),
-        }
-    }
-}
-
-/// One listening connection, until it drops.
-async fn listen_once(
-    config: &tokio_postgres::Config,
-    channel: &str,
-    notices: &Notices,
-) -> std::result::Result<(), tokio_postgres::Error> {
-    use futures_util::StreamExt as _;
-    let (client, mut connection) = config.connect(NoTls).await?;
-    let (tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
-    let driver = tokio::spawn(async move {
-        let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(message) = stream.next().await {
-            let end = message.is_err();
-            if tx.send(message).is_err() || end {
-                break;
-            }
-        }
-    });
-    client.batch_execute(&format!("LISTEN {channel}")).await?;
-    notices.set_live(true);
-    while let Some(message) = messages.recv().await {
-        match message {
-            Ok(tokio_postgres::AsyncMessage::Notification(_)) => notices.bump(),
-            Ok(_) => {}
-            Err(e) => {
-                driver.abort();
-                return Err(e);
-            }
-        }
-    }
-    driver.abort();
-    Ok(())
 }

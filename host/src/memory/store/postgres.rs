@@ -17,7 +17,8 @@ use super::super::{Action, Category, HistoryEvent, MemoryEntry, Source};
 use super::backend::{Changes, Decision, Indexed, LogFile, MemoryDb, SupersededPair};
 use super::{Filter, from_blob, to_blob};
 use crate::error::Result;
-use crate::storage::pg::{Conn, Listening, Pg};
+use crate::storage::listen::Listening;
+use crate::storage::pg::{Conn, Pg};
 
 /// The channel commits are announced on.
 pub(in crate::memory) const CHANNEL: &str = "evo_memory";
