@@ -29,6 +29,9 @@ pub const MEMORY_DB: &str = "memory.db";
 pub const COMMON_TERM_FRACTION: f64 = 0.1;
 /// Below this many entries every term is used: small stores are fast anyway.
 pub const COMMON_TERM_MIN_ENTRIES: usize = 1_000;
+/// Changed entries (written by other processes or nodes) read one by one into the
+/// index; more, and the index is read again whole.
+pub const RELOAD_ALL_AFTER: usize = 1_000;
 
 /// Candidates taken from each side for `limit` results.
 pub fn candidates(limit: usize) -> usize {
@@ -260,12 +263,9 @@ impl Store {
         match self.db.changes()? {
             Changes::None => Ok(()),
             Changes::All => self.reload(),
-            Changes::Rows(rowids) => {
-                for rowid in rowids {
-                    self.reload_one(rowid)?;
-                }
-                Ok(())
-            }
+            // Past this many, one pass over every vector is quicker.
+            Changes::Rows(rowids) if rowids.len() > RELOAD_ALL_AFTER => self.reload(),
+            Changes::Rows(rowids) => self.reload_rows(&rowids),
         }
     }
 
@@ -279,10 +279,11 @@ impl Store {
         filter: &Filter,
     ) -> Result<Vec<(i64, f32)>> {
         let total = self.index.len();
-        let common = (COMMON_TERM_FRACTION * total as f64) as usize;
         let mut terms: Vec<String> = Vec::new();
         for word in super::rank::query_terms(query) {
-            if total >= COMMON_TERM_MIN_ENTRIES && self.db.doc_count(&word, common + 1)? > common {
+            if total >= COMMON_TERM_MIN_ENTRIES
+                && self.db.is_common(&word, COMMON_TERM_FRACTION, total)?
+            {
                 continue;
             }
             terms.push(word);
@@ -313,15 +314,23 @@ impl Store {
     /// Puts the entry `rowid` where it now belongs in the index: active, retired
     /// (superseded), or gone (deleted).
     pub(super) fn reload_one(&mut self, rowid: i64) -> Result<()> {
-        self.index.remove(rowid);
-        self.retired.remove(rowid);
-        if let Some(row) = self.db.indexed(rowid)? {
+        self.reload_rows(&[rowid])
+    }
+
+    /// [`Store::reload_one`] for each of `rowids`, reading them in one query.
+    fn reload_rows(&mut self, rowids: &[i64]) -> Result<()> {
+        let rows = self.db.indexed(rowids)?;
+        for rowid in rowids {
+            self.index.remove(*rowid);
+            self.retired.remove(*rowid);
+        }
+        for row in rows {
             let target = if row.superseded {
                 &mut self.retired
             } else {
                 &mut self.index
             };
-            target.insert(rowid, &row.vector, row.meta);
+            target.insert(row.rowid, &row.vector, row.meta);
         }
         Ok(())
     }

@@ -84,10 +84,10 @@ pub(in crate::memory) trait MemoryDb: Send + std::fmt::Debug {
 
     /// Every entry's vector.
     fn all_vectors(&self) -> Result<Vec<Indexed>>;
-    /// One entry's vector, if it exists.
-    fn indexed(&self, rowid: i64) -> Result<Option<Indexed>>;
-    /// In how many entries `term` occurs, counting no further than `cap`.
-    fn doc_count(&self, term: &str, cap: usize) -> Result<usize>;
+    /// The vectors of those of `rowids` that exist (a missing one was deleted).
+    fn indexed(&self, rowids: &[i64]) -> Result<Vec<Indexed>>;
+    /// Whether `term` occurs in more than `fraction` of the `total` entries.
+    fn is_common(&self, term: &str, fraction: f64, total: usize) -> Result<bool>;
     /// Keyword candidates among the entries `filter` keeps: `(rowid, score > 0)`, best
     /// first, among `total` entries. Without a filter, superseded entries may be among
     /// them.

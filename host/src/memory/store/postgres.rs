@@ -10,7 +10,9 @@
 //! numbered in the order they commit, and a node that applied number `n` has seen
 //! every commit up to it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::super::index::Meta;
 use super::super::{Action, Category, HistoryEvent, MemoryEntry, Source};
@@ -28,6 +30,8 @@ const WRITE_LOCK: i64 = 0x006d_656d;
 const KEEP_CHANGES: i64 = 100_000;
 /// Commits between two trims of the change log.
 const TRIM_EVERY: u32 = 1_000;
+/// How long the keyword index's statistics are used before they are read again.
+const SHARES_FOR: Duration = Duration::from_secs(10);
 
 const ENTRY_COLUMNS: &str =
     "rowid, id, text, category, source, created_at, updated_at, superseded_by";
@@ -63,6 +67,9 @@ pub(in crate::memory) struct Postgres {
     pg: Arc<Pg>,
     conn: Conn,
     listening: Listening,
+    /// The frequent terms and the share of entries holding each, from the planner's
+    /// statistics of the keyword index, and when they were read.
+    shares: std::cell::RefCell<Option<(Instant, HashMap<String, f32>)>>,
     /// The last change applied to the index.
     applied: i64,
     /// Notifications heard when the changes were last read.
@@ -78,6 +85,7 @@ impl Postgres {
             conn: pg.conn()?,
             pg,
             listening,
+            shares: std::cell::RefCell::new(None),
             applied: 0,
             heard: 0,
             commits: 0,
@@ -90,6 +98,39 @@ impl Postgres {
             self.conn = self.pg.conn()?;
         }
         Ok(())
+    }
+
+    /// [`Postgres::shares`], read again when older than [`SHARES_FOR`].
+    fn term_shares(&self) -> Result<std::cell::Ref<'_, HashMap<String, f32>>> {
+        let stale = self
+            .shares
+            .borrow()
+            .as_ref()
+            .is_none_or(|(read, _)| read.elapsed() > SHARES_FOR);
+        if stale {
+            // `most_common_elems` of the tsvector column: the lexemes in more than a
+            // small share of the entries, kept current by ANALYZE (after an import, and
+            // by autovacuum as entries change). A term not among them is not common.
+            let shares: HashMap<String, f32> = self
+                .conn
+                .query_opt(
+                    "SELECT most_common_elems::TEXT::TEXT[], most_common_elem_freqs FROM pg_stats
+                     WHERE schemaname = current_schema() AND tablename = 'memory_entries'
+                       AND attname = 'tsv'",
+                    &[],
+                )?
+                .and_then(|r| {
+                    let elems: Option<Vec<String>> = r.get(0);
+                    let freqs: Option<Vec<f32>> = r.get(1);
+                    elems.zip(freqs)
+                })
+                .map(|(elems, freqs)| elems.into_iter().zip(freqs).collect())
+                .unwrap_or_default();
+            *self.shares.borrow_mut() = Some((Instant::now(), shares));
+        }
+        Ok(std::cell::Ref::map(self.shares.borrow(), |s| {
+            &s.as_ref().expect("read just now").1
+        }))
     }
 
     fn latest(&self) -> Result<i64> {
@@ -207,29 +248,24 @@ impl MemoryDb for Postgres {
             .collect())
     }
 
-    fn indexed(&self, rowid: i64) -> Result<Option<Indexed>> {
+    fn indexed(&self, rowids: &[i64]) -> Result<Vec<Indexed>> {
         Ok(self
             .conn
-            .query_opt(
+            .query(
                 "SELECT rowid, embedding, source, created_at, superseded_by IS NOT NULL
-                 FROM memory_entries WHERE rowid = $1",
-                &[&rowid],
+                 FROM memory_entries WHERE rowid = ANY($1)",
+                &[&rowids],
             )?
-            .as_ref()
-            .map(indexed_row))
+            .iter()
+            .map(indexed_row)
+            .collect())
     }
 
-    fn doc_count(&self, term: &str, cap: usize) -> Result<usize> {
-        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-        let count: i64 = self
-            .conn
-            .query_opt(
-                "SELECT count(*) FROM (SELECT 1 FROM memory_entries
-                 WHERE tsv @@ to_tsquery('simple', $1) LIMIT $2) found",
-                &[&tsquery(&[term.to_owned()]), &cap],
-            )?
-            .map_or(0, |r| r.get(0));
-        Ok(usize::try_from(count).unwrap_or(0))
+    fn is_common(&self, term: &str, fraction: f64, _total: usize) -> Result<bool> {
+        Ok(self
+            .term_shares()?
+            .get(term)
+            .is_some_and(|share| f64::from(*share) > fraction))
     }
 
     fn keyword(
@@ -242,17 +278,24 @@ impl MemoryDb for Postgres {
         let sources: Option<Vec<&str>> = (!filter.sources.is_empty())
             .then(|| filter.sources.iter().map(|s| s.as_str()).collect());
         // Each term's rank weighted by its inverse document frequency (as bm25 weighs
-        // terms; `ts_rank` alone does not), from the GIN index's count of its entries,
-        // and divided by 1 + the log of the entry's length (normalization 1), as bm25
+        // terms; `ts_rank` alone does not): the statistics' share for a frequent term,
+        // else the GIN index's count of its entries (few, for a term that is not), and
+        // divided by 1 + the log of the entry's length (normalization 1), as bm25
         // favours short entries: the fused ranking then puts the same entry first as
         // SQLite's for 99 % of the retrieval set's questions.
+        let shares = self.term_shares()?;
+        let known: Vec<Option<f64>> = terms
+            .iter()
+            .map(|t| shares.get(t).map(|share| f64::from(*share) * total as f64))
+            .collect();
+        drop(shares);
         let rows = self.conn.query(
             "WITH terms AS (
                 SELECT query, ln(1 + ($7 - docs + 0.5) / (docs + 0.5)) AS idf
-                FROM unnest($1::TEXT[]) term,
+                FROM unnest($1::TEXT[], $8::FLOAT8[]) AS given (term, known),
                      LATERAL to_tsquery('simple', quote_literal(term)) query,
-                     LATERAL (SELECT count(*)::FLOAT8 AS docs FROM memory_entries
-                              WHERE tsv @@ query) found
+                     LATERAL (SELECT coalesce(known, (SELECT count(*)::FLOAT8
+                              FROM memory_entries WHERE tsv @@ query)) AS docs) found
              )
              SELECT e.rowid, sum(terms.idf * ts_rank(e.tsv, terms.query, 1))::REAL AS score
              FROM memory_entries e JOIN terms ON e.tsv @@ terms.query
@@ -268,6 +311,7 @@ impl MemoryDb for Postgres {
                 &filter.until_ms.unwrap_or(i64::MAX),
                 &filter.include_superseded,
                 &(total as f64),
+                &known,
             ],
         )?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
@@ -509,14 +553,4 @@ impl MemoryDb for Postgres {
         // the planner choose them.
         self.conn.batch("ANALYZE memory_entries")
     }
-}
-
-/// The query matching any of `terms` (words of letters and digits, as
-/// [`rank::query_terms`](crate::memory::rank::query_terms) gives them), each quoted.
-fn tsquery(terms: &[String]) -> String {
-    terms
-        .iter()
-        .map(|t| format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")))
-        .collect::<Vec<_>>()
-        .join(" | ")
 }

@@ -209,24 +209,26 @@ impl MemoryDb for Sqlite {
         )
     }
 
-    fn indexed(&self, rowid: i64) -> Result<Option<Indexed>> {
-        Ok(self
-            .rows(
+    fn indexed(&self, rowids: &[i64]) -> Result<Vec<Indexed>> {
+        let mut found = Vec::with_capacity(rowids.len());
+        for rowid in rowids {
+            found.extend(self.rows(
                 "SELECT rowid, embedding, source, created_at, superseded_by IS NOT NULL
                  FROM entries WHERE rowid = ?1",
                 [rowid],
                 indexed_row,
-            )?
-            .pop())
+            )?);
+        }
+        Ok(found)
     }
 
-    fn doc_count(&self, term: &str, _cap: usize) -> Result<usize> {
+    fn is_common(&self, term: &str, fraction: f64, total: usize) -> Result<bool> {
         let docs: Option<i64> = self
             .conn
             .prepare_cached("SELECT doc FROM entries_vocab WHERE term = ?1")
             .and_then(|mut q| q.query_row([term], |r| r.get(0)).optional())
             .map_err(|e| self.fail(&e))?;
-        Ok(usize::try_from(docs.unwrap_or(0)).unwrap_or(0))
+        Ok(docs.unwrap_or(0) as f64 > fraction * total as f64)
     }
 
     fn keyword(
