@@ -284,10 +284,9 @@ impl Host {
             None => self.uninstall_here(name)?,
             Some(shared) => {
                 let withdrawn = shared.withdraw(name)?;
-                let mut seen = shared.seen()?;
-                seen.remove(name);
-                shared.save_seen(&seen)?;
-                match self.uninstall_here(name) {
+                // Still listed as taken from the shared catalogue until it is gone
+                // here: a sync after a failed removal removes it again.
+                let outcome = match self.uninstall_here(name) {
                     Err(Error::SkillNotFound { .. }) if withdrawn => Outcome {
                         success: true,
                         name: name.to_owned(),
@@ -297,7 +296,11 @@ impl Host {
                         warnings: Vec::new(),
                     },
                     other => other?,
-                }
+                };
+                let mut seen = shared.seen()?;
+                seen.remove(name);
+                shared.save_seen(&seen)?;
+                outcome
             }
         };
         for profile in self.profiles_listing(name) {

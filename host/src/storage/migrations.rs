@@ -99,4 +99,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         state TEXT NOT NULL,
         updated_at BIGINT NOT NULL
     );",
+    // 5: the keyword index updated as entries are written: with `fastupdate`, new
+    // entries wait in a pending list that every search scans (0.5 ms per term at 100k
+    // entries after an import, against 0.02 ms).
+    "ALTER INDEX memory_entries_tsv SET (fastupdate = off);",
 ];
