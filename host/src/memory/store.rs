@@ -1,6 +1,6 @@
-//! The memory's entries in a database ([`backend::MemoryDb`]: `memory.db` in SQLite with
-//! an FTS5 index, or PostgreSQL shared by several nodes), and the in-process vector
-//! index kept in step with it, also across processes and nodes.
+//! The memory's entries in a database (`memory.db` in SQLite with an FTS5 index, or
+//! PostgreSQL shared by several nodes, behind one internal trait), and the in-process
+//! vector index kept in step with it, also across processes and nodes.
 //!
 //! Search is hybrid. Candidates are the best [`candidates`] of each side: FTS5 by bm25
 //! (terms that match more than [`COMMON_TERM_FRACTION`] of a large store are left out
