@@ -316,3 +316,37 @@ fn a_node_with_another_embedder_is_refused_instead_of_re_embedding_everyones_mem
         "Backups run nightly at 02:00"
     );
 }
+
+#[test]
+fn the_password_in_a_storage_url_is_never_printed() {
+    let home = tempfile::tempdir().unwrap();
+    // A port nothing listens on: every command that needs the database fails.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://evo:hunter2pw@127.0.0.1:{port}/evo");
+    for args in [
+        &["config", "show"][..],
+        &["config", "show", "--json"],
+        &["memory", "search", "anything"],
+        &["db", "status"],
+        &["doctor"],
+    ] {
+        let out = evo_tests::cli::command(home.path(), args)
+            .env("EVO_STORAGE_URL", &url)
+            .output()
+            .unwrap();
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!printed.contains("hunter2pw"), "{args:?}: {printed}");
+        assert!(
+            printed.contains(&format!("postgres://evo:***@127.0.0.1:{port}/evo")),
+            "{args:?}: {printed}"
+        );
+    }
+}
