@@ -45,18 +45,31 @@ fn redacted_url<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::O
     url.as_deref().map(redact).serialize(s)
 }
 
-/// `url` without its password, for messages and `evo config show`.
+/// `url` without its password (`user:PASSWORD@`, or `?password=` among its
+/// parameters), for messages and `evo config show`.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut redacted = match (base.find("://"), base.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => match base[scheme + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &base[..scheme + 3], &base[at..]),
+            None => base.to_owned(),
+        },
+        _ => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let parameters: Vec<String> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => p.to_owned(),
+            })
+            .collect();
+        redacted = format!("{redacted}?{}", parameters.join("&"));
     }
+    redacted
 }
 
 /// Checks that `url` is a PostgreSQL URL, saying what is wrong with it.
@@ -148,6 +161,10 @@ mod tests {
             "postgres://evo:***@db:5432/evo"
         );
         assert_eq!(redact("postgres://evo@db/evo"), "postgres://evo@db/evo");
+        assert_eq!(
+            redact("postgres://evo@db/evo?sslmode=disable&password=hunter22"),
+            "postgres://evo@db/evo?sslmode=disable&password=***"
+        );
         assert!(
             check_url("mysql://x")
                 .unwrap_err()
