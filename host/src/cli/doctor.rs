@@ -49,21 +49,35 @@ impl Check {
     }
 }
 
+/// Whether `dir` takes a new file.
+fn data_dir_check(dir: &std::path::Path) -> Check {
+    match tempfile::NamedTempFile::new_in(dir) {
+        Ok(_) => Check::ok("data directory", format!("{} (writable)", dir.display())),
+        Err(e) => Check::broken(
+            "data directory",
+            format!("{}: not writable: {e}", dir.display()),
+        ),
+    }
+}
+
 pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
-    let host = args::plain_host(globals).await?;
+    let host = match args::plain_host(globals).await {
+        Ok(host) => host,
+        // The shared database does not answer (or the data directory's cannot be
+        // opened): nothing else can be checked without it; say so as a check.
+        Err(Failure::Evo(e @ evo_host::Error::Database { .. })) => {
+            let checks = [
+                data_dir_check(&globals.data_dir),
+                Check::broken("storage", e.to_string()),
+            ];
+            return report(globals, &globals.data_dir, Value::Null, &checks);
+        }
+        Err(e) => return Err(e),
+    };
     let mut checks = Vec::new();
 
     let data_dir = host.data_dir().to_owned();
-    checks.push(match tempfile::NamedTempFile::new_in(&data_dir) {
-        Ok(_) => Check::ok(
-            "data directory",
-            format!("{} (writable)", data_dir.display()),
-        ),
-        Err(e) => Check::broken(
-            "data directory",
-            format!("{}: not writable: {e}", data_dir.display()),
-        ),
-    });
+    checks.push(data_dir_check(&data_dir));
 
     checks.push(match host.loader().wasm_engine().map(|e| e.allocator()) {
         Some(allocator) => Check::ok(
@@ -213,6 +227,18 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         )
     });
 
+    let memory = serde_json::to_value(&memory).unwrap_or(Value::Null);
+    report(globals, &data_dir, memory, &checks)
+}
+
+/// Prints `checks` (with `--json`, beside the data directory and memory's status);
+/// fails the command when one is broken.
+fn report(
+    globals: &Globals,
+    data_dir: &std::path::Path,
+    memory: Value,
+    checks: &[Check],
+) -> Result<(), Failure> {
     let broken = checks.iter().any(|c| c.broken);
     if globals.json {
         let value: serde_json::Map<String, Value> = checks
@@ -229,7 +255,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
             json!({ "ok": !broken, "dataDir": data_dir, "memory": memory, "checks": value })
         );
     } else {
-        for check in &checks {
+        for check in checks {
             let mark = if check.ok {
                 "ok  "
             } else if check.broken {

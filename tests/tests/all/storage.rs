@@ -348,5 +348,14 @@ fn the_password_in_a_storage_url_is_never_printed() {
             printed.contains(&format!("postgres://evo:***@127.0.0.1:{port}/evo")),
             "{args:?}: {printed}"
         );
+        if args == ["doctor"] {
+            // Reported as a check, beside what can be checked without it.
+            assert_eq!(out.status.code(), Some(1), "{printed}");
+            assert!(printed.contains("ok    data directory"), "{printed}");
+            assert!(
+                printed.contains("FAIL  storage            database: postgres://evo:***@"),
+                "{printed}"
+            );
+        }
     }
 }
