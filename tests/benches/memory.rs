@@ -13,34 +13,7 @@ use evo_host::memory::embed::hash_embed;
 use evo_host::memory::index::VectorIndex;
 use evo_host::memory::{Category, MemoryManager, Source};
 
-/// A deterministic corpus: sentences of words drawn with a Zipf-like skew from a
-/// 5,000-word vocabulary, and two words ("project", "update") in 40 % of entries, the
-/// case that makes plain bm25 slow.
-fn corpus(n: usize) -> Vec<String> {
-    let vocabulary: Vec<String> = (0..5000).map(|i| format!("w{i:04}x")).collect();
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    (0..n)
-        .map(|i| {
-            let mut words = Vec::new();
-            if i % 5 < 2 {
-                words.push("project".to_owned());
-                words.push("update".to_owned());
-            }
-            for _ in 0..10 {
-                // Squaring a uniform draw skews towards low ranks, like word frequencies.
-                let u = (next() % 10_000) as f64 / 10_000.0;
-                words.push(vocabulary[(u * u * 5000.0) as usize].clone());
-            }
-            format!("entry {i}: {}", words.join(" "))
-        })
-        .collect()
-}
+use evo_tests::shared::zipf_corpus as corpus;
 
 fn populated(n: usize) -> (tempfile::TempDir, MemoryManager) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -8,69 +8,18 @@
 //! connection on the same file).
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use evo_host::memory::{Category, HashEmbedder, MemoryConfig, MemoryManager, Source};
-use evo_host::storage::{Pg, Storage};
+use evo_host::memory::{Category, Source};
 
-/// The memory bench's corpus: sentences over a 5,000-word vocabulary with a Zipf-like
-/// skew, and "project update" in 40 % of them.
-fn corpus(n: usize) -> Vec<String> {
-    let vocabulary: Vec<String> = (0..5000).map(|i| format!("w{i:04}x")).collect();
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    (0..n)
-        .map(|i| {
-            let mut words = Vec::new();
-            if i % 5 < 2 {
-                words.push("project".to_owned());
-                words.push("update".to_owned());
-            }
-            for _ in 0..10 {
-                let u = (next() % 10_000) as f64 / 10_000.0;
-                words.push(vocabulary[(u * u * 5000.0) as usize].clone());
-            }
-            format!("entry {i}: {}", words.join(" "))
-        })
-        .collect()
-}
+use evo_tests::shared::{backends, memory as open, zipf_corpus as corpus};
 
 const QUERIES: [(&str, &str); 3] = [
     ("rare", "w4890x w4711x"),
     ("mid", "w0450x w0777x w1200x"),
     ("common", "project update"),
 ];
-
-fn open(storage: &Storage, dir: &std::path::Path) -> MemoryManager {
-    MemoryManager::open_in(
-        storage,
-        dir,
-        Arc::new(HashEmbedder),
-        MemoryConfig::default(),
-    )
-    .expect("memory opens")
-}
-
-fn backends(dir: &std::path::Path) -> Vec<(&'static str, Storage)> {
-    let admin = std::env::var("EVO_TEST_POSTGRES").expect(
-        "EVO_TEST_POSTGRES is not set: run ./scripts/nodes --bench, which starts a cluster",
-    );
-    let url = evo_host::storage::pg::scratch_database(&admin).expect("a scratch database");
-    vec![
-        ("sqlite", Storage::Local(dir.to_owned())),
-        (
-            "postgres",
-            Storage::Shared(Pg::connect(&url, None).expect("connects")),
-        ),
-    ]
-}
 
 fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
     times.sort();

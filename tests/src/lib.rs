@@ -234,6 +234,7 @@ pub mod cli {
 }
 
 pub mod load;
+pub mod shared;
 
 /// A Node script skill `name` written into `into`: a `SKILL.md` with `description`,
 /// `skill.json` (`manifest`, to which the name and description are added) and

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
 use super::Host;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::packages::InstallRecord;
 use crate::packages::shared::SharedCatalogue;
 
@@ -128,12 +128,21 @@ impl Host {
         let mut complete = true;
         for (name, digest) in &installs {
             seen.insert(name.clone());
-            if local.get(name).is_some_and(|r| &r.digest == digest) {
+            if local.get(name).is_some_and(|r| &r.digest == digest) || shared.refused(digest) {
                 continue;
             }
-            if let Err(e) = self.materialise(&manager, shared, name, digest).await {
-                tracing::warn!(skill = %name, "could not install the shared package: [{}] {e}", e.code());
-                complete = false;
+            match self.materialise(&manager, shared, name, digest).await {
+                Ok(()) => {}
+                // Tried again at the next change or tick.
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(skill = %name, "could not install the shared package yet: [{}] {e}", e.code());
+                    complete = false;
+                }
+                // Not tried again: the same bytes would be refused the same way.
+                Err(e) => {
+                    tracing::warn!(skill = %name, digest = %digest, "refused the shared package: [{}] {e}", e.code());
+                    shared.refuse(digest);
+                }
             }
         }
         for (name, record) in &local {
@@ -156,8 +165,8 @@ impl Host {
         Ok(())
     }
 
-    /// Installs the shared package `digest` as `name` and checks that what was
-    /// installed is that package.
+    /// Installs the shared package `digest` as `name`, refusing one that is not that
+    /// skill with that digest.
     async fn materialise(
         &self,
         manager: &crate::packages::SkillManager,
@@ -168,20 +177,11 @@ impl Host {
         let zip = shared.package(digest)?;
         let options = crate::packages::InstallOptions {
             overwrite: true,
+            // Checked before it replaces the installed version of any skill.
+            expect: Some(crate::packages::Expected { name, digest }),
             ..Default::default()
         };
-        let outcome = manager.install_skill(&zip, options).await?;
-        if outcome.name != name || outcome.digest.as_deref() != Some(digest) {
-            let _ = manager.uninstall_skill(&outcome.name);
-            return Err(Error::Database {
-                message: format!(
-                    "the shared package of {name} is {digest}, but it installed as {} with digest {}: it was refused",
-                    outcome.name,
-                    outcome.digest.unwrap_or_default()
-                ),
-                transient: false,
-            });
-        }
+        manager.install_skill(&zip, options).await?;
         tracing::info!(skill = %name, digest = %digest, "installed from the shared catalogue");
         Ok(())
     }

@@ -287,19 +287,10 @@ impl Host {
                 // Still listed as taken from the shared catalogue until it is gone
                 // here: a sync after a failed removal removes it again.
                 let outcome = match self.uninstall_here(name) {
-                    Err(Error::SkillNotFound { .. }) if withdrawn => Outcome {
-                        success: true,
-                        name: name.to_owned(),
-                        message: "Skill uninstalled successfully".into(),
-                        digest: None,
-                        skill: None,
-                        warnings: Vec::new(),
-                    },
+                    Err(Error::SkillNotFound { .. }) if withdrawn => Outcome::uninstalled(name),
                     other => other?,
                 };
-                let mut seen = shared.seen()?;
-                seen.remove(name);
-                shared.save_seen(&seen)?;
+                shared.note_seen(name, false)?;
                 outcome
             }
         };

@@ -60,6 +60,20 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+impl Outcome {
+    /// What an uninstall of `name` returns.
+    pub fn uninstalled(name: &str) -> Self {
+        Self {
+            success: true,
+            name: name.to_owned(),
+            message: "Skill uninstalled successfully".into(),
+            digest: None,
+            skill: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// How to install.
 #[derive(Default)]
 pub struct InstallOptions<'a> {
@@ -69,6 +83,18 @@ pub struct InstallOptions<'a> {
     pub progress: Option<Progress<'a>>,
     /// Keep a native script skill a script, without trying to run it as a component.
     pub native: bool,
+    /// What the package must be (a package from the shared catalogue): its name and
+    /// digest. One that is not is refused before it replaces anything.
+    pub expect: Option<Expected<'a>>,
+}
+
+/// The name and digest a package was stored under.
+#[derive(Debug, Clone, Copy)]
+pub struct Expected<'a> {
+    /// The skill's name.
+    pub name: &'a str,
+    /// Its digest (see [`Outcome::digest`]).
+    pub digest: &'a str,
 }
 
 impl std::fmt::Debug for InstallOptions<'_> {
@@ -77,6 +103,7 @@ impl std::fmt::Debug for InstallOptions<'_> {
             .field("overwrite", &self.overwrite)
             .field("progress", &self.progress.is_some())
             .field("native", &self.native)
+            .field("expect", &self.expect)
             .finish()
     }
 }
@@ -86,8 +113,7 @@ impl InstallOptions<'_> {
     pub fn overwrite() -> Self {
         Self {
             overwrite: true,
-            progress: None,
-            native: false,
+            ..Self::default()
         }
     }
 }
@@ -254,6 +280,14 @@ impl SkillManager {
         }
         // The digest is of the skill as published, not of what the install builds.
         record.digest = digest(&skill_dir)?;
+        if let Some(expected) = options.expect
+            && (expected.name != name || expected.digest != record.digest)
+        {
+            return Err(structure(format!(
+                "Package mismatch: stored as {} with digest {}, but it holds {name} with digest {}",
+                expected.name, expected.digest, record.digest
+            )));
+        }
         if record.kind == "native" {
             self.try_as_component(&skill_dir, options.native, &mut record)
                 .await;
@@ -425,14 +459,7 @@ impl SkillManager {
         if let Some(digest) = component {
             self.forget_artifacts(&digest);
         }
-        Ok(Outcome {
-            success: true,
-            name: name.to_owned(),
-            message: "Skill uninstalled successfully".into(),
-            digest: None,
-            skill: None,
-            warnings: Vec::new(),
-        })
+        Ok(Outcome::uninstalled(name))
     }
 
     fn installed(&self, name: &str) -> Result<PathBuf> {

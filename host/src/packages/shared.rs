@@ -24,6 +24,10 @@ use crate::storage::listen::Listening;
 
 /// The channel installs and uninstalls are announced on.
 pub const CHANNEL: &str = "evo_catalogue";
+/// Deletes the packages no name is installed under any more.
+const DROP_UNUSED_PACKAGES: &str =
+    "DELETE FROM packages p WHERE NOT EXISTS (SELECT 1 FROM installs i WHERE i.digest = p.digest)";
+
 /// The file in the skills directory naming the skills that came from the shared
 /// catalogue.
 pub const SEEN_FILE: &str = ".shared";
@@ -36,6 +40,9 @@ pub struct SharedCatalogue {
     /// Notifications heard when the node last synced; `u64::MAX` before the first sync.
     synced: AtomicU64,
     root: PathBuf,
+    /// Digests of packages this node refused (not the skill and digest they were stored
+    /// as, or not a valid skill): not fetched again.
+    refused: std::sync::Mutex<BTreeSet<String>>,
 }
 
 impl SharedCatalogue {
@@ -46,7 +53,24 @@ impl SharedCatalogue {
             pg,
             synced: AtomicU64::new(u64::MAX),
             root: root.to_owned(),
+            refused: std::sync::Mutex::default(),
         }
+    }
+
+    /// Whether this node refused the package `digest` before.
+    pub fn refused(&self, digest: &str) -> bool {
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(digest)
+    }
+
+    /// Notes that this node refuses the package `digest`.
+    pub fn refuse(&self, digest: &str) {
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(digest.to_owned());
     }
 
     /// Whether another node may have changed the catalogue since [`Self::synced`]
@@ -91,18 +115,25 @@ impl SharedCatalogue {
                 &[&name, &digest, &record_json, &now],
             )
             .await?;
-            // A version no name uses any more.
-            tx.execute(
-                "DELETE FROM packages p WHERE NOT EXISTS
-                     (SELECT 1 FROM installs i WHERE i.digest = p.digest)",
-                &[],
-            )
-            .await?;
+            // The version it replaced, if no other name uses it.
+            tx.execute(DROP_UNUSED_PACKAGES, &[]).await?;
             tx.commit().await
         })?;
-        let mut seen = self.seen()?;
-        seen.insert(record.name.clone());
-        self.save_seen(&seen)
+        self.note_seen(&record.name, true)
+    }
+
+    /// Notes whether `name` is one of the skills this node has from the catalogue.
+    pub fn note_seen(&self, name: &str, seen: bool) -> Result<()> {
+        let mut names = self.seen()?;
+        let changed = if seen {
+            names.insert(name.to_owned())
+        } else {
+            names.remove(name)
+        };
+        if changed {
+            self.save_seen(&names)?;
+        }
+        Ok(())
     }
 
     /// Uninstalls `name` for every node; false when it was not in the catalogue.
@@ -113,12 +144,7 @@ impl SharedCatalogue {
             let removed = tx
                 .execute("DELETE FROM installs WHERE name = $1", &[&name])
                 .await?;
-            tx.execute(
-                "DELETE FROM packages p WHERE NOT EXISTS
-                     (SELECT 1 FROM installs i WHERE i.digest = p.digest)",
-                &[],
-            )
-            .await?;
+            tx.execute(DROP_UNUSED_PACKAGES, &[]).await?;
             tx.commit().await?;
             Ok(removed > 0)
         })?;

@@ -165,12 +165,11 @@ mod tests {
             redact("postgres://evo@db/evo?sslmode=disable&password=hunter22"),
             "postgres://evo@db/evo?sslmode=disable&password=***"
         );
-        assert!(
-            check_url("mysql://x")
-                .unwrap_err()
-                .contains("not a PostgreSQL URL")
+        assert_eq!(
+            check_url("mysql://x").unwrap_err(),
+            "\"mysql://x\" is not a PostgreSQL URL: use postgres://USER@HOST:PORT/DATABASE (without [storage] url, Evo keeps its state in SQLite in the data directory)"
         );
-        assert!(check_url("postgres://evo@127.0.0.1:5432/evo").is_ok());
+        assert_eq!(check_url("postgres://evo@127.0.0.1:5432/evo"), Ok(()));
     }
 
     #[test]

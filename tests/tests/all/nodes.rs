@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use evo_tests::cli::{HttpServer, evo, stderr, stdout};
-use evo_tests::wat_skill;
+use evo_tests::shared::answer_component;
 use serde_json::{Value, json};
 
 use crate::serve::http;
@@ -23,21 +23,9 @@ fn node_home(root: &Path, name: &str, url: &str) -> std::path::PathBuf {
     home
 }
 
-/// A component answering `{"n":42}`.
-fn answer_component(dir: &Path) -> std::path::PathBuf {
-    let manifest = json!({ "name": "answer", "description": "answers 42" });
-    // Ok(skill-output { output: the 8 bytes of {"n":42} at 1024, no writes, no steps }).
-    let body = "(i32.store8 (i32.const 0) (i32.const 0))
-                (i64.store (i32.const 1024) (i64.const 0x7d32343a226e227b))
-                (i32.store (i32.const 4) (i32.const 1024))
-                (i32.store (i32.const 8) (i32.const 8))
-                (i64.store (i32.const 12) (i64.const 0))
-                (i64.store (i32.const 20) (i64.const 0))
-                (i32.const 0)";
-    let path = dir.join("answer.wasm");
-    std::fs::write(&path, wat_skill(&manifest.to_string(), body)).unwrap();
-    path
-}
+/// How long a change may take to reach another node before the test fails: a guard
+/// against hanging, not a speed check (speed is in BENCHMARKS.md).
+const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Polls `probe` until it returns `Some`, for at most `limit`.
 fn within<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
@@ -106,28 +94,24 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
         );
     }
 
-    // A memory stored through node one is found through node three within a second.
+    // A memory stored through node one is found through node three, without a restart.
+    // (How soon is measured by ./scripts/nodes: 3.3 ms at the median, BENCHMARKS.md; the
+    // deadline here only keeps a broken build from waiting forever.)
     let (status, stored) = call(
         &nodes[0].base,
         "memory_store",
         &json!({ "text": "The staging cluster is called heron", "category": "fact" }),
     );
     assert_eq!(status, 200, "{stored}");
-    let start = Instant::now();
-    within(
-        Duration::from_secs(1),
-        "node three finds node one's memory",
-        || {
-            let (_, hits) = http(
-                "POST",
-                &format!("{}/v1/memory/search", nodes[2].base),
-                &[],
-                Some(r#"{"query":"what is the staging cluster called"}"#),
-            );
-            (hits[0]["text"] == "The staging cluster is called heron").then_some(())
-        },
-    );
-    eprintln!("found on node three {:?} after the store", start.elapsed());
+    within(DEADLINE, "node three finds node one's memory", || {
+        let (_, hits) = http(
+            "POST",
+            &format!("{}/v1/memory/search", nodes[2].base),
+            &[],
+            Some(r#"{"query":"what is the staging cluster called"}"#),
+        );
+        (hits[0]["text"] == "The staging cluster is called heron").then_some(())
+    });
 
     // An MCP session (a legacy protocol version, which has sessions) started on node
     // one goes on on node three: a load balancer needs no session affinity.
@@ -157,7 +141,7 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
     );
 
     // A skill installed through node two is callable through node one.
-    let component = answer_component(root.path());
+    let component = answer_component(root.path(), "answer", 42);
     let installed = evo(
         &homes[1],
         &["skill", "install", component.to_str().unwrap()],
@@ -165,7 +149,7 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
     assert!(installed.status.success(), "{}", stderr(&installed));
     // Successful calls of `answer` on each node, to check the statistics against.
     let mut answered_on = [0_u64; 3];
-    let answered = within(Duration::from_secs(10), "node one calls it", || {
+    let answered = within(DEADLINE, "node one calls it", || {
         let (status, result) = call(&nodes[0].base, "answer", &json!({}));
         (status == 200).then_some(result)
     });
@@ -181,7 +165,7 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
 
     // Calls on every node add up in the statistics.
     for node in [0, 1, 1, 2] {
-        within(Duration::from_secs(10), "each node calls it", || {
+        within(DEADLINE, "each node calls it", || {
             (call(&nodes[node].base, "answer", &json!({})).0 == 200).then_some(())
         });
         answered_on[node] += 1;
@@ -220,29 +204,25 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
     // An uninstall through node three is seen by node one.
     let removed = evo(&homes[2], &["skill", "uninstall", "answer"]);
     assert!(removed.status.success(), "{}", stderr(&removed));
-    within(Duration::from_secs(10), "node one drops it", || match call(
-        &nodes[0].base,
-        "answer",
-        &json!({}),
-    )
-    .0
-    {
-        404 => Some(()),
-        200 => {
-            answered_on[0] += 1;
-            None
+    within(DEADLINE, "node one drops it", || {
+        match call(&nodes[0].base, "answer", &json!({})).0 {
+            404 => Some(()),
+            200 => {
+                answered_on[0] += 1;
+                None
+            }
+            _ => None,
         }
-        _ => None,
     });
 
     // The statistics of the nodes still running are written when they stop (SIGTERM).
     for node in nodes.iter_mut().step_by(2) {
-        let term = std::process::Command::new("kill")
+        std::process::Command::new("kill")
             .args(["-TERM", &node.child.id().to_string()])
             .status()
             .unwrap();
-        assert!(term.success());
-        node.child.wait().unwrap();
+        // A drained node exits cleanly.
+        assert_eq!(node.child.wait().unwrap().code(), Some(0));
     }
     let stats = evo(&homes[0], &["skill", "stats", "answer", "--json"]);
     assert!(stats.status.success(), "{}", stderr(&stats));

@@ -5,41 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use evo_host::memory::{
-    Action, Category, HashEmbedder, MemoryConfig, MemoryManager, SearchOptions, Source,
-};
-use evo_host::storage::{Pg, Storage};
+use evo_host::memory::{Action, Category, MemoryConfig, MemoryManager, SearchOptions, Source};
+use evo_host::storage::Pg;
 
-/// The URL of a fresh, empty database.
-pub fn postgres_url() -> String {
-    let admin = std::env::var("EVO_TEST_POSTGRES").expect(
-        "EVO_TEST_POSTGRES is not set: these tests need PostgreSQL; run ./scripts/test, or `source scripts/postgres.sh` first",
-    );
-    evo_host::storage::pg::scratch_database(&admin).expect("a scratch database")
-}
-
-/// SQLite in `dir`, then PostgreSQL on a fresh database, each with its name.
-fn backends(dir: &std::path::Path) -> [(&'static str, Storage); 2] {
-    [
-        ("sqlite", Storage::Local(dir.to_owned())),
-        (
-            "postgres",
-            Storage::Shared(Pg::connect(&postgres_url(), None).expect("connects")),
-        ),
-    ]
-}
-
-/// A memory on `storage`. Each call opens another, with its own connection, listener
-/// and vector index, as a second node (or process) would.
-fn memory(storage: &Storage, dir: &std::path::Path) -> MemoryManager {
-    MemoryManager::open_in(
-        storage,
-        dir,
-        Arc::new(HashEmbedder),
-        MemoryConfig::default(),
-    )
-    .expect("memory opens")
-}
+pub use evo_tests::shared::postgres_url;
+use evo_tests::shared::{backends, memory};
 
 #[test]
 fn stores_decide_supersede_search_and_forget_alike() {
@@ -130,8 +100,22 @@ fn stores_decide_supersede_search_and_forget_alike() {
     }
 }
 
+/// How long a change may take to reach another node before a test fails: a guard
+/// against hanging, not a speed check (the storage bench measures it: 4 ms at the
+/// median on PostgreSQL, BENCHMARKS.md).
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Waits until `found` holds, failing after [`DEADLINE`].
+fn eventually(what: &str, mut found: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !found() {
+        assert!(start.elapsed() < DEADLINE, "{what}: not after {DEADLINE:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
-fn a_memory_stored_on_one_node_is_found_on_another_within_a_second() {
+fn a_memory_stored_on_one_node_is_found_on_another_without_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     for (name, storage) in backends(dir.path()) {
         let one = memory(&storage, dir.path());
@@ -147,33 +131,31 @@ fn a_memory_stored_on_one_node_is_found_on_another_within_a_second() {
                 Category::Fact,
             )
             .unwrap();
-        let start = Instant::now();
-        loop {
+        eventually(&format!("{name}: node three finds it"), || {
             let hits = three
                 .search("when does the release train leave", 5)
                 .unwrap();
-            if hits.first().is_some_and(|h| h.id == stored.id) {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(1),
-                "{name}: node three does not find it after {:?}: {hits:?}",
-                start.elapsed()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // Forgotten on node three: gone from node one's index too.
-        three.forget(&stored.id).unwrap();
-        let start = Instant::now();
-        while one
+            hits.first().is_some_and(|h| h.id == stored.id)
+        });
+        let hit = &three
             .search("when does the release train leave", 5)
-            .unwrap()
-            .iter()
-            .any(|h| h.id == stored.id)
-        {
-            assert!(start.elapsed() < Duration::from_secs(1), "{name}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+            .unwrap()[0];
+        assert_eq!(
+            hit.text, "The release train leaves every second Monday",
+            "{name}"
+        );
+        // Forgotten on node three: gone from node one's index too.
+        assert_eq!(
+            three.forget(&stored.id).unwrap().ids,
+            std::slice::from_ref(&stored.id),
+            "{name}"
+        );
+        eventually(&format!("{name}: node one forgets it"), || {
+            one.search("when does the release train leave", 5)
+                .unwrap()
+                .iter()
+                .all(|h| h.id != stored.id)
+        });
     }
 }
 
@@ -358,4 +340,151 @@ fn the_password_in_a_storage_url_is_never_printed() {
             );
         }
     }
+}
+
+/// A ZIP of `(path, bytes)` entries, as a hostile writer to the database makes it.
+fn zip_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (path, bytes) in files {
+        writer
+            .start_file(*path, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        writer.write_all(bytes).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+/// A host on the shared database at `url`, with `home` as its data directory.
+async fn node(home: &std::path::Path, url: &str) -> evo_host::Host {
+    std::fs::create_dir_all(home).unwrap();
+    let mut config = evo_tests::config(home);
+    config.storage.url = Some(url.to_owned());
+    evo_host::Host::builder()
+        .data_dir(home)
+        .config(config)
+        .build()
+        .await
+        .expect("the node starts")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_packages_in_the_shared_database_install_nothing_and_replace_nothing() {
+    // Someone who can write to the database (or a damaged row) plants packages beside a
+    // good one. A node taking them from the catalogue must treat them as it treats any
+    // archive, and more: a package stored under one name must not replace another skill.
+    let url = postgres_url();
+    let root = tempfile::tempdir().unwrap();
+    let first = node(&root.path().join("one"), &url).await;
+    let good = evo_tests::shared::answer_component(root.path(), "answer", 42);
+    first
+        .install(&good, evo_host::packages::InstallOptions::default())
+        .await
+        .unwrap();
+
+    let impostor_dir = tempfile::tempdir().unwrap();
+    let impostor = std::fs::read(evo_tests::shared::answer_component(
+        impostor_dir.path(),
+        "answer",
+        66,
+    ))
+    .unwrap();
+    let planted = [
+        // Climbs out of the skills directory.
+        (
+            "escape",
+            "sha256:0001",
+            zip_of(&[
+                (
+                    "escape/SKILL.md",
+                    b"---\nname: escape\ndescription: escapes\n---\n",
+                ),
+                ("escape/../../../outside.txt", b"written outside"),
+            ]),
+        ),
+        // Stored as `liar`, but it is another `answer`: it would overwrite the good one.
+        (
+            "liar",
+            "sha256:0002",
+            zip_of(&[("answer/skill.wasm", &impostor)]),
+        ),
+        // Not a ZIP at all.
+        ("garbage", "sha256:0003", b"not a zip".to_vec()),
+    ];
+    let pg = Pg::connect(&url, None).unwrap();
+    for (name, digest, bytes) in planted {
+        pg.run(move |client| async move {
+            client
+                .execute(
+                    "INSERT INTO packages (digest, bytes, stored_at) VALUES ($1, $2, 0)",
+                    &[&digest, &bytes],
+                )
+                .await?;
+            client
+                .execute(
+                    "INSERT INTO installs (name, digest, record, installed_at) VALUES ($1, $2, '{}', 0)",
+                    &[&name, &digest],
+                )
+                .await
+        })
+        .unwrap();
+    }
+
+    // A second node starts, and the first one refreshes: both have the good skill, as it
+    // was published, and nothing else.
+    let second = node(&root.path().join("two"), &url).await;
+    first.refresh().await.unwrap();
+    for host in [&first, &second] {
+        assert_eq!(
+            host.call("answer", serde_json::json!({})).await.unwrap(),
+            serde_json::json!({ "n": 42 })
+        );
+        for name in ["escape", "liar", "garbage"] {
+            assert_eq!(
+                host.call(name, serde_json::json!({}))
+                    .await
+                    .unwrap_err()
+                    .code(),
+                "SKILL_NOT_FOUND",
+                "{name}"
+            );
+        }
+        let installed: Vec<String> = std::fs::read_dir(host.data_dir().join("skills"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            installed,
+            ["answer"],
+            "nothing else, not even a staging directory"
+        );
+    }
+    for place in [
+        root.path(),
+        &root.path().join("one"),
+        &root.path().join("two"),
+    ] {
+        assert!(
+            !place.join("outside.txt").exists(),
+            "{} holds what a package wrote outside its directory",
+            place.display()
+        );
+    }
+    // The node refuses them without deleting them: they are left for an operator.
+    let refused: i64 = pg
+        .run(|client| async move {
+            Ok(client
+                .query_one("SELECT count(*) FROM packages", &[])
+                .await?
+                .get(0))
+        })
+        .unwrap();
+    assert_eq!(refused, 4, "the good package and the three planted ones");
+    second.refresh().await.unwrap();
+    assert_eq!(
+        second.call("answer", serde_json::json!({})).await.unwrap(),
+        serde_json::json!({ "n": 42 })
+    );
 }

@@ -33,6 +33,7 @@ pub(super) async fn install(
         overwrite,
         progress: Some(&mut progress),
         native,
+        expect: None,
     };
     let result = host.install(source, options).await;
     if let Some(bar) = &bar {
