@@ -34,9 +34,14 @@
 //! evo_guest::export_skill!(Greet);
 //! ```
 //!
-//! Build it with `cargo build --target wasm32-wasip2 --release`; the `.wasm` file in
-//! `target/wasm32-wasip2/release/` is the skill. The crate README walks from this
-//! example to skills that use the host context.
+//! Build it with `evo skill build`: the `skill.wasm` it writes carries its manifest in
+//! a custom section, so a host describes the skill without instantiating it, and the
+//! schema generator is left out of the component (the manifest is read from a first
+//! build and embedded as text in a second, through `EVO_SKILL_MANIFEST`). A plain
+//! `cargo build --target wasm32-wasip2 --release` works too: the `.wasm` file in
+//! `target/wasm32-wasip2/release/` is the skill, and a host calls its `manifest`
+//! export once to read it. The crate README walks from this example to skills that
+//! use the host context.
 #![deny(missing_docs)]
 
 extern crate self as evo_guest;
@@ -100,7 +105,17 @@ macro_rules! export_skill {
 
             impl $crate::__private::Guest for EvoExport {
                 fn manifest() -> ::std::string::String {
-                    $crate::__private::manifest_json::<$skill>(env!("CARGO_PKG_VERSION"))
+                    // `evo skill build` builds twice: the first build's export gives the
+                    // manifest, the second embeds it as text, which leaves the schema
+                    // generator out of the component.
+                    const EMBEDDED: ::std::option::Option<&str> =
+                        ::std::option_env!("EVO_SKILL_MANIFEST");
+                    match EMBEDDED {
+                        ::std::option::Option::Some(json) => ::std::borrow::ToOwned::to_owned(json),
+                        ::std::option::Option::None => {
+                            $crate::__private::manifest_json::<$skill>(env!("CARGO_PKG_VERSION"))
+                        }
+                    }
                 }
 
                 fn execute(

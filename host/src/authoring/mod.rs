@@ -14,6 +14,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::engine::wasm::{WasmEngine, with_manifest};
 use crate::error::{Error, Result};
 use crate::skill::meta::is_valid_name;
 
@@ -145,13 +146,19 @@ pub struct Built {
 /// Builds the project in `dir` with its language's toolchain into `dir/skill.wasm`
 /// (replaced atomically). The toolchain's own messages go to this process's stderr;
 /// a missing toolchain is a `TOOLCHAIN_MISSING` error that says how to install it.
-pub fn build(dir: &Path) -> Result<Built> {
+///
+/// The component's manifest, as `engine` reads it from its `manifest` export, is
+/// embedded in it ([`MANIFEST_SECTION`](crate::engine::wasm::MANIFEST_SECTION)), so that hosts describe the skill without
+/// instantiating it. A Rust project is built twice: the second build gets the manifest
+/// as text (`EVO_SKILL_MANIFEST`, read by `evo_guest::export_skill!`), which leaves the
+/// schema generator out of the component.
+pub async fn build(dir: &Path, engine: &WasmEngine) -> Result<Built> {
     let language = Language::of_project(dir)?;
     let wasm = dir.join("skill.wasm");
     let staged = dir.join(".skill.wasm.tmp");
     let _ = std::fs::remove_file(&staged);
     // A failed build leaves neither a half-written component nor the old one replaced.
-    let built = build_into(language, dir, &staged);
+    let built = build_described(language, dir, &staged, engine).await;
     if built.is_err() {
         let _ = std::fs::remove_file(&staged);
     }
@@ -160,10 +167,57 @@ pub fn build(dir: &Path) -> Result<Built> {
     Ok(Built { language, wasm })
 }
 
+/// The longest manifest passed to the second build through the environment (Linux
+/// takes 128 KiB per variable); a longer one is embedded in the first build as is.
+const MAX_MANIFEST_IN_ENV: usize = 64 << 10;
+
+/// Builds into `staged` and embeds the manifest.
+async fn build_described(
+    language: Language,
+    dir: &Path,
+    staged: &Path,
+    engine: &WasmEngine,
+) -> Result<()> {
+    let toolchain = |manifest: Option<String>| {
+        let (dir, staged) = (dir.to_owned(), staged.to_owned());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                build_into(language, &dir, &staged, manifest.as_deref())
+            })
+            .await
+            .map_err(|e| Error::Engine(e.to_string()))?
+        }
+    };
+    let read = || std::fs::read(staged).map_err(Error::io_at(staged));
+    let label = "skill.wasm";
+    toolchain(None).await?;
+    let mut component = read()?;
+    let manifest = engine.exported_manifest(label, component.clone()).await?;
+    if language == Language::Rust && manifest.len() <= MAX_MANIFEST_IN_ENV {
+        toolchain(Some(manifest.clone())).await?;
+        component = read()?;
+        let again = engine.exported_manifest(label, component.clone()).await?;
+        if again != manifest {
+            return Err(authoring(
+                "BUILD_FAILED",
+                "the second build's manifest is not the first's: does the skill's `manifest()` return the same every time?".into(),
+            ));
+        }
+    }
+    let described = with_manifest(label, &component, &manifest)?;
+    std::fs::write(staged, described).map_err(Error::io_at(staged))
+}
+
 /// Runs `language`'s toolchain in `dir`, writing the component to `staged`.
-fn build_into(language: Language, dir: &Path, staged: &Path) -> Result<()> {
+/// `manifest`, for Rust, is embedded by the SDK as text.
+fn build_into(
+    language: Language,
+    dir: &Path,
+    staged: &Path,
+    manifest: Option<&str>,
+) -> Result<()> {
     match language {
-        Language::Rust => build_rust(dir, staged)?,
+        Language::Rust => build_rust(dir, staged, manifest)?,
         Language::JavaScript => {
             let tool = find_tool(
                 dir,
@@ -262,9 +316,12 @@ fn run_tool(dir: &Path, mut command: Command, what: &str) -> Result<()> {
 }
 
 const RUST_TARGET: &str = "wasm32-wasip2";
+/// What `evo_guest::export_skill!` embeds as the manifest, when set at build time.
+pub const MANIFEST_VAR: &str = "EVO_SKILL_MANIFEST";
 
-/// `cargo build --release --target wasm32-wasip2`, then copies the one `.wasm` it made.
-fn build_rust(dir: &Path, staged: &Path) -> Result<()> {
+/// `cargo build --release --target wasm32-wasip2` (with `EVO_SKILL_MANIFEST` set to
+/// `manifest` when given), then copies the one `.wasm` it made.
+fn build_rust(dir: &Path, staged: &Path, manifest: Option<&str>) -> Result<()> {
     if let Ok(out) = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
@@ -281,7 +338,12 @@ fn build_rust(dir: &Path, staged: &Path) -> Result<()> {
         ));
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    match manifest {
+        Some(json) => command.env(MANIFEST_VAR, json),
+        None => command.env_remove(MANIFEST_VAR),
+    };
+    let output = command
         .current_dir(dir)
         .args(["build", "--release", "--target", RUST_TARGET])
         .args(["--message-format", "json-render-diagnostics"])

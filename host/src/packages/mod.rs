@@ -360,6 +360,14 @@ impl SkillManager {
             Error::InvalidSkillStructure(_) => e,
             other => structure(format!("Invalid skill structure: {other}")),
         })?;
+        if let (true, Some(engine)) = (wasm, self.loader.wasm_engine()) {
+            let path = dir.join(SKILL_WASM);
+            let bytes = std::fs::read(&path).map_err(Error::io_at(&path))?;
+            engine
+                .verify_embedded_manifest(name, bytes)
+                .await
+                .map_err(|e| structure(format!("Invalid skill structure: {e}")))?;
+        }
         if skill.meta.name != name {
             return Err(structure(format!(
                 "Skill name mismatch: expected \"{name}\", got \"{}\"",

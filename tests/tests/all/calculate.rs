@@ -118,21 +118,27 @@ async fn a_second_engine_loads_from_the_disk_cache() {
     let first = WasmEngine::new(config.clone()).unwrap();
     let skill = load(&first, skills::CALCULATE, &Policy::default()).await;
     assert_eq!(skill.load_source(), LoadSource::Compiled);
-    let artifacts: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-    assert_eq!(
-        artifacts.len(),
-        1,
-        "one artifact, no temp files left behind"
-    );
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "one artifact and the record of the file: {files:?}");
+    assert!(files[0].ends_with(".cwasm"), "{files:?}");
+    assert_eq!(files[1], "known", "no temp files left behind");
 
+    // The second engine describes the skill from the record, and loads the compiled
+    // code from the cache on the first call.
     let second = WasmEngine::new(config).unwrap();
     let skill = load(&second, skills::CALCULATE, &Policy::default()).await;
-    assert_eq!(skill.load_source(), LoadSource::Cache);
+    assert_eq!(skill.load_source(), LoadSource::Deferred);
+    assert_eq!(skill.meta().name, "calculate");
     let outcome = skill
         .call(r#"{"expression":"1 + 1"}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 2 }));
+    assert_eq!(skill.load_source(), LoadSource::Cache);
 }
 
 #[tokio::test]
@@ -148,20 +154,19 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     load(&engine, skills::CALCULATE, &Policy::default()).await;
     let artifact = std::fs::read_dir(dir.path())
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .unwrap();
     std::fs::write(&artifact, b"garbage").unwrap();
 
     let engine = WasmEngine::new(config).unwrap();
     let skill = load(&engine, skills::CALCULATE, &Policy::default()).await;
-    assert_eq!(skill.load_source(), LoadSource::Compiled);
     let outcome = skill
         .call(r#"{"expression":"6 * 7"}"#, &SkillContext::detached())
         .await
         .unwrap();
     assert_eq!(outcome.output, json!({ "result": 42 }));
+    assert_eq!(skill.load_source(), LoadSource::Compiled);
 }
 
 #[tokio::test]

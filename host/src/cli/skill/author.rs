@@ -59,11 +59,12 @@ pub(crate) fn new(globals: &Globals, name: &str, lang: Lang, parent: &Path) -> R
 }
 
 /// `evo skill build [DIR]`.
-pub(crate) fn build(globals: &Globals, dir: &Path) -> Result<(), Failure> {
+pub(crate) async fn build(globals: &Globals, dir: &Path) -> Result<(), Failure> {
     if !globals.json {
         eprintln!("building {}", dir.display());
     }
-    let built = authoring::build(dir)?;
+    let host = args::bare_host(globals).await?;
+    let built = authoring::build(dir, engine(&host)?).await?;
     let size = std::fs::metadata(&built.wasm).map(|m| m.len()).unwrap_or(0);
     if globals.json {
         out!(
@@ -99,6 +100,14 @@ pub(crate) async fn pack(globals: &Globals, dir: &Path, out: Option<&Path>) -> R
     Ok(())
 }
 
+/// The host's Wasm engine, which reads a built component's manifest.
+fn engine(host: &evo_host::Host) -> Result<&evo_host::engine::wasm::WasmEngine, Failure> {
+    host.loader().wasm_engine().ok_or_else(|| {
+        evo_host::Error::Engine("this host has no Wasm engine to read the manifest with".into())
+            .into()
+    })
+}
+
 /// The host with the project's skill loaded, and the skill's name.
 async fn load(
     globals: &Globals,
@@ -121,7 +130,8 @@ pub(crate) async fn test(
 ) -> Result<(), Failure> {
     let cases = authoring::cases(dir)?;
     if !no_build {
-        authoring::build(dir)?;
+        let host = args::bare_host(globals).await?;
+        authoring::build(dir, engine(&host)?).await?;
     }
     let (host, name) = load(globals, dir, grants).await?;
     if cases.is_empty() {

@@ -152,7 +152,7 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             sources,
             grants,
         } => run::run(globals, &skill, input, &sources, &grants).await,
-        SkillCommand::Build { dir } => author::build(globals, &dir),
+        SkillCommand::Build { dir } => author::build(globals, &dir).await,
         SkillCommand::Test {
             dir,
             no_build,

@@ -27,6 +27,9 @@ pub enum LoadSource {
     Compiled,
     /// Loaded from the on-disk cache.
     Cache,
+    /// Not loaded yet: the skill was described from what was learnt when its file was
+    /// loaded before, and its code is loaded on its first call.
+    Deferred,
 }
 
 impl ArtifactCache {
@@ -56,11 +59,12 @@ impl ArtifactCache {
     ///
     /// A cache that cannot be read or written is not an error: the component is compiled
     /// and the problem logged, because a cache must never stop a skill from running.
+    /// `bytes` gives the component's bytes, asked for only when it must be compiled.
     pub fn load_or_compile(
         &self,
         engine: &Engine,
         digest: &str,
-        bytes: &[u8],
+        bytes: impl FnOnce() -> wasmtime::Result<std::sync::Arc<[u8]>>,
     ) -> wasmtime::Result<(Component, LoadSource)> {
         let path = self.path(engine, digest);
         if path.exists() {
@@ -71,7 +75,7 @@ impl ArtifactCache {
                 }
             }
         }
-        let component = Component::new(engine, bytes)?;
+        let component = Component::new(engine, &bytes()?[..])?;
         if let Err(e) = self.store(&path, &component) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "could not cache the compiled component");
         }

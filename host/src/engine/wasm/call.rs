@@ -58,12 +58,14 @@ struct SkillInner {
     meta: SkillMeta,
     info: super::ComponentInfo,
     digest: String,
-    source: LoadSource,
     limits: Limits,
     grant: Arc<Grant>,
     calls: Arc<[String]>,
     name: Arc<str>,
-    pre: PluginPre<HostState>,
+    /// The compiled component, linked: at load, or on the first call.
+    prepared: tokio::sync::OnceCell<super::Prepared>,
+    /// The file it is loaded from on its first call, when not at load.
+    file: Option<std::path::PathBuf>,
     /// Whether its last calls ran long (they start in the long lane).
     streak: LongStreak,
 }
@@ -78,26 +80,33 @@ impl std::fmt::Debug for WasmSkill {
     }
 }
 
+/// Where a skill's compiled code is.
+pub(super) enum Origin {
+    /// Compiled (or loaded from the cache) at load.
+    Ready(super::Prepared),
+    /// In this file, unchanged since it was loaded before: loaded on the first call.
+    File(std::path::PathBuf),
+}
+
 impl WasmSkill {
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "private constructor fed by WasmEngine::load_bytes"
-    )]
     pub(super) fn new(
         engine: WasmEngine,
         meta: SkillMeta,
         info: super::ComponentInfo,
         digest: String,
-        source: LoadSource,
         limits: Limits,
         policy: &Policy,
-        pre: PluginPre<HostState>,
+        origin: Origin,
     ) -> Self {
         let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
         grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
         for refused in &grant.refused {
             tracing::info!(skill = %meta.name, "not granted: {refused}");
         }
+        let (prepared, file) = match origin {
+            Origin::Ready(prepared) => (tokio::sync::OnceCell::new_with(Some(prepared)), None),
+            Origin::File(path) => (tokio::sync::OnceCell::new(), Some(path)),
+        };
         let inner = SkillInner {
             name: meta.name.as_str().into(),
             calls: meta.calls.clone().into(),
@@ -106,9 +115,9 @@ impl WasmSkill {
             meta,
             info,
             digest,
-            source,
             limits,
-            pre,
+            prepared,
+            file,
             streak: LongStreak::default(),
         };
         Self {
@@ -141,9 +150,40 @@ impl WasmSkill {
         &self.inner.info
     }
 
-    /// Whether the component was compiled or loaded from the cache.
+    /// Whether the component was compiled or loaded from the cache, or is still to be
+    /// loaded on its first call.
     pub fn load_source(&self) -> LoadSource {
-        self.inner.source
+        self.inner
+            .prepared
+            .get()
+            .map_or(LoadSource::Deferred, |(_, source)| *source)
+    }
+
+    /// Loads the compiled component now if it was deferred to the first call (a server
+    /// can warm a skill it expects to be called), and says where it came from.
+    pub async fn prepare(&self) -> Result<LoadSource> {
+        Ok(self.pre().await?.1)
+    }
+
+    async fn pre(&self) -> Result<&super::Prepared> {
+        let skill = &self.inner;
+        skill
+            .prepared
+            .get_or_try_init(|| async {
+                let Some(path) = &skill.file else {
+                    return Err(Error::Engine(format!(
+                        "{}: the skill has no compiled code and no file to load it from",
+                        skill.name
+                    )));
+                };
+                let fuel = skill.limits.fuel.is_some();
+                let code = super::Code::File(path.clone());
+                skill
+                    .engine
+                    .prepare(&skill.name, &skill.digest, code, fuel)
+                    .await
+            })
+            .await
     }
 
     /// Runs the skill on `input` (JSON text) in a fresh instance.
@@ -154,10 +194,11 @@ impl WasmSkill {
             reason: format!("not valid JSON: {e}"),
         })?;
         let started = Instant::now();
+        let (pre, _) = self.pre().await?;
         let input = input.to_owned();
         let (result, guest) = run_guest(
             &skill.engine,
-            &skill.pre,
+            pre,
             &skill.name,
             &skill.limits,
             &skill.grant,
@@ -222,12 +263,13 @@ impl WasmSkill {
     }
 }
 
-/// Calls the `manifest` export of a component not yet described, with no grants.
+/// Calls the `manifest` export of a component not yet described, with no grants: its
+/// JSON, and the manifest it describes.
 pub(super) async fn read_manifest(
     engine: &WasmEngine,
     label: &str,
     pre: &PluginPre<HostState>,
-) -> Result<SkillMeta> {
+) -> Result<(String, SkillMeta)> {
     let limits = Limits::for_manifest();
     let grant = Arc::new(Grant::default());
     let (result, guest) = run_guest(
@@ -246,10 +288,8 @@ pub(super) async fn read_manifest(
     .await?;
     let json = result.map_err(|e| guest.classify(e))?;
     guest.check_output(json.len())?;
-    SkillMeta::from_json(&json).map_err(|problems| Error::InvalidManifest {
-        skill: label.to_owned(),
-        problems,
-    })
+    let meta = super::parse_manifest(label, &json)?;
+    Ok((json, meta))
 }
 
 fn failure(error: types::SkillError) -> (FailureKind, String) {

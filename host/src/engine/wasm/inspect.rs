@@ -1,6 +1,8 @@
 //! Reads what a component says about itself before anything is compiled: which
 //! `evo:skill` version it targets (from its import and export names, which every
-//! toolchain writes) and, if the Rust SDK built it, the SDK's stamp.
+//! toolchain writes), the SDK's stamp if the Rust SDK built it, and the manifest that
+//! `evo skill build` embeds ([`MANIFEST_SECTION`]), so that a host can describe the
+//! skill without instantiating it.
 
 use wasmtime::wasmparser::{ComponentExternalKind, Parser, Payload};
 
@@ -12,6 +14,9 @@ pub const API_VERSION: &str = env!("EVO_SKILL_API_VERSION");
 const PACKAGE: &str = "evo:skill/";
 /// Custom section written by `evo-guest`.
 const SDK_SECTION: &str = "evo:sdk";
+/// Custom section, at the component's top level, holding the skill's manifest (the JSON
+/// its `manifest` export returns), written by `evo skill build` ([`with_manifest`]).
+pub const MANIFEST_SECTION: &str = "evo:manifest";
 
 /// What a component declares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +25,8 @@ pub struct ComponentInfo {
     pub api_version: String,
     /// The SDK stamp (`evo-guest 0.1.0; evo:skill@0.1.0`), when present.
     pub sdk: Option<String>,
+    /// The embedded manifest ([`MANIFEST_SECTION`]), when present: not yet validated.
+    pub manifest: Option<String>,
 }
 
 /// Checks that `bytes` is a component exporting a supported `evo:skill/skill`.
@@ -39,6 +46,7 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
     let mut exports = Vec::new();
     let mut imports = Vec::new();
     let mut sdk = None;
+    let mut manifest = None;
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| Error::InvalidComponent {
@@ -64,6 +72,18 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
             }
             Payload::CustomSection(section) if section.name() == SDK_SECTION => {
                 sdk = Some(String::from_utf8_lossy(section.data()).into_owned());
+            }
+            Payload::CustomSection(section) if section.name() == MANIFEST_SECTION && depth == 0 => {
+                if manifest.is_some() {
+                    return Err(invalid(
+                        skill,
+                        &format!("it has more than one `{MANIFEST_SECTION}` section"),
+                    ));
+                }
+                let text = std::str::from_utf8(section.data()).map_err(|_| {
+                    invalid(skill, &format!("its `{MANIFEST_SECTION}` section is not UTF-8"))
+                })?;
+                manifest = Some(text.to_owned());
             }
             _ => {}
         }
@@ -102,7 +122,80 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
             });
         }
     }
-    Ok(ComponentInfo { api_version, sdk })
+    Ok(ComponentInfo {
+        api_version,
+        sdk,
+        manifest,
+    })
+}
+
+/// `component` with `manifest` as its [`MANIFEST_SECTION`], replacing any it had. The
+/// section is a custom section at the top level, after everything else: it changes
+/// nothing the component does.
+pub fn with_manifest(skill: &str, component: &[u8], manifest: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(component.len() + manifest.len() + 32);
+    let mut kept = 0;
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(component) {
+        match payload.map_err(|e| invalid(skill, &e))? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::CustomSection(section) if section.name() == MANIFEST_SECTION && depth == 0 => {
+                // The section's id (0) and size come before its name and data.
+                let body = section.range();
+                let start = section_start(component, body.clone()).ok_or_else(|| {
+                    invalid(skill, &format!("its `{MANIFEST_SECTION}` section is malformed"))
+                })?;
+                out.extend_from_slice(&component[kept..start]);
+                kept = body.end;
+            }
+            _ => {}
+        }
+    }
+    out.extend_from_slice(&component[kept..]);
+    let name = MANIFEST_SECTION.as_bytes();
+    let mut body = Vec::with_capacity(manifest.len() + name.len() + 5);
+    leb128(&mut body, name.len());
+    body.extend_from_slice(name);
+    body.extend_from_slice(manifest.as_bytes());
+    out.push(0);
+    leb128(&mut out, body.len());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+fn leb128(out: &mut Vec<u8>, mut value: usize) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Where the custom section whose name and data are `body` starts: its id byte, then
+/// its size as a LEB128 of 1 to 5 bytes (padded ones too).
+fn section_start(bytes: &[u8], body: std::ops::Range<usize>) -> Option<usize> {
+    (1..=5).find_map(|width| {
+        let size_at = body.start.checked_sub(width)?;
+        let id_at = size_at.checked_sub(1)?;
+        let (size, used) = read_leb128(&bytes[size_at..body.start])?;
+        (bytes[id_at] == 0 && used == width && size == body.len()).then_some(id_at)
+    })
+}
+
+fn read_leb128(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut value = 0usize;
+    for (i, byte) in bytes.iter().enumerate().take(5) {
+        value |= usize::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
 }
 
 fn invalid(skill: &str, error: &dyn std::fmt::Display) -> Error {
@@ -155,5 +248,34 @@ mod tests {
         assert!(err.to_string().contains("it is a core module"), "{err}");
         let err = inspect("x", b"hello").unwrap_err();
         assert!(err.to_string().contains("magic number"), "{err}");
+    }
+
+    /// The manifest sections at the top level of `bytes`.
+    fn manifests(bytes: &[u8]) -> Vec<String> {
+        let mut depth = 0usize;
+        let mut found = Vec::new();
+        for payload in Parser::new(0).parse_all(bytes) {
+            match payload.unwrap() {
+                Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+                Payload::End(_) => depth = depth.saturating_sub(1),
+                Payload::CustomSection(s) if s.name() == MANIFEST_SECTION && depth == 0 => {
+                    found.push(String::from_utf8(s.data().to_vec()).unwrap());
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn a_manifest_is_embedded_once_and_replaced_when_embedded_again() {
+        let empty = b"\0asm\x0d\0\x01\0";
+        let once = with_manifest("x", empty, r#"{"name":"a"}"#).unwrap();
+        assert_eq!(manifests(&once), [r#"{"name":"a"}"#]);
+        let long = "b".repeat(300);
+        let twice = with_manifest("x", &once, &long).unwrap();
+        assert_eq!(manifests(&twice), [long.clone()]);
+        let back = with_manifest("x", &twice, r#"{"name":"a"}"#).unwrap();
+        assert_eq!(back, once);
     }
 }

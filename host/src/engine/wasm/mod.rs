@@ -3,9 +3,12 @@
 //! One [`WasmEngine`] per process holds the wasmtime `Engine` (component model, epoch
 //! interruption, pooling allocator), the `Linker` with WASI p2 and the `context`
 //! imports, and the on-disk cache of compiled components. [`WasmEngine::load_file`]
-//! checks a component's API version, compiles it (or loads it from the cache), reads
-//! its manifest and intersects its capabilities with the operator's policy; the
-//! resulting [`WasmSkill`] runs each call in a fresh instance under its limits.
+//! checks a component's API version, reads its manifest (from the section `evo skill
+//! build` embeds, else by calling its `manifest` export once), intersects its
+//! capabilities with the operator's policy, and compiles it (or loads it from the
+//! cache); the resulting [`WasmSkill`] runs each call in a fresh instance under its
+//! limits. With a cache, a file loaded before and unchanged since is described from
+//! what was learnt then, and its compiled code is loaded on its first call.
 //!
 //! ```no_run
 //! use evo_host::capabilities::Policy;
@@ -28,6 +31,7 @@ mod executor;
 mod guest;
 mod http;
 mod inspect;
+mod known;
 pub mod limits;
 mod scrub;
 mod slots;
@@ -46,13 +50,14 @@ pub use call::{MemoryWrite, SkillOutcome, StepTrace, WasmSkill};
 pub use executor::WasmExecutor;
 pub use http::HttpBody;
 pub(crate) use http::send_checked;
-pub use inspect::{API_VERSION, ComponentInfo, inspect};
+pub use inspect::{API_VERSION, ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
 pub use limits::{LimitPolicy, Limits};
 pub use slots::NESTED_RESERVE;
 pub use state::HostState;
 
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
+use crate::skill::meta::SkillMeta;
 
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
@@ -274,6 +279,8 @@ struct Inner {
     plain: Flavor,
     fuel: OnceLock<Result<Flavor, String>>,
     cache: Option<ArtifactCache>,
+    /// What was learnt from the component files loaded before (beside the cache).
+    known: Option<known::KnownFiles>,
     /// The places for calls' instances: the pool, the nested reserve, the long lane.
     slots: slots::Slots,
     /// Stores alive now (see [`WasmEngine::live_instances`]).
@@ -304,6 +311,10 @@ impl WasmEngine {
     pub fn new(config: EngineConfig) -> Result<Self> {
         let plain = Flavor::new(&config, false)?;
         let cache = config.cache_dir.clone().map(ArtifactCache::new);
+        let known = config
+            .cache_dir
+            .as_ref()
+            .map(|dir| known::KnownFiles::new(dir.join("known")));
         let slots = slots::Slots::new(config.max_concurrent_calls);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -311,6 +322,7 @@ impl WasmEngine {
                 plain,
                 fuel: OnceLock::new(),
                 cache,
+                known,
                 slots,
                 live: Arc::default(),
                 calls: Arc::default(),
@@ -358,23 +370,60 @@ impl WasmEngine {
     }
 
     /// Loads a skill from a `.wasm` file; see [`WasmEngine::load_bytes`].
+    ///
+    /// With a compile cache, a file loaded before and unchanged since (its fingerprint:
+    /// identity, size, times and sampled bytes) is not read at all: the skill is
+    /// described from what was learnt then, and its compiled code is loaded on its first
+    /// call ([`WasmSkill::prepare`]).
     pub async fn load_file(&self, path: &Path, policy: &Policy) -> Result<WasmSkill> {
-        let bytes = tokio::task::spawn_blocking({
-            let path = path.to_owned();
-            move || std::fs::read(&path)
-        })
-        .await
-        .map_err(|e| Error::Engine(e.to_string()))?
-        .map_err(Error::io_at(path))?;
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        self.load_bytes(&label, bytes, policy).await
+        let Some(known) = &self.inner.known else {
+            let bytes = read_file(path).await?;
+            return self.load_bytes(&label, bytes, policy).await;
+        };
+        let path = std::path::absolute(path).map_err(Error::io_at(path))?;
+        let fingerprint = known::Fingerprint::of(&path).map_err(Error::io_at(&path))?;
+        if let Some(seen) = known.get(&path, &fingerprint)
+            && let Ok(meta) = SkillMeta::from_json(&seen.manifest)
+        {
+            let info = ComponentInfo {
+                api_version: seen.api_version,
+                sdk: seen.sdk,
+                manifest: None,
+            };
+            let limits = Limits::resolve(&meta, &self.inner.config.limits);
+            let origin = call::Origin::File(path);
+            return Ok(WasmSkill::new(
+                self.clone(),
+                meta,
+                info,
+                seen.digest,
+                limits,
+                policy,
+                origin,
+            ));
+        }
+        let bytes = read_file(&path).await?;
+        let (skill, manifest) = self.load_described(&label, bytes, policy).await?;
+        known.put(
+            &path,
+            fingerprint,
+            known::Known {
+                digest: skill.digest().to_owned(),
+                api_version: skill.info().api_version.clone(),
+                sdk: skill.info().sdk.clone(),
+                manifest,
+            },
+        );
+        Ok(skill)
     }
 
-    /// Loads a skill: checks the API version before compiling, compiles or loads from
-    /// the cache, reads the manifest from the component, and grants capabilities as
+    /// Loads a skill: checks the API version before compiling, reads the manifest (from
+    /// its [`MANIFEST_SECTION`] without instantiating it, else from its `manifest`
+    /// export), compiles it or loads it from the cache, and grants capabilities as
     /// requested ∩ `policy`.
     pub async fn load_bytes(
         &self,
@@ -382,47 +431,110 @@ impl WasmEngine {
         bytes: Vec<u8>,
         policy: &Policy,
     ) -> Result<WasmSkill> {
+        Ok(self.load_described(label, bytes, policy).await?.0)
+    }
+
+    /// The skill in `bytes` and its manifest's JSON.
+    async fn load_described(
+        &self,
+        label: &str,
+        bytes: Vec<u8>,
+        policy: &Policy,
+    ) -> Result<(WasmSkill, String)> {
+        self.check_size(label, bytes.len())?;
+        let info = inspect(label, &bytes)?;
+        let digest = hex::encode(Sha256::digest(&bytes));
+        let bytes: Arc<[u8]> = bytes.into();
+        let embedded = match &info.manifest {
+            Some(json) => Some((json.clone(), parse_manifest(label, json)?)),
+            None => None,
+        };
+        let (json, meta, prepared) = match embedded {
+            Some((json, meta)) => (json, meta, None),
+            None => {
+                let plain = self.prepare(label, &digest, Code::Bytes(bytes.clone()), false).await?;
+                let (json, meta) = call::read_manifest(self, label, &plain.0).await?;
+                (json, meta, Some(plain))
+            }
+        };
+        let limits = Limits::resolve(&meta, &self.inner.config.limits);
+        let fuel = limits.fuel.is_some();
+        let prepared = match prepared {
+            Some(plain) if !fuel => plain,
+            _ => self.prepare(label, &digest, Code::Bytes(bytes), fuel).await?,
+        };
+        let skill = WasmSkill::new(
+            self.clone(),
+            meta,
+            ComponentInfo {
+                manifest: None,
+                ..info
+            },
+            digest,
+            limits,
+            policy,
+            call::Origin::Ready(prepared),
+        );
+        Ok((skill, json))
+    }
+
+    fn check_size(&self, label: &str, len: usize) -> Result<()> {
         let max = self.inner.config.max_component_bytes;
-        if bytes.len() as u64 > max {
+        if len as u64 > max {
             return Err(Error::ComponentLimit {
                 skill: label.to_owned(),
                 message: format!(
                     "the component is {:.1} MB; components may be at most {} MiB, so it was not compiled",
-                    bytes.len() as f64 / 1e6,
+                    len as f64 / 1e6,
                     max >> 20
                 ),
             });
         }
-        let info = inspect(label, &bytes)?;
-        let digest = hex::encode(Sha256::digest(&bytes));
-        let bytes: Arc<[u8]> = bytes.into();
-        let (pre, source) = self.prepare(label, &digest, bytes.clone(), false).await?;
-        let meta = call::read_manifest(self, label, &pre).await?;
-        let limits = Limits::resolve(&meta, &self.inner.config.limits);
-        let pre = if limits.fuel.is_some() {
-            self.prepare(label, &digest, bytes, true).await?.0
-        } else {
-            pre
-        };
-        Ok(WasmSkill::new(
-            self.clone(),
-            meta,
-            info,
-            digest,
-            source,
-            limits,
-            policy,
-            pre,
-        ))
+        Ok(())
     }
 
-    async fn prepare(
-        &self,
-        label: &str,
-        digest: &str,
-        bytes: Arc<[u8]>,
-        fuel: bool,
-    ) -> Result<(bindings::PluginPre<HostState>, LoadSource)> {
+    /// The manifest JSON that the component's `manifest` export returns (an instance
+    /// with no grants, called once), validated; any embedded manifest is not read. This
+    /// is what `evo skill build` embeds.
+    pub async fn exported_manifest(&self, label: &str, bytes: Vec<u8>) -> Result<String> {
+        self.check_size(label, bytes.len())?;
+        inspect(label, &bytes)?;
+        let digest = hex::encode(Sha256::digest(&bytes));
+        let (pre, _) = self
+            .prepare(label, &digest, Code::Bytes(bytes.into()), false)
+            .await?;
+        Ok(call::read_manifest(self, label, &pre).await?.0)
+    }
+
+    /// Refuses a component whose embedded manifest ([`MANIFEST_SECTION`]) says something
+    /// other than its `manifest` export: a host reads the section without instantiating
+    /// the component, so the two must tell the same story. The skill manager checks this
+    /// at install, where the operator sees what a skill asks for.
+    pub async fn verify_embedded_manifest(&self, label: &str, bytes: Vec<u8>) -> Result<()> {
+        let Some(embedded) = inspect(label, &bytes)?.manifest else {
+            return Ok(());
+        };
+        let exported = self.exported_manifest(label, bytes).await?;
+        let parse = |json: &str| serde_json::from_str::<serde_json::Value>(json).ok();
+        if parse(&embedded).is_some() && parse(&embedded) == parse(&exported) {
+            return Ok(());
+        }
+        Err(Error::InvalidManifest {
+            skill: label.to_owned(),
+            problems: vec![crate::skill::meta::Problem {
+                field: format!("({MANIFEST_SECTION})"),
+                message: format!(
+                    "the manifest embedded in the component is not the one its `manifest` export returns"
+                ),
+                fix: "build it again with `evo skill build`, which embeds the export's manifest"
+                    .to_owned(),
+            }],
+        })
+    }
+
+    /// Compiles `code` (or loads it from the cache) for the flavor with or without
+    /// fuel, and links it.
+    async fn prepare(&self, label: &str, digest: &str, code: Code, fuel: bool) -> Result<Prepared> {
         let engine = self.clone();
         let digest = digest.to_owned();
         let label_owned = label.to_owned();
@@ -432,14 +544,17 @@ impl WasmEngine {
             None => false,
         };
         if !cached {
-            self.inner.config.on_compile.tell(label, bytes.len());
+            self.inner.config.on_compile.tell(label, code.len());
         }
         let compile = tokio::task::spawn_blocking(move || {
             let flavor = engine.flavor(fuel)?;
+            let bytes = || code.bytes(&digest);
             let compiled = match &engine.inner.cache {
-                Some(cache) => cache.load_or_compile(&flavor.engine, &digest, &bytes),
-                None => wasmtime::component::Component::new(&flavor.engine, &bytes[..])
-                    .map(|c| (c, LoadSource::Compiled)),
+                Some(cache) => cache.load_or_compile(&flavor.engine, &digest, bytes),
+                None => bytes().and_then(|bytes| {
+                    wasmtime::component::Component::new(&flavor.engine, &bytes[..])
+                        .map(|c| (c, LoadSource::Compiled))
+                }),
             };
             let (component, source) = compiled.map_err(|e| Error::InvalidComponent {
                 skill: label_owned.clone(),
@@ -466,4 +581,58 @@ impl WasmEngine {
             }),
         }
     }
+}
+
+/// A compiled, linked component and where its code came from.
+type Prepared = (bindings::PluginPre<HostState>, LoadSource);
+
+/// A component's bytes, in hand or in a file loaded before.
+enum Code {
+    Bytes(Arc<[u8]>),
+    File(PathBuf),
+}
+
+impl Code {
+    fn len(&self) -> usize {
+        match self {
+            Self::Bytes(bytes) => bytes.len(),
+            Self::File(path) => std::fs::metadata(path).map_or(0, |m| m.len() as usize),
+        }
+    }
+
+    /// The bytes; a file's must still have the SHA-256 it was loaded with.
+    fn bytes(&self, digest: &str) -> wasmtime::Result<Arc<[u8]>> {
+        match self {
+            Self::Bytes(bytes) => Ok(bytes.clone()),
+            Self::File(path) => {
+                let bytes = std::fs::read(path)
+                    .map_err(|e| wasmtime::Error::msg(format!("{}: {e}", path.display())))?;
+                if hex::encode(Sha256::digest(&bytes)) != digest {
+                    return Err(wasmtime::Error::msg(format!(
+                        "{} changed after it was loaded; load it again (restart the host, or `evo serve` picks it up at its next refresh)",
+                        path.display()
+                    )));
+                }
+                Ok(bytes.into())
+            }
+        }
+    }
+}
+
+async fn read_file(path: &Path) -> Result<Vec<u8>> {
+    tokio::task::spawn_blocking({
+        let path = path.to_owned();
+        move || std::fs::read(&path)
+    })
+    .await
+    .map_err(|e| Error::Engine(e.to_string()))?
+    .map_err(Error::io_at(path))
+}
+
+/// The manifest `json` of the component `label`, validated.
+fn parse_manifest(label: &str, json: &str) -> Result<SkillMeta> {
+    SkillMeta::from_json(json).map_err(|problems| Error::InvalidManifest {
+        skill: label.to_owned(),
+        problems,
+    })
 }
