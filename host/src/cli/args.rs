@@ -182,13 +182,26 @@ pub(crate) fn config(
 
 /// The host of this invocation. Skills that failed to load and a model that cannot be
 /// used are warnings: commands that need neither still work.
+///
+/// Such a command runs one skill (with the skills it calls) or one agent task, not a
+/// server's traffic: unless evo.toml or the environment sets `engine.pool_slots`, its
+/// Wasm pool has [`ONE_SHOT_POOL_SLOTS`], which the engine sets up in a fraction of the
+/// time of the server's (more calls at once wait for a slot; none fails).
 pub(crate) async fn host(
     globals: &Globals,
     sources: &Sources,
     grants: &Grants,
 ) -> Result<Host, Failure> {
-    host_with(config(globals, sources, grants)?, globals).await
+    let mut config = config(globals, sources, grants)?;
+    if config.source("engine.pool_slots") == Source::Default {
+        config.engine.pool_slots = config.engine.pool_slots.min(ONE_SHOT_POOL_SLOTS);
+    }
+    host_with(config, globals).await
 }
+
+/// The Wasm pool of a command that is not a server: a call, the calls it makes, and an
+/// agent's tools side by side.
+pub(crate) const ONE_SHOT_POOL_SLOTS: u32 = 8;
 
 /// The host of `config`, with the warnings of [`host`].
 pub(crate) async fn host_with(config: Config, globals: &Globals) -> Result<Host, Failure> {
@@ -207,9 +220,14 @@ pub(crate) async fn host_with(config: Config, globals: &Globals) -> Result<Host,
     Ok(host)
 }
 
-/// The host with no extra sources or grants.
+/// The host with no extra sources or grants, set up as configured (with the server's
+/// pool): what `evo doctor` checks.
 pub(crate) async fn plain_host(globals: &Globals) -> Result<Host, Failure> {
-    host(globals, &Sources::default(), &Grants::default()).await
+    host_with(
+        config(globals, &Sources::default(), &Grants::default())?,
+        globals,
+    )
+    .await
 }
 
 /// A host that loads no skills, for commands that call none (memory, install,

@@ -129,6 +129,13 @@ impl Loader {
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
+        // A component describes itself: nothing else in the directory is read.
+        let wasm = dir.join(SKILL_WASM);
+        if wasm.is_file() {
+            let skill = self.load_wasm_file(&wasm).await?;
+            let meta = skill.meta().clone();
+            return RegisteredSkill::new(meta, Arc::new(WasmExecutor::new(skill)));
+        }
         let read = |file: &str| read_optional(&dir.join(file));
         let json_text = read(SKILL_JSON)?;
         let md_text = read(SKILL_MD)?;
@@ -137,11 +144,6 @@ impl Loader {
             problems,
         };
 
-        if dir.join(SKILL_WASM).is_file() {
-            let skill = self.load_wasm_file(&dir.join(SKILL_WASM)).await?;
-            let meta = skill.meta().clone();
-            return RegisteredSkill::new(meta, Arc::new(WasmExecutor::new(skill)));
-        }
         if json_text.is_none() && md_text.is_none() {
             return Err(invalid(vec![Problem {
                 field: "(skill)".into(),
