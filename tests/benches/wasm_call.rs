@@ -3,8 +3,10 @@
 //! Evo's Wasm call path next to its floor, measured in the same run: a bare wasmtime
 //! engine with the same configuration (pooling, epoch interruption) instantiating the
 //! same component from an `InstancePre` and calling it — no Evo code. Budget: Evo's
-//! fresh-instance call ≤ 1.3× the floor. Also: compile vs cache-hit load, and calls on
-//! two threads.
+//! fresh-instance call ≤ 1.3× the floor. The same for `calculate` as `evo skill build`
+//! builds it (its manifest embedded, no schema generator). Also: compile vs cache-hit
+//! load (a file loaded before: described from its record, its code loaded on the first
+//! call; budget ≤ 1.5× `deserialize_file`), and calls on two threads.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -38,25 +40,58 @@ fn evo_skill(rt: &tokio::runtime::Runtime, config: EngineConfig) -> WasmSkill {
         .unwrap()
 }
 
+/// `skills-wasm/calculate` as `evo skill build` builds it, into `target/evo-built/`.
+fn calculate_built_by_evo() -> std::path::PathBuf {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-built");
+    let out = target.join("calculate.wasm");
+    let home = tempfile::tempdir().unwrap();
+    let built = evo_tests::cli::command(
+        home.path(),
+        &["skill", "build", "skills-wasm/calculate", "--out"],
+    )
+    .arg(&out)
+    .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+    .env("CARGO_TARGET_DIR", target.join("target"))
+    .env_remove("CARGO_ENCODED_RUSTFLAGS")
+    .env_remove("RUSTFLAGS")
+    .output()
+    .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    out
+}
+
 fn fresh_instance_call(c: &mut Criterion) {
     let rt = runtime();
-    let bytes = std::fs::read(skills::CALCULATE).unwrap();
-    let floor = Floor::new(&config(), &bytes, INPUT);
-    let skill = evo_skill(&rt, config());
-    let run = SkillContext::detached();
-    assert_eq!(rt.block_on(floor.call()), r#"{"result":22}"#);
-    assert_eq!(
-        rt.block_on(skill.call(INPUT, &run)).unwrap().output["result"],
-        22
-    );
-
+    let lean = calculate_built_by_evo();
     let mut group = c.benchmark_group("wasm_call");
-    group.bench_function("floor: wasmtime instantiate + call", |b| {
-        b.iter(|| rt.block_on(floor.call()))
-    });
-    group.bench_function("evo: WasmSkill::call", |b| {
-        b.iter(|| rt.block_on(skill.call(black_box(INPUT), &run)).unwrap())
-    });
+    for (label, path) in [
+        ("", Path::new(skills::CALCULATE)),
+        (" (evo skill build)", lean.as_path()),
+    ] {
+        let bytes = std::fs::read(path).unwrap();
+        println!("calculate{label}: {} bytes", bytes.len());
+        let floor = Floor::new(&config(), &bytes, INPUT);
+        let engine = WasmEngine::new(config()).unwrap();
+        let skill = rt
+            .block_on(engine.load_file(path, &Policy::default()))
+            .unwrap();
+        let run = SkillContext::detached();
+        assert_eq!(rt.block_on(floor.call()), r#"{"result":22}"#);
+        assert_eq!(
+            rt.block_on(skill.call(INPUT, &run)).unwrap().output["result"],
+            22
+        );
+        group.bench_function(format!("floor: wasmtime instantiate + call{label}"), |b| {
+            b.iter(|| rt.block_on(floor.call()))
+        });
+        group.bench_function(format!("evo: WasmSkill::call{label}"), |b| {
+            b.iter(|| rt.block_on(skill.call(black_box(INPUT), &run)).unwrap())
+        });
+    }
     group.finish();
 }
 
@@ -110,7 +145,26 @@ fn load(c: &mut Criterion) {
         // SAFETY: `artifact` is the serialized output of the same engine configuration.
         b.iter(|| unsafe { Component::deserialize_file(&engine, &artifact) }.unwrap())
     });
-    group.bench_function("evo: load, cache hit", |b| b.iter(|| load(&cached)));
+    group.bench_function("evo: load_bytes, cache hit", |b| b.iter(|| load(&cached)));
+    // A file loaded before: described from its record; then its code, as its first call
+    // loads it.
+    let file = Path::new(skills::CALCULATE);
+    let described = || {
+        rt.block_on(cached.load_file(file, &Policy::default()))
+            .unwrap()
+    };
+    described();
+    assert_eq!(described().load_source(), LoadSource::Deferred);
+    group.bench_function("evo: load_file, described from its record", |b| {
+        b.iter(described)
+    });
+    group.bench_function("evo: load_file + its code from the cache", |b| {
+        b.iter(|| {
+            let skill = described();
+            assert_eq!(rt.block_on(skill.prepare()).unwrap(), LoadSource::Cache);
+            skill
+        })
+    });
     group.finish();
 }
 

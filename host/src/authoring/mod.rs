@@ -153,9 +153,17 @@ pub struct Built {
 /// as text (`EVO_SKILL_MANIFEST`, read by `evo_guest::export_skill!`), which leaves the
 /// schema generator out of the component.
 pub async fn build(dir: &Path, engine: &WasmEngine) -> Result<Built> {
+    build_to(dir, &dir.join("skill.wasm"), engine).await
+}
+
+/// [`build`] into `wasm` instead of `dir/skill.wasm`.
+pub async fn build_to(dir: &Path, wasm: &Path, engine: &WasmEngine) -> Result<Built> {
     let language = Language::of_project(dir)?;
-    let wasm = dir.join("skill.wasm");
-    let staged = dir.join(".skill.wasm.tmp");
+    let wasm = wasm.to_owned();
+    let name = wasm
+        .file_name()
+        .map_or_else(|| "skill.wasm".into(), |n| n.to_string_lossy().into_owned());
+    let staged = wasm.with_file_name(format!(".{name}.tmp"));
     let _ = std::fs::remove_file(&staged);
     // A failed build leaves neither a half-written component nor the old one replaced.
     let built = build_described(language, dir, &staged, engine).await;
@@ -210,12 +218,7 @@ async fn build_described(
 
 /// Runs `language`'s toolchain in `dir`, writing the component to `staged`.
 /// `manifest`, for Rust, is embedded by the SDK as text.
-fn build_into(
-    language: Language,
-    dir: &Path,
-    staged: &Path,
-    manifest: Option<&str>,
-) -> Result<()> {
+fn build_into(language: Language, dir: &Path, staged: &Path, manifest: Option<&str>) -> Result<()> {
     match language {
         Language::Rust => build_rust(dir, staged, manifest)?,
         Language::JavaScript => {

@@ -33,7 +33,21 @@ fn new_project_round_trip(lang: &str) {
         "{}",
         stdout(&out)
     );
-    assert!(project.join("skill.wasm").is_file());
+    // The build embedded the manifest, so that hosts describe the skill without
+    // instantiating it (install checks it is the export's own).
+    let built = std::fs::read(project.join("skill.wasm")).unwrap();
+    let info = evo_host::engine::wasm::inspect("skill.wasm", &built).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&info.manifest.unwrap()).unwrap();
+    assert_eq!(manifest["name"], "greet");
+    if lang == "rust" {
+        // Built a second time with the manifest as text, without the schema generator:
+        // the bound for a hello-world Rust skill.
+        assert!(
+            built.len() <= 150_000,
+            "a new Rust skill is {} bytes",
+            built.len()
+        );
+    }
 
     let out = evo_in(&project, &home, &["skill", "test", "--no-build"]);
     assert!(

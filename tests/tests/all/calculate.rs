@@ -123,7 +123,11 @@ async fn a_second_engine_loads_from_the_disk_cache() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 2, "one artifact and the record of the file: {files:?}");
+    assert_eq!(
+        files.len(),
+        2,
+        "one artifact and the record of the file: {files:?}"
+    );
     assert!(files[0].ends_with(".cwasm"), "{files:?}");
     assert_eq!(files[1], "known", "no temp files left behind");
 

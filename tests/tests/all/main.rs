@@ -10,6 +10,7 @@ mod cli;
 mod composite;
 mod config;
 mod crash;
+mod described;
 mod docs;
 mod examples;
 mod exfil;

@@ -58,13 +58,18 @@ pub(crate) fn new(globals: &Globals, name: &str, lang: Lang, parent: &Path) -> R
     Ok(())
 }
 
-/// `evo skill build [DIR]`.
-pub(crate) async fn build(globals: &Globals, dir: &Path) -> Result<(), Failure> {
+/// `evo skill build [DIR] [--out FILE]`.
+pub(crate) async fn build(
+    globals: &Globals,
+    dir: &Path,
+    out: Option<&Path>,
+) -> Result<(), Failure> {
     if !globals.json {
         eprintln!("building {}", dir.display());
     }
     let host = args::bare_host(globals).await?;
-    let built = authoring::build(dir, engine(&host)?).await?;
+    let wasm = out.map_or_else(|| dir.join("skill.wasm"), Path::to_owned);
+    let built = authoring::build_to(dir, &wasm, engine(&host)?).await?;
     let size = std::fs::metadata(&built.wasm).map(|m| m.len()).unwrap_or(0);
     if globals.json {
         out!(

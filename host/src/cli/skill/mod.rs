@@ -37,11 +37,16 @@ pub(crate) enum SkillCommand {
     },
     /// Build the skill project in DIR into DIR/skill.wasm with its language's toolchain
     /// (cargo, ComponentizeJS, componentize-py); says what to install when one is
-    /// missing.
+    /// missing. The component carries its manifest, so hosts describe it without
+    /// running it; a Rust project is built twice, the second time without the schema
+    /// generator.
     Build {
         /// The project (made by `evo new`).
         #[arg(default_value = ".")]
         dir: PathBuf,
+        /// The component to write (default DIR/skill.wasm).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
     },
     /// Build the project in DIR and run the cases in DIR/tests/*.json through the host:
     /// `{"input": {…}, "output": {…}}` or `{"input": {…}, "error": "CODE"}`.
@@ -152,7 +157,7 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             sources,
             grants,
         } => run::run(globals, &skill, input, &sources, &grants).await,
-        SkillCommand::Build { dir } => author::build(globals, &dir).await,
+        SkillCommand::Build { dir, out } => author::build(globals, &dir, out.as_deref()).await,
         SkillCommand::Test {
             dir,
             no_build,

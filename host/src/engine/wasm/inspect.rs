@@ -81,7 +81,10 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
                     ));
                 }
                 let text = std::str::from_utf8(section.data()).map_err(|_| {
-                    invalid(skill, &format!("its `{MANIFEST_SECTION}` section is not UTF-8"))
+                    invalid(
+                        skill,
+                        &format!("its `{MANIFEST_SECTION}` section is not UTF-8"),
+                    )
                 })?;
                 manifest = Some(text.to_owned());
             }
@@ -144,7 +147,10 @@ pub fn with_manifest(skill: &str, component: &[u8], manifest: &str) -> Result<Ve
                 // The section's id (0) and size come before its name and data.
                 let body = section.range();
                 let start = section_start(component, body.clone()).ok_or_else(|| {
-                    invalid(skill, &format!("its `{MANIFEST_SECTION}` section is malformed"))
+                    invalid(
+                        skill,
+                        &format!("its `{MANIFEST_SECTION}` section is malformed"),
+                    )
                 })?;
                 out.extend_from_slice(&component[kept..start]);
                 kept = body.end;
@@ -274,7 +280,7 @@ mod tests {
         assert_eq!(manifests(&once), [r#"{"name":"a"}"#]);
         let long = "b".repeat(300);
         let twice = with_manifest("x", &once, &long).unwrap();
-        assert_eq!(manifests(&twice), [long.clone()]);
+        assert_eq!(manifests(&twice), [long]);
         let back = with_manifest("x", &twice, r#"{"name":"a"}"#).unwrap();
         assert_eq!(back, once);
     }

@@ -49,7 +49,9 @@ impl Fingerprint {
         let head = read_up_to(&mut file, &mut buf)?;
         hasher.update(&buf[..head]);
         if meta.len() > SAMPLE {
-            file.seek(SeekFrom::Start(meta.len().saturating_sub(SAMPLE).max(SAMPLE)))?;
+            file.seek(SeekFrom::Start(
+                meta.len().saturating_sub(SAMPLE).max(SAMPLE),
+            ))?;
             let tail = read_up_to(&mut file, &mut buf)?;
             hasher.update(&buf[..tail]);
         }

@@ -407,7 +407,9 @@ impl WasmEngine {
             ));
         }
         let bytes = read_file(&path).await?;
-        let (skill, manifest) = self.load_described(&label, bytes, policy).await?;
+        let (skill, manifest) = self
+            .load_described(&label, bytes, policy, Some(&path))
+            .await?;
         known.put(
             &path,
             fingerprint,
@@ -431,15 +433,18 @@ impl WasmEngine {
         bytes: Vec<u8>,
         policy: &Policy,
     ) -> Result<WasmSkill> {
-        Ok(self.load_described(label, bytes, policy).await?.0)
+        Ok(self.load_described(label, bytes, policy, None).await?.0)
     }
 
-    /// The skill in `bytes` and its manifest's JSON.
+    /// The skill in `bytes` and its manifest's JSON. A component read from `file` that
+    /// embeds its manifest is compiled on its first call (from the file, whose digest is
+    /// checked then).
     async fn load_described(
         &self,
         label: &str,
         bytes: Vec<u8>,
         policy: &Policy,
+        file: Option<&Path>,
     ) -> Result<(WasmSkill, String)> {
         self.check_size(label, bytes.len())?;
         let info = inspect(label, &bytes)?;
@@ -452,16 +457,22 @@ impl WasmEngine {
         let (json, meta, prepared) = match embedded {
             Some((json, meta)) => (json, meta, None),
             None => {
-                let plain = self.prepare(label, &digest, Code::Bytes(bytes.clone()), false).await?;
+                let plain = self
+                    .prepare(label, &digest, Code::Bytes(bytes.clone()), false)
+                    .await?;
                 let (json, meta) = call::read_manifest(self, label, &plain.0).await?;
                 (json, meta, Some(plain))
             }
         };
         let limits = Limits::resolve(&meta, &self.inner.config.limits);
         let fuel = limits.fuel.is_some();
-        let prepared = match prepared {
-            Some(plain) if !fuel => plain,
-            _ => self.prepare(label, &digest, Code::Bytes(bytes), fuel).await?,
+        let origin = match (prepared, file) {
+            (Some(plain), _) if !fuel => call::Origin::Ready(plain),
+            (None, Some(file)) => call::Origin::File(file.to_owned()),
+            _ => call::Origin::Ready(
+                self.prepare(label, &digest, Code::Bytes(bytes), fuel)
+                    .await?,
+            ),
         };
         let skill = WasmSkill::new(
             self.clone(),
@@ -473,7 +484,7 @@ impl WasmEngine {
             digest,
             limits,
             policy,
-            call::Origin::Ready(prepared),
+            origin,
         );
         Ok((skill, json))
     }
@@ -523,9 +534,8 @@ impl WasmEngine {
             skill: label.to_owned(),
             problems: vec![crate::skill::meta::Problem {
                 field: format!("({MANIFEST_SECTION})"),
-                message: format!(
-                    "the manifest embedded in the component is not the one its `manifest` export returns"
-                ),
+                message: "the manifest embedded in the component is not the one its `manifest` export returns"
+                    .to_owned(),
                 fix: "build it again with `evo skill build`, which embeds the export's manifest"
                     .to_owned(),
             }],

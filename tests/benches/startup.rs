@@ -1,0 +1,201 @@
+//! `cargo build --release -p evo-host && cargo bench -p evo-tests --bench startup`
+//!
+//! What surrounds a call: a process's start-up and its catalogue.
+//!
+//! - One-shot `evo skill run`: `calculate.wasm` (compile cache warm) next to the
+//!   in-process built-in `calculate`, and `evo --version` (the process alone), in the
+//!   same run. Budget: the Wasm run ≤ 1.5× the built-in's.
+//! - 1,000 installed Wasm skills: `evo skill list` and `evo serve` until it answers,
+//!   next to the same with no skills. Budget: ready in < 100 ms. Also `Host::build` in
+//!   process, and the resident memory of an idle `evo serve` with and without them.
+//!
+//! The 1,000 skills are `calculate` with 1,000 names: its own manifest, renamed,
+//! embedded as `evo skill build` embeds it, so each is a different component.
+
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use evo_host::engine::wasm::with_manifest;
+use evo_tests::skills;
+use serde_json::Value;
+
+const SKILLS: usize = 1_000;
+const INPUT: &str = r#"{"expression":"sqrt(144) + 10"}"#;
+
+/// `evo ARGS` with `EVO_HOME=home`, its output checked by `expect` once before timing.
+fn evo(home: &Path, args: &[&str]) -> Command {
+    evo_tests::cli::command(home, args)
+}
+
+fn run(home: &Path, args: &[&str]) -> Vec<u8> {
+    let out = evo(home, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "evo {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A home with `n` Wasm skills in its skills directory, loaded once so that the compile
+/// cache and the records hold them, and left to settle (a file changed in the last 2 s
+/// is not remembered).
+fn home_with(n: usize) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let bytes = std::fs::read(skills::CALCULATE).unwrap();
+    let engine = evo_tests::engine();
+    let exported = rt
+        .block_on(engine.exported_manifest("calculate.wasm", bytes.clone()))
+        .unwrap();
+    let mut manifest: Value = serde_json::from_str(&exported).unwrap();
+    for i in 0..n {
+        let name = format!("calc-{i:04}");
+        manifest["name"] = Value::String(name.clone());
+        let component = with_manifest(&name, &bytes, &manifest.to_string()).unwrap();
+        let dir = home.path().join("skills").join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("skill.wasm"), component).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(2_100));
+    run(home.path(), &["skill", "list", "--json"]);
+    home
+}
+
+fn one_shot(c: &mut Criterion) {
+    let home = home_with(0);
+    let wasm: PathBuf = home.path().join("calculate.wasm");
+    std::fs::copy(skills::CALCULATE, &wasm).unwrap();
+    std::thread::sleep(Duration::from_millis(2_100));
+    let file = wasm.to_str().unwrap().to_owned();
+    for skill in ["calculate", file.as_str()] {
+        let out = run(home.path(), &["skill", "run", skill, "--input", INPUT]);
+        assert_eq!(String::from_utf8_lossy(&out), "{\n  \"result\": 22\n}\n");
+    }
+    let mut group = c.benchmark_group("one_shot");
+    group.sample_size(30);
+    group.bench_function("floor: evo --version", |b| {
+        b.iter(|| run(home.path(), &["--version"]))
+    });
+    group.bench_function("evo skill run calculate (built-in)", |b| {
+        b.iter(|| {
+            run(
+                home.path(),
+                &["skill", "run", "calculate", "--input", INPUT],
+            )
+        })
+    });
+    group.bench_function("evo skill run calculate.wasm", |b| {
+        b.iter(|| run(home.path(), &["skill", "run", &file, "--input", INPUT]))
+    });
+    group.finish();
+}
+
+/// Starts `evo serve --http` and waits until it says where it answers.
+fn serve_ready(home: &Path) -> (std::process::Child, Duration) {
+    let started = Instant::now();
+    let mut child = evo(home, &["serve", "--http", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    loop {
+        let line = lines
+            .next()
+            .expect("evo serve said where it answers")
+            .unwrap();
+        if line.contains("MCP at http://") {
+            break;
+        }
+    }
+    let ready = started.elapsed();
+    // Keep reading, so that the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, ready)
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Resident memory of `pid` now, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}
+
+fn catalogue(c: &mut Criterion) {
+    let empty = home_with(0);
+    let full = home_with(SKILLS);
+    let listed: Value =
+        serde_json::from_slice(&run(full.path(), &["skill", "list", "--json"])).unwrap();
+    let count = listed["skills"].as_array().map_or(0, |s| {
+        s.iter()
+            .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("calc-")))
+            .count()
+    });
+    assert_eq!(count, SKILLS, "{listed}");
+    let out = run(
+        full.path(),
+        &["skill", "run", "calc-0999", "--input", INPUT],
+    );
+    assert_eq!(String::from_utf8_lossy(&out), "{\n  \"result\": 22\n}\n");
+
+    let mut group = c.benchmark_group("catalogue");
+    group.sample_size(20);
+    for (label, home) in [("no skills", &empty), ("1,000 Wasm skills", &full)] {
+        group.bench_function(format!("evo skill list, {label}"), |b| {
+            b.iter(|| run(home.path(), &["skill", "list", "--json"]))
+        });
+        group.bench_function(format!("evo serve until it answers, {label}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let (child, ready) = serve_ready(home.path());
+                    total += ready;
+                    stop(child);
+                }
+                total
+            })
+        });
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (label, home) in [("no skills", &empty), ("1,000 Wasm skills", &full)] {
+        let config = evo_tests::config(home.path());
+        group.bench_function(format!("Host::build in process, {label}"), |b| {
+            b.iter(|| {
+                rt.block_on(
+                    evo_host::Host::builder()
+                        .data_dir(home.path())
+                        .config(config.clone())
+                        .build(),
+                )
+                .unwrap()
+            })
+        });
+    }
+    group.finish();
+
+    for (label, home) in [("no skills", &empty), ("1,000 Wasm skills", &full)] {
+        let (child, ready) = serve_ready(home.path());
+        std::thread::sleep(Duration::from_millis(500));
+        println!(
+            "evo serve, {label}: ready in {:.1} ms, idle RSS {:.1} MiB",
+            ready.as_secs_f64() * 1e3,
+            rss_kib(child.id()) as f64 / 1024.0
+        );
+        stop(child);
+    }
+}
+
+criterion_group!(benches, one_shot, catalogue);
+criterion_main!(benches);

@@ -1,0 +1,201 @@
+//! Skills described without running them: the manifest `evo skill build` embeds in a
+//! component (read without instantiating it, and refused at install when it is not
+//! what the component's own export says), and a file loaded before, described from
+//! what was learnt then until it changes, its compiled code loaded on the first call.
+
+use std::path::Path;
+use std::time::Duration;
+
+use evo_host::capabilities::Policy;
+use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine, inspect, with_manifest};
+use evo_host::skill::kernel::SkillContext;
+use evo_tests::cli::{evo, stderr, stdout};
+use evo_tests::skills;
+use serde_json::{Value, json};
+
+/// A file is remembered only once it has not changed for 2 s (as git treats "racy"
+/// index entries): a second write within one clock tick could keep its timestamps.
+const SETTLE: Duration = Duration::from_millis(2_100);
+
+const INPUT: &str = r#"{"expression":"sqrt(144) + 10"}"#;
+const TEXT: &str = r#"{"text":"a b a"}"#;
+
+/// `text-stats` (`calculate` is a built-in's name, so it cannot be installed) with its
+/// export's manifest embedded, edited by `edit`.
+async fn text_stats_with(engine: &WasmEngine, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let bytes = std::fs::read(skills::TEXT_STATS).unwrap();
+    let exported = engine
+        .exported_manifest("text-stats.wasm", bytes.clone())
+        .await
+        .unwrap();
+    let mut manifest: Value = serde_json::from_str(&exported).unwrap();
+    assert_eq!(manifest["name"], "text-stats");
+    edit(&mut manifest);
+    with_manifest("text-stats.wasm", &bytes, &manifest.to_string()).unwrap()
+}
+
+#[tokio::test]
+async fn the_embedded_manifest_is_read_without_instantiating_and_install_refuses_one_that_lies() {
+    let engine = evo_tests::engine();
+    // A description and a capability its export does not ask for.
+    let lying = text_stats_with(&engine, |manifest| {
+        manifest["description"] = json!("Says something else than its export.");
+        manifest["capabilities"] = json!({ "llm": true });
+    })
+    .await;
+    assert!(
+        inspect("text-stats.wasm", &lying)
+            .unwrap()
+            .manifest
+            .is_some()
+    );
+
+    // The host read the section, not the export: the export says otherwise.
+    let skill = engine
+        .load_bytes("text-stats.wasm", lying.clone(), &Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        skill.meta().description,
+        "Says something else than its export."
+    );
+    let outcome = skill.call(TEXT, &SkillContext::detached()).await.unwrap();
+    assert_eq!(outcome.output["words"], 3);
+
+    let err = engine
+        .verify_embedded_manifest("text-stats", lying.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_MANIFEST");
+    assert!(
+        err.to_string().contains(
+            "the manifest embedded in the component is not the one its `manifest` export returns"
+        ),
+        "{err}"
+    );
+
+    // Through the CLI, where the operator installs it: refused, nothing installed.
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let package = work.path().join("text-stats");
+    std::fs::create_dir(&package).unwrap();
+    std::fs::write(package.join("skill.wasm"), &lying).unwrap();
+    let out = evo(&home, &["skill", "install", package.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("is not the one its `manifest` export returns")
+            && stderr(&out).contains("build it again with `evo skill build`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!home.join("skills/text-stats").exists());
+
+    // The same component with the export's own manifest embedded installs and runs.
+    let honest = text_stats_with(&engine, |_| {}).await;
+    std::fs::write(package.join("skill.wasm"), &honest).unwrap();
+    let out = evo(&home, &["skill", "install", package.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = evo(&home, &["skill", "run", "text-stats", "--input", TEXT]);
+    assert!(stdout(&out).contains("\"words\": 3"), "{}", stderr(&out));
+}
+
+fn cached(dir: &Path) -> WasmEngine {
+    WasmEngine::new(EngineConfig {
+        cache_dir: Some(dir.to_owned()),
+        max_concurrent_calls: 2,
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_file_loaded_before_is_described_from_its_record_until_it_changes() {
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let path = work.path().join("skill.wasm");
+    std::fs::copy(skills::CALCULATE, &path).unwrap();
+    std::thread::sleep(SETTLE);
+
+    let first = cached(&cache)
+        .load_file(&path, &Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(first.load_source(), LoadSource::Compiled);
+
+    // Another process (engine) describes it from the record: nothing compiled or read.
+    let second = cached(&cache)
+        .load_file(&path, &Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(second.load_source(), LoadSource::Deferred);
+    assert_eq!(second.meta(), first.meta());
+    assert_eq!(second.digest(), first.digest());
+    let third = cached(&cache)
+        .load_file(&path, &Policy::default())
+        .await
+        .unwrap();
+    let later = cached(&cache)
+        .load_file(&path, &Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(later.prepare().await.unwrap(), LoadSource::Cache);
+    let outcome = later.call(INPUT, &SkillContext::detached()).await.unwrap();
+    assert_eq!(outcome.output, json!({ "result": 22 }));
+
+    // The file is replaced before the deferred skills' first calls. One runs the code it
+    // described (the compiled code of that digest, from the cache), never the new file.
+    std::fs::write(&path, std::fs::read(skills::TEXT_STATS).unwrap()).unwrap();
+    let outcome = second.call(INPUT, &SkillContext::detached()).await.unwrap();
+    assert_eq!(outcome.output, json!({ "result": 22 }));
+    // Without the compiled code, the other would have to read the file: it refuses to
+    // run what it did not describe.
+    for artifact in std::fs::read_dir(&cache).unwrap() {
+        let artifact = artifact.unwrap().path();
+        if artifact.extension().is_some_and(|e| e == "cwasm") {
+            std::fs::remove_file(artifact).unwrap();
+        }
+    }
+    let err = third
+        .call(INPUT, &SkillContext::detached())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_COMPONENT");
+    assert!(
+        err.to_string()
+            .contains("changed after it was loaded; load it again"),
+        "{err}"
+    );
+
+    // A new load sees the new file.
+    let now = cached(&cache)
+        .load_file(&path, &Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(now.meta().name, "text-stats");
+}
+
+#[test]
+fn installed_wasm_skills_are_described_from_their_records_and_run() {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    for skill in [skills::NOTES, skills::TEXT_STATS] {
+        let out = evo(&home, &["skill", "install", skill]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    std::thread::sleep(SETTLE);
+    // The first load after the files settled remembers them; the next describes them.
+    let out = evo(&home, &["skill", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for _ in 0..2 {
+        let out = evo(&home, &["skill", "info", "text-stats", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(info["loadedFrom"], "deferred", "{info}");
+        assert_eq!(info["manifest"]["name"], "text-stats");
+    }
+    let out = evo(&home, &["skill", "run", "text-stats", "--input", TEXT]);
+    assert!(stdout(&out).contains("\"words\": 3"), "{}", stderr(&out));
+    let out = evo(&home, &["skill", "info", "notes", "--json"]);
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["manifest"]["name"], "notes", "{info}");
+}
