@@ -109,10 +109,9 @@ fn load(c: &mut Criterion) {
     let uncached = WasmEngine::new(config()).unwrap();
     let artifact = std::fs::read_dir(cache.path())
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .unwrap();
     let engine = Engine::new(&config().wasmtime_config(false)).unwrap();
     let load = |engine: &WasmEngine| {
         rt.block_on(engine.load_bytes("calculate.wasm", bytes.clone(), &Policy::default()))
@@ -144,6 +143,19 @@ fn load(c: &mut Criterion) {
         )]
         // SAFETY: `artifact` is the serialized output of the same engine configuration.
         b.iter(|| unsafe { Component::deserialize_file(&engine, &artifact) }.unwrap())
+    });
+    let floor = Floor::new(&config(), &bytes, INPUT);
+    group.bench_function("floor: deserialize_file + link (instantiate_pre)", |b| {
+        #[expect(
+            unsafe_code,
+            reason = "the artifact was written by Component::serialize above"
+        )]
+        // SAFETY: `artifact` is the serialized output of the same engine configuration.
+        b.iter(|| {
+            let component =
+                unsafe { Component::deserialize_file(floor.engine(), &artifact) }.unwrap();
+            floor.link(&component);
+        })
     });
     group.bench_function("evo: load_bytes, cache hit", |b| b.iter(|| load(&cached)));
     // A file loaded before: described from its record; then its code, as its first call

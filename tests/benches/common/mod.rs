@@ -106,6 +106,7 @@ impl bindings::evo::skill::context::Host for FloorState {
 /// A bare wasmtime engine instantiating one component and calling it with one input.
 pub struct Floor {
     engine: Engine,
+    linker: Linker<FloorState>,
     pre: bindings::PluginPre<FloorState>,
     input: String,
 }
@@ -128,9 +129,24 @@ impl Floor {
         let pre = bindings::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
         Self {
             engine,
+            linker,
             pre,
             input: input.to_owned(),
         }
+    }
+
+    /// The engine, of Evo's configuration.
+    #[allow(dead_code, reason = "not every bench that includes the floor loads")]
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Links `component` to the imports Evo provides, ready to instantiate: what any
+    /// host pays once per component before its first call.
+    #[allow(dead_code, reason = "not every bench that includes the floor loads")]
+    pub fn link(&self, component: &Component) {
+        let pre = self.linker.instantiate_pre(component).unwrap();
+        bindings::PluginPre::new(pre).unwrap();
     }
 
     fn store(&self) -> Store<FloorState> {

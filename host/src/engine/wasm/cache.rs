@@ -43,19 +43,27 @@ impl ArtifactCache {
         &self.dir
     }
 
-    fn path(&self, engine: &Engine, digest: &str) -> PathBuf {
+    /// The key of `engine`'s compatibility (wasmtime version, target, and every setting
+    /// that affects code) in artifact names. Hashing the settings takes microseconds:
+    /// compute it once per engine.
+    pub fn engine_key(engine: &Engine) -> u64 {
         let mut hasher = std::hash::DefaultHasher::new();
         std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
-        let engine_key = std::hash::Hasher::finish(&hasher);
+        std::hash::Hasher::finish(&hasher)
+    }
+
+    fn path(&self, engine_key: u64, digest: &str) -> PathBuf {
         self.dir.join(format!("{digest}-{engine_key:016x}.cwasm"))
     }
 
-    /// Whether an artifact for `digest` is stored (a load will not compile).
-    pub fn contains(&self, engine: &Engine, digest: &str) -> bool {
-        self.path(engine, digest).exists()
+    /// Whether an artifact for `digest` is stored for the engine of `engine_key` (a load
+    /// will not compile).
+    pub fn contains(&self, engine_key: u64, digest: &str) -> bool {
+        self.path(engine_key, digest).exists()
     }
 
-    /// Loads the artifact for `digest`, or compiles `bytes` and stores the result.
+    /// Loads the artifact for `digest` (for `engine`, whose [`ArtifactCache::engine_key`]
+    /// is `engine_key`), or compiles `bytes` and stores the result.
     ///
     /// A cache that cannot be read or written is not an error: the component is compiled
     /// and the problem logged, because a cache must never stop a skill from running.
@@ -63,23 +71,32 @@ impl ArtifactCache {
     pub fn load_or_compile(
         &self,
         engine: &Engine,
+        engine_key: u64,
         digest: &str,
         bytes: impl FnOnce() -> wasmtime::Result<std::sync::Arc<[u8]>>,
     ) -> wasmtime::Result<(Component, LoadSource)> {
-        let path = self.path(engine, digest);
-        if path.exists() {
-            match deserialize(engine, &path) {
-                Ok(component) => return Ok((component, LoadSource::Cache)),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "discarding unreadable compiled artifact")
-                }
-            }
+        if let Some(component) = self.load(engine, engine_key, digest) {
+            return Ok((component, LoadSource::Cache));
         }
+        let path = self.path(engine_key, digest);
         let component = Component::new(engine, &bytes()?[..])?;
         if let Err(e) = self.store(&path, &component) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "could not cache the compiled component");
         }
         Ok((component, LoadSource::Compiled))
+    }
+
+    /// The stored artifact for `digest`, if there is one that loads.
+    pub fn load(&self, engine: &Engine, engine_key: u64, digest: &str) -> Option<Component> {
+        let path = self.path(engine_key, digest);
+        if !path.exists() {
+            return None;
+        }
+        deserialize(engine, &path)
+            .inspect_err(|e| {
+                tracing::warn!(path = %path.display(), error = %e, "discarding unreadable compiled artifact");
+            })
+            .ok()
     }
 
     /// Writes atomically (temp file + rename), so a crash or a concurrent writer never

@@ -217,6 +217,8 @@ struct Flavor {
     engine: Engine,
     linker: Linker<HostState>,
     allocator: Allocator,
+    /// [`ArtifactCache::engine_key`] of `engine`.
+    key: u64,
 }
 
 impl Flavor {
@@ -246,6 +248,7 @@ impl Flavor {
         state::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         start_epoch_ticker(&engine);
         Ok(Self {
+            key: ArtifactCache::engine_key(&engine),
             engine,
             linker,
             allocator,
@@ -550,17 +553,25 @@ impl WasmEngine {
         let label_owned = label.to_owned();
         let deadline = self.inner.config.compile_deadline;
         let cached = match &self.inner.cache {
-            Some(cache) => cache.contains(&self.flavor(fuel)?.engine, &digest),
+            Some(cache) => cache.contains(self.flavor(fuel)?.key, &digest),
             None => false,
         };
         if !cached {
             self.inner.config.on_compile.tell(label, code.len());
         }
+        // A cache hit maps the artifact and links it in about 0.1 ms: less than a trip
+        // to the blocking pool and back would add. Anything else (a compile) goes there.
+        if let (Some(cache), true) = (&self.inner.cache, cached) {
+            let flavor = self.flavor(fuel)?;
+            if let Some(component) = cache.load(&flavor.engine, flavor.key, &digest) {
+                return link(flavor, label, component, LoadSource::Cache);
+            }
+        }
         let compile = tokio::task::spawn_blocking(move || {
             let flavor = engine.flavor(fuel)?;
             let bytes = || code.bytes(&digest);
             let compiled = match &engine.inner.cache {
-                Some(cache) => cache.load_or_compile(&flavor.engine, &digest, bytes),
+                Some(cache) => cache.load_or_compile(&flavor.engine, flavor.key, &digest, bytes),
                 None => bytes().and_then(|bytes| {
                     wasmtime::component::Component::new(&flavor.engine, &bytes[..])
                         .map(|c| (c, LoadSource::Compiled))
@@ -570,15 +581,7 @@ impl WasmEngine {
                 skill: label_owned.clone(),
                 reason: format!("{e:#}"),
             })?;
-            let instance_pre = flavor.linker.instantiate_pre(&component).map_err(|e| Error::NotASkill {
-                skill: label_owned.clone(),
-                reason: format!("it imports something this host does not provide ({e:#}); skills may import only WASI p2 and evo:skill/context"),
-            })?;
-            let pre = bindings::PluginPre::new(instance_pre).map_err(|e| Error::NotASkill {
-                skill: label_owned.clone(),
-                reason: format!("{e:#}"),
-            })?;
-            Ok((pre, source))
+            link(flavor, &label_owned, component, source)
         });
         match tokio::time::timeout(deadline, compile).await {
             Ok(joined) => joined.map_err(|e| Error::Engine(e.to_string()))?,
@@ -591,6 +594,24 @@ impl WasmEngine {
             }),
         }
     }
+}
+
+/// Links `component` to the host's imports, ready to instantiate.
+fn link(
+    flavor: &Flavor,
+    label: &str,
+    component: wasmtime::component::Component,
+    source: LoadSource,
+) -> Result<Prepared> {
+    let instance_pre = flavor.linker.instantiate_pre(&component).map_err(|e| Error::NotASkill {
+        skill: label.to_owned(),
+        reason: format!("it imports something this host does not provide ({e:#}); skills may import only WASI p2 and evo:skill/context"),
+    })?;
+    let pre = bindings::PluginPre::new(instance_pre).map_err(|e| Error::NotASkill {
+        skill: label.to_owned(),
+        reason: format!("{e:#}"),
+    })?;
+    Ok((pre, source))
 }
 
 /// A compiled, linked component and where its code came from.
