@@ -52,6 +52,9 @@ fn calculate_built_by_evo() -> std::path::PathBuf {
     .arg(&out)
     .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
     .env("CARGO_TARGET_DIR", target.join("target"))
+    // For size, as the examples are built (tests/build.rs).
+    .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "s")
+    .env("CARGO_PROFILE_RELEASE_LTO", "true")
     .env_remove("CARGO_ENCODED_RUSTFLAGS")
     .env_remove("RUSTFLAGS")
     .output()
