@@ -382,8 +382,8 @@ impl Agent {
                 self.run_routed(turn, routing, &routed).await
             }
             // multi_skill, or a routing to skills that do not exist: the tool loop,
-            // with only the routed skills when there are any.
-            _ => self.tool_loop(turn, &routed).await,
+            // with only the routed skills when there are any, else the shortlist.
+            _ => self.tool_loop(turn, &routed, candidates).await,
         }
     }
 
@@ -427,18 +427,19 @@ impl Agent {
         Ok((response, writes))
     }
 
-    /// `multi_skill`: the bounded tool-calling loop.
+    /// `multi_skill`: the bounded tool-calling loop, offered the routed skills, or the
+    /// shortlist when none was routed: never the whole catalogue (a thousand tool
+    /// definitions in every round).
     async fn tool_loop(
         &self,
         turn: &Turn<'_>,
         routed: &[&str],
+        candidates: &[ToolDefinition],
     ) -> Result<(String, Vec<MemoryWrite>)> {
-        let tools: Vec<ToolDefinition> = self
-            .kernel
-            .registry()
-            .to_tool_definitions()
-            .into_iter()
+        let tools: Vec<ToolDefinition> = candidates
+            .iter()
             .filter(|t| routed.is_empty() || routed.contains(&t.name.as_str()))
+            .cloned()
             .collect();
         let messages = conversation(turn.system, turn.history, turn.message.to_owned());
         let options = ChatOptions {

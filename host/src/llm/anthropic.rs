@@ -84,7 +84,15 @@ impl AnthropicProvider {
             "stream": true,
         });
         if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+            // A cache breakpoint after the system prompt: with the tools before it, the
+            // prefix that repeats across a skill's calls (an llm skill's instructions
+            // and schema) is billed at the cache rate. A prefix shorter than the
+            // model's minimum is simply not cached.
+            body["system"] = json!([{
+                "type": "text",
+                "text": system.join("\n\n"),
+                "cache_control": { "type": "ephemeral" },
+            }]);
         }
         if let Some(t) = options.temperature {
             body["temperature"] = json!(t);

@@ -1,8 +1,10 @@
 //! The llm executor: a skill whose body is a prompt.
 //!
 //! The prompt (`prompt.md`, or `prompt` in skill.json) is rendered with the template
-//! engine against `{ input, memory }`, followed by the output schema the answer must
-//! match. The model's answer is parsed as JSON, from plain text or a fenced block, and
+//! engine against `{ input, memory }`; the system message says which skill the model
+//! executes and gives the output schema the answer must match (compact JSON), so that
+//! it is the same for every call of the skill: the prefix providers cache. The model's
+//! answer is parsed as JSON, from plain text or a fenced block, and
 //! checked against the output schema (gate 2). When it fails, the model is asked again
 //! with the validation report appended and a lower temperature, up to
 //! [`KernelConfig::max_output_attempts`](super::kernel::KernelConfig) times; each failed
@@ -34,7 +36,8 @@ pub struct LlmExecutor {
     skill: String,
     prompt: Template,
     schema: Schema,
-    schema_text: Option<String>,
+    /// The system message: the same for every call.
+    system: String,
 }
 
 impl LlmExecutor {
@@ -53,12 +56,19 @@ impl LlmExecutor {
             }],
         })?;
         let trivial = meta.output.as_object().is_none_or(|o| o.is_empty());
+        let mut system = format!(
+            "You are the executor of the `{}` skill. Answer with the JSON object only, no other text.",
+            meta.name
+        );
+        if !trivial {
+            system.push_str(" It must match this JSON Schema:\n");
+            system.push_str(&serde_json::to_string(&meta.output).unwrap_or_default());
+        }
         Ok(Self {
             skill: meta.name.clone(),
             prompt,
             schema,
-            schema_text: (!trivial)
-                .then(|| serde_json::to_string_pretty(&meta.output).unwrap_or_default()),
+            system,
         })
     }
 
@@ -66,24 +76,17 @@ impl LlmExecutor {
         let mut scope = Map::new();
         scope.insert("input".into(), input);
         scope.insert("memory".into(), memory_scope(&ctx));
-        let mut prompt = self
+        let prompt = self
             .prompt
             .render(&Value::Object(scope))
             .map_err(|source| Error::Template {
                 skill: self.skill.clone(),
                 source,
             })?;
-        if let Some(schema) = &self.schema_text {
-            prompt.push_str("\n\nAnswer with one JSON object that matches this JSON Schema:\n");
-            prompt.push_str(schema);
-        }
         let config = ctx.kernel().config();
         let max_attempts = config.max_output_attempts.max(1);
         let fallback = config.fallback;
-        let system = format!(
-            "You are the executor of the `{}` skill. Answer with the JSON object only, no other text.",
-            self.skill
-        );
+        let system = &self.system;
 
         let mut last: Option<(String, Option<Value>, Vec<Violation>)> = None;
         for attempt in 1..=max_attempts {

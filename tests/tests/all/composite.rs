@@ -86,9 +86,17 @@ async fn an_llm_skill_heals_its_output_on_the_second_attempt() {
 
     let requests = llm.requests();
     assert_eq!(requests.len(), 2);
-    assert!(requests[0].prompt.starts_with(
-        "Route this message: hi\n\nAnswer with one JSON object that matches this JSON Schema:"
-    ));
+    // The prompt is the rendered template; the schema is in the system message, the
+    // same for every call (the prefix providers cache).
+    assert_eq!(requests[0].prompt, "Route this message: hi");
+    let system = requests[0].system.as_deref().unwrap();
+    assert!(
+        system.starts_with(
+            "You are the executor of the `intent_recognize` skill. Answer with the JSON object only, no other text. It must match this JSON Schema:\n{"
+        ),
+        "{system}"
+    );
+    assert_eq!(requests[1].system, requests[0].system);
     assert_eq!(requests[0].temperature, Some(FIRST_TEMPERATURE));
     assert_eq!(requests[1].temperature, Some(RETRY_TEMPERATURE));
     assert_eq!(requests[1].caller, "intent_recognize");

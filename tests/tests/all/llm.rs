@@ -360,7 +360,11 @@ async fn anthropic_streams_text_and_tool_use_with_split_input() {
             .contains(&("anthropic-version".into(), "2023-06-01".into()))
     );
     let body: Value = serde_json::from_str(&request.body).unwrap();
-    assert_eq!(body["system"], "Use tools.");
+    // The system prompt ends the prefix Anthropic caches.
+    assert_eq!(
+        body["system"],
+        json!([{ "type": "text", "text": "Use tools.", "cache_control": { "type": "ephemeral" } }])
+    );
     assert_eq!(body["max_tokens"], 4096);
     assert_eq!(
         body["messages"],
