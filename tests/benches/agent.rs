@@ -7,8 +7,9 @@
 //!
 //! Each run is checked once before it is timed (the answer, and `calculate`'s result).
 //!
-//! Also prints the router prompt's size with and without the skill shortlist for a host
-//! with 60 skills: what progressive disclosure saves per message.
+//! Also prints the bytes a message costs (router request + answer request, tool
+//! definitions included) at 60 and 1,000 skills, every skill offered next to the
+//! shortlist, and how often the skill a message asks for is on the shortlist.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -28,12 +29,6 @@ use evo_host::tools::BuiltinTools;
 use serde_json::json;
 
 const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"single_skill","skills":[{"name":"calculate","input":{"expression":"sqrt(144) + 10"},"reason":"math"}]}}"#;
-
-fn script(runs: usize) -> Arc<ScriptedProvider> {
-    let responses: Vec<&str> = (0..runs).flat_map(|_| [ROUTING, "It is 22."]).collect();
-    ScriptedProvider::from_json("bench", &json!({ "responses": responses }).to_string())
-        .expect("script")
-}
 
 /// A model that answers instantly and forever: the routing, then the answer, in turn.
 /// Its cost (a channel and two events) is the floor's.
@@ -179,60 +174,200 @@ fn run_overhead(c: &mut Criterion) {
     group.finish();
 }
 
-fn shortlist_savings(_: &mut Criterion) {
+/// What one skill of a generated catalogue does: `(name, description, a message that
+/// asks for it)`. Domains × actions × variants give distinct skills with realistic
+/// descriptions (and an input schema each), so that the shortlist has to find the one a
+/// message means among many that share words with it.
+fn generated_skill(i: usize) -> (String, String, String) {
+    const DOMAINS: [&str; 25] = [
+        "invoices",
+        "weather forecasts",
+        "calendar events",
+        "git commits",
+        "docker images",
+        "kubernetes pods",
+        "emails",
+        "pdf documents",
+        "photos",
+        "spreadsheets",
+        "sql tables",
+        "server logs",
+        "metrics dashboards",
+        "support tickets",
+        "contracts",
+        "recipes",
+        "flight bookings",
+        "hotel bookings",
+        "stock quotes",
+        "expense reports",
+        "meeting notes",
+        "job applications",
+        "customer orders",
+        "shipping labels",
+        "podcast episodes",
+    ];
+    const ACTIONS: [(&str, &str); 10] = [
+        ("search", "finds"),
+        ("summarize", "summarizes"),
+        ("create", "creates"),
+        ("convert", "converts the format of"),
+        ("validate", "checks for errors in"),
+        ("compare", "compares two versions of"),
+        ("export", "exports to CSV"),
+        ("schedule", "schedules reminders about"),
+        ("translate", "translates"),
+        ("archive", "archives old"),
+    ];
+    const VARIANTS: [&str; 4] = ["", " for a team", " in bulk", " from a shared folder"];
+    let domain = DOMAINS[i % DOMAINS.len()];
+    let (action, does) = ACTIONS[(i / DOMAINS.len()) % ACTIONS.len()];
+    let variant = VARIANTS[(i / (DOMAINS.len() * ACTIONS.len())) % VARIANTS.len()];
+    let slug = domain.replace(' ', "-");
+    let name = format!("{action}-{slug}-{}", i / (DOMAINS.len() * ACTIONS.len()));
+    let description = format!(
+        "{} {domain}{variant}: {does} {domain} the user names, with options for the period, the format and the level of detail.",
+        capitalize(action)
+    );
+    let message = format!("please {action} my {domain}{variant} from last week");
+    (name, description, message)
+}
+
+fn capitalize(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// Bytes of one request as it goes on the wire: every message's text and the tool
+/// definitions (name, description, input schema) offered with it.
+fn request_bytes(messages: &[Message], options: &ChatOptions) -> usize {
+    let text: usize = messages.iter().map(|m| m.joined_text().len()).sum();
+    let tools: usize = options
+        .tools
+        .iter()
+        .map(|t| {
+            json!({ "name": t.name, "description": t.description, "input_schema": t.parameters })
+                .to_string()
+                .len()
+        })
+        .sum();
+    text + tools
+}
+
+/// Progressive disclosure, in bytes per message (router request + answer request), at
+/// 60 and 1,000 skills: every skill offered next to the shortlist; and how often the
+/// skill a message asks for is on the shortlist (the router can only route to what it
+/// is shown).
+fn tokens(_: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let registry = Arc::new(SkillRegistry::new());
-    BuiltinTools::default()
-        .register(&registry)
-        .expect("builtins");
-    for i in 0..58 {
-        evo_tests::kernel::register(
-            &registry,
-            json!({ "name": format!("tool_{i:02}"), "description": format!(
-                "Handles task family {i}: reads, transforms and reports data of kind {i} for the user's projects, with options for format and detail.") }),
-            |input, _ctx| async move { Ok(input) },
-        );
-    }
-    let mut sizes = Vec::new();
-    for shortlist in [usize::MAX, evo_host::agent::DEFAULT_SHORTLIST] {
-        let provider = script(1);
-        let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
-            .expect("agent")
-            .with_options(AgentOptions {
-                shortlist,
-                ..AgentOptions::default()
-            });
-        rt.block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
-            .expect("runs");
-        let requests = provider.requests();
-        let router = requests[0]
-            .0
-            .iter()
-            .map(|m| m.joined_text().len())
-            .sum::<usize>();
-        let answer = requests[1]
-            .0
-            .iter()
-            .map(|m| m.joined_text().len())
-            .sum::<usize>();
-        sizes.push((shortlist, router, answer));
-    }
-    for (shortlist, router, answer) in &sizes {
-        let label = if *shortlist == usize::MAX {
-            "all 60 skills".to_owned()
-        } else {
-            format!("shortlist of {shortlist}")
+    for total in [60usize, 1_000] {
+        let registry = Arc::new(SkillRegistry::new());
+        BuiltinTools::default()
+            .register(&registry)
+            .expect("builtins");
+        let builtins = registry.list().len();
+        let generated = total.saturating_sub(builtins);
+        for i in 0..generated {
+            let (name, description, _) = generated_skill(i);
+            evo_tests::kernel::register(
+                &registry,
+                json!({ "name": name, "description": description, "input": {
+                    "type": "object",
+                    "properties": {
+                        "query": { "type": "string", "description": "What to work on, in the user's words." },
+                        "period": { "type": "string", "description": "A date range such as 2026-11-01..2026-11-07." },
+                        "format": { "type": "string", "enum": ["text", "json", "csv"] },
+                        "detail": { "type": "integer", "minimum": 1, "maximum": 5 }
+                    },
+                    "required": ["query"]
+                } }),
+                |input, _ctx| async move { Ok(input) },
+            );
+        }
+        let memory_dir = tempfile::tempdir().expect("tempdir");
+        let index = || {
+            evo_host::packages::index::SkillIndex::new(
+                evo_host::db::Db::open(memory_dir.path()).expect("db"),
+                Arc::new(evo_host::memory::HashEmbedder),
+            )
         };
+        // Each row: (label, shortlist, routing answer).
+        let multi = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"multi_skill","skills":[]}}"#;
+        let rows = [
+            ("every skill offered (router and tools)", usize::MAX, multi),
+            (
+                "shortlist, multi_skill (its tools offered)",
+                evo_host::agent::DEFAULT_SHORTLIST,
+                multi,
+            ),
+            (
+                "shortlist, single_skill (the result, no tools)",
+                evo_host::agent::DEFAULT_SHORTLIST,
+                ROUTING,
+            ),
+        ];
+        let mut baseline = 0;
+        for (label, shortlist, routing) in rows {
+            let provider = ScriptedProvider::from_json(
+                "bench",
+                &json!({ "responses": [routing, "It is 22."] }).to_string(),
+            )
+            .expect("script");
+            let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
+                .expect("agent")
+                .with_options(AgentOptions {
+                    shortlist,
+                    ..AgentOptions::default()
+                })
+                .with_skill_index(index())
+                .expect("index syncs");
+            rt.block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
+                .expect("runs");
+            let requests = provider.requests();
+            let router = request_bytes(&requests[0].0, &requests[0].1);
+            let answer = request_bytes(&requests[1].0, &requests[1].1);
+            if baseline == 0 {
+                baseline = router + answer;
+            }
+            println!(
+                "tokens, {total} skills, {label}: router {router} B, answer {answer} B (tools: {}), total {} B, saved {:.1} %",
+                requests[1].1.tools.len(),
+                router + answer,
+                100.0 * (1.0 - (router + answer) as f64 / baseline as f64)
+            );
+        }
+        // Routing accuracy's precondition: the skill a message asks for is shown.
+        let scenarios: Vec<usize> = (0..generated).step_by((generated / 40).max(1)).collect();
+        let mut shown = 0;
+        for &i in &scenarios {
+            let (name, _, message) = generated_skill(i);
+            let provider = ScriptedProvider::from_json(
+                "bench",
+                &json!({ "responses": [multi, "done"] }).to_string(),
+            )
+            .expect("script");
+            let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
+                .expect("agent")
+                .with_skill_index(index())
+                .expect("index syncs");
+            rt.block_on(agent.run(&message, EventSink::new(|_| {})))
+                .expect("runs");
+            let offered = &provider.requests()[1].1.tools;
+            shown += usize::from(offered.iter().any(|t| t.name == name));
+        }
         println!(
-            "prompt size, {label}: router {router} chars (~{} tokens), answer {answer} chars (~{} tokens)",
-            router / 4,
-            answer / 4
+            "tokens, {total} skills: the asked-for skill on the shortlist of {} for {shown} of {} scenario messages ({:.0} %)",
+            evo_host::agent::DEFAULT_SHORTLIST,
+            scenarios.len(),
+            100.0 * shown as f64 / scenarios.len() as f64
         );
     }
 }
 
-criterion_group!(benches, run_overhead, shortlist_savings);
+criterion_group!(benches, run_overhead, tokens);
 criterion_main!(benches);

@@ -153,8 +153,9 @@ fn load(c: &mut Criterion) {
             unsafe_code,
             reason = "the artifact was written by Component::serialize above"
         )]
-        // SAFETY: `artifact` is the serialized output of the same engine configuration.
         b.iter(|| {
+            // SAFETY: `artifact` is the serialized output of the same engine
+            // configuration.
             let component =
                 unsafe { Component::deserialize_file(floor.engine(), &artifact) }.unwrap();
             floor.link(&component);

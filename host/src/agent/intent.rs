@@ -104,7 +104,9 @@ pub fn register(registry: &SkillRegistry) -> Result<()> {
         skill: SKILL_NAME.into(),
         problems,
     })?;
-    let executor = LlmExecutor::new(&meta, PROMPT_MD)?;
+    // The prompt says what each output field means and shows one; the schema's
+    // descriptions would say it again in every request.
+    let executor = LlmExecutor::new(&meta, PROMPT_MD)?.with_terse_schema(&meta);
     registry.register(RegisteredSkill::new(meta, Arc::new(executor))?);
     Ok(())
 }

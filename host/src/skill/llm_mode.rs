@@ -30,6 +30,44 @@ pub const RETRY_TEMPERATURE: f32 = 0.1;
 /// Characters of an unparseable answer quoted back to the model.
 const QUOTED_ANSWER_CHARS: usize = 200;
 
+/// The system message of skill `name`: the same on every call (the prefix providers
+/// cache), with the output schema as compact JSON unless it is trivial.
+fn system_message(name: &str, output: &Value) -> String {
+    let mut system = format!(
+        "You are the executor of the `{name}` skill. Answer with the JSON object only, no other text."
+    );
+    if output.as_object().is_some_and(|o| !o.is_empty()) {
+        system.push_str(" It must match this JSON Schema:\n");
+        system.push_str(&serde_json::to_string(output).unwrap_or_default());
+    }
+    system
+}
+
+/// Removes every `description` keyword from `schema` (a property named `description`
+/// stays).
+fn strip_descriptions(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("description").is_some_and(Value::is_string) {
+                map.remove("description");
+            }
+            for (key, value) in map.iter_mut() {
+                if key == "properties" {
+                    // Property names are not keywords: keep a property called
+                    // `description`, strip inside each property's schema.
+                    if let Value::Object(properties) = value {
+                        properties.values_mut().for_each(strip_descriptions);
+                    }
+                } else {
+                    strip_descriptions(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
+}
+
 /// Runs an llm skill.
 #[derive(Debug)]
 pub struct LlmExecutor {
@@ -55,21 +93,23 @@ impl LlmExecutor {
                 fix: "write a draft-7 JSON Schema".into(),
             }],
         })?;
-        let trivial = meta.output.as_object().is_none_or(|o| o.is_empty());
-        let mut system = format!(
-            "You are the executor of the `{}` skill. Answer with the JSON object only, no other text.",
-            meta.name
-        );
-        if !trivial {
-            system.push_str(" It must match this JSON Schema:\n");
-            system.push_str(&serde_json::to_string(&meta.output).unwrap_or_default());
-        }
         Ok(Self {
             skill: meta.name.clone(),
             prompt,
             schema,
-            system,
+            system: system_message(&meta.name, &meta.output),
         })
+    }
+
+    /// Gives the model the output schema without its `description`s (they are still
+    /// part of the schema the answer is checked against): for a skill whose prompt
+    /// already says what every field means, as the router's does, they would say it
+    /// twice in every request.
+    pub fn with_terse_schema(mut self, meta: &SkillMeta) -> Self {
+        let mut terse = meta.output.clone();
+        strip_descriptions(&mut terse);
+        self.system = system_message(&meta.name, &terse);
+        self
     }
 
     async fn run(&self, input: Value, ctx: SkillContext) -> Result<SkillOutput> {
@@ -273,6 +313,31 @@ mod tests {
                 &violations
             ),
             json!({ "intents": [], "_invalid": ["routing.strategy"] })
+        );
+    }
+
+    #[test]
+    fn a_terse_schema_drops_description_keywords_and_keeps_a_property_of_that_name() {
+        let mut schema = json!({
+            "type": "object",
+            "description": "the answer",
+            "properties": {
+                "description": { "type": "string", "description": "one sentence" },
+                "items": { "type": "array", "items": { "type": "object", "description": "x" } }
+            },
+            "required": ["description"]
+        });
+        strip_descriptions(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "description": { "type": "string" },
+                    "items": { "type": "array", "items": { "type": "object" } }
+                },
+                "required": ["description"]
+            })
         );
     }
 }
