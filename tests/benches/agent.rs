@@ -296,6 +296,26 @@ fn tokens(_: &mut Criterion) {
                 Arc::new(evo_host::memory::HashEmbedder),
             )
         };
+        // One run with a shortlist of `shortlist`, the router answering `routing`: the
+        // requests the model got.
+        let run_once = |shortlist: usize, routing: &str, message: &str| {
+            let provider = ScriptedProvider::from_json(
+                "bench",
+                &json!({ "responses": [routing, "It is 22."] }).to_string(),
+            )
+            .expect("script");
+            let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
+                .expect("agent")
+                .with_options(AgentOptions {
+                    shortlist,
+                    ..AgentOptions::default()
+                })
+                .with_skill_index(index())
+                .expect("index syncs");
+            rt.block_on(agent.run(message, EventSink::new(|_| {})))
+                .expect("runs");
+            provider.requests()
+        };
         // Each row: (label, shortlist, routing answer).
         let multi = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"multi_skill","skills":[]}}"#;
         let rows = [
@@ -313,22 +333,7 @@ fn tokens(_: &mut Criterion) {
         ];
         let mut baseline = 0;
         for (label, shortlist, routing) in rows {
-            let provider = ScriptedProvider::from_json(
-                "bench",
-                &json!({ "responses": [routing, "It is 22."] }).to_string(),
-            )
-            .expect("script");
-            let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
-                .expect("agent")
-                .with_options(AgentOptions {
-                    shortlist,
-                    ..AgentOptions::default()
-                })
-                .with_skill_index(index())
-                .expect("index syncs");
-            rt.block_on(agent.run("what is sqrt(144) + 10?", EventSink::new(|_| {})))
-                .expect("runs");
-            let requests = provider.requests();
+            let requests = run_once(shortlist, routing, "what is sqrt(144) + 10?");
             let router = request_bytes(&requests[0].0, &requests[0].1);
             let answer = request_bytes(&requests[1].0, &requests[1].1);
             if baseline == 0 {
@@ -346,18 +351,8 @@ fn tokens(_: &mut Criterion) {
         let mut shown = 0;
         for &i in &scenarios {
             let (name, _, message) = generated_skill(i);
-            let provider = ScriptedProvider::from_json(
-                "bench",
-                &json!({ "responses": [multi, "done"] }).to_string(),
-            )
-            .expect("script");
-            let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
-                .expect("agent")
-                .with_skill_index(index())
-                .expect("index syncs");
-            rt.block_on(agent.run(&message, EventSink::new(|_| {})))
-                .expect("runs");
-            let offered = &provider.requests()[1].1.tools;
+            let requests = run_once(evo_host::agent::DEFAULT_SHORTLIST, multi, &message);
+            let offered = &requests[1].1.tools;
             shown += usize::from(offered.iter().any(|t| t.name == name));
         }
         println!(
