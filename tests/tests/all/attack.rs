@@ -453,10 +453,14 @@ fn a_compile_past_its_deadline_fails_after_a_progress_line_and_a_normal_one_work
     let out = run();
     let stderr = evo_tests::cli::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let size = std::fs::metadata(evo_tests::skills::CALCULATE)
+        .unwrap()
+        .len() as f64
+        / 1e6;
     assert!(
-        stderr.contains(
-            "\ncompiling calculate.wasm (0.4 MB); later loads come from the compile cache\n"
-        ),
+        stderr.contains(&format!(
+            "\ncompiling calculate.wasm ({size:.1} MB); later loads come from the compile cache\n"
+        )),
         "a progress line: {stderr}"
     );
     assert!(
