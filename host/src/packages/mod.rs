@@ -377,23 +377,6 @@ impl SkillManager {
         Ok(InstallRecord::from_meta(&skill.meta, skill.kind().as_str()))
     }
 
-    /// Deletes the compiled artifacts of the component with SHA-256 `digest` (one per
-    /// engine configuration that ran it). A failure only costs disk space, so it is
-    /// logged.
-    fn forget_artifacts(&self, digest: &str) {
-        let Ok(entries) = std::fs::read_dir(&self.wasm_cache) else {
-            return;
-        };
-        let prefix = format!("{digest}-");
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&prefix)
-                && let Err(e) = std::fs::remove_file(entry.path())
-            {
-                tracing::warn!(path = %entry.path().display(), error = %e, "could not remove a compiled artifact");
-            }
-        }
-    }
-
     /// Removes staging directories that processes which died midway left behind.
     fn sweep(&self) {
         let Ok(entries) = std::fs::read_dir(&self.root) else {
@@ -465,7 +448,7 @@ impl SkillManager {
         std::fs::remove_dir_all(&doomed).map_err(Error::io_at(&doomed))?;
         self.reindex(name, None)?;
         if let Some(digest) = component {
-            self.forget_artifacts(&digest);
+            crate::engine::wasm::ArtifactCache::new(&self.wasm_cache).forget(&digest);
         }
         Ok(Outcome::uninstalled(name))
     }

@@ -99,6 +99,22 @@ impl ArtifactCache {
             .ok()
     }
 
+    /// Deletes the artifacts of the component with SHA-256 `digest` (one per engine
+    /// configuration that ran it). A failure only costs disk space, so it is logged.
+    pub fn forget(&self, digest: &str) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        let prefix = format!("{digest}-");
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix)
+                && let Err(e) = fs::remove_file(entry.path())
+            {
+                tracing::warn!(path = %entry.path().display(), error = %e, "could not remove a compiled artifact");
+            }
+        }
+    }
+
     /// Writes atomically (temp file + rename), so a crash or a concurrent writer never
     /// leaves a torn artifact under the final name.
     fn store(&self, path: &Path, component: &Component) -> wasmtime::Result<()> {

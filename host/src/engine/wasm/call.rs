@@ -63,7 +63,7 @@ struct SkillInner {
     calls: Arc<[String]>,
     name: Arc<str>,
     /// The compiled component, linked: at load, or on the first call.
-    prepared: tokio::sync::OnceCell<super::Prepared>,
+    prepared: tokio::sync::OnceCell<super::load::Prepared>,
     /// The file it is loaded from on its first call, when not at load.
     file: Option<std::path::PathBuf>,
     /// Whether its last calls ran long (they start in the long lane).
@@ -83,7 +83,7 @@ impl std::fmt::Debug for WasmSkill {
 /// Where a skill's compiled code is.
 pub(super) enum Origin {
     /// Compiled (or loaded from the cache) at load.
-    Ready(super::Prepared),
+    Ready(super::load::Prepared),
     /// In this file, unchanged since it was loaded before: loaded on the first call.
     File(std::path::PathBuf),
 }
@@ -165,7 +165,7 @@ impl WasmSkill {
         Ok(self.pre().await?.1)
     }
 
-    async fn pre(&self) -> Result<&super::Prepared> {
+    async fn pre(&self) -> Result<&super::load::Prepared> {
         let skill = &self.inner;
         skill
             .prepared
@@ -177,7 +177,7 @@ impl WasmSkill {
                     )));
                 };
                 let fuel = skill.limits.fuel.is_some();
-                let code = super::Code::File(path.clone());
+                let code = super::load::Code::File(path.clone());
                 skill
                     .engine
                     .prepare(&skill.name, &skill.digest, code, fuel)
@@ -288,7 +288,7 @@ pub(super) async fn read_manifest(
     .await?;
     let json = result.map_err(|e| guest.classify(e))?;
     guest.check_output(json.len())?;
-    let meta = super::parse_manifest(label, &json)?;
+    let meta = super::load::parse_manifest(label, &json)?;
     Ok((json, meta))
 }
 
