@@ -8,6 +8,7 @@
 //! - 1,000 installed Wasm skills: `evo skill list` and `evo serve` until it answers,
 //!   next to the same with no skills. Budget: ready in < 100 ms. Also `Host::build` in
 //!   process, and the resident memory of an idle `evo serve` with and without them.
+//! - Resident memory per call in flight: `evo serve` with 16 endless calls at once.
 //!
 //! The 1,000 skills are `calculate` with 1,000 names: its own manifest, renamed,
 //! embedded as `evo skill build` embeds it, so each is a different component.
@@ -197,5 +198,58 @@ fn catalogue(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, one_shot, catalogue);
+/// Resident memory of `evo serve` with 16 calls in flight at once, next to idle: each
+/// call a `spin` component (a loop without end, stopped by its 3-s deadline), so that all
+/// are alive together; read half a second in.
+fn in_flight(_: &mut Criterion) {
+    const CALLS: usize = 16;
+    let home = tempfile::tempdir().unwrap();
+    evo_tests::runaway_skills(&home.path().join("skills"), 3_000);
+    let mut child = evo(home.path(), &["serve", "--http", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines.next().expect("evo serve said where it answers").unwrap();
+        if let Some(rest) = line.split("MCP at http://").nth(1) {
+            break rest.split("/mcp").next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    std::thread::sleep(Duration::from_millis(500));
+    let idle = rss_kib(child.id());
+    let url = format!("http://{addr}/v1/skills/spin/call");
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                agent
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .send("{}")
+                    .map(|r| r.status().as_u16())
+                    .unwrap_or(0)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let busy = rss_kib(child.id());
+    let statuses: Vec<u16> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(statuses.iter().all(|s| *s >= 400), "every spin timed out: {statuses:?}");
+    println!(
+        "evo serve: idle RSS {:.1} MiB, {CALLS} calls in flight {:.1} MiB: {:.0} KiB per call",
+        idle as f64 / 1024.0,
+        busy as f64 / 1024.0,
+        busy.saturating_sub(idle) as f64 / CALLS as f64
+    );
+    stop(child);
+}
+
+criterion_group!(benches, one_shot, catalogue, in_flight);
 criterion_main!(benches);
