@@ -95,8 +95,9 @@ fn one_shot(c: &mut Criterion) {
     group.finish();
 }
 
-/// Starts `evo serve --http` and waits until it says where it answers.
-fn serve_ready(home: &Path) -> (std::process::Child, Duration) {
+/// Starts `evo serve --http` and waits until it says where it answers: the server, how
+/// long that took, and its address.
+fn serve_ready(home: &Path) -> (std::process::Child, Duration, String) {
     let started = Instant::now();
     let mut child = evo(home, &["serve", "--http", "127.0.0.1:0"])
         .stderr(Stdio::piped())
@@ -104,19 +105,19 @@ fn serve_ready(home: &Path) -> (std::process::Child, Duration) {
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = std::io::BufReader::new(stderr).lines();
-    loop {
+    let addr = loop {
         let line = lines
             .next()
             .expect("evo serve said where it answers")
             .unwrap();
-        if line.contains("MCP at http://") {
-            break;
+        if let Some(rest) = line.split("MCP at http://").nth(1) {
+            break rest.split("/mcp").next().unwrap().to_owned();
         }
-    }
+    };
     let ready = started.elapsed();
     // Keep reading, so that the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    (child, ready)
+    (child, ready, addr)
 }
 
 fn stop(mut child: std::process::Child) {
@@ -161,7 +162,7 @@ fn catalogue(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let (child, ready) = serve_ready(home.path());
+                    let (child, ready, _) = serve_ready(home.path());
                     total += ready;
                     stop(child);
                 }
@@ -187,7 +188,7 @@ fn catalogue(c: &mut Criterion) {
     group.finish();
 
     for (label, home) in [("no skills", &empty), ("1,000 Wasm skills", &full)] {
-        let (child, ready) = serve_ready(home.path());
+        let (child, ready, _) = serve_ready(home.path());
         std::thread::sleep(Duration::from_millis(500));
         println!(
             "evo serve, {label}: ready in {:.1} ms, idle RSS {:.1} MiB",
@@ -205,19 +206,7 @@ fn in_flight(_: &mut Criterion) {
     const CALLS: usize = 16;
     let home = tempfile::tempdir().unwrap();
     evo_tests::runaway_skills(&home.path().join("skills"), 3_000);
-    let mut child = evo(home.path(), &["serve", "--http", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let addr = loop {
-        let line = lines.next().expect("evo serve said where it answers").unwrap();
-        if let Some(rest) = line.split("MCP at http://").nth(1) {
-            break rest.split("/mcp").next().unwrap().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (child, _, addr) = serve_ready(home.path());
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_kib(child.id());
     let url = format!("http://{addr}/v1/skills/spin/call");
@@ -241,7 +230,10 @@ fn in_flight(_: &mut Criterion) {
     std::thread::sleep(Duration::from_millis(500));
     let busy = rss_kib(child.id());
     let statuses: Vec<u16> = calls.into_iter().map(|c| c.join().unwrap()).collect();
-    assert!(statuses.iter().all(|s| *s >= 400), "every spin timed out: {statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s >= 400),
+        "every spin timed out: {statuses:?}"
+    );
     println!(
         "evo serve: idle RSS {:.1} MiB, {CALLS} calls in flight {:.1} MiB: {:.0} KiB per call",
         idle as f64 / 1024.0,
