@@ -209,27 +209,23 @@ fn in_flight(_: &mut Criterion) {
     let (child, _, addr) = serve_ready(home.path());
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_kib(child.id());
-    let url = format!("http://{addr}/v1/skills/spin/call");
+    let rt = tokio::runtime::Runtime::new().unwrap();
     let calls: Vec<_> = (0..CALLS)
         .map(|_| {
-            let url = url.clone();
-            std::thread::spawn(move || {
-                let agent: ureq::Agent = ureq::Agent::config_builder()
-                    .http_status_as_error(false)
-                    .build()
-                    .into();
-                agent
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .send("{}")
-                    .map(|r| r.status().as_u16())
-                    .unwrap_or(0)
+            let addr = addr.clone();
+            rt.spawn(async move {
+                evo_tests::load::post(&addr, "/v1/skills/spin/call", "{}")
+                    .await
+                    .map_or(0, |(status, _)| status)
             })
         })
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let busy = rss_kib(child.id());
-    let statuses: Vec<u16> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    let statuses: Vec<u16> = calls
+        .into_iter()
+        .map(|call| rt.block_on(call).unwrap())
+        .collect();
     assert!(
         statuses.iter().all(|s| *s >= 400),
         "every spin timed out: {statuses:?}"
