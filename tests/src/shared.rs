@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use evo_host::memory::{HashEmbedder, MemoryConfig, MemoryManager};
 use evo_host::storage::{Pg, Storage};
@@ -90,4 +91,25 @@ pub fn zipf_corpus(n: usize) -> Vec<String> {
             format!("entry {i}: {}", words.join(" "))
         })
         .collect()
+}
+
+/// How long a change may take to reach another node before a test gives up: a guard
+/// against a test hanging forever, never a speed check (how soon is measured by the
+/// storage bench and `./scripts/nodes --bench`: ~4 ms at the median, BENCHMARKS.md).
+pub const HANG_GUARD: Duration = Duration::from_secs(20);
+
+/// Polls `probe` until it gives `Some` and returns that; fails the test, naming
+/// `what`, if it has not after [`HANG_GUARD`].
+pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "{what}: not after {HANG_GUARD:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -2,10 +2,9 @@
 //! balancer: what one node stores, installs or counts, the others see.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use evo_tests::cli::{HttpServer, evo, stderr, stdout};
-use evo_tests::shared::answer_component;
+use evo_tests::shared::{answer_component, eventually};
 use serde_json::{Value, json};
 
 use crate::serve::http;
@@ -21,22 +20,6 @@ fn node_home(root: &Path, name: &str, url: &str) -> std::path::PathBuf {
     )
     .unwrap();
     home
-}
-
-/// How long a change may take to reach another node before the test fails: a guard
-/// against hanging, not a speed check (speed is in BENCHMARKS.md).
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// Polls `probe` until it returns `Some`, for at most `limit`.
-fn within<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(start.elapsed() < limit, "{what}: not after {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// One MCP message to `base/mcp` in `session`: the session id the node answered with,
@@ -103,7 +86,7 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
         &json!({ "text": "The staging cluster is called heron", "category": "fact" }),
     );
     assert_eq!(status, 200, "{stored}");
-    within(DEADLINE, "node three finds node one's memory", || {
+    eventually("node three finds node one's memory", || {
         let (_, hits) = http(
             "POST",
             &format!("{}/v1/memory/search", nodes[2].base),
@@ -149,7 +132,7 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
     assert!(installed.status.success(), "{}", stderr(&installed));
     // Successful calls of `answer` on each node, to check the statistics against.
     let mut answered_on = [0_u64; 3];
-    let answered = within(DEADLINE, "node one calls it", || {
+    let answered = eventually("node one calls it", || {
         let (status, result) = call(&nodes[0].base, "answer", &json!({}));
         (status == 200).then_some(result)
     });
@@ -165,7 +148,7 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
 
     // Calls on every node add up in the statistics.
     for node in [0, 1, 1, 2] {
-        within(DEADLINE, "each node calls it", || {
+        eventually("each node calls it", || {
             (call(&nodes[node].base, "answer", &json!({})).0 == 200).then_some(())
         });
         answered_on[node] += 1;
@@ -204,7 +187,7 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
     // An uninstall through node three is seen by node one.
     let removed = evo(&homes[2], &["skill", "uninstall", "answer"]);
     assert!(removed.status.success(), "{}", stderr(&removed));
-    within(DEADLINE, "node one drops it", || {
+    eventually("node one drops it", || {
         match call(&nodes[0].base, "answer", &json!({})).0 {
             404 => Some(()),
             200 => {

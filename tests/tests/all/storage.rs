@@ -3,13 +3,12 @@
 //! cluster `scripts/postgres.sh` starts; `EVO_TEST_POSTGRES` names it).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use evo_host::memory::{Action, Category, MemoryConfig, MemoryManager, SearchOptions, Source};
 use evo_host::storage::Pg;
 
 pub use evo_tests::shared::postgres_url;
-use evo_tests::shared::{backends, memory};
+use evo_tests::shared::{backends, eventually, memory};
 
 #[test]
 fn stores_decide_supersede_search_and_forget_alike() {
@@ -100,20 +99,6 @@ fn stores_decide_supersede_search_and_forget_alike() {
     }
 }
 
-/// How long a change may take to reach another node before a test fails: a guard
-/// against hanging, not a speed check (the storage bench measures it: 4 ms at the
-/// median on PostgreSQL, BENCHMARKS.md).
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// Waits until `found` holds, failing after [`DEADLINE`].
-fn eventually(what: &str, mut found: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !found() {
-        assert!(start.elapsed() < DEADLINE, "{what}: not after {DEADLINE:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn a_memory_stored_on_one_node_is_found_on_another_without_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -135,7 +120,9 @@ fn a_memory_stored_on_one_node_is_found_on_another_without_a_restart() {
             let hits = three
                 .search("when does the release train leave", 5)
                 .unwrap();
-            hits.first().is_some_and(|h| h.id == stored.id)
+            hits.first()
+                .is_some_and(|h| h.id == stored.id)
+                .then_some(())
         });
         let hit = &three
             .search("when does the release train leave", 5)
@@ -155,6 +142,7 @@ fn a_memory_stored_on_one_node_is_found_on_another_without_a_restart() {
                 .unwrap()
                 .iter()
                 .all(|h| h.id != stored.id)
+                .then_some(())
         });
     }
 }
