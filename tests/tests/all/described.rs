@@ -199,3 +199,121 @@ fn installed_wasm_skills_are_described_from_their_records_and_run() {
     let info: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(info["manifest"]["name"], "notes", "{info}");
 }
+
+/// A component is described by its section alone on the way users run a file: the
+/// section passes the same gates as an export would. `file-head`'s section here asks for
+/// write access to `/data`, a ten-hour deadline and 100 GiB of memory; through `evo`, the
+/// operator's read-only grant stays read-only, the limits stay the host's, and without a
+/// grant nothing is readable.
+#[tokio::test]
+async fn a_section_asking_for_more_gets_what_the_operator_grants_through_evo() {
+    let engine = evo_tests::engine();
+    let bytes = std::fs::read(skills::FILE_HEAD).unwrap();
+    let exported = engine
+        .exported_manifest("file-head.wasm", bytes.clone())
+        .await
+        .unwrap();
+    let mut manifest: Value = serde_json::from_str(&exported).unwrap();
+    manifest["capabilities"]["dirs"][0]["access"] = json!("read-write");
+    manifest["timeout"] = json!(36_000_000);
+    manifest["limits"] = json!({ "memoryMib": 102_400 });
+    let greedy = with_manifest("file-head.wasm", &bytes, &manifest.to_string()).unwrap();
+
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let docs = work.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("notes.txt"), "first line\nsecond line\n").unwrap();
+    let file = work.path().join("file-head.wasm");
+    std::fs::write(&file, greedy).unwrap();
+    let file = file.to_str().unwrap();
+    let grant = format!("{}::/data:ro", docs.display());
+
+    let out = evo(&home, &["skill", "info", file, "--json", "--dir", &grant]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        info["manifest"]["capabilities"]["dirs"][0]["access"],
+        "read-write"
+    );
+    assert_eq!(info["grant"]["dirs"][0]["access"], "read", "{info}");
+    assert_eq!(
+        info["limits"]["timeoutMs"],
+        evo_host::engine::wasm::limits::MAX_TIMEOUT_MS
+    );
+    assert_eq!(
+        info["limits"]["memoryMib"],
+        evo_host::engine::wasm::limits::MAX_MEMORY_MIB
+    );
+
+    let input = r#"{"path":"/data/notes.txt","lines":1}"#;
+    let out = evo(&home, &["skill", "run", file, "--input", input]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("error[PERMISSION_DENIED]")
+            && stderr(&out).contains("/data was not granted"),
+        "{}",
+        stderr(&out)
+    );
+    let out = evo(
+        &home,
+        &["skill", "run", file, "--dir", &grant, "--input", input],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let output: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output["lines"], json!(["first line"]));
+}
+
+/// The file of a skill a long-running host described from its record is replaced before
+/// the first call (an attacker with write access to the skills directory, between a
+/// host's start and its first call): through the public `Host`, the call runs the code
+/// the skill was described and installed as, or refuses; never the new bytes.
+#[tokio::test]
+async fn a_skill_file_replaced_after_the_host_described_it_never_runs_the_new_bytes() {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let out = evo(&home, &["skill", "install", skills::TEXT_STATS]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::thread::sleep(SETTLE);
+    // A first load after the file settled records it.
+    let out = evo(&home, &["skill", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let host = || async {
+        evo_host::Host::builder()
+            .data_dir(&home)
+            .config(evo_tests::config(&home))
+            .build()
+            .await
+            .unwrap()
+    };
+    let (first, second) = (host().await, host().await);
+    let installed = home.join("skills/text-stats/skill.wasm");
+    // `calculate` under the same path: what an attacker would have run.
+    std::fs::write(&installed, std::fs::read(skills::CALCULATE).unwrap()).unwrap();
+
+    let outcome = first
+        .call_full("text-stats", serde_json::from_str(TEXT).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(outcome.output["words"], 3, "the installed text-stats ran");
+
+    // Without the compiled code at hand, the other host would have to read the file:
+    // it refuses instead.
+    let cache = evo_host::paths::wasm_cache_dir(&home);
+    for artifact in std::fs::read_dir(&cache).unwrap() {
+        let artifact = artifact.unwrap().path();
+        if artifact.extension().is_some_and(|e| e == "cwasm") {
+            std::fs::remove_file(artifact).unwrap();
+        }
+    }
+    let err = second
+        .call_full("text-stats", serde_json::from_str(TEXT).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_COMPONENT", "{err}");
+    assert!(
+        err.to_string().contains("changed after it was loaded"),
+        "{err}"
+    );
+}

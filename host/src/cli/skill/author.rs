@@ -90,7 +90,7 @@ pub(crate) async fn build(
 /// `evo skill pack [DIR] [--out FILE]`: checks the built skill loads, then writes the
 /// ZIP.
 pub(crate) async fn pack(globals: &Globals, dir: &Path, out: Option<&Path>) -> Result<(), Failure> {
-    let name = load(globals, dir, &Grants::default()).await?.1;
+    let name = load(globals, dir, &Grants::default(), false).await?.1;
     let file = out.map_or_else(|| dir.join(format!("{name}.zip")), Path::to_owned);
     authoring::pack(dir, &name, &file)?;
     if globals.json {
@@ -113,14 +113,19 @@ fn engine(host: &evo_host::Host) -> Result<&evo_host::engine::wasm::WasmEngine, 
     })
 }
 
-/// The host with the project's skill loaded, and the skill's name.
+/// The host with the project's skill loaded, and the skill's name; with `build`, the
+/// project built first by the same host (its engine reads the manifest).
 async fn load(
     globals: &Globals,
     dir: &Path,
     grants: &Grants,
+    build: bool,
 ) -> Result<(evo_host::Host, String), Failure> {
-    let path = authoring::built(dir)?;
     let host = args::host(globals, &Sources::default(), grants).await?;
+    if build {
+        authoring::build(dir, engine(&host)?).await?;
+    }
+    let path = authoring::built(dir)?;
     let name = args::resolve(&host, &path.to_string_lossy()).await?;
     Ok((host, name))
 }
@@ -134,11 +139,7 @@ pub(crate) async fn test(
     grants: &Grants,
 ) -> Result<(), Failure> {
     let cases = authoring::cases(dir)?;
-    if !no_build {
-        let host = args::bare_host(globals).await?;
-        authoring::build(dir, engine(&host)?).await?;
-    }
-    let (host, name) = load(globals, dir, grants).await?;
+    let (host, name) = load(globals, dir, grants, !no_build).await?;
     if cases.is_empty() {
         return Err(Failure::usage(
             "NO_TEST_CASES",

@@ -56,37 +56,27 @@ impl ArtifactCache {
         self.dir.join(format!("{digest}-{engine_key:016x}.cwasm"))
     }
 
-    /// Whether an artifact for `digest` is stored for the engine of `engine_key` (a load
-    /// will not compile).
-    pub fn contains(&self, engine_key: u64, digest: &str) -> bool {
-        self.path(engine_key, digest).exists()
-    }
-
-    /// Loads the artifact for `digest` (for `engine`, whose [`ArtifactCache::engine_key`]
-    /// is `engine_key`), or compiles `bytes` and stores the result.
+    /// Compiles `bytes` (the component with SHA-256 `digest`) and stores the result for
+    /// `engine`, whose [`ArtifactCache::engine_key`] is `engine_key`.
     ///
-    /// A cache that cannot be read or written is not an error: the component is compiled
-    /// and the problem logged, because a cache must never stop a skill from running.
-    /// `bytes` gives the component's bytes, asked for only when it must be compiled.
-    pub fn load_or_compile(
+    /// A cache that cannot be written is not an error: the problem is logged, because a
+    /// cache must never stop a skill from running.
+    pub fn compile(
         &self,
         engine: &Engine,
         engine_key: u64,
         digest: &str,
-        bytes: impl FnOnce() -> wasmtime::Result<std::sync::Arc<[u8]>>,
-    ) -> wasmtime::Result<(Component, LoadSource)> {
-        if let Some(component) = self.load(engine, engine_key, digest) {
-            return Ok((component, LoadSource::Cache));
-        }
-        let path = self.path(engine_key, digest);
-        let component = Component::new(engine, &bytes()?[..])?;
-        if let Err(e) = self.store(&path, &component) {
+        bytes: &[u8],
+    ) -> wasmtime::Result<Component> {
+        let component = Component::new(engine, bytes)?;
+        if let Err(e) = self.store(&self.path(engine_key, digest), &component) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "could not cache the compiled component");
         }
-        Ok((component, LoadSource::Compiled))
+        Ok(component)
     }
 
-    /// The stored artifact for `digest`, if there is one that loads.
+    /// The stored artifact for `digest`, if there is one that loads (one that does not is
+    /// logged and compiled again).
     pub fn load(&self, engine: &Engine, engine_key: u64, digest: &str) -> Option<Component> {
         let path = self.path(engine_key, digest);
         if !path.exists() {

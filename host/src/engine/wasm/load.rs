@@ -201,36 +201,28 @@ impl WasmEngine {
         let digest = digest.to_owned();
         let label_owned = label.to_owned();
         let deadline = self.inner.config.compile_deadline;
-        let cached = match &self.inner.cache {
-            Some(cache) => cache.contains(self.flavor(fuel)?.key, &digest),
-            None => false,
-        };
-        if !cached {
-            self.inner.config.on_compile.tell(label, code.len());
-        }
         // A cache hit maps the artifact and links it in about 0.1 ms: less than a trip
-        // to the blocking pool and back would add. Anything else (a compile) goes there.
-        if let (Some(cache), true) = (&self.inner.cache, cached) {
+        // to the blocking pool and back would add. A compile goes there.
+        if let Some(cache) = &self.inner.cache {
             let flavor = self.flavor(fuel)?;
             if let Some(component) = cache.load(&flavor.engine, flavor.key, &digest) {
                 return link(flavor, label, component, LoadSource::Cache);
             }
         }
+        self.inner.config.on_compile.tell(label, code.len());
         let compile = tokio::task::spawn_blocking(move || {
             let flavor = engine.flavor(fuel)?;
-            let bytes = || code.bytes(&digest);
-            let compiled = match &engine.inner.cache {
-                Some(cache) => cache.load_or_compile(&flavor.engine, flavor.key, &digest, bytes),
-                None => bytes().and_then(|bytes| {
-                    wasmtime::component::Component::new(&flavor.engine, &bytes[..])
-                        .map(|c| (c, LoadSource::Compiled))
-                }),
-            };
-            let (component, source) = compiled.map_err(|e| Error::InvalidComponent {
+            let compiled = code
+                .bytes(&digest)
+                .and_then(|bytes| match &engine.inner.cache {
+                    Some(cache) => cache.compile(&flavor.engine, flavor.key, &digest, &bytes),
+                    None => wasmtime::component::Component::new(&flavor.engine, &bytes[..]),
+                });
+            let component = compiled.map_err(|e| Error::InvalidComponent {
                 skill: label_owned.clone(),
                 reason: format!("{e:#}"),
             })?;
-            link(flavor, &label_owned, component, source)
+            link(flavor, &label_owned, component, LoadSource::Compiled)
         });
         match tokio::time::timeout(deadline, compile).await {
             Ok(joined) => joined.map_err(|e| Error::Engine(e.to_string()))?,
