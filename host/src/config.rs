@@ -65,6 +65,7 @@
 //! bash_allow = ["git", "cargo", "ls"] # replaces the default allowlist
 //! bash_max_timeout_ms = 600000
 //! allowed_hosts = ["github.com"]      # hosts a bash command may name in a URL
+//! toolchains = ["~/.cargo", "~/.rustup"]  # read-only to bash, for `cargo test` and the like
 //! lsp_idle_secs = 300                 # an unused language server is shut down
 //!
 //! [tools.profiles.reviewer]           # a profile of your own
@@ -271,6 +272,10 @@ pub struct ToolsSettings {
     pub bash_max_timeout_ms: u64,
     /// Hosts a `bash` command line may name in a URL.
     pub allowed_hosts: Vec<String>,
+    /// Directories `bash` may use read-only besides the system's programs: toolchains
+    /// installed in a home directory (`~/.cargo`, `~/.rustup`). None by default: they
+    /// can hold credentials (`~/.cargo/credentials.toml`), so the operator chooses.
+    pub toolchains: Vec<PathBuf>,
     /// Seconds a language server may sit unused before `lsp` shuts it down.
     pub lsp_idle_secs: u64,
     /// Profiles defined in `evo.toml`, besides the built-in ones.
@@ -398,6 +403,7 @@ impl Default for Config {
                     .collect(),
                 bash_max_timeout_ms: millis(crate::tools::bash::MAX_TIMEOUT),
                 allowed_hosts: Vec::new(),
+                toolchains: Vec::new(),
                 lsp_idle_secs: crate::tools::lsp::IDLE_TIMEOUT.as_secs(),
                 profiles: BTreeMap::new(),
             },

@@ -110,13 +110,6 @@ async fn open(
     options: impl FnOnce(&mut AgentOptions),
 ) -> Result<(Host, Agent), Failure> {
     let host = args::host(globals, sources, grants).await?;
-    if host.llm().is_none() && host.llm_error().is_none() {
-        return Err(Failure::usage(
-            "LLM_NOT_CONFIGURED",
-            "no language model is configured".into(),
-            Some(evo_host::config::HOW_TO_CONFIGURE_LLM),
-        ));
-    }
     let agent = host.agent(options)?;
     Ok((host, agent))
 }

@@ -72,12 +72,39 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
             ];
             return report(globals, &globals.data_dir, Value::Null, &checks);
         }
+        // A configuration that does not read is one broken part among the others: say
+        // what is wrong with it and check what needs no configuration.
+        Err(Failure::Evo(e @ evo_host::Error::Config { .. })) => {
+            let node = std::path::Path::new("node");
+            let checks = [
+                data_dir_check(&globals.data_dir),
+                Check::broken(
+                    "configuration",
+                    format!(
+                        "{e}; {} (the checks that need it wait until it reads)",
+                        e.hint().unwrap_or_default()
+                    ),
+                ),
+                match node_version(node).await {
+                    Ok(version) => Check::ok("node", format!("{} {version}", node.display())),
+                    Err(problem) => Check::note("node", problem),
+                },
+            ];
+            return report(globals, &globals.data_dir, Value::Null, &checks);
+        }
         Err(e) => return Err(e),
     };
     let mut checks = Vec::new();
 
     let data_dir = host.data_dir().to_owned();
     checks.push(data_dir_check(&data_dir));
+    checks.push(Check::ok(
+        "configuration",
+        match &host.config().file {
+            Some(file) => format!("{} (reads)", file.display()),
+            None => "defaults and environment (no evo.toml)".into(),
+        },
+    ));
 
     checks.push(match host.loader().wasm_engine().map(|e| e.allocator()) {
         Some(allocator) => Check::ok(

@@ -172,8 +172,15 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
                         result.code.as_deref().unwrap_or("ERROR"),
                         result.error.as_deref().unwrap_or_default()
                     );
+                    if let Some(hint) = &result.hint {
+                        eprintln!("  hint: {hint}");
+                    }
+                    // 3 refused before it ran, 2 a request at fault (an unknown tool, a
+                    // missing parameter), 1 a tool that failed, as for `evo skill run`.
                     Err(Failure::Reported(if status == Status::Blocked {
                         3
+                    } else if result.bad_input {
+                        2
                     } else {
                         1
                     }))

@@ -45,6 +45,7 @@ struct ToolsFile {
     bash_allow: Option<Vec<String>>,
     bash_max_timeout_ms: Option<u64>,
     allowed_hosts: Option<Vec<String>>,
+    toolchains: Option<Vec<String>>,
     lsp_idle_secs: Option<u64>,
     #[serde(default)]
     profiles: BTreeMap<String, ProfileFile>,
@@ -402,6 +403,13 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, f.bash_allow => t.bash_allow, "tools.bash_allow");
         take!(noted, spans, f.bash_max_timeout_ms => t.bash_max_timeout_ms, "tools.bash_max_timeout_ms", 1, 86_400_000);
         take!(noted, f.allowed_hosts => t.allowed_hosts, "tools.allowed_hosts");
+        if let Some(dirs) = f.toolchains {
+            t.toolchains = dirs
+                .iter()
+                .map(|dir| toolchain_dir(dir).map_err(|why| spans.invalid("tools.toolchains", why)))
+                .collect::<Result<_>>()?;
+            noted.push("tools.toolchains");
+        }
         take!(noted, spans, f.lsp_idle_secs => t.lsp_idle_secs, "tools.lsp_idle_secs", 1, 86_400);
         for (name, p) in f.profiles {
             let key = format!("tools.profiles.{name}");
@@ -532,4 +540,33 @@ fn grant(
         noted.push(key);
     }
     Ok(noted)
+}
+
+/// A `[tools] toolchains` entry: `~/…` is the home directory; the result must be an
+/// absolute directory that exists, and not a system root (binding `/` or a whole home
+/// read-only would show the sandbox everything the entry was meant to keep out).
+fn toolchain_dir(entry: &str) -> std::result::Result<PathBuf, String> {
+    let path = match entry.strip_prefix("~/") {
+        Some(rest) => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => return Err(format!("{entry:?} starts with ~/ and HOME is not set")),
+        },
+        None => PathBuf::from(entry),
+    };
+    if !path.is_absolute() {
+        return Err(format!(
+            "{entry:?} is not an absolute path; name the toolchain's directory, e.g. \"~/.cargo\""
+        ));
+    }
+    if !path.is_dir() {
+        return Err(format!("{} is not a directory", path.display()));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if path.parent().is_none() || home.as_deref() == Some(path.as_path()) {
+        return Err(format!(
+            "{} is too wide: name the toolchain's own directories (e.g. \"~/.cargo\", \"~/.rustup\"), not the whole tree",
+            path.display()
+        ));
+    }
+    Ok(path)
 }

@@ -1,7 +1,7 @@
 //! What an [`Error`] means to its reader: its stable code, whether it is worth a retry or
 //! the caller's input was wrong, and a hint saying what to do.
 
-use super::{Direction, Error, FailureKind};
+use super::{BlockReason, Direction, Error, FailureKind};
 
 impl Error {
     /// For `map_err`: an I/O failure at `path`.
@@ -74,6 +74,8 @@ impl Error {
             Self::Template { .. } => "TEMPLATE_ERROR",
             Self::Step { source, .. } => source.code(),
             Self::Llm { .. } => "LLM_ERROR",
+            Self::LlmNotConfigured => "LLM_NOT_CONFIGURED",
+            Self::ToolUnavailable { .. } => "TOOL_UNAVAILABLE",
             Self::Database { .. } => "DATABASE_ERROR",
             Self::Embedding { .. } => "EMBEDDING_ERROR",
             Self::Config { .. } => "CONFIG_INVALID",
@@ -139,6 +141,8 @@ impl Error {
                 | Self::NameTaken { .. }
                 | Self::Template { .. }
                 | Self::Config { .. }
+                | Self::LlmNotConfigured
+                | Self::ToolUnavailable { .. }
                 | Self::Secret { .. }
                 | Self::Skill {
                     kind: FailureKind::InvalidInput,
@@ -165,63 +169,183 @@ impl Error {
             )
     }
 
-    /// A short hint on what to do next, when there is a useful one.
+    /// What to do next. Every error has one (the type is an `Option` so that an error
+    /// from elsewhere, such as another node's, can lack one); it names the flag, the
+    /// setting or the command that helps, and never suggests a grant that would not.
     pub fn hint(&self) -> Option<&'static str> {
-        match self {
+        Some(match self {
+            Self::Io { .. } => "check that the path exists and that you can read (or write) it",
             Self::Timeout { .. } => {
-                Some("raise the skill's `timeout` in its manifest if the work is legitimately slow")
+                "raise the skill's `timeout` in its manifest if the work is legitimately slow"
             }
             Self::MemoryLimit { .. } => {
-                Some("raise `limits.memoryMib` in the manifest, within the host's policy")
+                "raise `limits.memoryMib` in the manifest, within the host's policy"
             }
-            Self::OutputLimit { .. } => Some("return less data, or raise `limits.outputBytes`"),
-            Self::Skill {
-                kind: FailureKind::Denied,
-                ..
-            } => Some(
-                "grant the capability the skill asks for (e.g. `--dir HOST::GUEST`), if you trust it",
-            ),
-            Self::ComponentLimit { .. } => Some(
-                "if you trust the component, raise `max_component_mb` or `compile_deadline_ms` under [engine] in evo.toml",
-            ),
-            Self::NotASkill { .. } | Self::InvalidComponent { .. } => Some(
-                "skills implement the `plugin` world of wit/skill.wit; see guest-sdk/README.md",
-            ),
-            Self::SkillNotFound { .. } => {
-                Some("`evo skill list` shows the skills available; check the name's spelling")
+            Self::FuelExhausted { .. } => {
+                "raise `limits.fuel` in the manifest, within the host's policy (`[engine] max_fuel`)"
             }
-            Self::SkillAlreadyExists { .. } => Some("`evo skill install --overwrite` replaces it"),
+            Self::OutputLimit { .. } => "return less data, or raise `limits.outputBytes`",
+            Self::Trap { .. } => {
+                "the skill crashed (a panic or a bug in its code): report it to its author; the host and other skills are unaffected"
+            }
+            Self::Skill { kind, message, .. } | Self::Script { kind, message, .. } => {
+                failure_hint(*kind, message)
+            }
+            Self::InvalidInput { .. } => {
+                "give the input as one JSON object with the fields it takes: `evo tool describe NAME` or `evo skill info NAME` lists them"
+            }
+            Self::InvalidOutput { .. } => {
+                "the skill answered something that is not JSON: report it to the skill's author"
+            }
+            Self::Capability(_) => {
+                "fix the grant as the message says (`--dir HOST::GUEST[:ro|:rw]`, `--allow-host`, or [grants] in evo.toml)"
+            }
+            Self::Engine(_) => {
+                "`evo doctor` checks the set-up; `-v` shows what the engine was doing"
+            }
+            Self::ComponentLimit { .. } => {
+                "if you trust the component, raise `max_component_mb` or `compile_deadline_ms` under [engine] in evo.toml"
+            }
+            Self::NotASkill { .. } | Self::InvalidComponent { .. } => {
+                "skills implement the `plugin` world of wit/skill.wit; see guest-sdk/README.md"
+            }
+            Self::IncompatibleApi { .. } => {
+                "rebuild the skill with the evo-guest of this host's contract (`evo skill build`)"
+            }
+            Self::InvalidManifest { .. } => {
+                "fix each field as listed and load the skill again (`evo skill info PATH` checks it)"
+            }
+            Self::SkillNotFound { .. } | Self::ScriptNotFound { .. } => {
+                "`evo skill list` shows the skills available; check the name's spelling"
+            }
+            Self::ToolNotFound { .. } => {
+                "`evo tool list` shows every tool and its aliases; check the name's spelling"
+            }
+            Self::SkillAlreadyExists { .. } => "`evo skill install --overwrite` replaces it",
             Self::Remote {
                 code: "REMOTE_UNAVAILABLE",
                 ..
-            } => Some(
-                "`evo remote list` shows whether each node answers; start `evo serve --http` there, or check its address and token",
-            ),
-            Self::NameTaken { .. } => Some(
-                "rename the skill (the `name` in its SKILL.md or skill.json, and its directory)",
-            ),
-            Self::Config { .. } => Some(
-                "fix the value (`evo config show` prints every key, its value and where it came from)",
-            ),
-            Self::InvalidSkillStructure(_) => Some(
-                "a skill archive holds one directory named like the skill, with a SKILL.md (name, description) inside",
-            ),
-            Self::Blocked { .. } => Some(
-                "choose a profile that allows the call (`--profile`), confirm it when asked, or keep to the project directory and the allowed commands ([tools] in evo.toml)",
-            ),
+            } => {
+                "`evo remote list` shows whether each node answers; start `evo serve --http` there, or check its address and token"
+            }
+            Self::Remote { .. } => {
+                "the error happened on the other node: its message says why (`evo remote list` shows the node)"
+            }
+            Self::NameTaken { .. } => {
+                "rename the skill (the `name` in its SKILL.md or skill.json, and its directory)"
+            }
+            Self::CapabilitiesChanged { .. } => {
+                "see what it now asks for with `evo skill info NAME`, then `evo skill install --overwrite` if you accept it"
+            }
+            Self::Config { .. } => {
+                "fix the value at that line and key; `evo doctor` lists every other check once the file reads"
+            }
+            Self::InvalidSkillStructure(_) => {
+                "a skill archive holds one directory named like the skill, with a SKILL.md (name, description) inside"
+            }
+            Self::Blocked { reason, .. } => match reason {
+                BlockReason::Profile => {
+                    "run it with a profile whose level allows the tool (`--profile full`, or your own under [tools.profiles] in evo.toml)"
+                }
+                BlockReason::Confirmation => {
+                    "confirm it when asked (`evo tool call --yes`); where nobody can be asked, [tools] confirm = \"allow\" in evo.toml lets such calls run"
+                }
+                BlockReason::OutsideProject => {
+                    "use a path inside the project directory (the directory evo runs in); `..`, other absolute paths and symlinks that lead out are refused whatever is granted"
+                }
+                BlockReason::Allowlist => {
+                    "use only commands in [tools] bash_allow and hosts in [tools] allowed_hosts (`evo config show tools` lists them), or add one there if you trust it"
+                }
+            },
             Self::SkillDepth { .. } => {
-                Some("look for a skill that calls itself, directly or through another skill")
+                "look for a skill that calls itself, directly or through another skill"
             }
             Self::Validation(report) if report.direction == Direction::Input => {
-                Some("fix the input as the report says and run again")
+                "fix the input as the report says and run again"
             }
-            Self::Validation(_) => Some(
-                "the skill produced output its own schema rejects: report it to the skill's author",
-            ),
-            Self::Llm { .. } => {
-                Some("check the model's configuration (EVO_LLM, API keys, base URL)")
+            Self::Validation(_) => {
+                "the skill produced output its own schema rejects: report it to the skill's author"
             }
-            _ => None,
+            Self::Template { .. } => {
+                "fix the template where the message says (`{{input.field}}`, `{{steps.LABEL.output}}`)"
+            }
+            Self::Step { source, .. } => return source.hint(),
+            Self::Llm { .. } => "check the model's configuration (EVO_LLM, API keys, base URL)",
+            Self::LlmNotConfigured => crate::skill::kernel::HOW_TO_CONFIGURE_LLM,
+            Self::ToolUnavailable { .. } => {
+                "install the command under /usr, or list its toolchain's directories under [tools] toolchains in evo.toml (read-only in the sandbox)"
+            }
+            Self::Secret {
+                code: "SECRET_NOT_FOUND",
+                ..
+            } => "set it with `evo secret set NAME` (`evo secret list` shows those set)",
+            Self::Secret { .. } => {
+                "a secret's name is capital letters, digits and `_`; its value one line of at least 8 characters"
+            }
+            Self::Embedding { .. } => {
+                "check EVO_EMBED_MODEL, EVO_EMBED_BASE_URL and EVO_EMBED_API_KEY, or go back to the built-in embedder: `evo memory reindex --embedder hash`"
+            }
+            Self::Authoring { code, .. } => match *code {
+                "TOOLCHAIN_MISSING" => "install what the message names, then run the command again",
+                "BUILD_FAILED" => {
+                    "fix the errors the build printed above, then `evo skill build` again"
+                }
+                "NOT_BUILT" => "run `evo skill build` first",
+                "NOT_A_SKILL_PROJECT" => {
+                    "run it in a directory `evo new` made (or pass the project's path)"
+                }
+                _ => "the message says what to change",
+            },
+            Self::Database {
+                transient: true, ..
+            } => "another evo process holds the database; try again in a moment",
+            Self::Database { .. } => {
+                "`evo doctor` checks the data directory and its databases; a damaged file can be moved aside and is created again"
+            }
+        })
+    }
+}
+
+/// The hint for a failure a skill reported itself: it depends on what it reported, since
+/// a refused host is not helped by a directory grant, nor a path escape by any grant.
+fn failure_hint(kind: FailureKind, message: &str) -> &'static str {
+    let lower = message.to_ascii_lowercase();
+    match kind {
+        FailureKind::Denied if lower.contains("outside") || lower.contains("..") => {
+            "the path leads outside what the skill was granted; use a path inside the granted directory (`..` and symlinks cannot leave it, whatever is granted)"
+        }
+        FailureKind::Denied if lower.contains("secret") => {
+            "grant the secret with `--allow-secret NAME` (or [grants] secrets in evo.toml), if you trust the skill with it; set it with `evo secret set NAME`"
+        }
+        FailureKind::Denied
+            if lower.contains("host")
+                || lower.contains("origin")
+                || lower.contains("http://")
+                || lower.contains("https://") =>
+        {
+            "grant the origin with `--allow-host https://HOST` (or [grants] hosts in evo.toml), if you trust the skill with it; `evo skill info NAME` shows the hosts it asks for"
+        }
+        FailureKind::Denied if lower.contains("memory") => {
+            "grant memory with `--allow-memory read` or `--allow-memory read-write` (or [grants] memory in evo.toml), if you trust the skill with it"
+        }
+        FailureKind::Denied if lower.contains("language model") || lower.contains("llm") => {
+            "grant the model with `--allow-llm` (or [grants] llm = true in evo.toml), if you trust the skill with it"
+        }
+        FailureKind::Denied => {
+            "grant what the skill asks for, if you trust it: `evo skill info NAME` lists it and the flag for each (`--dir HOST::GUEST`, `--allow-host`, `--allow-secret`, `--allow-memory`, `--allow-llm`)"
+        }
+        FailureKind::InvalidInput => {
+            "the skill refused this input as its message says; `evo skill info NAME` shows the input it takes"
+        }
+        FailureKind::NotFound => {
+            "something the input names does not exist: check the paths and names in the input"
+        }
+        FailureKind::Timeout => {
+            "a call the skill made (another skill, the model, memory) ran out of time; try again, or raise the skill's `timeout`"
+        }
+        FailureKind::Unavailable => "the service is busy or down; try again later",
+        FailureKind::Failed => {
+            "the skill's message says why; `-v` shows what it logged (`-vv` what it printed)"
         }
     }
 }

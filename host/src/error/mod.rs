@@ -46,6 +46,21 @@ impl FailureKind {
     }
 }
 
+/// Which check refused a call ([`Error::Blocked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BlockReason {
+    /// The run's permission profile does not reach the tool's level, or does not list it.
+    Profile,
+    /// A dangerous call was declined, or nobody could be asked.
+    Confirmation,
+    /// A path outside the project directory.
+    OutsideProject,
+    /// A command line with a command that is not in `[tools] bash_allow`, or a URL whose
+    /// host is not in `[tools] allowed_hosts`.
+    Allowlist,
+}
+
 /// Every error the Evo host reports.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -272,6 +287,8 @@ pub enum Error {
         tool: String,
         /// Why, e.g. `智能体无权限调用此工具（需要 read_write，当前仅有 read_only）`.
         message: String,
+        /// Which check refused it; the hint depends on it.
+        reason: BlockReason,
     },
 
     /// A call would go deeper than the call depth limit.
@@ -322,6 +339,20 @@ pub enum Error {
         /// Whether trying again later may work (rate limit, timeout, server error).
         transient: bool,
     },
+
+    /// A built-in tool's command is allowed but cannot run here (not installed, or
+    /// outside what the sandbox shows).
+    #[error("{tool}: {message}")]
+    ToolUnavailable {
+        /// The tool (`bash`).
+        tool: String,
+        /// Which command, why, and the setting that helps.
+        message: String,
+    },
+
+    /// Something needs a language model and none is configured.
+    #[error("no language model is configured")]
+    LlmNotConfigured,
 
     /// A skill on another Evo node failed there, or the node could not be reached.
     #[error("{remote}: {message}")]

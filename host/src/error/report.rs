@@ -120,12 +120,18 @@ impl ValidationReport {
     /// The report as the model reads it: one line per violation with its suggestion.
     pub fn to_llm_text(&self) -> String {
         let mut text = format!(
-            "{} {} does not match its schema (attempt {} of {}):",
+            "{} {} does not match its schema",
             self.skill,
-            self.direction.as_str(),
-            self.attempt,
-            self.max_attempts
+            self.direction.as_str()
         );
+        // A caller with one try is not told it is on "attempt 1 of 1".
+        if self.max_attempts > 1 {
+            text.push_str(&format!(
+                " (attempt {} of {})",
+                self.attempt, self.max_attempts
+            ));
+        }
+        text.push(':');
         for v in &self.violations {
             text.push_str(&format!(
                 "\n  • [{}] {}: expected {}, got {}. {}",

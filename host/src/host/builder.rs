@@ -135,6 +135,7 @@ impl HostBuilder {
                 allowed_hosts: t.allowed_hosts.clone(),
                 max_timeout: std::time::Duration::from_millis(t.bash_max_timeout_ms),
                 lsp_idle: std::time::Duration::from_secs(t.lsp_idle_secs),
+                toolchains: t.toolchains.clone(),
             },
         )?;
         crate::tools::register(

@@ -176,15 +176,12 @@ impl Host {
     /// `[agent]` settings and `options_fn` applied on top.
     pub fn agent(&self, options_fn: impl FnOnce(&mut AgentOptions)) -> Result<Agent> {
         let Some(provider) = self.inner.llm.clone() else {
-            return Err(Error::Llm {
-                message: match &self.inner.llm_error {
-                    Some(error) => format!("the configured model cannot be used: {error}"),
-                    None => format!(
-                        "no language model is configured; {}",
-                        crate::config::HOW_TO_CONFIGURE_LLM
-                    ),
+            return Err(match &self.inner.llm_error {
+                Some(error) => Error::Llm {
+                    message: format!("the configured model cannot be used: {error}"),
+                    transient: false,
                 },
-                transient: false,
+                None => Error::LlmNotConfigured,
             });
         };
         let a = &self.inner.config.agent;

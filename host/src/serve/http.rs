@@ -8,6 +8,11 @@
 //! - a request from a browser page of another origin (an `Origin` header that is not
 //!   loopback or one the operator allowed) is refused with 403 — DNS rebinding
 //!   protection;
+//! - on a loopback bind, a request whose `Host` does not name loopback is refused with
+//!   403 on every route: a page whose DNS name was rebound to 127.0.0.1 sends its own
+//!   name there, with or without an `Origin`;
+//! - every refusal, the body limit's and the JSON reader's included, is the API's error
+//!   shape `{ code, error, hint }`;
 //! - MCP sessions have ids and expire after [`SESSION_IDLE`] without a request.
 
 use std::convert::Infallible;
@@ -73,6 +78,8 @@ struct Gate {
     /// SHA-256 of the token, so comparing takes the same time whatever its length.
     token: Option<[u8; 32]>,
     origins: Arc<Vec<String>>,
+    /// Bound to loopback: the `Host` header must name loopback too.
+    loopback: bool,
 }
 
 /// Binds `options.addr` and serves until `shutdown` resolves; then takes no new calls,
@@ -164,6 +171,7 @@ pub fn router(
             .as_ref()
             .map(|t| Sha256::digest(t.as_bytes()).into()),
         origins: Arc::new(origins),
+        loopback,
     };
     Router::new()
         .route("/v1/health", get(health))
@@ -177,11 +185,63 @@ pub fn router(
         .with_state(shared.clone())
         .nest_service("/mcp", mcp)
         .layer(DefaultBodyLimit::max(shared.settings.max_message_kb << 10))
+        .layer(axum::middleware::map_response(as_error_body))
         .layer(axum::middleware::from_fn_with_state(gate, check))
 }
 
-/// The token and origin checks, before anything else.
+/// The `Host` a request names (its header, or the URI's authority over HTTP/2), without
+/// the port; `None` when it names none.
+fn requested_host(request: &Request) -> Option<String> {
+    let authority = match request.headers().get(header::HOST) {
+        Some(value) => value.to_str().ok()?.to_owned(),
+        None => request.uri().authority()?.as_str().to_owned(),
+    };
+    let authority = axum::http::uri::Authority::try_from(authority.as_str()).ok()?;
+    Some(
+        authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase(),
+    )
+}
+
+/// Whether `host` (no port) can only mean this machine: `localhost` or a loopback
+/// address. A rebound DNS name is neither, whatever it resolves to.
+fn names_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The Host, token and origin checks, before anything else.
 async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if gate.loopback {
+        match requested_host(&request) {
+            Some(host) if names_loopback(&host) => {}
+            Some(host) => {
+                return failure(
+                    StatusCode::FORBIDDEN,
+                    "HOST_REFUSED",
+                    format!(
+                        "requests for the host {host} are refused: this server listens on loopback"
+                    ),
+                    Some(
+                        "call it as localhost, 127.0.0.1 or [::1]; a web page whose name resolves to this machine (DNS rebinding) is refused on purpose. To serve other names, bind another address with a token (`evo serve --http 0.0.0.0:PORT --token …`)",
+                    ),
+                );
+            }
+            None => {
+                return failure(
+                    StatusCode::BAD_REQUEST,
+                    "HOST_REFUSED",
+                    "the request names no host (or an unreadable one)".into(),
+                    Some("send a `Host` header naming localhost, 127.0.0.1 or [::1]"),
+                );
+            }
+        }
+    }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         if !origin_allowed(origin, &gate.origins) {
@@ -261,6 +321,68 @@ fn split_port<'a>(authority: &'a str, scheme: &str) -> (&'a str, Option<u16>) {
     }
 }
 
+/// A refusal made below the handlers (the body limit, the JSON reader, an unknown route
+/// or method, the MCP transport's own checks) in the API's shape `{ code, error, hint }`:
+/// a plain-text error body is moved into `error`, with a code for its status.
+async fn as_error_body(response: Response) -> Response {
+    let status = response.status();
+    let is_json_or_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.contains("json") || t.starts_with("text/event-stream"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json_or_stream {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    // Refusals made below the handlers are a line or two; more is not an error text.
+    let text = axum::body::to_bytes(body, 64 << 10)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let (code, hint) = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "MESSAGE_TOO_LARGE",
+            "send a smaller body; `serve.max_message_kb` in the server's evo.toml sets the limit",
+        ),
+        StatusCode::NOT_FOUND => (
+            "NOT_FOUND",
+            "`GET /v1/openapi.json` lists the API's routes; MCP is served at /mcp",
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "METHOD_NOT_ALLOWED",
+            "`GET /v1/openapi.json` lists each route's methods",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "INVALID_INPUT",
+            "send the body as JSON with `Content-Type: application/json`",
+        ),
+        s if s.is_client_error() => (
+            "INVALID_INPUT",
+            "fix the request as the message says; `GET /v1/openapi.json` describes every body",
+        ),
+        _ => (
+            "INTERNAL_ERROR",
+            "retry; if it persists, the server's log says more",
+        ),
+    };
+    let message = if text.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("the request failed")
+            .to_owned()
+    } else {
+        text
+    };
+    let mut response = failure(status, code, message, Some(hint));
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            response.headers_mut().insert(name, value.clone());
+        }
+    }
+    response
+}
+
 /// An error as JSON with its status: `{ code, error, hint }`.
 fn failure(status: StatusCode, code: &str, message: String, hint: Option<&str>) -> Response {
     (
@@ -281,6 +403,9 @@ fn status_of(error: &Error) -> StatusCode {
         Error::SkillNotFound { .. } | Error::ToolNotFound { .. } => StatusCode::NOT_FOUND,
         Error::Validation(_) if error.is_bad_input() => StatusCode::UNPROCESSABLE_ENTITY,
         Error::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        // The server's configuration, not the request: the same request works on a node
+        // with a model.
+        Error::LlmNotConfigured => StatusCode::SERVICE_UNAVAILABLE,
         Error::Remote { code, .. } => match *code {
             "SKILL_TIMEOUT" => StatusCode::GATEWAY_TIMEOUT,
             "REMOTE_UNAVAILABLE" => StatusCode::BAD_GATEWAY,

@@ -37,6 +37,8 @@ pub use crate::error::report::{Direction, ValidationReport, Violation};
 pub struct Schema {
     source: Value,
     validator: Option<Validator>,
+    /// Whether [`Schema::apply_defaults`] can change anything (a `default` somewhere).
+    has_defaults: bool,
 }
 
 impl fmt::Debug for Schema {
@@ -68,7 +70,13 @@ impl Schema {
         Ok(Self {
             source: schema.clone(),
             validator,
+            has_defaults: schema.to_string().contains("\"default\""),
         })
+    }
+
+    /// Whether [`Schema::apply_defaults`] can change a value.
+    pub fn has_defaults(&self) -> bool {
+        self.has_defaults
     }
 
     /// The schema as written.
@@ -91,7 +99,23 @@ impl Schema {
         }
         validator
             .iter_errors(value)
-            .map(|error| self.violation(&error))
+            .map(|error| self.violation(&error, None))
+            .collect()
+    }
+
+    /// [`Self::check`] of `value`, which is `sent` with [`Self::apply_defaults`] applied,
+    /// reporting what the caller sent as each violation's `actual`: an object is shown
+    /// without the defaults the caller never wrote.
+    pub fn check_sent(&self, sent: &Value, value: &Value) -> Vec<Violation> {
+        let Some(validator) = &self.validator else {
+            return Vec::new();
+        };
+        if validator.is_valid(value) {
+            return Vec::new();
+        }
+        validator
+            .iter_errors(value)
+            .map(|error| self.violation(&error, Some(sent)))
             .collect()
     }
 
@@ -101,15 +125,23 @@ impl Schema {
         apply_defaults(&self.source, value, 0);
     }
 
-    fn violation(&self, error: &jsonschema::ValidationError<'_>) -> Violation {
+    fn violation(
+        &self,
+        error: &jsonschema::ValidationError<'_>,
+        sent: Option<&Value>,
+    ) -> Violation {
         let rule = error.kind().keyword().to_owned();
         let schema_path = error.schema_path().to_string();
         let parent = schema_path
             .rsplit_once('/')
             .map_or("", |(parent, _)| parent);
         let subschema = self.source.pointer(parent).unwrap_or(&Value::Null);
-        let mut path = readable_path(&error.instance_path().to_string());
-        let mut actual = error.instance().clone().into_owned();
+        let pointer = error.instance_path().to_string();
+        let mut path = readable_path(&pointer);
+        let mut actual = match sent.and_then(|sent| sent.pointer(&pointer)) {
+            Some(as_sent) => as_sent.clone(),
+            None => error.instance().clone().into_owned(),
+        };
 
         let (expected, suggestion) = match error.kind() {
             jsonschema::error::ValidationErrorKind::Required { property } => {

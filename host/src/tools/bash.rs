@@ -9,8 +9,13 @@
 //! --hard`, …) need confirmation. What an allowed program then does is bounded by the
 //! sandbox: the project directory is the only writable one, there is no network where
 //! namespaces are available, and the whole process group dies at the deadline.
+//!
+//! A line runs with `pipefail`: `cargo test 2>&1 | tail` reports cargo's failure, not
+//! `tail`'s success (a program killed by a closed pipe, as in `yes | head`, then shows
+//! as 141). An allowed command the sandbox cannot show (a toolchain in a home
+//! directory) is refused before it runs, naming `[tools] toolchains`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,7 +23,7 @@ use serde_json::{Value, json};
 use super::confirm::{Confirmation, Risk};
 use super::permission::{self, Locale};
 use super::{BoxFuture, Tool, shell};
-use crate::engine::native::NativeSandbox;
+use crate::engine::native::{NativeSandbox, Toolchains};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -49,6 +54,7 @@ pub struct Bash {
     allow: Vec<String>,
     allowed_hosts: Vec<String>,
     max_timeout: Duration,
+    toolchains: Toolchains,
 }
 
 impl Bash {
@@ -67,7 +73,40 @@ impl Bash {
             allow,
             allowed_hosts,
             max_timeout,
+            toolchains: Toolchains::default(),
         }
+    }
+
+    /// Makes the toolchains in `dirs` (`[tools] toolchains`) reachable, read-only, to
+    /// every command line, with the variables that point tools at them.
+    pub fn with_toolchains(mut self, dirs: &[PathBuf]) -> Self {
+        self.toolchains = super::toolchains::toolchains(dirs);
+        self
+    }
+
+    /// The first command of `line` that is allowed but cannot run inside the sandbox,
+    /// and why; `None` when the sandbox shows the whole file system (no isolation).
+    async fn unreachable(&self, line: &str) -> Option<String> {
+        let protections = self.sandbox.isolation().await;
+        let confined = protections
+            .iter()
+            .any(|p| p == "private-root" || p.starts_with("landlock-"));
+        if !confined {
+            return None;
+        }
+        let mut visible = self.toolchains.dirs.clone();
+        visible.push(
+            self.root
+                .canonicalize()
+                .unwrap_or_else(|_| self.root.clone()),
+        );
+        if let Some(node) = self.sandbox.config().node.parent().and_then(Path::parent) {
+            visible.push(node.to_owned());
+        }
+        let commands = shell::commands(line).unwrap_or_else(|e| e.found);
+        commands
+            .iter()
+            .find_map(|command| super::toolchains::unreachable(command, &visible))
     }
 
     /// The reason `line` may not run, if any.
@@ -107,6 +146,13 @@ impl Bash {
             return Err(Error::Blocked {
                 tool: "bash".into(),
                 message,
+                reason: crate::error::BlockReason::Allowlist,
+            });
+        }
+        if let Some(message) = self.unreachable(&line).await {
+            return Err(Error::ToolUnavailable {
+                tool: "bash".into(),
+                message,
             });
         }
         if let Some((risk, warning)) = risk(&line) {
@@ -125,7 +171,7 @@ impl Bash {
         let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
         let result = self
             .sandbox
-            .run_shell(&root, &line, timeout, OUTPUT_CAP)
+            .run_shell_with(&root, &line, timeout, OUTPUT_CAP, &self.toolchains)
             .await?;
         match result.error.as_deref() {
             Some("Execution timeout") => Err(Error::Timeout {

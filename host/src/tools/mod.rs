@@ -59,6 +59,7 @@ pub mod registry;
 pub mod search;
 pub mod shell;
 pub mod terminal;
+mod toolchains;
 pub mod write;
 
 use std::fmt;
@@ -162,6 +163,8 @@ pub struct ProgramTools {
     pub max_timeout: std::time::Duration,
     /// How long a language server may sit unused.
     pub lsp_idle: std::time::Duration,
+    /// Toolchain directories `bash` may use, read-only (`[tools] toolchains`).
+    pub toolchains: Vec<PathBuf>,
 }
 
 /// Registers the tools that run programs for the project at `root`: `bash`, `terminal`
@@ -179,7 +182,8 @@ pub fn register_programs(
         settings.allow,
         settings.allowed_hosts,
         settings.max_timeout,
-    );
+    )
+    .with_toolchains(&settings.toolchains);
     let launcher = sandbox.config().launcher.clone();
     let terminal = terminal::Terminal::new(root.clone(), launcher, bash.clone());
     register(registry, Arc::new(bash))?;

@@ -76,6 +76,7 @@ impl Project {
         Error::Blocked {
             tool: tool.to_owned(),
             message: outside_message(locale, requested),
+            reason: crate::error::BlockReason::OutsideProject,
         }
     }
 

@@ -224,6 +224,13 @@ pub struct ToolResult {
     /// The error's stable code, when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// What to do about the failure, when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Whether the caller's request was at fault (an unknown tool, a missing
+    /// parameter, a refusal), rather than the tool's run; see [`Error::is_bad_input`].
+    #[serde(skip)]
+    pub bad_input: bool,
     /// `execution_time_ms`, the tool's canonical name, and what the tool reports of its
     /// work (`file_size_bytes` for `read`).
     pub metadata: serde_json::Map<String, Value>,
@@ -254,6 +261,8 @@ impl ToolResult {
                     output,
                     error: None,
                     code: None,
+                    hint: None,
+                    bad_input: false,
                     metadata,
                 }
             }
@@ -273,6 +282,8 @@ impl ToolResult {
                     output: Value::Null,
                     error: Some(message),
                     code: Some(error.code().to_owned()),
+                    hint: error.hint().map(str::to_owned),
+                    bad_input: error.is_bad_input(),
                     metadata,
                 }
             }

@@ -233,6 +233,7 @@ impl Terminal {
             return Err(Error::Blocked {
                 tool: "terminal".into(),
                 message,
+                reason: crate::error::BlockReason::Allowlist,
             });
         }
         let mut bytes = text.as_bytes().to_vec();

@@ -293,7 +293,7 @@ fn validation_errors_print_the_report_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.starts_with("error[SKILL_VALIDATION_FAILED]: calculate input does not match its schema (attempt 1 of 3):\n  • [expression] type: expected string, got 7."),
+        err.starts_with("error[SKILL_VALIDATION_FAILED]: calculate input does not match its schema:\n  • [expression] type: expected string, got 7."),
         "{err}"
     );
 }
@@ -442,10 +442,13 @@ fn llm_skills_run_with_the_model_evo_llm_names() {
         r#"{"text":"long"}"#,
     ];
 
+    // The same failure, code and exit status as `evo agent run` without a model.
     let out = evo(home.path(), &args);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("no language model is configured for this host; set EVO_LLM to"),
+        stderr(&out).contains(
+            "error[LLM_NOT_CONFIGURED]: no language model is configured\n  hint: set EVO_LLM to"
+        ),
         "{}",
         stderr(&out)
     );

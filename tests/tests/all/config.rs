@@ -113,7 +113,7 @@ fn a_bad_evo_toml_names_file_line_and_key_and_exits_2() {
     let home = tempfile::tempdir().unwrap();
     let file = home.path().join("evo.toml");
     std::fs::write(&file, "[engine]\npool_slots = 4\npool_sots = 5\n").unwrap();
-    for args in [&["skill", "list"][..], &["config", "show"], &["doctor"]] {
+    for args in [&["skill", "list"][..], &["config", "show"]] {
         let out = evo(home.path(), args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         let err = stderr(&out);
@@ -129,9 +129,64 @@ fn a_bad_evo_toml_names_file_line_and_key_and_exits_2() {
     let out = evo(home.path(), &["skill", "list", "--json"]);
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["code"], "CONFIG_INVALID");
+    // The hint sends the user to a command that works with the file broken, not to
+    // `config show`, which fails the same way.
     assert!(
-        value["hint"].as_str().unwrap().contains("evo config show"),
+        value["hint"].as_str().unwrap().contains("evo doctor"),
         "{value}"
+    );
+
+    // `evo doctor` lists the file as a broken part (exit 1, like any broken part), with
+    // the checks that need no configuration.
+    let out = evo(home.path(), &["doctor"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = stdout(&out);
+    assert!(
+        report.contains(&format!(
+            "FAIL  configuration      {} line 3, key engine.pool_sots: unknown field `pool_sots`",
+            file.display()
+        )),
+        "{report}"
+    );
+    assert!(report.contains("data directory"), "{report}");
+    let out = evo(home.path(), &["doctor", "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["checks"]["configuration"]["broken"], true);
+}
+
+#[test]
+fn config_show_aligns_comments_without_a_long_value_pushing_them_out() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo(home.path(), &["config", "show"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    // `tools.bash_allow` is a long list; the other lines stay within a terminal.
+    let wide: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.chars().count() > 100 && !l.starts_with("tools.bash_allow"))
+        .collect();
+    assert!(wide.is_empty(), "{wide:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("engine.pool_slots = ")),
+        "{text}"
+    );
+
+    // One table, or one key.
+    let out = evo(home.path(), &["config", "show", "engine"]);
+    let text = stdout(&out);
+    assert!(
+        text.lines().skip(1).all(|l| l.starts_with("engine.")),
+        "{text}"
+    );
+    assert!(text.contains("engine.pool_slots = "), "{text}");
+    let out = evo(home.path(), &["config", "show", "engine.nothing"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error[CONFIG_INVALID]: there is no setting `engine.nothing`"),
+        "{}",
+        stderr(&out)
     );
 }
 

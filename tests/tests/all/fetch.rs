@@ -325,10 +325,26 @@ fn install_shows_the_hosts_asked_for_and_info_what_is_granted() {
     let out = evo(home.path(), &["skill", "install", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out)
-            .contains("\n  requests:   outbound HTTP to http://*:* the servers the tests start\n"),
+        stdout(&out).contains(
+            "\n  requests:   outbound HTTP to http://*:* (the servers the tests start)\n"
+        ),
         "{}",
         stdout(&out)
+    );
+    // Without a grant: what it asks for, that it is not granted, and what was approved
+    // at install, each in words.
+    let out = evo(home.path(), &["skill", "info", "fetch"]);
+    let text = stdout(&out);
+    for line in [
+        "\n  requests:   outbound HTTP to http://*:* (the servers the tests start)\n",
+        "\n  not granted: ",
+        "\n  approved:   outbound HTTP to http://*:* (the servers the tests start), at install\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in:\n{text}");
+    }
+    assert!(
+        !text.contains("approved:   {"),
+        "no raw JSON in the human form: {text}"
     );
     let out = evo(
         home.path(),

@@ -37,6 +37,7 @@ mod py_recall;
 mod py_text_stats;
 mod remote;
 mod serve;
+mod serve_gate;
 mod service;
 mod skill_scripts;
 mod storage;

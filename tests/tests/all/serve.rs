@@ -639,7 +639,10 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         &[],
         Some(r#"{"message":"hi"}"#),
     );
-    assert_eq!((status, err["code"].as_str()), (500, Some("LLM_ERROR")));
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (503, Some("LLM_NOT_CONFIGURED"))
+    );
 
     let (status, doc) = http("GET", &format!("{base}/v1/openapi.json"), &[], None);
     assert_eq!(status, 200);

@@ -1,7 +1,7 @@
 //! `evo skill info`: what a caller needs to know about a skill.
 
 use evo_host::Error;
-use evo_host::capabilities::Access;
+use evo_host::capabilities::{Access, MemoryAccess, RequestedCapabilities};
 use evo_host::engine::loader::StaticExecutor;
 use evo_host::engine::native::IsolationLevel;
 use evo_host::engine::wasm::{WasmExecutor, WasmSkill};
@@ -93,6 +93,7 @@ pub(super) async fn info(
         out!("  calls:      {}", meta.calls.join(", "));
     }
     if registered.kind() == evo_host::skill::executor::ExecutorKind::Native {
+        print_requests(&meta.capabilities);
         // A native script has no network of its own; granted hosts are reached through
         // the host's proxy in its workspace.
         let grant =
@@ -141,11 +142,9 @@ pub(super) async fn info(
         let approved = &record.capabilities;
         if approved.is_empty() {
             out!("  approved:   nothing beyond computation, at install");
-        } else {
-            out!(
-                "  approved:   {} at install",
-                serde_json::to_string(approved).map_err(internal)?
-            );
+        }
+        for request in requests(approved) {
+            out!("  approved:   {request}, at install");
         }
     }
     // The one thing a caller needs: what to send and what comes back.
@@ -160,6 +159,63 @@ pub(super) async fn info(
         indent(&serde_json::to_string_pretty(&meta.output).map_err(internal)?)
     );
     Ok(())
+}
+
+/// Each thing `caps` asks for, in words (`outbound HTTP to https://api.github.com (the
+/// GitHub API)`), as `evo skill install` and `evo skill info` print them.
+pub(super) fn requests(caps: &RequestedCapabilities) -> Vec<String> {
+    let reason = |r: &str| {
+        if r.is_empty() {
+            String::new()
+        } else {
+            format!(" ({r})")
+        }
+    };
+    let mut lines = Vec::new();
+    for dir in &caps.dirs {
+        let access = match dir.access {
+            Access::Read => "read-only",
+            Access::ReadWrite => "read-write",
+        };
+        lines.push(format!(
+            "directory {} ({access}){}",
+            dir.path,
+            reason(&dir.reason)
+        ));
+    }
+    for host in &caps.hosts {
+        lines.push(format!(
+            "outbound HTTP to {}{}",
+            host.host,
+            reason(&host.reason)
+        ));
+    }
+    for secret in &caps.secrets {
+        lines.push(format!(
+            "secret {} for {}{}",
+            secret.name,
+            secret.host,
+            reason(&secret.reason)
+        ));
+    }
+    if caps.llm {
+        lines.push("the language model".into());
+    }
+    if caps.memory != MemoryAccess::None {
+        lines.push(format!("memory ({})", caps.memory.as_str()));
+    }
+    lines
+}
+
+/// `requests:` lines: what the manifest asks for, before any grant.
+pub(super) fn print_requests(caps: &RequestedCapabilities) {
+    let lines = requests(caps);
+    if lines.is_empty() {
+        out!("  requests:   nothing (pure computation)");
+    }
+    for line in lines {
+        out!("  requests:   {line}");
+    }
 }
 
 fn indent(text: &str) -> String {
@@ -182,10 +238,7 @@ fn print_wasm(skill: &WasmSkill, secrets: &evo_host::secrets::Secrets) {
             .unwrap_or_default()
     );
     let grant = skill.grant();
-    let caps = &skill.meta().capabilities;
-    if caps.is_empty() && grant.refused.is_empty() {
-        out!("  requests:   nothing (pure computation)");
-    }
+    print_requests(&skill.meta().capabilities);
     for dir in &grant.dirs {
         let access = match dir.access {
             Access::Read => "read-only",
@@ -215,7 +268,7 @@ fn print_wasm(skill: &WasmSkill, secrets: &evo_host::secrets::Secrets) {
     if grant.llm {
         out!("  granted:    the language model");
     }
-    if grant.memory != evo_host::capabilities::MemoryAccess::None {
+    if grant.memory != MemoryAccess::None {
         out!("  granted:    memory ({})", grant.memory.as_str());
     }
     for (key, value) in &grant.config {

@@ -51,39 +51,7 @@ pub(super) async fn install(
     out!("{}: {}", outcome.name, outcome.message);
     out!("  kind:       {}", record.kind);
     out!("  version:    {}", record.version);
-    let caps = &record.capabilities;
-    if caps.is_empty() {
-        out!("  requests:   nothing (pure computation)");
-    }
-    for dir in &caps.dirs {
-        out!(
-            "  requests:   directory {} ({:?}) {}",
-            dir.path,
-            dir.access,
-            dir.reason
-        );
-    }
-    for host in &caps.hosts {
-        out!(
-            "  requests:   outbound HTTP to {} {}",
-            host.host,
-            host.reason
-        );
-    }
-    for secret in &caps.secrets {
-        out!(
-            "  requests:   secret {} for {} {}",
-            secret.name,
-            secret.host,
-            secret.reason
-        );
-    }
-    if caps.llm {
-        out!("  requests:   the language model");
-    }
-    if caps.memory != evo_host::capabilities::MemoryAccess::None {
-        out!("  requests:   memory ({})", caps.memory.as_str());
-    }
+    super::info::print_requests(&record.capabilities);
     if record.kind == "native" {
         out!(
             "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"

@@ -198,6 +198,17 @@ pub fn interpreter_for(script: &Path) -> Option<&'static str> {
     }
 }
 
+/// What a command line of the `bash` tool may use besides the system's programs: the
+/// toolchains the operator made reachable (`[tools] toolchains`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Toolchains {
+    /// Directories bound read-only at their own paths.
+    pub dirs: Vec<PathBuf>,
+    /// Variables set for the command line (`HOME`, `CARGO_HOME`, …), so the tools find
+    /// their directories.
+    pub env: Vec<(String, String)>,
+}
+
 /// Runs native skills from one skills directory.
 #[derive(Debug, Clone)]
 pub struct NativeSandbox {
@@ -297,6 +308,7 @@ impl NativeSandbox {
             skill_dir,
             workspace,
             stdin: input.to_string().into_bytes(),
+            read_only: &[],
         };
         self.run(program, timeout, self.config.output_cap).await
     }
@@ -330,6 +342,7 @@ impl NativeSandbox {
             skill_dir,
             workspace: None,
             stdin: Vec::new(),
+            read_only: &[],
         };
         self.run(program, self.config.timeout, self.config.output_cap)
             .await
@@ -346,9 +359,45 @@ impl NativeSandbox {
         timeout: Duration,
         output_cap: usize,
     ) -> Result<ExecutionResult> {
-        let args = ["-c".to_owned(), command.to_owned()];
-        self.run_in(workspace, Path::new("bash"), &args, timeout, output_cap)
-            .await
+        self.run_shell_with(
+            workspace,
+            command,
+            timeout,
+            output_cap,
+            &Toolchains::default(),
+        )
+        .await
+    }
+
+    /// [`NativeSandbox::run_shell`] with `toolchains` visible, read-only, and their
+    /// variables set; the line runs with `pipefail`, so a failure before a pipe (`cargo
+    /// test | tail`) is the line's exit status.
+    pub async fn run_shell_with(
+        &self,
+        workspace: &Path,
+        command: &str,
+        timeout: Duration,
+        output_cap: usize,
+        toolchains: &Toolchains,
+    ) -> Result<ExecutionResult> {
+        // `env` (a system program) sets the variables, so the launcher passes on only
+        // `PATH`, as for every other call.
+        let mut args: Vec<String> = toolchains
+            .env
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        args.extend(["bash", "-o", "pipefail", "-c", command].map(str::to_owned));
+        let program = run::Program {
+            interpreter: Path::new("env"),
+            script: None,
+            args: &args,
+            skill_dir: workspace,
+            workspace: Some(workspace),
+            stdin: Vec::new(),
+            read_only: &toolchains.dirs,
+        };
+        self.run(program, timeout, output_cap).await
     }
 
     /// Runs `program` (looked up on `PATH` when it has no directory) with `args` in
@@ -368,6 +417,7 @@ impl NativeSandbox {
             skill_dir: workspace,
             workspace: Some(workspace),
             stdin: Vec::new(),
+            read_only: &[],
         };
         self.run(program, timeout, output_cap).await
     }

@@ -1,6 +1,6 @@
 //! One execution of a script: spawn, feed, watch, kill, reap, clean up.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -45,6 +45,8 @@ pub struct Program<'a> {
     pub workspace: Option<&'a Path>,
     /// What it reads on stdin.
     pub stdin: Vec<u8>,
+    /// More directories visible read-only, at their own paths (a toolchain).
+    pub read_only: &'a [PathBuf],
 }
 
 /// Runs `script` (a skill's `scripts/execute.js`) with `input` on stdin under `config`'s
@@ -64,6 +66,7 @@ pub async fn execute_script(
             skill_dir,
             workspace: None,
             stdin: input.to_string().into_bytes(),
+            read_only: &[],
         },
         None,
     )
@@ -193,6 +196,7 @@ pub async fn execute(
             if let Some(install) = interpreter.parent().and_then(Path::parent) {
                 read_only.push(bytes(install));
             }
+            read_only.extend(program.read_only.iter().map(|dir| bytes(dir)));
             let mut argv = vec![bytes(&interpreter)];
             argv.extend(heap.iter().map(|h| h.as_bytes().to_vec()));
             argv.extend(script.as_deref().map(bytes));
@@ -317,7 +321,7 @@ pub async fn execute(
 /// Where a program runs.
 enum Workspace {
     /// A directory the caller owns (the project, for `bash`).
-    Given(std::path::PathBuf),
+    Given(PathBuf),
     /// A fresh one, removed when dropped.
     Temporary(tempfile::TempDir),
 }
@@ -363,7 +367,7 @@ fn base_protections() -> Vec<String> {
 }
 
 /// `program` as an absolute path, looked up on `PATH` when it has no directory.
-fn resolve(program: &Path) -> std::path::PathBuf {
+fn resolve(program: &Path) -> PathBuf {
     if program.components().count() > 1 {
         return program.to_owned();
     }

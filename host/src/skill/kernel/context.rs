@@ -105,13 +105,7 @@ impl SkillContext {
     /// Asks the language model.
     pub async fn llm(&self, mut request: LlmRequest) -> Result<String> {
         let Some(llm) = &self.kernel.llm else {
-            return Err(Error::Llm {
-                message: format!(
-                    "no language model is configured for this host; {}",
-                    HOW_TO_CONFIGURE_LLM
-                ),
-                transient: false,
-            });
+            return Err(Error::LlmNotConfigured);
         };
         if request.caller.is_empty() {
             request.caller = self.parent.as_deref().unwrap_or("root").to_owned();
@@ -188,17 +182,25 @@ impl SkillContext {
             return Err(e);
         }
         let mut input = input;
-        skill.input_schema().apply_defaults(&mut input);
-        let violations = skill.input_schema().check(&input);
+        let schema = skill.input_schema();
+        // What the caller sent, for the report: kept only when defaults can change it.
+        let sent = schema.has_defaults().then(|| input.clone());
+        schema.apply_defaults(&mut input);
+        let violations = match &sent {
+            Some(sent) => schema.check_sent(sent, &input),
+            None => schema.check(&input),
+        };
         if !violations.is_empty() {
             let attempt = self.run.input_failure(name);
-            let report = ValidationReport::new(
-                name,
-                Direction::Input,
-                attempt,
-                config.max_input_attempts,
-                violations,
-            );
+            // Only the agent's model gets more tries in one run; a one-off call (the CLI,
+            // MCP, HTTP, an embedder) has one, and its report does not count attempts.
+            let max_attempts = if self.run.caller.starts_with("agent") {
+                config.max_input_attempts
+            } else {
+                1
+            };
+            let report =
+                ValidationReport::new(name, Direction::Input, attempt, max_attempts, violations);
             let error = Error::Validation(Box::new(report));
             self.kernel.stats.record(name, false, started.elapsed());
             return Err(error);

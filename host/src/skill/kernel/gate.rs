@@ -28,6 +28,7 @@ impl SkillContext {
         Err(Error::Blocked {
             tool: name.clone(),
             message,
+            reason: crate::error::BlockReason::Profile,
         })
     }
 
@@ -77,6 +78,7 @@ impl SkillContext {
         Err(Error::Blocked {
             tool: request.tool,
             message: refusal,
+            reason: crate::error::BlockReason::Confirmation,
         })
     }
 }

@@ -20,7 +20,7 @@
 //! assert!(problems.iter().any(|p| p.field == "description"));
 //! ```
 
-use requests::{capabilities, service};
+use requests::{capabilities, secrets, service};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -363,8 +363,9 @@ impl SkillMeta {
                 RequestedLimits::default()
             }),
         };
-        let mut capabilities = capabilities(&mut problems, raw.capabilities);
+        let (mut capabilities, pending_secrets) = capabilities(&mut problems, raw.capabilities);
         let service = service(&mut problems, raw.service, mode, &mut capabilities);
+        secrets(&mut problems, pending_secrets, &mut capabilities);
         let pipeline = pipeline(&mut problems, raw.pipeline, mode);
         let output_mapping = match raw.output_mapping {
             None => None,

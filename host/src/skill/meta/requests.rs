@@ -48,12 +48,18 @@ struct RawDir {
     reason: String,
 }
 
+/// The secrets a manifest asks for, before they are checked against its hosts (which a
+/// service skill's endpoint adds to).
+pub(super) struct PendingSecrets(Vec<RawSecret>);
+
+/// What a manifest asks for, its secrets apart: they are checked by [`secrets`] once
+/// every host request is known.
 pub(super) fn capabilities(
     problems: &mut Vec<Problem>,
     value: Option<Value>,
-) -> RequestedCapabilities {
+) -> (RequestedCapabilities, PendingSecrets) {
     let Some(value) = value else {
-        return RequestedCapabilities::default();
+        return (RequestedCapabilities::default(), PendingSecrets(Vec::new()));
     };
     let raw: RawCapabilities = match serde_json::from_value(value) {
         Ok(raw) => raw,
@@ -63,7 +69,7 @@ pub(super) fn capabilities(
                 e.to_string(),
                 "use { \"dirs\": [{ \"path\": \"/data\", \"access\": \"read\" }], \"llm\": bool, \"memory\": \"none\"|\"read\"|\"read-write\" }",
             ));
-            return RequestedCapabilities::default();
+            return (RequestedCapabilities::default(), PendingSecrets(Vec::new()));
         }
     };
     let mut dirs = Vec::new();
@@ -92,8 +98,26 @@ pub(super) fn capabilities(
             )),
         }
     }
+    let requested = RequestedCapabilities {
+        dirs,
+        llm: raw.llm,
+        memory: raw.memory,
+        hosts,
+        secrets: Vec::new(),
+    };
+    (requested, PendingSecrets(raw.secrets))
+}
+
+/// Checks each secret against the hosts `capabilities` asks for (a service skill's
+/// endpoint included) and adds those that name one of them.
+pub(super) fn secrets(
+    problems: &mut Vec<Problem>,
+    pending: PendingSecrets,
+    capabilities: &mut RequestedCapabilities,
+) {
+    let hosts = &capabilities.hosts;
     let mut secrets = Vec::new();
-    for (i, secret) in raw.secrets.into_iter().enumerate() {
+    for (i, secret) in pending.0.into_iter().enumerate() {
         if let Err(message) = crate::secrets::check_name(&secret.name) {
             problems.push(problem(
                 &format!("capabilities.secrets[{i}].name"),
@@ -124,13 +148,7 @@ pub(super) fn capabilities(
             )),
         }
     }
-    RequestedCapabilities {
-        dirs,
-        llm: raw.llm,
-        memory: raw.memory,
-        hosts,
-        secrets,
-    }
+    capabilities.secrets = secrets;
 }
 
 /// A service skill's endpoint, checked; its origin becomes a host request if the skill

@@ -383,12 +383,18 @@ fn landlock(
         .into_iter()
         .filter(|device| Path::new(device).exists())
         .collect();
+    // In a private root, `/tmp` is the sandbox's own size-capped tmpfs: compilers and
+    // linkers write their temporary files there. Without one it is the host's, and stays
+    // closed.
+    let writable: Vec<&Path> = std::iter::once(workspace)
+        .chain(private_root.then_some(Path::new("/tmp")))
+        .collect();
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))?
         .handle_access(AccessNet::from_all(abi))?
         .create()?
         .add_rules(path_beneath_rules(&read, AccessFs::from_read(abi)))?
-        .add_rules(path_beneath_rules([workspace], AccessFs::from_all(abi)))?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))?
         // Programs open these for writing as a matter of course (git does).
         .add_rules(path_beneath_rules(devices, AccessFs::from_all(abi)))?
         .restrict_self()?;
@@ -397,10 +403,17 @@ fn landlock(
 
 /// Signals to processes outside the sandbox and connections to abstract Unix sockets
 /// created outside it are denied (Landlock ABI 6, Linux 6.12).
+///
+/// Every Landlock layer denies linking or renaming a file into another directory
+/// (`REFER`) unless it grants it, even one that handles no file access: this layer grants
+/// it everywhere, so the first layer's rules alone decide. Without that, `ln` and
+/// rustc's hard-linked outputs fail with `EXDEV` inside the workspace.
 fn landlock_scopes() -> Result<RulesetStatus, landlock::RulesetError> {
     let status = Ruleset::default()
+        .handle_access(AccessFs::Refer)?
         .scope(Scope::from_all(ABI::V6))?
         .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::Refer))?
         .restrict_self()?;
     Ok(status.ruleset)
 }
