@@ -119,7 +119,7 @@ impl Skill for Greet {
     fn execute(input: Input) -> Result<Output, Error> {
         let name = input.name.trim();
         if name.is_empty() {
-            return Err(Error::invalid_input("name: is empty; say who to greet"));
+            return Err(Error::invalid_input("the name is empty: say who to greet"));
         }
         Ok(Output {
             greeting: format!("Hello, {name}!"),
@@ -152,7 +152,7 @@ export const skill = defineSkill({
     },
   },
   execute({ name }) {
-    if (name.trim() === '') throw SkillError.invalidInput('name: is empty; say who to greet');
+    if (name.trim() === '') throw SkillError.invalidInput('the name is empty: say who to greet');
     return { greeting: `Hello, ${name.trim()}!` };
   },
 });
@@ -184,7 +184,7 @@ from evo_skill import SkillError, define_skill
 def execute(input, run):
     name = input["name"].strip()
     if not name:
-        raise SkillError.invalid_input("name: is empty; say who to greet")
+        raise SkillError.invalid_input("the name is empty: say who to greet")
     return {"greeting": f"Hello, {name}!"}
 
 

@@ -11,18 +11,52 @@ pub(super) fn completions(shell: clap_complete::Shell) {
     out!("{}", String::from_utf8_lossy(&buffer).trim_end());
 }
 
-/// Prints the man page.
+/// Prints the man page: the top-level command, then a section for every subcommand
+/// (`EVO SKILL RUN`, …) with its description, synopsis and options.
 pub(super) fn man() -> Result<(), Failure> {
+    let failed = |e: std::io::Error| {
+        Failure::usage(
+            "INTERNAL_ERROR",
+            format!("could not render the man page: {e}"),
+            None,
+        )
+    };
+    let mut command = Cli::command();
+    command.build();
     let mut buffer = Vec::new();
-    clap_mangen::Man::new(Cli::command())
+    clap_mangen::Man::new(command.clone())
         .render(&mut buffer)
-        .map_err(|e| {
-            Failure::usage(
-                "INTERNAL_ERROR",
-                format!("could not render the man page: {e}"),
-                None,
-            )
-        })?;
+        .map_err(failed)?;
+    subcommand_sections(&command, "evo", &mut buffer).map_err(failed)?;
     out!("{}", String::from_utf8_lossy(&buffer).trim_end());
+    Ok(())
+}
+
+/// Appends a section for each visible subcommand of `command` (named `path`), depth
+/// first; the parts clap_mangen renders as sections become subsections of it.
+fn subcommand_sections(
+    command: &clap::Command,
+    path: &str,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("{path} {}", sub.get_name());
+        writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
+        let man = clap_mangen::Man::new(sub.clone().bin_name(&name).display_name(&name));
+        let mut part = Vec::new();
+        man.render_description_section(&mut part)?;
+        man.render_synopsis_section(&mut part)?;
+        if sub.get_arguments().any(|a| !a.is_hide_set()) {
+            man.render_options_section(&mut part)?;
+        }
+        for line in String::from_utf8_lossy(&part).lines() {
+            match line.strip_prefix(".SH ") {
+                Some(heading) => writeln!(out, ".SS {heading}")?,
+                None => writeln!(out, "{line}")?,
+            }
+        }
+        subcommand_sections(sub, &name, out)?;
+    }
     Ok(())
 }

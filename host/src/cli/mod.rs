@@ -346,7 +346,9 @@ fn init_tracing(verbose: u8, data_dir: &std::path::Path) {
     let default = match verbose {
         // rmcp logs every JSON-RPC error answer as a warning; they are the client's.
         // Refusals are in the call's own error and in `evo tool history --status blocked`.
-        0 => "warn,rmcp=error,evo::security=error",
+        // A slow call (`evo::tools`) is in the call's own duration and `evo tool stats`;
+        // a first run that compiles is slow on purpose and needs no warning.
+        0 => "warn,rmcp=error,evo::security=error,evo::tools=error",
         1 => "info,rmcp=warn",
         _ => "debug,cranelift_codegen=info,wasmtime=info",
     };

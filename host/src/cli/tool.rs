@@ -295,7 +295,7 @@ fn list(host: &Host, json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     for t in &tools {
-        let summary = t.description.split(". ").next().unwrap_or_default();
+        let summary = super::skill::first_sentence(&t.description);
         out!(
             "{:<20} {:<10} {:<9} {summary}",
             t.name,

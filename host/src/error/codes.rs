@@ -192,7 +192,7 @@ impl Error {
                 failure_hint(*kind, message)
             }
             Self::InvalidInput { .. } => {
-                "give the input as one JSON object with the fields it takes: `evo tool describe NAME` or `evo skill info NAME` lists them"
+                "fix the input as the message says; `evo tool describe NAME` or `evo skill info NAME` lists what it takes"
             }
             Self::InvalidOutput { .. } => {
                 "the skill answered something that is not JSON: report it to the skill's author"

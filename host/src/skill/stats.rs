@@ -114,6 +114,13 @@ impl Stats {
             .collect()
     }
 
+    /// Forgets the calls counted since the last flush, so that no flush stores them (a
+    /// rehearsal such as `evo skill test`, whose expected failures are not failures of
+    /// the skill in use).
+    pub fn discard_unflushed(&self) {
+        self.lock().unflushed.clear();
+    }
+
     /// Adds the calls counted since the last flush to `store`. On error nothing is
     /// lost: the counts stay pending for the next flush.
     pub fn flush(&self, store: &dyn CallStore) -> Result<()> {

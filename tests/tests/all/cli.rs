@@ -71,7 +71,7 @@ fn a_failing_skill_exits_1_with_the_code() {
         err.starts_with("error[PERMISSION_DENIED]: file-head: denied:"),
         "{err}"
     );
-    assert!(err.contains("hint: grant the capability"), "{err}");
+    assert!(err.contains("(`--dir HOST::GUEST`"), "{err}");
 }
 
 #[test]

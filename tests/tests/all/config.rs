@@ -307,6 +307,7 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
     let home = home.path().display();
     let exact = [
         format!("ok    data directory     {home} (writable)"),
+        "ok    configuration      defaults and environment (no evo.toml)".to_owned(),
         "ok    wasm engine        pooling allocator, 16 pool slots".to_owned(),
         format!("ok    compile cache      {home}/cache/wasm (0 components)"),
         format!(
@@ -317,27 +318,27 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
         ),
         "note  language model     none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)".to_owned(),
     ];
-    assert_eq!(lines.len(), 9, "{printed}");
-    assert_eq!(lines[..6], exact, "{printed}");
+    assert_eq!(lines.len(), 10, "{printed}");
+    assert_eq!(lines[..7], exact, "{printed}");
     // What the machine has: its node's version, and how far it can confine a script.
     let node_version = std::process::Command::new("node")
         .arg("--version")
         .output()
         .unwrap();
     assert_eq!(
-        lines[6],
+        lines[7],
         format!(
             "ok    node               node {}",
             String::from_utf8_lossy(&node_version.stdout).trim()
         )
     );
     assert!(
-        lines[7].starts_with("ok    native isolation   ")
-            || lines[7].starts_with("note  native isolation   "),
+        lines[8].starts_with("ok    native isolation   ")
+            || lines[8].starts_with("note  native isolation   "),
         "{printed}"
     );
     assert_eq!(
-        lines[8], "ok    skills             15 available",
+        lines[9], "ok    skills             15 available",
         "{printed}"
     );
 }

@@ -1,11 +1,26 @@
-//! `docs/authoring/` cannot drift: every code block in it is checked. A block under
-//! `<!-- fixture: PATH -->` must be the file PATH of this repository (which other tests
-//! build and run); a block under `<!-- run -->` is run, command by command, in a fresh
-//! directory with a fresh data directory; a block under `<!-- output -->` must be what
-//! the last command of the run block before it printed.
+//! What the docs say is what happens: every code block of README.md, docs/ and
+//! docs/authoring/ is checked, each page in a fresh directory with a fresh data
+//! directory. A block is one of:
+//!
+//! - `<!-- fixture: PATH -->`: the file PATH of this repository (which other tests build
+//!   and run);
+//! - `<!-- run -->`: run, command by command (`evo …`, `cd DIR`, `> FILE` for stdout, a
+//!   line ending in `\` continued on the next); a command's comment may say what it
+//!   prints (`# → TEXT`: its output holds TEXT, spaces aside) and how it ends
+//!   (`(exit N)`; else it must succeed);
+//! - `<!-- output -->`: what the last command of the run block before it printed;
+//! - `<!-- transcript -->`: `$ COMMAND` lines, each followed by what it prints
+//!   (memory ids may differ, consistently);
+//! - `<!-- file: PATH -->`: written to PATH in the page's directory (a `skill.json`, the
+//!   data directory's `.evo-home/evo.toml`) for the blocks after it;
+//! - `<!-- not run: REASON -->`: shown only, for REASON (a model, the network, another
+//!   node: what CI cannot have).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use evo_tests::cli::{author_command, stderr, stdout};
-use std::path::{Path, PathBuf};
+use evo_tests::skills;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -58,23 +73,80 @@ fn blocks(page: &str) -> Vec<Block> {
     found
 }
 
-/// Runs one `<!-- run -->` block's commands in `cwd` (which `cd` changes); returns the
-/// last command's stdout. `evo` is this build's binary; a command other than `evo` or
-/// `cd` must be set-up marked `# once`, which the test suite has done already (the
-/// pinned toolchains are in the environment).
-fn run_block(page: &str, block: &Block, cwd: &mut PathBuf, home: &Path) -> String {
-    let mut last = String::new();
-    for line in block.text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+/// One command of a run block: its text, and the comment after it (with the comment
+/// lines under it).
+#[derive(Debug, PartialEq)]
+struct Step {
+    command: String,
+    comment: String,
+}
+
+/// The commands of a run block: `\` continues a line; a line that is only a comment
+/// belongs to the command above it.
+fn steps(text: &str) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::new();
+    let mut pending = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
             continue;
         }
-        let (command_text, comment) = match line.find("   #") {
+        if trimmed.starts_with('#') && pending.is_empty() {
+            if let Some(last) = steps.last_mut() {
+                last.comment.push(' ');
+                last.comment.push_str(trimmed);
+            }
+            continue;
+        }
+        let (command, comment) = match line.find("   #") {
             Some(at) => (line[..at].trim(), line[at..].trim()),
-            None => (line, ""),
+            None => (trimmed, ""),
         };
-        let words = shlex::split(command_text)
-            .unwrap_or_else(|| panic!("{page}:{}: cannot split {command_text:?}", block.line));
+        if let Some(start) = command.strip_suffix('\\') {
+            pending.push_str(start.trim());
+            pending.push(' ');
+            continue;
+        }
+        steps.push(Step {
+            command: format!("{pending}{command}"),
+            comment: comment.to_owned(),
+        });
+        pending.clear();
+    }
+    steps
+}
+
+/// What a comment says a command prints (`→ TEXT`) and its exit status (`(exit N)`).
+fn expectations(comment: &str) -> (Option<String>, i32) {
+    let status = comment
+        .split("(exit ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    let printed = comment.split_once('→').map(|(_, rest)| {
+        let rest = rest.split("(exit ").next().unwrap_or(rest);
+        rest.trim().trim_end_matches(['#', ',', ' ']).to_owned()
+    });
+    (printed.filter(|p| !p.is_empty()), status)
+}
+
+fn squeeze(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// A page's directory: its working directory, its data directory, where `cd` went.
+struct Page {
+    name: String,
+    home: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Page {
+    /// Runs one command line as a user would; returns what it printed.
+    fn run(&mut self, line: usize, step: &Step) -> String {
+        let words = shlex::split(&step.command)
+            .unwrap_or_else(|| panic!("{}:{line}: cannot split {:?}", self.name, step.command));
         let mut env = Vec::new();
         let mut rest = words.as_slice();
         while let Some((assignment, tail)) = rest.split_first()
@@ -84,90 +156,253 @@ fn run_block(page: &str, block: &Block, cwd: &mut PathBuf, home: &Path) -> Strin
             env.push((name.to_owned(), value.to_owned()));
             rest = tail;
         }
+        let (rest, into) = match rest {
+            [head @ .., redirect, file] if redirect == ">" => (head, Some(file.clone())),
+            _ => (rest, None),
+        };
         match rest {
-            [cd, dir] if cd == "cd" => *cwd = cwd.join(dir),
+            [cd, dir] if cd == "cd" => {
+                self.cwd = self.cwd.join(dir);
+                String::new()
+            }
             [evo, args @ ..] if evo == "evo" => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let out = author_command(cwd, home, &args)
+                let out = author_command(&self.cwd, &self.home, &args)
                     .envs(env)
+                    // English messages, whatever the machine's locale.
+                    .env("LANG", "C.UTF-8")
+                    .env_remove("LC_ALL")
+                    .env_remove("LC_MESSAGES")
                     .output()
                     .expect("evo runs");
-                assert!(
-                    out.status.success(),
-                    "{page}:{}: `{command_text}` failed:\n{}{}",
-                    block.line,
-                    stdout(&out),
-                    stderr(&out)
+                let (printed, status) = expectations(&step.comment);
+                let both = format!("{}{}", stdout(&out), stderr(&out));
+                assert_eq!(
+                    out.status.code(),
+                    Some(status),
+                    "{}:{line}: `{}` exited otherwise than the docs say:\n{both}",
+                    self.name,
+                    step.command
                 );
-                last = stdout(&out);
+                if let Some(printed) = printed {
+                    assert!(
+                        squeeze(&both).contains(&squeeze(&printed)),
+                        "{}:{line}: `{}` does not print {printed:?}:\n{both}",
+                        self.name,
+                        step.command
+                    );
+                }
+                if let Some(file) = into {
+                    std::fs::write(self.cwd.join(file), stdout(&out).as_bytes()).unwrap();
+                }
+                stdout(&out)
             }
-            _ => assert!(
-                comment.contains("# once"),
-                "{page}:{}: `{command_text}` is neither `evo`, `cd`, nor set-up marked `# once`",
-                block.line
-            ),
+            _ => {
+                assert!(
+                    step.comment.contains("# once"),
+                    "{}:{line}: `{}` is neither `evo`, `cd`, nor set-up marked `# once`",
+                    self.name,
+                    step.command
+                );
+                String::new()
+            }
         }
     }
-    last
+}
+
+/// Memory ids (`mem-` and 16 hex digits) renamed by order of appearance, so that a
+/// transcript's ids match a run's when they are used consistently.
+fn same_ids(text: &str) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("mem-") {
+        out.push_str(&rest[..at]);
+        let id: String = rest[at + 4..]
+            .chars()
+            .take_while(char::is_ascii_hexdigit)
+            .collect();
+        if id.len() == 16 {
+            let n = seen.iter().position(|s| *s == id).unwrap_or_else(|| {
+                seen.push(id.clone());
+                seen.len() - 1
+            });
+            out.push_str(&format!("mem-#{n}"));
+            rest = &rest[at + 4 + id.len()..];
+        } else {
+            out.push_str("mem-");
+            rest = &rest[at + 4..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The pages: README.md, docs/*.md, docs/authoring/*.md.
+fn pages() -> Vec<PathBuf> {
+    let mut pages = vec![workspace().join("README.md")];
+    for dir in ["docs", "docs/authoring"] {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(workspace().join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        found.sort();
+        pages.extend(found);
+    }
+    pages
+}
+
+/// What the commands of README.md and docs/ work on: the example components under the
+/// names the README gives them, a copy of docs/, a skill directory, a native skill, and
+/// a small Cargo project in a git repository (the built-in tools' project).
+fn fixtures(dir: &Path) {
+    std::fs::copy(skills::CALCULATE, dir.join("calculate.wasm")).unwrap();
+    std::fs::copy(skills::FILE_HEAD, dir.join("file_head.wasm")).unwrap();
+    copy_dir(&workspace().join("docs"), &dir.join("docs"));
+    copy_dir(
+        &workspace().join("docs/authoring/examples/sum-of-squares"),
+        &dir.join("my-skills/squares"),
+    );
+    copy_dir(
+        &workspace().join("skills-native/git-commit"),
+        &dir.join("git-commit"),
+    );
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"docs-project\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    let mut main = String::from("fn main() {\n    println!(\"{}\", add(1, 2));\n}\n\n");
+    main.push_str("fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n");
+    for n in 0..120 {
+        main.push_str(&format!("// line {n} of the project's notes\n"));
+    }
+    main.push_str("#[test]\nfn adds() {\n    assert_eq!(add(1, 2), 3);\n}\n");
+    std::fs::write(dir.join("src/main.rs"), main).unwrap();
+    std::fs::write(dir.join(".gitignore"), "target/\n.evo-home/\n").unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=Docs", "-c", "user.email=docs@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&[
+        "commit",
+        "-q",
+        "-m",
+        "the project the docs' examples work on",
+    ]);
 }
 
 #[test]
-fn every_code_block_in_the_authoring_docs_is_a_fixture_or_runs() {
-    let docs = workspace().join("docs/authoring");
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(&docs)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    pages.sort();
-    assert!(pages.len() >= 5, "{pages:?}");
+fn every_code_block_in_the_readme_and_the_docs_is_checked() {
     let mut checked = 0;
-    for path in pages {
-        let page = path.file_name().unwrap().to_string_lossy().into_owned();
+    let mut not_run = 0;
+    for path in pages() {
+        let name = path
+            .strip_prefix(workspace())
+            .unwrap()
+            .display()
+            .to_string();
         let text = std::fs::read_to_string(&path).unwrap();
         let work = tempfile::tempdir().unwrap();
-        let home = work.path().join(".evo-home");
-        copy_dir(&docs.join("examples"), &work.path().join("examples"));
-        let mut cwd = work.path().to_owned();
+        copy_dir(
+            &workspace().join("docs/authoring/examples"),
+            &work.path().join("examples"),
+        );
+        if !name.starts_with("docs/authoring/") {
+            fixtures(work.path());
+        }
+        let mut page = Page {
+            name: name.clone(),
+            home: work.path().join(".evo-home"),
+            cwd: work.path().to_owned(),
+        };
         let mut last_output: Option<String> = None;
         for block in blocks(&text) {
             let marker = block.marker.as_str();
+            let line = block.line;
             if let Some(file) = marker.strip_prefix("fixture:") {
                 let file = file.trim();
                 let fixture = std::fs::read_to_string(workspace().join(file))
-                    .unwrap_or_else(|e| panic!("{page}:{}: {file}: {e}", block.line));
+                    .unwrap_or_else(|e| panic!("{name}:{line}: {file}: {e}"));
                 assert_eq!(
                     block.text.trim_end(),
                     fixture.trim_end(),
-                    "{page}:{}: the block differs from {file}",
-                    block.line
+                    "{name}:{line}: the block differs from {file}"
                 );
             } else if marker == "run" {
-                last_output = Some(run_block(&page, &block, &mut cwd, &home));
+                let mut printed = String::new();
+                for step in steps(&block.text) {
+                    printed = page.run(line, &step);
+                }
+                last_output = Some(printed);
             } else if marker == "output" {
                 let printed = last_output.take().unwrap_or_else(|| {
-                    panic!(
-                        "{page}:{}: an output block needs a run block before it",
-                        block.line
-                    )
+                    panic!("{name}:{line}: an output block needs a run block before it")
                 });
                 assert_eq!(
                     block.text.trim_end(),
                     printed.trim_end(),
-                    "{page}:{}: the output shown is not what the commands print",
-                    block.line
+                    "{name}:{line}: the output shown is not what the commands print"
                 );
+            } else if marker == "transcript" {
+                let (mut shown, mut printed) = (String::new(), String::new());
+                for text_line in block.text.lines() {
+                    match text_line.strip_prefix("$ ") {
+                        Some(command) => {
+                            shown.push_str(text_line);
+                            shown.push('\n');
+                            printed.push_str(text_line);
+                            printed.push('\n');
+                            let step = Step {
+                                command: command.to_owned(),
+                                comment: String::new(),
+                            };
+                            printed.push_str(&page.run(line, &step));
+                        }
+                        None => {
+                            shown.push_str(text_line);
+                            shown.push('\n');
+                        }
+                    }
+                }
+                assert_eq!(
+                    same_ids(shown.trim_end()),
+                    same_ids(printed.trim_end()),
+                    "{name}:{line}: the transcript is not what the commands print"
+                );
+            } else if let Some(file) = marker.strip_prefix("file:") {
+                let target = work.path().join(file.trim());
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::write(&target, &block.text).unwrap();
+            } else if let Some(reason) = marker.strip_prefix("not run:") {
+                assert!(
+                    reason.trim().len() >= 10,
+                    "{name}:{line}: say why the block is not run"
+                );
+                not_run += 1;
             } else {
                 panic!(
-                    "{page}:{}: a code block needs `<!-- fixture: PATH -->`, `<!-- run -->` or `<!-- output -->` above it",
-                    block.line
+                    "{name}:{line}: a code block needs `<!-- run -->`, `<!-- output -->`, `<!-- transcript -->`, `<!-- file: PATH -->`, `<!-- fixture: PATH -->` or `<!-- not run: REASON -->` above it"
                 );
             }
             checked += 1;
         }
     }
-    assert!(checked >= 20, "only {checked} blocks checked");
+    assert!(checked >= 60, "only {checked} blocks checked");
+    assert!(
+        not_run * 3 < checked,
+        "{not_run} of {checked} blocks are not run"
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -193,4 +428,31 @@ fn the_block_reader_sees_markers_and_fences() {
     );
     // Text between a marker and a block detaches the marker.
     assert_eq!(found[1].marker, "");
+}
+
+#[test]
+fn commands_continue_and_comments_say_what_they_print() {
+    let text = "evo a \\\n  --b c   # → {\"x\": 1}\n                 # (exit 3)\nevo d\n";
+    assert_eq!(
+        steps(text),
+        [
+            Step {
+                command: "evo a --b c".into(),
+                comment: "# → {\"x\": 1} # (exit 3)".into(),
+            },
+            Step {
+                command: "evo d".into(),
+                comment: String::new(),
+            },
+        ]
+    );
+    assert_eq!(
+        expectations("# → {\"x\": 1} # (exit 3)"),
+        (Some("{\"x\": 1}".into()), 3)
+    );
+    assert_eq!(expectations("# shows the manifest"), (None, 0));
+    assert_eq!(
+        same_ids("mem-0123456789abcdef then mem-fedcba9876543210, mem-0123456789abcdef"),
+        "mem-#0 then mem-#1, mem-#0"
+    );
 }

@@ -12,6 +12,7 @@ mod config;
 mod crash;
 mod described;
 mod docs;
+mod errors;
 mod examples;
 mod exfil;
 mod faults;

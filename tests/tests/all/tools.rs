@@ -987,7 +987,7 @@ fn mcp_clients_get_the_tools_and_the_profile() {
     assert_eq!(answer["result"]["isError"], true);
     assert_eq!(
         answer["result"]["content"][0]["text"],
-        "error[TOOL_BLOCKED]: bash: the agent may not call this tool (it needs execute; this profile allows only read_only)\nhint: choose a profile that allows the call (`--profile`), confirm it when asked, or keep to the project directory and the allowed commands ([tools] in evo.toml)"
+        "error[TOOL_BLOCKED]: bash: the agent may not call this tool (it needs execute; this profile allows only read_only)\nhint: run it with a profile whose level allows the tool (`--profile full`, or your own under [tools.profiles] in evo.toml)"
     );
 }
 

@@ -7,6 +7,7 @@ mod list;
 mod run;
 
 pub(crate) use author::{Lang, new};
+pub(crate) use list::first_sentence;
 pub(crate) use run::read_input;
 
 use std::path::PathBuf;
