@@ -55,7 +55,7 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 #[command(name = "evo", version, propagate_version = true, max_term_width = 100)]
 #[command(after_help = "Examples:\n  \
     evo skill run calculate.wasm --input '{\"expression\":\"sqrt(144) + 10\"}'\n  \
-    evo skill run file-head.wasm --dir ./docs::/data:ro --input '{\"path\":\"README.md\"}'\n  \
+    evo skill run file_head.wasm --dir ./docs::/data:ro --input '{\"path\":\"sandbox.md\"}'\n  \
     evo skill info calculate.wasm --json\n  \
     evo tool call read --input '{\"file_path\":\"README.md\",\"limit\":20}'\n  \
     evo tool call bash --input '{\"command\":\"git status\"}'\n  \

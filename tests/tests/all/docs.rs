@@ -98,7 +98,8 @@ fn steps(text: &str) -> Vec<Step> {
             }
             continue;
         }
-        let (command, comment) = match line.find("   #") {
+        // A comment starts after two spaces or more, which no command here contains.
+        let (command, comment) = match line.find("  #") {
             Some(at) => (line[..at].trim(), line[at..].trim()),
             None => (trimmed, ""),
         };
@@ -455,4 +456,23 @@ fn commands_continue_and_comments_say_what_they_print() {
         same_ids("mem-0123456789abcdef then mem-fedcba9876543210, mem-0123456789abcdef"),
         "mem-#0 then mem-#1, mem-#0"
     );
+}
+
+#[test]
+fn the_examples_in_help_name_the_files_the_readme_names() {
+    let home = tempfile::tempdir().unwrap();
+    let help = stdout(&evo_tests::cli::evo(home.path(), &["--help"]));
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let files: Vec<&str> = help
+        .split_whitespace()
+        .filter(|w| w.ends_with(".wasm"))
+        .collect();
+    assert!(!files.is_empty(), "{help}");
+    for file in files {
+        assert!(
+            readme.contains(&format!("evo skill run {file}"))
+                || readme.contains(&format!("evo skill info {file}")),
+            "`evo --help` names {file}, which README.md does not"
+        );
+    }
 }

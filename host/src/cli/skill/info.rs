@@ -92,21 +92,25 @@ pub(super) async fn info(
     if !meta.calls.is_empty() {
         out!("  calls:      {}", meta.calls.join(", "));
     }
-    if registered.kind() == evo_host::skill::executor::ExecutorKind::Native {
+    if wasm.is_none() {
+        // What it asks for, and what it gets here: the same rule as a Wasm skill's grant.
         print_requests(&meta.capabilities);
-        // A native script has no network of its own; granted hosts are reached through
-        // the host's proxy in its workspace.
         let grant =
             evo_host::capabilities::Grant::new(&meta.capabilities, host.grants().for_skill(&name));
+        let native = registered.kind() == evo_host::skill::executor::ExecutorKind::Native;
         for origin in &grant.hosts {
-            out!(
-                "  granted:    outbound HTTP to {origin}, through the host's proxy at {}",
-                evo_host::engine::native::egress::SOCKET
-            );
+            if native {
+                // A native script has no network of its own; granted hosts are reached
+                // through the host's proxy in its workspace.
+                out!(
+                    "  granted:    outbound HTTP to {origin}, through the host's proxy at {}",
+                    evo_host::engine::native::egress::SOCKET
+                );
+            } else {
+                out!("  granted:    outbound HTTP to {origin}");
+            }
         }
-        for secret in &grant.secrets {
-            out!("  granted:    secret {} for {}", secret.name, secret.host);
-        }
+        print_secrets(&grant, &host.kernel().secrets());
         for refused in &grant.refused {
             out!("  not granted: {refused}");
         }
@@ -218,6 +222,22 @@ pub(super) fn print_requests(caps: &RequestedCapabilities) {
     }
 }
 
+/// `granted:` lines for the secrets of `grant`, saying which are not set yet.
+fn print_secrets(grant: &evo_host::capabilities::Grant, secrets: &evo_host::secrets::Secrets) {
+    for secret in &grant.secrets {
+        let set = if secrets.value(&secret.name).is_some() {
+            String::new()
+        } else {
+            format!(" (not set: `evo secret set {}`)", secret.name)
+        };
+        out!(
+            "  granted:    secret {} for {}{set}",
+            secret.name,
+            secret.host
+        );
+    }
+}
+
 fn indent(text: &str) -> String {
     text.lines()
         .map(|line| format!("  {line}"))
@@ -253,18 +273,7 @@ fn print_wasm(skill: &WasmSkill, secrets: &evo_host::secrets::Secrets) {
     for host in &grant.hosts {
         out!("  granted:    outbound HTTP to {host}");
     }
-    for secret in &grant.secrets {
-        let set = if secrets.value(&secret.name).is_some() {
-            String::new()
-        } else {
-            format!(" (not set: `evo secret set {}`)", secret.name)
-        };
-        out!(
-            "  granted:    secret {} for {}{set}",
-            secret.name,
-            secret.host
-        );
-    }
+    print_secrets(grant, secrets);
     if grant.llm {
         out!("  granted:    the language model");
     }
