@@ -207,12 +207,19 @@ pub(crate) const ONE_SHOT_POOL_SLOTS: u32 = 8;
 pub(crate) async fn host_with(config: Config, globals: &Globals) -> Result<Host, Failure> {
     let host = builder(config, globals).build().await?;
     for skipped in host.load_errors() {
-        eprintln!(
-            "warning: skipped {}: [{}] {}",
-            skipped.path.display(),
-            skipped.code,
-            skipped.error
-        );
+        match &skipped.remote {
+            // One remote that does not answer; the others of the file are listed.
+            Some(remote) => eprintln!(
+                "warning: remote {remote}: its skills are left out: [{}] {}",
+                skipped.code, skipped.error
+            ),
+            None => eprintln!(
+                "warning: skipped {}: [{}] {}",
+                skipped.path.display(),
+                skipped.code,
+                skipped.error
+            ),
+        }
     }
     if let Some(error) = host.llm_error() {
         eprintln!("warning: no language model: {error}");

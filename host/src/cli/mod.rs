@@ -255,7 +255,11 @@ pub(crate) fn main() -> ExitCode {
         return ExitCode::from(127);
     }
     let data_dir = evo_host::paths::data_dir(cli.data_dir.as_deref());
-    init_tracing(cli.verbose, &data_dir);
+    init_tracing(
+        cli.verbose,
+        &data_dir,
+        matches!(cli.command, Command::Serve(_)),
+    );
     let globals = Globals {
         data_dir,
         config: cli.config,
@@ -341,13 +345,16 @@ fn report(failure: &Failure, json: bool) -> ExitCode {
 
 /// Logs to stderr, with every secret value redacted from each line, whoever wrote it (a
 /// skill's log, a library's trace of a guest's calls).
-fn init_tracing(verbose: u8, data_dir: &std::path::Path) {
+/// A server's log keeps every warning; a one-shot command's leaves out the slow-call
+/// warnings (`evo::tools`, over 500 ms): the user is waiting for that very call, its
+/// duration is in `--json` and `evo tool stats`, and a first run that compiles a
+/// component is slow on purpose. `-v` shows them.
+fn init_tracing(verbose: u8, data_dir: &std::path::Path, server: bool) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
         // rmcp logs every JSON-RPC error answer as a warning; they are the client's.
         // Refusals are in the call's own error and in `evo tool history --status blocked`.
-        // A slow call (`evo::tools`) is in the call's own duration and `evo tool stats`;
-        // a first run that compiles is slow on purpose and needs no warning.
+        0 if server => "warn,rmcp=error,evo::security=error",
         0 => "warn,rmcp=error,evo::security=error,evo::tools=error",
         1 => "info,rmcp=warn",
         _ => "debug,cranelift_codegen=info,wasmtime=info",

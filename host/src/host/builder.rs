@@ -352,6 +352,7 @@ impl Inner {
                         .push((remote.name().to_owned(), message));
                     self.load_errors.push(LoadError {
                         path: file.clone(),
+                        remote: Some(remote.name().to_owned()),
                         code: e.code(),
                         error: e.to_string(),
                     });
@@ -366,6 +367,7 @@ impl Inner {
                     }
                     Err(e) => self.load_errors.push(LoadError {
                         path: file.clone(),
+                        remote: Some(remote.name().to_owned()),
                         code: e.code(),
                         error: format!("{name}: {e}"),
                     }),
@@ -391,6 +393,7 @@ impl Inner {
                     tracing::debug!("skipped {}: [{}] {e}", path.display(), e.code());
                     self.load_errors.push(LoadError {
                         path,
+                        remote: None,
                         code: e.code(),
                         error: e.to_string(),
                     });

@@ -51,11 +51,16 @@ pub use builder::HostBuilder;
 
 use catalogue::{Loaded, stamp};
 
-/// A skill directory that could not be loaded; the host starts without it.
+/// A skill directory (or a remote's skills) that could not be loaded; the host starts
+/// without it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoadError {
-    /// The skill's directory.
+    /// The skill's directory, or the remotes file for a remote's skills.
     pub path: PathBuf,
+    /// The remote whose skills these are, when they are a remote's: only that remote is
+    /// left out, not the others of its file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
     /// The error's stable code.
     pub code: &'static str,
     /// What went wrong.

@@ -293,7 +293,12 @@ impl Remote {
             Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
                 let status = response.status();
                 return Err(self.unavailable(
-                    if status == 401 {
+                    if status == 401 && self.spec.token_secret.is_none() {
+                        format!(
+                            "{} asks for a token (401) and none is configured for this remote; add it again with one: `evo remote add {} {} --token-secret NAME`",
+                            self.spec.url, self.spec.name, self.spec.url
+                        )
+                    } else if status == 401 {
                         format!("{} refused the token (401); check the token secret (`evo remote list`) against the node's --token", self.spec.url)
                     } else {
                         format!("{} answered {status} instead of opening {}; is it `evo serve --http` of this version?", self.spec.url, protocol::PATH)

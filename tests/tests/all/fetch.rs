@@ -309,7 +309,7 @@ fn a_server_that_never_answers_costs_the_call_its_deadline_and_no_more() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains(
-            "\nerror[SKILL_TIMEOUT]: fetch: timeout: the call did not finish within 3000 ms\n"
+            "error[SKILL_TIMEOUT]: fetch: timeout: the call did not finish within 3000 ms\n"
         ),
         "{}",
         stderr(&out)

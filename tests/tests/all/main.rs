@@ -46,6 +46,7 @@ mod text_stats;
 mod tool_loop;
 mod tools;
 mod versions;
+mod wording;
 
 /// Fails the build if a skill in `skills-wasm/` has no test module of its own name.
 macro_rules! assert_test_exists {

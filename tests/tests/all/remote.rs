@@ -205,8 +205,8 @@ fn a_wrong_token_or_url_is_said_when_the_remote_is_added() {
     assert_eq!(
         stdout(&out),
         format!(
-            "b: added, but it does not answer now: b: {} refused the token (401); check the token secret (`evo remote list`) against the node's --token\n",
-            b.base
+            "b: added, but it does not answer now: b: {base} asks for a token (401) and none is configured for this remote; add it again with one: `evo remote add b {base} --token-secret NAME`\n",
+            base = b.base
         )
     );
     let out = evo(home.path(), &["remote", "add", "c", "https://example.com"]);
@@ -224,7 +224,7 @@ fn a_wrong_token_or_url_is_said_when_the_remote_is_added() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains(&format!(
-            "error[REMOTE_UNAVAILABLE]: b: b/calculate is not listed: {} refused the token (401)",
+            "error[REMOTE_UNAVAILABLE]: b: b/calculate is not listed: {} asks for a token (401)",
             b.base
         )),
         "{}",

@@ -879,7 +879,9 @@ async fn the_history_filters_newest_first_and_exports() {
 
 #[test]
 fn a_slow_call_is_logged_as_a_warning() {
-    // Seed: 执行时间监控 — over 500 ms, a warning in the log.
+    // Seed: 执行时间监控 — over 500 ms, a warning in the log. A one-shot command shows
+    // its log's warnings of slow calls with -v (the user is waiting for that very call);
+    // a server's log has them always.
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let out = evo_in(
@@ -890,13 +892,16 @@ fn a_slow_call_is_logged_as_a_warning() {
             "tool",
             "call",
             "bash",
+            "-v",
             "--input",
             r#"{"command":"sleep 0.6"}"#,
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("bash took") && stderr(&out).contains("(over 500 ms)"),
+        stderr(&out).contains("WARN")
+            && stderr(&out).contains("bash took")
+            && stderr(&out).contains("(over 500 ms)"),
         "{}",
         stderr(&out)
     );
