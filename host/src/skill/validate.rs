@@ -91,22 +91,17 @@ impl Schema {
 
     /// Every violation in `value`; empty when it is valid.
     pub fn check(&self, value: &Value) -> Vec<Violation> {
-        let Some(validator) = &self.validator else {
-            return Vec::new();
-        };
-        if validator.is_valid(value) {
-            return Vec::new();
-        }
-        validator
-            .iter_errors(value)
-            .map(|error| self.violation(&error, None))
-            .collect()
+        self.violations(value, None)
     }
 
     /// [`Self::check`] of `value`, which is `sent` with [`Self::apply_defaults`] applied,
     /// reporting what the caller sent as each violation's `actual`: an object is shown
     /// without the defaults the caller never wrote.
     pub fn check_sent(&self, sent: &Value, value: &Value) -> Vec<Violation> {
+        self.violations(value, Some(sent))
+    }
+
+    fn violations(&self, value: &Value, sent: Option<&Value>) -> Vec<Violation> {
         let Some(validator) = &self.validator else {
             return Vec::new();
         };
@@ -115,7 +110,7 @@ impl Schema {
         }
         validator
             .iter_errors(value)
-            .map(|error| self.violation(&error, Some(sent)))
+            .map(|error| self.violation(&error, sent))
             .collect()
     }
 

@@ -24,8 +24,16 @@ const BUILTINS: &[&str] = &[
 ];
 
 /// Variables passed to a command line when toolchains are configured, so that a tool
-/// finds its own directories (rustup's proxies read `RUSTUP_HOME` or `$HOME/.rustup`).
-const TOOLCHAIN_VARS: &[&str] = &["HOME", "CARGO_HOME", "RUSTUP_HOME", "GOROOT", "GOPATH"];
+/// finds its own directories (rustup's proxies read `RUSTUP_HOME` or `$HOME/.rustup`)
+/// and the toolchain `evo` itself was started with (`RUSTUP_TOOLCHAIN`, when set).
+const TOOLCHAIN_VARS: &[&str] = &[
+    "HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOROOT",
+    "GOPATH",
+];
 
 /// The toolchain directories `dirs` (each absolute, as the configuration checked) and
 /// the variables of this process that point tools at them; nothing when `dirs` is empty.

@@ -235,3 +235,96 @@ fn memory_errors_have_a_hint() {
     assert!(first.starts_with("error[INVALID_INPUT]:"), "{first}");
     assert!(!hint.is_empty(), "no hint for: {first}");
 }
+
+#[test]
+fn an_allowed_command_outside_the_sandbox_names_the_setting_that_reaches_it() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // A toolchain in a directory of its own, as rustup's is in ~/.cargo.
+    let toolchain = tempfile::tempdir().unwrap();
+    let toolchain = toolchain.path().canonicalize().unwrap();
+    let bin = toolchain.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let tool = bin.join("evo-fake-tool");
+    std::fs::write(&tool, "#!/bin/sh\necho the fake tool ran\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let config = |toolchains: &str| {
+        std::fs::create_dir_all(home.path()).unwrap();
+        std::fs::write(
+            home.path().join("evo.toml"),
+            format!("[tools]\nbash_allow = [\"evo-fake-tool\", \"false\", \"cat\"]\n{toolchains}"),
+        )
+        .unwrap();
+    };
+    let bash = |line: &str| {
+        command(home.path(), &["tool", "call", "bash", "--input"])
+            .arg(serde_json::json!({ "command": line }).to_string())
+            .env("PATH", &path)
+            .current_dir(project.path())
+            .output()
+            .unwrap()
+    };
+    let confined = {
+        let out = evo(home.path(), &["doctor", "--json"]);
+        let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let detail = report["checks"]["native isolation"]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        detail.contains("private-root") || detail.contains("landlock-full")
+    };
+
+    config("");
+    let out = bash("evo-fake-tool");
+    if confined {
+        let (status, first, hint) = failure(&out);
+        assert_eq!(status, Some(2), "{first}");
+        assert!(
+            first.starts_with("error[TOOL_UNAVAILABLE]: bash: `evo-fake-tool` is allowed ([tools] bash_allow) but is not inside the sandbox"),
+            "{first}"
+        );
+        assert!(
+            first.contains(&format!("toolchains = [\"{}\"]", toolchain.display())),
+            "{first}"
+        );
+        assert!(hint.contains("[tools] toolchains"), "{hint}");
+    } else {
+        // Without isolation the sandbox shows the whole file system: nothing to refuse.
+        assert!(
+            stdout(&out).contains("the fake tool ran"),
+            "{}",
+            stderr(&out)
+        );
+    }
+
+    config(&format!("toolchains = [\"{}\"]\n", toolchain.display()));
+    let out = bash("evo-fake-tool");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("the fake tool ran"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A failure before a pipe is the line's exit code (pipefail).
+    let out = bash("false | cat");
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["exit_code"], 1, "{result}");
+
+    // An allowed command that is not installed at all.
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[tools]\nbash_allow = [\"evo-not-installed-anywhere\"]\n",
+    )
+    .unwrap();
+    let (status, first, _) = failure(&bash("evo-not-installed-anywhere"));
+    if confined {
+        assert_eq!(status, Some(2), "{first}");
+        assert!(first.contains("is not installed"), "{first}");
+    }
+}

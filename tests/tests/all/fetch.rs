@@ -140,6 +140,11 @@ fn a_granted_origin_is_reached_and_any_other_is_refused_before_connecting() {
         )),
         "{err}"
     );
+    // The grant that helps is a host, not a directory.
+    assert!(
+        err.contains("hint: grant the origin with `--allow-host https://HOST`"),
+        "{err}"
+    );
     assert_eq!(
         other.connections(),
         0,
