@@ -142,6 +142,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
                     },
                     RunOptions {
                         caller: Some("cli".into()),
+                        single_call: true,
                         confirmer,
                         ..RunOptions::default()
                     },

@@ -271,7 +271,7 @@ impl Error {
             }
             Self::Step { source, .. } => return source.hint(),
             Self::Llm { .. } => "check the model's configuration (EVO_LLM, API keys, base URL)",
-            Self::LlmNotConfigured => crate::skill::kernel::HOW_TO_CONFIGURE_LLM,
+            Self::LlmNotConfigured => super::HOW_TO_CONFIGURE_LLM,
             Self::ToolUnavailable { .. } => {
                 "install the command under /usr, or list its toolchain's directories under [tools] toolchains in evo.toml (read-only in the sandbox)"
             }

@@ -11,6 +11,10 @@ pub mod report;
 
 pub use report::{Direction, Problem, ScriptRun, TemplateError, ValidationReport, Violation};
 
+/// How to configure a language model, for messages that find none
+/// ([`Error::LlmNotConfigured`]'s hint).
+pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
+
 /// Result with Evo's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

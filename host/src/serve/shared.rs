@@ -184,6 +184,7 @@ impl Shared {
         let context = self.host.run_context(RunOptions {
             events,
             caller: Some("mcp".into()),
+            single_call: true,
             ..RunOptions::default()
         });
         let call = context.call_full(name, input);

@@ -106,8 +106,7 @@ async fn gate_one_applies_defaults_and_reports_every_violation() {
     };
     assert_eq!(
         (report.direction, report.attempt, report.max_attempts),
-        (Direction::Input, 1, 1),
-        "a one-off call has one try; only the agent's model gets more"
+        (Direction::Input, 1, 3)
     );
     let paths: Vec<(&str, &str)> = report
         .violations
@@ -121,7 +120,7 @@ async fn gate_one_applies_defaults_and_reports_every_violation() {
     );
     let text = err.to_string();
     assert!(
-        text.starts_with("memory_search input does not match its schema:\n"),
+        text.starts_with("memory_search input does not match its schema (attempt 1 of 3):"),
         "{text}"
     );
     assert!(

@@ -154,6 +154,7 @@ pub(crate) async fn test(
     for case in &cases {
         let context = host.run_context(evo_host::skill::kernel::RunOptions {
             caller: Some("test".into()),
+            single_call: true,
             ..Default::default()
         });
         let got = context.call_full(&name, case.input.clone()).await;

@@ -33,6 +33,7 @@ pub(super) async fn run(
     let context = host.run_context(evo_host::skill::kernel::RunOptions {
         events,
         caller: Some("cli".into()),
+        single_call: true,
         ..Default::default()
     });
     let result = context.call_full(&name, input).await;

@@ -192,12 +192,12 @@ impl SkillContext {
         };
         if !violations.is_empty() {
             let attempt = self.run.input_failure(name);
-            // Only the agent's model gets more tries in one run; a one-off call (the CLI,
-            // MCP, HTTP, an embedder) has one, and its report does not count attempts.
-            let max_attempts = if self.run.caller.starts_with("agent") {
-                config.max_input_attempts
-            } else {
+            // A model in a loop gets more tries in one run; a single call (the CLI, an MCP
+            // or HTTP request) has one, and its report does not count attempts.
+            let max_attempts = if self.run.single_call {
                 1
+            } else {
+                config.max_input_attempts
             };
             let report =
                 ValidationReport::new(name, Direction::Input, attempt, max_attempts, violations);

@@ -55,8 +55,7 @@ use crate::skill::history::{History, Record, Status};
 use crate::skill::permission::{Locale, Profile};
 pub use context::SkillContext;
 
-/// How to configure a language model, for messages that find none.
-pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
+pub use crate::error::HOW_TO_CONFIGURE_LLM;
 
 /// Default call depth limit: deep enough for real pipelines,
 /// shallow enough that a skill calling itself fails fast.
@@ -272,6 +271,7 @@ impl Kernel {
                 caller: options.caller.unwrap_or_else(|| "root".into()),
                 profile: options.profile.unwrap_or_default(),
                 confirmer: options.confirmer,
+                single_call: options.single_call,
                 input_failures: std::sync::Mutex::default(),
             }),
             depth: 0,
@@ -303,6 +303,10 @@ pub struct RunOptions {
     pub profile: Option<Profile>,
     /// Who confirms dangerous calls; the host's [`ConfirmPolicy`] decides when `None`.
     pub confirmer: Option<Arc<dyn Confirmer>>,
+    /// The run is one call for a caller that cannot try again within it (a CLI command,
+    /// an MCP or HTTP request, a test case): an input that fails its schema is reported
+    /// as that call's only try, not as "attempt 1 of `max_input_attempts`".
+    pub single_call: bool,
 }
 
 #[derive(Debug)]
@@ -313,6 +317,7 @@ struct Run {
     caller: String,
     profile: Profile,
     confirmer: Option<Arc<dyn Confirmer>>,
+    single_call: bool,
     /// Gate-1 failures per skill in this run: a caller (a model) gets
     /// `max_input_attempts` tries to fix its arguments, then the run stops.
     input_failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
