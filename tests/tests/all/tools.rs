@@ -879,7 +879,7 @@ async fn the_history_filters_newest_first_and_exports() {
 
 #[test]
 fn a_slow_call_is_logged_as_a_warning() {
-    // Seed: 执行时间监控 — over 500 ms, a warning in the log. A one-shot command shows
+    // 执行时间监控: a call over 500 ms is a warning in the log. A one-shot command shows
     // its log's warnings of slow calls with -v (the user is waiting for that very call);
     // a server's log has them always.
     let home = tempfile::tempdir().unwrap();
