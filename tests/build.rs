@@ -24,8 +24,8 @@ fn main() {
         "Cargo.lock",
         "scripts/componentize-js",
         "scripts/componentize-py.sh",
-        // Included by path into skills-wasm/calculate.
-        "host/src/engine/builtin/expr.rs",
+        // The evaluator skills-wasm/calculate is built with (crate evo-expr).
+        "expr",
     ] {
         println!(
             "cargo:rerun-if-changed={}",

@@ -103,7 +103,7 @@ pub const CONFIG_FILE: &str = "evo.toml";
 pub const EVO_CONFIG: &str = "EVO_CONFIG";
 
 /// Wasm calls that may run at once by default: the pool is sized to it (a pool sized to
-/// need starts ~10× faster than wasmtime's defaults, DESIGN.md), and a CLI invocation
+/// need starts ~10× faster than wasmtime's defaults), and a CLI invocation
 /// runs a handful of calls.
 pub const DEFAULT_POOL_SLOTS: u32 = 16;
 /// The largest pool `evo.toml` may ask for: each slot reserves address space for a

@@ -1,5 +1,4 @@
-//! Loads a skill directory and picks its executor from the files in it (DESIGN.md,
-//! "Skill packages"):
+//! Loads a skill directory and picks its executor from the files in it:
 //!
 //! | file | kind |
 //! | --- | --- |
@@ -176,8 +175,9 @@ impl Loader {
         }
         let timeout_given = raw.timeout.is_some();
         let mut meta = SkillMeta::from_raw(raw).map_err(invalid)?;
-        // The operator's limit for scripts (`native.timeout_ms`, by default the sandbox
-        // seed's 60 s rather than the blueprint's 30 s) is their default and their cap.
+        // The operator's limit for scripts (`native.timeout_ms`, 60 s by default: a Node
+        // start and a script's work, where a Wasm skill's default is 30 s) is their
+        // default and their cap.
         let script_limit = self.native.config().timeout;
         if dir.join(EXECUTE_JS).is_file() {
             let limit = u64::try_from(script_limit.as_millis()).unwrap_or(u64::MAX);

@@ -1,4 +1,4 @@
-//! `service` skills (the execution-result seed's service execution): a `skill.json`
+//! `service` skills: a `skill.json`
 //! that names an HTTP endpoint. The host sends the validated input as JSON and returns
 //! the answer, which the kernel validates against the output schema.
 //!

@@ -11,7 +11,7 @@ use crate::skill::permission::Profile;
 use crate::tools::registry::{ToolCall, ToolDescriptor, ToolResult, missing_parameter};
 
 impl Host {
-    /// The seed's `list_tools`: every tool the model may see, by name.
+    /// `list_tools`: every tool the model may see, by name.
     pub fn list_tools(&self) -> Vec<ToolDescriptor> {
         self.skills()
             .iter()
@@ -20,7 +20,7 @@ impl Host {
             .collect()
     }
 
-    /// The seed's `get_tool_descriptor`: tool `name` (or an alias), exposed or not.
+    /// `get_tool_descriptor`: tool `name` (or an alias), exposed or not.
     pub fn tool_descriptor(&self, name: &str) -> Result<ToolDescriptor> {
         let skill = self.skill(name).ok_or_else(|| Error::ToolNotFound {
             name: name.to_owned(),
@@ -62,10 +62,10 @@ impl Host {
         self.kernel().context(options)
     }
 
-    /// The seed's `execute_tool`: runs `call` in a new run started with `options` and
+    /// `execute_tool`: runs `call` in a new run started with `options` and
     /// reports it as a [`ToolResult`] (never an `Err`: a failure is `status: error` or
     /// `blocked` with the message). A required parameter that is missing is reported as
-    /// the seed words it (`缺少必需参数: file_path`) before the tool runs.
+    /// worded `缺少必需参数: file_path` (or its English form) before the tool runs.
     pub async fn execute_tool(&self, call: ToolCall, options: RunOptions) -> ToolResult {
         let started = Instant::now();
         let elapsed = || started.elapsed().as_secs_f64() * 1000.0;

@@ -4,7 +4,7 @@
 //! Node B runs `evo serve --http` (with a token off loopback); node A adds it with
 //! `evo remote add NAME URL` and lists and calls its skills as `NAME/skill`, through
 //! the same kernel gates as its own. The nodes talk over one WebSocket per remote
-//! (`/v1/ws`, the seed's transport; see docs/decisions.md), JSON frames matched by id
+//! (`/v1/ws`; docs/decisions.md says why a WebSocket), JSON frames matched by id
 //! ([`protocol`]), so calls run side by side on one connection.
 //!
 //! - A call carries its deadline; B gives up then and says so.

@@ -35,7 +35,7 @@ impl fmt::Display for Risk {
     }
 }
 
-/// What the user is asked to confirm: the seed's dialog (tool and arguments, risk,
+/// What the user is asked to confirm: a dialog (tool and arguments, risk,
 /// warning).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Confirmation {

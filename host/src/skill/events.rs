@@ -281,7 +281,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_serialise_like_the_blueprint() {
+    fn events_serialise_in_their_documented_shape() {
         let call = serde_json::to_value(RunEvent::skill_call(
             "calculate",
             &json!({"expression": "1"}),

@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn seed_and_agent_skills_layouts_both_load() {
-        // skill-manager seed: version and tags at the top level.
+        // The skill manager's format: version and tags at the top level.
         let doc = SkillDoc::parse(
             "---\nname: git-commit\ndescription: \"Commit: with a message\"\nversion: 2.0.0\ntags: [git, vcs]\n---\nBody",
         )

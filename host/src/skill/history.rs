@@ -18,7 +18,8 @@ pub const DEFAULT_HISTORY_CAP: u64 = 100_000;
 /// Longest stored argument text; a call's arguments can hold a whole file (`write`), and
 /// the history is for finding calls, not for replaying them.
 pub const MAX_ARGUMENT_CHARS: usize = 2_000;
-/// Calls slower than this are logged as warnings (the seed's 500 ms).
+/// Calls slower than this are logged as warnings: half a second is when a person
+/// waiting notices, and an agent's round trip is a few of those.
 pub const SLOW_CALL_MS: f64 = 500.0;
 
 /// How a call ended.
@@ -225,8 +226,8 @@ impl History {
 /// make it faster: one slow call is noise, ten are a habit.
 pub const SUGGEST_AFTER_CALLS: u64 = 10;
 
-/// Advice for tools that are called often and are slow (the seed's
-/// `Grep 工具执行缓慢，建议使用更具体的路径或模式`), in `locale`.
+/// Advice for tools that are called often and are slow
+/// (`Grep 工具执行缓慢，建议使用更具体的路径或模式`), in `locale`.
 pub fn suggestions(stats: &[ToolStats], locale: crate::skill::permission::Locale) -> Vec<String> {
     use crate::skill::permission::Locale;
     stats
@@ -246,7 +247,7 @@ pub fn suggestions(stats: &[ToolStats], locale: crate::skill::permission::Locale
         .collect()
 }
 
-/// `grep` → `Grep`, as the seed names the built-in tools.
+/// `grep` → `Grep`, as coding agents name their built-in tools.
 fn display_name(tool: &str) -> String {
     let mut chars = tool.chars();
     chars
@@ -395,7 +396,7 @@ mod tests {
 
     #[test]
     fn the_newest_ten_read_calls_of_a_hundred() {
-        // The seed: 100 records; the latest 10 calls of Read, newest first.
+        // 100 records; the latest 10 calls of Read, newest first.
         let dir = tempfile::tempdir().unwrap();
         for storage in crate::storage::testing::both(dir.path()) {
             let store = crate::skill::calls::store_for(&storage);

@@ -2,7 +2,7 @@
 //!
 //! Every skill has a level — what the worst call of it can do — and every run a profile
 //! (a ceiling, and optionally a list of tools). The kernel refuses a call above the
-//! ceiling before it runs, with `status: blocked` and the tool-registry seed's message:
+//! ceiling before it runs, with `status: blocked` and this message:
 //!
 //! ```
 //! use evo_host::tools::permission::{Locale, Permission, blocked_message};
@@ -68,7 +68,7 @@ pub enum Locale {
     /// English (the default).
     #[default]
     En,
-    /// Chinese, as the tool-registry seed words its messages.
+    /// Chinese, for users whose locale is Chinese.
     Zh,
 }
 
@@ -121,7 +121,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The built-in profiles: `explore` (read-only, as the seed's Explore Agent), `edit`
+    /// The built-in profiles: `explore` (read-only, as an agent that only explores), `edit`
     /// (read and write files, run nothing), `full` (everything but admin).
     pub fn builtin(name: &str) -> Option<Self> {
         let level = match name {
@@ -159,7 +159,7 @@ impl Default for Profile {
     }
 }
 
-/// The seed's refusal of a call above the profile's level.
+/// The refusal of a call above the profile's level.
 pub fn blocked_message(locale: Locale, needed: Permission, current: Permission) -> String {
     match locale {
         Locale::Zh => format!("智能体无权限调用此工具（需要 {needed}，当前仅有 {current}）"),
@@ -177,7 +177,7 @@ pub fn unlisted_message(locale: Locale, tool: &str, profile: &str) -> String {
     }
 }
 
-/// The seed's message for a required parameter that was not given.
+/// The message for a required parameter that was not given.
 pub fn missing_parameter_message(locale: Locale, parameter: &str) -> String {
     match locale {
         Locale::Zh => format!("缺少必需参数: {parameter}"),
@@ -185,7 +185,7 @@ pub fn missing_parameter_message(locale: Locale, parameter: &str) -> String {
     }
 }
 
-/// The seed's message for a path outside the project directory.
+/// The message for a path outside the project directory.
 pub fn outside_message(locale: Locale, path: &str) -> String {
     match locale {
         Locale::Zh => format!("文件路径超出项目目录范围: {path}"),
@@ -193,7 +193,7 @@ pub fn outside_message(locale: Locale, path: &str) -> String {
     }
 }
 
-/// The seed's message for a command the allowlist does not hold.
+/// The message for a command the allowlist does not hold.
 pub fn not_allowed_message(locale: Locale, command: &str) -> String {
     match locale {
         Locale::Zh => format!("命令不在白名单中: {command}"),

@@ -425,7 +425,7 @@ mod tests {
     }
 
     #[test]
-    fn the_blueprint_example_report() {
+    fn an_intent_report_names_each_violation_with_a_fix() {
         // §13.3: strategy "answer_directly" and confidence "high".
         let violations = intent_schema().check(&json!({
             "intents": [{ "confidence": "high" }],

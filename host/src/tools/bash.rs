@@ -3,7 +3,7 @@
 //!
 //! Before anything runs, every command of the line (each side of a pipe, each part of a
 //! `;`/`&&`/`||` chain, each `$(…)`) must be in the allowlist ([`DEFAULT_ALLOW`], or
-//! `[tools] bash_allow`), else the call is blocked with the seed's
+//! `[tools] bash_allow`), else the call is blocked with
 //! `命令不在白名单中` (or its English form). A URL naming a host outside
 //! `[tools] allowed_hosts` is blocked too. Destructive commands (`rm`, `git reset
 //! --hard`, …) need confirmation. What an allowed program then does is bounded by the
@@ -27,7 +27,8 @@ use crate::engine::native::{NativeSandbox, Toolchains};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 
-/// The seed's default: a command is stopped after 10 seconds unless it asks for more.
+/// A command is stopped after 10 seconds unless it asks for more: long enough for the
+/// usual command, short enough that a hung one does not hold the agent.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest a call may ask for unless `[tools] bash_max_timeout_ms` says otherwise:
 /// long enough for a build or a test suite, short enough that a hung call ends.
@@ -277,7 +278,7 @@ impl Tool for Bash {
                 "duration_ms": { "type": "integer" } },
                 "required": ["stdout", "stderr", "exit_code", "duration_ms"] },
             "examples": [
-                { "description": "The seed's: the working tree's state", "input": { "command": "git status" } },
+                { "description": "The working tree's state", "input": { "command": "git status" } },
                 { "description": "A pipeline: every command is checked against the allowlist", "input": { "command": "ls | wc -l" } },
                 { "description": "A slow command with its own deadline", "input": { "command": "sleep 0.1 && echo done", "timeout": 5_000 } }
             ],

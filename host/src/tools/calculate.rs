@@ -37,7 +37,7 @@ impl Tool for Calculate {
                 "required": ["expression"] },
             "output": { "type": "object", "properties": { "result": { "type": "number" } }, "required": ["result"] },
             "examples": [
-                { "description": "The seed's", "input": { "expression": "sqrt(144) + 10" } },
+                { "description": "A root and a sum", "input": { "expression": "sqrt(144) + 10" } },
                 { "description": "Powers and parentheses", "input": { "expression": "(2 + 3) ^ 4 / 5" } },
                 { "description": "Functions and constants", "input": { "expression": "round(pi * 100) / 100" } }
             ],

@@ -96,7 +96,7 @@ impl Tool for Edit {
                 "replacements": { "type": "integer" } },
                 "required": ["file_path", "replacements"] },
             "examples": [
-                { "description": "The seed's: change one statement", "input": { "file_path": "src/lib.rs", "old_string": "let x = 10;", "new_string": "let x = 20;" } },
+                { "description": "Change one statement", "input": { "file_path": "src/lib.rs", "old_string": "let x = 10;", "new_string": "let x = 20;" } },
                 { "description": "Rename everywhere in a file", "input": { "file_path": "src/lib.rs", "old_string": "old_name", "new_string": "new_name", "replace_all": true } },
                 { "description": "Delete a line", "input": { "file_path": "src/lib.rs", "old_string": "    dbg!(x);\n", "new_string": "" } }
             ],

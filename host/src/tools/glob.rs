@@ -102,7 +102,7 @@ impl Tool for Glob {
                 "truncated": { "type": "boolean", "description": "whether more matched than `limit`" } },
                 "required": ["files", "count", "truncated"] },
             "examples": [
-                { "description": "The seed's: every Rust file, newest first", "input": { "pattern": "**/*.rs" } },
+                { "description": "Every Rust file, newest first", "input": { "pattern": "**/*.rs" } },
                 { "description": "Only under one directory", "input": { "pattern": "*.rs", "path": "src" } },
                 { "description": "Several extensions, the ten newest", "input": { "pattern": "**/*.{md,toml}", "limit": 10 } }
             ],

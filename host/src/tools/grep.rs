@@ -225,7 +225,7 @@ impl Tool for Grep {
                 "truncated": { "type": "boolean", "description": "whether results were cut at head_limit" } },
                 "required": ["results", "truncated"] },
             "examples": [
-                { "description": "The seed's: TODO comments with their lines", "input": { "pattern": "TODO:", "path": "src/", "output_mode": "content" } },
+                { "description": "TODO comments with their lines", "input": { "pattern": "TODO:", "path": "src/", "output_mode": "content" } },
                 { "description": "Files that define a function, Rust only", "input": { "pattern": "fn \\w+\\(", "type": "rust" } },
                 { "description": "Matches per file, any case", "input": { "pattern": "error", "case_insensitive": true, "output_mode": "count" } }
             ],

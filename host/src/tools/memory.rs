@@ -9,8 +9,8 @@ use crate::error::{Error, FailureKind, Result};
 use crate::skill::context::MemoryFilter;
 use crate::skill::kernel::SkillContext;
 
-/// The manifests of the three tools. The descriptions are the blueprint's (§5.1), in
-/// English like the rest of the host; the Chinese originals are in `docs/decisions.md`.
+/// The manifests of the three tools. The descriptions are in English like the rest of
+/// the host; their Chinese originals are in `docs/decisions.md`.
 fn manifests() -> [Value; 3] {
     let day = json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" });
     [

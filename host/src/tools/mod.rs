@@ -299,7 +299,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
 
         let tools = BuiltinTools::new(dir.path());
-        // The seed's scenario: BuiltInExecutor.execute('file-read', { path: './README.md' }).
+        // A built-in executor's direct call: execute('file-read', { path: './README.md' }).
         assert_eq!(
             tools
                 .execute("file-read", &json!({ "path": "./README.md" }))
@@ -360,7 +360,7 @@ mod tests {
         }
         std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
         let glob = glob::Glob::new(root);
-        // The seed's scenario: `{ "pattern": "**/*.rs" }`, sorted by modification time.
+        // `{ "pattern": "**/*.rs" }`, sorted by modification time.
         assert_eq!(
             glob.find(&json!({ "pattern": "**/*.rs" })).unwrap(),
             json!({ "files": ["src/lib.rs", "tests/it.rs", "src/main.rs"], "count": 3, "truncated": false })
@@ -414,7 +414,7 @@ mod tests {
         std::fs::write(root.join("src/blob.bin"), b"TODO:\0\x01binary").unwrap();
         std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
         let grep = grep::Grep::new(root);
-        // The seed's scenario: every matching line, with its path and line number.
+        // Every matching line, with its path and line number.
         assert_eq!(
             grep.search(&json!({ "pattern": "TODO:", "path": "src/", "output_mode": "content" }))
                 .unwrap(),

@@ -3,7 +3,7 @@
 //! Every path a tool is given — relative, or absolute inside the project — is resolved
 //! *within* the project's [`Dir`] by `cap-std`: `..` past the top,
 //! absolute paths elsewhere and symlinks that lead out are refused by the resolution
-//! itself, with no window between a check and the use. The refusal is the seed's
+//! itself, with no window between a check and the use. The refusal is
 //! `文件路径超出项目目录范围` (or its English form), code `TOOL_BLOCKED`.
 
 use std::io::Write as _;

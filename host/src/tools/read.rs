@@ -4,8 +4,8 @@
 //! `{ file_path, offset?, limit? }` → `{ content, file_path, start_line, lines,
 //! total_lines, truncated, file_size_bytes }`: `limit` lines (2,000 by default) from line
 //! `offset` (1 by default), each line cut at [`MAX_LINE_CHARS`]. Binary files are refused.
-//! The seed's direct call (`BuiltInExecutor.execute('file-read', { path })` →
-//! `{ success, content }`) is [`Read::read`].
+//! The direct call of a built-in executor (`{ path }` → `{ success, content }`, the whole
+//! file, as `BuiltInExecutor.execute('file-read', …)` callers expect) is [`Read::read`].
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -24,7 +24,8 @@ pub const MAX_READ_BYTES: u64 = 1 << 20;
 /// Largest file `read` opens: the window is small, but the file is read to count its
 /// lines; past this, `grep` finds what is wanted faster.
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
-/// Lines returned when the call gives no `limit` (the seed's tool-registry window).
+/// Lines returned when the call gives no `limit`: a window a model's context holds, the
+/// size coding agents' `Read` tools use.
 pub const DEFAULT_LIMIT: u64 = 2_000;
 /// Characters kept of one line: minified files have megabyte lines.
 pub const MAX_LINE_CHARS: usize = 2_000;
@@ -45,7 +46,7 @@ impl Read {
         }
     }
 
-    /// The seed's direct call: `{ path }` → `{ success: true, content }`, the whole file.
+    /// The direct call: `{ path }` → `{ success: true, content }`, the whole file.
     pub fn read(&self, input: &Value) -> Result<Value> {
         let requested = input
             .get("path")
@@ -164,7 +165,7 @@ impl Tool for Read {
                 "file_size_bytes": { "type": "integer" } },
                 "required": ["content", "file_path", "start_line", "lines", "total_lines", "truncated", "file_size_bytes"] },
             "examples": [
-                { "description": "The seed's: a whole source file, numbered", "input": { "file_path": "src/main.rs" } },
+                { "description": "A whole source file, numbered", "input": { "file_path": "src/main.rs" } },
                 { "description": "Twenty lines from line 100 of a long file", "input": { "file_path": "src/main.rs", "offset": 100, "limit": 20 } },
                 { "description": "The first five lines of the README", "input": { "file_path": "README.md", "limit": 5 } }
             ],

@@ -4,7 +4,7 @@
 //! [`ToolDescriptor`]: name, aliases, description, parameter and return schemas,
 //! examples, notes, permission level. [`Host::list_tools`](crate::Host::list_tools),
 //! [`Host::tool_descriptor`](crate::Host::tool_descriptor) and
-//! [`Host::execute_tool`](crate::Host::execute_tool) are the seed's `list_tools`,
+//! [`Host::execute_tool`](crate::Host::execute_tool) are `list_tools`,
 //! `get_tool_descriptor` and `execute_tool`; the CLI (`evo tool …`), `evo serve` and the
 //! agent all go through them or the kernel beneath.
 
@@ -62,7 +62,7 @@ impl ToolDescriptor {
         }
     }
 
-    /// The tool's documentation page, with the seed's sections (description,
+    /// The tool's documentation page, with its sections (description,
     /// parameters, return value, examples, notes) in `locale`.
     pub fn markdown(&self, locale: Locale) -> String {
         use std::fmt::Write as _;
@@ -189,7 +189,7 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
-/// The seed's `execute_tool` request.
+/// An `execute_tool` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The caller's id for the call, echoed as `call_id`.
@@ -209,7 +209,7 @@ fn empty_object() -> Value {
 /// How a call ended.
 pub use super::history::Status;
 
-/// The seed's `ToolResult`.
+/// What `execute_tool` answers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolResult {
     /// The request's `id`.
@@ -291,7 +291,7 @@ impl ToolResult {
     }
 }
 
-/// The first parameter `schema` requires that `arguments` lack, worded as the seed's
+/// The first parameter `schema` requires that `arguments` lack, worded as
 /// `缺少必需参数: file_path` (in `locale`).
 pub fn missing_parameter(schema: &Value, arguments: &Value, locale: Locale) -> Option<String> {
     let required = schema["required"].as_array()?;

@@ -3,8 +3,8 @@
 //!
 //! `{ file_path, content }` → `{ file_path, bytes_written, created }`. The path is
 //! resolved inside the project ([`Project`]); parent directories are created; the
-//! write is atomic. Replacing a file that exists needs the user's confirmation (the
-//! seed's "如果文件已存在，系统 SHALL 询问用户是否覆盖").
+//! write is atomic. Replacing a file that exists needs the user's confirmation
+//! (如果文件已存在，询问用户是否覆盖: an agent must not destroy a file unasked).
 
 use std::path::PathBuf;
 
@@ -92,7 +92,7 @@ impl Tool for Write {
                 "created": { "type": "boolean", "description": "false when an existing file was replaced" } },
                 "required": ["file_path", "bytes_written", "created"] },
             "examples": [
-                { "description": "The seed's: a new test file", "input": { "file_path": "tests/test_new.rs", "content": "#[test]\nfn it_works() {}\n" } },
+                { "description": "A new test file", "input": { "file_path": "tests/test_new.rs", "content": "#[test]\nfn it_works() {}\n" } },
                 { "description": "A file in a directory that does not exist yet", "input": { "file_path": "docs/notes/todo.md", "content": "- write docs\n" } },
                 { "description": "An empty file", "input": { "file_path": ".keep", "content": "" } }
             ],

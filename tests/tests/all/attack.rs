@@ -307,7 +307,7 @@ for (;;) {{}}
                 .as_str()
                 .unwrap()
                 .ends_with(": Execution timeout"),
-            "the seed's message: {value}"
+            "the documented message: {value}"
         );
         for child in 1..=3 {
             let pattern = format!("sleep {marker}{child}");

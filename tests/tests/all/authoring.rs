@@ -68,6 +68,20 @@ fn new_project_round_trip(lang: &str) {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "{\n  \"greeting\": \"Hello, Ada!\"\n}\n");
+    // The skill's own refusal reads as one sentence after the kind, in every language.
+    let out = evo_in(
+        &project,
+        &home,
+        &["skill", "run", ".", "--input", r#"{"name":" "}"#],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(
+            "error[INVALID_INPUT]: greet: invalid input: the name is empty: say who to greet\n  hint: "
+        ),
+        "{}",
+        stderr(&out)
+    );
 
     // A case that does not hold fails the run and says how.
     std::fs::write(

@@ -1,4 +1,4 @@
-//! llm skills with self-heal (blueprint §13.5) and composite pipelines (§5.4), run
+//! llm skills with self-heal and composite pipelines, run
 //! through the kernel against a scripted model.
 
 use std::sync::Arc;
@@ -172,7 +172,7 @@ async fn self_heal_gives_up_after_three_attempts_as_the_fallback_says() {
     }
 }
 
-/// The blueprint's §5.4 skill, verbatim.
+/// A composite skill as its author writes it, in JSON.
 fn research_and_summarize() -> Value {
     json!({
       "name": "research_and_summarize",

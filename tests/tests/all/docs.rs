@@ -476,3 +476,58 @@ fn the_examples_in_help_name_the_files_the_readme_names() {
         );
     }
 }
+
+/// What names a document this repository does not hold: the design notes and the
+/// requirements it was built from live elsewhere, so the code, the docs and the tool
+/// descriptions the model reads state each rule themselves.
+const OUTSIDE_REFERENCES: [&str; 7] = [
+    "DESIGN.md",
+    "STYLE.md",
+    "blueprint",
+    "Blueprint",
+    "seed's",
+    "Seed's",
+    "seeds/",
+];
+
+#[test]
+fn the_repository_points_at_no_document_outside_it() {
+    fn scan_file(path: &Path, found: &mut Vec<String>) {
+        // This file names what it looks for; a binary file names nothing.
+        if path.ends_with("tests/tests/all/docs.rs") {
+            return;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        for (n, line) in text.lines().enumerate() {
+            if let Some(word) = OUTSIDE_REFERENCES.iter().find(|w| line.contains(*w)) {
+                found.push(format!("{}:{}: {word}", path.display(), n + 1));
+            }
+        }
+    }
+    fn scan(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !entry.file_type().unwrap().is_dir() {
+                scan_file(&entry.path(), found);
+            } else if !matches!(name.as_str(), "target" | "node_modules" | "fuzz-corpus") {
+                scan(&entry.path(), found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for dir in [
+        "host",
+        "docs",
+        "guest-sdk",
+        "tests",
+        "manifest",
+        "expr",
+        "wit",
+    ] {
+        scan(&workspace().join(dir), &mut found);
+    }
+    scan_file(&workspace().join("README.md"), &mut found);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -1,5 +1,5 @@
 //! `SkillContext::call`: depth limit, lookup, gate 1 with defaults, timeout, retry on
-//! transient errors only, gate 2, events and statistics (blueprint §3.6, §6.2, §13).
+//! transient errors only, gate 2, events and statistics .
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -23,7 +23,7 @@ fn kernel(registry: Arc<SkillRegistry>) -> Arc<Kernel> {
 }
 
 fn memory_search_manifest() -> Value {
-    // The blueprint's §4.2 input schema of memory_search.
+    // memory_search's input schema.
     json!({
         "name": "memory_search",
         "description": "Searches long-term memory.",
@@ -356,7 +356,7 @@ async fn builtins_answer_to_the_seeds_aliases() {
         assert_eq!(out["content"], "     1\thello\n", "{name}");
         assert_eq!(out["file_size_bytes"], 5, "{name}");
     }
-    // The sandbox-executor seed's direct call keeps its own shape.
+    // A built-in executor's direct call keeps its own shape.
     assert_eq!(
         BuiltinTools::new(dir.path())
             .execute("file-read", &json!({ "path": "./README.md" }))

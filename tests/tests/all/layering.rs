@@ -1,4 +1,4 @@
-//! The dependency rule of DESIGN.md, checked on the source: every module of `host/src`
+//! The dependency rule, checked on the source: every module of `host/src`
 //! imports only modules of lower layers, so each layer can be read and tested without
 //! the ones above it.
 //!

@@ -317,7 +317,7 @@ fn a_new_embedder_re_embeds_the_store() {
 }
 
 #[tokio::test]
-async fn the_memory_skills_follow_the_blueprint_contracts() {
+async fn the_memory_skills_keep_their_contracts() {
     let dir = tempfile::tempdir().unwrap();
     let host = evo_host::Host::builder()
         .data_dir(dir.path())

@@ -1,4 +1,4 @@
-//! Native script skills under real Node, one test per scenario of the sandbox seed.
+//! Native script skills under real Node, one test per scenario the sandbox must handle.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -130,7 +130,7 @@ async fn an_out_of_memory_script_fails_alone() {
         "leak",
         "const keep = []; while (true) keep.push(new Array(1e6).fill(1.5));",
     )]);
-    // A small heap makes the test fast; the default is the seed's 512 MiB.
+    // A small heap makes the test fast; the default is 512 MiB.
     let sandbox = sandbox(
         root.path(),
         NativeConfig {
@@ -279,7 +279,7 @@ async fn the_example_skills_run_through_the_host() {
     }
     let ctx = host.context(None);
 
-    // The seed's example: git-commit with { message: 'feat: add new feature' }.
+    // git-commit with { message: 'feat: add new feature' }.
     let out = ctx
         .call("git-commit", json!({ "message": "feat: add new feature." }))
         .await

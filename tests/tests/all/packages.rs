@@ -1,4 +1,4 @@
-//! The skill manager on real ZIP archives, one test per scenario of the seed.
+//! The skill manager on real ZIP archives, one test per scenario it must handle.
 
 use std::io::Write as _;
 

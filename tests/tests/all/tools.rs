@@ -1,4 +1,4 @@
-//! The tool-registry seed (`tool-registry.spec.md`), scenario by scenario: through
+//! The tool registry, scenario by scenario: through
 //! `evo tool …` as a user runs it, through the library's `Host` as an embedder or agent
 //! does, and over MCP (`evo serve`).
 
@@ -87,7 +87,7 @@ async fn host(project: &Path, home: &Path, locale: Locale) -> Host {
 
 #[test]
 fn ten_built_in_tools_are_registered_with_descriptors() {
-    // Seed: 内置工具注册 — at least Read, Write, Edit, Glob, Grep, Bash, Git, Search …;
+    // 内置工具注册 — at least Read, Write, Edit, Glob, Grep, Bash, Git, Search …;
     // 工具列表查询 — each descriptor has name, description, schema, examples, permission.
     let home = tempfile::tempdir().unwrap();
     let project = project();
@@ -139,7 +139,7 @@ fn ten_built_in_tools_are_registered_with_descriptors() {
 
 #[test]
 fn the_read_descriptor_has_typed_parameters_three_examples_and_a_markdown_page() {
-    // Seed: 工具详情查询 (get_tool_descriptor "Read"), JSON Schema 参数定义, Markdown 文档格式.
+    // 工具详情查询 (get_tool_descriptor "Read"), JSON Schema 参数定义, Markdown 文档格式.
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let out = evo_in(
@@ -198,7 +198,7 @@ fn the_read_descriptor_has_typed_parameters_three_examples_and_a_markdown_page()
 
 #[tokio::test]
 async fn execute_tool_returns_the_seeds_tool_result() {
-    // Seed: 工具调用 (call_123, an absolute file_path) and 参数验证 (缺少必需参数: file_path).
+    // 工具调用 (call_123, an absolute file_path) and 参数验证 (缺少必需参数: file_path).
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let host = host(project.path(), home.path(), Locale::Zh).await;
@@ -256,7 +256,7 @@ async fn execute_tool_returns_the_seeds_tool_result() {
 
 #[test]
 fn bash_is_stopped_after_the_default_ten_seconds_and_leaves_nothing() {
-    // Seed: 执行超时 — 默认 10 秒, Bash 长时间运行的命令, 超时错误.
+    // 执行超时 — 默认 10 秒, Bash 长时间运行的命令, 超时错误.
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let marker = format!("{}.{}", 700 + std::process::id() % 100, std::process::id());
@@ -283,7 +283,7 @@ fn bash_is_stopped_after_the_default_ten_seconds_and_leaves_nothing() {
 
 #[test]
 fn profiles_block_calls_above_their_level_with_the_seeds_message() {
-    // Seed: 智能体权限限制 — an explore (read-only) agent calling Write.
+    // 智能体权限限制 — an explore (read-only) agent calling Write.
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let (result, code) = call(
@@ -380,7 +380,7 @@ fn profiles_block_calls_above_their_level_with_the_seeds_message() {
 
 #[tokio::test]
 async fn an_explore_agent_is_told_it_may_not_write() {
-    // Seed: 智能体权限限制, through the agent: the model's call comes back blocked.
+    // 智能体权限限制, through the agent: the model's call comes back blocked.
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let model = evo_host::llm::scripted::ScriptedProvider::from_json(
@@ -453,7 +453,7 @@ impl Confirmer for Recorder {
 
 #[tokio::test]
 async fn dangerous_calls_wait_for_the_users_confirmation() {
-    // Seed: 用户确认机制 — Bash `rm -rf`: tool and arguments, risk, warning; runs only
+    // 用户确认机制 — Bash `rm -rf`: tool and arguments, risk, warning; runs only
     // once confirmed. Write: 如果文件已存在，系统 SHALL 询问用户是否覆盖.
     let home = tempfile::tempdir().unwrap();
     let project = project();
@@ -547,7 +547,7 @@ async fn dangerous_calls_wait_for_the_users_confirmation() {
 
 #[test]
 fn paths_outside_the_project_commands_outside_the_allowlist_and_foreign_hosts_are_refused() {
-    // Seed: 文件访问限制, 命令白名单, 网络访问限制 (and each refusal in the security log).
+    // 文件访问限制, 命令白名单, 网络访问限制 (and each refusal in the security log).
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let outside = tempfile::tempdir().unwrap();
@@ -640,7 +640,7 @@ fn paths_outside_the_project_commands_outside_the_allowlist_and_foreign_hosts_ar
 
 #[test]
 fn the_core_tools_do_what_the_seed_says() {
-    // Seed: Read (带行号), Write, Edit (多次出现则报错), Glob (按修改时间), Grep (TODO:), Bash (git status).
+    // Read (带行号), Write, Edit (多次出现则报错), Glob (按修改时间), Grep (TODO:), Bash (git status).
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let p = project.path();
@@ -773,7 +773,7 @@ fn the_core_tools_do_what_the_seed_says() {
 
 #[tokio::test]
 async fn the_history_filters_newest_first_and_exports() {
-    // Seed: 历史记录, 历史过滤 (100 records; the latest 10 Read calls, newest first), 历史导出.
+    // 历史记录, 历史过滤 (100 records; the latest 10 Read calls, newest first), 历史导出.
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let host = host(project.path(), home.path(), Locale::En).await;
@@ -909,7 +909,7 @@ fn a_slow_call_is_logged_as_a_warning() {
 
 #[test]
 fn a_custom_wasm_tool_is_registered_run_in_the_sandbox_and_its_removal_warns_profiles() {
-    // Seed: 注册自定义工具, 自定义工具执行, 自定义工具卸载.
+    // 注册自定义工具, 自定义工具执行, 自定义工具卸载.
     let home = tempfile::tempdir().unwrap();
     let project = project();
     std::fs::write(

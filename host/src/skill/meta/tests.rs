@@ -53,7 +53,7 @@ fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
 }
 
 #[test]
-fn defaults_follow_the_blueprint() {
+fn defaults_are_the_documented_ones() {
     let meta = SkillMeta::from_json(r#"{"name":"memory_search","description":"d"}"#).unwrap();
     assert_eq!(meta.version, "1.0.0");
     assert_eq!(meta.timeout_ms, 30_000);

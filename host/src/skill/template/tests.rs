@@ -40,7 +40,7 @@ fn single_expressions_keep_their_json_type() {
 #[test]
 fn pipes_transform_values() {
     let s = scope();
-    // The blueprint's §5.4 pipeline, with the `\\n\\n` of its JSON source.
+    // A pipeline written in JSON, with the `\\n\\n` of its JSON source.
     assert_eq!(
         eval(r"{{steps.search.results | pluck:snippet | join:\n\n}}", &s),
         json!("one\n\ntwo")

@@ -91,7 +91,8 @@ fn a_serve_session_survives_the_fuzz_seeds() {
     let mut raw = crate::serve::Raw::start_in(&home, &cwd, &[]);
     for (id, (path, bytes)) in (200_u64..).zip(corpus("mcp_frames")) {
         let text = String::from_utf8_lossy(&bytes);
-        // Each line is sent whole, so a seed's unterminated last line ends here too.
+        // Each line is sent whole, so a corpus file's unterminated last line ends here
+        // too.
         for line in text.lines() {
             raw.send_line(line);
         }
