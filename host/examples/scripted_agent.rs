@@ -30,10 +30,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // No routing step: the message goes straight to the tool loop.
     let agent = host.agent(|options| options.intent_recognition = false)?;
-    let events = EventSink::new(|event| {
-        if let RunEvent::SkillCall { skill, input, .. } = event {
-            eprintln!("→ {skill} {input}");
-        }
+    // The model's words are scripted; the skill's answer is the real `calculate`'s.
+    let events = EventSink::new(|event| match event {
+        RunEvent::SkillCall { skill, input, .. } => eprintln!("→ {skill} {input}"),
+        RunEvent::SkillResult {
+            skill,
+            output: Some(output),
+            ..
+        } => eprintln!("← {skill} {output}"),
+        _ => {}
     });
     let outcome = agent.run("what is sqrt(144) + 10?", events).await?;
     println!("{}", outcome.response);

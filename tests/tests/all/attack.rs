@@ -359,14 +359,18 @@ setInterval(() => {{}}, 1000);
         value["error"], "bomb: timeout: Execution timeout",
         "{value}"
     );
-    if isolation.contains("cgroup-pids") {
-        let cap = evo_host::engine::native::DEFAULT_MAX_TASKS as usize;
-        assert!(
-            most.load(Ordering::SeqCst) <= cap,
-            "at most {cap} tasks at once, saw {}",
-            most.load(Ordering::SeqCst)
-        );
-    }
+    // The cgroup's task cap where there is a pids controller; else the launcher's
+    // process limit (RLIMIT_NPROC) inside the PID namespace.
+    let cap = if isolation.contains("cgroup-pids") {
+        evo_host::engine::native::DEFAULT_MAX_TASKS as usize
+    } else {
+        evo_host::engine::native::confine::MAX_USER_PROCESSES as usize
+    };
+    assert!(
+        most.load(Ordering::SeqCst) <= cap,
+        "at most {cap} tasks at once, saw {}",
+        most.load(Ordering::SeqCst)
+    );
     crate::native::wait_until("the bomb to be gone", || live_processes(&marker) == 0).await;
     assert_next_call_works(home.path(), skills.path());
 }

@@ -49,6 +49,10 @@ fn custom_tool_is_a_skill_with_gates() {
 #[test]
 fn scripted_agent_calls_a_skill_and_answers() {
     let (out, err) = example("scripted_agent", &[]);
+    // What the scripted model says proves nothing; what the real skill answered does.
+    assert_eq!(
+        err,
+        "→ calculate {\"expression\":\"sqrt(144) + 10\"}\n← calculate {\"result\":22}\n"
+    );
     assert_eq!(out, "The answer is 22.\n");
-    assert_eq!(err, "→ calculate {\"expression\":\"sqrt(144) + 10\"}\n");
 }

@@ -163,6 +163,20 @@ async fn an_invalid_manifest_lists_every_problem() {
     );
 }
 
+/// Waits until `host` has `n` Wasm instances alive: the runaways started before are
+/// running, whatever the machine's load (an order, not a guess at a time).
+async fn until_running(host: &evo_host::Host, n: usize) {
+    let engine = host.loader().wasm_engine().expect("a Wasm engine");
+    let start = std::time::Instant::now();
+    while engine.live_instances() < n {
+        assert!(
+            start.elapsed() < evo_tests::shared::HANG_GUARD,
+            "{n} instances never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// A Host over the runaway skills (`spin`, `bomb`) with deadlines of `timeout_ms`, and
 /// `engine` (TOML lines) in the `[engine]` section of its configuration.
 async fn runaway_host(
@@ -294,7 +308,7 @@ async fn a_call_that_runs_long_gives_its_slot_to_short_calls() {
         let host = host.clone();
         async move { host.call("spin", json!({})).await.unwrap_err() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_running(&host, 1).await;
     let answer = host
         .call(&calculate, json!({ "expression": "6*7" }))
         .await
@@ -320,9 +334,9 @@ async fn a_top_level_call_waits_for_the_pool_not_the_nested_reserve() {
         host.call("spin", json!({})).await.unwrap_err()
     };
     let first = tokio::spawn(spin(host.clone()));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_running(&host, 1).await;
     let second = tokio::spawn(spin(host.clone()));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_running(&host, 2).await;
     // It waits, within its own deadline (a second), for the slot the runaway holds.
     let error = host
         .call(&calculate, json!({ "expression": "6*7" }))

@@ -43,14 +43,33 @@ const TEMPLATE: &[&str] = &[
     "\n",
 ];
 
+/// A template error says what is wrong and where: a message, and an offset inside the
+/// source on a character boundary, both in what it prints.
+fn says_what_and_where(source: &str, e: &evo_host::error::TemplateError) {
+    assert!(
+        !e.message.trim().is_empty(),
+        "{source:?}: an error without a message"
+    );
+    assert!(
+        e.offset <= source.len() && source.is_char_boundary(e.offset),
+        "{source:?}: offset {} is not a place in the source",
+        e.offset
+    );
+    let printed = e.to_string();
+    assert!(
+        printed.contains(&format!("offset {}", e.offset)) && printed.contains(&e.message),
+        "{source:?}: {printed}"
+    );
+}
+
 fn template_checks(source: &str, scope: &Value) {
     match Template::parse(source) {
         Ok(template) => {
             if let Err(e) = template.render(scope) {
-                assert!(!e.to_string().is_empty());
+                says_what_and_where(source, &e);
             }
         }
-        Err(e) => assert!(!e.to_string().is_empty(), "{source:?}"),
+        Err(e) => says_what_and_where(source, &e),
     }
 }
 
@@ -78,8 +97,17 @@ proptest! {
         value in json_value(),
         input in json_value(),
     ) {
-        if let Ok(compiled) = ValueTemplate::compile(&value) {
-            let _ = compiled.render(&scope_of(input));
+        // A value's templates are its strings; an error names one of them.
+        let error = match ValueTemplate::compile(&value) {
+            Ok(compiled) => compiled.render(&scope_of(input)).err(),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = error {
+            prop_assert!(!e.message.trim().is_empty(), "{value}: an error without a message");
+            prop_assert!(
+                e.to_string().starts_with("template error at offset "),
+                "{value}: {e}"
+            );
         }
     }
 }
