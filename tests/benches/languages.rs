@@ -122,8 +122,11 @@ fn languages(c: &mut Criterion) {
     let script = dir.path().join("text-stats.mjs");
     std::fs::write(&script, NODE_SCRIPT).unwrap();
     let node = || {
+        // Spawned as the native bench spawns its floor: PATH only.
         let mut child = Command::new("node")
             .arg(&script)
+            .env_clear()
+            .envs(evo_tests::peer_env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

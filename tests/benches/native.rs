@@ -30,7 +30,7 @@ async fn spawn(program: &Path, args: &[&std::ffi::OsStr], cwd: &Path, input: &Va
         .args(args)
         .current_dir(cwd)
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(evo_tests::peer_env())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

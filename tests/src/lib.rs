@@ -64,6 +64,14 @@ pub fn config(data_dir: &Path) -> evo_host::Config {
     evo_host::Config::load_with_env(data_dir, None, |_| None).expect("the configuration loads")
 }
 
+/// The environment a peer or floor process gets in the benches: `PATH` only, exactly
+/// what the native sandbox gives its child (after `env_clear`). A peer that inherited
+/// the bench's environment would pay for what the sandbox drops (`NODE_EXTRA_CA_CERTS`
+/// alone costs node ~55 ms a start) and make the ratio false.
+pub fn peer_env() -> [(&'static str, std::ffi::OsString); 1] {
+    [("PATH", std::env::var_os("PATH").unwrap_or_default())]
+}
+
 /// The `evo` binary next to the test executable (built by `cargo build --workspace`,
 /// which `./scripts/test` runs before the tests).
 pub fn evo_bin() -> PathBuf {
