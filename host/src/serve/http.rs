@@ -20,9 +20,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -30,9 +29,9 @@ use axum::{Json, Router};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::gate::{self, Gate};
 use super::openapi::{
     AgentRun, CallResult, ErrorBody, Health, MemoryHitBody, MemorySearch, SkillSummary,
     StorageHealth, openapi_document,
@@ -71,15 +70,6 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
-}
-
-#[derive(Debug, Clone)]
-struct Gate {
-    /// SHA-256 of the token, so comparing takes the same time whatever its length.
-    token: Option<[u8; 32]>,
-    origins: Arc<Vec<String>>,
-    /// Bound to loopback: the `Host` header must name loopback too.
-    loopback: bool,
 }
 
 /// Binds `options.addr` and serves until `shutdown` resolves; then takes no new calls,
@@ -165,14 +155,7 @@ pub fn router(
         Arc::new(sessions),
         config,
     );
-    let gate = Gate {
-        token: options
-            .token
-            .as_ref()
-            .map(|t| Sha256::digest(t.as_bytes()).into()),
-        origins: Arc::new(origins),
-        loopback,
-    };
+    let gate = Gate::new(options.token.as_deref(), origins, loopback);
     Router::new()
         .route("/v1/health", get(health))
         .route("/v1/openapi.json", get(openapi))
@@ -185,206 +168,17 @@ pub fn router(
         .with_state(shared.clone())
         .nest_service("/mcp", mcp)
         .layer(DefaultBodyLimit::max(shared.settings.max_message_kb << 10))
-        .layer(axum::middleware::map_response(as_error_body))
-        .layer(axum::middleware::from_fn_with_state(gate, check))
-}
-
-/// The `Host` a request names (its header, or the URI's authority over HTTP/2), without
-/// the port; `None` when it names none.
-fn requested_host(request: &Request) -> Option<String> {
-    let authority = match request.headers().get(header::HOST) {
-        Some(value) => value.to_str().ok()?.to_owned(),
-        None => request.uri().authority()?.as_str().to_owned(),
-    };
-    let authority = axum::http::uri::Authority::try_from(authority.as_str()).ok()?;
-    Some(
-        authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase(),
-    )
-}
-
-/// Whether `host` (no port) can only mean this machine: `localhost` or a loopback
-/// address. A rebound DNS name is neither, whatever it resolves to.
-fn names_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// The Host, token and origin checks, before anything else.
-async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Response {
-    if gate.loopback {
-        match requested_host(&request) {
-            Some(host) if names_loopback(&host) => {}
-            Some(host) => {
-                return failure(
-                    StatusCode::FORBIDDEN,
-                    "HOST_REFUSED",
-                    format!(
-                        "requests for the host {host} are refused: this server listens on loopback"
-                    ),
-                    Some(
-                        "call it as localhost, 127.0.0.1 or [::1]; a web page whose name resolves to this machine (DNS rebinding) is refused on purpose. To serve other names, bind another address with a token (`evo serve --http 0.0.0.0:PORT --token …`)",
-                    ),
-                );
-            }
-            None => {
-                return failure(
-                    StatusCode::BAD_REQUEST,
-                    "HOST_REFUSED",
-                    "the request names no host (or an unreadable one)".into(),
-                    Some("send a `Host` header naming localhost, 127.0.0.1 or [::1]"),
-                );
-            }
-        }
-    }
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
-        if !origin_allowed(origin, &gate.origins) {
-            return failure(
-                StatusCode::FORBIDDEN,
-                "ORIGIN_REFUSED",
-                format!("requests from the web page at {origin} are refused"),
-                Some(
-                    "a browser page may call Evo only from an origin the operator allows (`evo serve --allow-origin`)",
-                ),
-            );
-        }
-    }
-    if let Some(expected) = &gate.token {
-        let given = bearer(request.headers()).unwrap_or("");
-        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
-        if !bool::from(subtle::ConstantTimeEq::ct_eq(&given[..], &expected[..])) {
-            let mut response = failure(
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                "a valid bearer token is required".into(),
-                Some(
-                    "send `Authorization: Bearer <token>` with the token `evo serve` was given (--token or EVO_TOKEN)",
-                ),
-            );
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-            return response;
-        }
-    }
-    next.run(request).await
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
-/// Whether `origin` (`scheme://host[:port]`) matches one of `allowed`, where a `:*`
-/// port matches any port and an entry without a port matches only the scheme's
-/// default one.
-fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
-    let Some((scheme, rest)) = origin.split_once("://") else {
-        return false;
-    };
-    let (host, port) = split_port(rest, scheme);
-    allowed.iter().any(|entry| {
-        let Some((s, r)) = entry.split_once("://") else {
-            return false;
-        };
-        if !s.eq_ignore_ascii_case(scheme) {
-            return false;
-        }
-        match r.strip_suffix(":*") {
-            Some(h) => h.eq_ignore_ascii_case(host),
-            None => {
-                let (h, p) = split_port(r, s);
-                h.eq_ignore_ascii_case(host) && p == port
-            }
-        }
-    })
-}
-
-fn split_port<'a>(authority: &'a str, scheme: &str) -> (&'a str, Option<u16>) {
-    let default = match scheme {
-        "http" => Some(80),
-        "https" => Some(443),
-        _ => None,
-    };
-    // `[::1]:8080`, `host:8080`, `host`.
-    match authority.rsplit_once(':') {
-        Some((host, port)) if !port.contains(']') => (host, port.parse().ok()),
-        _ => (authority, default),
-    }
-}
-
-/// A refusal made below the handlers (the body limit, the JSON reader, an unknown route
-/// or method, the MCP transport's own checks) in the API's shape `{ code, error, hint }`:
-/// a plain-text error body is moved into `error`, with a code for its status.
-async fn as_error_body(response: Response) -> Response {
-    let status = response.status();
-    let is_json_or_stream = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.contains("json") || t.starts_with("text/event-stream"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json_or_stream {
-        return response;
-    }
-    let (parts, body) = response.into_parts();
-    // Refusals made below the handlers are a line or two; more is not an error text.
-    let text = axum::body::to_bytes(body, 64 << 10)
-        .await
-        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
-        .unwrap_or_default();
-    let (code, hint) = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => (
-            "MESSAGE_TOO_LARGE",
-            "send a smaller body; `serve.max_message_kb` in the server's evo.toml sets the limit",
-        ),
-        StatusCode::NOT_FOUND => (
-            "NOT_FOUND",
-            "`GET /v1/openapi.json` lists the API's routes; MCP is served at /mcp",
-        ),
-        StatusCode::METHOD_NOT_ALLOWED => (
-            "METHOD_NOT_ALLOWED",
-            "`GET /v1/openapi.json` lists each route's methods",
-        ),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
-            "INVALID_INPUT",
-            "send the body as JSON with `Content-Type: application/json`",
-        ),
-        s if s.is_client_error() => (
-            "INVALID_INPUT",
-            "fix the request as the message says; `GET /v1/openapi.json` describes every body",
-        ),
-        _ => (
-            "INTERNAL_ERROR",
-            "retry; if it persists, the server's log says more",
-        ),
-    };
-    let message = if text.is_empty() {
-        status
-            .canonical_reason()
-            .unwrap_or("the request failed")
-            .to_owned()
-    } else {
-        text
-    };
-    let mut response = failure(status, code, message, Some(hint));
-    for (name, value) in &parts.headers {
-        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
-            response.headers_mut().insert(name, value.clone());
-        }
-    }
-    response
+        .layer(axum::middleware::map_response(gate::as_error_body))
+        .layer(axum::middleware::from_fn_with_state(gate, gate::check))
 }
 
 /// An error as JSON with its status: `{ code, error, hint }`.
-fn failure(status: StatusCode, code: &str, message: String, hint: Option<&str>) -> Response {
+pub(super) fn failure(
+    status: StatusCode,
+    code: &str,
+    message: String,
+    hint: Option<&str>,
+) -> Response {
     (
         status,
         Json(ErrorBody {
@@ -630,42 +424,4 @@ fn event_name(event: &crate::skill::events::RunEvent) -> &'static str {
 
 async fn openapi() -> Json<Value> {
     Json(openapi_document())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn origins_match_by_scheme_host_and_port() {
-        let allowed = [
-            "http://localhost:*".to_owned(),
-            "http://[::1]:*".to_owned(),
-            "https://app.example.com".to_owned(),
-        ];
-        for (origin, ok) in [
-            ("http://localhost:3000", true),
-            ("http://LOCALHOST", true),
-            ("http://[::1]:8080", true),
-            ("https://localhost:3000", false),
-            ("https://app.example.com", true),
-            ("https://app.example.com:443", true),
-            ("https://app.example.com:8443", false),
-            ("http://app.example.com", false),
-            ("http://evil.example", false),
-            ("http://localhost.evil.example", false),
-            ("null", false),
-        ] {
-            assert_eq!(origin_allowed(origin, &allowed), ok, "{origin}");
-        }
-    }
-
-    #[test]
-    fn a_bearer_token_is_read_case_insensitively() {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::AUTHORIZATION, "bearer abc".parse().unwrap());
-        assert_eq!(bearer(&headers), Some("abc"));
-        headers.insert(header::AUTHORIZATION, "Basic abc".parse().unwrap());
-        assert_eq!(bearer(&headers), None);
-    }
 }

@@ -20,6 +20,7 @@
 //! Calls on one session run concurrently; [`Server`] bounds them across all sessions
 //! (`serve.max_calls`) and waits, rather than spawning without limit.
 
+mod gate;
 pub mod http;
 mod mcp;
 pub mod openapi;

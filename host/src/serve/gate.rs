@@ -1,0 +1,273 @@
+//! What `evo serve --http` checks before any route runs, and the shape of every refusal:
+//!
+//! - on a loopback bind, the `Host` a request names must be loopback too, on every route
+//!   and method: a page whose DNS name was rebound to 127.0.0.1 sends its own name there,
+//!   with or without an `Origin`;
+//! - a request with an `Origin` must come from a loopback page or one the operator allowed;
+//! - with a token, every request carries it (`Authorization: Bearer …`, compared in
+//!   constant time);
+//! - a refusal made below the handlers (the body limit, the JSON reader, an unknown route)
+//!   is the API's `{ code, error, hint }`.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use sha2::{Digest, Sha256};
+
+use super::http::failure;
+
+#[derive(Debug, Clone)]
+pub(super) struct Gate {
+    /// SHA-256 of the token, so comparing takes the same time whatever its length.
+    token: Option<[u8; 32]>,
+    origins: Arc<Vec<String>>,
+    /// Bound to loopback: the `Host` header must name loopback too.
+    loopback: bool,
+}
+
+impl Gate {
+    /// The checks for a server bound to loopback (`loopback`) or not, with `token` and
+    /// the browser `origins` it allows.
+    pub(super) fn new(token: Option<&str>, origins: Vec<String>, loopback: bool) -> Self {
+        Self {
+            token: token.map(|t| Sha256::digest(t.as_bytes()).into()),
+            origins: Arc::new(origins),
+            loopback,
+        }
+    }
+}
+
+/// The `Host` a request names (its header, or the URI's authority over HTTP/2), without
+/// the port; `None` when it names none.
+fn requested_host(request: &Request) -> Option<String> {
+    let authority = match request.headers().get(header::HOST) {
+        Some(value) => value.to_str().ok()?.to_owned(),
+        None => request.uri().authority()?.as_str().to_owned(),
+    };
+    let authority = axum::http::uri::Authority::try_from(authority.as_str()).ok()?;
+    Some(
+        authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase(),
+    )
+}
+
+/// Whether `host` (no port) can only mean this machine: `localhost` or a loopback
+/// address. A rebound DNS name is neither, whatever it resolves to.
+fn names_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The Host, token and origin checks, before anything else.
+pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if gate.loopback {
+        match requested_host(&request) {
+            Some(host) if names_loopback(&host) => {}
+            Some(host) => {
+                return failure(
+                    StatusCode::FORBIDDEN,
+                    "HOST_REFUSED",
+                    format!(
+                        "requests for the host {host} are refused: this server listens on loopback"
+                    ),
+                    Some(
+                        "call it as localhost, 127.0.0.1 or [::1]; a web page whose name resolves to this machine (DNS rebinding) is refused on purpose. To serve other names, bind another address with a token (`evo serve --http 0.0.0.0:PORT --token …`)",
+                    ),
+                );
+            }
+            None => {
+                return failure(
+                    StatusCode::BAD_REQUEST,
+                    "HOST_REFUSED",
+                    "the request names no host (or an unreadable one)".into(),
+                    Some("send a `Host` header naming localhost, 127.0.0.1 or [::1]"),
+                );
+            }
+        }
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !origin_allowed(origin, &gate.origins) {
+            return failure(
+                StatusCode::FORBIDDEN,
+                "ORIGIN_REFUSED",
+                format!("requests from the web page at {origin} are refused"),
+                Some(
+                    "a browser page may call Evo only from an origin the operator allows (`evo serve --allow-origin`)",
+                ),
+            );
+        }
+    }
+    if let Some(expected) = &gate.token {
+        let given = bearer(request.headers()).unwrap_or("");
+        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(&given[..], &expected[..])) {
+            let mut response = failure(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHORIZED",
+                "a valid bearer token is required".into(),
+                Some(
+                    "send `Authorization: Bearer <token>` with the token `evo serve` was given (--token or EVO_TOKEN)",
+                ),
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            return response;
+        }
+    }
+    next.run(request).await
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Whether `origin` (`scheme://host[:port]`) matches one of `allowed`, where a `:*`
+/// port matches any port and an entry without a port matches only the scheme's
+/// default one.
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    let (host, port) = split_port(rest, scheme);
+    allowed.iter().any(|entry| {
+        let Some((s, r)) = entry.split_once("://") else {
+            return false;
+        };
+        if !s.eq_ignore_ascii_case(scheme) {
+            return false;
+        }
+        match r.strip_suffix(":*") {
+            Some(h) => h.eq_ignore_ascii_case(host),
+            None => {
+                let (h, p) = split_port(r, s);
+                h.eq_ignore_ascii_case(host) && p == port
+            }
+        }
+    })
+}
+
+fn split_port<'a>(authority: &'a str, scheme: &str) -> (&'a str, Option<u16>) {
+    let default = match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    };
+    // `[::1]:8080`, `host:8080`, `host`.
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, port.parse().ok()),
+        _ => (authority, default),
+    }
+}
+
+/// A refusal made below the handlers (the body limit, the JSON reader, an unknown route
+/// or method, the MCP transport's own checks) in the API's shape `{ code, error, hint }`:
+/// a plain-text error body is moved into `error`, with a code for its status.
+pub(super) async fn as_error_body(response: Response) -> Response {
+    let status = response.status();
+    let is_json_or_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.contains("json") || t.starts_with("text/event-stream"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json_or_stream {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    // Refusals made below the handlers are a line or two; more is not an error text.
+    let text = axum::body::to_bytes(body, 64 << 10)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let (code, hint) = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "MESSAGE_TOO_LARGE",
+            "send a smaller body; `serve.max_message_kb` in the server's evo.toml sets the limit",
+        ),
+        StatusCode::NOT_FOUND => (
+            "NOT_FOUND",
+            "`GET /v1/openapi.json` lists the API's routes; MCP is served at /mcp",
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "METHOD_NOT_ALLOWED",
+            "`GET /v1/openapi.json` lists each route's methods",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "INVALID_INPUT",
+            "send the body as JSON with `Content-Type: application/json`",
+        ),
+        s if s.is_client_error() => (
+            "INVALID_INPUT",
+            "fix the request as the message says; `GET /v1/openapi.json` describes every body",
+        ),
+        _ => (
+            "INTERNAL_ERROR",
+            "retry; if it persists, the server's log says more",
+        ),
+    };
+    let message = if text.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("the request failed")
+            .to_owned()
+    } else {
+        text
+    };
+    let mut response = failure(status, code, message, Some(hint));
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            response.headers_mut().insert(name, value.clone());
+        }
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_match_by_scheme_host_and_port() {
+        let allowed = [
+            "http://localhost:*".to_owned(),
+            "http://[::1]:*".to_owned(),
+            "https://app.example.com".to_owned(),
+        ];
+        for (origin, ok) in [
+            ("http://localhost:3000", true),
+            ("http://LOCALHOST", true),
+            ("http://[::1]:8080", true),
+            ("https://localhost:3000", false),
+            ("https://app.example.com", true),
+            ("https://app.example.com:443", true),
+            ("https://app.example.com:8443", false),
+            ("http://app.example.com", false),
+            ("http://evil.example", false),
+            ("http://localhost.evil.example", false),
+            ("null", false),
+        ] {
+            assert_eq!(origin_allowed(origin, &allowed), ok, "{origin}");
+        }
+    }
+
+    #[test]
+    fn a_bearer_token_is_read_case_insensitively() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, "bearer abc".parse().unwrap());
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, "Basic abc".parse().unwrap());
+        assert_eq!(bearer(&headers), None);
+    }
+}
