@@ -316,35 +316,30 @@ fn tokens(_: &mut Criterion) {
                 .expect("runs");
             provider.requests()
         };
-        // Each row: (label, shortlist, routing answer).
+        // Each strategy against itself: the same router answer and the same answer path,
+        // with every skill offered and with the shortlist. A `single_skill` answer never
+        // carries tools, so comparing it with a `multi_skill` baseline (whose answer
+        // carries every tool) would count tools it never sends as saved.
         let multi = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"multi_skill","skills":[]}}"#;
-        let rows = [
-            ("every skill offered (router and tools)", usize::MAX, multi),
-            (
-                "shortlist, multi_skill (its tools offered)",
-                evo_host::agent::DEFAULT_SHORTLIST,
-                multi,
-            ),
-            (
-                "shortlist, single_skill (the result, no tools)",
-                evo_host::agent::DEFAULT_SHORTLIST,
-                ROUTING,
-            ),
-        ];
-        let mut baseline = 0;
-        for (label, shortlist, routing) in rows {
-            let requests = run_once(shortlist, routing, "what is sqrt(144) + 10?");
-            let router = request_bytes(&requests[0].0, &requests[0].1);
-            let answer = request_bytes(&requests[1].0, &requests[1].1);
-            if baseline == 0 {
-                baseline = router + answer;
+        for (strategy, routing) in [("single_skill", ROUTING), ("multi_skill", multi)] {
+            let mut baseline = 0;
+            for (label, shortlist) in [
+                ("every skill offered", usize::MAX),
+                ("shortlist", evo_host::agent::DEFAULT_SHORTLIST),
+            ] {
+                let requests = run_once(shortlist, routing, "what is sqrt(144) + 10?");
+                let router = request_bytes(&requests[0].0, &requests[0].1);
+                let answer = request_bytes(&requests[1].0, &requests[1].1);
+                if baseline == 0 {
+                    baseline = router + answer;
+                }
+                println!(
+                    "tokens, {total} skills, {strategy}, {label}: router {router} B, answer {answer} B (tools: {}), total {} B, saved {:.1} % against {strategy} with every skill offered",
+                    requests[1].1.tools.len(),
+                    router + answer,
+                    100.0 * (1.0 - (router + answer) as f64 / baseline as f64)
+                );
             }
-            println!(
-                "tokens, {total} skills, {label}: router {router} B, answer {answer} B (tools: {}), total {} B, saved {:.1} %",
-                requests[1].1.tools.len(),
-                router + answer,
-                100.0 * (1.0 - (router + answer) as f64 / baseline as f64)
-            );
         }
         // Routing accuracy's precondition: the skill a message asks for is shown.
         let scenarios: Vec<usize> = (0..generated).step_by((generated / 40).max(1)).collect();
