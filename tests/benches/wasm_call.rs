@@ -190,6 +190,9 @@ fn two_threads(c: &mut Criterion) {
     let bytes = Arc::new(std::fs::read(skills::CALCULATE).unwrap());
     let floor = Arc::new(Floor::new(&config(), &bytes, INPUT));
     let skill = evo_skill(&rt, config());
+    // Checked before timing, and on every call in the timed loops: the answer, not only
+    // the absence of an error.
+    assert_eq!(rt.block_on(floor.call()), r#"{"result":22}"#);
 
     let mut group = c.benchmark_group("throughput_2_threads");
     group.throughput(Throughput::Elements(2));
@@ -200,7 +203,7 @@ fn two_threads(c: &mut Criterion) {
                 move || {
                     let floor = floor.clone();
                     Box::new(move |rt: &tokio::runtime::Runtime| {
-                        rt.block_on(floor.call());
+                        assert_eq!(rt.block_on(floor.call()), r#"{"result":22}"#);
                     })
                 }
             })
@@ -214,7 +217,8 @@ fn two_threads(c: &mut Criterion) {
                     let skill = skill.clone();
                     let run = SkillContext::detached();
                     Box::new(move |rt: &tokio::runtime::Runtime| {
-                        rt.block_on(skill.call(INPUT, &run)).unwrap();
+                        let out = rt.block_on(skill.call(INPUT, &run)).unwrap();
+                        assert_eq!(out.output["result"], 22);
                     })
                 }
             })
