@@ -40,11 +40,12 @@ fn search(c: &mut Criterion) {
             memory.import(chunk, Source::User).expect("imports");
         }
         println!("{name}: imported {n} entries in {:?}", started.elapsed());
-        // A second node (process) opening the store: its index loads from the database.
+        // A second manager opening the store, in this process, on its own connection (as
+        // a second node would): its index loads from the database.
         let started = Instant::now();
         let other = open(&storage, dir.path());
         println!(
-            "{name}: a second node loaded the index of {n} in {:?}",
+            "{name}: a second manager loaded the index of {n} in {:?}",
             started.elapsed()
         );
         for (label, query) in QUERIES {
@@ -89,7 +90,8 @@ fn store(c: &mut Criterion) {
                 )
             });
         });
-        // From a store on one node to a search on another that finds it.
+        // From a store through one manager to a search through another (same process,
+        // own connections) that finds it.
         let other = open(&storage, dir.path());
         let times = (0..100)
             .map(|k| {
