@@ -613,3 +613,46 @@ async fn through_the_agent_a_timed_out_script_under_load_leaves_nothing_and_the_
     }
     drop(load);
 }
+
+#[test]
+fn what_a_command_writes_to_tmp_or_links_stays_in_the_sandbox() {
+    // The private /tmp is writable (compilers need it) and links inside the workspace
+    // work (rustc hard-links its outputs); neither reaches the host: /tmp is the
+    // sandbox's own tmpfs, and a link may not pull a file in from a read-only directory.
+    let home = tempfile::tempdir().unwrap();
+    let isolation = enforced(home.path());
+    assert!(
+        isolation.contains("private-root"),
+        "no private root here: the host's /tmp would be the sandbox's ({isolation})"
+    );
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "a\n").unwrap();
+    std::fs::create_dir(project.path().join("sub")).unwrap();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[tools]\nbash_allow = [\"echo\", \"cat\", \"ln\"]\n",
+    )
+    .unwrap();
+    let marker = format!("evo-tmp-probe-{}", std::process::id());
+    let line = format!(
+        "echo secret > /tmp/{marker} && cat /tmp/{marker} && ln a.txt sub/b.txt && cat sub/b.txt && ln /usr/bin/env sub/env"
+    );
+    let out = evo_tests::cli::command(home.path(), &["tool", "call", "bash", "--input"])
+        .arg(json!({ "command": line }).to_string())
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", evo_tests::cli::stderr(&out));
+    let result: Value = serde_json::from_str(&evo_tests::cli::stdout(&out)).unwrap();
+    assert_eq!(result["stdout"], "secret\na\n", "{result}");
+    // The link from a read-only system directory is refused, and the command says so.
+    assert_ne!(result["exit_code"], 0, "{result}");
+    assert!(
+        project.path().join("sub/b.txt").is_file() && !project.path().join("sub/env").exists(),
+        "{result}"
+    );
+    assert!(
+        !Path::new("/tmp").join(&marker).exists(),
+        "the sandbox's /tmp reached the host's"
+    );
+}
