@@ -162,6 +162,16 @@ fn each_refusal_gets_the_hint_that_helps_and_exit_status_3() {
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
 }
 
+/// `evo skill run file_head.wasm [--dir DIR] --input INPUT`.
+fn file_head(home: &Path, dir: Option<&str>, input: &str) -> std::process::Output {
+    let mut args = vec!["skill", "run", skills::FILE_HEAD];
+    if let Some(dir) = dir {
+        args.extend(["--dir", dir]);
+    }
+    args.extend(["--input", input]);
+    evo(home, &args)
+}
+
 #[test]
 fn a_skills_own_failures_get_a_hint_that_fits_what_it_reported() {
     let home = tempfile::tempdir().unwrap();
@@ -170,17 +180,10 @@ fn a_skills_own_failures_get_a_hint_that_fits_what_it_reported() {
     let dir = format!("{}::/data:ro", data.path().display());
 
     // Its own INVALID_INPUT: the input it takes, not a grant.
-    let (status, first, hint) = failure(&evo(
+    let (status, first, hint) = failure(&file_head(
         home.path(),
-        &[
-            "skill",
-            "run",
-            skills::FILE_HEAD,
-            "--dir",
-            &dir,
-            "--input",
-            r#"{"path":"notes.txt","lines":0}"#,
-        ],
+        Some(&dir),
+        r#"{"path":"notes.txt","lines":0}"#,
     ));
     assert_eq!(status, Some(2), "{first}");
     assert!(
@@ -190,17 +193,10 @@ fn a_skills_own_failures_get_a_hint_that_fits_what_it_reported() {
     assert!(hint.contains("evo skill info"), "{hint}");
 
     // A path that leaves the granted directory: no grant is suggested.
-    let (status, first, hint) = failure(&evo(
+    let (status, first, hint) = failure(&file_head(
         home.path(),
-        &[
-            "skill",
-            "run",
-            skills::FILE_HEAD,
-            "--dir",
-            &dir,
-            "--input",
-            r#"{"path":"/etc/passwd"}"#,
-        ],
+        Some(&dir),
+        r#"{"path":"/etc/passwd"}"#,
     ));
     assert_eq!(status, Some(1), "{first}");
     assert!(first.starts_with("error[PERMISSION_DENIED]:"), "{first}");
@@ -210,16 +206,7 @@ fn a_skills_own_failures_get_a_hint_that_fits_what_it_reported() {
     );
 
     // Nothing granted: the grant that helps.
-    let (_, first, hint) = failure(&evo(
-        home.path(),
-        &[
-            "skill",
-            "run",
-            skills::FILE_HEAD,
-            "--input",
-            r#"{"path":"notes.txt"}"#,
-        ],
-    ));
+    let (_, first, hint) = failure(&file_head(home.path(), None, r#"{"path":"notes.txt"}"#));
     assert!(first.starts_with("error[PERMISSION_DENIED]:"), "{first}");
     assert!(hint.contains("--dir HOST::GUEST"), "{hint}");
 }
