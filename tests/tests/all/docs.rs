@@ -205,8 +205,56 @@ impl Page {
                     self.name,
                     step.command
                 );
+                self.check_set_up(line, &step.command);
                 String::new()
             }
+        }
+    }
+
+    /// A set-up step marked `# once` is not run here: it would reach the network, and
+    /// the test environment has installed the same thing already. What it installs must
+    /// be exactly what the tests installed, so that the page's next commands are the
+    /// ones tested.
+    fn check_set_up(&self, line: usize, command: &str) {
+        let scripts = workspace().join("scripts");
+        let read = |path: PathBuf| {
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}:{line}: {}: {e}", self.name, path.display()))
+        };
+        if command == "npm install" {
+            let project: serde_json::Value =
+                serde_json::from_str(&read(self.cwd.join("package.json"))).unwrap();
+            let tested: serde_json::Value =
+                serde_json::from_str(&read(scripts.join("componentize-js/package.json"))).unwrap();
+            assert_eq!(
+                project["devDependencies"], tested["dependencies"],
+                "{}:{line}: `npm install` would install other packages than the tests build with",
+                self.name
+            );
+        } else if command.ends_with("pip install -r requirements.txt") {
+            let script = read(scripts.join("componentize-py.sh"));
+            let version = script
+                .lines()
+                .find_map(|l| l.strip_prefix("COMPONENTIZE_PY_VERSION="))
+                .expect("componentize-py.sh pins a version");
+            assert_eq!(
+                read(self.cwd.join("requirements.txt")).trim(),
+                format!("componentize-py=={version}"),
+                "{}:{line}: `pip install` would install another componentize-py than the tests build with",
+                self.name
+            );
+        } else if command == "rustup target add wasm32-wasip2" {
+            assert!(
+                read(scripts.join("toolchain.sh")).contains("--target wasm32-wasip2"),
+                "{}:{line}: the tests' toolchain does not add the target the page adds",
+                self.name
+            );
+        } else {
+            panic!(
+                "{}:{line}: `{command}` is a set-up step this test cannot check: teach \
+                 `check_set_up` what it installs and where the tests install the same",
+                self.name
+            );
         }
     }
 }
