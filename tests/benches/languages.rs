@@ -11,7 +11,7 @@
 //! public `Host` twice: installed as it comes (componentized at install) and installed
 //! with `--native` (a confined Node process per call). Budget: the component ≥ 100×
 //! faster. Needs `EVO_COMPONENTIZE_JS` (`source scripts/componentize-js.sh`) and the
-//! `evo` binary next to the bench (`cargo build --release -p evo-host`).
+//! `evo` binary next to the bench (`cargo build --release -p evo-cli`).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -155,7 +155,7 @@ fn word_count_host(rt: &tokio::runtime::Runtime, root: &Path, native: bool) -> (
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.join("evo")))
         .filter(|path| path.is_file())
-        .expect("the evo binary is built next to this bench: cargo build --release -p evo-host");
+        .expect("the evo binary is built next to this bench: cargo build --release -p evo-cli");
     let example =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/authoring/examples/word-count");
     rt.block_on(async {

@@ -91,12 +91,12 @@ fn native(c: &mut Criterion) {
     });
 
     // The launcher is the `evo` binary built next to this bench
-    // (`cargo build --release -p evo-host`).
+    // (`cargo build --release -p evo-cli`).
     let evo = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.join("evo")))
         .filter(|path| path.is_file())
-        .expect("the evo binary is built next to this bench: cargo build --release -p evo-host");
+        .expect("the evo binary is built next to this bench: cargo build --release -p evo-cli");
     let limits = Limits {
         memory_bytes: 512 << 20,
         max_tasks: 256,

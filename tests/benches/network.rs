@@ -1,4 +1,4 @@
-//! `cargo build --release -p evo-host --bin evo && cargo bench -p evo-tests --bench network`
+//! `cargo build --release -p evo-cli && cargo bench -p evo-tests --bench network`
 //!
 //! Skills on the network, each next to its floor in the same run:
 //!

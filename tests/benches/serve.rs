@@ -1,4 +1,4 @@
-//! `cargo build --release -p evo-host --bin evo && cargo bench -p evo-tests --bench serve`
+//! `cargo build --release -p evo-cli && cargo bench -p evo-tests --bench serve`
 //!
 //! `evo serve` next to its floor, measured in the same run: an **echo server** built on
 //! the same SDK (`rmcp` over stdio) whose only tool returns its input — the cost of MCP

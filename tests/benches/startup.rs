@@ -1,4 +1,4 @@
-//! `cargo build --release -p evo-host && cargo bench -p evo-tests --bench startup`
+//! `cargo build --release -p evo-cli && cargo bench -p evo-tests --bench startup`
 //!
 //! What surrounds a call: a process's start-up and its catalogue.
 //!

@@ -83,7 +83,7 @@ pub fn evo_bin() -> PathBuf {
     let bin = dir.join("evo");
     assert!(
         bin.exists(),
-        "{} is missing: build it with `cargo build -p evo-host` (./scripts/test does)",
+        "{} is missing: build it with `cargo build -p evo-cli` (./scripts/test does)",
         bin.display()
     );
     bin

@@ -10,7 +10,7 @@ fn main() {
         .with_file_name("evo");
     assert!(
         evo.is_file(),
-        "{} is missing: cargo build -p evo-host",
+        "{} is missing: cargo build -p evo-cli",
         evo.display()
     );
     let root = tempfile::tempdir().expect("tempdir");

@@ -16,7 +16,7 @@
 //! | 9 | `serve` |
 //!
 //! Unit tests (`#[cfg(test)]` to the end of a file, `tests.rs`) may reach anywhere. The
-//! CLI (`host/src/cli`) is the binary, above everything, and imports `evo_host::`.
+//! CLI (the `evo-cli` crate, `cli/`) is the binary, above everything, and imports `evo_host::`.
 
 use std::path::{Path, PathBuf};
 

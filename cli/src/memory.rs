@@ -181,7 +181,7 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
                     if log.is_empty() {
                         out!("nothing logged that day");
                     } else {
-                        crate::cli::write_stdout(format_args!("{log}"));
+                        crate::write_stdout(format_args!("{log}"));
                     }
                 });
             }

@@ -8,8 +8,8 @@ use evo_host::engine::wasm::{WasmExecutor, WasmSkill};
 use evo_host::packages::InstallRecord;
 use serde_json::json;
 
-use crate::cli::args::{self, Grants, Sources};
-use crate::cli::{Failure, Globals, internal, out};
+use crate::args::{self, Grants, Sources};
+use crate::{Failure, Globals, internal, out};
 
 pub(super) async fn info(
     globals: &Globals,

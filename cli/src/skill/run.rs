@@ -6,8 +6,8 @@ use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::executor::ExecutorKind;
 use serde_json::json;
 
-use crate::cli::args::{self, Grants, Sources};
-use crate::cli::{Failure, Globals, internal, out};
+use crate::args::{self, Grants, Sources};
+use crate::{Failure, Globals, internal, out};
 
 pub(super) async fn run(
     globals: &Globals,

@@ -156,7 +156,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
             } else if result.status == Status::Success {
                 match result.output.get("content").and_then(|c| c.as_str()) {
                     Some(content) if result.metadata["tool"] == "read" => {
-                        crate::cli::write_stdout(format_args!("{content}"));
+                        crate::write_stdout(format_args!("{content}"));
                     }
                     _ => out!(
                         "{}",
@@ -277,7 +277,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
             };
             match output {
                 None => {
-                    crate::cli::write_stdout(format_args!("{}", String::from_utf8_lossy(&bytes)));
+                    crate::write_stdout(format_args!("{}", String::from_utf8_lossy(&bytes)));
                 }
                 Some(path) => {
                     write_atomic(&path, &bytes)?;

@@ -4,8 +4,8 @@ use evo_host::packages::ListQuery;
 use evo_host::skill::stats::Stats;
 use serde_json::json;
 
-use crate::cli::args::{self, Grants, Sources};
-use crate::cli::{Failure, Globals, internal, out};
+use crate::args::{self, Grants, Sources};
+use crate::{Failure, Globals, internal, out};
 
 /// Which skills `evo skill list` shows.
 pub(super) struct Filter {

@@ -5,8 +5,8 @@ use std::path::Path;
 use evo_host::packages::InstallOptions;
 use serde_json::json;
 
-use crate::cli::args;
-use crate::cli::{Failure, Globals, internal, out};
+use crate::args;
+use crate::{Failure, Globals, internal, out};
 
 pub(super) async fn install(
     globals: &Globals,

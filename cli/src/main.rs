@@ -33,7 +33,7 @@ use evo_host::Error;
 /// instead of panicking.
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 pub(crate) use out;
@@ -214,7 +214,7 @@ impl Failure {
     }
 }
 
-pub(crate) fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     // Before any runtime or thread exists: the launcher replaces itself with the script.
     if let Command::NativeExec {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use evo_host::serve::Shared;
 use evo_host::serve::http::{HttpOptions, StartError};
 
-use crate::cli::args::{self, Grants, Sources};
-use crate::cli::{Failure, Globals};
+use crate::args::{self, Grants, Sources};
+use crate::{Failure, Globals};
 
 /// Serve the skills to MCP clients: over stdio (what desktop and IDE agents start),
 /// or over streamable HTTP with `--http`, beside a JSON API under /v1.
@@ -68,7 +68,7 @@ pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failu
             .await;
             // The runtime would wait for its thread blocked reading stdin, which only
             // the client can end: the session is over, so exit now.
-            crate::cli::write_stdout(format_args!(""));
+            crate::write_stdout(format_args!(""));
             std::process::exit(0);
         }
         Some(addr) => {

@@ -126,7 +126,7 @@ async fn chat(agent: &Agent, json: bool) {
     let stdin = std::io::stdin();
     loop {
         if !json {
-            crate::cli::write_stdout(format_args!("you> "));
+            crate::write_stdout(format_args!("you> "));
             let _ = std::io::stdout().flush();
         }
         let mut line = String::new();
@@ -146,7 +146,7 @@ async fn chat(agent: &Agent, json: bool) {
             _ => {}
         }
         if !json {
-            crate::cli::write_stdout(format_args!("evo> "));
+            crate::write_stdout(format_args!("evo> "));
         }
         let events = EventSink::new(move |event: RunEvent| show(&event, json));
         match agent.run_turn(line, &history, events).await {
@@ -159,7 +159,7 @@ async fn chat(agent: &Agent, json: bool) {
             Err(e) => eprintln!("error[{}]: {e}", e.code()),
         }
         if !json {
-            crate::cli::write_stdout(format_args!("\n"));
+            crate::write_stdout(format_args!("\n"));
         }
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 use evo_host::authoring::{self, Expect, Language};
 use serde_json::json;
 
-use crate::cli::args::{self, Grants, Sources};
-use crate::cli::{Failure, Globals, internal, out};
+use crate::args::{self, Grants, Sources};
+use crate::{Failure, Globals, internal, out};
 
 /// A project's language, as `--lang` spells it.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

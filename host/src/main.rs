@@ -1,7 +1,0 @@
-//! The `evo` command-line interface: a thin layer over the `evo-host` library.
-
-mod cli;
-
-fn main() -> std::process::ExitCode {
-    cli::main()
-}
