@@ -73,6 +73,7 @@ pub mod packages;
 pub mod paths;
 pub mod remote;
 pub mod secrets;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod skill;
 pub mod storage;

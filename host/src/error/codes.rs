@@ -75,6 +75,7 @@ impl Error {
             Self::Step { source, .. } => source.code(),
             Self::Llm { .. } => "LLM_ERROR",
             Self::LlmNotConfigured => "LLM_NOT_CONFIGURED",
+            Self::FeatureNotBuilt { .. } => "FEATURE_NOT_BUILT",
             Self::ToolUnavailable { .. } => "TOOL_UNAVAILABLE",
             Self::Database { .. } => "DATABASE_ERROR",
             Self::Embedding { .. } => "EMBEDDING_ERROR",
@@ -142,6 +143,7 @@ impl Error {
                 | Self::Template { .. }
                 | Self::Config { .. }
                 | Self::LlmNotConfigured
+                | Self::FeatureNotBuilt { .. }
                 | Self::ToolUnavailable { .. }
                 | Self::Secret { .. }
                 | Self::Skill {
@@ -272,6 +274,9 @@ impl Error {
             Self::Step { source, .. } => return source.hint(),
             Self::Llm { .. } => "check the model's configuration (EVO_LLM, API keys, base URL)",
             Self::LlmNotConfigured => super::HOW_TO_CONFIGURE_LLM,
+            Self::FeatureNotBuilt { .. } => {
+                "use the `evo` binary (it has every feature), or enable the feature on evo-host in your Cargo.toml"
+            }
             Self::ToolUnavailable { .. } => {
                 "install the command under /usr, or list its toolchain's directories under [tools] toolchains in evo.toml (read-only in the sandbox)"
             }

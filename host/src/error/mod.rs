@@ -358,6 +358,16 @@ pub enum Error {
     #[error("no language model is configured")]
     LlmNotConfigured,
 
+    /// Something needs a part of Evo this build left out (a Cargo feature of `evo-host`
+    /// that was not enabled).
+    #[error("{what} is not in this build of Evo: it needs evo-host's `{feature}` feature")]
+    FeatureNotBuilt {
+        /// The Cargo feature (`minilm`, `postgres`, `serve`, `native`, `dev-tools`).
+        feature: &'static str,
+        /// What was asked for (`the MiniLM embedder`).
+        what: String,
+    },
+
     /// A skill on another Evo node failed there, or the node could not be reached.
     #[error("{remote}: {message}")]
     Remote {

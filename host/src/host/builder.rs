@@ -194,6 +194,7 @@ impl HostBuilder {
             unreachable_remotes: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
             calls: crate::skill::calls::store_for(&storage),
+            #[cfg(feature = "postgres")]
             shared_catalogue: storage.shared().map(|pg| {
                 crate::packages::shared::SharedCatalogue::new(
                     pg.clone(),
@@ -231,7 +232,10 @@ impl HostBuilder {
         if self.installed.unwrap_or(true) {
             host.load_remotes(&secrets).await?;
         }
+        #[cfg(feature = "postgres")]
         let shared_installs = host.shared_catalogue.is_some() && self.installed.unwrap_or(true);
+        #[cfg(not(feature = "postgres"))]
+        let shared_installs = false;
         let host = Host {
             inner: Arc::new(host),
         };

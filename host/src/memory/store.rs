@@ -40,6 +40,7 @@ pub fn candidates(limit: usize) -> usize {
 
 pub(super) mod backend;
 mod files_index;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
 
@@ -126,6 +127,7 @@ impl Store {
     }
 
     /// Opens the memory shared by the nodes on `pg`, as [`Store::open`] does.
+    #[cfg(feature = "postgres")]
     pub(super) fn open_shared(
         pg: std::sync::Arc<crate::storage::Pg>,
         embedder: &dyn Embedder,

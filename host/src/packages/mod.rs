@@ -20,6 +20,7 @@ mod as_component;
 pub mod index;
 mod listing;
 pub mod scripts;
+#[cfg(feature = "postgres")]
 pub mod shared;
 mod update;
 

@@ -11,13 +11,16 @@ use crate::error::Result;
 use crate::skill::history::{Filter, Record, Status};
 use crate::skill::stats::SkillStats;
 
-use crate::storage::{Pg, Storage};
+#[cfg(feature = "postgres")]
+use crate::storage::Pg;
+use crate::storage::Storage;
 
 /// The call store `storage` keeps: `evo.db` in the data directory, or the shared
 /// database.
 pub fn store_for(storage: &Storage) -> Arc<dyn CallStore> {
     match storage {
         Storage::Local(dir) => Arc::new(SqliteCalls::new(dir)),
+        #[cfg(feature = "postgres")]
         Storage::Shared(pg) => Arc::new(PgCalls::new(pg.clone())),
     }
 }
@@ -204,11 +207,13 @@ impl CallStore for SqliteCalls {
 }
 
 /// The shared PostgreSQL database.
+#[cfg(feature = "postgres")]
 #[derive(Debug, Clone)]
 pub struct PgCalls {
     pg: Arc<Pg>,
 }
 
+#[cfg(feature = "postgres")]
 impl PgCalls {
     /// The store in `pg`.
     pub fn new(pg: Arc<Pg>) -> Self {
@@ -216,6 +221,7 @@ impl PgCalls {
     }
 }
 
+#[cfg(feature = "postgres")]
 impl CallStore for PgCalls {
     fn add_stats(&self, counts: &[SkillStats]) -> Result<()> {
         let counts = counts.to_vec();

@@ -13,15 +13,20 @@
 //! and the behaviour tests run against both. This module holds what they share: the
 //! settings and the connection to PostgreSQL.
 
+#[cfg(feature = "postgres")]
 pub mod listen;
+#[cfg(feature = "postgres")]
 mod migrations;
+#[cfg(feature = "postgres")]
 pub mod pg;
 
 use std::path::{Path, PathBuf};
+#[cfg(feature = "postgres")]
 use std::sync::Arc;
 
 use serde::Serialize;
 
+#[cfg(feature = "postgres")]
 pub use pg::Pg;
 
 use crate::error::{Error, Result};
@@ -80,9 +85,13 @@ pub fn check_url(url: &str) -> std::result::Result<(), String> {
             redact(url)
         ));
     }
-    url.parse::<tokio_postgres::Config>()
+    #[cfg(feature = "postgres")]
+    return url
+        .parse::<tokio_postgres::Config>()
         .map(drop)
-        .map_err(|e| format!("{:?} is not a valid PostgreSQL URL: {e}", redact(url)))
+        .map_err(|e| format!("{:?} is not a valid PostgreSQL URL: {e}", redact(url)));
+    #[cfg(not(feature = "postgres"))]
+    Ok(())
 }
 
 /// The storage of one host: SQLite in its data directory, or a PostgreSQL database
@@ -91,7 +100,8 @@ pub fn check_url(url: &str) -> std::result::Result<(), String> {
 pub enum Storage {
     /// SQLite files in this data directory.
     Local(PathBuf),
-    /// One PostgreSQL database, shared.
+    /// One PostgreSQL database, shared (the `postgres` feature).
+    #[cfg(feature = "postgres")]
     Shared(Arc<Pg>),
 }
 
@@ -108,14 +118,26 @@ impl Storage {
         let Some(url) = &settings.url else {
             return Ok(Self::Local(data_dir.to_owned()));
         };
-        let password = std::env::var(PASSWORD_VAR)
-            .ok()
-            .filter(|p| !p.is_empty())
-            .or(secret);
-        Ok(Self::Shared(Pg::connect(url, password)?))
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = (url, secret);
+            Err(Error::FeatureNotBuilt {
+                feature: "postgres",
+                what: "shared storage on PostgreSQL ([storage] url)".to_owned(),
+            })
+        }
+        #[cfg(feature = "postgres")]
+        {
+            let password = std::env::var(PASSWORD_VAR)
+                .ok()
+                .filter(|p| !p.is_empty())
+                .or(secret);
+            Ok(Self::Shared(Pg::connect(url, password)?))
+        }
     }
 
     /// The shared database, if there is one.
+    #[cfg(feature = "postgres")]
     pub fn shared(&self) -> Option<&Arc<Pg>> {
         match self {
             Self::Local(_) => None,
@@ -128,6 +150,7 @@ impl Storage {
     pub fn describe(&self) -> String {
         match self {
             Self::Local(dir) => format!("sqlite:{}", dir.display()),
+            #[cfg(feature = "postgres")]
             Self::Shared(pg) => pg.describe(),
         }
     }
@@ -137,12 +160,14 @@ impl Storage {
     pub fn ping(&self) -> Result<()> {
         match self {
             Self::Local(_) => Ok(()),
+            #[cfg(feature = "postgres")]
             Self::Shared(pg) => pg.ping(),
         }
     }
 }
 
 /// An error of the storage configuration, naming the key.
+#[cfg(feature = "postgres")]
 pub(crate) fn config_error(message: String) -> Error {
     Error::Database {
         message,
@@ -150,7 +175,7 @@ pub(crate) fn config_error(message: String) -> Error {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "postgres"))]
 mod tests {
     use super::*;
 
@@ -210,7 +235,7 @@ mod tests {
 
 /// The backends the storage tests run against: SQLite in a temporary directory, and a
 /// fresh database on the PostgreSQL cluster `scripts/postgres.sh` starts.
-#[cfg(test)]
+#[cfg(all(test, feature = "postgres"))]
 pub(crate) mod testing {
     use super::*;
 

@@ -28,6 +28,10 @@ pub(in crate::memory) enum Changes {
     /// Something, unknown what: reload every vector.
     All,
     /// These entries were added, changed or deleted.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(dead_code, reason = "only the shared store knows which rows changed")
+    )]
     Rows(Vec<i64>),
 }
 
