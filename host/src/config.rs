@@ -398,14 +398,14 @@ impl Default for Config {
                 confirm: ConfirmPolicy::Deny,
                 profile: "full".into(),
                 history_cap: crate::skill::history::DEFAULT_HISTORY_CAP,
-                bash_allow: crate::tools::bash::DEFAULT_ALLOW
+                bash_allow: crate::tools::ProgramTools::DEFAULT_ALLOW
                     .iter()
                     .map(|c| (*c).to_owned())
                     .collect(),
-                bash_max_timeout_ms: millis(crate::tools::bash::MAX_TIMEOUT),
+                bash_max_timeout_ms: millis(crate::tools::ProgramTools::MAX_TIMEOUT),
                 allowed_hosts: Vec::new(),
                 toolchains: Vec::new(),
-                lsp_idle_secs: crate::tools::lsp::IDLE_TIMEOUT.as_secs(),
+                lsp_idle_secs: crate::tools::ProgramTools::LSP_IDLE.as_secs(),
                 profiles: BTreeMap::new(),
             },
             storage: crate::storage::StorageSettings::default(),

@@ -125,17 +125,17 @@ impl HostBuilder {
         let registry = Arc::new(SkillRegistry::new());
         let project = self.project_dir.unwrap_or_else(|| PathBuf::from("."));
         crate::tools::register_builtins(&registry, project.clone())?;
-        let t = &config.tools;
+        #[cfg(feature = "dev-tools")]
         crate::tools::register_programs(
             &registry,
             project,
             loader.native(),
             crate::tools::ProgramTools {
-                allow: t.bash_allow.clone(),
-                allowed_hosts: t.allowed_hosts.clone(),
-                max_timeout: std::time::Duration::from_millis(t.bash_max_timeout_ms),
-                lsp_idle: std::time::Duration::from_secs(t.lsp_idle_secs),
-                toolchains: t.toolchains.clone(),
+                allow: config.tools.bash_allow.clone(),
+                allowed_hosts: config.tools.allowed_hosts.clone(),
+                max_timeout: std::time::Duration::from_millis(config.tools.bash_max_timeout_ms),
+                lsp_idle: std::time::Duration::from_secs(config.tools.lsp_idle_secs),
+                toolchains: config.tools.toolchains.clone(),
             },
         )?;
         crate::tools::register(

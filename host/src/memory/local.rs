@@ -43,10 +43,15 @@ fn load_minilm(dir: &Path) -> Result<Arc<dyn Embedder>> {
     #[cfg(not(feature = "minilm"))]
     {
         let _ = dir;
-        Err(Error::FeatureNotBuilt {
-            feature: "minilm",
-            what: "the MiniLM embedder".to_owned(),
-        })
+        Err(minilm_not_built())
+    }
+}
+
+/// What asking for MiniLM gets from a build without it.
+fn minilm_not_built() -> Error {
+    Error::FeatureNotBuilt {
+        feature: "minilm",
+        what: "the MiniLM embedder".to_owned(),
     }
 }
 
@@ -131,6 +136,7 @@ pub(super) fn record(
 pub fn by_name(name: &str, data_dir: &Path, model: Option<&Path>) -> Result<Arc<dyn Embedder>> {
     match name {
         HASH => Ok(Arc::new(HashEmbedder)),
+        MINILM if cfg!(not(feature = "minilm")) => Err(minilm_not_built()),
         MINILM => {
             let target = data_dir.join(MINILM_DIR);
             let source = match model {
@@ -204,5 +210,20 @@ fn invalid(reason: String) -> Error {
     Error::InvalidInput {
         skill: "memory".into(),
         reason,
+    }
+}
+
+#[cfg(all(test, not(feature = "minilm")))]
+mod without_minilm {
+    #[test]
+    fn asking_for_minilm_says_the_build_left_it_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = super::by_name(super::MINILM, dir.path(), None).unwrap_err();
+        assert_eq!(error.code(), "FEATURE_NOT_BUILT");
+        assert_eq!(
+            error.to_string(),
+            "the MiniLM embedder is not in this build of Evo: it needs evo-host's `minilm` feature"
+        );
+        assert!(error.is_bad_input());
     }
 }

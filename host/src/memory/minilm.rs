@@ -7,6 +7,8 @@
 //! Unlike [`super::HashEmbedder`] it captures meaning: `car` and `automobile`, a question
 //! and the sentence that answers it in other words, land close. It costs a few
 //! milliseconds of CPU per text and about 90 MB of memory.
+//!
+//! Needs the `minilm` feature of evo-host (on by default).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

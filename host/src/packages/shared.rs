@@ -10,6 +10,8 @@
 //! the skills directory): one of those that is no longer there was uninstalled on
 //! another node and goes; a skill the node had before it joined is published instead,
 //! so that switching a machine to shared storage loses none of its skills.
+//!
+//! Needs the `postgres` feature of evo-host (on by default).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -19,6 +19,8 @@
 //!
 //! Calls on one session run concurrently; [`Server`] bounds them across all sessions
 //! (`serve.max_calls`) and waits, rather than spawning without limit.
+//!
+//! Needs the `serve` feature of evo-host (on by default).
 
 mod gate;
 pub mod http;

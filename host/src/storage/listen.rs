@@ -1,5 +1,7 @@
 //! Listening for notifications on a connection of its own: how a node hears that
 //! another committed a change (memory, the catalogue).
+//!
+//! Needs the `postgres` feature of evo-host (on by default).
 
 use std::sync::Arc;
 use std::time::Duration;

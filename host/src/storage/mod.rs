@@ -233,13 +233,40 @@ mod tests {
     }
 }
 
-/// The backends the storage tests run against: SQLite in a temporary directory, and a
-/// fresh database on the PostgreSQL cluster `scripts/postgres.sh` starts.
-#[cfg(all(test, feature = "postgres"))]
+#[cfg(all(test, not(feature = "postgres")))]
+mod without_postgres {
+    use super::*;
+
+    #[test]
+    fn a_storage_url_says_the_build_left_postgres_out() {
+        let settings = StorageSettings {
+            url: Some("postgres://evo@127.0.0.1:5432/evo".into()),
+        };
+        let error = Storage::open(&settings, Path::new("."), None).unwrap_err();
+        assert_eq!(error.code(), "FEATURE_NOT_BUILT");
+        assert!(
+            error
+                .to_string()
+                .contains("it needs evo-host's `postgres` feature"),
+            "{error}"
+        );
+        let hint = error.hint().unwrap_or_default();
+        assert!(
+            hint.contains("the `evo` binary (it has every feature)"),
+            "{hint}"
+        );
+    }
+}
+
+/// The backends the storage tests run against: SQLite in a temporary directory, and
+/// (with the `postgres` feature) a fresh database on the PostgreSQL cluster
+/// `scripts/postgres.sh` starts.
+#[cfg(test)]
 pub(crate) mod testing {
     use super::*;
 
     /// The URL of a fresh database, on the cluster named by `EVO_TEST_POSTGRES`.
+    #[cfg(feature = "postgres")]
     pub(crate) fn postgres_url() -> String {
         let admin = std::env::var("EVO_TEST_POSTGRES").expect(
             "EVO_TEST_POSTGRES is not set: the storage tests need PostgreSQL; run ./scripts/test, or `source scripts/postgres.sh` first",
@@ -248,9 +275,10 @@ pub(crate) mod testing {
     }
 
     /// Local storage in `dir`, and shared storage on a fresh database.
-    pub(crate) fn both(dir: &Path) -> [Storage; 2] {
-        [
+    pub(crate) fn both(dir: &Path) -> Vec<Storage> {
+        vec![
             Storage::Local(dir.to_owned()),
+            #[cfg(feature = "postgres")]
             Storage::Shared(Pg::connect(&postgres_url(), None).unwrap()),
         ]
     }

@@ -5,6 +5,8 @@
 //! The stores above it are synchronous, as the SQLite ones are (a call's memory write
 //! runs inline): [`Pg::run`] hands a future to the pool's runtime and waits for its
 //! answer, which is safe from any thread, inside a Tokio runtime or not.
+//!
+//! Needs the `postgres` feature of evo-host (on by default).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -14,6 +14,8 @@
 //! `tail`'s success (a program killed by a closed pipe, as in `yes | head`, then shows
 //! as 141). An allowed command the sandbox cannot show (a toolchain in a home
 //! directory) is refused before it runs, naming `[tools] toolchains`.
+//!
+//! Needs the `dev-tools` feature of evo-host (on by default).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,22 +32,15 @@ use crate::skill::kernel::SkillContext;
 /// A command is stopped after 10 seconds unless it asks for more: long enough for the
 /// usual command, short enough that a hung one does not hold the agent.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest a call may ask for unless `[tools] bash_max_timeout_ms` says otherwise:
-/// long enough for a build or a test suite, short enough that a hung call ends.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// The longest a call may ask for unless `[tools] bash_max_timeout_ms` says otherwise
+/// ([`super::ProgramTools::MAX_TIMEOUT`]).
+pub const MAX_TIMEOUT: Duration = super::ProgramTools::MAX_TIMEOUT;
 /// Output kept per stream: a tool result goes into a model's context, and 256 KiB is
 /// already more than one holds.
 pub const OUTPUT_CAP: usize = 256 << 10;
 
-/// Commands allowed by default: version control, builds and package managers (which run
-/// offline in the sandbox), and the read-mostly file utilities a coding agent uses.
-pub const DEFAULT_ALLOW: &[&str] = &[
-    "git", "cargo", "rustc", "npm", "node", "python3", "python", "pip", "make", "go", "ls", "cat",
-    "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "cut", "tr", "diff", "echo",
-    "printf", "pwd", "cd", "mkdir", "touch", "cp", "mv", "rm", "sed", "awk", "true", "false",
-    "test", "[", "sleep", "date", "basename", "dirname", "file", "stat", "du", "tree", "which",
-    "wait", "exit",
-];
+/// Commands allowed by default ([`super::ProgramTools::DEFAULT_ALLOW`]).
+pub const DEFAULT_ALLOW: &[&str] = super::ProgramTools::DEFAULT_ALLOW;
 
 /// Runs command lines in one project directory.
 #[derive(Debug, Clone)]

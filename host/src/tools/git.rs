@@ -5,6 +5,8 @@
 //! configuration can name programs to run — hooks, filters, fsmonitor — so it is not
 //! trusted), with hooks and fsmonitor switched off and no pager. The first four read
 //! (`read_only`); `add`, `commit` and creating a branch write (`read_write`).
+//!
+//! Needs the `dev-tools` feature of evo-host (on by default).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

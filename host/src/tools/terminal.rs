@@ -10,6 +10,8 @@
 //! What is typed at the shell's prompt is judged like a `bash` command line (every
 //! command of it must be in the allowlist); what is typed while a program runs in the
 //! foreground (answering its prompt) goes to that program, which was allowed to start.
+//!
+//! Needs the `dev-tools` feature of evo-host (on by default).
 
 use std::collections::HashMap;
 use std::io::{Read as _, Write as _};

@@ -6,6 +6,8 @@
 //! project is started on first use, kept for later calls, and shut down after
 //! [`IDLE_TIMEOUT`] without one. Positions are 1-based lines and columns, as editors and
 //! `read` show them.
+//!
+//! Needs the `dev-tools` feature of evo-host (on by default).
 
 mod client;
 
@@ -24,9 +26,8 @@ use super::{BoxFuture, Tool, invalid};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 
-/// A server unused this long is shut down: long enough to keep it across a task's
-/// calls, short enough not to hold a gigabyte of index for an idle host.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// A server unused this long is shut down ([`crate::tools::ProgramTools::LSP_IDLE`]).
+pub const IDLE_TIMEOUT: Duration = crate::tools::ProgramTools::LSP_IDLE;
 /// How long a server may take to start and initialise.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one request may take.
