@@ -6,7 +6,7 @@
 //! ```
 
 use evo_host::Host;
-use evo_host::skill::kernel::SkillContext;
+use evo_host::SkillContext;
 use evo_host::tools::{BoxFuture, Tool};
 use serde_json::{Value, json};
 

@@ -10,7 +10,7 @@
 
 use evo_host::Host;
 use evo_host::llm::scripted::ScriptedProvider;
-use evo_host::skill::events::{EventSink, RunEvent};
+use evo_host::{EventSink, RunEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -38,19 +38,39 @@
 //!
 //! - A `.wasm` component or a skill directory: [`Host::resolve`] loads and registers it,
 //!   then call it by the name it returns. [`Host::install`] installs one for good.
-//! - Your own Rust functions: implement [`tools::Tool`] and add it with
+//! - Your own Rust functions: implement [`Tool`] and add it with
 //!   [`HostBuilder::tool`].
 //! - The agent: [`HostBuilder::llm`] (or `EVO_LLM`), then [`Host::agent`].
-//! - What a skill may touch: [`capabilities::Policy`], set by `[grants]` in `evo.toml`.
+//! - What a skill may touch: [`Policy`], set by `[grants]` in `evo.toml`.
 //!
 //! `host/examples/` holds runnable programs for each (`cargo run -p evo-host --example
 //! embed_wasm`). Every error is an [`Error`] with a stable [`Error::code`].
 //!
+//! # What to name
+//!
+//! The names re-exported at the crate root are the API an embedder uses: [`Host`],
+//! [`HostBuilder`], [`Config`], [`Error`], [`Tool`], [`SkillContext`], [`RunEvent`],
+//! [`Policy`], [`Embedder`], [`LlmProvider`], [`InstallOptions`] and what they return.
+//! The examples name nothing else (besides [`llm`]'s providers). The modules below are
+//! where each is defined; `host/public-api.txt` lists everything public, and a change
+//! to it is made on purpose.
+//!
+//! # Features
+//!
+//! All on by default; `default-features = false` leaves a Wasm-only host (wasmtime,
+//! the kernel, the file tools, memory on SQLite). A part a build left out answers
+//! [`Error::FeatureNotBuilt`].
+//!
+//! - `minilm`: the offline MiniLM embedder (`evo memory reindex --embedder minilm`).
+//! - `postgres`: several nodes on one PostgreSQL database (`[storage] url`).
+//! - `serve`: MCP over stdio and HTTP, the HTTP API (the `serve` module).
+//! - `dev-tools`: the tools that run programs: `bash`, `terminal`, `git`, `lsp`.
+//!
 //! # Modules
 //!
 //! - [`host`] and [`config`]: the composition root and its configuration.
-//! - [`skill`]: the kernel — manifests, the registry, [`skill::kernel::SkillContext`]
-//!   with its validation gates, templates, pipelines and llm skills.
+//! - [`skill`]: the kernel — manifests, the registry, [`SkillContext`] with its
+//!   validation gates, templates, pipelines and llm skills.
 //! - [`engine`]: what runs skills — Wasm components, Node scripts, skill directories.
 //! - [`tools`]: in-process tools.
 //! - [`memory`], [`packages`], [`agent`], [`llm`]: memory, the skill manager, the
@@ -79,9 +99,23 @@ pub mod skill;
 pub mod storage;
 pub mod tools;
 
+// What an embedder names, at the root: the host and its configuration, errors, your own
+// tools and what they are given, run events, what a skill may touch, memory, models and
+// installs. The modules above are where each is defined (and what Evo's own front end
+// and tests reach into); these names are the ones to use.
+pub use agent::{Agent, AgentOptions, RunOutcome};
+pub use capabilities::{Grant, Policy};
 pub use config::Config;
-pub use error::{Error, Result};
-pub use host::{Host, HostBuilder};
+pub use error::{Error, FailureKind, Result};
+pub use host::{Host, HostBuilder, LoadError};
+pub use llm::{LlmProvider, Message, Role};
+pub use memory::{Embedder, HashEmbedder, MemoryEntry, MemoryManager, SearchOptions};
+pub use packages::{InstallOptions, Outcome};
+pub use skill::events::{EventSink, RunEvent};
+pub use skill::executor::SkillOutput;
+pub use skill::kernel::{RunOptions, SkillContext};
+pub use tools::registry::ToolResult;
+pub use tools::{BoxFuture, Tool};
 
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).
 pub(crate) fn unix_millis() -> u64 {

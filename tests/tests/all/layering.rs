@@ -170,3 +170,71 @@ fn the_check_catches_an_import_against_the_rule() {
     );
     assert!(violations("host", "host.rs", "use crate::agent::Agent;").is_empty());
 }
+
+/// The names `host/src/lib.rs` re-exports at the crate root (`pub use a::{B, C};`).
+fn root_names() -> Vec<String> {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src/lib.rs"))
+            .unwrap();
+    let mut names = Vec::new();
+    for line in lib.lines().filter(|l| l.starts_with("pub use ")) {
+        let path = line["pub use ".len()..].trim_end_matches(';');
+        match path.split_once('{') {
+            Some((_, group)) => names.extend(
+                group
+                    .trim_end_matches('}')
+                    .split(',')
+                    .map(|n| n.trim().to_owned())
+                    .filter(|n| !n.is_empty()),
+            ),
+            None => names.push(path.rsplit("::").next().unwrap().to_owned()),
+        }
+    }
+    names
+}
+
+#[test]
+fn the_examples_name_only_what_the_crate_root_offers() {
+    let names = root_names();
+    assert!(
+        ["Host", "Config", "Error", "Tool", "SkillContext", "Policy"]
+            .iter()
+            .all(|n| names.iter().any(|m| m == n)),
+        "{names:?}"
+    );
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/examples");
+    let mut files = Vec::new();
+    sources(&examples, &mut files);
+    let mut problems = Vec::new();
+    for path in &files {
+        let source = std::fs::read_to_string(path).unwrap();
+        let mut rest = source.as_str();
+        while let Some(at) = rest.find("evo_host::") {
+            rest = &rest[at + "evo_host::".len()..];
+            let named: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group[..group.find('}').unwrap()]
+                    .split(',')
+                    .map(str::trim)
+                    .collect(),
+                None => vec![
+                    rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap(),
+                ],
+            };
+            for name in named.into_iter().filter(|n| !n.is_empty()) {
+                // `llm`'s providers (a scripted model for tests and demos) are the one
+                // module an example may name.
+                if name != "llm" && !names.iter().any(|n| n == name) {
+                    problems.push(format!("{}: evo_host::{name}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(files.len() >= 3, "{files:?}");
+    assert!(
+        problems.is_empty(),
+        "examples show embedders what to use: re-export these at the crate root, or name what is there:\n{}",
+        problems.join("\n")
+    );
+}
