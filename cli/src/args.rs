@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use evo_host::Host;
-use evo_host::capabilities::{DirPolicy, HostPattern, MemoryAccess, Policy};
 use evo_host::config::{Config, Source};
+use evo_host::{DirPolicy, HostPattern, MemoryAccess, Policy};
 
 use super::{Failure, Globals};
 
@@ -95,7 +95,7 @@ impl Grants {
             })
             .collect::<Result<_, _>>()?;
         for name in &self.allow_secrets {
-            evo_host::secrets::check_name(name).map_err(|message| {
+            evo_host::check_secret_name(name).map_err(|message| {
                 Failure::usage(
                     "INVALID_ARGUMENT",
                     format!("--allow-secret {name}: {message}"),

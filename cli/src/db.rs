@@ -2,7 +2,7 @@
 //! data directory migrate themselves whenever they are opened).
 
 use clap::Subcommand;
-use evo_host::storage::{Pg, Storage};
+use evo_host::{Pg, Storage};
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -68,9 +68,9 @@ pub(crate) fn run(command: DbCommand, globals: &Globals) -> Result<(), Failure> 
 /// The storage this invocation's configuration names, connected (and migrated).
 pub(crate) fn storage(globals: &Globals) -> Result<Storage, Failure> {
     let config = super::args::config(globals, &Default::default(), &Default::default())?;
-    let secret = evo_host::secrets::SecretStore::new(&globals.data_dir)
+    let secret = evo_host::SecretStore::new(&globals.data_dir)
         .snapshot()?
-        .value(evo_host::storage::PASSWORD_VAR)
+        .value(evo_host::STORAGE_PASSWORD_VAR)
         .map(str::to_owned);
     Ok(Storage::open(&config.storage, &globals.data_dir, secret)?)
 }

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use evo_host::engine::native::IsolationLevel;
-use evo_host::skill::executor::ExecutorKind;
+use evo_host::ExecutorKind;
+use evo_host::IsolationLevel;
 use serde_json::{Value, json};
 
 use super::args;
@@ -106,7 +106,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         },
     ));
 
-    checks.push(match host.loader().wasm_engine().map(|e| e.allocator()) {
+    checks.push(match host.wasm_engine().map(|e| e.allocator()) {
         Some(allocator) => Check::ok(
             "wasm engine",
             format!(
@@ -118,7 +118,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         None => Check::broken("wasm engine", "unavailable".into()),
     });
 
-    let cache = evo_host::paths::wasm_cache_dir(&data_dir);
+    let cache = evo_host::wasm_cache_dir(&data_dir);
     checks.push(if !host.config().engine.compile_cache {
         Check::note(
             "compile cache",
@@ -141,14 +141,14 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
     });
 
     checks.push(match host.storage() {
-        evo_host::storage::Storage::Local(dir) => Check::ok(
+        evo_host::Storage::Local(dir) => Check::ok(
             "storage",
             format!(
                 "SQLite in {} (one machine; [storage] url shares it between nodes)",
                 dir.display()
             ),
         ),
-        evo_host::storage::Storage::Shared(pg) => {
+        evo_host::Storage::Shared(pg) => {
             let pg = pg.clone();
             let probe = tokio::task::spawn_blocking(move || {
                 pg.ping()?;
@@ -192,8 +192,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         ),
         Some(_) => {
             let settings = llm.clone();
-            match tokio::task::spawn_blocking(move || evo_host::llm::config::probe(&settings)).await
-            {
+            match tokio::task::spawn_blocking(move || evo_host::probe_llm(&settings)).await {
                 Ok(Ok(detail)) => Check::ok("language model", format!("{detail} (from {source})")),
                 Ok(Err(problem)) => Check::broken(
                     "language model",
@@ -222,7 +221,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         ),
     });
 
-    let protections = host.loader().native().isolation().await;
+    let protections = host.sandbox_protections().await;
     let level = IsolationLevel::of(&protections);
     let required = host.config().native.isolation == evo_host::config::Isolation::Required;
     let mut detail = format!(

@@ -171,7 +171,7 @@ enum Command {
         cgroup: Vec<PathBuf>,
         /// Optional layers to apply: namespaces, landlock, seccomp (all), or none.
         #[arg(long, default_value = "namespaces,landlock,seccomp")]
-        layers: evo_host::engine::native::confine::Layers,
+        layers: evo_host::SandboxLayers,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         program: Vec<std::ffi::OsString>,
@@ -226,15 +226,14 @@ fn main() -> ExitCode {
         program,
     } = &cli.command
     {
-        let spec = evo_host::engine::native::confine::Spec {
+        let spec = evo_host::LaunchSpec {
             workspace: workspace.clone(),
             read_only: read.clone(),
             cpu_seconds: *cpu_seconds,
             cgroups: cgroup.clone(),
             layers: *layers,
         };
-        let error =
-            evo_host::engine::native::confine::confine_and_exec(&spec, &program[0], &program[1..]);
+        let error = evo_host::confine_and_exec(&spec, &program[0], &program[1..]);
         eprintln!(
             "Failed to spawn process: {}: {error}",
             program[0].to_string_lossy()
@@ -242,19 +241,12 @@ fn main() -> ExitCode {
         return ExitCode::from(127);
     }
     if let Command::NativeWait { cgroup } = &cli.command {
-        use evo_host::engine::native::confine;
         // Everything that needs no job first, while the call is not yet there.
-        let error = match confine::Prepared::new(cgroup, confine::Layers::default()) {
-            Ok(prepared) => match confine::Job::read_from_stdin() {
-                Ok(job) => job.run(prepared),
-                Err(e) => std::io::Error::other(format!("the sandbox got no job: {e}")),
-            },
-            Err(e) => e,
-        };
+        let error = evo_host::wait_for_job(cgroup);
         eprintln!("Failed to spawn process: {error}");
         return ExitCode::from(127);
     }
-    let data_dir = evo_host::paths::data_dir(cli.data_dir.as_deref());
+    let data_dir = evo_host::data_dir(cli.data_dir.as_deref());
     init_tracing(
         cli.verbose,
         &data_dir,
@@ -363,7 +355,7 @@ fn init_tracing(verbose: u8, data_dir: &std::path::Path, server: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(RedactingStderr(std::sync::Arc::new(
-            evo_host::secrets::SecretStore::new(data_dir),
+            evo_host::SecretStore::new(data_dir),
         )))
         .with_target(false)
         // Colours for a person at a terminal; plain text for a file, a pipe or CI's log.
@@ -372,7 +364,7 @@ fn init_tracing(verbose: u8, data_dir: &std::path::Path, server: bool) {
 }
 
 /// Makes one [`Redacting`] writer per log event.
-struct RedactingStderr(std::sync::Arc<evo_host::secrets::SecretStore>);
+struct RedactingStderr(std::sync::Arc<evo_host::SecretStore>);
 
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
     type Writer = Redacting;
@@ -387,7 +379,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
 
 /// Collects one event's text and writes it to stderr, redacted, when dropped.
 struct Redacting {
-    secrets: std::sync::Arc<evo_host::secrets::Secrets>,
+    secrets: std::sync::Arc<evo_host::Secrets>,
     line: Vec<u8>,
 }
 

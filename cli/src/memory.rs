@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use evo_host::memory::{Category, MemoryEntry, MemoryManager, SearchOptions, Source};
+use evo_host::{
+    MemoryCategory as Category, MemoryEntry, MemoryManager, MemorySource as Source, SearchOptions,
+};
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -84,8 +86,8 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
         // Not through the host: it opens memory with the recorded embedder, which may be
         // the one that can no longer be loaded and is being replaced.
         let name = embedder
-            .or_else(|| evo_host::memory::local::recorded_name(&globals.data_dir))
-            .unwrap_or_else(|| evo_host::memory::local::HASH.to_owned());
+            .or_else(|| evo_host::recorded_embedder(&globals.data_dir))
+            .unwrap_or_else(|| evo_host::HASH_EMBEDDER.to_owned());
         return reindex(globals, &name, model.as_deref());
     }
     let host = super::args::bare_host(globals).await?;
@@ -249,7 +251,7 @@ fn when(ms: i64) -> String {
 }
 
 fn reindex(globals: &Globals, name: &str, model: Option<&std::path::Path>) -> Result<(), Failure> {
-    let embedder = evo_host::memory::local::by_name(name, &globals.data_dir, model)?;
+    let embedder = evo_host::embedder_by_name(name, &globals.data_dir, model)?;
     let bar = indicatif::ProgressBar::with_draw_target(
         None,
         indicatif::ProgressDrawTarget::stderr_with_hz(10),

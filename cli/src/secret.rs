@@ -4,7 +4,7 @@
 use std::io::{BufRead as _, IsTerminal as _};
 
 use clap::Subcommand;
-use evo_host::secrets::SecretStore;
+use evo_host::SecretStore;
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -32,7 +32,7 @@ pub(crate) fn run(command: SecretCommand, globals: &Globals) -> Result<(), Failu
     let store = SecretStore::new(&globals.data_dir);
     match command {
         SecretCommand::Set { name } => {
-            evo_host::secrets::check_name(&name)
+            evo_host::check_secret_name(&name)
                 .map_err(|message| Failure::usage("SECRET_INVALID", message, None))?;
             let value = read_value(&name)?;
             store.set(&name, &value)?;

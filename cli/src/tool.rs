@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use evo_host::Host;
-use evo_host::skill::kernel::RunOptions;
-use evo_host::tools::confirm::{Always, Confirmation, Confirmer};
-use evo_host::tools::history::{self, Filter, Record, Status};
-use evo_host::tools::registry::ToolCall;
+use evo_host::RunOptions;
+use evo_host::ToolCall;
+use evo_host::{Always, Confirmation, Confirmer};
+use evo_host::{CallFilter as Filter, CallRecord as Record, CallStatus as Status};
 use serde_json::json;
 
 use super::args::{self, Grants, Sources};
@@ -105,7 +105,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
             let host = args::host(globals, &sources, &Grants::default()).await?;
             let descriptor = host.tool_descriptor(&name)?;
             if markdown {
-                out!("{}", descriptor.markdown(host.kernel().config().locale));
+                out!("{}", descriptor.markdown(host.config().tools.locale));
             } else if globals.json {
                 out!("{}", serde_json::to_string(&descriptor).map_err(internal)?);
             } else {
@@ -221,8 +221,8 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
             let host = args::host(globals, &Sources::default(), &Grants::default()).await?;
             let since_ms = since.as_deref().map(since_ms).transpose()?;
             let stats = host.tool_stats(since_ms)?;
-            let locale = host.kernel().config().locale;
-            let advice = history::suggestions(&stats, locale);
+            let locale = host.config().tools.locale;
+            let advice = evo_host::call_suggestions(&stats, locale);
             if globals.json {
                 out!("{}", json!({ "tools": stats, "suggestions": advice }));
                 return Ok(());
@@ -237,7 +237,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
                 "failed"
             );
             for s in &stats {
-                let slow = if s.average_ms > history::SLOW_CALL_MS {
+                let slow = if s.average_ms > evo_host::SLOW_CALL_MS {
                     "  ⚠ over 500 ms"
                 } else {
                     ""
@@ -441,7 +441,7 @@ fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
 struct Terminal;
 
 impl Confirmer for Terminal {
-    fn confirm<'a>(&'a self, request: &'a Confirmation) -> evo_host::tools::BoxFuture<'a, bool> {
+    fn confirm<'a>(&'a self, request: &'a Confirmation) -> evo_host::BoxFuture<'a, bool> {
         let prompt = format!(
             "\n⚠ {} wants to run (risk {}):\n  {}\n  arguments: {}\nProceed? [y/N] ",
             request.tool, request.risk, request.warning, request.arguments

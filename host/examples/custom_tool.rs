@@ -7,7 +7,7 @@
 
 use evo_host::Host;
 use evo_host::SkillContext;
-use evo_host::tools::{BoxFuture, Tool};
+use evo_host::{BoxFuture, Tool};
 use serde_json::{Value, json};
 
 /// Counts the words of a text.

@@ -100,21 +100,56 @@ pub mod storage;
 pub mod tools;
 
 // What an embedder names, at the root: the host and its configuration, errors, your own
-// tools and what they are given, run events, what a skill may touch, memory, models and
-// installs. The modules above are where each is defined (and what Evo's own front end
-// and tests reach into); these names are the ones to use.
+// tools and what they are given, run events, what a skill may touch, memory, models,
+// installs, secrets and remotes. The modules above are where each is defined (and what
+// Evo's own tests reach into); these names are the ones to use, and the `evo` binary
+// uses nothing else (besides the `config`, `serve` and `authoring` modules).
+pub use agent::intent::SKILL_NAME as ROUTER_SKILL;
+pub use agent::tool_loop::Permissions;
 pub use agent::{Agent, AgentOptions, RunOutcome};
-pub use capabilities::{Grant, Policy};
+pub use capabilities::{
+    Access, DirPolicy, Grant, HostPattern, MemoryAccess, Policy, RequestedCapabilities,
+};
 pub use config::Config;
+pub use engine::loader::StaticExecutor;
+pub use engine::native::IsolationLevel;
+pub use engine::native::confine::{
+    Layers as SandboxLayers, Spec as LaunchSpec, confine_and_exec, wait_for_job,
+};
+pub use engine::native::egress::SOCKET as EGRESS_SOCKET;
+pub use engine::wasm::{WasmEngine, WasmExecutor, WasmSkill};
 pub use error::{Error, FailureKind, Result};
 pub use host::{Host, HostBuilder, LoadError};
+pub use llm::config::probe as probe_llm;
+pub use llm::scripted::ScriptedProvider;
 pub use llm::{LlmProvider, Message, Role};
-pub use memory::{Embedder, HashEmbedder, MemoryEntry, MemoryManager, SearchOptions};
-pub use packages::{InstallOptions, Outcome};
+pub use memory::local::{
+    HASH as HASH_EMBEDDER, by_name as embedder_by_name, recorded_name as recorded_embedder,
+};
+pub use memory::{
+    Category as MemoryCategory, Embedder, HashEmbedder, MemoryEntry, MemoryManager, SearchOptions,
+    Source as MemorySource,
+};
+pub use packages::{InstallOptions, InstallRecord, ListQuery, Outcome, SkillManager};
+pub use paths::{data_dir, skills_dir, wasm_cache_dir};
+pub use remote::{
+    Remote, RemoteSpec, add as add_remote, check as check_remote, load as load_remotes,
+    remove as remove_remote,
+};
+pub use secrets::{SecretStore, Secrets, check_name as check_secret_name};
+pub use skill::confirm::{Always, Confirmation, Confirmer};
 pub use skill::events::{EventSink, RunEvent};
-pub use skill::executor::SkillOutput;
+pub use skill::executor::{ExecutorKind, SkillOutput};
+pub use skill::history::{
+    Filter as CallFilter, Record as CallRecord, SLOW_CALL_MS, Status as CallStatus,
+    suggestions as call_suggestions,
+};
 pub use skill::kernel::{RunOptions, SkillContext};
-pub use tools::registry::ToolResult;
+pub use skill::stats::Stats;
+#[cfg(feature = "postgres")]
+pub use storage::Pg;
+pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage};
+pub use tools::registry::{ToolCall, ToolResult};
 pub use tools::{BoxFuture, Tool};
 
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).

@@ -106,8 +106,8 @@ pub(crate) async fn pack(globals: &Globals, dir: &Path, out: Option<&Path>) -> R
 }
 
 /// The host's Wasm engine, which reads a built component's manifest.
-fn engine(host: &evo_host::Host) -> Result<&evo_host::engine::wasm::WasmEngine, Failure> {
-    host.loader().wasm_engine().ok_or_else(|| {
+fn engine(host: &evo_host::Host) -> Result<&evo_host::WasmEngine, Failure> {
+    host.wasm_engine().ok_or_else(|| {
         evo_host::Error::Engine("this host has no Wasm engine to read the manifest with".into())
             .into()
     })
@@ -152,7 +152,7 @@ pub(crate) async fn test(
     let mut failed = 0;
     let mut results = Vec::new();
     for case in &cases {
-        let context = host.run_context(evo_host::skill::kernel::RunOptions {
+        let context = host.run_context(evo_host::RunOptions {
             caller: Some("test".into()),
             single_call: true,
             ..Default::default()
@@ -195,7 +195,7 @@ pub(crate) async fn test(
     }
     // A rehearsal: its calls are in the history (caller `test`), but not in the skill's
     // usage statistics, where a case that expects an error would count as a failure.
-    host.kernel().stats().discard_unflushed();
+    host.discard_unflushed_stats();
     if let Err(e) = host.flush_stats() {
         eprintln!("warning: could not record the call history: {e}");
     }

@@ -1,11 +1,11 @@
 //! `evo skill info`: what a caller needs to know about a skill.
 
 use evo_host::Error;
-use evo_host::capabilities::{Access, MemoryAccess, RequestedCapabilities};
-use evo_host::engine::loader::StaticExecutor;
-use evo_host::engine::native::IsolationLevel;
-use evo_host::engine::wasm::{WasmExecutor, WasmSkill};
-use evo_host::packages::InstallRecord;
+use evo_host::InstallRecord;
+use evo_host::IsolationLevel;
+use evo_host::StaticExecutor;
+use evo_host::{Access, MemoryAccess, RequestedCapabilities};
+use evo_host::{WasmExecutor, WasmSkill};
 use serde_json::json;
 
 use crate::args::{self, Grants, Sources};
@@ -49,14 +49,14 @@ pub(super) async fn info(
             "resources": instructions.resources,
         });
     }
-    if registered.kind() == evo_host::skill::executor::ExecutorKind::Native {
-        let protections = host.loader().native().isolation().await;
+    if registered.kind() == evo_host::ExecutorKind::Native {
+        let protections = host.sandbox_protections().await;
         value["isolation"] = json!({
             "level": IsolationLevel::of(&protections),
             "protections": protections,
         });
     }
-    let record = InstallRecord::read(&evo_host::paths::skills_dir(host.data_dir()).join(&name));
+    let record = InstallRecord::read(&evo_host::skills_dir(host.data_dir()).join(&name));
     if let Some(record) = &record {
         value["installed"] = json!(record);
     }
@@ -82,7 +82,7 @@ pub(super) async fn info(
         out!("  isolation:  {} — {}", level.name(), level.describe());
     }
     match wasm {
-        Some(skill) => print_wasm(skill, &host.kernel().secrets()),
+        Some(skill) => print_wasm(skill, &host.secrets()),
         None => out!(
             "  timeout:    {} ms, {} retries",
             meta.timeout_ms,
@@ -95,22 +95,21 @@ pub(super) async fn info(
     if wasm.is_none() {
         // What it asks for, and what it gets here: the same rule as a Wasm skill's grant.
         print_requests(&meta.capabilities);
-        let grant =
-            evo_host::capabilities::Grant::new(&meta.capabilities, host.grants().for_skill(&name));
-        let native = registered.kind() == evo_host::skill::executor::ExecutorKind::Native;
+        let grant = evo_host::Grant::new(&meta.capabilities, host.grants().for_skill(&name));
+        let native = registered.kind() == evo_host::ExecutorKind::Native;
         for origin in &grant.hosts {
             if native {
                 // A native script has no network of its own; granted hosts are reached
                 // through the host's proxy in its workspace.
                 out!(
                     "  granted:    outbound HTTP to {origin}, through the host's proxy at {}",
-                    evo_host::engine::native::egress::SOCKET
+                    evo_host::EGRESS_SOCKET
                 );
             } else {
                 out!("  granted:    outbound HTTP to {origin}");
             }
         }
-        print_secrets(&grant, &host.kernel().secrets());
+        print_secrets(&grant, &host.secrets());
         for refused in &grant.refused {
             out!("  not granted: {refused}");
         }
@@ -223,7 +222,7 @@ pub(super) fn print_requests(caps: &RequestedCapabilities) {
 }
 
 /// `granted:` lines for the secrets of `grant`, saying which are not set yet.
-fn print_secrets(grant: &evo_host::capabilities::Grant, secrets: &evo_host::secrets::Secrets) {
+fn print_secrets(grant: &evo_host::Grant, secrets: &evo_host::Secrets) {
     for secret in &grant.secrets {
         let set = if secrets.value(&secret.name).is_some() {
             String::new()
@@ -245,7 +244,7 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
-fn print_wasm(skill: &WasmSkill, secrets: &evo_host::secrets::Secrets) {
+fn print_wasm(skill: &WasmSkill, secrets: &evo_host::Secrets) {
     let limits = skill.limits();
     out!(
         "  limits:     {} ms, {} MiB memory, {} bytes output{}",

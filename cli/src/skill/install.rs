@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use evo_host::packages::InstallOptions;
+use evo_host::InstallOptions;
 use serde_json::json;
 
 use crate::args;
@@ -95,7 +95,7 @@ pub(super) async fn update_description(
     print_outcome(globals, &outcome)
 }
 
-fn print_outcome(globals: &Globals, outcome: &evo_host::packages::Outcome) -> Result<(), Failure> {
+fn print_outcome(globals: &Globals, outcome: &evo_host::Outcome) -> Result<(), Failure> {
     if globals.json {
         out!("{}", serde_json::to_value(outcome).map_err(internal)?);
     } else {

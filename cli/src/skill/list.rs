@@ -1,7 +1,7 @@
 //! `evo skill list`, `search` and `stats`.
 
-use evo_host::packages::ListQuery;
-use evo_host::skill::stats::Stats;
+use evo_host::ListQuery;
+use evo_host::Stats;
 use serde_json::json;
 
 use crate::args::{self, Grants, Sources};
@@ -151,7 +151,7 @@ pub(super) async fn stats(
 }
 
 fn install_stats(globals: &Globals) -> Result<(), Failure> {
-    let stats = evo_host::packages::SkillManager::new(&globals.data_dir).statistics()?;
+    let stats = evo_host::SkillManager::new(&globals.data_dir).statistics()?;
     if globals.json {
         out!("{}", serde_json::to_value(&stats).map_err(internal)?);
         return Ok(());

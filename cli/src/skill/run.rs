@@ -2,8 +2,8 @@
 
 use std::io::Read as _;
 
-use evo_host::skill::events::{EventSink, RunEvent};
-use evo_host::skill::executor::ExecutorKind;
+use evo_host::ExecutorKind;
+use evo_host::{EventSink, RunEvent};
 use serde_json::json;
 
 use crate::args::{self, Grants, Sources};
@@ -30,7 +30,7 @@ pub(super) async fn run(
     }
     let events = (!globals.json).then(|| EventSink::new(show));
     let started = std::time::Instant::now();
-    let context = host.run_context(evo_host::skill::kernel::RunOptions {
+    let context = host.run_context(evo_host::RunOptions {
         events,
         caller: Some("cli".into()),
         single_call: true,

@@ -354,6 +354,27 @@ impl Host {
         stats
     }
 
+    /// The Wasm engine (its allocator, compile cache and pool), unless Wasm is off.
+    pub fn wasm_engine(&self) -> Option<&WasmEngine> {
+        self.inner.loader.wasm_engine()
+    }
+
+    /// The protections the native sandbox applies on this machine (probed once by
+    /// confining a no-op program); empty without a launcher.
+    pub async fn sandbox_protections(&self) -> Vec<String> {
+        self.inner.loader.native().isolation().await
+    }
+
+    /// The secrets skills may be granted (`evo secret set`), as the kernel holds them.
+    pub fn secrets(&self) -> Arc<crate::secrets::Secrets> {
+        self.inner.kernel.secrets()
+    }
+
+    /// Forgets the call statistics not yet written: a test run's calls are not usage.
+    pub fn discard_unflushed_stats(&self) {
+        self.inner.kernel.stats().discard_unflushed();
+    }
+
     /// The kernel (registry, configuration, statistics).
     pub fn kernel(&self) -> &Arc<Kernel> {
         &self.inner.kernel

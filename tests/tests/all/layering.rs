@@ -171,26 +171,77 @@ fn the_check_catches_an_import_against_the_rule() {
     assert!(violations("host", "host.rs", "use crate::agent::Agent;").is_empty());
 }
 
-/// The names `host/src/lib.rs` re-exports at the crate root (`pub use a::{B, C};`).
+/// The names `host/src/lib.rs` re-exports at the crate root (`pub use a::{B, C as D};`,
+/// over several lines or one).
 fn root_names() -> Vec<String> {
     let lib =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src/lib.rs"))
             .unwrap();
     let mut names = Vec::new();
-    for line in lib.lines().filter(|l| l.starts_with("pub use ")) {
-        let path = line["pub use ".len()..].trim_end_matches(';');
-        match path.split_once('{') {
-            Some((_, group)) => names.extend(
-                group
-                    .trim_end_matches('}')
-                    .split(',')
-                    .map(|n| n.trim().to_owned())
-                    .filter(|n| !n.is_empty()),
-            ),
-            None => names.push(path.rsplit("::").next().unwrap().to_owned()),
-        }
+    let mut rest = lib.as_str();
+    while let Some(at) = rest.find("\npub use ") {
+        rest = &rest[at + "\npub use ".len()..];
+        let end = rest.find(';').unwrap();
+        let path = &rest[..end];
+        let listed = match path.split_once('{') {
+            Some((_, group)) => group.trim_end_matches('}').split(',').collect(),
+            None => vec![path.rsplit("::").next().unwrap()],
+        };
+        names.extend(
+            listed
+                .into_iter()
+                .map(|n| n.rsplit(" as ").next().unwrap().trim().to_owned())
+                .filter(|n| !n.is_empty()),
+        );
     }
     names
+}
+
+/// Every `evo_host::NAME` the Rust files under `dir` name that is neither re-exported at
+/// the crate root nor one of `modules`.
+fn names_outside_the_root(dir: &Path, modules: &[&str]) -> (usize, Vec<String>) {
+    let names = root_names();
+    let mut files = Vec::new();
+    sources(dir, &mut files);
+    let mut problems = Vec::new();
+    for path in &files {
+        let source = std::fs::read_to_string(path).unwrap();
+        let mut rest = source.as_str();
+        while let Some(at) = rest.find("evo_host::") {
+            rest = &rest[at + "evo_host::".len()..];
+            let named: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group[..group.find('}').unwrap()]
+                    .split(',')
+                    .map(|n| {
+                        n.trim()
+                            .split("::")
+                            .next()
+                            .unwrap()
+                            .split(" as ")
+                            .next()
+                            .unwrap()
+                    })
+                    .collect(),
+                None => vec![
+                    rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap(),
+                ],
+            };
+            for name in named.into_iter().filter(|n| !n.is_empty()) {
+                if !modules.contains(&name) && !names.iter().any(|n| n == name) {
+                    problems.push(format!("{}: evo_host::{name}", path.display()));
+                }
+            }
+        }
+        // The host's internals, which its own tests reach through.
+        for internal in [".kernel()", ".loader()", ".registry()"] {
+            if source.contains(internal) {
+                problems.push(format!("{}: Host{internal}", path.display()));
+            }
+        }
+    }
+    (files.len(), problems)
 }
 
 #[test]
@@ -203,38 +254,23 @@ fn the_examples_name_only_what_the_crate_root_offers() {
         "{names:?}"
     );
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/examples");
-    let mut files = Vec::new();
-    sources(&examples, &mut files);
-    let mut problems = Vec::new();
-    for path in &files {
-        let source = std::fs::read_to_string(path).unwrap();
-        let mut rest = source.as_str();
-        while let Some(at) = rest.find("evo_host::") {
-            rest = &rest[at + "evo_host::".len()..];
-            let named: Vec<&str> = match rest.strip_prefix('{') {
-                Some(group) => group[..group.find('}').unwrap()]
-                    .split(',')
-                    .map(str::trim)
-                    .collect(),
-                None => vec![
-                    rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                        .next()
-                        .unwrap(),
-                ],
-            };
-            for name in named.into_iter().filter(|n| !n.is_empty()) {
-                // `llm`'s providers (a scripted model for tests and demos) are the one
-                // module an example may name.
-                if name != "llm" && !names.iter().any(|n| n == name) {
-                    problems.push(format!("{}: evo_host::{name}", path.display()));
-                }
-            }
-        }
-    }
-    assert!(files.len() >= 3, "{files:?}");
+    let (files, problems) = names_outside_the_root(&examples, &[]);
+    assert!(files >= 3, "{files}");
     assert!(
         problems.is_empty(),
         "examples show embedders what to use: re-export these at the crate root, or name what is there:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_cli_uses_only_what_an_embedder_can() {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/src");
+    let (files, problems) = names_outside_the_root(&cli, &["config", "serve", "authoring"]);
+    assert!(files > 10, "{files}");
+    assert!(
+        problems.is_empty(),
+        "the `evo` binary is built on evo-host's public API: re-export these at the crate root (or give Host a method):\n{}",
         problems.join("\n")
     );
 }

@@ -224,6 +224,19 @@ pub fn confine_and_exec(spec: &Spec, program: &OsString, args: &[OsString]) -> s
     }
 }
 
+/// A launcher that waits for its job (the `evo` binary's hidden `__native-wait`): joins
+/// the `cgroups` and confines itself first, while no call is waiting, then reads the job
+/// from stdin and runs it. Returns only if that fails, with why.
+pub fn wait_for_job(cgroups: &[PathBuf]) -> std::io::Error {
+    match Prepared::new(cgroups, Layers::default()) {
+        Ok(prepared) => match Job::read_from_stdin() {
+            Ok(job) => job.run(prepared),
+            Err(e) => std::io::Error::other(format!("the sandbox got no job: {e}")),
+        },
+        Err(e) => e,
+    }
+}
+
 /// The half of the confinement that needs no job: the launcher dies with the host, has
 /// joined its cgroups, entered its namespaces (it is PID 1 now) and built the part of
 /// the private root every call shares. A launcher started ahead does this while it
