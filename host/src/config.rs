@@ -285,7 +285,7 @@ pub struct ToolsSettings {
 
 impl ToolsSettings {
     /// The profile named `name`: one from `evo.toml`, else a built-in one
-    /// ([`Profile::builtin`]).
+    /// (`Profile::builtin`).
     pub fn profile_named(&self, name: &str) -> Option<Profile> {
         self.profiles
             .get(name)

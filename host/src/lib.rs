@@ -51,9 +51,10 @@
 //! The names re-exported at the crate root are the API an embedder uses: [`Host`],
 //! [`HostBuilder`], [`Config`], [`Error`], [`Tool`], [`SkillContext`], [`RunEvent`],
 //! [`Policy`], [`Embedder`], [`LlmProvider`], [`InstallOptions`] and what they return.
-//! The examples name nothing else (besides [`llm`]'s providers). The modules below are
-//! where each is defined; `host/public-api.txt` lists everything public, and a change
-//! to it is made on purpose.
+//! The examples and the `evo` binary name nothing else, besides three modules:
+//! [`config`] (every setting of `evo.toml`), [`serve`] (MCP and the HTTP API) and
+//! [`authoring`] (`evo new`, `evo skill build`, `test`, `pack`). `host/public-api.txt`
+//! lists everything public, and a change to it is made on purpose.
 //!
 //! # Features
 //!
@@ -66,38 +67,67 @@
 //! - `serve`: MCP over stdio and HTTP, the HTTP API (the `serve` module).
 //! - `dev-tools`: the tools that run programs: `bash`, `terminal`, `git`, `lsp`.
 //!
-//! # Modules
+//! # Inside
 //!
-//! - [`host`] and [`config`]: the composition root and its configuration.
-//! - [`skill`]: the kernel — manifests, the registry, [`SkillContext`] with its
-//!   validation gates, templates, pipelines and llm skills.
-//! - [`engine`]: what runs skills — Wasm components, Node scripts, skill directories.
-//! - [`tools`]: in-process tools.
-//! - [`memory`], [`packages`], [`agent`], [`llm`]: memory, the skill manager, the
-//!   agent, language-model providers.
-//! - [`capabilities`] decides what a skill may touch; [`error`] lists every error code.
+//! The host is the composition root over the kernel (manifests, the registry,
+//! [`SkillContext`] with its validation gates, templates, pipelines and llm skills),
+//! the engines that run skills (Wasm components, Node scripts, skill directories), the
+//! in-process tools, memory, the skill manager, the agent and the language-model
+//! providers. Those modules are private; Evo's own tests reach them through the
+//! `internals` feature, which promises nothing to anyone else.
 #![deny(missing_docs)]
 
-pub mod agent;
+/// A method that is public with the `internals` feature (hidden from the docs) and
+/// private to the crate without it.
+macro_rules! internal_pub {
+    ($(#[$attr:meta])* fn $name:ident(&$this:ident) -> $ret:ty $body:block) => {
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub fn $name(&$this) -> $ret $body
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) fn $name(&$this) -> $ret $body
+    };
+}
+
+// The modules an embedder may name: the settings, and two groups of their own.
 pub mod authoring;
-pub mod capabilities;
 pub mod config;
-pub mod db;
-pub mod engine;
-pub mod error;
-pub mod host;
-pub mod http;
-pub mod llm;
-pub mod memory;
-pub mod packages;
-pub mod paths;
-pub mod remote;
-pub mod secrets;
 #[cfg(feature = "serve")]
 pub mod serve;
-pub mod skill;
-pub mod storage;
-pub mod tools;
+
+/// Declares modules that are private to the crate, or — with the `internals` feature,
+/// which Evo's own tests and benchmarks enable — public but hidden from the docs and
+/// outside any promise of stability.
+macro_rules! internal_modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        mod $name;
+    )*};
+}
+
+internal_modules!(
+    agent,
+    capabilities,
+    db,
+    engine,
+    error,
+    host,
+    http,
+    llm,
+    memory,
+    packages,
+    paths,
+    remote,
+    secrets,
+    skill,
+    storage,
+    tools,
+);
 
 // What an embedder names, at the root: the host and its configuration, errors, your own
 // tools and what they are given, run events, what a skill may touch, memory, models,
@@ -118,7 +148,7 @@ pub use engine::native::confine::{
 };
 pub use engine::native::egress::SOCKET as EGRESS_SOCKET;
 pub use engine::wasm::{WasmEngine, WasmExecutor, WasmSkill};
-pub use error::{Error, FailureKind, Result};
+pub use error::{Direction, Error, FailureKind, Problem, Result, ValidationReport, Violation};
 pub use host::{Host, HostBuilder, LoadError};
 pub use llm::config::probe as probe_llm;
 pub use llm::scripted::ScriptedProvider;
@@ -130,7 +160,10 @@ pub use memory::{
     Category as MemoryCategory, Embedder, HashEmbedder, MemoryEntry, MemoryManager, SearchOptions,
     Source as MemorySource,
 };
-pub use packages::{InstallOptions, InstallRecord, ListQuery, Outcome, SkillManager};
+pub use packages::{
+    DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
+    SkillManager, Statistics,
+};
 pub use paths::{data_dir, skills_dir, wasm_cache_dir};
 pub use remote::{
     Remote, RemoteSpec, add as add_remote, check as check_remote, load as load_remotes,
@@ -145,7 +178,7 @@ pub use skill::history::{
     suggestions as call_suggestions,
 };
 pub use skill::kernel::{RunOptions, SkillContext};
-pub use skill::stats::Stats;
+pub use skill::stats::SkillStats;
 #[cfg(feature = "postgres")]
 pub use storage::Pg;
 pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage};

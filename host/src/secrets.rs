@@ -34,6 +34,7 @@ pub const MIN_SECRET_CHARS: usize = 8;
 pub const MAX_SECRET_BYTES: usize = 8 * 1024;
 
 /// `{{secret:NAME}}`: what a skill writes where the value of secret `NAME` goes.
+#[cfg(any(test, feature = "internals"))]
 pub fn placeholder(name: &str) -> String {
     format!("{{{{secret:{name}}}}}")
 }
@@ -210,7 +211,7 @@ impl SecretStore {
             .collect())
     }
 
-    /// The values as they are now (as of at most [`RECHECK`] ago); the file is read
+    /// The values as they are now (as of at most `RECHECK` ago); the file is read
     /// again only when it changed.
     pub fn snapshot(&self) -> Result<Arc<Secrets>> {
         let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());

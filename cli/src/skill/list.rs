@@ -1,7 +1,6 @@
 //! `evo skill list`, `search` and `stats`.
 
 use evo_host::ListQuery;
-use evo_host::Stats;
 use serde_json::json;
 
 use crate::args::{self, Grants, Sources};
@@ -109,7 +108,7 @@ pub(super) async fn stats(
         return install_stats(globals);
     }
     let host = args::bare_host(globals).await?;
-    let mut stats = Stats::load(host.calls().as_ref())?;
+    let mut stats = host.skill_stats()?;
     if let Some(name) = skill {
         stats.retain(|k, _| k == name);
         if stats.is_empty() {

@@ -61,10 +61,10 @@ pub struct AgentOptions {
 }
 
 impl Default for AgentOptions {
-    /// - [`tool_loop::DEFAULT_MAX_LLM_ROUNDS`] rounds,
+    /// - `tool_loop::DEFAULT_MAX_LLM_ROUNDS` rounds,
     /// - intent recognition on,
     /// - every skill allowed,
-    /// - a shortlist of [`DEFAULT_SHORTLIST`] skills.
+    /// - a shortlist of `DEFAULT_SHORTLIST` skills.
     fn default() -> Self {
         Self {
             max_llm_rounds: tool_loop::DEFAULT_MAX_LLM_ROUNDS,

@@ -148,7 +148,7 @@ pub struct Built {
 /// a missing toolchain is a `TOOLCHAIN_MISSING` error that says how to install it.
 ///
 /// The component's manifest, as `engine` reads it from its `manifest` export, is
-/// embedded in it ([`MANIFEST_SECTION`](crate::engine::wasm::MANIFEST_SECTION)), so
+/// embedded in it (`MANIFEST_SECTION`), so
 /// that hosts describe the skill without instantiating it. A Rust project is built twice: the second build gets the manifest
 /// as text (`EVO_SKILL_MANIFEST`, read by `evo_guest::export_skill!`), which leaves the
 /// schema generator out of the component.

@@ -351,7 +351,7 @@ fn static_output_schema() -> Value {
 }
 
 /// An instruction-only skill (the public Agent Skills format), loaded level by level
-/// ([`SkillFiles`]): called with `{}` it returns its SKILL.md body, the body's section
+/// (`SkillFiles`): called with `{}` it returns its SKILL.md body, the body's section
 /// headings and the files the body refers to; called with `{ "resource": "<path>" }` it
 /// returns that file. Nothing past the frontmatter is read until the first call, so the
 /// instructions enter the model's context only when needed.

@@ -66,6 +66,7 @@ impl ServiceExecutor {
     }
 
     /// What was granted.
+    #[cfg(feature = "internals")]
     pub fn grant(&self) -> &Grant {
         &self.grant
     }

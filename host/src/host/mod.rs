@@ -101,7 +101,7 @@ struct Inner {
 }
 
 /// An Evo host: skills, the kernel that calls them, memory, and the model. See the
-/// [module docs](self).
+/// [crate docs](crate).
 #[derive(Debug, Clone)]
 pub struct Host {
     inner: Arc<Inner>,
@@ -332,9 +332,17 @@ impl Host {
         &self.inner.storage
     }
 
-    /// The stored call statistics and history (all processes, or all nodes).
-    pub fn calls(&self) -> &Arc<dyn crate::skill::calls::CallStore> {
-        &self.inner.calls
+    /// Every skill's stored call figures, by name (all processes, or all nodes; what
+    /// `evo skill stats` shows).
+    pub fn skill_stats(&self) -> Result<BTreeMap<String, crate::skill::stats::SkillStats>> {
+        self.inner.calls.stats()
+    }
+
+    internal_pub! {
+        /// The stored call statistics and history (all processes, or all nodes).
+        fn calls(&self) -> &Arc<dyn crate::skill::calls::CallStore> {
+            &self.inner.calls
+        }
     }
 
     /// Long-term memory.
@@ -375,17 +383,23 @@ impl Host {
         self.inner.kernel.stats().discard_unflushed();
     }
 
-    /// The kernel (registry, configuration, statistics).
-    pub fn kernel(&self) -> &Arc<Kernel> {
-        &self.inner.kernel
+    internal_pub! {
+        /// The kernel (registry, configuration, statistics).
+        fn kernel(&self) -> &Arc<Kernel> {
+            &self.inner.kernel
+        }
     }
 
-    /// The skill registry.
-    pub fn registry(&self) -> &Arc<SkillRegistry> {
-        self.inner.kernel.registry()
+    internal_pub! {
+        /// The skill registry.
+        fn registry(&self) -> &Arc<SkillRegistry> {
+            self.inner.kernel.registry()
+        }
     }
 
     /// The loader (Wasm engine, native sandbox).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn loader(&self) -> &Loader {
         &self.inner.loader
     }

@@ -30,7 +30,7 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     fn dim(&self) -> usize;
     /// One unit vector (or all zeros for text with no features) per text.
     fn embed(&self, texts: &[&str]) -> crate::Result<Vec<Vec<f32>>>;
-    /// The name of a local embedder (see [`super::local`]), which a store records so
+    /// The name of a local embedder (see `super::local`), which a store records so
     /// that later opens use it again; `None` for one configured elsewhere.
     fn spec(&self) -> Option<String> {
         None

@@ -79,6 +79,7 @@ impl VectorIndex {
     }
 
     /// Whether `rowid` is held.
+    #[cfg(feature = "internals")]
     pub fn contains(&self, rowid: i64) -> bool {
         self.slots.contains_key(&rowid)
     }

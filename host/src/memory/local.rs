@@ -132,7 +132,7 @@ pub(super) fn record(
 }
 
 /// The local embedder `name` for the memory of `data_dir`, installing MiniLM's weights
-/// into it from `model` (or where [`find_minilm`] looks) when needed.
+/// into it from `model` (or where `find_minilm` looks) when needed.
 pub fn by_name(name: &str, data_dir: &Path, model: Option<&Path>) -> Result<Arc<dyn Embedder>> {
     match name {
         HASH => Ok(Arc::new(HashEmbedder)),

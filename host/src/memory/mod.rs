@@ -137,7 +137,7 @@ impl MemoryManager {
         Self::open_with(data_dir, Arc::new(HashEmbedder), MemoryConfig::default())
     }
 
-    /// Opens the memory of `data_dir` with [`configured_embedder`].
+    /// Opens the memory of `data_dir` with `configured_embedder`.
     pub fn open_configured(data_dir: &Path) -> Result<Self> {
         Self::open_with(
             data_dir,
@@ -364,7 +364,7 @@ impl MemoryManager {
     /// embedder; `progress` hears `(done, total)` as texts are embedded. The vectors are
     /// computed first and written in one transaction, so searches meanwhile use the old
     /// vectors and never a mix. A local embedder is recorded in the store, so later
-    /// opens use it (see [`configured_embedder`]).
+    /// opens use it (see `configured_embedder`).
     pub fn reindex(
         &self,
         embedder: Arc<dyn Embedder>,
@@ -426,7 +426,7 @@ impl MemoryManager {
     }
 
     /// Keeps what is worth remembering at the end of a run: facts, preferences and
-    /// decisions the user stated in `message` (see [`capture`]), and the `writes` skills
+    /// decisions the user stated in `message` (see `capture`), and the `writes` skills
     /// suggested. Text that was recalled for this run is not stored again. The model's
     /// `response` is logged, not stored. Nothing is stored when `auto_capture` is off.
     pub fn capture(

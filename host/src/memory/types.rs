@@ -295,7 +295,7 @@ impl From<StoreDecision> for StoreOutcome {
 /// What a search looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchOptions {
-    /// Most results (clamped to 1..=[`MAX_SEARCH_LIMIT`]).
+    /// Most results (clamped to 1..=`MAX_SEARCH_LIMIT`).
     pub limit: usize,
     /// Only entries from these sources; empty means all.
     pub sources: Vec<Source>,

@@ -10,7 +10,7 @@ impl MemoryManager {
         self.decide_from(text, category, Source::User)
     }
 
-    /// Stores `text` after comparing it with the entries it resembles (see [`decide`]):
+    /// Stores `text` after comparing it with the entries it resembles (see `decide`):
     /// a restatement is not stored, an update supersedes the old entry (kept), anything
     /// else is added. The decision and its reason are recorded (see
     /// [`MemoryManager::history`]). The comparison and the write are one transaction, so
@@ -288,7 +288,7 @@ impl MemoryManager {
     }
 
     /// Forgets the entry with id `query`, or else the entries that match `query` closely
-    /// (score ≥ [`FORGET_MIN_SCORE`], at most [`MAX_FORGET`]), each with the older
+    /// (score ≥ `FORGET_MIN_SCORE`, at most `MAX_FORGET`), each with the older
     /// versions it superseded: a forgotten fact does not come back from its history.
     /// Items of `MEMORY.md` and lines of the daily logs are not forgotten this way: they
     /// live in their files; edit those instead.

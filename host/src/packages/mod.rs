@@ -38,7 +38,9 @@ use crate::skill::meta::{DEFAULT_VERSION, is_valid_name};
 pub use crate::skill::package::{AUTO_WASM, InstallRecord, MARKER};
 use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
 
-pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, Progress};
+pub use archive::Progress;
+#[cfg(feature = "internals")]
+pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES};
 pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
 
 /// What install, uninstall and update return.

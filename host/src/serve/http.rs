@@ -253,7 +253,6 @@ async fn health(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Health>)
             calls: shared.running(),
             instances: shared
                 .host
-                .loader()
                 .wasm_engine()
                 .map_or(0, crate::engine::wasm::WasmEngine::live_instances),
             storage: StorageHealth {

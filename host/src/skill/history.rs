@@ -66,7 +66,7 @@ pub struct Record {
     pub task_id: String,
     /// The tool (canonical name).
     pub tool: String,
-    /// The arguments, redacted and cut at [`MAX_ARGUMENT_CHARS`].
+    /// The arguments, redacted and cut at `MAX_ARGUMENT_CHARS`.
     pub arguments: String,
     /// How it ended.
     pub status: Status,

@@ -194,6 +194,7 @@ pub fn outside_message(locale: Locale, path: &str) -> String {
 }
 
 /// The message for a command the allowlist does not hold.
+#[cfg(any(test, feature = "dev-tools"))]
 pub fn not_allowed_message(locale: Locale, command: &str) -> String {
     match locale {
         Locale::Zh => format!("命令不在白名单中: {command}"),

@@ -307,6 +307,7 @@ fn pool_error(url: &str, e: &deadpool_postgres::PoolError) -> Error {
 /// Creates an empty database beside the one `admin_url` names and returns its URL:
 /// each test gets its own, on the throwaway cluster `scripts/postgres.sh` starts.
 #[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn scratch_database(admin_url: &str) -> Result<String> {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);

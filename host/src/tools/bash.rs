@@ -34,12 +34,14 @@ use crate::skill::kernel::SkillContext;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest a call may ask for unless `[tools] bash_max_timeout_ms` says otherwise
 /// ([`super::ProgramTools::MAX_TIMEOUT`]).
+#[cfg(feature = "internals")]
 pub const MAX_TIMEOUT: Duration = super::ProgramTools::MAX_TIMEOUT;
 /// Output kept per stream: a tool result goes into a model's context, and 256 KiB is
 /// already more than one holds.
 pub const OUTPUT_CAP: usize = 256 << 10;
 
 /// Commands allowed by default ([`super::ProgramTools::DEFAULT_ALLOW`]).
+#[cfg(feature = "internals")]
 pub const DEFAULT_ALLOW: &[&str] = super::ProgramTools::DEFAULT_ALLOW;
 
 /// Runs command lines in one project directory.

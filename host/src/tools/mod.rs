@@ -160,6 +160,10 @@ pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> 
 
 /// How the tools that run programs are set up.
 #[derive(Debug, Clone)]
+#[cfg_attr(
+    not(any(feature = "dev-tools", feature = "internals")),
+    expect(dead_code, reason = "the program tools read it, and this build has none")
+)]
 pub struct ProgramTools {
     /// The commands `bash` (and a terminal's prompt) may run.
     pub allow: Vec<String>,
@@ -245,6 +249,7 @@ impl BuiltinTools {
     }
 
     /// The canonical name of tool `name` (which may be an alias).
+    #[cfg(any(test, feature = "internals"))]
     pub fn resolve(name: &str) -> Option<&'static str> {
         match name {
             "read" | "file-read" | "file_read" | "Read" => Some("read"),
@@ -254,6 +259,7 @@ impl BuiltinTools {
     }
 
     /// Runs tool `name` on `input` directly (no gates, no statistics).
+    #[cfg(any(test, feature = "internals"))]
     pub fn execute(&self, name: &str, input: &Value) -> Result<Value> {
         match Self::resolve(name) {
             Some("read") => self.read.read(input),

@@ -28,6 +28,7 @@ impl Project {
     }
 
     /// The project's root as given.
+    #[cfg(any(test, feature = "dev-tools", feature = "internals"))]
     pub fn root(&self) -> &Path {
         &self.root
     }

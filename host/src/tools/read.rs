@@ -14,12 +14,17 @@ use serde_json::{Value, json};
 
 use super::permission::Locale;
 use super::project::Project;
-use super::{BoxFuture, Tool, contained, invalid};
-use crate::error::{Error, FailureKind, Result};
+#[cfg(any(test, feature = "internals"))]
+use super::contained;
+use super::{BoxFuture, Tool, invalid};
+use crate::error::Result;
+#[cfg(any(test, feature = "internals"))]
+use crate::error::{Error, FailureKind};
 use crate::skill::kernel::SkillContext;
 
 /// Largest file the direct [`Read::read`] returns whole: a tool result goes into a
 /// model's context, and 1 MiB is already far more than a context holds.
+#[cfg(any(test, feature = "internals"))]
 pub const MAX_READ_BYTES: u64 = 1 << 20;
 /// Largest file `read` opens: the window is small, but the file is read to count its
 /// lines; past this, `grep` finds what is wanted faster.
@@ -47,6 +52,7 @@ impl Read {
     }
 
     /// The direct call: `{ path }` → `{ success: true, content }`, the whole file.
+    #[cfg(any(test, feature = "internals"))]
     pub fn read(&self, input: &Value) -> Result<Value> {
         let requested = input
             .get("path")

@@ -322,6 +322,7 @@ impl Terminal {
     }
 
     /// Stops every session.
+    #[cfg(feature = "internals")]
     pub fn stop_all(&self) {
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
         for session in sessions {

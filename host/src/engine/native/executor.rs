@@ -42,6 +42,7 @@ impl NativeExecutor {
     }
 
     /// What was granted.
+    #[cfg(feature = "internals")]
     pub fn grant(&self) -> &crate::capabilities::Grant {
         &self.grant
     }

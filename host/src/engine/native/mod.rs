@@ -33,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::skill::stats::Stats;
 
 pub use executor::NativeExecutor;
+#[cfg(feature = "internals")]
 pub use run::execute_script;
 
 /// Default wall-clock limit.

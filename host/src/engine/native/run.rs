@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
+#[cfg(feature = "internals")]
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
@@ -51,6 +52,7 @@ pub struct Program<'a> {
 
 /// Runs `script` (a skill's `scripts/execute.js`) with `input` on stdin under `config`'s
 /// limits. Never fails: every failure is a result with `success: false` and an `error`.
+#[cfg(feature = "internals")]
 pub async fn execute_script(
     config: &NativeConfig,
     script: &Path,

@@ -39,6 +39,7 @@ impl ArtifactCache {
     }
 
     /// The cache directory.
+    #[cfg(feature = "internals")]
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -70,7 +70,7 @@ impl WasmEngine {
     }
 
     /// Loads a skill: checks the API version before compiling, reads the manifest (from
-    /// its [`MANIFEST_SECTION`] without instantiating it, else from its `manifest`
+    /// its `MANIFEST_SECTION` without instantiating it, else from its `manifest`
     /// export), compiles it or loads it from the cache, and grants capabilities as
     /// requested ∩ `policy`.
     pub async fn load_bytes(
@@ -163,7 +163,7 @@ impl WasmEngine {
         Ok(call::read_manifest(self, label, &pre).await?.0)
     }
 
-    /// Refuses a component whose embedded manifest ([`MANIFEST_SECTION`]) says something
+    /// Refuses a component whose embedded manifest (`MANIFEST_SECTION`) says something
     /// other than its `manifest` export: a host reads the section without instantiating
     /// the component, so the two must tell the same story. The skill manager checks this
     /// at install, where the operator sees what a skill asks for.

@@ -46,11 +46,15 @@ use wasmtime::component::Linker;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use cache::{ArtifactCache, LoadSource};
-pub use call::{MemoryWrite, SkillOutcome, StepTrace, WasmSkill};
+pub use call::WasmSkill;
+#[cfg(feature = "internals")]
+pub use call::{MemoryWrite, SkillOutcome, StepTrace};
 pub use executor::WasmExecutor;
 pub use http::HttpBody;
 pub(crate) use http::send_checked;
-pub use inspect::{API_VERSION, ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
+#[cfg(feature = "internals")]
+pub use inspect::API_VERSION;
+pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
 pub use limits::{LimitPolicy, Limits};
 pub use slots::NESTED_RESERVE;
 pub use state::HostState;

@@ -43,7 +43,7 @@ impl SkillContext {
     }
 
     /// Asks the run's confirmer whether the dangerous call `request` describes may go
-    /// ahead; without one, the host's [`ConfirmPolicy`] answers. A refusal is
+    /// ahead; without one, the host's `ConfirmPolicy` answers. A refusal is
     /// [`Error::Blocked`].
     pub async fn confirm(&self, request: Confirmation) -> Result<()> {
         let zh = self.locale() == Locale::Zh;

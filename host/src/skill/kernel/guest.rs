@@ -9,7 +9,7 @@ use crate::skill::validate::Direction;
 
 /// What a guest asks through the WIT `context` imports, answered by the calling frame.
 /// The engine checks the skill's grant first; these decide the rest (depth, lookup,
-/// validation, deduplication) and return expected failures as [`ContextError`]s.
+/// validation, deduplication) and return expected failures as `ContextError`s.
 impl SkillContext {
     /// `context.call`: runs `skill` on JSON text `input`.
     pub async fn guest_call(&self, skill: String, input: String) -> Result<String, ContextError> {

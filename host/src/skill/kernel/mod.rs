@@ -299,9 +299,9 @@ pub struct RunOptions {
     /// Who runs it (`cli`, `agent`, `mcp`, an agent's id), for the history; `root`
     /// when `None`.
     pub caller: Option<String>,
-    /// What the run may call; [`Profile::default`] (`full`) when `None`.
+    /// What the run may call; `Profile::default` (`full`) when `None`.
     pub profile: Option<Profile>,
-    /// Who confirms dangerous calls; the host's [`ConfirmPolicy`] decides when `None`.
+    /// Who confirms dangerous calls; the host's `ConfirmPolicy` decides when `None`.
     pub confirmer: Option<Arc<dyn Confirmer>>,
     /// The run is one call for a caller that cannot try again within it (a CLI command,
     /// an MCP or HTTP request, a test case): an input that fails its schema is reported

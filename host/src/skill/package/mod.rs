@@ -37,7 +37,7 @@ pub const EXECUTE_JS: &str = "scripts/execute.js";
 /// capabilities, and its digest. Its presence marks the skill as indexed.
 pub const MARKER: &str = ".vectorized";
 
-/// What was installed, as recorded in [`MARKER`].
+/// What was installed, as recorded in `MARKER`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct InstallRecord {
@@ -60,7 +60,7 @@ pub struct InstallRecord {
     /// When it (or its description) last changed, ms since the Unix epoch.
     pub updated_at: u64,
     /// For a native script skill: `wasm` when it runs as the component built from its
-    /// script at install ([`AUTO_WASM`]), `native` when it runs as a script.
+    /// script at install (`AUTO_WASM`), `native` when it runs as a script.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub runs_as: String,
     /// Why it runs as it does, in words for `evo skill info`.

@@ -120,6 +120,7 @@ impl Template {
     }
 
     /// Whether the source contains any `{{ }}` at all.
+    #[cfg(feature = "internals")]
     pub fn is_literal(&self) -> bool {
         self.nodes.iter().all(|n| matches!(n, Node::Text(_)))
     }
@@ -296,6 +297,7 @@ fn has_template(value: &Value) -> bool {
 
 /// Evaluates every string in `value` that holds `{{ }}` as a template (recursively through
 /// arrays and objects), keeping the JSON type of single-expression strings.
+#[cfg(any(test, feature = "internals"))]
 pub fn render_value(value: &Value, scope: &Value) -> Result<Value, TemplateError> {
     ValueTemplate::compile(value)?.render(scope)
 }

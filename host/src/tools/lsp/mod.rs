@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use client::{Server, file_uri, uri_path};
+#[cfg(any(test, feature = "internals"))]
+pub use client::file_uri;
+pub use client::{Server, uri_path};
 
 use super::permission::{Locale, Permission};
 use super::project::Project;
@@ -130,6 +132,7 @@ impl Lsp {
     }
 
     /// The servers running now, by language.
+    #[cfg(feature = "internals")]
     pub fn running(&self) -> Vec<&'static str> {
         let mut languages: Vec<_> = lock(&self.running).keys().copied().collect();
         languages.sort_unstable();
@@ -137,6 +140,7 @@ impl Lsp {
     }
 
     /// Shuts down every server.
+    #[cfg(feature = "internals")]
     pub async fn stop_all(&self) {
         let servers: Vec<Arc<Server>> = lock(&self.running).drain().map(|(_, s)| s).collect();
         for server in servers {
