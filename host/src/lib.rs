@@ -135,10 +135,13 @@ internal_modules!(
 // Evo's own tests reach into); these names are the ones to use, and the `evo` binary
 // uses nothing else (besides the `config`, `serve` and `authoring` modules).
 pub use agent::intent::SKILL_NAME as ROUTER_SKILL;
+pub use agent::intent::Strategy;
+pub use agent::prompt::PromptCompiler;
 pub use agent::tool_loop::Permissions;
 pub use agent::{Agent, AgentOptions, RunOutcome};
 pub use capabilities::{
-    Access, DirPolicy, Grant, HostPattern, MemoryAccess, Policy, RequestedCapabilities,
+    Access, DirGrant, DirPolicy, Grant, HostPattern, MemoryAccess, Policy, RequestedCapabilities,
+    SecretGrant,
 };
 pub use config::Config;
 pub use engine::loader::StaticExecutor;
@@ -148,17 +151,21 @@ pub use engine::native::confine::{
 };
 pub use engine::native::egress::SOCKET as EGRESS_SOCKET;
 pub use engine::wasm::{WasmEngine, WasmExecutor, WasmSkill};
-pub use error::{Direction, Error, FailureKind, Problem, Result, ValidationReport, Violation};
+pub use error::{
+    BlockReason, Direction, Error, FailureKind, Problem, Result, ScriptRun, TemplateError,
+    ValidationReport, Violation,
+};
 pub use host::{Host, HostBuilder, LoadError};
 pub use llm::config::probe as probe_llm;
 pub use llm::scripted::ScriptedProvider;
-pub use llm::{LlmProvider, Message, Role};
+pub use llm::{ChatOptions, ContentBlock, LlmEvent, LlmProvider, Message, Role};
 pub use memory::local::{
     HASH as HASH_EMBEDDER, by_name as embedder_by_name, recorded_name as recorded_embedder,
 };
 pub use memory::{
-    Category as MemoryCategory, Embedder, HashEmbedder, MemoryEntry, MemoryManager, SearchOptions,
-    Source as MemorySource,
+    CaptureOutcome, Category as MemoryCategory, Embedder, EntryHistory, ForgetOutcome,
+    HashEmbedder, MemoryConfig, MemoryEntry, MemoryManager, MemoryStatus, SearchOptions,
+    Source as MemorySource, StoreDecision,
 };
 pub use packages::{
     DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
@@ -169,20 +176,24 @@ pub use remote::{
     Remote, RemoteSpec, add as add_remote, check as check_remote, load as load_remotes,
     remove as remove_remote,
 };
-pub use secrets::{SecretStore, Secrets, check_name as check_secret_name};
-pub use skill::confirm::{Always, Confirmation, Confirmer};
-pub use skill::events::{EventSink, RunEvent};
-pub use skill::executor::{ExecutorKind, SkillOutput};
+pub use secrets::{SecretInfo, SecretStore, Secrets, check_name as check_secret_name};
+pub use skill::confirm::{Always, Confirmation, Confirmer, Risk};
+pub use skill::context::{ContextError, LlmRequest, MemoryHit, Scratch, StoreOutcome};
+pub use skill::events::{EventKind, EventSink, RunEvent};
+pub use skill::executor::{ExecutorKind, MemoryWrite, SkillOutput, StepTrace};
 pub use skill::history::{
-    Filter as CallFilter, Record as CallRecord, SLOW_CALL_MS, Status as CallStatus,
+    Filter as CallFilter, Record as CallRecord, SLOW_CALL_MS, Status as CallStatus, ToolStats,
     suggestions as call_suggestions,
 };
 pub use skill::kernel::{RunOptions, SkillContext};
+pub use skill::meta::SkillMeta;
+pub use skill::permission::{Locale, Permission, Profile};
+pub use skill::registry::RegisteredSkill;
 pub use skill::stats::SkillStats;
 #[cfg(feature = "postgres")]
 pub use storage::Pg;
-pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage};
-pub use tools::registry::{ToolCall, ToolResult};
+pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings};
+pub use tools::registry::{ToolCall, ToolDescriptor, ToolResult};
 pub use tools::{BoxFuture, Tool};
 
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).

@@ -183,18 +183,18 @@ pub struct CaptureOutcome {
 /// How the memory kernel behaves.
 #[derive(Debug, Clone)]
 pub struct MemoryConfig {
-    /// Compare a new text with the entries it resembles (see [`decide`]): a restatement
+    /// Compare a new text with the entries it resembles (see `decide`): a restatement
     /// is not stored again and an update supersedes. Off, every store adds an entry.
     pub dedup: bool,
-    /// See [`DEFAULT_COMPARE_THRESHOLD`].
+    /// See `DEFAULT_COMPARE_THRESHOLD`.
     pub compare_threshold: f32,
     /// Recall at the start of a run.
     pub auto_recall: bool,
     /// Capture at the end of a run.
     pub auto_capture: bool,
-    /// See [`DEFAULT_RECALL_LIMIT`].
+    /// See `DEFAULT_RECALL_LIMIT`.
     pub recall_limit: usize,
-    /// See [`DEFAULT_RECALL_MIN_SCORE`].
+    /// See `DEFAULT_RECALL_MIN_SCORE`.
     pub recall_min_score: f32,
 }
 

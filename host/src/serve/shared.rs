@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::host::Host;
 use crate::skill::events::EventSink;
 use crate::skill::kernel::RunOptions;
+use crate::skill::lanes::{Streak, long_places};
 use crate::skill::registry::RegisteredSkill;
 
 /// How often the catalogue is checked for skills installed, removed or edited by
@@ -21,12 +22,10 @@ pub const CATALOGUE_POLL: Duration = Duration::from_millis(500);
 /// Catalogue ticks between two writes of the call statistics (10 s).
 pub const STATS_EVERY: u32 = 20;
 /// A call that takes longer than this counts as long (a model call, a big computation,
-/// a runaway): a skill whose last [`LONG_STREAK`] calls were long has its next calls
-/// wait for the long lane, half as many slots as `serve.max_calls`, so that calls that
-/// take seconds never hold every slot the quick ones need.
+/// a runaway): a skill whose last two calls were long has its next calls wait for the
+/// long lane, half as many slots as `serve.max_calls`, so that calls that take seconds
+/// never hold every slot the quick ones need (the rule of [`crate::skill::lanes`]).
 pub const LONG_CALL: Duration = Duration::from_millis(100);
-/// Long calls in a row after which a skill's calls take the long lane.
-pub const LONG_STREAK: u32 = 2;
 
 /// What every session of one `evo serve` shares.
 #[derive(Debug)]
@@ -38,7 +37,7 @@ pub struct Shared {
     /// The long lane's permits (see [`LONG_CALL`]).
     long_calls: Arc<Semaphore>,
     /// Each skill's long calls in a row.
-    streaks: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+    streaks: std::sync::Mutex<std::collections::HashMap<String, Streak>>,
     /// Cancelled when the server stops taking calls (SIGTERM, stdin closed).
     pub(super) draining: CancellationToken,
     /// Cancelled when calls still running must stop now.
@@ -51,7 +50,7 @@ impl Shared {
         let settings = host.config().serve.clone();
         Arc::new(Self {
             calls: Arc::new(Semaphore::new(settings.max_calls)),
-            long_calls: Arc::new(Semaphore::new(long_lane(settings.max_calls))),
+            long_calls: Arc::new(Semaphore::new(long_places(settings.max_calls))),
             streaks: std::sync::Mutex::default(),
             settings,
             host,
@@ -85,27 +84,23 @@ impl Shared {
     pub fn running(&self) -> usize {
         let max = self.settings.max_calls;
         max.saturating_sub(self.calls.available_permits())
-            + long_lane(max).saturating_sub(self.long_calls.available_permits())
+            + long_places(max).saturating_sub(self.long_calls.available_permits())
     }
 
     /// The lane `name`'s next call waits for.
     fn lane(&self, name: &str) -> &Arc<Semaphore> {
-        let streak = self
+        let long = self
             .streaks
             .lock()
-            .map_or(0, |streaks| streaks.get(name).copied().unwrap_or(0));
-        if streak >= LONG_STREAK {
-            &self.long_calls
-        } else {
-            &self.calls
-        }
+            .is_ok_and(|streaks| streaks.get(name).is_some_and(Streak::takes_long_lane));
+        if long { &self.long_calls } else { &self.calls }
     }
 
     /// Counts a call of `name` that ran long (as soon as it has), or ended short.
     fn ran(&self, name: &str, long: bool) {
         if let Ok(mut streaks) = self.streaks.lock() {
             if long {
-                *streaks.entry(name.to_owned()).or_default() += 1;
+                streaks.entry(name.to_owned()).or_default().ran_long();
             } else {
                 streaks.remove(name);
             }
@@ -211,11 +206,6 @@ impl Shared {
         drop(permit);
         result
     }
-}
-
-/// The long lane's slots for `max_calls` slots: half as many, at least one.
-fn long_lane(max_calls: usize) -> usize {
-    (max_calls / 2).max(1)
 }
 
 /// Why a call gave no result.

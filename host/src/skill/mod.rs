@@ -18,6 +18,7 @@ pub mod executor;
 pub mod frontmatter;
 pub mod history;
 pub mod kernel;
+pub mod lanes;
 pub mod llm_mode;
 pub mod meta;
 pub mod package;

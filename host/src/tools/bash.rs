@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use super::confirm::{Confirmation, Risk};
 use super::permission::{self, Locale};
 use super::{BoxFuture, Tool, shell};
-use crate::engine::native::{NativeSandbox, Toolchains};
+use crate::engine::native::{NativeFailure, NativeSandbox, Toolchains};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -171,18 +171,18 @@ impl Bash {
             .sandbox
             .run_shell_with(&root, &line, timeout, OUTPUT_CAP, &self.toolchains)
             .await?;
-        match result.error.as_deref() {
-            Some("Execution timeout") => Err(Error::Timeout {
+        match (result.failure, result.error) {
+            (Some(NativeFailure::Timeout), _) => Err(Error::Timeout {
                 skill: "bash".into(),
                 limit_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             }),
-            Some(e)
-                if e.starts_with("Output size exceeded") || e.starts_with("Failed to spawn") =>
-            {
+            // A command line's own failure (its exit code, even out of memory) is its
+            // result; the sandbox's refusals are errors.
+            (Some(NativeFailure::OutputLimit | NativeFailure::Spawn), Some(message)) => {
                 Err(Error::Skill {
                     skill: "bash".into(),
                     kind: crate::error::FailureKind::Failed,
-                    message: e.to_owned(),
+                    message,
                 })
             }
             _ => Ok(json!({

@@ -13,7 +13,7 @@ fn example(name: &str, args: &[&str]) -> (String, String) {
         .join(name);
     assert!(
         bin.exists(),
-        "{} is missing: build it with `cargo build -p evo-host --examples` (./scripts/test does)",
+        "{} is missing: ./scripts/test builds it (`cargo build -p evo-host --examples`)",
         bin.display()
     );
     let mut command = Command::new(&bin);
@@ -25,6 +25,17 @@ fn example(name: &str, args: &[&str]) -> (String, String) {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{name}: {stderr}");
     (stdout, stderr)
+}
+
+#[test]
+fn a_host_built_without_any_optional_feature_calls_a_component() {
+    // `embed_wasm` against `evo-host` with `default-features = false`, as an embedder who
+    // wants only Wasm skills builds it (./scripts/test keeps it as `embed_wasm-minimal`).
+    let (out, _) = example(
+        "embed_wasm-minimal",
+        &[skills::CALCULATE, r#"{"expression":"2 ^ 10"}"#],
+    );
+    assert_eq!(out, "calculate (wasm) → {\"result\":1024}\n");
 }
 
 #[test]

@@ -274,3 +274,35 @@ fn the_cli_uses_only_what_an_embedder_can() {
         problems.join("\n")
     );
 }
+
+/// Files under `host/src` (outside unit tests) whose source contains `needle`.
+fn files_containing(needle: &str) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files
+        .iter()
+        .filter(|path| {
+            let source = std::fs::read_to_string(path).unwrap();
+            let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+            code.contains(needle)
+        })
+        .map(|path| path.strip_prefix(&src).unwrap().display().to_string())
+        .collect()
+}
+
+#[test]
+fn one_rule_has_one_home() {
+    // The two-lane admission rule, which the Wasm engine's slots and `evo serve`'s
+    // permits both follow.
+    assert_eq!(files_containing("const LONG_STREAK"), ["skill/lanes.rs"]);
+    // How a native run failed is a `NativeFailure`, never its message compared.
+    assert_eq!(
+        files_containing("\"Execution timeout\""),
+        ["engine/native/run.rs"]
+    );
+    assert_eq!(
+        files_containing("starts_with(\"Output size exceeded"),
+        Vec::<String>::new()
+    );
+}

@@ -86,7 +86,7 @@ impl crate::skill::executor::Executor for NativeExecutor {
                     .await?
             };
             if let Some(error) = result.error {
-                let kind = if error == "Execution timeout" {
+                let kind = if result.failure == Some(super::NativeFailure::Timeout) {
                     crate::error::FailureKind::Timeout
                 } else {
                     crate::error::FailureKind::Failed

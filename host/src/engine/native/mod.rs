@@ -171,9 +171,27 @@ pub struct ExecutionResult {
     /// `Out of memory`, the thrown error's message, or `Failed to spawn process: …`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The kind of failure `error` words, for callers to act on.
+    #[serde(skip)]
+    pub failure: Option<NativeFailure>,
     /// Protections that applied to this execution (`landlock-full` means the script
     /// could touch no file outside its workspace and the read-only system directories).
     pub protections: Vec<String>,
+}
+
+/// Why a native run failed; [`ExecutionResult::error`] says it in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeFailure {
+    /// It ran past its time limit (`Execution timeout`).
+    Timeout,
+    /// It printed more than the output cap (`Output size exceeded …`).
+    OutputLimit,
+    /// It ran out of memory (`Out of memory`).
+    OutOfMemory,
+    /// It could not be started (`Failed to spawn process: …`).
+    Spawn,
+    /// It exited with an error: the thrown message, or its exit code or signal.
+    Exited,
 }
 
 impl ExecutionResult {

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use super::cgroup::CallCgroup;
-use super::{ExecutionResult, NativeConfig, confine};
+use super::{ExecutionResult, NativeConfig, NativeFailure, confine};
 
 /// Marker appended to output cut at the cap.
 pub const TRUNCATED: &str = "[TRUNCATED]";
@@ -119,6 +119,7 @@ pub async fn execute(
         exit_code: None,
         duration: millis(started),
         error: Some(error),
+        failure: Some(NativeFailure::Spawn),
         protections: base_protections(),
     };
     // The script runs from its workspace, so it is named absolutely.
@@ -277,6 +278,7 @@ pub async fn execute(
                 exit_code: None,
                 duration: millis(started),
                 error: Some("Execution timeout".into()),
+                failure: Some(NativeFailure::Timeout),
                 protections,
             };
         }
@@ -292,21 +294,28 @@ pub async fn execute(
     let stdout = join(stdout).await;
     let (confined, stderr) = confine::take_status(&join(stderr).await);
     let exit_code = status.and_then(|s| s.code());
-    let error = if flooded.load(Ordering::SeqCst) {
-        Some(format!(
-            "Output size exceeded {}MB limit",
-            config.output_cap / (1024 * 1024)
+    let failure = if flooded.load(Ordering::SeqCst) {
+        Some((
+            NativeFailure::OutputLimit,
+            format!(
+                "Output size exceeded {}MB limit",
+                config.output_cap / (1024 * 1024)
+            ),
         ))
     } else if out_of_memory || OOM_MARKERS.iter().any(|m| stderr.contains(m)) {
-        Some("Out of memory".into())
+        Some((NativeFailure::OutOfMemory, "Out of memory".into()))
     } else if exit_code == Some(0) {
         None
     } else {
-        Some(thrown_message(&stderr).unwrap_or_else(|| match exit_code {
-            Some(code) => format!("the script exited with code {code}"),
-            None => "the script was killed by a signal".into(),
-        }))
+        Some((
+            NativeFailure::Exited,
+            thrown_message(&stderr).unwrap_or_else(|| match exit_code {
+                Some(code) => format!("the script exited with code {code}"),
+                None => "the script was killed by a signal".into(),
+            }),
+        ))
     };
+    let (failure, error) = failure.unzip();
     drop(workspace);
     let protections = merge(protections, &cgroup_protections, confined);
     ExecutionResult {
@@ -316,6 +325,7 @@ pub async fn execute(
         exit_code,
         duration: millis(started),
         error,
+        failure,
         protections,
     }
 }

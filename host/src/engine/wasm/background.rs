@@ -46,7 +46,7 @@ pub(super) struct LongRunning {
     own: usize,
     /// Its skill's long calls in a row, counted the moment this one turns long, so that
     /// the next calls of a runaway skill take the long lane while this one still runs.
-    streak: super::slots::LongStreak,
+    streak: crate::skill::lanes::Streak,
 }
 
 /// The call is to run on the low-priority runtime.
@@ -60,7 +60,7 @@ impl LongRunning {
     pub(super) fn start(
         calls: &Arc<AtomicUsize>,
         depth: u32,
-        streak: &super::slots::LongStreak,
+        streak: &crate::skill::lanes::Streak,
     ) -> (Self, Counted) {
         calls.fetch_add(1, Ordering::Relaxed);
         let long = Self {

@@ -11,7 +11,7 @@ use super::bindings::PluginPre;
 use super::bindings::evo::skill::types;
 use super::guest::run_guest;
 use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES};
-use super::slots::LongStreak;
+use crate::skill::lanes::Streak;
 use super::state::HostState;
 use super::{LoadSource, WasmEngine};
 use crate::capabilities::{Grant, MemoryAccess, Policy};
@@ -67,7 +67,7 @@ struct SkillInner {
     /// The file it is loaded from on its first call, when not at load.
     file: Option<std::path::PathBuf>,
     /// Whether its last calls ran long (they start in the long lane).
-    streak: LongStreak,
+    streak: Streak,
 }
 
 impl std::fmt::Debug for WasmSkill {
@@ -118,7 +118,7 @@ impl WasmSkill {
             limits,
             prepared,
             file,
-            streak: LongStreak::default(),
+            streak: Streak::default(),
         };
         Self {
             inner: Arc::new(inner),
@@ -280,7 +280,7 @@ pub(super) async fn read_manifest(
         &grant,
         &[],
         &SkillContext::detached(),
-        &LongStreak::default(),
+        &Streak::default(),
         |plugin, store| {
             Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
         },

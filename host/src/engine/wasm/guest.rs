@@ -12,7 +12,8 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use super::bindings::PluginPre;
 use super::bindings::evo::skill::types;
 use super::limits::{Limits, MAX_RESOURCES, STDIO_CAP_BYTES, StoreLimiter};
-use super::slots::{LongStreak, Slot};
+use super::slots::Slot;
+use crate::skill::lanes::Streak;
 use super::state::HostState;
 use super::{EPOCH_TICK, WasmEngine};
 use crate::capabilities::{Access, Grant};
@@ -52,7 +53,7 @@ pub(super) async fn run_guest<T: Send + 'static>(
     grant: &Arc<Grant>,
     calls: &[String],
     ctx: &SkillContext,
-    streak: &LongStreak,
+    streak: &Streak,
     body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>
     + Send
     + 'static,

@@ -15,22 +15,19 @@
 //! 64 calls at once on 16 slots).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::skill::lanes::{Streak, long_places};
 
 /// Instances kept apart for nested calls (a skill calling a skill), on top of the
 /// pool's slots: a chain as deep as the kernel's default depth limit runs even when every
 /// slot is taken by its own callers, so the depth limit decides, not slot starvation.
 pub const NESTED_RESERVE: u32 = 10;
 
-/// Calls of a skill that must have run long, one after another, before its next calls
-/// start in the long lane.
-const LONG_STREAK: u32 = 2;
-
 /// The slots for `calls` calls at once in the long lane: half as many as the pool's.
 pub(super) fn long_lane(calls: u32) -> u32 {
-    (calls / 2).max(1)
+    u32::try_from(long_places(calls as usize)).unwrap_or(calls)
 }
 
 /// Slots of one kind, and the signal that one was freed.
@@ -128,9 +125,9 @@ impl Slots {
     /// skill calling a skill, its caller holding a slot) takes a free one of the pool or
     /// else one of the reserve, and waits only when both are taken, within its caller's
     /// deadline (the caller's future is dropped at it).
-    pub(super) async fn acquire(&self, depth: u32, streak: &LongStreak) -> Slot {
+    pub(super) async fn acquire(&self, depth: u32, streak: &Streak) -> Slot {
         if depth <= 1 {
-            let lane = if streak.0.load(Ordering::Relaxed) >= LONG_STREAK {
+            let lane = if streak.takes_long_lane() {
                 &self.long
             } else {
                 &self.pool
@@ -158,18 +155,3 @@ impl Slots {
     }
 }
 
-/// How many calls of one skill in a row ran long.
-#[derive(Debug, Clone, Default)]
-pub(super) struct LongStreak(Arc<AtomicU32>);
-
-impl LongStreak {
-    /// A call of the skill ran long.
-    pub(super) fn ran_long(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A call of the skill ended without running long.
-    pub(super) fn ran_short(&self) {
-        self.0.store(0, Ordering::Relaxed);
-    }
-}
