@@ -123,6 +123,7 @@ internal_modules!(
     packages,
     paths,
     remote,
+    retrieval,
     secrets,
     skill,
     storage,
@@ -163,9 +164,8 @@ pub use memory::local::{
     HASH as HASH_EMBEDDER, by_name as embedder_by_name, recorded_name as recorded_embedder,
 };
 pub use memory::{
-    CaptureOutcome, Category as MemoryCategory, Embedder, EntryHistory, ForgetOutcome,
-    HashEmbedder, MemoryConfig, MemoryEntry, MemoryManager, MemoryStatus, SearchOptions,
-    Source as MemorySource, StoreDecision,
+    CaptureOutcome, Category as MemoryCategory, EntryHistory, ForgetOutcome, MemoryConfig,
+    MemoryEntry, MemoryManager, MemoryStatus, SearchOptions, Source as MemorySource, StoreDecision,
 };
 pub use packages::{
     DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
@@ -176,6 +176,7 @@ pub use remote::{
     Remote, RemoteSpec, add as add_remote, check as check_remote, load as load_remotes,
     remove as remove_remote,
 };
+pub use retrieval::embed::{Embedder, HashEmbedder};
 pub use secrets::{SecretInfo, SecretStore, Secrets, check_name as check_secret_name};
 pub use skill::confirm::{Always, Confirmation, Confirmer, Risk};
 pub use skill::context::{ContextError, LlmRequest, MemoryHit, Scratch, StoreOutcome};

@@ -9,9 +9,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use evo_host::memory::embed::hash_embed;
 use evo_host::memory::index::VectorIndex;
 use evo_host::memory::{Category, MemoryManager, Source};
+use evo_host::retrieval::embed::hash_embed;
 
 use evo_tests::shared::zipf_corpus as corpus;
 
@@ -69,7 +69,7 @@ fn search(c: &mut Criterion) {
                 });
             });
         }
-        let mut index = VectorIndex::new(evo_host::memory::embed::HASH_DIM);
+        let mut index = VectorIndex::new(evo_host::retrieval::embed::HASH_DIM);
         for (i, text) in corpus(n).iter().enumerate() {
             index.insert(i as i64, &hash_embed(text), Default::default());
         }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::Criterion;
-use evo_host::memory::embed::{Embedder, HashEmbedder, dot};
 use evo_host::memory::{MemoryConfig, MemoryManager};
+use evo_host::retrieval::embed::{Embedder, HashEmbedder, dot};
 use evo_tests::retrieval::{self, Scores, Set};
 
 /// How the store decides what to keep.

@@ -402,7 +402,7 @@ pub fn score(set: &Set, mut search: impl FnMut(&str) -> Vec<String>) -> Scores {
 /// `db` (active entries only), with the same query words as Evo's keyword side.
 pub fn bm25(db: &rusqlite::Connection, question: &str, k: usize) -> Vec<String> {
     let expression =
-        evo_host::memory::rank::fts_any(&evo_host::memory::rank::query_terms(question));
+        evo_host::retrieval::rank::fts_any(&evo_host::retrieval::rank::query_terms(question));
     let mut statement = db
         .prepare_cached(
             "SELECT e.text FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid

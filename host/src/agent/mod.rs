@@ -561,7 +561,7 @@ impl Agent {
                 }
             }
             None => {
-                use crate::memory::embed::{dot, hash_embed};
+                use crate::retrieval::embed::{dot, hash_embed};
                 let query = hash_embed(message);
                 let scored = skills.iter().map(|s| {
                     let text = format!(
@@ -571,7 +571,7 @@ impl Agent {
                     );
                     (dot(&query, &hash_embed(&text)), s.meta.name.clone())
                 });
-                crate::memory::rank::top(scored, limit)
+                crate::retrieval::rank::top(scored, limit)
                     .into_iter()
                     .map(|(_, name)| name)
                     .collect()

@@ -33,7 +33,7 @@ use crate::engine::native::{DEFAULT_OUTPUT_CAP, NativeConfig, NativeSandbox};
 use crate::engine::wasm::{CompileNotice, EngineConfig, LimitPolicy, WasmEngine, WasmExecutor};
 use crate::error::{Error, Result};
 use crate::llm::{LlmProvider, ProviderLlm};
-use crate::memory::embed::Embedder;
+use crate::retrieval::embed::Embedder;
 use crate::memory::{MemoryConfig, MemoryManager};
 use crate::packages::index::SkillIndex;
 use crate::packages::{InstallOptions, Outcome, SkillManager};

@@ -22,7 +22,7 @@
 //! When in doubt the rule keeps both texts: a duplicate costs a line in a search result,
 //! a lost fact costs the user.
 
-use super::embed::stem;
+use crate::retrieval::embed::stem;
 
 /// How a new text relates to one stored entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,7 +187,7 @@ fn words(text: &str) -> Vec<Word> {
             run.clear();
         };
         for c in raw.chars() {
-            if super::embed::is_cjk(c) {
+            if crate::retrieval::embed::is_cjk(c) {
                 flush(&mut run, &mut out);
                 out.push(Word {
                     key: c.to_string(),

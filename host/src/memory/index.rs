@@ -239,7 +239,7 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::embed::hash_embed;
+    use crate::retrieval::embed::hash_embed;
 
     #[test]
     fn a_scan_split_across_threads_finds_what_one_thread_finds() {
@@ -301,7 +301,7 @@ mod tests {
             "deploys happen on tuesday",
             "the cat is called miso",
         ];
-        let mut index = VectorIndex::new(crate::memory::embed::HASH_DIM);
+        let mut index = VectorIndex::new(crate::retrieval::embed::HASH_DIM);
         for (i, text) in texts.iter().enumerate() {
             let meta = Meta {
                 source: if i == 2 {
@@ -315,7 +315,7 @@ mod tests {
         }
         let top = index.top_k(&hash_embed("what mode does the user prefer"), 2);
         assert_eq!(top[0].0, 1);
-        let exact = crate::memory::embed::dot(
+        let exact = crate::retrieval::embed::dot(
             &hash_embed("user prefers dark mode"),
             &hash_embed("user prefers dark mode"),
         );

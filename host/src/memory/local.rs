@@ -16,12 +16,11 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
 
-use super::embed::{Embedder, HashEmbedder};
+pub use crate::retrieval::embed::HASH;
+use crate::retrieval::embed::{Embedder, HashEmbedder};
 use super::store::MEMORY_DB;
 use crate::error::{Error, Result};
 
-/// The name of the built-in hash embedder.
-pub const HASH: &str = "hash";
 /// The name of the MiniLM embedder.
 pub const MINILM: &str = "minilm";
 /// Every local embedder's name.

@@ -18,7 +18,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
-use super::embed::{Embedder, normalize};
+use crate::retrieval::embed::{Embedder, normalize};
 use super::local::MODEL_FILES;
 use crate::error::{Error, Result};
 

@@ -35,14 +35,12 @@
 
 pub mod capture;
 pub mod decide;
-pub mod embed;
 pub mod files;
 pub mod index;
 pub mod local;
 #[cfg(feature = "minilm")]
 pub mod minilm;
 pub mod openai;
-pub mod rank;
 mod search;
 pub mod store;
 mod types;
@@ -57,7 +55,7 @@ pub use types::{
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-pub use embed::{Embedder, HashEmbedder};
+pub use crate::retrieval::embed::{Embedder, HashEmbedder};
 
 use crate::error::{Error, Result};
 use crate::skill::context::{BoxFuture, MemoryFilter, MemoryHit, Scratch, StoreOutcome};

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::embed::{Embedder, normalize};
+use crate::retrieval::embed::{Embedder, normalize};
 use crate::error::{Error, Result};
 
 /// Default API base.

@@ -1,6 +1,7 @@
 //! Hybrid search over the store, and memory as the kernel sees it (`ctx.memory()`).
 
 use super::*;
+use crate::retrieval::rank;
 
 pub(super) fn search_locked(
     store: &Store,

@@ -7,7 +7,7 @@
 //! of the keyword query, because ranking every row that holds "the" is the slow part and
 //! says nothing) and the vector index by cosine. Each candidate's score is
 //!
-//! [`rank::fuse`](super::rank::fuse) of the two, with the exact cosine from the stored
+//! [`rank::fuse`](crate::retrieval::rank::fuse) of the two, with the exact cosine from the stored
 //! `f32` vector, so scores are in [0, 1]. The
 //! vector side always runs: a search never quietly becomes keyword-only.
 
@@ -16,7 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-use super::embed::Embedder;
+use crate::retrieval::embed::Embedder;
+pub(super) use crate::retrieval::{from_blob, to_blob};
 use super::files::{self, MEMORY_MD};
 use super::index::{Meta, VectorIndex};
 use super::{MemoryEntry, Source};
@@ -85,19 +86,6 @@ pub(super) struct Store {
 
 pub(super) fn now_ms() -> i64 {
     i64::try_from(crate::unix_millis()).unwrap_or(i64::MAX)
-}
-
-/// A vector as stored in SQLite: little-endian `f32`s, shared by every table that keeps
-/// embeddings (memory entries, the skill index).
-pub fn to_blob(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The vector [`to_blob`] stored.
-pub fn from_blob(blob: &[u8]) -> Vec<f32> {
-    blob.chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
 }
 
 /// A new stable id: `mem-` and 16 hex digits of a hash of the text, the time and a
@@ -282,7 +270,7 @@ impl Store {
     ) -> Result<Vec<(i64, f32)>> {
         let total = self.index.len();
         let mut terms: Vec<String> = Vec::new();
-        for word in super::rank::query_terms(query) {
+        for word in crate::retrieval::rank::query_terms(query) {
             if total >= COMMON_TERM_MIN_ENTRIES
                 && self.db.is_common(&word, COMMON_TERM_FRACTION, total)?
             {
@@ -309,7 +297,7 @@ impl Store {
             .db
             .fetch(rowids, include_superseded)?
             .into_iter()
-            .map(|(rowid, entry, vector)| (rowid, entry, super::embed::dot(&vector, query)))
+            .map(|(rowid, entry, vector)| (rowid, entry, crate::retrieval::embed::dot(&vector, query)))
             .collect())
     }
 

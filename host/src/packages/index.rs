@@ -9,9 +9,9 @@ use serde::Serialize;
 
 use crate::db::Db;
 use crate::error::Result;
-use crate::memory::embed::{Embedder, dot};
-use crate::memory::rank;
-use crate::memory::store::{from_blob, to_blob};
+use crate::retrieval::embed::{Embedder, dot};
+use crate::retrieval::rank;
+use crate::retrieval::{from_blob, to_blob};
 
 /// A skill found for a request.
 #[derive(Debug, Clone, PartialEq, Serialize)]

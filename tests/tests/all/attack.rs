@@ -585,7 +585,7 @@ async fn through_the_agent_a_timed_out_script_under_load_leaves_nothing_and_the_
         .data_dir(data.path())
         .config(config)
         .llm(model.clone())
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .native_launcher(evo_tests::evo_bin())
         .build()
         .await

@@ -228,7 +228,7 @@ async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
     let host = evo_host::Host::builder()
         .data_dir(data.path())
         .config(config)
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .llm(model.clone())
         .build()
         .await
@@ -343,7 +343,7 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
         evo_host::Host::builder()
             .data_dir(data)
             .config(config)
-            .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+            .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
             .build()
             .await
             .unwrap()
@@ -476,7 +476,7 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
             let host = evo_host::Host::builder()
                 .data_dir(data)
                 .config(config)
-                .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+                .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
                 .native_launcher(evo_tests::evo_bin())
                 .build()
                 .await

@@ -5,7 +5,7 @@
 //! | layer | modules |
 //! | --- | --- |
 //! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`) |
-//! | 1 | `paths`, `capabilities`, `db`, `storage` (the connection to PostgreSQL), `http` |
+//! | 1 | `paths`, `capabilities`, `db`, `storage` (the connection to PostgreSQL), `http`, `retrieval` (embedders, vectors, ranking) |
 //! | 2 | `skill` (the kernel) |
 //! | 3 | `llm`, `memory`, `engine` |
 //! | 4 | `tools` (`bash` and `git` run in the engine's native sandbox), `authoring` (skill projects, scripts as components) |
@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 22] = [
+const LAYERS: [(&str, u8); 23] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
@@ -31,6 +31,7 @@ const LAYERS: [(&str, u8); 22] = [
     ("storage", 1),
     ("secrets", 1),
     ("http", 1),
+    ("retrieval", 1),
     ("skill", 2),
     ("llm", 3),
     ("memory", 3),

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use evo_host::memory::embed::Embedder;
 use evo_host::memory::{Category, MemoryConfig, MemoryManager, Source};
+use evo_host::retrieval::embed::Embedder;
 use evo_host::skill::executor::MemoryWrite;
 use serde_json::json;
 
@@ -289,8 +289,8 @@ impl Embedder for Upper {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = evo_host::memory::embed::hash_embed(t)[..64].to_vec();
-                evo_host::memory::embed::normalize(&mut v);
+                let mut v = evo_host::retrieval::embed::hash_embed(t)[..64].to_vec();
+                evo_host::retrieval::embed::normalize(&mut v);
                 v
             })
             .collect())
@@ -322,7 +322,7 @@ async fn the_memory_skills_keep_their_contracts() {
     let host = evo_host::Host::builder()
         .data_dir(dir.path())
         .config(evo_tests::config(dir.path()))
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .build()
         .await
         .unwrap();

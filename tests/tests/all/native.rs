@@ -527,7 +527,7 @@ async fn host_with_a_hanging_skill(
     let host = evo_host::Host::builder()
         .data_dir(data.path())
         .config(config)
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .build()
         .await
         .unwrap();

@@ -963,7 +963,9 @@ async fn agent_skills_with_python_and_shell_helpers_install_as_instruction_skill
     let host = evo_host::Host::builder()
         .data_dir(data.path())
         .config(evo_tests::config(data.path()))
-        .embedder(std::sync::Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(std::sync::Arc::new(
+            evo_host::retrieval::embed::HashEmbedder,
+        ))
         .build()
         .await
         .unwrap();

@@ -79,7 +79,7 @@ async fn host(project: &Path, home: &Path, locale: Locale) -> Host {
         .config(config)
         .project_dir(project)
         .native_launcher(evo_tests::evo_bin())
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .build()
         .await
         .unwrap()
@@ -398,7 +398,7 @@ async fn an_explore_agent_is_told_it_may_not_write() {
         .config(config)
         .project_dir(project.path())
         .llm(model.clone())
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .build()
         .await
         .unwrap();
@@ -1040,7 +1040,7 @@ async fn lsp_answers_from_rust_analyzer_reuses_it_and_stops_it_when_idle() {
         .data_dir(home.path())
         .config(config)
         .project_dir(project.path())
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .build()
         .await
         .unwrap();
@@ -1397,7 +1397,7 @@ async fn a_default_profile_that_names_nothing_stops_the_build() {
     let err = Host::builder()
         .data_dir(home.path())
         .config(config)
-        .embedder(Arc::new(evo_host::memory::embed::HashEmbedder))
+        .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .build()
         .await
         .unwrap_err();

@@ -238,7 +238,7 @@ impl MemoryDb for Sqlite {
         filter: &Filter,
         _total: usize,
     ) -> Result<Vec<(i64, f32)>> {
-        let expression = crate::memory::rank::fts_any(terms);
+        let expression = crate::retrieval::rank::fts_any(terms);
         let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)? as f32));
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
         if filter.is_open() {

@@ -17,6 +17,9 @@
 
 use std::fmt;
 
+/// The name the built-in [`HashEmbedder`] is recorded under.
+pub const HASH: &str = "hash";
+
 /// Dimension of [`HashEmbedder`] vectors: enough buckets that unrelated texts rarely
 /// collide, small enough that 100k vectors scan in a few milliseconds.
 pub const HASH_DIM: usize = 256;
@@ -70,7 +73,7 @@ impl Embedder for HashEmbedder {
     }
 
     fn spec(&self) -> Option<String> {
-        Some(super::local::HASH.to_owned())
+        Some(HASH.to_owned())
     }
 }
 
@@ -115,12 +118,12 @@ pub fn hash_embed(text: &str) -> Vec<f32> {
     vector
 }
 
-pub(super) fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xf900..=0xfaff)
 }
 
 /// A light English suffix stripper: enough that inflections of one word meet.
-pub(super) fn stem(word: &str) -> &str {
+pub(crate) fn stem(word: &str) -> &str {
     for suffix in ["ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s"] {
         if let Some(base) = word.strip_suffix(suffix)
             && base.chars().count() >= 3
