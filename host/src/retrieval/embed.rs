@@ -12,7 +12,7 @@
 //!
 //! What it does not capture: meaning. Synonyms (`car` / `automobile`), paraphrases with
 //! different words, and other languages for the same idea look unrelated. Switch to the
-//! offline [`super::minilm::MiniLmEmbedder`] (`evo memory reindex --embedder minilm`) or
+//! offline MiniLM embedder (`evo memory reindex --embedder minilm`) or
 //! a model server (an OpenAI-compatible `/v1/embeddings`) when that matters.
 
 use std::fmt;
