@@ -28,24 +28,15 @@ fn example(name: &str, args: &[&str]) -> (String, String) {
 }
 
 #[test]
-fn a_host_built_without_any_optional_feature_calls_a_component() {
-    // `embed_wasm` against `evo-host` with `default-features = false`, as an embedder who
-    // wants only Wasm skills builds it (./scripts/test keeps it as `embed_wasm-minimal`).
-    let (out, _) = example(
-        "embed_wasm-minimal",
-        &[skills::CALCULATE, r#"{"expression":"2 ^ 10"}"#],
-    );
-    assert_eq!(out, "calculate (wasm) → {\"result\":1024}\n");
-}
-
-#[test]
-fn embed_wasm_calls_a_component() {
-    let (out, _) = example(
-        "embed_wasm",
-        &[skills::CALCULATE, r#"{"expression":"2 ^ 10"}"#],
-    );
-    // The component, not the built-in `calculate` it shares a name with.
-    assert_eq!(out, "calculate (wasm) → {\"result\":1024}\n");
+fn embed_wasm_calls_a_component_with_every_feature_and_with_none() {
+    // `embed_wasm-minimal` is the same example against `evo-host` with
+    // `default-features = false`, as an embedder who wants only Wasm skills builds it
+    // (./scripts/test keeps it under that name).
+    for name in ["embed_wasm", "embed_wasm-minimal"] {
+        let (out, _) = example(name, &[skills::CALCULATE, r#"{"expression":"2 ^ 10"}"#]);
+        // The component, not the built-in `calculate` it shares a name with.
+        assert_eq!(out, "calculate (wasm) → {\"result\":1024}\n", "{name}");
+    }
 }
 
 #[test]
