@@ -151,7 +151,9 @@ pub use engine::native::confine::{
     Layers as SandboxLayers, Spec as LaunchSpec, confine_and_exec, wait_for_job,
 };
 pub use engine::native::egress::SOCKET as EGRESS_SOCKET;
-pub use engine::wasm::{WasmEngine, WasmExecutor, WasmSkill};
+pub use engine::wasm::{
+    Allocator, ComponentInfo, Limits as WasmLimits, LoadSource, WasmEngine, WasmExecutor, WasmSkill,
+};
 pub use error::{
     BlockReason, Direction, Error, FailureKind, Problem, Result, ScriptRun, TemplateError,
     ValidationReport, Violation,
@@ -188,6 +190,7 @@ pub use skill::history::{
 };
 pub use skill::kernel::{RunOptions, SkillContext};
 pub use skill::meta::SkillMeta;
+pub use skill::package::disclosure::SkillFiles;
 pub use skill::permission::{Locale, Permission, Profile};
 pub use skill::registry::RegisteredSkill;
 pub use skill::stats::SkillStats;

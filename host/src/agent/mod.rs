@@ -197,6 +197,8 @@ impl Agent {
     }
 
     /// The kernel the agent runs skills with.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn kernel(&self) -> &Arc<Kernel> {
         &self.kernel
     }

@@ -25,7 +25,7 @@ pub struct ComponentInfo {
     pub api_version: String,
     /// The SDK stamp (`evo-guest 0.1.0; evo:skill@0.1.0`), when present.
     pub sdk: Option<String>,
-    /// The embedded manifest ([`MANIFEST_SECTION`]), when present: not yet validated.
+    /// The embedded manifest (`MANIFEST_SECTION`), when present: not yet validated.
     pub manifest: Option<String>,
 }
 

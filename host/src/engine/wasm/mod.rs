@@ -359,6 +359,8 @@ impl WasmEngine {
     }
 
     /// The configuration the engine was built with.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
     }

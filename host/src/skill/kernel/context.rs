@@ -55,9 +55,11 @@ impl SkillContext {
         self.parent.as_deref()
     }
 
-    /// The kernel.
-    pub fn kernel(&self) -> &Arc<Kernel> {
-        &self.kernel
+    internal_pub! {
+        /// The kernel.
+        fn kernel(&self) -> &Arc<Kernel> {
+            &self.kernel
+        }
     }
 
     /// Long-term memory, when attached.

@@ -197,7 +197,7 @@ impl SkillFiles {
     }
 
     /// Every file of the skill (SKILL.md, references, scripts, assets), with its media
-    /// type (from its extension) and size, sorted by path; at most [`MAX_FILES`].
+    /// type (from its extension) and size, sorted by path; at most `MAX_FILES`.
     pub fn listing(&self) -> Vec<Listed> {
         let mut files = walk(&self.dir, &self.dir);
         files.truncate(MAX_FILES);
