@@ -282,6 +282,27 @@ fn bash_is_stopped_after_the_default_ten_seconds_and_leaves_nothing() {
 }
 
 #[test]
+fn bash_output_past_its_cap_is_an_error_that_names_the_cap() {
+    let home = tempfile::tempdir().unwrap();
+    let project = project();
+    let (result, code) = call(
+        home.path(),
+        project.path(),
+        "C",
+        "bash",
+        &json!({ "command": "head -c 3000000 /dev/zero" }),
+        &[],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(result["status"], "error");
+    assert_eq!(result["code"], "SKILL_FAILED");
+    assert_eq!(
+        result["error"],
+        "bash: failed: Output size exceeded 256KB limit"
+    );
+}
+
+#[test]
 fn profiles_block_calls_above_their_level_with_the_seeds_message() {
     // 智能体权限限制 — an explore (read-only) agent calling Write.
     let home = tempfile::tempdir().unwrap();

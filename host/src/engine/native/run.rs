@@ -297,10 +297,7 @@ pub async fn execute(
     let failure = if flooded.load(Ordering::SeqCst) {
         Some((
             NativeFailure::OutputLimit,
-            format!(
-                "Output size exceeded {}MB limit",
-                config.output_cap / (1024 * 1024)
-            ),
+            format!("Output size exceeded {} limit", size_limit(config.output_cap)),
         ))
     } else if out_of_memory || OOM_MARKERS.iter().any(|m| stderr.contains(m)) {
         Some((NativeFailure::OutOfMemory, "Out of memory".into()))
@@ -510,6 +507,17 @@ fn isolated(command: &mut Command) -> &mut Command {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true)
+}
+
+/// A cap in the unit it was set in: `10MB` for a native skill's, `256KB` for a `bash`
+/// line's (which `/ 1 MiB` printed as `0MB`).
+fn size_limit(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{}MB", bytes / MIB)
+    } else {
+        format!("{}KB", bytes.div_ceil(1024))
+    }
 }
 
 #[cfg(test)]
