@@ -198,7 +198,7 @@ pub use skill::stats::SkillStats;
 pub use storage::Pg;
 pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings};
 pub use tools::registry::{ToolCall, ToolDescriptor, ToolResult};
-pub use tools::{BoxFuture, Tool};
+pub use tools::{BoxFuture, Tool, TypedTool};
 
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).
 pub(crate) fn unix_millis() -> u64 {

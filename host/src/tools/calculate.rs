@@ -1,9 +1,11 @@
 //! `calculate`: `{ expression }` → `{ result }`, e.g. `sqrt(144) + 10` → `22`, with the
 //! same evaluator ([`evo_expr`]) as the `skills-wasm/calculate` component.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, invalid};
+use super::{BoxFuture, TypedTool, invalid};
 use crate::error::Result;
 use crate::skill::kernel::SkillContext;
 
@@ -11,31 +13,43 @@ use crate::skill::kernel::SkillContext;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Calculate;
 
+/// `calculate`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CalculateInput {
+    /// arithmetic with + - * / % ^, parentheses, pi, e, and sqrt, abs, ln, log, exp, sin, cos, tan, floor, ceil, round, min, max, pow
+    #[schemars(length(min = 1))]
+    pub expression: String,
+}
+
+/// `calculate`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CalculateOutput {
+    /// the value, exact where decimal arithmetic allows
+    pub result: serde_json::Number,
+}
+
 impl Calculate {
     /// Evaluates `input.expression`.
-    pub fn evaluate(input: &Value) -> Result<Value> {
-        let expression = input
-            .get("expression")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("calculate", "`expression` must be a string"))?;
-        let value =
-            evo_expr::evaluate(expression).map_err(|e| invalid("calculate", &e.to_string()))?;
-        Ok(json!({ "result": evo_expr::to_json_number(value) }))
+    pub fn evaluate(input: &CalculateInput) -> Result<CalculateOutput> {
+        let value = evo_expr::evaluate(&input.expression)
+            .map_err(|e| invalid("calculate", &e.to_string()))?;
+        Ok(CalculateOutput {
+            result: evo_expr::to_json_number(value),
+        })
     }
 }
 
-impl Tool for Calculate {
-    fn manifest(&self) -> Value {
+impl TypedTool for Calculate {
+    const NAME: &'static str = "calculate";
+    type Input = CalculateInput;
+    type Output = CalculateOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "calculate",
             "description": "Evaluates an arithmetic expression exactly, e.g. `sqrt(144) + 10` → 22. Use it instead of doing arithmetic in your head.",
             "category": "math",
             "tags": ["math", "readonly"],
             "timeout": 1000,
-            "input": { "type": "object", "properties": {
-                "expression": { "type": "string", "minLength": 1, "description": "arithmetic with + - * / % ^, parentheses, pi, e, and sqrt, abs, ln, log, exp, sin, cos, tan, floor, ceil, round, min, max, pow" } },
-                "required": ["expression"] },
-            "output": { "type": "object", "properties": { "result": { "type": "number" } }, "required": ["result"] },
             "examples": [
                 { "description": "A root and a sum", "input": { "expression": "sqrt(144) + 10" } },
                 { "description": "Powers and parentheses", "input": { "expression": "(2 + 3) ^ 4 / 5" } },
@@ -45,7 +59,7 @@ impl Tool for Calculate {
         })
     }
 
-    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: CalculateInput, _ctx: SkillContext) -> BoxFuture<'_, Result<CalculateOutput>> {
         Box::pin(std::future::ready(Self::evaluate(&input)))
     }
 }

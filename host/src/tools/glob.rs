@@ -5,9 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, contained, invalid};
+use super::{BoxFuture, TypedTool, contained, invalid};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -22,6 +24,36 @@ pub struct Glob {
     root: PathBuf,
 }
 
+/// `glob`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GlobInput {
+    /// a glob: `*` within a directory, `**` across directories, `?`, `[abc]`, `{a,b}`
+    #[schemars(length(min = 1))]
+    pub pattern: String,
+    /// the directory to search, relative to the working directory (default: all of it)
+    #[serde(default)]
+    pub path: Option<String>,
+    /// the most files to list
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = MAX_LIMIT))]
+    pub limit: usize,
+}
+
+fn default_limit() -> usize {
+    DEFAULT_LIMIT
+}
+
+/// `glob`'s output.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct GlobOutput {
+    /// paths relative to the working directory, newest first
+    pub files: Vec<String>,
+    /// how many files matched
+    pub count: usize,
+    /// whether more matched than `limit`
+    pub truncated: bool,
+}
+
 impl Glob {
     /// `glob` confined to `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -29,18 +61,11 @@ impl Glob {
     }
 
     /// The files matching `input.pattern` under `input.path` (default: the root).
-    pub fn find(&self, input: &Value) -> Result<Value> {
-        let pattern = input
-            .get("pattern")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("glob", "`pattern` must be a string"))?;
-        let limit = input
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(MAX_LIMIT))
-            .clamp(1, MAX_LIMIT);
+    pub fn find(&self, input: &GlobInput) -> Result<GlobOutput> {
+        let pattern = &input.pattern;
+        let limit = input.limit.clamp(1, MAX_LIMIT);
         let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
-        let base = match input.get("path").and_then(Value::as_str) {
+        let base = match &input.path {
             Some(path) => contained("glob", &self.root, Path::new(path))?,
             None => root.clone(),
         };
@@ -79,28 +104,25 @@ impl Glob {
         found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let count = found.len();
         let files: Vec<String> = found.into_iter().take(limit).map(|(_, p)| p).collect();
-        Ok(json!({ "files": files, "count": count, "truncated": count > limit }))
+        Ok(GlobOutput {
+            files,
+            count,
+            truncated: count > limit,
+        })
     }
 }
 
-impl Tool for Glob {
-    fn manifest(&self) -> Value {
+impl TypedTool for Glob {
+    const NAME: &'static str = "glob";
+    type Input = GlobInput;
+    type Output = GlobOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "glob",
             "description": "Finds files by path pattern (e.g. `**/*.rs`, `src/**/test_*.py`) under the working directory, newest first; files ignored by .gitignore and hidden files are left out. Use it to find files by name; use a search tool for their contents.",
             "category": "file",
             "tags": ["file", "readonly"],
             "timeout": 10000,
-            "input": { "type": "object", "properties": {
-                "pattern": { "type": "string", "minLength": 1, "description": "a glob: `*` within a directory, `**` across directories, `?`, `[abc]`, `{a,b}`" },
-                "path": { "type": "string", "description": "the directory to search, relative to the working directory (default: all of it)" },
-                "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "the most files to list" } },
-                "required": ["pattern"] },
-            "output": { "type": "object", "properties": {
-                "files": { "type": "array", "items": { "type": "string" }, "description": "paths relative to the working directory, newest first" },
-                "count": { "type": "integer", "description": "how many files matched" },
-                "truncated": { "type": "boolean", "description": "whether more matched than `limit`" } },
-                "required": ["files", "count", "truncated"] },
             "examples": [
                 { "description": "Every Rust file, newest first", "input": { "pattern": "**/*.rs" } },
                 { "description": "Only under one directory", "input": { "pattern": "*.rs", "path": "src" } },
@@ -118,7 +140,7 @@ impl Tool for Glob {
         &["Glob", "file-glob", "file_glob"]
     }
 
-    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: GlobInput, _ctx: SkillContext) -> BoxFuture<'_, Result<GlobOutput>> {
         let glob = self.clone();
         // A walk of a large tree is blocking I/O.
         Box::pin(async move {

@@ -66,6 +66,7 @@ pub mod shell;
 pub mod terminal;
 #[cfg(feature = "dev-tools")]
 mod toolchains;
+mod typed;
 pub mod write;
 
 use std::fmt;
@@ -76,6 +77,7 @@ use serde_json::Value;
 
 use crate::error::{Error, FailureKind, Result};
 pub use crate::skill::context::BoxFuture;
+pub use typed::TypedTool;
 use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::SkillContext;
 use crate::skill::meta::SkillMeta;
@@ -263,7 +265,10 @@ impl BuiltinTools {
     pub fn execute(&self, name: &str, input: &Value) -> Result<Value> {
         match Self::resolve(name) {
             Some("read") => self.read.read(input),
-            Some("calculate") => calculate::Calculate::evaluate(input),
+            Some("calculate") => {
+                let input = typed::input_of::<calculate::Calculate>(input.clone())?;
+                typed::output_of::<calculate::Calculate>(&calculate::Calculate::evaluate(&input)?)
+            }
             _ => Err(Error::ToolNotFound {
                 name: name.to_owned(),
             }),
@@ -393,23 +398,26 @@ mod tests {
         }
         std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
         let glob = glob::Glob::new(root);
+        let find = |input: Value| {
+            glob.find(&serde_json::from_value(input).unwrap())
+                .map(|out| serde_json::to_value(out).unwrap())
+        };
         // `{ "pattern": "**/*.rs" }`, sorted by modification time.
         assert_eq!(
-            glob.find(&json!({ "pattern": "**/*.rs" })).unwrap(),
+            find(json!({ "pattern": "**/*.rs" })).unwrap(),
             json!({ "files": ["src/lib.rs", "tests/it.rs", "src/main.rs"], "count": 3, "truncated": false })
         );
         assert_eq!(
-            glob.find(&json!({ "pattern": "*.rs", "path": "src", "limit": 1 }))
+            find(json!({ "pattern": "*.rs", "path": "src", "limit": 1 }))
                 .unwrap(),
             json!({ "files": ["src/lib.rs"], "count": 2, "truncated": true })
         );
         assert_eq!(
-            glob.find(&json!({ "pattern": "*.rs" })).unwrap()["files"],
+            find(json!({ "pattern": "*.rs" })).unwrap()["files"],
             json!([]),
             "`*` does not cross directories"
         );
-        let err = glob
-            .find(&json!({ "pattern": "*", "path": ".." }))
+        let err = find(json!({ "pattern": "*", "path": ".." }))
             .unwrap_err();
         assert_eq!(err.code(), "PERMISSION_DENIED");
         assert!(
@@ -417,7 +425,7 @@ mod tests {
                 .contains("is outside the directory glob may access"),
             "{err}"
         );
-        let err = glob.find(&json!({ "pattern": "a[" })).unwrap_err();
+        let err = find(json!({ "pattern": "a[" })).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("glob: invalid input: \"a[\" is not a glob pattern"),
