@@ -7,11 +7,13 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::permission::Locale;
 use super::project::{Project, write_atomic};
-use super::{BoxFuture, Tool, invalid};
+use super::{BoxFuture, TypedTool, invalid};
 use crate::error::Result;
 use crate::skill::kernel::SkillContext;
 
@@ -19,6 +21,32 @@ use crate::skill::kernel::SkillContext;
 #[derive(Debug, Clone)]
 pub struct Edit {
     project: Project,
+}
+
+/// `edit`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditInput {
+    /// the file: relative to the project directory, or absolute inside it
+    #[schemars(length(min = 1))]
+    pub file_path: String,
+    /// the exact text to replace
+    #[schemars(length(min = 1))]
+    pub old_string: String,
+    /// the text to put in its place
+    pub new_string: String,
+    /// replace every occurrence instead of requiring exactly one
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// `edit`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EditOutput {
+    /// the file, as the call named it
+    pub file_path: String,
+    /// how many times old_string was replaced
+    pub replacements: usize,
 }
 
 impl Edit {
@@ -30,11 +58,11 @@ impl Edit {
     }
 
     /// Applies the replacement `input` describes.
-    pub fn edit(&self, input: &Value, locale: Locale) -> Result<Value> {
-        let requested = input["file_path"].as_str().unwrap_or_default();
-        let old = input["old_string"].as_str().unwrap_or_default();
-        let new = input["new_string"].as_str().unwrap_or_default();
-        let all = input["replace_all"].as_bool().unwrap_or(false);
+    pub fn edit(&self, input: &EditInput, locale: Locale) -> Result<EditOutput> {
+        let requested = input.file_path.as_str();
+        let old = input.old_string.as_str();
+        let new = input.new_string.as_str();
+        let all = input.replace_all;
         if old.is_empty() {
             return Err(invalid(
                 "edit",
@@ -72,29 +100,25 @@ impl Edit {
             }
         };
         write_atomic(&dir, &relative, replaced.as_bytes()).map_err(io)?;
-        Ok(json!({ "file_path": requested, "replacements": found }))
+        Ok(EditOutput {
+            file_path: requested.to_owned(),
+            replacements: found,
+        })
     }
 }
 
-impl Tool for Edit {
-    fn manifest(&self) -> Value {
+impl TypedTool for Edit {
+    const NAME: &'static str = "edit";
+    type Input = EditInput;
+    type Output = EditOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "edit",
             "description": "Replaces an exact piece of text in a project file with new text. old_string must occur exactly once (copy it from read's output, with enough surrounding lines to be unique) unless replace_all is true.",
             "category": "file",
             "tags": ["file", "write"],
             "permission": "read_write",
             "timeout": 10_000,
-            "input": { "type": "object", "properties": {
-                "file_path": { "type": "string", "minLength": 1, "description": "the file: relative to the project directory, or absolute inside it" },
-                "old_string": { "type": "string", "minLength": 1, "description": "the exact text to replace" },
-                "new_string": { "type": "string", "description": "the text to put in its place" },
-                "replace_all": { "type": "boolean", "default": false, "description": "replace every occurrence instead of requiring exactly one" } },
-                "required": ["file_path", "old_string", "new_string"], "additionalProperties": false },
-            "output": { "type": "object", "properties": {
-                "file_path": { "type": "string" },
-                "replacements": { "type": "integer" } },
-                "required": ["file_path", "replacements"] },
             "examples": [
                 { "description": "Change one statement", "input": { "file_path": "src/lib.rs", "old_string": "let x = 10;", "new_string": "let x = 20;" } },
                 { "description": "Rename everywhere in a file", "input": { "file_path": "src/lib.rs", "old_string": "old_name", "new_string": "new_name", "replace_all": true } },
@@ -112,7 +136,7 @@ impl Tool for Edit {
         &["Edit", "file-edit", "file_edit"]
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: EditInput, ctx: SkillContext) -> BoxFuture<'_, Result<EditOutput>> {
         Box::pin(std::future::ready(self.edit(&input, ctx.locale())))
     }
 }

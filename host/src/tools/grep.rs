@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, contained, invalid};
+use super::{BoxFuture, TypedTool, contained, invalid};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -23,11 +25,69 @@ pub const MAX_LIMIT: usize = 10_000;
 pub const MAX_CONTEXT: u64 = 20;
 
 /// How results are shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// `path:line:text`, context lines as `path-line-text`
     Content,
+    /// the paths of files with a match
+    #[default]
+    #[serde(rename = "files_with_matches")]
     Files,
+    /// `path:count`
     Count,
+}
+
+/// `grep`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GrepInput {
+    /// a regular expression (Rust regex syntax)
+    #[schemars(length(min = 1))]
+    pub pattern: String,
+    /// the directory to search, relative to the working directory (default: all of it)
+    #[serde(default)]
+    pub path: Option<String>,
+    /// how results are shown
+    #[serde(default)]
+    pub output_mode: Mode,
+    /// only files matching this glob, e.g. `*.rs` or `src/**/*.ts`
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// only files of this type, as ripgrep names them: rust, py, js, ts, md, …
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// match regardless of case
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// lines of context around each match (content mode)
+    #[serde(default)]
+    #[schemars(range(max = MAX_CONTEXT))]
+    pub context: Option<u64>,
+    /// lines before each match (content mode)
+    #[serde(default)]
+    #[schemars(range(max = MAX_CONTEXT))]
+    pub before: Option<u64>,
+    /// lines after each match (content mode)
+    #[serde(default)]
+    #[schemars(range(max = MAX_CONTEXT))]
+    pub after: Option<u64>,
+    /// the most result lines
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = MAX_LIMIT))]
+    pub head_limit: usize,
+}
+
+fn default_limit() -> usize {
+    DEFAULT_LIMIT
+}
+
+/// `grep`'s output.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct GrepOutput {
+    /// paths, `path:line:text` lines or `path:count`, as output_mode says
+    pub results: Vec<String>,
+    /// whether results were cut at head_limit
+    pub truncated: bool,
 }
 
 /// Searches file contents under one root directory.
@@ -86,41 +146,26 @@ impl Grep {
     }
 
     /// Runs the search `input` describes.
-    pub fn search(&self, input: &Value) -> Result<Value> {
+    pub fn search(&self, input: &GrepInput) -> Result<GrepOutput> {
         let bad = |message: String| invalid("grep", &message);
-        let pattern = input
-            .get("pattern")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("`pattern` must be a string".into()))?;
-        let mode = match input.get("output_mode").and_then(Value::as_str) {
-            None | Some("files_with_matches") => Mode::Files,
-            Some("content") => Mode::Content,
-            Some("count") => Mode::Count,
-            Some(other) => {
-                return Err(bad(format!(
-                    "output_mode {other:?} is not one of content, files_with_matches, count"
-                )));
-            }
-        };
-        let number =
-            |key: &str, max: u64| input.get(key).and_then(Value::as_u64).map(|n| n.min(max));
-        let limit = number("head_limit", MAX_LIMIT as u64)
-            .map_or(DEFAULT_LIMIT, |n| usize::try_from(n).unwrap_or(MAX_LIMIT))
-            .max(1);
-        let context = number("context", MAX_CONTEXT).unwrap_or(0);
-        let before = number("before", MAX_CONTEXT).unwrap_or(context);
-        let after = number("after", MAX_CONTEXT).unwrap_or(context);
+        let pattern = &input.pattern;
+        let mode = input.output_mode;
+        let limit = input.head_limit.clamp(1, MAX_LIMIT);
+        let lines = |n: Option<u64>| n.map(|n| n.min(MAX_CONTEXT));
+        let context = lines(input.context).unwrap_or(0);
+        let before = lines(input.before).unwrap_or(context);
+        let after = lines(input.after).unwrap_or(context);
         let matcher = RegexMatcherBuilder::new()
-            .case_insensitive(input.get("case_insensitive").and_then(Value::as_bool) == Some(true))
+            .case_insensitive(input.case_insensitive)
             .build(pattern)
             .map_err(|e| bad(format!("{pattern:?} is not a regular expression: {e}")))?;
         let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
-        let base = match input.get("path").and_then(Value::as_str) {
+        let base = match &input.path {
             Some(path) => contained("grep", &self.root, Path::new(path))?,
             None => root.clone(),
         };
         let mut walk = super::walk(&base);
-        if let Some(glob) = input.get("glob").and_then(Value::as_str) {
+        if let Some(glob) = &input.glob {
             let mut overrides = ignore::overrides::OverrideBuilder::new(&base);
             overrides
                 .add(glob)
@@ -131,7 +176,7 @@ impl Grep {
                     .map_err(|e| bad(format!("glob {glob:?}: {e}")))?,
             );
         }
-        if let Some(kind) = input.get("type").and_then(Value::as_str) {
+        if let Some(kind) = &input.kind {
             let mut types = ignore::types::TypesBuilder::new();
             types.add_defaults();
             types.select(kind);
@@ -196,34 +241,21 @@ impl Grep {
             results.truncate(limit);
             truncated = true;
         }
-        Ok(json!({ "results": results, "truncated": truncated }))
+        Ok(GrepOutput { results, truncated })
     }
 }
 
-impl Tool for Grep {
-    fn manifest(&self) -> Value {
+impl TypedTool for Grep {
+    const NAME: &'static str = "grep";
+    type Input = GrepInput;
+    type Output = GrepOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "grep",
             "description": "Searches file contents under the working directory for a regular expression (ripgrep's engine; .gitignore, hidden and binary files skipped). output_mode: files_with_matches (default; paths), content (path:line:text, with context lines), count (path:count). Filter with glob (`*.rs`) or type (rust, py, js, …).",
             "category": "file",
             "tags": ["file", "readonly", "search"],
             "timeout": 30000,
-            "input": { "type": "object", "properties": {
-                "pattern": { "type": "string", "minLength": 1, "description": "a regular expression (Rust regex syntax)" },
-                "path": { "type": "string", "description": "the directory to search, relative to the working directory (default: all of it)" },
-                "output_mode": { "type": "string", "enum": ["content", "files_with_matches", "count"], "default": "files_with_matches" },
-                "glob": { "type": "string", "description": "only files matching this glob, e.g. `*.rs` or `src/**/*.ts`" },
-                "type": { "type": "string", "description": "only files of this type, as ripgrep names them: rust, py, js, ts, md, …" },
-                "case_insensitive": { "type": "boolean", "default": false },
-                "context": { "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "lines of context around each match (content mode)" },
-                "before": { "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "lines before each match (content mode)" },
-                "after": { "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "lines after each match (content mode)" },
-                "head_limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "the most result lines" } },
-                "required": ["pattern"] },
-            "output": { "type": "object", "properties": {
-                "results": { "type": "array", "items": { "type": "string" } },
-                "truncated": { "type": "boolean", "description": "whether results were cut at head_limit" } },
-                "required": ["results", "truncated"] },
             "examples": [
                 { "description": "TODO comments with their lines", "input": { "pattern": "TODO:", "path": "src/", "output_mode": "content" } },
                 { "description": "Files that define a function, Rust only", "input": { "pattern": "fn \\w+\\(", "type": "rust" } },
@@ -241,7 +273,7 @@ impl Tool for Grep {
         &["Grep", "file-grep", "file_grep"]
     }
 
-    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: GrepInput, _ctx: SkillContext) -> BoxFuture<'_, Result<GrepOutput>> {
         let grep = self.clone();
         // Reading many files is blocking I/O.
         Box::pin(async move {

@@ -455,31 +455,33 @@ mod tests {
         std::fs::write(root.join("src/blob.bin"), b"TODO:\0\x01binary").unwrap();
         std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
         let grep = grep::Grep::new(root);
+        let search = |input: Value| {
+            grep.search(&serde_json::from_value(input).unwrap())
+                .map(|out| serde_json::to_value(out).unwrap())
+        };
         // Every matching line, with its path and line number.
         assert_eq!(
-            grep.search(&json!({ "pattern": "TODO:", "path": "src/", "output_mode": "content" }))
+            search(json!({ "pattern": "TODO:", "path": "src/", "output_mode": "content" }))
                 .unwrap(),
             json!({ "results": ["src/lib.rs:1:// TODO: docs", "src/main.rs:2:    // TODO: parse args"], "truncated": false })
         );
         assert_eq!(
-            grep.search(
-                &json!({ "pattern": "todo", "case_insensitive": true, "output_mode": "count" })
-            )
+            search(json!({ "pattern": "todo", "case_insensitive": true, "output_mode": "count" }))
             .unwrap()["results"],
             json!(["notes.md:1", "src/lib.rs:2", "src/main.rs:1"])
         );
         assert_eq!(
-            grep.search(&json!({ "pattern": "TODO", "type": "rust" }))
+            search(json!({ "pattern": "TODO", "type": "rust" }))
                 .unwrap()["results"],
             json!(["src/lib.rs", "src/main.rs"])
         );
         assert_eq!(
-            grep.search(&json!({ "pattern": "TODO", "glob": "*.md" }))
+            search(json!({ "pattern": "TODO", "glob": "*.md" }))
                 .unwrap()["results"],
             json!(["notes.md"])
         );
         assert_eq!(
-            grep.search(&json!({ "pattern": "parse", "output_mode": "content", "context": 1 }))
+            search(json!({ "pattern": "parse", "output_mode": "content", "context": 1 }))
                 .unwrap()["results"],
             json!([
                 "src/main.rs-1-fn main() {",
@@ -488,15 +490,14 @@ mod tests {
             ])
         );
         assert_eq!(
-            grep.search(&json!({ "pattern": "TODO", "head_limit": 1 }))
+            search(json!({ "pattern": "TODO", "head_limit": 1 }))
                 .unwrap(),
             json!({ "results": ["notes.md"], "truncated": true })
         );
-        let err = grep
-            .search(&json!({ "pattern": "x", "path": "../" }))
+        let err = search(json!({ "pattern": "x", "path": "../" }))
             .unwrap_err();
         assert_eq!(err.code(), "PERMISSION_DENIED");
-        let err = grep.search(&json!({ "pattern": "(" })).unwrap_err();
+        let err = search(json!({ "pattern": "(" })).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("grep: invalid input: \"(\" is not a regular expression"),

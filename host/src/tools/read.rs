@@ -10,13 +10,15 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::permission::Locale;
 use super::project::Project;
 #[cfg(any(test, feature = "internals"))]
 use super::contained;
-use super::{BoxFuture, Tool, invalid};
+use super::{BoxFuture, TypedTool, invalid};
 use crate::error::Result;
 #[cfg(any(test, feature = "internals"))]
 use crate::error::{Error, FailureKind};
@@ -41,6 +43,50 @@ const BINARY_SNIFF: usize = 8 << 10;
 #[derive(Debug, Clone)]
 pub struct Read {
     project: Project,
+}
+
+/// `read`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInput {
+    /// the file: relative to the project directory, or absolute inside it
+    #[schemars(length(min = 1))]
+    pub file_path: String,
+    /// the first line to return (1-based)
+    #[serde(default = "first_line")]
+    #[schemars(range(min = 1))]
+    pub offset: u64,
+    /// how many lines to return
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1))]
+    pub limit: u64,
+}
+
+fn first_line() -> u64 {
+    1
+}
+
+fn default_limit() -> u64 {
+    DEFAULT_LIMIT
+}
+
+/// `read`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadOutput {
+    /// the lines, each `<number>\t<text>`
+    pub content: String,
+    /// the file, as the call named it
+    pub file_path: String,
+    /// the first line returned
+    pub start_line: u64,
+    /// lines returned
+    pub lines: u64,
+    /// lines in the file
+    pub total_lines: u64,
+    /// true when lines follow the window
+    pub truncated: bool,
+    /// the file's size
+    pub file_size_bytes: usize,
 }
 
 impl Read {
@@ -77,10 +123,10 @@ impl Read {
     }
 
     /// A window of `input.file_path` as numbered lines.
-    pub fn lines(&self, input: &Value, locale: Locale) -> Result<Value> {
-        let requested = input["file_path"].as_str().unwrap_or_default();
-        let offset = input["offset"].as_u64().unwrap_or(1).max(1);
-        let limit = input["limit"].as_u64().unwrap_or(DEFAULT_LIMIT);
+    pub fn lines(&self, input: &ReadInput, locale: Locale) -> Result<ReadOutput> {
+        let requested = input.file_path.as_str();
+        let offset = input.offset.max(1);
+        let limit = input.limit;
         let relative = self.project.relative("read", requested, locale)?;
         let io = |e| self.project.io_error("read", requested, locale, e);
         let dir = self.project.open()?;
@@ -135,41 +181,30 @@ impl Read {
             let _ = writeln!(content, "{:>6}\t{line}", n + 1);
             shown += 1;
         }
-        Ok(json!({
-            "content": content,
-            "file_path": requested,
-            "start_line": offset,
-            "lines": shown,
-            "total_lines": total,
-            "truncated": offset - 1 + shown < total,
-            "file_size_bytes": bytes.len(),
-        }))
+        Ok(ReadOutput {
+            content,
+            file_path: requested.to_owned(),
+            start_line: offset,
+            lines: shown,
+            total_lines: total,
+            truncated: offset - 1 + shown < total,
+            file_size_bytes: bytes.len(),
+        })
     }
 }
 
-impl Tool for Read {
-    fn manifest(&self) -> Value {
+impl TypedTool for Read {
+    const NAME: &'static str = "read";
+    type Input = ReadInput;
+    type Output = ReadOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "read",
             "description": "Reads a text file of the project and returns its lines numbered like `cat -n` (2,000 lines from the start unless offset and limit say otherwise). Use it to look at a file before editing it.",
             "category": "file",
             "tags": ["file", "readonly"],
             "permission": "read_only",
             "timeout": 10_000,
-            "input": { "type": "object", "properties": {
-                "file_path": { "type": "string", "minLength": 1, "description": "the file: relative to the project directory, or absolute inside it" },
-                "offset": { "type": "integer", "minimum": 1, "default": 1, "description": "the first line to return (1-based)" },
-                "limit": { "type": "integer", "minimum": 1, "default": DEFAULT_LIMIT, "description": "how many lines to return" } },
-                "required": ["file_path"], "additionalProperties": false },
-            "output": { "type": "object", "properties": {
-                "content": { "type": "string", "description": "the lines, each `<number>\\t<text>`" },
-                "file_path": { "type": "string" },
-                "start_line": { "type": "integer" },
-                "lines": { "type": "integer", "description": "lines returned" },
-                "total_lines": { "type": "integer" },
-                "truncated": { "type": "boolean", "description": "true when lines follow the window" },
-                "file_size_bytes": { "type": "integer" } },
-                "required": ["content", "file_path", "start_line", "lines", "total_lines", "truncated", "file_size_bytes"] },
             "examples": [
                 { "description": "A whole source file, numbered", "input": { "file_path": "src/main.rs" } },
                 { "description": "Twenty lines from line 100 of a long file", "input": { "file_path": "src/main.rs", "offset": 100, "limit": 20 } },
@@ -187,7 +222,7 @@ impl Tool for Read {
         &["file-read", "file_read", "Read"]
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: ReadInput, ctx: SkillContext) -> BoxFuture<'_, Result<ReadOutput>> {
         Box::pin(std::future::ready(self.lines(&input, ctx.locale())))
     }
 }

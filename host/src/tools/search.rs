@@ -12,9 +12,11 @@ use std::path::PathBuf;
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::UTF8};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, contained, invalid};
+use super::{BoxFuture, TypedTool, contained, invalid};
 use crate::error::Result;
 use crate::skill::kernel::SkillContext;
 
@@ -35,6 +37,59 @@ pub struct Search {
     root: PathBuf,
 }
 
+/// `search`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchInput {
+    /// words to look for, e.g. `tool registry`
+    #[schemars(length(min = 1))]
+    pub query: String,
+    /// only under this directory
+    #[serde(default)]
+    pub path: Option<String>,
+    /// the most files to return
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: u64,
+}
+
+fn default_limit() -> u64 {
+    DEFAULT_LIMIT
+}
+
+/// `search`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// the files, best first
+    pub results: Vec<Hit>,
+    /// how many files matched
+    pub total: usize,
+    /// whether more matched than `limit`
+    pub truncated: bool,
+}
+
+/// One file `search` found.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Hit {
+    /// the file, relative to the project directory
+    pub path: String,
+    /// its score: matching lines, and more for a word in its name
+    pub score: u64,
+    /// whether a word is in its name or a directory's
+    pub name_match: bool,
+    /// its first matching lines
+    pub lines: Vec<Line>,
+}
+
+/// A matching line.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Line {
+    /// its number (1-based)
+    pub line: u64,
+    /// its text
+    pub text: String,
+}
+
 impl Search {
     /// `search` confined to `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -42,16 +97,15 @@ impl Search {
     }
 
     /// Runs the search `input` describes.
-    pub fn search(&self, input: &Value) -> Result<Value> {
-        let query = input["query"].as_str().unwrap_or_default();
+    pub fn search(&self, input: &SearchInput) -> Result<SearchOutput> {
+        let query = input.query.as_str();
         let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
         if words.is_empty() {
             return Err(invalid("search", "the query is empty; give a word or two"));
         }
-        let limit =
-            usize::try_from(input["limit"].as_u64().unwrap_or(DEFAULT_LIMIT)).unwrap_or(usize::MAX);
+        let limit = usize::try_from(input.limit).unwrap_or(usize::MAX);
         let root = contained("search", &self.root, "".as_ref())?;
-        let base = match input["path"].as_str() {
+        let base = match &input.path {
             Some(path) => contained("search", &self.root, path.as_ref())?,
             None => root.clone(),
         };
@@ -102,7 +156,10 @@ impl Search {
                 UTF8(|number, text| {
                     matched += 1;
                     if lines.len() < SHOWN_LINES {
-                        lines.push(json!({ "line": number, "text": text.trim_end() }));
+                        lines.push(Line {
+                            line: number,
+                            text: text.trim_end().to_owned(),
+                        });
                     }
                     Ok(matched < MAX_LINE_SCORE)
                 }),
@@ -114,14 +171,21 @@ impl Search {
         }
         hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let total = hits.len();
-        let results: Vec<Value> = hits
+        let results = hits
             .into_iter()
             .take(limit)
-            .map(|(score, path, name_match, lines)| {
-                json!({ "path": path, "score": score, "name_match": name_match, "lines": lines })
+            .map(|(score, path, name_match, lines)| Hit {
+                path,
+                score,
+                name_match,
+                lines,
             })
             .collect();
-        Ok(json!({ "results": results, "total": total, "truncated": total > limit }))
+        Ok(SearchOutput {
+            results,
+            total,
+            truncated: total > limit,
+        })
     }
 }
 
@@ -137,28 +201,18 @@ fn regex_syntax_escape(word: &str) -> String {
     out
 }
 
-impl Tool for Search {
-    fn manifest(&self) -> Value {
+impl TypedTool for Search {
+    const NAME: &'static str = "search";
+    type Input = SearchInput;
+    type Output = SearchOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "search",
             "description": "Searches the whole project for a word or two, in file names and contents at once, best matches first. Use it to find where something lives; use grep for exact patterns.",
             "category": "file",
             "tags": ["file", "search", "readonly"],
             "permission": "read_only",
             "timeout": 30_000,
-            "input": { "type": "object", "properties": {
-                "query": { "type": "string", "minLength": 1, "description": "words to look for, e.g. `tool registry`" },
-                "path": { "type": "string", "description": "only under this directory" },
-                "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "default": DEFAULT_LIMIT } },
-                "required": ["query"], "additionalProperties": false },
-            "output": { "type": "object", "properties": {
-                "results": { "type": "array", "items": { "type": "object", "properties": {
-                    "path": { "type": "string" }, "score": { "type": "integer" },
-                    "name_match": { "type": "boolean" },
-                    "lines": { "type": "array", "items": { "type": "object" } } } } },
-                "total": { "type": "integer" },
-                "truncated": { "type": "boolean" } },
-                "required": ["results", "total", "truncated"] },
             "examples": [
                 { "description": "Where the configuration is read", "input": { "query": "config" } },
                 { "description": "Two words, either may match", "input": { "query": "tool registry", "limit": 5 } },
@@ -176,13 +230,15 @@ impl Tool for Search {
         &["Search"]
     }
 
-    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: SearchInput, _ctx: SkillContext) -> BoxFuture<'_, Result<SearchOutput>> {
         Box::pin(std::future::ready(self.search(&input)))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -203,8 +259,9 @@ mod tests {
         }
         std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
         let out = Search::new(root)
-            .search(&json!({ "query": "Config" }))
+            .search(&serde_json::from_value(json!({ "query": "Config" })).unwrap())
             .unwrap();
+        let out = serde_json::to_value(out).unwrap();
         let results = out["results"].as_array().unwrap();
         assert_eq!(out["total"], 2);
         assert_eq!(results[0]["path"], "src/config.rs");

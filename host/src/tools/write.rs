@@ -8,11 +8,13 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::confirm::{Confirmation, Risk};
 use super::project::{Project, write_atomic};
-use super::{BoxFuture, Tool};
+use super::{BoxFuture, TypedTool};
 use crate::error::Result;
 use crate::skill::kernel::SkillContext;
 
@@ -20,6 +22,28 @@ use crate::skill::kernel::SkillContext;
 #[derive(Debug, Clone)]
 pub struct Write {
     project: Project,
+}
+
+/// `write`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteInput {
+    /// the file: relative to the project directory, or absolute inside it
+    #[schemars(length(min = 1))]
+    pub file_path: String,
+    /// the whole new content
+    pub content: String,
+}
+
+/// `write`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WriteOutput {
+    /// the file, as the call named it
+    pub file_path: String,
+    /// the bytes written
+    pub bytes_written: usize,
+    /// false when an existing file was replaced
+    pub created: bool,
 }
 
 impl Write {
@@ -30,10 +54,10 @@ impl Write {
         }
     }
 
-    async fn run(&self, input: Value, ctx: SkillContext) -> Result<Value> {
+    async fn write(&self, input: WriteInput, ctx: SkillContext) -> Result<WriteOutput> {
         let locale = ctx.locale();
-        let requested = input["file_path"].as_str().unwrap_or_default();
-        let content = input["content"].as_str().unwrap_or_default();
+        let requested = input.file_path.as_str();
+        let content = input.content.as_str();
         let relative = self.project.relative("write", requested, locale)?;
         let io = |e| self.project.io_error("write", requested, locale, e);
         let dir = self.project.open()?;
@@ -65,32 +89,26 @@ impl Write {
             dir.create_dir_all(parent).map_err(io)?;
         }
         write_atomic(&dir, &relative, content.as_bytes()).map_err(io)?;
-        Ok(json!({
-            "file_path": requested,
-            "bytes_written": content.len(),
-            "created": existing.is_none(),
-        }))
+        Ok(WriteOutput {
+            file_path: requested.to_owned(),
+            bytes_written: content.len(),
+            created: existing.is_none(),
+        })
     }
 }
 
-impl Tool for Write {
-    fn manifest(&self) -> Value {
+impl TypedTool for Write {
+    const NAME: &'static str = "write";
+    type Input = WriteInput;
+    type Output = WriteOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "write",
             "description": "Creates a file in the project with the given content, or replaces one (after the user confirms). Use edit to change part of an existing file.",
             "category": "file",
             "tags": ["file", "write"],
             "permission": "read_write",
             "timeout": 10_000,
-            "input": { "type": "object", "properties": {
-                "file_path": { "type": "string", "minLength": 1, "description": "the file: relative to the project directory, or absolute inside it" },
-                "content": { "type": "string", "description": "the whole new content" } },
-                "required": ["file_path", "content"], "additionalProperties": false },
-            "output": { "type": "object", "properties": {
-                "file_path": { "type": "string" },
-                "bytes_written": { "type": "integer" },
-                "created": { "type": "boolean", "description": "false when an existing file was replaced" } },
-                "required": ["file_path", "bytes_written", "created"] },
             "examples": [
                 { "description": "A new test file", "input": { "file_path": "tests/test_new.rs", "content": "#[test]\nfn it_works() {}\n" } },
                 { "description": "A file in a directory that does not exist yet", "input": { "file_path": "docs/notes/todo.md", "content": "- write docs\n" } },
@@ -108,7 +126,7 @@ impl Tool for Write {
         &["Write", "file-write", "file_write"]
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
-        Box::pin(self.run(input, ctx))
+    fn run(&self, input: WriteInput, ctx: SkillContext) -> BoxFuture<'_, Result<WriteOutput>> {
+        Box::pin(self.write(input, ctx))
     }
 }
