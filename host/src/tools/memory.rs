@@ -1,40 +1,137 @@
 //! The memory tools `memory_search`, `memory_store` and `memory_forget`, with the
 //! contracts of the memory kernel's specification. They reach memory through
 //! `ctx.memory()`, as any skill does, so a host without memory answers `denied`.
+//! The descriptions are in English like the rest of the host; their Chinese originals
+//! are in `docs/decisions.md`.
 
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool};
+use super::{BoxFuture, TypedTool};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::context::MemoryFilter;
+use crate::skill::kernel::Memory;
 use crate::skill::kernel::SkillContext;
+use crate::skill::registry::SkillRegistry;
 
-/// The manifests of the three tools. The descriptions are in English like the rest of
-/// the host; their Chinese originals are in `docs/decisions.md`.
-fn manifests() -> [Value; 3] {
-    let day = json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" });
-    [
+/// Registers the three memory tools in `registry`.
+pub fn register(registry: &SkillRegistry) -> Result<()> {
+    super::register(registry, Arc::new(MemorySearch))?;
+    super::register(registry, Arc::new(MemoryStore))?;
+    super::register(registry, Arc::new(MemoryForget))
+}
+
+/// The memory `ctx` may use; `denied` for a host without memory.
+fn memory(ctx: &SkillContext) -> Result<Arc<dyn Memory>> {
+    ctx.memory().cloned().ok_or_else(|| Error::Skill {
+        skill: ctx.parent_skill().unwrap_or("memory").to_owned(),
+        kind: FailureKind::Denied,
+        message: "no memory is attached to this host".into(),
+    })
+}
+
+/// Where a memory entry came from.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// stored at the user's request
+    User,
+    /// captured from a conversation
+    Capture,
+    /// written by a skill
+    Skill,
+    /// MEMORY.md
+    File,
+    /// the daily logs
+    Log,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Capture => "capture",
+            Self::Skill => "skill",
+            Self::File => "file",
+            Self::Log => "log",
+        }
+    }
+}
+
+/// `memory_search`: hybrid search over entries, MEMORY.md and the daily logs.
+#[derive(Debug, Clone, Copy)]
+pub struct MemorySearch;
+
+/// `memory_search`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchInput {
+    /// What to look for (natural language)
+    pub query: String,
+    /// Most results to return
+    #[serde(default = "five")]
+    pub limit: f64,
+    /// Only these sources: stored entries (user, capture, skill), MEMORY.md (file), the daily logs (log); all when absent
+    #[serde(default)]
+    pub sources: Option<Vec<Source>>,
+    /// Only entries from this day on (YYYY-MM-DD)
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))]
+    pub since: Option<String>,
+    /// Only entries up to this day (YYYY-MM-DD)
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))]
+    pub until: Option<String>,
+    /// Also return old versions of facts that were updated; each says what replaced it
+    #[serde(default)]
+    pub include_superseded: bool,
+}
+
+fn five() -> f64 {
+    5.0
+}
+
+/// `memory_search`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// the entries found, best first
+    pub results: Vec<Found>,
+    /// how many
+    #[schemars(with = "f64")]
+    pub count: usize,
+}
+
+/// One entry `memory_search` found.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Found {
+    /// its id
+    pub id: String,
+    /// its text
+    pub text: String,
+    /// relevance in [0, 1]
+    pub score: f32,
+    /// its category, if known
+    pub category: Option<String>,
+    /// where it came from, if known
+    pub source: Option<String>,
+    /// the entry that replaced it (only with includeSuperseded)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+}
+
+impl TypedTool for MemorySearch {
+    const NAME: &'static str = "memory_search";
+    type Input = SearchInput;
+    type Output = SearchOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "memory_search",
             "description": "Search the user's long-term memory and daily logs. Use it when the user asks about something discussed before.",
             "category": "memory",
-            "input": { "type": "object", "properties": {
-                "query": { "type": "string", "description": "What to look for (natural language)" },
-                "limit": { "type": "number", "default": 5, "description": "Most results to return" },
-                "sources": { "type": "array", "items": { "type": "string", "enum": ["user", "capture", "skill", "file", "log"] },
-                    "description": "Only these sources: stored entries (user, capture, skill), MEMORY.md (file), the daily logs (log); all when absent" },
-                "since": { "description": "Only entries from this day on (YYYY-MM-DD)", "allOf": [day] },
-                "until": { "description": "Only entries up to this day (YYYY-MM-DD)", "allOf": [day] },
-                "includeSuperseded": { "type": "boolean", "default": false,
-                    "description": "Also return old versions of facts that were updated; each says what replaced it" } },
-                "required": ["query"] },
-            "output": { "type": "object", "properties": {
-                "results": { "type": "array", "items": { "type": "object", "properties": {
-                    "id": { "type": "string" }, "text": { "type": "string" },
-                    "score": { "type": "number" }, "category": { "type": "string" },
-                    "source": { "type": "string" },
-                    "supersededBy": { "type": "string" } } } },
-                "count": { "type": "number" } } },
             "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "search", "builtin"],
             "notes": [
                 "Hybrid search: keywords (FTS5) and vectors, fused. The default embedder matches words, not meaning; `evo memory reindex --embedder minilm` adds meaning, offline.",
@@ -46,18 +143,106 @@ fn manifests() -> [Value; 3] {
                 { "description": "The three best matches only", "input": { "query": "deployment decisions", "limit": 3 } },
                 { "description": "What was said in conversations in one week", "input": { "query": "release plan", "sources": ["log"], "since": "2026-11-16", "until": "2026-11-22" } }
             ]
-        }),
+        })
+    }
+
+    fn run(&self, input: SearchInput, ctx: SkillContext) -> BoxFuture<'_, Result<SearchOutput>> {
+        Box::pin(async move {
+            let memory = memory(&ctx)?;
+            let filter = MemoryFilter {
+                sources: input
+                    .sources
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|s| s.name().to_owned())
+                    .collect(),
+                since: input.since,
+                until: input.until,
+                include_superseded: input.include_superseded,
+            };
+            let limit = input.limit.max(1.0) as u32;
+            let results: Vec<Found> = memory
+                .search_filtered(input.query, limit, filter)
+                .await?
+                .into_iter()
+                .map(|hit| Found {
+                    id: hit.id,
+                    text: hit.text,
+                    score: hit.score,
+                    category: hit.category,
+                    source: hit.source,
+                    superseded_by: hit.superseded_by,
+                })
+                .collect();
+            Ok(SearchOutput {
+                count: results.len(),
+                results,
+            })
+        })
+    }
+}
+
+/// `memory_store`: saves a fact, unless memory already holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryStore;
+
+/// What kind of fact an entry is.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// what the user likes
+    Preference,
+    /// something true
+    Fact,
+    /// something decided
+    Decision,
+    /// a person, a place, a thing
+    Entity,
+    /// anything else
+    Other,
+}
+
+impl Category {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Preference => "preference",
+            Self::Fact => "fact",
+            Self::Decision => "decision",
+            Self::Entity => "entity",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// `memory_store`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StoreInput {
+    /// What to remember
+    pub text: String,
+    /// what kind of fact it is
+    #[serde(default)]
+    pub category: Option<Category>,
+}
+
+/// `memory_store`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StoreOutput {
+    /// whether a new entry was written
+    pub stored: bool,
+    /// why not, or what it superseded
+    pub reason: String,
+}
+
+impl TypedTool for MemoryStore {
+    const NAME: &'static str = "memory_store";
+    type Input = StoreInput;
+    type Output = StoreOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "memory_store",
             "permission": "read_write",
             "description": "Save important information to long-term memory. Use it only when the user explicitly asks to remember something or the information really matters.",
             "category": "memory",
-            "input": { "type": "object", "properties": {
-                "text": { "type": "string", "description": "What to remember" },
-                "category": { "type": "string", "enum": ["preference", "fact", "decision", "entity", "other"] } },
-                "required": ["text"] },
-            "output": { "type": "object", "properties": {
-                "stored": { "type": "boolean" }, "reason": { "type": "string" } } },
             "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "store", "builtin"],
             "notes": [
                 "A restatement of a stored fact is not stored again; a new value of the same fact (a new phone number) supersedes the old one, which stays in the fact's history; facts of one shape about different things all stay. The reason says which.",
@@ -68,16 +253,50 @@ fn manifests() -> [Value; 3] {
                 { "description": "A decision", "input": { "text": "We deploy on Fridays only after the release review", "category": "decision" } },
                 { "description": "A fact without a category", "input": { "text": "The staging server is staging.example.com" } }
             ]
-        }),
+        })
+    }
+
+    fn run(&self, input: StoreInput, ctx: SkillContext) -> BoxFuture<'_, Result<StoreOutput>> {
+        Box::pin(async move {
+            let category = input.category.map(|c| c.name().to_owned());
+            let outcome = memory(&ctx)?.store(input.text, category).await?;
+            Ok(StoreOutput {
+                stored: outcome.stored,
+                reason: outcome.reason,
+            })
+        })
+    }
+}
+
+/// `memory_forget`: deletes what matches, with its older versions.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryForget;
+
+/// `memory_forget`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ForgetInput {
+    /// What to delete (an id, or a description matched loosely)
+    pub query: String,
+}
+
+/// `memory_forget`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ForgetOutput {
+    /// how many entries were deleted
+    #[schemars(with = "f64")]
+    pub deleted: u32,
+}
+
+impl TypedTool for MemoryForget {
+    const NAME: &'static str = "memory_forget";
+    type Input = ForgetInput;
+    type Output = ForgetOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "memory_forget",
             "permission": "read_write",
             "description": "Delete specific content from memory. Use it when the user explicitly asks to forget or delete some information.",
             "category": "memory",
-            "input": { "type": "object", "properties": {
-                "query": { "type": "string", "description": "What to delete (an id, or a description matched loosely)" } },
-                "required": ["query"] },
-            "output": { "type": "object", "properties": { "deleted": { "type": "number" } } },
             "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "delete", "builtin"],
             "notes": [
                 "Matches by id or by search; the older versions of a forgotten fact go with it; the answer counts what was deleted.",
@@ -89,111 +308,13 @@ fn manifests() -> [Value; 3] {
                 { "description": "Forget what was stored about a server", "input": { "query": "staging server" } },
                 { "description": "Forget a name", "input": { "query": "Alice" } }
             ]
-        }),
-    ]
-}
-
-/// The three memory tools.
-pub fn tools() -> [MemoryTool; 3] {
-    [
-        MemoryTool(Op::Search),
-        MemoryTool(Op::Store),
-        MemoryTool(Op::Forget),
-    ]
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Search,
-    Store,
-    Forget,
-}
-
-/// One of the memory tools.
-#[derive(Debug)]
-pub struct MemoryTool(Op);
-
-impl Tool for MemoryTool {
-    fn manifest(&self) -> Value {
-        let [search, store, forget] = manifests();
-        match self.0 {
-            Op::Search => search,
-            Op::Store => store,
-            Op::Forget => forget,
-        }
+        })
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: ForgetInput, ctx: SkillContext) -> BoxFuture<'_, Result<ForgetOutput>> {
         Box::pin(async move {
-            let Some(memory) = ctx.memory().cloned() else {
-                return Err(Error::Skill {
-                    skill: ctx.parent_skill().unwrap_or("memory").to_owned(),
-                    kind: FailureKind::Denied,
-                    message: "no memory is attached to this host".into(),
-                });
-            };
-            let text = |key: &str| {
-                input
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let output = match self.0 {
-                Op::Search => {
-                    let limit = input
-                        .get("limit")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(5.0)
-                        .max(1.0) as u32;
-                    let filter = MemoryFilter {
-                        sources: input
-                            .get("sources")
-                            .and_then(Value::as_array)
-                            .map(|list| {
-                                list.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::to_owned)
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                        since: input
-                            .get("since")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                        until: input
-                            .get("until")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                        include_superseded: input
-                            .get("includeSuperseded")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false),
-                    };
-                    let results = memory.search_filtered(text("query"), limit, filter).await?;
-                    let results: Vec<Value> = results
-                        .into_iter()
-                        .map(|hit| {
-                            let mut item = json!({ "id": hit.id, "text": hit.text, "score": hit.score, "category": hit.category, "source": hit.source });
-                            if let Some(newer) = hit.superseded_by {
-                                item["supersededBy"] = newer.into();
-                            }
-                            item
-                        })
-                        .collect();
-                    json!({ "count": results.len(), "results": results })
-                }
-                Op::Store => {
-                    let category = input
-                        .get("category")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    let outcome = memory.store(text("text"), category).await?;
-                    json!({ "stored": outcome.stored, "reason": outcome.reason })
-                }
-                Op::Forget => json!({ "deleted": memory.forget(text("query")).await? }),
-            };
-            Ok(output)
+            let deleted = memory(&ctx)?.forget(input.query).await?;
+            Ok(ForgetOutput { deleted })
         })
     }
 }

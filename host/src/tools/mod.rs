@@ -154,10 +154,7 @@ pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> 
     register(registry, Arc::new(glob::Glob::new(root.clone())))?;
     register(registry, Arc::new(grep::Grep::new(root.clone())))?;
     register(registry, Arc::new(search::Search::new(root)))?;
-    for tool in memory::tools() {
-        register(registry, Arc::new(tool))?;
-    }
-    Ok(())
+    memory::register(registry)
 }
 
 /// How the tools that run programs are set up.
