@@ -20,11 +20,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::confirm::{Confirmation, Risk};
 use super::permission::{self, Locale};
-use super::{BoxFuture, Tool, shell};
+use super::{BoxFuture, TypedTool, shell};
 use crate::engine::native::{NativeFailure, NativeSandbox, Toolchains};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
@@ -136,8 +138,8 @@ impl Bash {
         Ok(())
     }
 
-    async fn run(&self, input: Value, ctx: SkillContext) -> Result<Value> {
-        let line = input["command"].as_str().unwrap_or_default().to_owned();
+    async fn execute(&self, input: BashInput, ctx: SkillContext) -> Result<BashOutput> {
+        let line = input.command.clone();
         let locale = ctx.locale();
         if let Err(message) = self.judge(&line, locale) {
             tracing::warn!(target: "evo::security", tool = "bash", command = %line, "blocked: {message}");
@@ -156,15 +158,13 @@ impl Bash {
         if let Some((risk, warning)) = risk(&line) {
             ctx.confirm(Confirmation {
                 tool: "bash".into(),
-                arguments: input.clone(),
+                arguments: serde_json::to_value(&input).unwrap_or_default(),
                 risk,
                 warning,
             })
             .await?;
         }
-        let requested = input["timeout"]
-            .as_u64()
-            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+        let requested = Duration::from_millis(input.timeout);
         let timeout = requested.min(self.max_timeout);
         let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
         let result = self
@@ -185,12 +185,12 @@ impl Bash {
                     message,
                 })
             }
-            _ => Ok(json!({
-                "stdout": result.stdout,
-                "stderr": result.stderr,
-                "exit_code": result.exit_code,
-                "duration_ms": result.duration,
-            })),
+            _ => Ok(BashOutput {
+                stdout: result.stdout,
+                stderr: result.stderr,
+                exit_code: result.exit_code,
+                duration_ms: result.duration,
+            }),
         }
     }
 }
@@ -253,27 +253,64 @@ fn risk(line: &str) -> Option<(Risk, String)> {
     None
 }
 
-impl Tool for Bash {
-    fn manifest(&self) -> Value {
-        let max_ms = u64::try_from(self.max_timeout.as_millis()).unwrap_or(u64::MAX);
+/// `bash`'s input.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashInput {
+    /// the command line, e.g. `git status` or `cargo test 2>&1 | tail -20`
+    #[schemars(length(min = 1))]
+    pub command: String,
+    /// milliseconds before the command is killed
+    #[serde(default = "default_timeout_ms")]
+    #[schemars(range(min = 1))]
+    pub timeout: u64,
+    /// what the command is for, in a few words (shown when confirming)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+fn default_timeout_ms() -> u64 {
+    u64::try_from(DEFAULT_TIMEOUT.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `bash`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BashOutput {
+    /// what the command line wrote to stdout
+    pub stdout: String,
+    /// what it wrote to stderr
+    pub stderr: String,
+    /// null when killed by a signal
+    pub exit_code: Option<i32>,
+    /// how long it ran
+    pub duration_ms: u64,
+}
+
+impl Bash {
+    fn max_ms(&self) -> u64 {
+        u64::try_from(self.max_timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+impl TypedTool for Bash {
+    const NAME: &'static str = "bash";
+    type Input = BashInput;
+    type Output = BashOutput;
+
+    fn input_schema(&self, mut generated: Value) -> Value {
+        generated["properties"]["timeout"]["maximum"] = self.max_ms().into();
+        generated
+    }
+
+    fn describe(&self) -> Value {
+        let max_ms = self.max_ms();
         json!({
-            "name": "bash",
             "description": "Runs a shell command line in the project directory and returns its stdout, stderr and exit code. Use it for git, builds, tests and file utilities; every command of the line must be in the allowlist.",
             "category": "shell",
             "tags": ["shell", "execute"],
             "permission": "execute",
             // The sandbox enforces the call's own timeout; the kernel's only backs it up.
             "timeout": max_ms + 5_000,
-            "input": { "type": "object", "properties": {
-                "command": { "type": "string", "minLength": 1, "description": "the command line, e.g. `git status` or `cargo test 2>&1 | tail -20`" },
-                "timeout": { "type": "integer", "minimum": 1, "maximum": max_ms, "default": 10_000, "description": "milliseconds before the command is killed" },
-                "description": { "type": "string", "description": "what the command is for, in a few words (shown when confirming)" } },
-                "required": ["command"], "additionalProperties": false },
-            "output": { "type": "object", "properties": {
-                "stdout": { "type": "string" }, "stderr": { "type": "string" },
-                "exit_code": { "type": ["integer", "null"], "description": "null when killed by a signal" },
-                "duration_ms": { "type": "integer" } },
-                "required": ["stdout", "stderr", "exit_code", "duration_ms"] },
             "examples": [
                 { "description": "The working tree's state", "input": { "command": "git status" } },
                 { "description": "A pipeline: every command is checked against the allowlist", "input": { "command": "ls | wc -l" } },
@@ -293,8 +330,8 @@ impl Tool for Bash {
         &["Bash"]
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
-        Box::pin(self.run(input, ctx))
+    fn run(&self, input: BashInput, ctx: SkillContext) -> BoxFuture<'_, Result<BashOutput>> {
+        Box::pin(self.execute(input, ctx))
     }
 }
 

@@ -83,6 +83,12 @@ pub trait TypedTool: Send + Sync + fmt::Debug + 'static {
         &[]
     }
 
+    /// The input schema generated from [`Input`](Self::Input), refined with what only
+    /// this instance knows (a bound set by the host's configuration).
+    fn input_schema(&self, generated: Value) -> Value {
+        generated
+    }
+
     /// The level one call with `input` needs, when it depends on the input (at most the
     /// manifest's `permission`); `None` for the manifest's level.
     fn permission_for(&self, _input: &Self::Input) -> Option<Permission> {
@@ -98,7 +104,10 @@ impl<T: TypedTool> Tool for T {
         let mut manifest = self.describe();
         if let Some(fields) = manifest.as_object_mut() {
             fields.insert("name".to_owned(), Value::from(T::NAME));
-            fields.insert("input".to_owned(), input_schema::<T::Input>());
+            fields.insert(
+                "input".to_owned(),
+                self.input_schema(input_schema::<T::Input>()),
+            );
             fields.insert("output".to_owned(), output_schema::<T::Output>());
         }
         manifest
