@@ -12,10 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::permission::Permission;
-use super::{BoxFuture, Tool, invalid};
+use super::{BoxFuture, TypedTool, invalid};
 use crate::engine::native::NativeSandbox;
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
@@ -29,6 +31,171 @@ pub const DEFAULT_LOG_COUNT: u64 = 10;
 
 const UNIT: char = '\u{1f}';
 const RECORD: char = '\u{1e}';
+
+/// What `git` is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// the working tree's state (reads)
+    Status,
+    /// changes, file by file, with the patch (reads)
+    Diff,
+    /// commits (reads)
+    Log,
+    /// one commit with its changes (reads)
+    Show,
+    /// the branches; with `name`, creates one first (writes)
+    Branch,
+    /// stages `paths` (writes)
+    Add,
+    /// commits what is staged (writes)
+    Commit,
+}
+
+/// `git`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitInput {
+    /// what to do
+    pub action: Action,
+    /// diff/log: only this path
+    #[serde(default)]
+    pub path: Option<String>,
+    /// diff: compare with this revision; log: start here; show: this commit (HEAD)
+    #[serde(default)]
+    pub rev: Option<String>,
+    /// diff: the staged changes instead of the working tree's
+    #[serde(default)]
+    pub staged: Option<bool>,
+    /// log: how many commits (10)
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_count: Option<u64>,
+    /// branch: create this branch
+    #[serde(default)]
+    pub name: Option<String>,
+    /// add: the files to stage
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// commit: the message
+    #[serde(default)]
+    pub message: Option<String>,
+    /// commit: stage every tracked change first (-a)
+    #[serde(default)]
+    pub all: Option<bool>,
+}
+
+/// `git`'s output: one shape per action.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum GitOutput {
+    /// `status`
+    Status(Status),
+    /// `diff` and `show` (with its commit)
+    Diff(Diff),
+    /// `log`
+    Log {
+        /// newest first
+        commits: Vec<Commit>,
+    },
+    /// `branch`
+    Branches {
+        /// every local branch
+        branches: Vec<Branch>,
+    },
+    /// `add`
+    Added {
+        /// the paths staged
+        added: Vec<String>,
+    },
+    /// `commit`
+    Committed {
+        /// the new commit's hash
+        commit: String,
+        /// git's one-line summary
+        summary: String,
+    },
+}
+
+/// The working tree's state.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Status {
+    /// the current branch
+    pub branch: Option<String>,
+    /// the branch it tracks
+    pub upstream: Option<String>,
+    /// commits ahead of the upstream
+    pub ahead: i64,
+    /// commits behind it
+    pub behind: i64,
+    /// whether nothing changed and nothing is untracked
+    pub clean: bool,
+    /// the changed files
+    pub files: Vec<Changed>,
+    /// files git does not track
+    pub untracked: Vec<String>,
+}
+
+/// A changed file.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Changed {
+    /// the file
+    pub path: String,
+    /// where a rename or copy came from
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// its state in the index: modified, added, deleted, renamed, copied, unmerged, type_changed or unchanged
+    pub index: &'static str,
+    /// its state in the working tree, in the same words
+    pub worktree: &'static str,
+}
+
+/// Changes with their patch.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Diff {
+    /// lines added and deleted per file (null for binary files)
+    pub files: Vec<FileChange>,
+    /// the patch
+    pub patch: String,
+    /// `show`: the commit
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Commit>,
+}
+
+/// One file's change.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct FileChange {
+    /// the file
+    pub path: String,
+    /// lines added (null for a binary file)
+    pub added: Option<u64>,
+    /// lines deleted (null for a binary file)
+    pub deleted: Option<u64>,
+}
+
+/// A commit.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Commit {
+    /// its hash
+    pub hash: String,
+    /// its author's name
+    pub author: String,
+    /// its author's email
+    pub email: String,
+    /// when it was written (ISO 8601)
+    pub date: String,
+    /// its subject line
+    pub subject: String,
+}
+
+/// A branch.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Branch {
+    /// its name
+    pub name: String,
+    /// whether it is checked out
+    pub current: bool,
+}
 
 /// Git in one project directory.
 #[derive(Debug, Clone)]
@@ -94,77 +261,66 @@ impl Git {
         })
     }
 
-    async fn run(&self, input: Value) -> Result<Value> {
-        let action = input["action"].as_str().unwrap_or_default();
-        let path = input["path"].as_str();
-        match action {
-            "status" => Ok(parse_status(
+    async fn execute(&self, input: GitInput) -> Result<GitOutput> {
+        let path = input.path.as_deref();
+        let format = format!("--format=%H{UNIT}%an{UNIT}%ae{UNIT}%aI{UNIT}%s{RECORD}");
+        match input.action {
+            Action::Status => Ok(GitOutput::Status(parse_status(
                 &self.git(&["status", "--porcelain=v2", "--branch"]).await?,
-            )),
-            "diff" => {
+            ))),
+            Action::Diff => {
                 let mut args = vec!["diff", "--numstat", "--patch"];
-                if input["staged"].as_bool() == Some(true) {
+                if input.staged == Some(true) {
                     args.push("--cached");
                 }
-                if let Some(rev) = input["rev"].as_str() {
-                    args.push(rev);
-                }
+                args.extend(input.rev.as_deref());
                 args.push("--");
                 args.extend(path);
-                Ok(parse_diff(&self.git(&args).await?))
+                Ok(GitOutput::Diff(parse_diff(&self.git(&args).await?)))
             }
-            "log" => {
-                let count = input["max_count"]
-                    .as_u64()
-                    .unwrap_or(DEFAULT_LOG_COUNT)
-                    .to_string();
-                let format = format!("--format=%H{UNIT}%an{UNIT}%ae{UNIT}%aI{UNIT}%s{RECORD}");
+            Action::Log => {
+                let count = input.max_count.unwrap_or(DEFAULT_LOG_COUNT).to_string();
                 let mut args = vec!["log", "-n", &count, &format];
-                if let Some(rev) = input["rev"].as_str() {
-                    args.push(rev);
-                }
+                args.extend(input.rev.as_deref());
                 args.push("--");
                 args.extend(path);
                 let out = match self.git(&args).await {
                     Err(e) if e.to_string().contains("does not have any commits") => String::new(),
                     other => other?,
                 };
-                Ok(json!({ "commits": parse_commits(&out) }))
+                Ok(GitOutput::Log {
+                    commits: parse_commits(&out),
+                })
             }
-            "show" => {
-                let rev = input["rev"].as_str().unwrap_or("HEAD");
-                let format = format!("--format=%H{UNIT}%an{UNIT}%ae{UNIT}%aI{UNIT}%s{RECORD}");
+            Action::Show => {
+                let rev = input.rev.as_deref().unwrap_or("HEAD");
                 let out = self
                     .git(&["show", "--numstat", "--patch", &format, rev, "--"])
                     .await?;
                 let (head, diff) = out.split_once(RECORD).unwrap_or((&out, ""));
-                let commit = parse_commits(&format!("{head}{RECORD}"))
-                    .into_iter()
-                    .next()
-                    .unwrap_or(Value::Null);
                 let mut value = parse_diff(diff.trim_start_matches('\n'));
-                value["commit"] = commit;
-                Ok(value)
+                value.commit = parse_commits(&format!("{head}{RECORD}")).into_iter().next();
+                Ok(GitOutput::Diff(value))
             }
-            "branch" => {
-                if let Some(name) = input["name"].as_str() {
+            Action::Branch => {
+                if let Some(name) = &input.name {
                     self.git(&["branch", "--", name]).await?;
                 }
                 let out = self
                     .git(&["branch", &format!("--format=%(HEAD){UNIT}%(refname:short)")])
                     .await?;
-                let branches: Vec<Value> = out
+                let branches = out
                     .lines()
                     .filter_map(|l| l.split_once(UNIT))
-                    .map(|(head, name)| json!({ "name": name, "current": head == "*" }))
+                    .map(|(head, name)| Branch {
+                        name: name.to_owned(),
+                        current: head == "*",
+                    })
                     .collect();
-                Ok(json!({ "branches": branches }))
+                Ok(GitOutput::Branches { branches })
             }
-            "add" => {
-                let paths: Vec<&str> = input["paths"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
+            Action::Add => {
+                let paths = input.paths.unwrap_or_default();
                 if paths.is_empty() {
                     return Err(invalid(
                         "git",
@@ -172,32 +328,26 @@ impl Git {
                     ));
                 }
                 let mut args = vec!["add", "--"];
-                args.extend(&paths);
+                args.extend(paths.iter().map(String::as_str));
                 self.git(&args).await?;
-                Ok(json!({ "added": paths }))
+                Ok(GitOutput::Added { added: paths })
             }
-            "commit" => {
-                let message = input["message"].as_str().unwrap_or_default();
+            Action::Commit => {
+                let message = input.message.as_deref().unwrap_or_default();
                 if message.trim().is_empty() {
                     return Err(invalid("git", "commit needs a `message`"));
                 }
                 let mut args = vec!["commit", "--no-verify", "-m", message];
-                if input["all"].as_bool() == Some(true) {
+                if input.all == Some(true) {
                     args.push("--all");
                 }
                 let out = self.git(&args).await?;
                 let commit = self.git(&["rev-parse", "HEAD"]).await?;
-                Ok(json!({
-                    "commit": commit.trim(),
-                    "summary": out.lines().next().unwrap_or_default(),
-                }))
+                Ok(GitOutput::Committed {
+                    commit: commit.trim().to_owned(),
+                    summary: out.lines().next().unwrap_or_default().to_owned(),
+                })
             }
-            other => Err(invalid(
-                "git",
-                &format!(
-                    "{other:?} is not an action; use status, diff, log, show, branch, add or commit"
-                ),
-            )),
         }
     }
 }
@@ -235,26 +385,30 @@ fn identity() -> Option<(String, String)> {
 
 /// `git status --porcelain=v2 --branch` as `{ branch, upstream, ahead, behind, clean,
 /// files: [{ path, index, worktree }], untracked: [...] }`.
-fn parse_status(out: &str) -> Value {
-    let mut branch = Value::Null;
-    let mut upstream = Value::Null;
-    let (mut ahead, mut behind) = (0_i64, 0_i64);
-    let mut files = Vec::new();
-    let mut untracked = Vec::new();
+fn parse_status(out: &str) -> Status {
+    let mut status = Status {
+        branch: None,
+        upstream: None,
+        ahead: 0,
+        behind: 0,
+        clean: false,
+        files: Vec::new(),
+        untracked: Vec::new(),
+    };
     for line in out.lines() {
         if let Some(head) = line.strip_prefix("# branch.head ") {
-            branch = json!(head);
+            status.branch = Some(head.to_owned());
         } else if let Some(up) = line.strip_prefix("# branch.upstream ") {
-            upstream = json!(up);
+            status.upstream = Some(up.to_owned());
         } else if let Some(ab) = line.strip_prefix("# branch.ab ") {
             let mut parts = ab.split(' ');
-            ahead = parts.next().and_then(|a| a.parse().ok()).unwrap_or(0);
-            behind = parts
+            status.ahead = parts.next().and_then(|a| a.parse().ok()).unwrap_or(0);
+            status.behind = parts
                 .next()
                 .and_then(|b| b.parse().ok())
                 .map_or(0, |b: i64| -b);
         } else if let Some(path) = line.strip_prefix("? ") {
-            untracked.push(json!(path));
+            status.untracked.push(path.to_owned());
         } else if line.starts_with("1 ") || line.starts_with("2 ") || line.starts_with("u ") {
             let fields: Vec<&str> = line
                 .splitn(if line.starts_with('2') { 10 } else { 9 }, ' ')
@@ -275,35 +429,25 @@ fn parse_status(out: &str) -> Value {
                 Some('T') => "type_changed",
                 _ => "unchanged",
             };
-            let mut file = json!({
-                "path": path,
-                "index": state(xy.chars().next()),
-                "worktree": state(xy.chars().nth(1)),
+            status.files.push(Changed {
+                path: path.to_owned(),
+                from: from.map(str::to_owned),
+                index: state(xy.chars().next()),
+                worktree: state(xy.chars().nth(1)),
             });
-            if let Some(from) = from {
-                file["from"] = json!(from);
-            }
-            files.push(file);
         }
     }
-    json!({
-        "branch": branch,
-        "upstream": upstream,
-        "ahead": ahead,
-        "behind": behind,
-        "clean": files.is_empty() && untracked.is_empty(),
-        "files": files,
-        "untracked": untracked,
-    })
+    status.clean = status.files.is_empty() && status.untracked.is_empty();
+    status
 }
 
 /// `--numstat --patch` output as `{ files: [{ path, added, deleted }], patch }`.
-fn parse_diff(out: &str) -> Value {
+fn parse_diff(out: &str) -> Diff {
     let (stats, patch) = match out.find("diff --git") {
         Some(at) => out.split_at(at),
         None => (out, ""),
     };
-    let files: Vec<Value> = stats
+    let files = stats
         .lines()
         .filter_map(|l| {
             let mut parts = l.splitn(3, '\t');
@@ -311,54 +455,49 @@ fn parse_diff(out: &str) -> Value {
             let deleted = parts.next()?;
             let path = parts.next()?;
             // Binary files show `-` for both counts.
-            Some(json!({
-                "path": path,
-                "added": added.parse::<u64>().ok(),
-                "deleted": deleted.parse::<u64>().ok(),
-            }))
+            Some(FileChange {
+                path: path.to_owned(),
+                added: added.parse().ok(),
+                deleted: deleted.parse().ok(),
+            })
         })
         .collect();
-    json!({ "files": files, "patch": patch })
+    Diff {
+        files,
+        patch: patch.to_owned(),
+        commit: None,
+    }
 }
 
-fn parse_commits(out: &str) -> Vec<Value> {
+fn parse_commits(out: &str) -> Vec<Commit> {
     out.split(RECORD)
         .filter_map(|record| {
             let record = record.trim_start_matches('\n');
             let mut f = record.splitn(5, UNIT);
             let hash = f.next().filter(|h| !h.is_empty())?;
-            Some(json!({
-                "hash": hash,
-                "author": f.next()?,
-                "email": f.next()?,
-                "date": f.next()?,
-                "subject": f.next()?.trim_end(),
-            }))
+            Some(Commit {
+                hash: hash.to_owned(),
+                author: f.next()?.to_owned(),
+                email: f.next()?.to_owned(),
+                date: f.next()?.to_owned(),
+                subject: f.next()?.trim_end().to_owned(),
+            })
         })
         .collect()
 }
 
-impl Tool for Git {
-    fn manifest(&self) -> Value {
+impl TypedTool for Git {
+    const NAME: &'static str = "git";
+    type Input = GitInput;
+    type Output = GitOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "git",
             "description": "Git in the project's repository with structured results: status, diff, log, show and branch read; add, commit and creating a branch write.",
             "category": "vcs",
             "tags": ["git", "vcs"],
             "permission": "read_write",
             "timeout": 70_000,
-            "input": { "type": "object", "properties": {
-                "action": { "type": "string", "enum": ["status", "diff", "log", "show", "branch", "add", "commit"] },
-                "path": { "type": "string", "description": "diff/log: only this path" },
-                "rev": { "type": "string", "description": "diff: compare with this revision; log: start here; show: this commit (HEAD)" },
-                "staged": { "type": "boolean", "description": "diff: the staged changes instead of the working tree's" },
-                "max_count": { "type": "integer", "minimum": 1, "maximum": 1000, "description": "log: how many commits (10)" },
-                "name": { "type": "string", "description": "branch: create this branch" },
-                "paths": { "type": "array", "items": { "type": "string" }, "description": "add: the files to stage" },
-                "message": { "type": "string", "description": "commit: the message" },
-                "all": { "type": "boolean", "description": "commit: stage every tracked change first (-a)" } },
-                "required": ["action"], "additionalProperties": false },
-            "output": { "type": "object" },
             "examples": [
                 { "description": "What changed, file by file", "input": { "action": "status" } },
                 { "description": "The last five commits", "input": { "action": "log", "max_count": 5 } },
@@ -376,11 +515,11 @@ impl Tool for Git {
         &["Git"]
     }
 
-    fn permission_for(&self, input: &Value) -> Option<Permission> {
-        let writes = match input["action"].as_str() {
-            Some("add" | "commit") => true,
-            Some("branch") => input.get("name").is_some(),
-            _ => false,
+    fn permission_for(&self, input: &GitInput) -> Option<Permission> {
+        let writes = match input.action {
+            Action::Add | Action::Commit => true,
+            Action::Branch => input.name.is_some(),
+            Action::Status | Action::Diff | Action::Log | Action::Show => false,
         };
         Some(if writes {
             Permission::ReadWrite
@@ -389,8 +528,8 @@ impl Tool for Git {
         })
     }
 
-    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
-        Box::pin(self.run(input))
+    fn run(&self, input: GitInput, _ctx: SkillContext) -> BoxFuture<'_, Result<GitOutput>> {
+        Box::pin(self.execute(input))
     }
 }
 
@@ -402,7 +541,7 @@ mod tests {
     fn status_is_structured() {
         let out = "# branch.oid abc\n# branch.head main\n# branch.upstream origin/main\n# branch.ab +2 -1\n1 .M N... 100644 100644 100644 a b src/lib.rs\n1 A. N... 000000 100644 100644 0 b new.rs\n2 R. N... 100644 100644 100644 a b R100 to.rs\tfrom.rs\n? notes.txt\n";
         assert_eq!(
-            parse_status(out),
+            serde_json::to_value(parse_status(out)).unwrap(),
             json!({
                 "branch": "main", "upstream": "origin/main", "ahead": 2, "behind": 1, "clean": false,
                 "files": [
@@ -420,6 +559,7 @@ mod tests {
         let diff = parse_diff(
             "3\t1\tsrc/lib.rs\n-\t-\tlogo.png\ndiff --git a/src/lib.rs b/src/lib.rs\n+x\n",
         );
+        let diff = serde_json::to_value(diff).unwrap();
         assert_eq!(
             diff["files"],
             json!([{ "path": "src/lib.rs", "added": 3, "deleted": 1 }, { "path": "logo.png", "added": null, "deleted": null }])
@@ -429,6 +569,6 @@ mod tests {
             "h1\u{1f}Ann\u{1f}a@x\u{1f}2026-01-01T00:00:00Z\u{1f}First\u{1e}\nh2\u{1f}Bo\u{1f}b@x\u{1f}2026-01-02T00:00:00Z\u{1f}Second\u{1e}\n",
         );
         assert_eq!(log.len(), 2);
-        assert_eq!(log[1]["subject"], "Second");
+        assert_eq!(log[1].subject, "Second");
     }
 }
