@@ -21,10 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::bash::Bash;
-use super::{BoxFuture, Tool, invalid};
+use super::{BoxFuture, TypedTool, invalid};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -107,8 +109,8 @@ impl Terminal {
         }
     }
 
-    fn session(&self, input: &Value) -> Result<Arc<Session>> {
-        let id = input["session_id"].as_str().unwrap_or_default();
+    fn session(&self, input: &TerminalInput) -> Result<Arc<Session>> {
+        let id = input.session_id.as_deref().unwrap_or_default();
         let session = lock(&self.sessions).get(id).cloned().ok_or_else(|| Error::Skill {
             skill: "terminal".into(),
             kind: FailureKind::NotFound,
@@ -118,18 +120,14 @@ impl Terminal {
         Ok(session)
     }
 
-    fn start(&self, input: &Value) -> Result<Value> {
+    fn start(&self, input: &TerminalInput) -> Result<TerminalOutput> {
         if lock(&self.sessions).len() >= MAX_SESSIONS {
             return Err(failed(format!(
                 "{MAX_SESSIONS} sessions are open; stop one first ({{\"action\": \"stop\", \"session_id\": …}})"
             )));
         }
-        let rows = input["rows"]
-            .as_u64()
-            .map_or(DEFAULT_ROWS, |r| r.clamp(5, 200) as u16);
-        let cols = input["columns"]
-            .as_u64()
-            .map_or(DEFAULT_COLUMNS, |c| c.clamp(20, 400) as u16);
+        let rows = input.rows.map_or(DEFAULT_ROWS, |r| r.clamp(5, 200));
+        let cols = input.columns.map_or(DEFAULT_COLUMNS, |c| c.clamp(20, 400));
         let root = self.root.canonicalize().map_err(Error::io_at(&self.root))?;
         let pair = native_pty_system()
             .openpty(PtySize {
@@ -206,17 +204,18 @@ impl Terminal {
         });
         lock(&self.sessions).insert(id.clone(), session);
         self.reap_idle();
-        Ok(json!({ "session_id": id, "rows": rows, "columns": cols }))
+        Ok(TerminalOutput::Started {
+            session_id: id,
+            rows,
+            columns: cols,
+        })
     }
 
-    async fn send(&self, input: &Value, ctx: &SkillContext) -> Result<Value> {
+    async fn send(&self, input: &TerminalInput, ctx: &SkillContext) -> Result<TerminalOutput> {
         let session = self.session(input)?;
-        let text = input["input"].as_str().unwrap_or_default();
-        let enter = input["enter"].as_bool().unwrap_or(true);
-        let keys: Vec<&str> = input["keys"]
-            .as_array()
-            .map(|k| k.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let text = input.input.as_deref().unwrap_or_default();
+        let enter = input.enter.unwrap_or(true);
+        let keys = input.keys.as_deref().unwrap_or_default();
         // The shell waits at its prompt once its output has settled after start.
         settle(&session, Duration::from_secs(2)).await;
         let at_prompt = {
@@ -242,7 +241,7 @@ impl Terminal {
         if enter && !text.is_empty() {
             bytes.push(b'\r');
         }
-        for key in &keys {
+        for key in keys {
             bytes.extend_from_slice(key_bytes(key).ok_or_else(|| {
                 invalid("terminal", &format!("{key:?} is not a key; use enter, tab, escape, backspace, up, down, left, right, ctrl-c, ctrl-d or ctrl-z"))
             })?);
@@ -252,17 +251,15 @@ impl Terminal {
             .write_all(&bytes)
             .and_then(|()| writer.flush())
             .map_err(|e| failed(format!("the session has ended: {e}")))?;
-        Ok(json!({ "sent": bytes.len(), "judged": at_prompt }))
+        Ok(TerminalOutput::Sent {
+            sent: bytes.len(),
+            judged: at_prompt,
+        })
     }
 
-    async fn read(&self, input: &Value) -> Result<Value> {
+    async fn read(&self, input: &TerminalInput) -> Result<TerminalOutput> {
         let session = self.session(input)?;
-        let wait = Duration::from_millis(
-            input["wait_ms"]
-                .as_u64()
-                .unwrap_or(DEFAULT_WAIT_MS)
-                .min(30_000),
-        );
+        let wait = Duration::from_millis(input.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(30_000));
         settle(&session, wait).await;
         let (contents, cursor) = {
             let parser = lock(&session.screen);
@@ -270,21 +267,26 @@ impl Terminal {
             (screen.contents(), screen.cursor_position())
         };
         let status = lock(&session.child).try_wait().ok().flatten();
-        Ok(json!({
-            "screen": contents.trim_end(),
-            "cursor": { "row": cursor.0 + 1, "column": cursor.1 + 1 },
-            "alive": status.is_none(),
-            "exit_code": status.map(|s| s.exit_code()),
-        }))
+        Ok(TerminalOutput::Screen {
+            screen: contents.trim_end().to_owned(),
+            cursor: Cursor {
+                row: cursor.0 + 1,
+                column: cursor.1 + 1,
+            },
+            alive: status.is_none(),
+            exit_code: status.map(|s| s.exit_code()),
+        })
     }
 
-    fn stop(&self, input: &Value) -> Result<Value> {
-        let id = input["session_id"].as_str().unwrap_or_default();
+    fn stop(&self, input: &TerminalInput) -> Result<TerminalOutput> {
+        let id = input.session_id.as_deref().unwrap_or_default();
         let session = lock(&self.sessions).remove(id);
         match session {
             Some(session) => {
                 session.kill();
-                Ok(json!({ "stopped": id }))
+                Ok(TerminalOutput::Stopped {
+                    stopped: id.to_owned(),
+                })
             }
             None => Err(Error::Skill {
                 skill: "terminal".into(),
@@ -379,26 +381,127 @@ fn failed(message: String) -> Error {
     }
 }
 
-impl Tool for Terminal {
-    fn manifest(&self) -> Value {
+/// What `terminal` is asked to do.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// opens a session
+    Start,
+    /// types into a session
+    Send,
+    /// reads a session's screen
+    Read,
+    /// stops a session and everything it started
+    Stop,
+    /// the open sessions
+    List,
+}
+
+/// `terminal`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalInput {
+    /// what to do
+    pub action: Action,
+    /// send, read, stop: the session start returned
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// send: the text to type (Enter is pressed after it unless enter is false)
+    #[serde(default)]
+    pub input: Option<String>,
+    /// send: press Enter after the input (default true)
+    #[serde(default)]
+    pub enter: Option<bool>,
+    /// send: keys after the input: enter, tab, escape, backspace, up, down, left, right, ctrl-c, ctrl-d, ctrl-z
+    #[serde(default)]
+    pub keys: Option<Vec<String>>,
+    /// read: wait up to this long for the output to settle (300)
+    #[serde(default)]
+    #[schemars(range(max = 30_000))]
+    pub wait_ms: Option<u64>,
+    /// start: the screen's height
+    #[serde(default)]
+    #[schemars(range(min = 5, max = 200))]
+    pub rows: Option<u16>,
+    /// start: the screen's width
+    #[serde(default)]
+    #[schemars(range(min = 20, max = 400))]
+    pub columns: Option<u16>,
+}
+
+/// `terminal`'s output: one shape per action.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TerminalOutput {
+    /// `start`
+    Started {
+        /// the session's id, for the other actions
+        session_id: String,
+        /// the screen's height
+        rows: u16,
+        /// the screen's width
+        columns: u16,
+    },
+    /// `send`
+    Sent {
+        /// bytes written to the terminal
+        sent: usize,
+        /// whether the text went to the shell's prompt (and passed the allowlist)
+        judged: bool,
+    },
+    /// `read`
+    Screen {
+        /// what the screen shows
+        screen: String,
+        /// where the cursor is (1-based)
+        cursor: Cursor,
+        /// whether the shell still runs
+        alive: bool,
+        /// the shell's exit code once it ended
+        exit_code: Option<u32>,
+    },
+    /// `stop`
+    Stopped {
+        /// the session stopped
+        stopped: String,
+    },
+    /// `list`
+    Sessions {
+        /// the open sessions
+        sessions: Vec<Open>,
+    },
+}
+
+/// A cursor position.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Cursor {
+    /// the row (1-based)
+    pub row: u16,
+    /// the column (1-based)
+    pub column: u16,
+}
+
+/// An open session.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Open {
+    /// its id
+    pub session_id: String,
+    /// how long it has not been used
+    pub idle_ms: u64,
+}
+
+impl TypedTool for Terminal {
+    const NAME: &'static str = "terminal";
+    type Input = TerminalInput;
+    type Output = TerminalOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "terminal",
             "description": "A persistent shell session on a terminal, for interactive programs and long-running commands: start a session, send it input (and keys such as ctrl-c), read its screen, stop it. Use bash for one-off commands.",
             "category": "shell",
             "tags": ["shell", "execute", "terminal"],
             "permission": "execute",
             "timeout": 40_000,
-            "input": { "type": "object", "properties": {
-                "action": { "type": "string", "enum": ["start", "send", "read", "stop", "list"] },
-                "session_id": { "type": "string", "description": "send, read, stop: the session start returned" },
-                "input": { "type": "string", "description": "send: the text to type (Enter is pressed after it unless enter is false)" },
-                "enter": { "type": "boolean", "description": "send: press Enter after the input (default true)" },
-                "keys": { "type": "array", "items": { "type": "string" }, "description": "send: keys after the input: enter, tab, escape, backspace, up, down, left, right, ctrl-c, ctrl-d, ctrl-z" },
-                "wait_ms": { "type": "integer", "minimum": 0, "maximum": 30_000, "description": "read: wait up to this long for the output to settle (300)" },
-                "rows": { "type": "integer", "minimum": 5, "maximum": 200 },
-                "columns": { "type": "integer", "minimum": 20, "maximum": 400 } },
-                "required": ["action"], "additionalProperties": false },
-            "output": { "type": "object" },
             "examples": [
                 { "description": "Open a session", "input": { "action": "start" } },
                 { "description": "Run a command in it", "input": { "action": "send", "session_id": "term-1", "input": "cargo test" } },
@@ -416,24 +519,24 @@ impl Tool for Terminal {
         &["Terminal"]
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
+    fn run(&self, input: TerminalInput, ctx: SkillContext) -> BoxFuture<'_, Result<TerminalOutput>> {
         Box::pin(async move {
-            match input["action"].as_str().unwrap_or_default() {
-                "start" => self.start(&input),
-                "send" => self.send(&input, &ctx).await,
-                "read" => self.read(&input).await,
-                "stop" => self.stop(&input),
-                "list" => {
-                    let sessions: Vec<Value> = lock(&self.sessions)
+            match input.action {
+                Action::Start => self.start(&input),
+                Action::Send => self.send(&input, &ctx).await,
+                Action::Read => self.read(&input).await,
+                Action::Stop => self.stop(&input),
+                Action::List => {
+                    let sessions = lock(&self.sessions)
                         .iter()
-                        .map(|(id, s)| json!({ "session_id": id, "idle_ms": lock(&s.last_used).elapsed().as_millis() as u64 }))
+                        .map(|(id, s)| Open {
+                            session_id: id.clone(),
+                            idle_ms: u64::try_from(lock(&s.last_used).elapsed().as_millis())
+                                .unwrap_or(u64::MAX),
+                        })
                         .collect();
-                    Ok(json!({ "sessions": sessions }))
+                    Ok(TerminalOutput::Sessions { sessions })
                 }
-                other => Err(invalid(
-                    "terminal",
-                    &format!("{other:?} is not an action; use start, send, read, stop or list"),
-                )),
             }
         })
     }
