@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 #[cfg(any(test, feature = "internals"))]
@@ -24,7 +26,7 @@ pub use client::{Server, uri_path};
 
 use super::permission::{Locale, Permission};
 use super::project::Project;
-use super::{BoxFuture, Tool, invalid};
+use super::{BoxFuture, TypedTool, invalid};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -204,9 +206,8 @@ impl Lsp {
         });
     }
 
-    async fn run(&self, input: Value, locale: Locale) -> Result<Value> {
-        let action = input["action"].as_str().unwrap_or_default();
-        let requested = input["file_path"].as_str().unwrap_or_default();
+    async fn ask(&self, input: LspInput, locale: Locale) -> Result<LspOutput> {
+        let requested = input.file_path.as_str();
         let relative = self.project.relative("lsp", requested, locale)?;
         let root = self
             .project
@@ -241,27 +242,31 @@ impl Lsp {
             .settle(Duration::from_millis(300), INDEX_TIMEOUT)
             .await;
         let position = || -> Result<Value> {
-            let line = input["line"]
-                .as_u64()
+            let line = input
+                .line
                 .ok_or_else(|| invalid("lsp", "`line` (1-based) is needed for this action"))?;
-            let column = input["column"].as_u64().unwrap_or(1);
+            let column = input.column.unwrap_or(1);
             Ok(
                 json!({ "line": line.saturating_sub(1), "character": utf16_column(&text, line, column) }),
             )
         };
         let document = json!({ "uri": uri });
-        match action {
-            "definition" | "references" => {
+        let server_name = spec.program.to_owned();
+        match input.action {
+            action @ (Action::Definition | Action::References) => {
                 let mut params = json!({ "textDocument": document, "position": position()? });
-                if action == "references" {
+                if action == Action::References {
                     params["context"] = json!({ "includeDeclaration": true });
                 }
-                let method = format!("textDocument/{action}");
+                let method = match action {
+                    Action::References => "textDocument/references",
+                    _ => "textDocument/definition",
+                };
                 let answer = server
-                    .request(&method, params, REQUEST_TIMEOUT)
+                    .request(method, params, REQUEST_TIMEOUT)
                     .await
                     .map_err(failed)?;
-                let mut locations: Vec<Value> = match answer {
+                let mut locations: Vec<Location> = match answer {
                     Value::Array(items) => items,
                     Value::Null => Vec::new(),
                     single => vec![single],
@@ -270,55 +275,54 @@ impl Lsp {
                 .filter_map(|l| location(l, &root))
                 .collect();
                 // Servers answer in any order; by file and position reads best.
-                locations.sort_by_key(|l| {
-                    (
-                        l["file_path"].as_str().unwrap_or_default().to_owned(),
-                        l["line"].as_u64(),
-                        l["column"].as_u64(),
-                    )
+                locations.sort_by(|a, b| {
+                    (&a.file_path, a.line, a.column).cmp(&(&b.file_path, b.line, b.column))
                 });
-                Ok(json!({ "locations": locations, "server": spec.program }))
+                Ok(LspOutput::Locations {
+                    locations,
+                    server: server_name,
+                })
             }
-            "hover" => {
+            Action::Hover => {
                 let params = json!({ "textDocument": document, "position": position()? });
                 let answer = server
                     .request("textDocument/hover", params, REQUEST_TIMEOUT)
                     .await
                     .map_err(failed)?;
-                Ok(json!({ "contents": hover_text(&answer["contents"]), "server": spec.program }))
+                Ok(LspOutput::Hover {
+                    contents: hover_text(&answer["contents"]),
+                    server: server_name,
+                })
             }
-            "diagnostics" => {
+            Action::Diagnostics => {
                 let found = server
                     .diagnostics(&uri, REQUEST_TIMEOUT)
                     .await
                     .unwrap_or(Value::Array(Vec::new()));
-                let diagnostics: Vec<Value> = found
+                let diagnostics = found
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|d| {
-                        json!({
-                            "line": d["range"]["start"]["line"].as_u64().map_or(0, |l| l + 1),
-                            "column": d["range"]["start"]["character"].as_u64().map_or(0, |c| c + 1),
-                            "severity": match d["severity"].as_u64() {
-                                Some(1) => "error",
-                                Some(2) => "warning",
-                                Some(3) => "information",
-                                _ => "hint",
-                            },
-                            "message": d["message"],
-                            "source": d["source"],
-                        })
+                    .map(|d| Diagnostic {
+                        line: d["range"]["start"]["line"].as_u64().map_or(0, |l| l + 1),
+                        column: d["range"]["start"]["character"]
+                            .as_u64()
+                            .map_or(0, |c| c + 1),
+                        severity: match d["severity"].as_u64() {
+                            Some(1) => "error",
+                            Some(2) => "warning",
+                            Some(3) => "information",
+                            _ => "hint",
+                        },
+                        message: d["message"].as_str().unwrap_or_default().to_owned(),
+                        source: d["source"].as_str().map(str::to_owned),
                     })
                     .collect();
-                Ok(json!({ "diagnostics": diagnostics, "server": spec.program }))
+                Ok(LspOutput::Diagnostics {
+                    diagnostics,
+                    server: server_name,
+                })
             }
-            other => Err(invalid(
-                "lsp",
-                &format!(
-                    "{other:?} is not an action; use definition, references, hover or diagnostics"
-                ),
-            )),
         }
     }
 }
@@ -368,7 +372,7 @@ fn utf16_column(text: &str, line: u64, column: u64) -> u64 {
 
 /// A `Location` (or `LocationLink`) as `{ file_path, line, column }`, relative to the
 /// project when inside it.
-fn location(value: &Value, root: &Path) -> Option<Value> {
+fn location(value: &Value, root: &Path) -> Option<Location> {
     let uri = value
         .get("uri")
         .or_else(|| value.get("targetUri"))?
@@ -380,11 +384,11 @@ fn location(value: &Value, root: &Path) -> Option<Value> {
     let shown = path
         .strip_prefix(root)
         .map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
-    Some(json!({
-        "file_path": shown,
-        "line": range["start"]["line"].as_u64()? + 1,
-        "column": range["start"]["character"].as_u64()? + 1,
-    }))
+    Some(Location {
+        file_path: shown,
+        line: range["start"]["line"].as_u64()? + 1,
+        column: range["start"]["character"].as_u64()? + 1,
+    })
 }
 
 /// Hover contents (a string, `MarkedString`, a list of them, or `MarkupContent`) as text.
@@ -405,26 +409,104 @@ fn hover_text(contents: &Value) -> String {
     }
 }
 
-impl Tool for Lsp {
-    fn manifest(&self) -> Value {
+/// What `lsp` is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// where the symbol at line and column is defined
+    Definition,
+    /// where it is used
+    References,
+    /// its type and docs
+    Hover,
+    /// the file's errors and warnings
+    Diagnostics,
+}
+
+/// `lsp`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspInput {
+    /// what to ask
+    pub action: Action,
+    /// the file: relative to the project directory, or absolute inside it
+    #[schemars(length(min = 1))]
+    pub file_path: String,
+    /// 1-based line (definition, references, hover)
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub line: Option<u64>,
+    /// 1-based column of the symbol (default 1)
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub column: Option<u64>,
+}
+
+/// `lsp`'s output: one shape per action.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LspOutput {
+    /// `definition` and `references`
+    Locations {
+        /// by file and position
+        locations: Vec<Location>,
+        /// the server that answered
+        server: String,
+    },
+    /// `hover`
+    Hover {
+        /// the type and docs, as text
+        contents: String,
+        /// the server that answered
+        server: String,
+    },
+    /// `diagnostics`
+    Diagnostics {
+        /// the file's errors and warnings
+        diagnostics: Vec<Diagnostic>,
+        /// the server that answered
+        server: String,
+    },
+}
+
+/// A place in a file.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Location {
+    /// the file, relative to the project when inside it
+    pub file_path: String,
+    /// 1-based line
+    pub line: u64,
+    /// 1-based column
+    pub column: u64,
+}
+
+/// An error or warning a server reports.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Diagnostic {
+    /// 1-based line
+    pub line: u64,
+    /// 1-based column
+    pub column: u64,
+    /// error, warning, information or hint
+    pub severity: &'static str,
+    /// what is wrong
+    pub message: String,
+    /// what found it (a compiler, a linter)
+    pub source: Option<String>,
+}
+
+impl TypedTool for Lsp {
+    const NAME: &'static str = "lsp";
+    type Input = LspInput;
+    type Output = LspOutput;
+
+    fn describe(&self) -> Value {
         json!({
-            "name": "lsp",
             "description": "Asks a language server about code: where a symbol is defined, where it is used, its type and docs (hover), or the file's diagnostics. Positions are 1-based line and column as read shows them. Servers: rust-analyzer, typescript-language-server, pyright, gopls, clangd.",
             "category": "code",
             "tags": ["code", "lsp"],
             "permission": "execute",
             "timeout": 120_000,
-            "input": { "type": "object", "properties": {
-                "action": { "type": "string", "enum": ["definition", "references", "hover", "diagnostics"] },
-                "file_path": { "type": "string", "minLength": 1, "description": "the file: relative to the project directory, or absolute inside it" },
-                "line": { "type": "integer", "minimum": 1, "description": "1-based line (definition, references, hover)" },
-                "column": { "type": "integer", "minimum": 1, "description": "1-based column of the symbol (default 1)" } },
-                "required": ["action", "file_path"], "additionalProperties": false },
-            "output": { "type": "object", "properties": {
-                "locations": { "type": "array", "items": { "type": "object" } },
-                "contents": { "type": "string" },
-                "diagnostics": { "type": "array", "items": { "type": "object" } },
-                "server": { "type": "string" } } },
             "examples": [
                 { "description": "Where the function called on line 3, column 5 is defined", "input": { "action": "definition", "file_path": "src/main.rs", "line": 3, "column": 5 } },
                 { "description": "Every use of a symbol", "input": { "action": "references", "file_path": "src/lib.rs", "line": 1, "column": 8 } },
@@ -442,10 +524,8 @@ impl Tool for Lsp {
         &["LSP", "Lsp"]
     }
 
-    fn permission_for(&self, input: &Value) -> Option<Permission> {
-        let spec = input["file_path"]
-            .as_str()
-            .and_then(|p| server_for(Path::new(p)));
+    fn permission_for(&self, input: &LspInput) -> Option<Permission> {
+        let spec = server_for(Path::new(&input.file_path));
         Some(if spec.is_some_and(|s| !s.runs_project_code) {
             Permission::ReadOnly
         } else {
@@ -453,8 +533,8 @@ impl Tool for Lsp {
         })
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
-        Box::pin(self.run(input, ctx.locale()))
+    fn run(&self, input: LspInput, ctx: SkillContext) -> BoxFuture<'_, Result<LspOutput>> {
+        Box::pin(self.ask(input, ctx.locale()))
     }
 }
 
@@ -491,7 +571,11 @@ mod tests {
         );
         assert_eq!(
             found,
-            Some(json!({ "file_path": "src/lib.rs", "line": 5, "column": 8 }))
+            Some(Location {
+                file_path: "src/lib.rs".into(),
+                line: 5,
+                column: 8
+            })
         );
         assert_eq!(
             hover_text(&json!({ "kind": "markdown", "value": "```rust\nfn run()\n```" })),
