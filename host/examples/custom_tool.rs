@@ -1,46 +1,47 @@
 //! Register a Rust function as an in-process tool: it is a skill like any other, with
-//! its input checked against its schema before it runs.
+//! its input checked against its schema before it runs. The schemas are generated from
+//! the input and output types (`serde` and `schemars` derives), so they cannot drift
+//! from what the function reads and returns.
 //!
 //! ```sh
 //! cargo run -p evo-host --example custom_tool
 //! ```
 
-use evo_host::Host;
-use evo_host::SkillContext;
-use evo_host::{BoxFuture, Tool};
+use evo_host::{BoxFuture, Host, SkillContext, TypedTool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// Counts the words of a text.
 #[derive(Debug)]
 struct WordCount;
 
-impl Tool for WordCount {
-    fn manifest(&self) -> Value {
-        json!({
-            "name": "word_count",
-            "description": "Counts the words of a text.",
-            "input": {
-                "type": "object",
-                "properties": { "text": { "type": "string" } },
-                "required": ["text"]
-            },
-            "output": {
-                "type": "object",
-                "properties": { "words": { "type": "integer" } },
-                "required": ["words"]
-            }
-        })
+/// The input: its schema (`text`, a string, required) is generated from this type.
+#[derive(Deserialize, JsonSchema)]
+struct Text {
+    /// the text whose words to count
+    text: String,
+}
+
+/// The output.
+#[derive(Serialize, JsonSchema)]
+struct Count {
+    /// how many words the text has
+    words: usize,
+}
+
+impl TypedTool for WordCount {
+    const NAME: &'static str = "word_count";
+    type Input = Text;
+    type Output = Count;
+
+    fn describe(&self) -> Value {
+        json!({ "description": "Counts the words of a text." })
     }
 
-    fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, evo_host::Result<Value>> {
-        Box::pin(async move {
-            let words = input["text"]
-                .as_str()
-                .unwrap_or_default()
-                .split_whitespace()
-                .count();
-            Ok(json!({ "words": words }))
-        })
+    fn run(&self, input: Text, _ctx: SkillContext) -> BoxFuture<'_, evo_host::Result<Count>> {
+        let words = input.text.split_whitespace().count();
+        Box::pin(async move { Ok(Count { words }) })
     }
 }
 

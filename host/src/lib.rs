@@ -38,8 +38,9 @@
 //!
 //! - A `.wasm` component or a skill directory: [`Host::resolve`] loads and registers it,
 //!   then call it by the name it returns. [`Host::install`] installs one for good.
-//! - Your own Rust functions: implement [`Tool`] and add it with
-//!   [`HostBuilder::tool`].
+//! - Your own Rust functions: implement [`TypedTool`] (input and output types whose
+//!   schemas are generated) or [`Tool`] (a schema known only at run time) and add it
+//!   with [`HostBuilder::tool`].
 //! - The agent: [`HostBuilder::llm`] (or `EVO_LLM`), then [`Host::agent`].
 //! - What a skill may touch: [`Policy`], set by `[grants]` in `evo.toml`.
 //!
@@ -49,7 +50,7 @@
 //! # What to name
 //!
 //! The names re-exported at the crate root are the API an embedder uses: [`Host`],
-//! [`HostBuilder`], [`Config`], [`Error`], [`Tool`], [`SkillContext`], [`RunEvent`],
+//! [`HostBuilder`], [`Config`], [`Error`], [`Tool`], [`TypedTool`], [`SkillContext`], [`RunEvent`],
 //! [`Policy`], [`Embedder`], [`LlmProvider`], [`InstallOptions`] and what they return.
 //! The examples and the `evo` binary name nothing else, besides three modules:
 //! [`config`] (every setting of `evo.toml`), [`serve`] (MCP and the HTTP API) and

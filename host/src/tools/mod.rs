@@ -10,34 +10,9 @@
 //! [`HostBuilder::tool`](crate::HostBuilder::tool)) it is a skill like any other: the
 //! agent, `evo skill run` and every other front end see it, and its calls go through the
 //! kernel's gates (input validation, timeout, output validation, statistics, events).
-//!
-//! ```
-//! use evo_host::tools::{BoxFuture, Tool};
-//! use evo_host::skill::kernel::SkillContext;
-//! use serde_json::{Value, json};
-//!
-//! #[derive(Debug)]
-//! struct Shout;
-//!
-//! impl Tool for Shout {
-//!     fn manifest(&self) -> Value {
-//!         json!({
-//!             "name": "shout",
-//!             "description": "Upper-cases a text.",
-//!             "input": { "type": "object", "properties": { "text": { "type": "string" } },
-//!                        "required": ["text"] },
-//!             "output": { "type": "object", "properties": { "text": { "type": "string" } } }
-//!         })
-//!     }
-//!
-//!     fn call(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, evo_host::Result<Value>> {
-//!         Box::pin(async move {
-//!             let text = input["text"].as_str().unwrap_or_default().to_uppercase();
-//!             Ok(json!({ "text": text }))
-//!         })
-//!     }
-//! }
-//! ```
+//! Every built-in tool is a [`TypedTool`]: its input and output are Rust types, and the
+//! manifest's schemas are generated from them. Implement [`Tool`] itself only for a tool
+//! whose schema is known at run time alone (one read from a file, say).
 
 #[cfg(feature = "dev-tools")]
 pub mod bash;
