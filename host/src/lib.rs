@@ -200,6 +200,9 @@ pub use storage::Pg;
 pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings};
 pub use tools::registry::{ToolCall, ToolDescriptor, ToolResult};
 pub use tools::{BoxFuture, Tool, TypedTool};
+/// The schemars a [`TypedTool`]'s types derive `JsonSchema` from: depend on the same
+/// major version, or derive with `#[schemars(crate = "evo_host::schemars")]`.
+pub use schemars;
 
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).
 pub(crate) fn unix_millis() -> u64 {
