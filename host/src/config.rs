@@ -346,7 +346,7 @@ impl Default for Config {
     /// - native scripts as many at once as there are cores, best-effort isolation;
     /// - the kernel's and the agent's defaults.
     fn default() -> Self {
-        use crate::engine::native;
+        use crate::engine::native_limits as native;
         use crate::engine::wasm::LimitPolicy;
         use crate::skill::kernel;
         let limits = LimitPolicy::default();

@@ -66,7 +66,13 @@
 //! - `minilm`: the offline MiniLM embedder (`evo memory reindex --embedder minilm`).
 //! - `postgres`: several nodes on one PostgreSQL database (`[storage] url`).
 //! - `serve`: MCP over stdio and HTTP, the HTTP API (the `serve` module).
-//! - `dev-tools`: the tools that run programs: `bash`, `terminal`, `git`, `lsp`.
+//! - `native`: the native sandbox: script skills (`scripts/execute.js`, run by Node), an
+//!   instruction skill's helper scripts (`run_skill_script`), and the launcher that
+//!   confines them (`confine_and_exec`). Without it a script skill answers
+//!   [`Error::FeatureNotBuilt`] when loaded, unless its install turned it into a Wasm
+//!   component.
+//! - `dev-tools`: the tools that run programs: `bash`, `terminal`, `git`, `lsp` (in the
+//!   native sandbox: it implies `native`).
 //!
 //! # Inside
 //!
@@ -147,10 +153,13 @@ pub use capabilities::{
 };
 pub use config::Config;
 pub use engine::loader::StaticExecutor;
+#[cfg(feature = "native")]
 pub use engine::native::IsolationLevel;
+#[cfg(feature = "native")]
 pub use engine::native::confine::{
     Layers as SandboxLayers, Spec as LaunchSpec, confine_and_exec, wait_for_job,
 };
+#[cfg(feature = "native")]
 pub use engine::native::egress::SOCKET as EGRESS_SOCKET;
 pub use engine::wasm::{
     Allocator, ComponentInfo, Limits as WasmLimits, LoadSource, WasmEngine, WasmExecutor, WasmSkill,
@@ -180,6 +189,9 @@ pub use remote::{
     remove as remove_remote,
 };
 pub use retrieval::embed::{Embedder, HashEmbedder};
+/// The schemars a [`TypedTool`]'s types derive `JsonSchema` from: depend on the same
+/// major version, or derive with `#[schemars(crate = "evo_host::schemars")]`.
+pub use schemars;
 pub use secrets::{SecretInfo, SecretStore, Secrets, check_name as check_secret_name};
 pub use skill::confirm::{Always, Confirmation, Confirmer, Risk};
 pub use skill::context::{ContextError, LlmRequest, MemoryHit, Scratch, StoreOutcome};
@@ -200,9 +212,6 @@ pub use storage::Pg;
 pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings};
 pub use tools::registry::{ToolCall, ToolDescriptor, ToolResult};
 pub use tools::{BoxFuture, Tool, TypedTool};
-/// The schemars a [`TypedTool`]'s types derive `JsonSchema` from: depend on the same
-/// major version, or derive with `#[schemars(crate = "evo_host::schemars")]`.
-pub use schemars;
 
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).
 pub(crate) fn unix_millis() -> u64 {

@@ -16,8 +16,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+#[cfg(feature = "native")]
 use std::time::Duration;
 
+#[cfg(feature = "native")]
 use super::native::{NativeConfig, NativeExecutor, NativeSandbox};
 use super::wasm::{WasmEngine, WasmExecutor, WasmSkill};
 use crate::capabilities::Policy;
@@ -38,6 +40,7 @@ use crate::skill::registry::RegisteredSkill;
 pub struct Loader {
     wasm: Option<WasmEngine>,
     policy: Policy,
+    #[cfg(feature = "native")]
     native: NativeSandbox,
 }
 
@@ -46,6 +49,7 @@ impl Default for Loader {
         Self {
             wasm: None,
             policy: Policy::default(),
+            #[cfg(feature = "native")]
             native: NativeSandbox::new(std::env::temp_dir(), NativeConfig::default()),
         }
     }
@@ -65,12 +69,14 @@ impl Loader {
     }
 
     /// Runs native skills in `sandbox` (its limits, launcher and concurrency slots).
+    #[cfg(feature = "native")]
     pub fn with_native(mut self, sandbox: NativeSandbox) -> Self {
         self.native = sandbox;
         self
     }
 
     /// The native sandbox.
+    #[cfg(feature = "native")]
     pub fn native(&self) -> &NativeSandbox {
         &self.native
     }
@@ -178,7 +184,10 @@ impl Loader {
         // The operator's limit for scripts (`native.timeout_ms`, 60 s by default: a Node
         // start and a script's work, where a Wasm skill's default is 30 s) is their
         // default and their cap.
+        #[cfg(feature = "native")]
         let script_limit = self.native.config().timeout;
+        #[cfg(not(feature = "native"))]
+        let script_limit = super::native_limits::DEFAULT_TIMEOUT;
         if dir.join(EXECUTE_JS).is_file() {
             let limit = u64::try_from(script_limit.as_millis()).unwrap_or(u64::MAX);
             meta.timeout_ms = if timeout_given {
@@ -214,6 +223,17 @@ impl Loader {
                     &self.policy,
                 ))
             }
+            #[cfg(not(feature = "native"))]
+            Mode::Code if dir.join(EXECUTE_JS).is_file() => {
+                return Err(Error::FeatureNotBuilt {
+                    feature: "native",
+                    what: format!(
+                        "{}: a script skill ({EXECUTE_JS}, run by Node in the native sandbox)",
+                        meta.name
+                    ),
+                });
+            }
+            #[cfg(feature = "native")]
             Mode::Code if dir.join(EXECUTE_JS).is_file() => {
                 tracing::info!(
                     skill = %meta.name,
@@ -403,5 +423,30 @@ impl Executor for StaticExecutor {
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
+    }
+}
+
+#[cfg(all(test, not(feature = "native")))]
+mod without_native {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_script_skill_says_the_build_left_the_native_sandbox_out() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("scripts")).unwrap();
+        std::fs::write(
+            dir.path().join(SKILL_JSON),
+            r#"{ "name": "shout", "description": "Upper-cases a text." }"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(EXECUTE_JS), "console.log('{}')").unwrap();
+        let error = Loader::new().load_dir(dir.path()).await.unwrap_err();
+        assert_eq!(error.code(), "FEATURE_NOT_BUILT");
+        assert!(
+            error.to_string().contains(
+                "shout: a script skill (scripts/execute.js, run by Node in the native sandbox) is not in this build of Evo: it needs evo-host's `native` feature"
+            ),
+            "{error}"
+        );
     }
 }

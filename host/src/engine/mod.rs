@@ -3,7 +3,8 @@
 //! [`Executor`](crate::skill::executor::Executor) trait.
 //!
 //! - [`wasm`]: WebAssembly components.
-//! - [`native`]: Node scripts in a subprocess sandbox (lower trust than Wasm).
+//! - `native`: Node scripts in a subprocess sandbox (lower trust than Wasm), with the
+//!   `native` feature.
 //! - [`service`]: a skill that is one granted HTTP endpoint.
 //! - [`loader`]: picks the executor for a skill directory (and runs instruction-only
 //!   skills, whose answer is their own text, with a static one).
@@ -13,6 +14,8 @@
 //! skills in `skill::llm_mode`, another node's skills in `remote`.
 
 pub mod loader;
+#[cfg(feature = "native")]
 pub mod native;
+pub(crate) mod native_limits;
 pub mod service;
 pub mod wasm;

@@ -73,7 +73,8 @@ impl HostBuilder {
 
     /// A program that confines itself and then runs a native skill's Node (the `evo`
     /// binary's hidden `__native-exec`); without one native skills run with process
-    /// limits only, and `isolation = "required"` refuses to run them.
+    /// limits only, and `isolation = "required"` refuses to run them. A build without the
+    /// `native` feature runs no scripts and has no use for one.
     pub fn native_launcher(mut self, program: impl Into<PathBuf>) -> Self {
         self.launcher = Some(program.into());
         self
@@ -138,6 +139,7 @@ impl HostBuilder {
                 toolchains: config.tools.toolchains.clone(),
             },
         )?;
+        #[cfg(feature = "native")]
         crate::tools::register(
             &registry,
             Arc::new(crate::packages::scripts::RunSkillScript::new(
@@ -293,7 +295,18 @@ fn loader(
             max_fuel: e.max_fuel,
         },
     })?;
-    let n = &config.native;
+    let loader = Loader::new().with_wasm(engine, config.grants.clone());
+    Ok(with_native(loader, &config.native, launcher))
+}
+
+/// `loader` running script skills in the sandbox `[native]` describes, confined by
+/// `launcher`.
+#[cfg(feature = "native")]
+fn with_native(
+    loader: Loader,
+    n: &crate::config::NativeSettings,
+    launcher: Option<PathBuf>,
+) -> Loader {
     let native = NativeConfig {
         node: n.node.clone(),
         timeout: std::time::Duration::from_millis(n.timeout_ms),
@@ -304,9 +317,17 @@ fn loader(
         launcher,
         require_isolation: n.isolation == Isolation::Required,
     };
-    Ok(Loader::new()
-        .with_wasm(engine, config.grants.clone())
-        .with_native(NativeSandbox::new(std::env::temp_dir(), native)))
+    loader.with_native(NativeSandbox::new(std::env::temp_dir(), native))
+}
+
+/// A build without the `native` feature runs no scripts: `loader` as it is.
+#[cfg(not(feature = "native"))]
+fn with_native(
+    loader: Loader,
+    _: &crate::config::NativeSettings,
+    _: Option<PathBuf>,
+) -> Loader {
+    loader
 }
 
 fn kernel_config(config: &Config) -> KernelConfig {

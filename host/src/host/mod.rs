@@ -26,9 +26,12 @@ use serde_json::Value;
 
 use crate::agent::{Agent, AgentOptions};
 use crate::capabilities::Policy;
-use crate::config::{Config, Isolation, Source};
+#[cfg(feature = "native")]
+use crate::config::Isolation;
+use crate::config::{Config, Source};
 use crate::db::Db;
 use crate::engine::loader::Loader;
+#[cfg(feature = "native")]
 use crate::engine::native::{DEFAULT_OUTPUT_CAP, NativeConfig, NativeSandbox};
 use crate::engine::wasm::{CompileNotice, EngineConfig, LimitPolicy, WasmEngine, WasmExecutor};
 use crate::error::{Error, Result};
@@ -368,9 +371,13 @@ impl Host {
     }
 
     /// The protections the native sandbox applies on this machine (probed once by
-    /// confining a no-op program); empty without a launcher.
+    /// confining a no-op program); empty without a launcher, or in a build without the
+    /// `native` feature (which runs no scripts).
     pub async fn sandbox_protections(&self) -> Vec<String> {
-        self.inner.loader.native().isolation().await
+        #[cfg(feature = "native")]
+        return self.inner.loader.native().isolation().await;
+        #[cfg(not(feature = "native"))]
+        Vec::new()
     }
 
     /// The secrets skills may be granted (`evo secret set`), as the kernel holds them.

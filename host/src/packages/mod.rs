@@ -19,6 +19,7 @@ mod archive;
 mod as_component;
 pub mod index;
 mod listing;
+#[cfg(feature = "native")]
 pub mod scripts;
 #[cfg(feature = "postgres")]
 pub mod shared;

@@ -141,6 +141,7 @@ pub fn router(
         // is what keeps strangers out.
         config = config.with_allowed_hosts(Vec::<String>::new());
     }
+    #[cfg(feature = "postgres")]
     if let Some(pg) = shared.host.storage().shared() {
         // Nodes behind a load balancer: a session started on one goes on on another.
         config.session_store = Some(Arc::new(super::sessions::PgSessions(pg.clone())));
@@ -228,14 +229,16 @@ fn evo_failure(error: &Error) -> Response {
 async fn health(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Health>) {
     let storage = shared.host.storage().clone();
     // A round trip to PostgreSQL (bounded by the pool's wait); nothing for SQLite.
-    let reached = match &storage {
+    let reached: crate::Result<()> = match &storage {
         crate::storage::Storage::Local(_) => Ok(()),
+        #[cfg(feature = "postgres")]
         crate::storage::Storage::Shared(_) => tokio::task::spawn_blocking(move || storage.ping())
             .await
             .unwrap_or_else(|e| Err(Error::Engine(e.to_string()))),
     };
     let kind = match shared.host.storage() {
         crate::storage::Storage::Local(_) => "sqlite",
+        #[cfg(feature = "postgres")]
         crate::storage::Storage::Shared(_) => "postgres",
     };
     let (code, status) = match (&reached, shared.draining.is_cancelled()) {

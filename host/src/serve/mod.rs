@@ -26,6 +26,7 @@ mod gate;
 pub mod http;
 mod mcp;
 pub mod openapi;
+#[cfg(feature = "postgres")]
 mod sessions;
 mod shared;
 pub mod stdio;

@@ -36,16 +36,9 @@ pub use executor::NativeExecutor;
 #[cfg(feature = "internals")]
 pub use run::execute_script;
 
-/// Default wall-clock limit.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub use super::native_limits::{DEFAULT_MAX_OLD_SPACE_MB, DEFAULT_MAX_TASKS, DEFAULT_TIMEOUT};
 /// Default cap on stdout + stderr.
 pub const DEFAULT_OUTPUT_CAP: usize = 10 * 1024 * 1024;
-/// Default memory limit in MiB: of the script's whole process tree where a cgroup caps
-/// it, else of V8's heap (`--max-old-space-size`).
-pub const DEFAULT_MAX_OLD_SPACE_MB: u32 = 512;
-/// Default cap on the tasks (processes and threads) of one script's tree, where a cgroup
-/// enforces it: Node alone runs about a dozen threads.
-pub const DEFAULT_MAX_TASKS: u64 = 256;
 /// The script each native skill runs, relative to its directory.
 pub const SCRIPT: &str = "scripts/execute.js";
 
