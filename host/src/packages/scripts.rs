@@ -8,6 +8,8 @@
 //! code. Only skills the operator granted `exec` (`--allow-exec`, or `exec = true` under
 //! `[grants]` / `[grants.skill.NAME]` in `evo.toml`) may have their scripts run.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::capabilities::Policy;
@@ -15,7 +17,7 @@ use crate::engine::loader::StaticExecutor;
 use crate::engine::native::{NativeSandbox, interpreter_for};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
-use crate::tools::{BoxFuture, Tool};
+use crate::tools::{BoxFuture, TypedTool};
 
 /// The tool's name.
 pub const NAME: &str = "run_skill_script";
@@ -37,21 +39,14 @@ impl RunSkillScript {
         Self { grants, sandbox }
     }
 
-    async fn run(&self, input: Value, ctx: SkillContext) -> Result<Value> {
+    async fn execute(&self, input: ScriptInput, ctx: SkillContext) -> Result<ScriptOutput> {
         let invalid = |reason: String| Error::InvalidInput {
             skill: NAME.into(),
             reason,
         };
-        let name = input["skill"].as_str().unwrap_or_default();
-        let script = input["script"].as_str().unwrap_or_default();
-        let args: Vec<String> = input["args"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let name = input.skill.as_str();
+        let script = input.script.as_str();
+        let args = &input.args;
         let skill = ctx
             .kernel()
             .registry()
@@ -100,47 +95,67 @@ impl RunSkillScript {
             .map_err(Error::io_at(files.dir()))?;
         let result = self
             .sandbox
-            .run_helper(&dir, &dir.join(script), &args)
+            .run_helper(&dir, &dir.join(script), args)
             .await?;
-        let mut value = json!({
-            "success": result.success,
-            "exitCode": result.exit_code,
-            "stdout": result.stdout,
-            "stderr": result.stderr,
-            "duration": result.duration,
-        });
-        if let Some(error) = result.error {
-            value["error"] = json!(error);
-        }
-        Ok(value)
+        Ok(ScriptOutput {
+            success: result.success,
+            exit_code: result.exit_code,
+            stdout: result.stdout,
+            stderr: result.stderr,
+            duration: result.duration,
+            error: result.error,
+        })
     }
 }
 
-impl Tool for RunSkillScript {
-    fn manifest(&self) -> Value {
+/// `run_skill_script`'s input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ScriptInput {
+    /// the instruction skill's name
+    #[schemars(length(min = 1))]
+    pub skill: String,
+    /// the script's path inside the skill, e.g. scripts/fill_form.py
+    #[schemars(length(min = 1))]
+    pub script: String,
+    /// its command-line arguments
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+/// `run_skill_script`'s output.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScriptOutput {
+    /// whether it exited with 0
+    pub success: bool,
+    /// its exit code; null when killed by a signal
+    pub exit_code: Option<i32>,
+    /// what it wrote to stdout
+    pub stdout: String,
+    /// what it wrote to stderr
+    pub stderr: String,
+    /// how long it ran, in milliseconds
+    pub duration: u64,
+    /// why the sandbox stopped it (a timeout, a limit)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl TypedTool for RunSkillScript {
+    const NAME: &'static str = NAME;
+    type Input = ScriptInput;
+    type Output = ScriptOutput;
+
+    fn describe(&self) -> Value {
         let timeout = u64::try_from(self.sandbox.config().timeout.as_millis())
             .unwrap_or(u64::MAX)
             .saturating_add(GRACE_MS);
         json!({
-            "name": NAME,
             "permission": "execute",
             "description": "Runs one of an instruction skill's helper scripts (a path under its scripts/: .py with python3, .sh with bash, .js with node) with arguments, in a sandbox that sees only the skill's files and a scratch directory, and returns its stdout, stderr and exit code. Only for skills the operator allowed to run scripts.",
             "category": "skills",
             "tags": ["skills", "exec"],
             "timeout": timeout,
-            "input": { "type": "object", "properties": {
-                "skill": { "type": "string", "minLength": 1, "description": "the instruction skill's name" },
-                "script": { "type": "string", "minLength": 1, "description": "the script's path inside the skill, e.g. scripts/fill_form.py" },
-                "args": { "type": "array", "items": { "type": "string" }, "default": [], "description": "its command-line arguments" } },
-                "required": ["skill", "script"] },
-            "output": { "type": "object", "properties": {
-                "success": { "type": "boolean" },
-                "exitCode": { "type": ["integer", "null"] },
-                "stdout": { "type": "string" },
-                "stderr": { "type": "string" },
-                "duration": { "type": "integer" },
-                "error": { "type": "string" } },
-                "required": ["success", "exitCode", "stdout", "stderr", "duration"] },
             "examples": [
                 { "description": "A PDF skill's form filler", "input": { "skill": "pdf", "script": "scripts/fill_fillable_fields.py", "args": ["form.pdf", "values.json", "out.pdf"] } },
                 { "description": "A shell helper without arguments", "input": { "skill": "release-notes", "script": "scripts/collect.sh" } },
@@ -153,7 +168,7 @@ impl Tool for RunSkillScript {
         })
     }
 
-    fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>> {
-        Box::pin(self.run(input, ctx))
+    fn run(&self, input: ScriptInput, ctx: SkillContext) -> BoxFuture<'_, Result<ScriptOutput>> {
+        Box::pin(self.execute(input, ctx))
     }
 }
