@@ -307,3 +307,26 @@ fn one_rule_has_one_home() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn built_in_tools_read_typed_input_and_write_no_schema_by_hand() {
+    // Every built-in tool is a `TypedTool`: its schemas are generated from its input and
+    // output types, and its input arrives deserialized. A schema written as JSON, or an
+    // input read field by field with a fallback, is how the two drifted apart before.
+    assert_eq!(
+        files_containing("impl<T: TypedTool> Tool for T"),
+        ["tools/typed.rs"]
+    );
+    for needle in [
+        "impl Tool for",
+        "input[\"",
+        "input.get(\"",
+        "\"input\": { \"type\"",
+    ] {
+        let found: Vec<String> = files_containing(needle)
+            .into_iter()
+            .filter(|file| file.starts_with("tools/") || file == "packages/scripts.rs")
+            .collect();
+        assert!(found.is_empty(), "{needle} in {found:?}");
+    }
+}
