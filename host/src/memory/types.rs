@@ -1,12 +1,13 @@
 //! The values memory deals in: categories, sources, entries, outcomes, configuration
 //! and status.
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::*;
 
 /// What kind of thing an entry remembers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
     /// How the user likes things.
@@ -60,7 +61,7 @@ impl Category {
 }
 
 /// Where an entry came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// Stored on request (`memory_store`, `evo memory store`).

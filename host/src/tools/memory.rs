@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::{BoxFuture, TypedTool};
 use crate::error::{Error, FailureKind, Result};
+use crate::memory::{Category, Source};
 use crate::skill::context::MemoryFilter;
 use crate::skill::kernel::Memory;
 use crate::skill::kernel::SkillContext;
@@ -31,34 +32,6 @@ fn memory(ctx: &SkillContext) -> Result<Arc<dyn Memory>> {
         kind: FailureKind::Denied,
         message: "no memory is attached to this host".into(),
     })
-}
-
-/// Where a memory entry came from.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// stored at the user's request
-    User,
-    /// captured from a conversation
-    Capture,
-    /// written by a skill
-    Skill,
-    /// MEMORY.md
-    File,
-    /// the daily logs
-    Log,
-}
-
-impl Source {
-    fn name(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Capture => "capture",
-            Self::Skill => "skill",
-            Self::File => "file",
-            Self::Log => "log",
-        }
-    }
 }
 
 /// `memory_search`: hybrid search over entries, MEMORY.md and the daily logs.
@@ -154,7 +127,7 @@ impl TypedTool for MemorySearch {
                     .sources
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|s| s.name().to_owned())
+                    .map(|s| s.as_str().to_owned())
                     .collect(),
                 since: input.since,
                 until: input.until,
@@ -185,34 +158,6 @@ impl TypedTool for MemorySearch {
 /// `memory_store`: saves a fact, unless memory already holds it.
 #[derive(Debug, Clone, Copy)]
 pub struct MemoryStore;
-
-/// What kind of fact an entry is.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Category {
-    /// what the user likes
-    Preference,
-    /// something true
-    Fact,
-    /// something decided
-    Decision,
-    /// a person, a place, a thing
-    Entity,
-    /// anything else
-    Other,
-}
-
-impl Category {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Preference => "preference",
-            Self::Fact => "fact",
-            Self::Decision => "decision",
-            Self::Entity => "entity",
-            Self::Other => "other",
-        }
-    }
-}
 
 /// `memory_store`'s input.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -258,7 +203,7 @@ impl TypedTool for MemoryStore {
 
     fn run(&self, input: StoreInput, ctx: SkillContext) -> BoxFuture<'_, Result<StoreOutput>> {
         Box::pin(async move {
-            let category = input.category.map(|c| c.name().to_owned());
+            let category = input.category.map(|c| c.as_str().to_owned());
             let outcome = memory(&ctx)?.store(input.text, category).await?;
             Ok(StoreOutput {
                 stored: outcome.stored,
