@@ -85,7 +85,7 @@ pub struct MemoryFilter {
 }
 
 /// The outcome of a memory store.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct StoreOutcome {
     /// Whether a new entry was written.
     pub stored: bool,

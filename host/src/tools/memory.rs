@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::{BoxFuture, TypedTool};
 use crate::error::{Error, FailureKind, Result};
 use crate::memory::{Category, Source};
-use crate::skill::context::MemoryFilter;
+use crate::skill::context::{MemoryFilter, StoreOutcome};
 use crate::skill::kernel::Memory;
 use crate::skill::kernel::SkillContext;
 use crate::skill::registry::SkillRegistry;
@@ -169,19 +169,10 @@ pub struct StoreInput {
     pub category: Option<Category>,
 }
 
-/// `memory_store`'s output.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct StoreOutput {
-    /// whether a new entry was written
-    pub stored: bool,
-    /// why not, or what it superseded
-    pub reason: String,
-}
-
 impl TypedTool for MemoryStore {
     const NAME: &'static str = "memory_store";
     type Input = StoreInput;
-    type Output = StoreOutput;
+    type Output = StoreOutcome;
 
     fn describe(&self) -> Value {
         json!({
@@ -201,14 +192,10 @@ impl TypedTool for MemoryStore {
         })
     }
 
-    fn run(&self, input: StoreInput, ctx: SkillContext) -> BoxFuture<'_, Result<StoreOutput>> {
+    fn run(&self, input: StoreInput, ctx: SkillContext) -> BoxFuture<'_, Result<StoreOutcome>> {
         Box::pin(async move {
             let category = input.category.map(|c| c.as_str().to_owned());
-            let outcome = memory(&ctx)?.store(input.text, category).await?;
-            Ok(StoreOutput {
-                stored: outcome.stored,
-                reason: outcome.reason,
-            })
+            memory(&ctx)?.store(input.text, category).await
         })
     }
 }
