@@ -282,6 +282,40 @@ fn bash_is_stopped_after_the_default_ten_seconds_and_leaves_nothing() {
 }
 
 #[test]
+fn bash_input_past_its_schema_never_runs() {
+    // `bash`'s input type is generated into its schema, and the longest timeout the
+    // operator allows (`[tools] bash_max_timeout_ms`) is written into it per host: a
+    // call asking for more, or carrying a field the type does not have, is refused by
+    // the kernel before anything runs.
+    let home = tempfile::tempdir().unwrap();
+    let project = project();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[tools]\nbash_max_timeout_ms = 2000\n",
+    )
+    .unwrap();
+    for (input, expected) in [
+        (
+            json!({ "command": "touch ran", "timeout": 2001 }),
+            "[timeout] maximum: expected <= 2000, got 2001",
+        ),
+        (
+            json!({ "command": "touch ran", "shell": "/bin/sh" }),
+            "shell",
+        ),
+    ] {
+        let (result, code) = call(home.path(), project.path(), "C", "bash", &input, &[]);
+        assert_eq!(code, Some(2), "bad input: {result}");
+        assert_eq!(result["code"], "SKILL_VALIDATION_FAILED", "{result}");
+        assert!(
+            result["error"].as_str().unwrap().contains(expected),
+            "{result}"
+        );
+        assert!(!project.path().join("ran").exists(), "nothing ran");
+    }
+}
+
+#[test]
 fn bash_output_past_its_cap_is_an_error_that_names_the_cap() {
     let home = tempfile::tempdir().unwrap();
     let project = project();
