@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use evo_host::Host;
 use evo_host::config::{Config, Source};
-use evo_host::{DirPolicy, HostPattern, MemoryAccess, Policy};
+use evo_host::{GrantFlag, Policy};
 
 use super::{Failure, Globals};
 
@@ -24,31 +24,8 @@ pub(crate) struct Sources {
 /// `[grants]` (to every skill, including those with their own entry).
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct Grants {
-    /// Offer a host directory to the skill: `HOST::GUEST` (read-write), `HOST::GUEST:ro`
-    /// (read-only), or `HOST` (same path in the guest). The skill gets it only if its
-    /// manifest asks for GUEST; repeat for more directories.
-    #[arg(long = "dir", value_name = "HOST::GUEST[:ro]")]
-    dirs: Vec<String>,
-    /// Let skills that ask for the language model use it.
-    #[arg(long)]
-    allow_llm: bool,
-    /// The most memory access skills that ask for it get.
-    #[arg(long, value_name = "none|read|read-write")]
-    allow_memory: Option<String>,
-    /// Let instruction skills' helper scripts (scripts/*.py, *.sh, *.js) be run, in the
-    /// native sandbox, through the `run_skill_script` tool.
-    #[arg(long)]
-    allow_exec: bool,
-    /// Let skills that ask for this outbound HTTP origin reach it:
-    /// `[scheme://]host[:port]`, `*.example.com` for the names below a domain, `*` for
-    /// any host, `:*` for any port; the machine and private networks only by address
-    /// (`http://127.0.0.1:8080`). Repeat for more.
-    #[arg(long = "allow-host", value_name = "ORIGIN")]
-    allow_hosts: Vec<String>,
-    /// Let skills that ask for this secret (`evo secret set NAME`) have the host put it
-    /// into their requests to the host they name for it. Repeat for more.
-    #[arg(long = "allow-secret", value_name = "NAME")]
-    allow_secrets: Vec<String>,
+    #[command(flatten)]
+    flags: GrantFlags,
     /// The permission profile calls run with: explore (read-only), edit (read and
     /// write files), full (also run commands; the default), admin, or one from
     /// [tools.profiles] in evo.toml. A call above it is blocked.
@@ -56,84 +33,83 @@ pub(crate) struct Grants {
     profile: Option<String>,
 }
 
+/// One flag per kind of capability, as the library describes them (`--dir`,
+/// `--allow-llm`, `--allow-memory`, `--allow-exec`, `--allow-host`, `--allow-secret`),
+/// with the values given on the command line.
+#[derive(Debug, Default)]
+struct GrantFlags(Vec<(&'static GrantFlag, Vec<String>)>);
+
+impl clap::FromArgMatches for GrantFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = Self::default();
+        flags.update_from_arg_matches(matches)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0 = Policy::flags()
+            .filter_map(|flag| {
+                let values: Vec<String> = match flag.value_name {
+                    None => matches
+                        .get_flag(flag.key)
+                        .then(String::new)
+                        .into_iter()
+                        .collect(),
+                    Some(_) => matches
+                        .get_many::<String>(flag.key)
+                        .map(|values| values.cloned().collect())
+                        .unwrap_or_default(),
+                };
+                (!values.is_empty()).then_some((flag, values))
+            })
+            .collect();
+        Ok(())
+    }
+}
+
+impl clap::Args for GrantFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        Policy::flags().fold(cmd, |cmd, flag| {
+            let arg = clap::Arg::new(flag.key).long(flag.long).help(flag.help);
+            cmd.arg(match flag.value_name {
+                None => arg.action(clap::ArgAction::SetTrue),
+                Some(name) => arg.value_name(name).action(if flag.repeats {
+                    clap::ArgAction::Append
+                } else {
+                    clap::ArgAction::Set
+                }),
+            })
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
 impl Grants {
     fn apply(&self, config: &mut Config) -> Result<(), Failure> {
-        let dirs: Vec<DirPolicy> = self
-            .dirs
-            .iter()
-            .map(|spec| {
-                DirPolicy::parse(spec).map_err(|message| {
-                    Failure::usage(
-                        "INVALID_ARGUMENT",
-                        format!("--dir {spec}: {message}"),
-                        Some("use HOST::GUEST or HOST::GUEST:ro with an existing host directory"),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let memory = match &self.allow_memory {
-            None => None,
-            Some(level) => Some(MemoryAccess::parse(level).ok_or_else(|| {
-                Failure::usage(
-                    "INVALID_ARGUMENT",
-                    format!("--allow-memory {level}: not a memory access level"),
-                    Some("use none, read or read-write"),
-                )
-            })?),
-        };
-        let hosts: Vec<HostPattern> = self
-            .allow_hosts
-            .iter()
-            .map(|spec| {
-                HostPattern::parse(spec).map_err(|message| {
-                    Failure::usage(
-                        "INVALID_ARGUMENT",
-                        format!("--allow-host {spec}: {message}"),
-                        Some("use scheme://host[:port], e.g. https://api.github.com or http://127.0.0.1:8080"),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        for name in &self.allow_secrets {
-            evo_host::check_secret_name(name).map_err(|message| {
-                Failure::usage(
-                    "INVALID_ARGUMENT",
-                    format!("--allow-secret {name}: {message}"),
-                    Some("`evo secret list` shows the secrets set"),
-                )
-            })?;
-        }
-        let widen = |policy: &mut Policy| {
-            policy.dirs.extend(dirs.iter().cloned());
-            policy.hosts.extend(hosts.iter().cloned());
-            policy.secrets.extend(self.allow_secrets.iter().cloned());
-            policy.llm |= self.allow_llm;
-            policy.exec |= self.allow_exec;
-            if let Some(memory) = memory {
-                policy.memory = policy.memory.max(memory);
+        for (flag, values) in &self.flags.0 {
+            for value in values {
+                let value = flag.value_name.map(|_| value.as_str());
+                let widen = |policy: &mut Policy| {
+                    policy.widen(flag, value).map_err(|message| {
+                        Failure::usage(
+                            "INVALID_ARGUMENT",
+                            format!("--{} {}: {message}", flag.long, value.unwrap_or_default()),
+                            (!flag.hint.is_empty()).then_some(flag.hint),
+                        )
+                    })
+                };
+                widen(&mut config.grants)?;
+                config.grants.skills.values_mut().try_for_each(widen)?;
             }
-        };
-        let grants = &mut config.grants;
-        widen(grants);
-        grants.skills.values_mut().for_each(widen);
-        let flag = |flag: &str| Source::Flag { flag: flag.into() };
-        if !dirs.is_empty() {
-            config.set_source("grants.dirs", flag("--dir"));
-        }
-        if self.allow_llm {
-            config.set_source("grants.llm", flag("--allow-llm"));
-        }
-        if memory.is_some() {
-            config.set_source("grants.memory", flag("--allow-memory"));
-        }
-        if self.allow_exec {
-            config.set_source("grants.exec", flag("--allow-exec"));
-        }
-        if !hosts.is_empty() {
-            config.set_source("grants.hosts", flag("--allow-host"));
-        }
-        if !self.allow_secrets.is_empty() {
-            config.set_source("grants.secrets", flag("--allow-secret"));
+            config.set_source(
+                flag.key,
+                Source::Flag {
+                    flag: format!("--{}", flag.long),
+                },
+            );
         }
         if let Some(profile) = &self.profile {
             if config.tools.profile_named(profile).is_none() {
@@ -146,7 +122,12 @@ impl Grants {
                 ));
             }
             config.tools.profile.clone_from(profile);
-            config.set_source("tools.profile", flag("--profile"));
+            config.set_source(
+                "tools.profile",
+                Source::Flag {
+                    flag: "--profile".into(),
+                },
+            );
         }
         Ok(())
     }

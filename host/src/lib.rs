@@ -148,8 +148,8 @@ pub use agent::prompt::PromptCompiler;
 pub use agent::tool_loop::Permissions;
 pub use agent::{Agent, AgentOptions, RunOutcome};
 pub use capabilities::{
-    Access, DirGrant, DirPolicy, Grant, HostPattern, MemoryAccess, Policy, RequestedCapabilities,
-    SecretGrant,
+    Access, DirGrant, DirPolicy, Grant, GrantFlag, HostPattern, MemoryAccess, Policy,
+    RequestedCapabilities, SecretGrant,
 };
 pub use config::Config;
 pub use engine::loader::StaticExecutor;

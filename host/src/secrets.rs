@@ -39,22 +39,7 @@ pub fn placeholder(name: &str) -> String {
     format!("{{{{secret:{name}}}}}")
 }
 
-/// Checks a secret's name: `A-Z`, digits and `_`, starting with a letter, at most 64.
-pub fn check_name(name: &str) -> std::result::Result<(), String> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_uppercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-    if valid {
-        Ok(())
-    } else {
-        Err(format!(
-            "{name:?} is not a secret name: use capital letters, digits and `_`, starting with a letter, at most 64 (GITHUB_TOKEN)"
-        ))
-    }
-}
+pub use evo_manifest::check_secret_name as check_name;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 mod net;
 
-pub use net::{HostPattern, HostRequest, Scheme, SecretRequest, is_internal};
+pub use net::{HostPattern, HostRequest, Scheme, SecretRequest, check_secret_name, is_internal};
 
 /// A skill's manifest. Only the name and description are required; the host fills in
 /// the rest (category `general`, version `1.0.0`, a 30 s timeout, no retries, the host's

@@ -252,6 +252,23 @@ pub struct SecretRequest {
     pub reason: String,
 }
 
+/// Checks a secret's name: `A-Z`, digits and `_`, starting with a letter, at most 64.
+pub fn check_secret_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a secret name: use capital letters, digits and `_`, starting with a letter, at most 64 (GITHUB_TOKEN)"
+        ))
+    }
+}
+
 /// Whether `ip` is an address a public name must not resolve to: loopback, private,
 /// link-local, unique-local, carrier-grade NAT, unspecified, broadcast, documentation
 /// or multicast — the operator's own network and the machine itself.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::Access;
+use super::{Access, Capability, Grant, GrantFlag, Policy, RequestedCapabilities};
 
 pub use evo_manifest::DirRequest;
 use evo_manifest::normalize_guest_path;
@@ -79,7 +79,7 @@ pub struct DirGrant {
     pub access: Access,
 }
 
-pub(super) fn grant(request: &DirRequest, policy: &[DirPolicy]) -> Result<DirGrant, String> {
+fn grant(request: &DirRequest, policy: &[DirPolicy]) -> Result<DirGrant, String> {
     policy
         .iter()
         .find_map(|p| {
@@ -95,6 +95,70 @@ pub(super) fn grant(request: &DirRequest, policy: &[DirPolicy]) -> Result<DirGra
                 request.path, request.path
             )
         })
+}
+
+/// Directories: `[grants] dirs`, `--dir`.
+pub(super) struct Dirs;
+
+const HOW: &str = "use HOST::GUEST or HOST::GUEST:ro with an existing host directory";
+
+impl Capability for Dirs {
+    fn key(&self) -> &'static str {
+        "dirs"
+    }
+
+    fn flag(&self) -> &'static GrantFlag {
+        &GrantFlag {
+            long: "dir",
+            value_name: Some("HOST::GUEST[:ro]"),
+            repeats: true,
+            help: "Offer a host directory to the skill: `HOST::GUEST` (read-write), `HOST::GUEST:ro` (read-only), or `HOST` (same path in the guest). The skill gets it only if its manifest asks for GUEST; repeat for more directories.",
+            hint: HOW,
+            key: "grants.dirs",
+        }
+    }
+
+    fn configure(&self, policy: &mut Policy, value: &toml::Value, base: &Path) -> Result<(), String> {
+        policy.dirs = super::strings(value)?
+            .into_iter()
+            .map(|spec| {
+                // A relative host directory is relative to the file, not to wherever
+                // `evo` happens to run.
+                let anchored = if Path::new(spec).is_absolute() {
+                    spec.to_owned()
+                } else {
+                    base.join(spec).to_string_lossy().into_owned()
+                };
+                DirPolicy::parse(&anchored).map_err(|message| format!("{spec:?}: {message}; {HOW}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }
+
+    fn widen(&self, policy: &mut Policy, value: &str) -> Result<(), String> {
+        policy.dirs.push(DirPolicy::parse(value)?);
+        Ok(())
+    }
+
+    fn show(&self, policy: &Policy) -> serde_json::Value {
+        policy
+            .dirs
+            .iter()
+            .map(|d| {
+                let ro = if d.access == Access::Read { ":ro" } else { "" };
+                format!("{}::{}{ro}", d.host.display(), d.guest)
+            })
+            .collect()
+    }
+
+    fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
+        for request in &requested.dirs {
+            match self::grant(request, &policy.dirs) {
+                Ok(granted) => grant.dirs.push(granted),
+                Err(reason) => grant.refused.push(reason),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,11 +2,20 @@
 //!
 //! Deny by default. A skill *requests* capabilities in its manifest, the operator
 //! configures a [`Policy`], and the skill gets the [`Grant`] = requested ∩ policy. Each
-//! kind of capability lives in its own file with its own `allows` tests.
+//! kind of capability lives in its own file, behind one trait (`Capability`): its
+//! intersection, its `[grants]` key, its flag, how `evo config show` prints it and what
+//! MCP clients are told of it. Configuration files, the command line, `config show`,
+//! grants and MCP annotations loop over `ALL`.
 
 mod dir;
+mod exec;
+mod hosts;
+mod llm;
+mod memory;
+mod secrets;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -89,71 +98,132 @@ impl Grant {
     /// Intersects a skill's request with the operator's policy.
     pub fn new(requested: &RequestedCapabilities, policy: &Policy) -> Self {
         let mut grant = Grant::default();
-        for request in &requested.dirs {
-            match dir::grant(request, &policy.dirs) {
-                Ok(granted) => grant.dirs.push(granted),
-                Err(reason) => grant.refused.push(reason),
-            }
-        }
-        grant.llm = requested.llm && policy.llm;
-        if requested.llm && !policy.llm {
-            grant
-                .refused
-                .push("llm: the host policy does not allow the language model".to_owned());
-        }
-        grant.memory = requested.memory.min(policy.memory);
-        if grant.memory < requested.memory {
-            grant.refused.push(format!(
-                "memory: requested {} access, the host policy allows {}",
-                requested.memory.as_str(),
-                policy.memory.as_str()
-            ));
-        }
-        for request in &requested.hosts {
-            // The intersection: the request where the policy covers it, else the parts
-            // of the policy inside the request (`:*` asked, one port allowed).
-            let granted: Vec<HostPattern> = if policy
-                .hosts
-                .iter()
-                .any(|allowed| allowed.covers(&request.host))
-            {
-                vec![request.host.clone()]
-            } else {
-                policy
-                    .hosts
-                    .iter()
-                    .filter(|allowed| request.host.covers(allowed))
-                    .cloned()
-                    .collect()
-            };
-            if !granted.is_empty() {
-                for host in granted {
-                    if !grant.hosts.contains(&host) {
-                        grant.hosts.push(host);
-                    }
-                }
-            } else {
-                grant.refused.push(format!(
-                    "outbound host {}: the host policy does not allow it; grant it with --allow-host {} or in [grants] hosts",
-                    request.host, request.host
-                ));
-            }
-        }
-        for request in &requested.secrets {
-            if policy.secrets.contains(&request.name) {
-                grant.secrets.push(SecretGrant {
-                    name: request.name.clone(),
-                    host: request.host.clone(),
-                });
-            } else {
-                grant.refused.push(format!(
-                    "secret {} for {}: the host policy does not allow it; grant it with --allow-secret {} or in [grants] secrets",
-                    request.name, request.host, request.name
-                ));
-            }
+        for capability in ALL {
+            capability.grant(requested, policy, &mut grant);
         }
         grant
     }
+
+    /// Whether what was granted reaches beyond the machine (the language model, an
+    /// outbound host): what MCP calls an open world.
+    pub fn is_open_world(&self) -> bool {
+        ALL.iter().any(|capability| capability.open_world(self))
+    }
+}
+
+/// A command-line flag that widens the policy for one kind of capability: the `evo`
+/// binary's `--dir`, `--allow-llm`, `--allow-memory`, `--allow-exec`, `--allow-host`
+/// and `--allow-secret`, for a front end to offer as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrantFlag {
+    /// The long flag, without its dashes (`allow-host`).
+    pub long: &'static str,
+    /// What its value looks like (`ORIGIN`); `None` for a switch.
+    pub value_name: Option<&'static str>,
+    /// Whether it may be given more than once, each value adding to the last.
+    pub repeats: bool,
+    /// What it does, for help text.
+    pub help: &'static str,
+    /// What to do when a value is refused.
+    pub hint: &'static str,
+    /// The configuration key it widens (`grants.hosts`), for where a value came from.
+    pub key: &'static str,
+}
+
+impl Policy {
+    /// The flags that widen a policy, one per kind of capability.
+    pub fn flags() -> impl Iterator<Item = &'static GrantFlag> {
+        ALL.iter().map(|capability| capability.flag())
+    }
+
+    /// Widens this policy by one use of `flag` (one of [`Policy::flags`]): `value` is
+    /// its value, `None` for a switch. The error says what is wrong with the value.
+    pub fn widen(&mut self, flag: &GrantFlag, value: Option<&str>) -> Result<(), String> {
+        let capability = ALL
+            .iter()
+            .find(|capability| capability.flag().long == flag.long)
+            .ok_or_else(|| format!("--{} is not a grant flag", flag.long))?;
+        capability.widen(self, value.unwrap_or_default())
+    }
+}
+
+/// One kind of capability, end to end: what a skill asks for and gets (requested ∩
+/// policy), the `[grants]` key and the flag an operator allows it with, what `evo config
+/// show` prints of it, and what it tells MCP clients. The kinds are [`ALL`]; everything
+/// that handles grants loops over them.
+pub(crate) trait Capability: Sync {
+    /// Its key in a `[grants]` table.
+    fn key(&self) -> &'static str;
+
+    /// The flag that widens it.
+    fn flag(&self) -> &'static GrantFlag;
+
+    /// Sets `policy` from its `[grants]` value (a relative path is relative to `base`,
+    /// the configuration file's directory). The error is the message for the key.
+    fn configure(
+        &self,
+        policy: &mut Policy,
+        value: &toml::Value,
+        base: &Path,
+    ) -> Result<(), String>;
+
+    /// Widens `policy` by one value of its flag (`""` for a switch). The error is what
+    /// is wrong with the value.
+    fn widen(&self, policy: &mut Policy, value: &str) -> Result<(), String>;
+
+    /// The policy's value, as `evo config show` prints it.
+    fn show(&self, policy: &Policy) -> serde_json::Value;
+
+    /// Grants what `requested` asks for within `policy`; what it cannot grant goes to
+    /// `grant.refused` with the way to allow it.
+    fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant);
+
+    /// Whether what `grant` holds of it reaches beyond the machine.
+    fn open_world(&self, _grant: &Grant) -> bool {
+        false
+    }
+}
+
+/// Every kind of capability, in the order refusals are listed.
+pub(crate) const ALL: [&dyn Capability; 6] = [
+    &dir::Dirs,
+    &llm::Llm,
+    &memory::Memory,
+    &exec::Exec,
+    &hosts::Hosts,
+    &secrets::Secrets,
+];
+
+/// The capability `[grants]` calls `key`.
+pub(crate) fn by_key(key: &str) -> Option<&'static dyn Capability> {
+    ALL.into_iter().find(|capability| capability.key() == key)
+}
+
+/// What a `[grants]` value is, for an error: "an integer", "a string".
+pub(crate) fn found(value: &toml::Value) -> String {
+    let kind = value.type_str();
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    format!("found {article} {kind}")
+}
+
+/// A `[grants]` value that must be `true` or `false`.
+fn switch(value: &toml::Value) -> Result<bool, String> {
+    value
+        .as_bool()
+        .ok_or_else(|| format!("expected true or false, {}", found(value)))
+}
+
+/// A `[grants]` value that must be a list of strings.
+fn strings(value: &toml::Value) -> Result<Vec<&str>, String> {
+    value
+        .as_array()
+        .and_then(|items| items.iter().map(toml::Value::as_str).collect())
+        .ok_or_else(|| {
+            format!(
+                "expected a list of strings, e.g. [\"…\"], {}",
+                found(value)
+            )
+        })
 }
 
 #[cfg(test)]
@@ -281,6 +351,76 @@ mod tests {
             );
             assert_eq!(grant.memory, expected, "{requested:?} ∩ {allowed:?}");
         }
+    }
+
+    #[test]
+    fn each_kind_reads_the_same_policy_from_its_grants_key_and_from_its_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = dir.path().display().to_string();
+        // One value of each kind, as evo.toml writes it and as its flag takes it.
+        let cases: [(&str, toml::Value, Option<String>); 6] = [
+            ("dirs", toml::Value::Array(vec![format!("{host}::/data:ro").into()]), Some(format!("{host}::/data:ro"))),
+            ("llm", true.into(), None),
+            ("memory", "read".into(), Some("read".into())),
+            ("exec", true.into(), None),
+            ("hosts", toml::Value::Array(vec!["https://*.github.com".into()]), Some("https://*.github.com".into())),
+            ("secrets", toml::Value::Array(vec!["API_KEY".into()]), Some("API_KEY".into())),
+        ];
+        assert_eq!(
+            cases.iter().map(|c| c.0).collect::<Vec<_>>(),
+            ALL.iter().map(|c| c.key()).collect::<Vec<_>>(),
+            "a case for every kind"
+        );
+        for (key, value, flag_value) in cases {
+            let capability = by_key(key).unwrap();
+            let flag = Policy::flags().find(|f| f.key == format!("grants.{key}")).unwrap();
+            assert_eq!(flag.value_name.is_some(), flag_value.is_some(), "{key}");
+
+            let mut configured = Policy::default();
+            capability.configure(&mut configured, &value, Path::new("/")).unwrap();
+            let mut widened = Policy::default();
+            widened.widen(flag, flag_value.as_deref()).unwrap();
+            assert_eq!(capability.show(&configured), capability.show(&widened), "{key}");
+            assert_ne!(
+                capability.show(&configured),
+                capability.show(&Policy::default()),
+                "{key}: the value allows something"
+            );
+        }
+    }
+
+    #[test]
+    fn a_wrong_value_is_refused_with_what_was_expected() {
+        let mut policy = Policy::default();
+        for (key, value, expected) in [
+            ("llm", toml::Value::from("yes"), "expected true or false, found a string"),
+            ("hosts", toml::Value::from("https://a.example"), "expected a list of strings, e.g. [\"…\"], found a string"),
+            ("memory", toml::Value::from(2), "expected none, read or read-write, found an integer"),
+        ] {
+            let error = by_key(key)
+                .unwrap()
+                .configure(&mut policy, &value, Path::new("/"))
+                .unwrap_err();
+            assert_eq!(error, expected, "{key}");
+        }
+        let memory = Policy::flags().find(|f| f.long == "allow-memory").unwrap();
+        assert_eq!(
+            policy.widen(memory, Some("all")).unwrap_err(),
+            "\"all\" is not a memory access"
+        );
+    }
+
+    #[test]
+    fn open_world_is_the_language_model_or_an_outbound_host() {
+        assert!(!Grant::default().is_open_world());
+        let llm = Grant { llm: true, ..Grant::default() };
+        let hosts = Grant {
+            hosts: vec![HostPattern::parse("https://api.example.com").unwrap()],
+            ..Grant::default()
+        };
+        let memory = Grant { memory: MemoryAccess::ReadWrite, ..Grant::default() };
+        assert!(llm.is_open_world() && hosts.is_open_world());
+        assert!(!memory.is_open_world());
     }
 
     #[test]

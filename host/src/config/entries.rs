@@ -39,22 +39,14 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, serde
     }
 }
 
-/// The grant policy as `evo config show` prints it.
+/// The grant policy as `evo config show` prints it: each kind of capability's value.
 fn grants_json(policy: &Policy) -> serde_json::Value {
     fn one(policy: &Policy) -> serde_json::Value {
-        serde_json::json!({
-            "dirs": policy.dirs.iter().map(|d| format!(
-                "{}::{}{}",
-                d.host.display(),
-                d.guest,
-                if d.access == crate::capabilities::Access::Read { ":ro" } else { "" }
-            )).collect::<Vec<_>>(),
-            "llm": policy.llm,
-            "memory": policy.memory.as_str(),
-            "exec": policy.exec,
-            "hosts": policy.hosts.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "secrets": policy.secrets,
-        })
+        crate::capabilities::ALL
+            .iter()
+            .map(|capability| (capability.key().to_owned(), capability.show(policy)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
     }
     let mut value = one(policy);
     if !policy.skills.is_empty() {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{Config, Isolation, MAX_POOL_SLOTS, Source};
-use crate::capabilities::{DirPolicy, MemoryAccess, Policy};
+use crate::capabilities::{self, Policy};
 use crate::error::{Error, Result};
 use crate::skill::confirm::ConfirmPolicy;
 use crate::skill::permission::{Locale, Permission, Profile};
@@ -18,7 +18,8 @@ use crate::skill::permission::{Locale, Permission, Profile};
 struct File {
     skill_dirs: Option<Vec<PathBuf>>,
     llm: Option<LlmFile>,
-    grants: Option<GrantsFile>,
+    /// The default's keys, and `skill.NAME` tables of their own.
+    grants: Option<GrantFile>,
     skill_config: Option<BTreeMap<String, BTreeMap<String, toml::Value>>>,
     engine: Option<EngineFile>,
     native: Option<NativeFile>,
@@ -65,25 +66,9 @@ struct LlmFile {
     base_url: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GrantFile {
-    dirs: Option<Vec<String>>,
-    llm: Option<bool>,
-    memory: Option<String>,
-    exec: Option<bool>,
-    hosts: Option<Vec<String>>,
-    secrets: Option<Vec<String>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GrantsFile {
-    #[serde(flatten)]
-    default: GrantFile,
-    #[serde(default)]
-    skill: BTreeMap<String, GrantFile>,
-}
+/// A `[grants]` table (the default or a skill's): each key belongs to one kind of
+/// capability, which reads its value.
+type GrantFile = BTreeMap<String, toml::Value>;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -275,12 +260,25 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
             note(config, &spans, &["llm.base_url"]);
         }
     }
-    if let Some(grants) = file.grants {
-        let noted = grant(&mut config.grants, "grants", &grants.default, base, &spans)?;
+    if let Some(mut grants) = file.grants {
+        let skills = match grants.remove("skill") {
+            None => toml::Table::new(),
+            Some(toml::Value::Table(skills)) => skills,
+            Some(other) => {
+                return Err(spans.invalid(
+                    "grants.skill",
+                    format!(
+                        "expected [grants.skill.NAME] tables, {}",
+                        capabilities::found(&other)
+                    ),
+                ));
+            }
+        };
+        let noted = grant(&mut config.grants, "grants", &grants, base, &spans)?;
         note(config, &spans, &noted);
-        for (name, entry) in &grants.skill {
+        for (name, entry) in skills {
             let key = format!("grants.skill.{name}");
-            if !crate::skill::meta::is_valid_name(name) {
+            if !crate::skill::meta::is_valid_name(&name) {
                 return Err(spans.invalid(
                     &key,
                     format!(
@@ -288,9 +286,19 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
                     ),
                 ));
             }
+            let toml::Value::Table(entry) = entry else {
+                return Err(spans.invalid(
+                    &key,
+                    format!(
+                        "expected a table of grants, {}",
+                        capabilities::found(&entry)
+                    ),
+                ));
+            };
+            let entry: GrantFile = entry.into_iter().collect();
             let mut policy = Policy::default();
-            let noted = grant(&mut policy, &key, entry, base, &spans)?;
-            config.grants.skills.insert(name.clone(), policy);
+            let noted = grant(&mut policy, &key, &entry, base, &spans)?;
+            config.grants.skills.insert(name, policy);
             note(config, &spans, &noted);
         }
     }
@@ -476,67 +484,26 @@ fn grant(
     spans: &Spans<'_>,
 ) -> Result<Vec<String>> {
     let mut noted = Vec::new();
-    if let Some(dirs) = &entry.dirs {
-        let key = format!("{prefix}.dirs");
-        policy.dirs = dirs
-            .iter()
-            .map(|spec| {
-                // A relative host directory is relative to the file, not to wherever
-                // `evo` happens to run.
-                let anchored = if Path::new(spec).is_absolute() {
-                    spec.clone()
-                } else {
-                    base.join(spec).to_string_lossy().into_owned()
-                };
-                DirPolicy::parse(&anchored).map_err(|message| {
-                    spans.invalid(
-                        &key,
-                        format!("{spec:?}: {message}; use HOST::GUEST or HOST::GUEST:ro with an existing host directory"),
-                    )
-                })
-            })
-            .collect::<Result<_>>()?;
-        noted.push(key);
-    }
-    if let Some(llm) = entry.llm {
-        policy.llm = llm;
-        noted.push(format!("{prefix}.llm"));
-    }
-    if let Some(exec) = entry.exec {
-        policy.exec = exec;
-        noted.push(format!("{prefix}.exec"));
-    }
-    if let Some(hosts) = &entry.hosts {
-        let key = format!("{prefix}.hosts");
-        policy.hosts = hosts
-            .iter()
-            .map(|spec| {
-                crate::capabilities::HostPattern::parse(spec).map_err(|message| {
-                    spans.invalid(
-                        &key,
-                        format!("{message}; e.g. \"https://api.github.com\", \"https://*.example.com\" or \"http://127.0.0.1:8080\""),
-                    )
-                })
-            })
-            .collect::<Result<_>>()?;
-        noted.push(key);
-    }
-    if let Some(secrets) = &entry.secrets {
-        let key = format!("{prefix}.secrets");
-        for name in secrets {
-            crate::secrets::check_name(name).map_err(|message| spans.invalid(&key, message))?;
-        }
-        policy.secrets = secrets.clone();
-        noted.push(key);
-    }
-    if let Some(memory) = &entry.memory {
-        let key = format!("{prefix}.memory");
-        policy.memory = MemoryAccess::parse(memory).ok_or_else(|| {
+    for (name, value) in entry {
+        let key = format!("{prefix}.{name}");
+        let capability = capabilities::by_key(name).ok_or_else(|| {
+            let known: Vec<&str> = capabilities::ALL.iter().map(|c| c.key()).collect();
             spans.invalid(
                 &key,
-                format!("{memory:?} is not a memory access; use none, read or read-write"),
+                format!(
+                    "unknown field `{name}`; a grant is one of {}{}",
+                    known.join(", "),
+                    if prefix == "grants" {
+                        ", or a [grants.skill.NAME] table"
+                    } else {
+                        ""
+                    }
+                ),
             )
         })?;
+        capability
+            .configure(policy, value, base)
+            .map_err(|message| spans.invalid(&key, message))?;
         noted.push(key);
     }
     Ok(noted)

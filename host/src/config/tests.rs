@@ -100,6 +100,21 @@ fn out_of_range_and_unknown_words_are_refused_not_defaulted() {
             "\"github-token\" is not a secret name: use capital letters, digits and `_`, starting with a letter, at most 64 (GITHUB_TOKEN)",
         ),
         (
+            "[grants]\nllm = \"yes\"\n",
+            "grants.llm",
+            "expected true or false, found a string",
+        ),
+        (
+            "[grants]\nnetwork = true\n",
+            "grants.network",
+            "unknown field `network`; a grant is one of dirs, llm, memory, exec, hosts, secrets, or a [grants.skill.NAME] table",
+        ),
+        (
+            "[grants.skill.notes]\nnetwork = true\n",
+            "grants.skill.notes.network",
+            "unknown field `network`; a grant is one of dirs, llm, memory, exec, hosts, secrets",
+        ),
+        (
             "[llm]\nmodel = \"gpt-4o\"\n",
             "llm.model",
             "\"gpt-4o\" is not provider:model, e.g. \"ollama:llama3.2\"",
@@ -116,11 +131,12 @@ fn out_of_range_and_unknown_words_are_refused_not_defaulted() {
             (Some(expected_key), expected)
         );
         // A key is on line 2; a table is named on its header, line 1.
-        let expected_line = if expected_key.starts_with("grants.skill") {
-            1
-        } else {
-            2
-        };
+        let expected_line =
+            if expected_key.starts_with("grants.skill") && expected_key.matches('.').count() == 2 {
+                1
+            } else {
+                2
+            };
         assert_eq!(line, Some(expected_line), "{text}");
     }
 }

@@ -204,8 +204,7 @@ pub fn annotations(skill: &RegisteredSkill, host: &Host) -> ToolAnnotations {
         host.grants().for_skill(&skill.meta.name),
     );
     let read_only = skill.permission() == Permission::ReadOnly;
-    let open_world = grant.llm
-        || !grant.hosts.is_empty()
+    let open_world = grant.is_open_world()
         || matches!(
             skill.kind(),
             ExecutorKind::Llm | ExecutorKind::Service | ExecutorKind::Remote

@@ -118,7 +118,7 @@ pub(super) fn secrets(
     let hosts = &capabilities.hosts;
     let mut secrets = Vec::new();
     for (i, secret) in pending.0.into_iter().enumerate() {
-        if let Err(message) = crate::secrets::check_name(&secret.name) {
+        if let Err(message) = evo_manifest::check_secret_name(&secret.name) {
             problems.push(problem(
                 &format!("capabilities.secrets[{i}].name"),
                 message,

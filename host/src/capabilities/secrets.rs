@@ -1,0 +1,63 @@
+//! Secrets: a skill names a secret and the origin it is for; if the operator allows the
+//! secret, the host puts its value into the skill's requests to that origin (the skill
+//! never reads it).
+
+use std::path::Path;
+
+use super::{Capability, Grant, GrantFlag, Policy, RequestedCapabilities, SecretGrant};
+use evo_manifest::check_secret_name as check_name;
+
+/// Secrets: `[grants] secrets`, `--allow-secret`.
+pub(super) struct Secrets;
+
+impl Capability for Secrets {
+    fn key(&self) -> &'static str {
+        "secrets"
+    }
+
+    fn flag(&self) -> &'static GrantFlag {
+        &GrantFlag {
+            long: "allow-secret",
+            value_name: Some("NAME"),
+            repeats: true,
+            help: "Let skills that ask for this secret (`evo secret set NAME`) have the host put it into their requests to the host they name for it. Repeat for more.",
+            hint: "`evo secret list` shows the secrets set",
+            key: "grants.secrets",
+        }
+    }
+
+    fn configure(&self, policy: &mut Policy, value: &toml::Value, _: &Path) -> Result<(), String> {
+        let names = super::strings(value)?;
+        for name in &names {
+            check_name(name)?;
+        }
+        policy.secrets = names.into_iter().map(str::to_owned).collect();
+        Ok(())
+    }
+
+    fn widen(&self, policy: &mut Policy, value: &str) -> Result<(), String> {
+        check_name(value)?;
+        policy.secrets.push(value.to_owned());
+        Ok(())
+    }
+
+    fn show(&self, policy: &Policy) -> serde_json::Value {
+        policy.secrets.clone().into()
+    }
+
+    fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
+        for request in &requested.secrets {
+            if policy.secrets.contains(&request.name) {
+                grant.secrets.push(SecretGrant {
+                    name: request.name.clone(),
+                    host: request.host.clone(),
+                });
+            } else {
+                grant.refused.push(format!(
+                    "secret {} for {}: the host policy does not allow it; grant it with --allow-secret {} or in [grants] secrets",
+                    request.name, request.host, request.name
+                ));
+            }
+        }
+    }
+}
