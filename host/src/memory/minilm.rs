@@ -19,7 +19,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
 use crate::retrieval::embed::{Embedder, normalize};
-use super::local::MODEL_FILES;
+use super::MODEL_FILES;
 use crate::error::{Error, Result};
 
 /// Longest input in tokens; the model was trained on 256 (longer text is cut).
@@ -134,7 +134,7 @@ impl Embedder for MiniLmEmbedder {
     }
 
     fn spec(&self) -> Option<String> {
-        Some(super::local::MINILM.to_owned())
+        Some(super::MINILM.to_owned())
     }
 }
 

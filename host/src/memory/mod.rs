@@ -40,6 +40,12 @@ pub mod index;
 pub mod local;
 #[cfg(feature = "minilm")]
 pub mod minilm;
+
+/// The name of the MiniLM embedder: what picks it (`local`) and what it is (`minilm`)
+/// both say it.
+pub const MINILM: &str = "minilm";
+/// The files a MiniLM model directory holds.
+pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 pub mod openai;
 mod search;
 pub mod store;

@@ -1,19 +1,125 @@
 //! Call statistics and the call history (with the security log's `blocked` rows): what
 //! [`Stats`](crate::skill::stats::Stats) and [`History`](crate::skill::history::History)
-//! flush to, in SQLite (`evo.db`) or PostgreSQL.
+//! flush to, in SQLite (`evo.db`) or PostgreSQL, and the rows they are made of.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Serialize;
+
 use crate::db::Db;
 use crate::error::Result;
-use crate::skill::history::{Filter, Record, Status};
-use crate::skill::stats::SkillStats;
 
 #[cfg(feature = "postgres")]
 use crate::storage::Pg;
 use crate::storage::Storage;
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// It returned a valid result.
+    Success,
+    /// It failed.
+    Error,
+    /// It was refused before it ran (permission, confirmation, allowlist, path).
+    Blocked,
+}
+
+impl Status {
+    /// The name stored and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Blocked => "blocked",
+        }
+    }
+
+    /// The status named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Success, Self::Error, Self::Blocked]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
+/// One call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    /// Row id (0 until stored).
+    pub id: i64,
+    /// When it started, Unix milliseconds.
+    pub at_ms: i64,
+    /// Who called: the agent or front end (`cli`, `agent`, `mcp`, …) for a run's own
+    /// calls, the calling skill for nested ones.
+    pub caller: String,
+    /// The run.
+    pub task_id: String,
+    /// The tool (canonical name).
+    pub tool: String,
+    /// The arguments, redacted and cut at `MAX_ARGUMENT_CHARS`.
+    pub arguments: String,
+    /// How it ended.
+    pub status: Status,
+    /// How long it took, in milliseconds.
+    pub duration_ms: f64,
+    /// The error code and message, when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What to list.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only calls that ended so.
+    pub status: Option<Status>,
+    /// Only calls at or after this time (Unix milliseconds).
+    pub since_ms: Option<i64>,
+    /// At most this many (newest first); all when `None`.
+    pub limit: Option<u64>,
+}
+
+/// The figures of one skill.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillStats {
+    /// The skill.
+    pub tool_name: String,
+    /// Calls that found the skill.
+    pub call_count: u64,
+    /// Calls that returned a valid result.
+    pub success_count: u64,
+    /// Sum of durations, in milliseconds.
+    pub total_duration: f64,
+    /// `total_duration / call_count`.
+    pub average_duration: f64,
+    /// `success_count / call_count`, in [0, 1].
+    pub success_rate: f64,
+    /// Longest call, in milliseconds.
+    pub max_duration: f64,
+}
+
+impl SkillStats {
+    pub(crate) fn add(&mut self, other: &Self) {
+        self.call_count += other.call_count;
+        self.success_count += other.success_count;
+        self.total_duration += other.total_duration;
+        self.max_duration = self.max_duration.max(other.max_duration);
+        self.derive();
+    }
+
+    pub(crate) fn derive(&mut self) {
+        if self.call_count > 0 {
+            let calls = self.call_count as f64;
+            self.average_duration = self.total_duration / calls;
+            self.success_rate = self.success_count as f64 / calls;
+        }
+    }
+}
 
 /// The call store `storage` keeps: `evo.db` in the data directory, or the shared
 /// database.

@@ -1,6 +1,6 @@
 //! The data a running skill exchanges with the host, whatever runs it: the run's
-//! [`Scratch`] space, requests to the model, memory hits, and the expected failures
-//! ([`ContextError`]) a guest gets back. The frame itself is
+//! [`Scratch`] space, requests to the model, memory hits, what a run returns
+//! ([`SkillOutput`]), and the expected failures ([`ContextError`]) a guest gets back. The frame itself is
 //! [`SkillContext`](super::kernel::SkillContext).
 
 use std::collections::HashMap;
@@ -23,6 +23,58 @@ pub const MAX_SCRATCH_ENTRIES: usize = 1_024;
 /// Most bytes (keys and values as JSON) in one run's scratch: enough for any real hand-
 /// over between skills, and far below what entries × value size would allow (1 GiB).
 pub const MAX_SCRATCH_TOTAL_BYTES: usize = 16 << 20;
+
+/// A memory write a skill suggests; the memory kernel applies it (with deduplication)
+/// at the end of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemoryWrite {
+    /// The text.
+    pub text: String,
+    /// The suggested category.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+}
+
+/// One step of a skill's work, for debugging and observability.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepTrace {
+    /// Unique within the call.
+    pub step_id: String,
+    /// Human-readable name.
+    pub step_name: String,
+    /// The step's input.
+    pub input: Value,
+    /// The step's output (`null` if it failed or was skipped).
+    pub output: Value,
+    /// Duration in milliseconds.
+    pub duration: u64,
+    /// The error, if the step failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a successful run returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillOutput {
+    /// The result, matching the skill's output schema.
+    pub output: Value,
+    /// Memory the skill suggests keeping.
+    pub memory_writes: Vec<MemoryWrite>,
+    /// Steps taken (composite skills fill this in).
+    pub intermediate_steps: Vec<StepTrace>,
+}
+
+impl From<Value> for SkillOutput {
+    fn from(output: Value) -> Self {
+        Self {
+            output,
+            memory_writes: Vec::new(),
+            intermediate_steps: Vec::new(),
+        }
+    }
+}
 
 /// A boxed, sendable future, as the kernel's traits return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -10,6 +10,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use super::context::{MemoryWrite, SkillOutput, StepTrace};
 use super::context::BoxFuture;
 use super::kernel::SkillContext;
 use crate::error::Result;
@@ -55,58 +56,6 @@ impl ExecutorKind {
 impl fmt::Display for ExecutorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// A memory write a skill suggests; the memory kernel applies it (with deduplication)
-/// at the end of the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemoryWrite {
-    /// The text.
-    pub text: String,
-    /// The suggested category.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-}
-
-/// One step of a skill's work, for debugging and observability.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepTrace {
-    /// Unique within the call.
-    pub step_id: String,
-    /// Human-readable name.
-    pub step_name: String,
-    /// The step's input.
-    pub input: Value,
-    /// The step's output (`null` if it failed or was skipped).
-    pub output: Value,
-    /// Duration in milliseconds.
-    pub duration: u64,
-    /// The error, if the step failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// What a successful run returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SkillOutput {
-    /// The result, matching the skill's output schema.
-    pub output: Value,
-    /// Memory the skill suggests keeping.
-    pub memory_writes: Vec<MemoryWrite>,
-    /// Steps taken (composite skills fill this in).
-    pub intermediate_steps: Vec<StepTrace>,
-}
-
-impl From<Value> for SkillOutput {
-    fn from(output: Value) -> Self {
-        Self {
-            output,
-            memory_writes: Vec::new(),
-            intermediate_steps: Vec::new(),
-        }
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
+pub use crate::skill::calls::{Filter, Record, Status};
 use crate::skill::calls::CallStore;
 
 /// Default number of calls kept: months of interactive use, a few MB on disk.
@@ -21,74 +22,6 @@ pub const MAX_ARGUMENT_CHARS: usize = 2_000;
 /// Calls slower than this are logged as warnings: half a second is when a person
 /// waiting notices, and an agent's round trip is a few of those.
 pub const SLOW_CALL_MS: f64 = 500.0;
-
-/// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// It returned a valid result.
-    Success,
-    /// It failed.
-    Error,
-    /// It was refused before it ran (permission, confirmation, allowlist, path).
-    Blocked,
-}
-
-impl Status {
-    /// The name stored and shown.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Error => "error",
-            Self::Blocked => "blocked",
-        }
-    }
-
-    /// The status named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [Self::Success, Self::Error, Self::Blocked]
-            .into_iter()
-            .find(|s| s.name() == name)
-    }
-}
-
-/// One call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Record {
-    /// Row id (0 until stored).
-    pub id: i64,
-    /// When it started, Unix milliseconds.
-    pub at_ms: i64,
-    /// Who called: the agent or front end (`cli`, `agent`, `mcp`, …) for a run's own
-    /// calls, the calling skill for nested ones.
-    pub caller: String,
-    /// The run.
-    pub task_id: String,
-    /// The tool (canonical name).
-    pub tool: String,
-    /// The arguments, redacted and cut at `MAX_ARGUMENT_CHARS`.
-    pub arguments: String,
-    /// How it ended.
-    pub status: Status,
-    /// How long it took, in milliseconds.
-    pub duration_ms: f64,
-    /// The error code and message, when it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// What to list.
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    /// Only this tool.
-    pub tool: Option<String>,
-    /// Only calls that ended so.
-    pub status: Option<Status>,
-    /// Only calls at or after this time (Unix milliseconds).
-    pub since_ms: Option<i64>,
-    /// At most this many (newest first); all when `None`.
-    pub limit: Option<u64>,
-}
 
 /// Per-tool figures computed from the history.
 #[derive(Debug, Clone, PartialEq, Serialize)]

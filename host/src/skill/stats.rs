@@ -9,48 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde::Serialize;
 
 use crate::error::Result;
+pub use crate::skill::calls::SkillStats;
 use crate::skill::calls::CallStore;
-
-/// The figures of one skill.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SkillStats {
-    /// The skill.
-    pub tool_name: String,
-    /// Calls that found the skill.
-    pub call_count: u64,
-    /// Calls that returned a valid result.
-    pub success_count: u64,
-    /// Sum of durations, in milliseconds.
-    pub total_duration: f64,
-    /// `total_duration / call_count`.
-    pub average_duration: f64,
-    /// `success_count / call_count`, in [0, 1].
-    pub success_rate: f64,
-    /// Longest call, in milliseconds.
-    pub max_duration: f64,
-}
-
-impl SkillStats {
-    fn add(&mut self, other: &Self) {
-        self.call_count += other.call_count;
-        self.success_count += other.success_count;
-        self.total_duration += other.total_duration;
-        self.max_duration = self.max_duration.max(other.max_duration);
-        self.derive();
-    }
-
-    pub(crate) fn derive(&mut self) {
-        if self.call_count > 0 {
-            let calls = self.call_count as f64;
-            self.average_duration = self.total_duration / calls;
-            self.success_rate = self.success_count as f64 / calls;
-        }
-    }
-}
 
 #[derive(Debug, Default)]
 struct Counts {

@@ -330,3 +330,191 @@ fn built_in_tools_read_typed_input_and_write_no_schema_by_hand() {
         assert!(found.is_empty(), "{needle} in {found:?}");
     }
 }
+
+/// The first path segment of every item in a `use` group's text (`a::b, c::{d, e}` →
+/// `a`, `c`), nested groups skipped.
+fn group_heads(group: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut start = true;
+    for piece in group.split_inclusive([',', '{', '}']) {
+        if depth == 0 && start {
+            let head: String = piece
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !head.is_empty() {
+                heads.push(head);
+            }
+        }
+        match piece.chars().last() {
+            Some('{') => depth += 1,
+            Some('}') => depth -= 1,
+            _ => {}
+        }
+        start = piece.ends_with(',');
+    }
+    heads
+}
+
+/// The sibling modules `source` names through `super::` or `crate::<room>::`, directly
+/// or through a name `mod.rs` re-exports, before its unit tests.
+fn siblings_named(
+    source: &str,
+    room: &str,
+    modules: &[String],
+    reexports: &std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeSet<String> {
+    let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let prefix = format!("crate::{}::", room.replace('/', "::"));
+    let mut named = std::collections::BTreeSet::new();
+    for marker in ["super::", prefix.as_str()] {
+        for (at, _) in code.match_indices(marker) {
+            let rest = &code[at + marker.len()..];
+            let heads = match rest.strip_prefix('{') {
+                Some(group) => group_heads(&group[..group.find("};").unwrap_or(group.len())]),
+                None => group_heads(rest.split([';', '\n', '(']).next().unwrap_or_default()),
+            };
+            for head in heads {
+                if modules.contains(&head) {
+                    named.insert(head);
+                } else if let Some(module) = reexports.get(&head) {
+                    named.insert(module.clone());
+                }
+            }
+        }
+    }
+    named
+}
+
+/// An import circle among the modules of `room` (a directory of `host/src`), if any,
+/// leaving out the imports `allowed` (`(from, to)`).
+fn circle_in(room: &str, allowed: &[(&str, &str)]) -> Option<Vec<String>> {
+    use std::collections::BTreeMap;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../host/src")
+        .join(room);
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && path.join("mod.rs").exists() {
+            files.insert(name, path.join("mod.rs"));
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !["mod", "tests"].contains(&name.as_str())
+        {
+            files.insert(name, path);
+        }
+    }
+    let modules: Vec<String> = files.keys().cloned().collect();
+    // `pub use call::WasmSkill;` in mod.rs: naming `super::WasmSkill` names `call`.
+    let root = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+    let mut reexports = BTreeMap::new();
+    for statement in root.split(';') {
+        let Some(at) = statement.find("use ") else {
+            continue;
+        };
+        let path = statement[at + 4..].trim();
+        let Some((module, items)) = path.split_once("::") else {
+            continue;
+        };
+        if !modules.iter().any(|m| m == module) {
+            continue;
+        }
+        let items = items.trim().trim_start_matches('{').trim_end_matches('}');
+        for item in items.split(',') {
+            let name = item.rsplit([' ', ':']).next().unwrap_or_default().trim();
+            if !name.is_empty() {
+                reexports.insert(name.to_owned(), module.to_owned());
+            }
+        }
+    }
+    let graph: BTreeMap<String, std::collections::BTreeSet<String>> = files
+        .iter()
+        .map(|(name, path)| {
+            let source = std::fs::read_to_string(path).unwrap();
+            let mut named = siblings_named(&source, room, &modules, &reexports);
+            named.remove(name);
+            named.retain(|to| !allowed.contains(&(name.as_str(), to.as_str())));
+            (name.clone(), named)
+        })
+        .collect();
+    // Depth-first search for a back edge.
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut circle = path[at..].to_vec();
+            circle.push(node.to_owned());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in &graph[node] {
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, &graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_files_of_a_room_do_not_import_each_other_in_a_circle() {
+    // Loading builds a skill, a skill's call compiles on first use: `load` → `call` →
+    // `compile`, never back. The call store holds the rows that statistics and the
+    // history flush to: `stats`/`history` → `calls`, never back.
+    for room in ["engine/wasm", "memory", "capabilities", "retrieval"] {
+        assert_eq!(
+            circle_in(room, &[]),
+            None,
+            "an import circle in host/src/{room}"
+        );
+    }
+    // One by design: the kernel holds the executors, and an executor is handed the
+    // kernel's frame (`SkillContext`) to call back through its gates; the trait names
+    // the frame, nothing else of the kernel.
+    assert_eq!(
+        circle_in("skill", &[("executor", "kernel")]),
+        None,
+        "an import circle in host/src/skill"
+    );
+    assert!(
+        circle_in("skill", &[]).is_some(),
+        "the check sees the kernel's own"
+    );
+}
+
+#[test]
+fn the_circle_check_finds_a_circle() {
+    let modules = ["call".to_owned(), "load".to_owned(), "state".to_owned()];
+    let reexports = [("WasmSkill".to_owned(), "call".to_owned())].into();
+    let load = "use super::{\n    Limits, WasmSkill,\n    compile::{Code, Prepared},\n};\n";
+    assert_eq!(
+        siblings_named(load, "engine/wasm", &modules, &reexports),
+        ["call".to_owned()].into()
+    );
+    let state = "fn f() { super::call::cut(x) }\n#[cfg(test)]\nuse super::load;\n";
+    assert_eq!(
+        siblings_named(state, "engine/wasm", &modules, &reexports),
+        ["call".to_owned()].into()
+    );
+    assert_eq!(group_heads("a::b, c::{d, e}, f"), ["a", "c", "f"]);
+}

@@ -7,12 +7,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::bindings::PluginPre;
 use super::bindings::evo::skill::types;
 use super::guest::run_guest;
-use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES};
+use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES, cut};
 use crate::skill::lanes::Streak;
-use super::state::HostState;
 use super::{LoadSource, WasmEngine};
 use crate::capabilities::{Grant, MemoryAccess, Policy};
 use crate::error::{Error, FailureKind, Result};
@@ -63,7 +61,7 @@ struct SkillInner {
     calls: Arc<[String]>,
     name: Arc<str>,
     /// The compiled component, linked: at load, or on the first call.
-    prepared: tokio::sync::OnceCell<super::load::Prepared>,
+    prepared: tokio::sync::OnceCell<super::compile::Prepared>,
     /// The file it is loaded from on its first call, when not at load.
     file: Option<std::path::PathBuf>,
     /// Whether its last calls ran long (they start in the long lane).
@@ -83,7 +81,7 @@ impl std::fmt::Debug for WasmSkill {
 /// Where a skill's compiled code is.
 pub(super) enum Origin {
     /// Compiled (or loaded from the cache) at load.
-    Ready(super::load::Prepared),
+    Ready(super::compile::Prepared),
     /// In this file, unchanged since it was loaded before: loaded on the first call.
     File(std::path::PathBuf),
 }
@@ -165,7 +163,7 @@ impl WasmSkill {
         Ok(self.pre().await?.1)
     }
 
-    async fn pre(&self) -> Result<&super::load::Prepared> {
+    async fn pre(&self) -> Result<&super::compile::Prepared> {
         let skill = &self.inner;
         skill
             .prepared
@@ -177,7 +175,7 @@ impl WasmSkill {
                     )));
                 };
                 let fuel = skill.limits.fuel.is_some();
-                let code = super::load::Code::File(path.clone());
+                let code = super::compile::Code::File(path.clone());
                 skill
                     .engine
                     .prepare(&skill.name, &skill.digest, code, fuel)
@@ -263,35 +261,6 @@ impl WasmSkill {
     }
 }
 
-/// Calls the `manifest` export of a component not yet described, with no grants: its
-/// JSON, and the manifest it describes.
-pub(super) async fn read_manifest(
-    engine: &WasmEngine,
-    label: &str,
-    pre: &PluginPre<HostState>,
-) -> Result<(String, SkillMeta)> {
-    let limits = Limits::for_manifest();
-    let grant = Arc::new(Grant::default());
-    let (result, guest) = run_guest(
-        engine,
-        pre,
-        label,
-        &limits,
-        &grant,
-        &[],
-        &SkillContext::detached(),
-        &Streak::default(),
-        |plugin, store| {
-            Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
-        },
-    )
-    .await?;
-    let json = result.map_err(|e| guest.classify(e))?;
-    guest.check_output(json.len())?;
-    let meta = super::load::parse_manifest(label, &json)?;
-    Ok((json, meta))
-}
-
 fn failure(error: types::SkillError) -> (FailureKind, String) {
     let (kind, message) = match error {
         types::SkillError::InvalidInput(m) => (FailureKind::InvalidInput, m),
@@ -301,21 +270,6 @@ fn failure(error: types::SkillError) -> (FailureKind, String) {
         types::SkillError::Failed(m) => (FailureKind::Failed, m),
     };
     (kind, cut(message, MAX_ERROR_BYTES))
-}
-
-/// `text` cut to at most `max` bytes (on a character boundary), saying how much was cut.
-pub(super) fn cut(mut text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    let total = text.len();
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text.push_str(&format!("… ({} more bytes cut)", total - end));
-    text
 }
 
 /// Bytes of text a call returns: its output, memory writes and steps.

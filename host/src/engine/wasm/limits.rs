@@ -241,6 +241,21 @@ pub(super) fn set_deadline<T: Send + 'static>(
     });
 }
 
+/// `text` cut to at most `max` bytes (on a character boundary), saying how much was cut.
+pub(super) fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let total = text.len();
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("… ({} more bytes cut)", total - end));
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

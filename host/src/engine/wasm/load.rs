@@ -1,16 +1,21 @@
 //! Loading a component: describing it (from its embedded manifest, its record, or its
 //! `manifest` export), compiling it or loading it from the cache, and linking it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use super::bindings::PluginPre;
+use super::compile::Code;
+use super::guest::run_guest;
 use super::{
-    ComponentInfo, Flavor, HostState, Limits, LoadSource, MANIFEST_SECTION, WasmEngine, WasmSkill,
-    bindings, call, inspect, known,
+    ComponentInfo, HostState, Limits, MANIFEST_SECTION, WasmEngine, WasmSkill, call,
+    inspect, known,
 };
-use crate::capabilities::Policy;
+use crate::capabilities::{Grant, Policy};
+use crate::skill::kernel::SkillContext;
+use crate::skill::lanes::Streak;
 use crate::error::{Error, Result};
 use crate::skill::meta::SkillMeta;
 
@@ -106,7 +111,7 @@ impl WasmEngine {
                 let plain = self
                     .prepare(label, &digest, Code::Bytes(bytes.clone()), false)
                     .await?;
-                let (json, meta) = call::read_manifest(self, label, &plain.0).await?;
+                let (json, meta) = read_manifest(self, label, &plain.0).await?;
                 (json, meta, Some(plain))
             }
         };
@@ -160,7 +165,7 @@ impl WasmEngine {
         let (pre, _) = self
             .prepare(label, &digest, Code::Bytes(bytes.into()), false)
             .await?;
-        Ok(call::read_manifest(self, label, &pre).await?.0)
+        Ok(read_manifest(self, label, &pre).await?.0)
     }
 
     /// Refuses a component whose embedded manifest (`MANIFEST_SECTION`) says something
@@ -187,108 +192,6 @@ impl WasmEngine {
             }],
         })
     }
-
-    /// Compiles `code` (or loads it from the cache) for the flavor with or without
-    /// fuel, and links it.
-    pub(super) async fn prepare(
-        &self,
-        label: &str,
-        digest: &str,
-        code: Code,
-        fuel: bool,
-    ) -> Result<Prepared> {
-        let engine = self.clone();
-        let digest = digest.to_owned();
-        let label_owned = label.to_owned();
-        let deadline = self.inner.config.compile_deadline;
-        // A cache hit maps the artifact and links it in about 0.1 ms: less than a trip
-        // to the blocking pool and back would add. A compile goes there.
-        if let Some(cache) = &self.inner.cache {
-            let flavor = self.flavor(fuel)?;
-            if let Some(component) = cache.load(&flavor.engine, flavor.key, &digest) {
-                return link(flavor, label, component, LoadSource::Cache);
-            }
-        }
-        self.inner.config.on_compile.tell(label, code.len());
-        let compile = tokio::task::spawn_blocking(move || {
-            let flavor = engine.flavor(fuel)?;
-            let compiled = code
-                .bytes(&digest)
-                .and_then(|bytes| match &engine.inner.cache {
-                    Some(cache) => cache.compile(&flavor.engine, flavor.key, &digest, &bytes),
-                    None => wasmtime::component::Component::new(&flavor.engine, &bytes[..]),
-                });
-            let component = compiled.map_err(|e| Error::InvalidComponent {
-                skill: label_owned.clone(),
-                reason: format!("{e:#}"),
-            })?;
-            link(flavor, &label_owned, component, LoadSource::Compiled)
-        });
-        match tokio::time::timeout(deadline, compile).await {
-            Ok(joined) => joined.map_err(|e| Error::Engine(e.to_string()))?,
-            Err(_) => Err(Error::ComponentLimit {
-                skill: label.to_owned(),
-                message: format!(
-                    "compiling the component took longer than the compile deadline ({} ms); the compilation finishes in the background into the compile cache, so a later load may succeed",
-                    deadline.as_millis()
-                ),
-            }),
-        }
-    }
-}
-
-/// Links `component` to the host's imports, ready to instantiate.
-fn link(
-    flavor: &Flavor,
-    label: &str,
-    component: wasmtime::component::Component,
-    source: LoadSource,
-) -> Result<Prepared> {
-    let instance_pre = flavor.linker.instantiate_pre(&component).map_err(|e| Error::NotASkill {
-        skill: label.to_owned(),
-        reason: format!("it imports something this host does not provide ({e:#}); skills may import only WASI p2 and evo:skill/context"),
-    })?;
-    let pre = bindings::PluginPre::new(instance_pre).map_err(|e| Error::NotASkill {
-        skill: label.to_owned(),
-        reason: format!("{e:#}"),
-    })?;
-    Ok((pre, source))
-}
-
-/// A compiled, linked component and where its code came from.
-pub(super) type Prepared = (bindings::PluginPre<HostState>, LoadSource);
-
-/// A component's bytes, in hand or in a file loaded before.
-pub(super) enum Code {
-    Bytes(Arc<[u8]>),
-    File(PathBuf),
-}
-
-impl Code {
-    fn len(&self) -> usize {
-        match self {
-            Self::Bytes(bytes) => bytes.len(),
-            Self::File(path) => std::fs::metadata(path).map_or(0, |m| m.len() as usize),
-        }
-    }
-
-    /// The bytes; a file's must still have the SHA-256 it was loaded with.
-    fn bytes(&self, digest: &str) -> wasmtime::Result<Arc<[u8]>> {
-        match self {
-            Self::Bytes(bytes) => Ok(bytes.clone()),
-            Self::File(path) => {
-                let bytes = std::fs::read(path)
-                    .map_err(|e| wasmtime::Error::msg(format!("{}: {e}", path.display())))?;
-                if hex::encode(Sha256::digest(&bytes)) != digest {
-                    return Err(wasmtime::Error::msg(format!(
-                        "{} changed after it was loaded; load it again (restart the host, or `evo serve` picks it up at its next refresh)",
-                        path.display()
-                    )));
-                }
-                Ok(bytes.into())
-            }
-        }
-    }
 }
 
 async fn read_file(path: &Path) -> Result<Vec<u8>> {
@@ -307,4 +210,33 @@ pub(super) fn parse_manifest(label: &str, json: &str) -> Result<SkillMeta> {
         skill: label.to_owned(),
         problems,
     })
+}
+
+/// Calls the `manifest` export of a component not yet described, with no grants: its
+/// JSON, and the manifest it describes.
+pub(super) async fn read_manifest(
+    engine: &WasmEngine,
+    label: &str,
+    pre: &PluginPre<HostState>,
+) -> Result<(String, SkillMeta)> {
+    let limits = Limits::for_manifest();
+    let grant = Arc::new(Grant::default());
+    let (result, guest) = run_guest(
+        engine,
+        pre,
+        label,
+        &limits,
+        &grant,
+        &[],
+        &SkillContext::detached(),
+        &Streak::default(),
+        |plugin, store| {
+            Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
+        },
+    )
+    .await?;
+    let json = result.map_err(|e| guest.classify(e))?;
+    guest.check_output(json.len())?;
+    let meta = parse_manifest(label, &json)?;
+    Ok((json, meta))
 }

@@ -27,6 +27,7 @@
 mod background;
 mod cache;
 mod call;
+mod compile;
 mod executor;
 mod guest;
 mod http;

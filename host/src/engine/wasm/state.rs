@@ -280,7 +280,7 @@ impl context::Host for HostState {
         let message = self
             .outbound
             .scrub
-            .text("log", super::call::cut(message, MAX_CHATTER_BYTES));
+            .text("log", super::limits::cut(message, MAX_CHATTER_BYTES));
         let skill = &*self.skill;
         let name = match level {
             types::LogLevel::Trace => {

@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use super::context::{BoxFuture, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
 use super::events::{EventSink, RunEvent};
-use super::executor::SkillOutput;
+use super::context::SkillOutput;
 use super::registry::{RegisteredSkill, SkillRegistry};
 use super::stats::Stats;
 use super::validate::{Direction, ValidationReport};
