@@ -343,9 +343,11 @@ fn trap_message(error: &wasmtime::Error, stderr: &str) -> String {
     }
     if let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() {
         let frames = backtrace.to_string();
-        let frames: Vec<&str> = frames
+        let frames: Vec<String> = frames
             .lines()
-            .filter(|l| l.contains(" - ") && !RUNTIME_FRAMES.iter().any(|f| l.contains(f)))
+            .filter(|l| l.contains(" - "))
+            .map(demangled)
+            .filter(|l| !RUNTIME_FRAMES.iter().any(|f| l.contains(f)))
             .take(TRAP_BACKTRACE_FRAMES)
             .collect();
         if !frames.is_empty() {
@@ -356,6 +358,37 @@ fn trap_message(error: &wasmtime::Error, stderr: &str) -> String {
     message
 }
 
+/// A backtrace line (`  3: 0x1a2b - skill.wasm!_RNv…`) with its Rust function name
+/// demangled (`skill.wasm!my_skill::parse`); other names as they are.
+fn demangled(line: &str) -> String {
+    match line.split_once(" - ").and_then(|(at, frame)| Some((at, frame.split_once('!')?))) {
+        Some((at, (module, name))) => {
+            format!("{at} - {module}!{}", rustc_demangle::demangle(name))
+        }
+        None => line.to_owned(),
+    }
+}
+
 /// Frames of the Rust runtime's panic and abort machinery, which say nothing about
 /// where the skill went wrong.
 const RUNTIME_FRAMES: [&str; 5] = ["!std[", "!core[", "!alloc[", "!__rustc", "!abort"];
+
+#[cfg(test)]
+mod tests {
+    use super::demangled;
+
+    #[test]
+    fn backtrace_lines_name_rust_functions_readably() {
+        assert_eq!(
+            demangled("    0: 0x1a2b - skill.wasm!_ZN4core9panicking5panic17h0123456789abcdefE"),
+            "    0: 0x1a2b - skill.wasm!core::panicking::panic::h0123456789abcdef"
+        );
+        for plain in [
+            "    1:   0x10 - skill.wasm!main",
+            "    2:   0x20 - <unknown>!<wasm function 3>",
+            "error while executing at wasm backtrace:",
+        ] {
+            assert_eq!(demangled(plain), plain);
+        }
+    }
+}
