@@ -44,6 +44,13 @@ pub struct Loader {
     native: NativeSandbox,
 }
 
+#[cfg_attr(
+    not(feature = "native"),
+    expect(
+        clippy::derivable_impls,
+        reason = "derivable only without the native sandbox's field"
+    )
+)]
 impl Default for Loader {
     fn default() -> Self {
         Self {
