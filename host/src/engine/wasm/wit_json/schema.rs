@@ -1,0 +1,142 @@
+//! The JSON Schema (draft 7) of a WIT type's JSON form.
+
+use serde_json::{Map, Value, json};
+use wasmtime::component::Type;
+
+use super::EXACT_INTEGER;
+
+/// The JSON Schema (draft 7) of `ty`'s JSON form.
+pub fn schema(ty: &Type) -> Value {
+    match ty {
+        Type::Bool => json!({ "type": "boolean" }),
+        Type::U8 => range(0, u8::MAX.into()),
+        Type::U16 => range(0, u16::MAX.into()),
+        Type::U32 => range(0, u32::MAX.into()),
+        Type::S8 => range(i8::MIN.into(), i8::MAX.into()),
+        Type::S16 => range(i16::MIN.into(), i16::MAX.into()),
+        Type::S32 => range(i32::MIN.into(), i32::MAX.into()),
+        Type::U64 => json!({
+            "anyOf": [
+                { "type": "integer", "minimum": 0, "maximum": EXACT_INTEGER },
+                { "type": "string", "pattern": "^[0-9]{1,20}$" }
+            ]
+        }),
+        Type::S64 => json!({
+            "anyOf": [
+                { "type": "integer", "minimum": -(EXACT_INTEGER as i64), "maximum": EXACT_INTEGER },
+                { "type": "string", "pattern": "^-?[0-9]{1,19}$" }
+            ]
+        }),
+        Type::Float32 | Type::Float64 => json!({
+            "anyOf": [
+                { "type": "number" },
+                { "enum": ["NaN", "Infinity", "-Infinity"] }
+            ]
+        }),
+        Type::Char => json!({ "type": "string", "minLength": 1, "maxLength": 1 }),
+        Type::String => json!({ "type": "string" }),
+        Type::List(list) if list.ty() == Type::U8 => {
+            json!({ "type": "string", "contentEncoding": "base64" })
+        }
+        Type::List(list) => json!({ "type": "array", "items": schema(&list.ty()) }),
+        Type::FixedLengthList(list) => json!({
+            "type": "array",
+            "items": schema(&list.ty()),
+            "minItems": list.len(),
+            "maxItems": list.len()
+        }),
+        Type::Map(map) if map.key() == Type::String => json!({
+            "type": "object",
+            "additionalProperties": schema(&map.value())
+        }),
+        Type::Map(map) => json!({
+            "type": "array",
+            "items": {
+                "type": "array",
+                "items": [schema(&map.key()), schema(&map.value())],
+                "minItems": 2,
+                "maxItems": 2
+            }
+        }),
+        Type::Record(record) => {
+            let mut properties = Map::new();
+            let mut required = Vec::new();
+            for field in record.fields() {
+                properties.insert(field.name.to_owned(), schema(&field.ty));
+                if !matches!(field.ty, Type::Option(_)) {
+                    required.push(Value::from(field.name));
+                }
+            }
+            json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false
+            })
+        }
+        Type::Tuple(tuple) => {
+            let items: Vec<Value> = tuple.types().map(|t| schema(&t)).collect();
+            json!({
+                "type": "array",
+                "items": items,
+                "minItems": items.len(),
+                "maxItems": items.len()
+            })
+        }
+        Type::Variant(variant) => json!({
+            "oneOf": variant
+                .cases()
+                .map(|case| tagged(case.name, case.ty.as_ref()))
+                .collect::<Vec<_>>()
+        }),
+        Type::Enum(cases) => json!({ "type": "string", "enum": cases.names().collect::<Vec<_>>() }),
+        Type::Flags(flags) => json!({
+            "type": "array",
+            "items": { "type": "string", "enum": flags.names().collect::<Vec<_>>() },
+            "uniqueItems": true
+        }),
+        Type::Option(option) => {
+            let inner = option.ty();
+            let some = match inner {
+                Type::Option(_) => json!({
+                    "type": "object",
+                    "properties": { "some": schema(&inner) },
+                    "required": ["some"],
+                    "additionalProperties": false
+                }),
+                _ => schema(&inner),
+            };
+            json!({ "anyOf": [{ "type": "null" }, some] })
+        }
+        Type::Result(result) => json!({
+            "oneOf": [
+                tagged("ok", result.ok().as_ref()),
+                tagged("err", result.err().as_ref())
+            ]
+        }),
+        Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext => {
+            json!(false)
+        }
+    }
+}
+
+fn range(min: i64, max: i64) -> Value {
+    json!({ "type": "integer", "minimum": min, "maximum": max })
+}
+
+/// `{ "tag": name, "val": payload }`, `val` only when the case has a payload.
+fn tagged(name: &str, payload: Option<&Type>) -> Value {
+    let mut properties = Map::new();
+    properties.insert("tag".to_owned(), json!({ "const": name }));
+    let mut required = vec![Value::from("tag")];
+    if let Some(payload) = payload {
+        properties.insert("val".to_owned(), schema(payload));
+        required.push(Value::from("val"));
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false
+    })
+}
