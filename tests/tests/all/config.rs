@@ -109,6 +109,75 @@ fn skill_dirs_in_evo_toml_persist_and_config_show_says_where_values_came_from() 
 }
 
 #[test]
+fn a_grant_the_operator_misspelt_or_mistyped_runs_nothing() {
+    // Each kind of capability reads its own `[grants]` key: a key none of them owns, or
+    // a value of the wrong type, must stop the run, never leave the skill with less (or
+    // more) than the operator meant.
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("evo.toml");
+    for (text, key, message) in [
+        (
+            "[grants.skill.fixture-probe]\nmemroy = \"read-write\"\n",
+            "grants.skill.fixture-probe.memroy",
+            "unknown field `memroy`; a grant is one of dirs, llm, memory, exec, hosts, secrets",
+        ),
+        (
+            "[grants]\nllm = \"yes\"\n",
+            "grants.llm",
+            "expected true or false, found a string",
+        ),
+        (
+            "[grants]\nhosts = \"https://api.example.com\"\n",
+            "grants.hosts",
+            "expected a list of strings, e.g. [\"…\"], found a string",
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let out = evo(
+            home.path(),
+            &[
+                "skill",
+                "run",
+                skills::FIXTURE_PROBE,
+                "--input",
+                r#"{"host_calls":true}"#,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{text}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{text}: nothing ran");
+        assert!(
+            stderr(&out).starts_with(&format!(
+                "error[CONFIG_INVALID]: {} line 2, key {key}: {message}",
+                file.display()
+            )),
+            "{text}: {}",
+            stderr(&out)
+        );
+    }
+    std::fs::remove_file(&file).unwrap();
+    // A flag's bad value is refused the same way, before anything runs.
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            skills::FIXTURE_PROBE,
+            "--input",
+            r#"{"host_calls":true}"#,
+            "--allow-memory",
+            "all",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).starts_with("error[INVALID_ARGUMENT]: --allow-memory all: \"all\" is not a memory access\n  hint: use none, read or read-write"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn a_bad_evo_toml_names_file_line_and_key_and_exits_2() {
     let home = tempfile::tempdir().unwrap();
     let file = home.path().join("evo.toml");
