@@ -68,7 +68,7 @@ struct LlmFile {
 
 /// A `[grants]` table (the default or a skill's): each key belongs to one kind of
 /// capability, which reads its value.
-type GrantFile = BTreeMap<String, toml::Value>;
+type GrantFile = toml::Table;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -295,7 +295,6 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
                     ),
                 ));
             };
-            let entry: GrantFile = entry.into_iter().collect();
             let mut policy = Policy::default();
             let noted = grant(&mut policy, &key, &entry, base, &spans)?;
             config.grants.skills.insert(name, policy);
