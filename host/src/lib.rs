@@ -162,7 +162,9 @@ pub use engine::native::confine::{
 #[cfg(feature = "native")]
 pub use engine::native::egress::SOCKET as EGRESS_SOCKET;
 pub use engine::wasm::{
-    Allocator, ComponentInfo, Limits as WasmLimits, LoadSource, WasmEngine, WasmExecutor, WasmSkill,
+    Allocator, ComponentInfo, Limits as WasmLimits, LoadSource, PlainComponent, PlainExecutor,
+    SEPARATOR as COMPONENT_SEPARATOR, Unusable, WasmEngine, WasmExecutor, WasmFile, WasmSkill,
+    component_name,
 };
 pub use error::{
     BlockReason, Direction, Error, FailureKind, Problem, Result, ScriptRun, TemplateError,

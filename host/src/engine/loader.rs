@@ -104,6 +104,22 @@ impl Loader {
         }
     }
 
+    /// Loads what a `.wasm` file holds: an Evo skill, or a plain component whose
+    /// functions are skills, described by `sidecar` if given.
+    pub async fn load_any_wasm_file(
+        &self,
+        path: &Path,
+        sidecar: Option<RawMeta>,
+    ) -> Result<super::wasm::WasmFile> {
+        match &self.wasm {
+            Some(engine) => engine.load_any_file(path, sidecar, &self.policy).await,
+            None => Err(Error::Engine(format!(
+                "{}: this host was set up without the Wasm engine",
+                path.display()
+            ))),
+        }
+    }
+
     /// Loads the skill in `dir`. A skill installed by the skill manager may not ask for
     /// more capabilities than it did at install
     /// ([`Error::CapabilitiesChanged`]).

@@ -62,6 +62,7 @@ impl Error {
             Self::Capability(_) => "CAPABILITY_DENIED",
             Self::Engine(_) => "ENGINE_ERROR",
             Self::SkillNotFound { .. } => "SKILL_NOT_FOUND",
+            Self::ChooseFunction { .. } => "FUNCTION_NOT_CHOSEN",
             Self::ToolNotFound { .. } => "TOOL_NOT_FOUND",
             Self::Blocked { .. } => "TOOL_BLOCKED",
             Self::ScriptNotFound { .. } => "ENOENT",
@@ -134,6 +135,7 @@ impl Error {
                 | Self::InvalidInput { .. }
                 | Self::Capability(_)
                 | Self::SkillNotFound { .. }
+                | Self::ChooseFunction { .. }
                 | Self::ToolNotFound { .. }
                 | Self::Blocked { .. }
                 | Self::ScriptNotFound { .. }
@@ -209,7 +211,10 @@ impl Error {
                 "if you trust the component, raise `max_component_mb` or `compile_deadline_ms` under [engine] in evo.toml"
             }
             Self::NotASkill { .. } | Self::InvalidComponent { .. } => {
-                "skills implement the `plugin` world of wit/skill.wit; see guest-sdk/README.md"
+                "a skill is a component exporting functions whose WIT types have JSON forms (docs/authoring/components.md), or one implementing the `plugin` world of wit/skill.wit (guest-sdk/README.md)"
+            }
+            Self::ChooseFunction { .. } => {
+                "`evo skill info FILE` lists the component's functions; FUNCTION is a skill name or the WIT name (`greet`, `kinds/echo-u8`)"
             }
             Self::IncompatibleApi { .. } => {
                 "rebuild the skill with the evo-guest of this host's contract (`evo skill build`)"

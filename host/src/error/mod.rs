@@ -100,8 +100,8 @@ pub enum Error {
         message: String,
     },
 
-    /// A component that does not implement the `evo:skill` world.
-    #[error("{skill}: not an Evo skill: {reason}")]
+    /// A component that can be neither an Evo skill nor a plain component's skills.
+    #[error("{skill}: not a skill: {reason}")]
     NotASkill {
         /// The skill (or file) name.
         skill: String,
@@ -228,6 +228,16 @@ pub enum Error {
     /// The Wasm engine could not be set up or failed unexpectedly.
     #[error("engine: {0}")]
     Engine(String),
+
+    /// A component file whose functions are several skills was named without saying
+    /// which.
+    #[error("{file} exports {} functions that are skills ({}); name one as {file}#FUNCTION", skills.len(), skills.join(", "))]
+    ChooseFunction {
+        /// The component file, as given.
+        file: String,
+        /// The skills it holds, by name.
+        skills: Vec<String>,
+    },
 
     /// No skill of that name is registered (or installed).
     #[error("Skills not found: {name}")]

@@ -33,7 +33,7 @@ use crate::db::Db;
 use crate::engine::loader::Loader;
 #[cfg(feature = "native")]
 use crate::engine::native::{DEFAULT_OUTPUT_CAP, NativeConfig, NativeSandbox};
-use crate::engine::wasm::{CompileNotice, EngineConfig, LimitPolicy, WasmEngine, WasmExecutor};
+use crate::engine::wasm::{CompileNotice, EngineConfig, LimitPolicy, WasmEngine};
 use crate::error::{Error, Result};
 use crate::llm::{LlmProvider, ProviderLlm};
 use crate::retrieval::embed::Embedder;
@@ -144,11 +144,23 @@ impl Host {
     /// registered first; anything else is looked up by name (or alias).
     pub async fn resolve(&self, skill: &str) -> Result<String> {
         let path = Path::new(skill);
+        // `FILE.wasm#FUNCTION` names one function of a plain component.
+        let (file, function) = match skill.rsplit_once('#') {
+            Some((file, function)) if !path.exists() && Path::new(file).is_file() => {
+                (Path::new(file), Some(function))
+            }
+            _ => (path, None),
+        };
         let registered = if path.is_dir() {
             self.inner.loader.load_dir(path).await?
-        } else if path.is_file() {
-            let wasm = self.inner.loader.load_wasm_file(path).await?;
-            RegisteredSkill::new(wasm.meta().clone(), Arc::new(WasmExecutor::new(wasm)))?
+        } else if file.is_file() {
+            let loaded = self.inner.loader.load_any_wasm_file(file, None).await?;
+            let skills = loaded.skills()?;
+            let chosen = pick(&loaded, &skills, file, function)?;
+            for registered in skills {
+                self.registry().register(registered);
+            }
+            return Ok(chosen);
         } else if let Some(found) = self.registry().get(skill) {
             return Ok(found.meta.name.clone());
         } else if let Some((remote, message)) = skill.split_once('/').and_then(|(remote, _)| {
@@ -440,4 +452,42 @@ impl Host {
     pub fn load_errors(&self) -> &[LoadError] {
         &self.inner.load_errors
     }
+}
+
+/// The skill of `loaded` (read from `file`) that `function` names: a skill name, or how
+/// WIT names the function (`greet`, `kinds/echo-u8`); with none, its only skill.
+fn pick(
+    loaded: &crate::engine::wasm::WasmFile,
+    skills: &[RegisteredSkill],
+    file: &Path,
+    function: Option<&str>,
+) -> Result<String> {
+    let names = || skills.iter().map(|s| s.meta.name.clone()).collect::<Vec<_>>();
+    let Some(function) = function else {
+        return match skills {
+            [only] => Ok(only.meta.name.clone()),
+            _ => Err(Error::ChooseFunction {
+                file: file.display().to_string(),
+                skills: names(),
+            }),
+        };
+    };
+    let found = skills.iter().find(|s| {
+        s.meta.name == function
+            || match loaded {
+                crate::engine::wasm::WasmFile::Component(component) => {
+                    component.function_of(&s.meta.name) == Some(function)
+                }
+                crate::engine::wasm::WasmFile::Skill(_) => false,
+            }
+    });
+    found
+        .map(|s| s.meta.name.clone())
+        .ok_or_else(|| Error::SkillNotFound {
+            name: format!(
+                "{function} in {} (it holds {})",
+                file.display(),
+                names().join(", ")
+            ),
+        })
 }

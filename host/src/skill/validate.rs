@@ -299,6 +299,14 @@ fn expectation(
             format!("Remove the properties the schema does not list from {field}."),
         ),
         "const" => (get("const"), format!("Set {field} to {}.", get("const"))),
+        // A choice of schemas says nothing readable by itself; its description does.
+        "anyOf" | "oneOf" => match schema.get("description").and_then(Value::as_str) {
+            Some(description) => (
+                description.to_owned(),
+                format!("{field} must be {description}."),
+            ),
+            None => (message.to_owned(), format!("Fix {field}: {message}.")),
+        },
         _ => (message.to_owned(), format!("Fix {field}: {message}.")),
     }
 }

@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use wasmtime::component::InstancePre;
+
 use super::{Flavor, HostState, LoadSource, WasmEngine, bindings};
 use crate::error::{Error, Result};
 
 impl WasmEngine {
     /// Compiles `code` (or loads it from the cache) for the flavor with or without
-    /// fuel, and links it.
+    /// fuel, and links it as an Evo skill.
     pub(super) async fn prepare(
         &self,
         label: &str,
@@ -19,6 +21,20 @@ impl WasmEngine {
         code: Code,
         fuel: bool,
     ) -> Result<Prepared> {
+        self.prepare_as(label, digest, code, fuel, as_skill).await
+    }
+
+    /// Compiles `code` (or loads it from the cache) for the flavor with or without
+    /// fuel, links it to the host's imports, and makes it ready with `ready` (which
+    /// checks the exports the caller needs).
+    pub(super) async fn prepare_as<P: Send + 'static>(
+        &self,
+        label: &str,
+        digest: &str,
+        code: Code,
+        fuel: bool,
+        ready: fn(&str, InstancePre<HostState>) -> Result<P>,
+    ) -> Result<(P, LoadSource)> {
         let engine = self.clone();
         let digest = digest.to_owned();
         let label_owned = label.to_owned();
@@ -28,7 +44,7 @@ impl WasmEngine {
         if let Some(cache) = &self.inner.cache {
             let flavor = self.flavor(fuel)?;
             if let Some(component) = cache.load(&flavor.engine, flavor.key, &digest) {
-                return link(flavor, label, component, LoadSource::Cache);
+                return Ok((ready(label, link(flavor, label, &component)?)?, LoadSource::Cache));
             }
         }
         self.inner.config.on_compile.tell(label, code.len());
@@ -44,7 +60,8 @@ impl WasmEngine {
                 skill: label_owned.clone(),
                 reason: format!("{e:#}"),
             })?;
-            link(flavor, &label_owned, component, LoadSource::Compiled)
+            let linked = link(flavor, &label_owned, &component)?;
+            Ok((ready(&label_owned, linked)?, LoadSource::Compiled))
         });
         match tokio::time::timeout(deadline, compile).await {
             Ok(joined) => joined.map_err(|e| Error::Engine(e.to_string()))?,
@@ -63,18 +80,20 @@ impl WasmEngine {
 fn link(
     flavor: &Flavor,
     label: &str,
-    component: wasmtime::component::Component,
-    source: LoadSource,
-) -> Result<Prepared> {
-    let instance_pre = flavor.linker.instantiate_pre(&component).map_err(|e| Error::NotASkill {
+    component: &wasmtime::component::Component,
+) -> Result<InstancePre<HostState>> {
+    flavor.linker.instantiate_pre(component).map_err(|e| Error::NotASkill {
         skill: label.to_owned(),
-        reason: format!("it imports something this host does not provide ({e:#}); skills may import only WASI p2 and evo:skill/context"),
-    })?;
-    let pre = bindings::PluginPre::new(instance_pre).map_err(|e| Error::NotASkill {
+        reason: format!("it imports something this host does not provide ({e:#}); components may import only WASI p2 (filesystem, clocks, random, cli, sockets, http), wasi:config and evo:skill/context"),
+    })
+}
+
+/// An Evo skill's linked component with its `evo:skill/skill` export resolved.
+fn as_skill(label: &str, pre: InstancePre<HostState>) -> Result<bindings::PluginPre<HostState>> {
+    bindings::PluginPre::new(pre).map_err(|e| Error::NotASkill {
         skill: label.to_owned(),
         reason: format!("{e:#}"),
-    })?;
-    Ok((pre, source))
+    })
 }
 
 /// A compiled, linked component and where its code came from.

@@ -30,6 +30,35 @@ struct Held {
 pub(super) type GuestFuture<'a, T> =
     std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
 
+/// A linked component a call instantiates: an Evo skill (its `evo:skill/skill` export
+/// resolved) or a plain component (its functions looked up by the caller).
+pub(super) trait Instantiate: Clone + Send + Sync + 'static {
+    /// What instantiating gives the call's body.
+    type Instance: Send;
+    fn instantiate<'a>(&'a self, store: &'a mut Store<HostState>)
+    -> GuestFuture<'a, Self::Instance>;
+}
+
+impl Instantiate for PluginPre<HostState> {
+    type Instance = super::bindings::Plugin;
+    fn instantiate<'a>(
+        &'a self,
+        store: &'a mut Store<HostState>,
+    ) -> GuestFuture<'a, Self::Instance> {
+        Box::pin(self.instantiate_async(store))
+    }
+}
+
+impl Instantiate for wasmtime::component::InstancePre<HostState> {
+    type Instance = wasmtime::component::Instance;
+    fn instantiate<'a>(
+        &'a self,
+        store: &'a mut Store<HostState>,
+    ) -> GuestFuture<'a, Self::Instance> {
+        Box::pin(self.instantiate_async(store))
+    }
+}
+
 /// What is left of a store after a call, to explain how it ended.
 pub(super) struct GuestRun {
     skill: String,
@@ -45,16 +74,16 @@ pub(super) struct GuestRun {
     clippy::too_many_arguments,
     reason = "internal helper shared by call and read_manifest"
 )]
-pub(super) async fn run_guest<T: Send + 'static>(
+pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     engine: &WasmEngine,
-    pre: &PluginPre<HostState>,
+    pre: &P,
     skill: &str,
     limits: &Limits,
     grant: &Arc<Grant>,
     calls: &[String],
     ctx: &SkillContext,
     streak: &Streak,
-    body: impl for<'a> FnOnce(super::bindings::Plugin, &'a mut Store<HostState>) -> GuestFuture<'a, T>
+    body: impl for<'a> FnOnce(P::Instance, &'a mut Store<HostState>) -> GuestFuture<'a, T>
     + Send
     + 'static,
 ) -> Result<(wasmtime::Result<T>, GuestRun)> {
@@ -116,8 +145,8 @@ pub(super) async fn run_guest<T: Send + 'static>(
         // The whole of `held`, not only the field used below (closures capture fields).
         let mut held = held;
         let result = async {
-            let plugin = pre.instantiate_async(&mut held.store).await?;
-            body(plugin, &mut held.store).await
+            let instance = pre.instantiate(&mut held.store).await?;
+            body(instance, &mut held.store).await
         }
         .await;
         let memory_exceeded = held.store.data().limiter.memory_exceeded;

@@ -17,6 +17,9 @@ const SDK_SECTION: &str = "evo:sdk";
 /// Custom section, at the component's top level, holding the skill's manifest (the JSON
 /// its `manifest` export returns), written by `evo skill build` ([`with_manifest`]).
 pub const MANIFEST_SECTION: &str = "evo:manifest";
+/// Custom section holding a WIT package's doc comments (a version byte, then JSON), as
+/// `wit-component` writes it.
+const DOCS_SECTION: &str = "package-docs";
 
 /// What a component declares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +32,33 @@ pub struct ComponentInfo {
     pub manifest: Option<String>,
 }
 
+/// What the top level of a component declares, read without compiling it.
+pub(super) struct Scan {
+    /// Names of the instances (interfaces) it exports.
+    pub(super) exports: Vec<String>,
+    /// Names of what it imports.
+    pub(super) imports: Vec<String>,
+    sdk: Option<String>,
+    manifest: Option<String>,
+    /// The `package-docs` section: the WIT doc comments of its package, when kept.
+    pub(super) docs: Option<Vec<u8>>,
+}
+
+impl Scan {
+    /// Whether it is an Evo skill (exports `evo:skill/skill`) rather than a plain
+    /// component.
+    pub(super) fn is_evo_skill(&self) -> bool {
+        self.exports.iter().any(|e| e.starts_with("evo:skill/skill"))
+    }
+}
+
 /// Checks that `bytes` is a component exporting a supported `evo:skill/skill`.
 pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
+    checked(skill, scan(skill, bytes)?)
+}
+
+/// Reads the top level of the component in `bytes`.
+pub(super) fn scan(skill: &str, bytes: &[u8]) -> Result<Scan> {
     if !Parser::is_component(bytes) {
         let reason = if Parser::is_core_wasm(bytes) {
             "it is a core module".to_owned()
@@ -47,6 +75,7 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
     let mut imports = Vec::new();
     let mut sdk = None;
     let mut manifest = None;
+    let mut docs = None;
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| Error::InvalidComponent {
@@ -73,6 +102,9 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
             Payload::CustomSection(section) if section.name() == SDK_SECTION => {
                 sdk = Some(String::from_utf8_lossy(section.data()).into_owned());
             }
+            Payload::CustomSection(section) if section.name() == DOCS_SECTION && depth == 0 => {
+                docs = Some(section.data().to_vec());
+            }
             Payload::CustomSection(section) if section.name() == MANIFEST_SECTION && depth == 0 => {
                 if manifest.is_some() {
                     return Err(invalid(
@@ -91,7 +123,24 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
             _ => {}
         }
     }
+    Ok(Scan {
+        exports,
+        imports,
+        sdk,
+        manifest,
+        docs,
+    })
+}
 
+/// What `scan` found, if it is an Evo skill of a supported version.
+fn checked(skill: &str, scan: Scan) -> Result<ComponentInfo> {
+    let Scan {
+        exports,
+        imports,
+        sdk,
+        manifest,
+        ..
+    } = scan;
     let skill_exports: Vec<&String> = exports.iter().filter(|e| e.starts_with(PACKAGE)).collect();
     let Some(export) = skill_exports
         .iter()

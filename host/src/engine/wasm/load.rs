@@ -74,6 +74,31 @@ impl WasmEngine {
         Ok(skill)
     }
 
+    /// Loads what a `.wasm` file holds: an Evo skill, or else a plain component whose
+    /// functions are skills (described by `sidecar`, the manifest beside it, if any).
+    pub async fn load_any_file(
+        &self,
+        path: &Path,
+        sidecar: Option<crate::skill::meta::RawMeta>,
+        policy: &Policy,
+    ) -> Result<super::WasmFile> {
+        let not_evo = match self.load_file(path, policy).await {
+            Ok(skill) => return Ok(super::WasmFile::Skill(skill)),
+            Err(e @ Error::NotASkill { .. }) => e,
+            Err(e) => return Err(e),
+        };
+        let bytes = read_file(path).await?;
+        let label = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        if inspect::scan(&label, &bytes)?.is_evo_skill() {
+            return Err(not_evo);
+        }
+        let component = self.load_component(&label, bytes, sidecar, policy).await?;
+        Ok(super::WasmFile::Component(component))
+    }
+
     /// Loads a skill: checks the API version before compiling, reads the manifest (from
     /// its `MANIFEST_SECTION` without instantiating it, else from its `manifest`
     /// export), compiles it or loads it from the cache, and grants capabilities as
@@ -140,7 +165,7 @@ impl WasmEngine {
         Ok((skill, json))
     }
 
-    fn check_size(&self, label: &str, len: usize) -> Result<()> {
+    pub(super) fn check_size(&self, label: &str, len: usize) -> Result<()> {
         let max = self.inner.config.max_component_bytes;
         if len as u64 > max {
             return Err(Error::ComponentLimit {

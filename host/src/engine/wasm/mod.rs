@@ -35,11 +35,10 @@ mod inspect;
 mod known;
 pub mod limits;
 mod load;
+mod plain;
 mod scrub;
 mod slots;
 mod state;
-// Not yet called outside its tests: plain components (issue 38) are built on it next.
-#[cfg(test)]
 mod wit_json;
 
 use std::path::PathBuf;
@@ -60,6 +59,7 @@ pub(crate) use http::send_checked;
 pub use inspect::API_VERSION;
 pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
 pub use limits::{LimitPolicy, Limits};
+pub use plain::{PlainComponent, PlainExecutor, SEPARATOR, Unusable, component_name};
 pub use slots::NESTED_RESERVE;
 pub use state::HostState;
 
@@ -205,6 +205,39 @@ impl EngineConfig {
             .async_stack_keep_resident(KEEP_RESIDENT_SMALL)
             .pagemap_scan(Enabled::Auto);
         pool
+    }
+}
+
+/// What a `.wasm` file holds.
+#[derive(Debug, Clone)]
+pub enum WasmFile {
+    /// An Evo skill: the component exports `evo:skill/skill`.
+    Skill(WasmSkill),
+    /// A plain component: each of its exported functions is a skill.
+    Component(PlainComponent),
+}
+
+impl WasmFile {
+    /// The skills it holds, ready to register.
+    pub fn skills(&self) -> Result<Vec<crate::skill::registry::RegisteredSkill>> {
+        use crate::skill::registry::RegisteredSkill;
+        match self {
+            Self::Skill(skill) => Ok(vec![RegisteredSkill::new(
+                skill.meta().clone(),
+                Arc::new(WasmExecutor::new(skill.clone())),
+            )?]),
+            Self::Component(component) => component
+                .skills()
+                .map(|meta| {
+                    let executor = component
+                        .executor(&meta.name)
+                        .ok_or_else(|| Error::SkillNotFound {
+                            name: meta.name.clone(),
+                        })?;
+                    RegisteredSkill::new(meta.clone(), Arc::new(executor))
+                })
+                .collect(),
+        }
     }
 }
 

@@ -16,18 +16,21 @@ pub fn schema(ty: &Type) -> Value {
         Type::S16 => range(i16::MIN.into(), i16::MAX.into()),
         Type::S32 => range(i32::MIN.into(), i32::MAX.into()),
         Type::U64 => json!({
+            "description": "an integer from 0 to 18446744073709551615, or its decimal string",
             "anyOf": [
                 { "type": "integer", "minimum": 0, "maximum": EXACT_INTEGER },
                 { "type": "string", "pattern": "^[0-9]{1,20}$" }
             ]
         }),
         Type::S64 => json!({
+            "description": "an integer from -9223372036854775808 to 9223372036854775807, or its decimal string",
             "anyOf": [
                 { "type": "integer", "minimum": -(EXACT_INTEGER as i64), "maximum": EXACT_INTEGER },
                 { "type": "string", "pattern": "^-?[0-9]{1,19}$" }
             ]
         }),
         Type::Float32 | Type::Float64 => json!({
+            "description": "a number, or \"NaN\", \"Infinity\" or \"-Infinity\"",
             "anyOf": [
                 { "type": "number" },
                 { "enum": ["NaN", "Infinity", "-Infinity"] }
@@ -84,6 +87,7 @@ pub fn schema(ty: &Type) -> Value {
             })
         }
         Type::Variant(variant) => json!({
+            "description": cases_description(variant.cases().map(|c| (c.name, c.ty.is_some()))),
             "oneOf": variant
                 .cases()
                 .map(|case| tagged(case.name, case.ty.as_ref()))
@@ -106,9 +110,13 @@ pub fn schema(ty: &Type) -> Value {
                 }),
                 _ => schema(&inner),
             };
-            json!({ "anyOf": [{ "type": "null" }, some] })
+            let description = format!("null, or {}", described(&some));
+            json!({ "description": description, "anyOf": [{ "type": "null" }, some] })
         }
         Type::Result(result) => json!({
+            "description": cases_description(
+                [("ok", result.ok().is_some()), ("err", result.err().is_some())].into_iter()
+            ),
             "oneOf": [
                 tagged("ok", result.ok().as_ref()),
                 tagged("err", result.err().as_ref())
@@ -117,6 +125,42 @@ pub fn schema(ty: &Type) -> Value {
         Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext => {
             json!(false)
         }
+    }
+}
+
+/// What `schema` wants, in words: its description, else its type.
+fn described(schema: &Value) -> String {
+    if let Some(description) = schema.get("description").and_then(Value::as_str) {
+        return description.to_owned();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("integer") => match (schema.get("minimum"), schema.get("maximum")) {
+            (Some(min), Some(max)) => format!("an integer from {min} to {max}"),
+            _ => "an integer".to_owned(),
+        },
+        Some("boolean") => "true or false".to_owned(),
+        Some("string") => "a string".to_owned(),
+        Some("array") => "an array".to_owned(),
+        Some("object") => "an object".to_owned(),
+        _ => "a value".to_owned(),
+    }
+}
+
+/// `{"tag": "circle", "val": …} or {"tag": "empty"}`: the forms of a variant's cases.
+fn cases_description<'a>(cases: impl Iterator<Item = (&'a str, bool)>) -> String {
+    let forms: Vec<String> = cases
+        .map(|(name, payload)| {
+            if payload {
+                format!("{{\"tag\": \"{name}\", \"val\": …}}")
+            } else {
+                format!("{{\"tag\": \"{name}\"}}")
+            }
+        })
+        .collect();
+    match forms.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => "a case".to_owned(),
     }
 }
 

@@ -1,0 +1,185 @@
+//! One call of a plain component's function: JSON in, WIT values across, JSON out, in a
+//! fresh instance under the component's limits.
+
+use serde_json::{Map, Value};
+use wasmtime::component::{Type, Val};
+
+use super::exports::Export;
+use super::{PlainComponent, PlainExecutor};
+use crate::engine::wasm::guest::run_guest;
+use crate::engine::wasm::limits::{MAX_ERROR_BYTES, cut};
+use crate::engine::wasm::wit_json::{Mismatch, to_json, to_val};
+use crate::error::{Error, FailureKind, Result};
+use crate::skill::context::BoxFuture;
+use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::kernel::SkillContext;
+
+impl PlainComponent {
+    /// Calls the function of skill `name` with `input` (an object of its parameters)
+    /// in a fresh instance, and returns its result as JSON.
+    pub async fn call(&self, name: &str, input: &Value, ctx: &SkillContext) -> Result<Value> {
+        let function = self
+            .position(name)
+            .ok_or_else(|| Error::SkillNotFound {
+                name: name.to_owned(),
+            })?;
+        self.call_at(function, input, ctx).await
+    }
+
+    async fn call_at(&self, function: usize, input: &Value, ctx: &SkillContext) -> Result<Value> {
+        let inner = &self.inner;
+        let (export, meta, streak) = &inner.functions[function];
+        let skill = meta.name.as_str();
+        // Read before anything is instantiated: a wrong input costs no instance.
+        let params = params(export, input).map_err(|reason| Error::InvalidInput {
+            skill: skill.to_owned(),
+            reason,
+        })?;
+        let index = export.index;
+        let results = export.result.iter().map(|_| Val::Bool(false)).collect();
+        let (result, guest) = run_guest(
+            &inner.engine,
+            &inner.pre,
+            skill,
+            &inner.limits,
+            &inner.grant,
+            &inner.calls,
+            ctx,
+            streak,
+            move |instance, store| {
+                Box::pin(async move {
+                    let func = instance.get_func(&mut *store, index).ok_or_else(|| {
+                        wasmtime::Error::msg("the instance does not export the function")
+                    })?;
+                    let mut results: Vec<Val> = results;
+                    func.call_async(&mut *store, &params, &mut results).await?;
+                    Ok(results)
+                })
+            },
+        )
+        .await?;
+        let results = result.map_err(|e| guest.classify(e))?;
+        let (ok, value) = match (&export.result, results.first()) {
+            (Some(Type::Result(ty)), Some(Val::Result(outcome))) => match outcome {
+                Ok(val) => (true, payload(ty.ok().as_ref(), val.as_deref())),
+                Err(val) => (false, payload(ty.err().as_ref(), val.as_deref())),
+            },
+            (Some(ty), Some(val)) => (true, to_json(ty, val)),
+            _ => (true, Value::Null),
+        };
+        let text = value.to_string();
+        if !ok {
+            if let Some(exceeded) = guest.stdio_exceeded() {
+                return Err(exceeded);
+            }
+            return Err(Error::Skill {
+                skill: skill.to_owned(),
+                kind: FailureKind::Failed,
+                message: guest.scrub.text("error", cut(text, MAX_ERROR_BYTES)),
+            });
+        }
+        guest.check_output(text.len())?;
+        if guest.scrub.secrets().is_empty() {
+            return Ok(value);
+        }
+        let scrubbed = guest.scrub.text("output", text);
+        serde_json::from_str(&scrubbed).map_err(|e| Error::InvalidOutput {
+            skill: skill.to_owned(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// The JSON of a `result`'s payload; `null` when its case has none.
+fn payload(ty: Option<&Type>, val: Option<&Val>) -> Value {
+    match (ty, val) {
+        (Some(ty), Some(val)) => to_json(ty, val),
+        _ => Value::Null,
+    }
+}
+
+/// The function's arguments, read from `input`: an object with one property per
+/// parameter (one of type `option<T>` may be left out).
+fn params(export: &Export, input: &Value) -> std::result::Result<Vec<Val>, String> {
+    let empty = Map::new();
+    let object = match input {
+        Value::Object(object) => object,
+        // A function of no parameters may be called with nothing.
+        Value::Null if export.params.is_empty() => &empty,
+        other => {
+            return Err(format!(
+                "the input must be an object of the function's parameters ({}), not {}",
+                names(export),
+                kind(other)
+            ));
+        }
+    };
+    if let Some(extra) = object
+        .keys()
+        .find(|key| !export.params.iter().any(|(name, _)| name == *key))
+    {
+        return Err(format!(
+            "`{extra}` is not a parameter of `{}`; its parameters are {}",
+            export.path,
+            names(export)
+        ));
+    }
+    export
+        .params
+        .iter()
+        .map(|(name, ty)| match (object.get(name), ty) {
+            (Some(json), ty) => to_val(ty, json, name)
+                .map_err(|Mismatch { path, expected }| format!("at {path}: expected {expected}")),
+            (None, Type::Option(_)) => Ok(Val::Option(None)),
+            (None, _) => Err(format!(
+                "the parameter `{name}` is missing; `{}` takes {}",
+                export.path,
+                names(export)
+            )),
+        })
+        .collect()
+}
+
+fn names(export: &Export) -> String {
+    if export.params.is_empty() {
+        return "no parameters".to_owned();
+    }
+    export
+        .params
+        .iter()
+        .map(|(name, _)| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Executor for PlainExecutor {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Wasm
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
+        Box::pin(async move {
+            let output = self.component.call_at(self.function, &input, &ctx).await?;
+            Ok(SkillOutput {
+                output,
+                memory_writes: Vec::new(),
+                intermediate_steps: Vec::new(),
+            })
+        })
+    }
+}

@@ -1,0 +1,285 @@
+//! Plain components: components that do not export `evo:skill/skill`, built with any
+//! toolchain (`wit-bindgen`, `cargo component`, ComponentizeJS, componentize-py, …)
+//! against any WIT. Each exported function — top-level, or in an exported interface —
+//! is a skill named `COMPONENT__FUNCTION` or `COMPONENT__INTERFACE__FUNCTION`; its
+//! input is an object of its parameters, its output its result, both as the JSON the
+//! WIT types map to (see `wit_json`). A `result<T, E>` that is `err` is a failure
+//! carrying the error value. Functions whose types have no JSON form (resources,
+//! streams, futures) are listed, with the reason, and not callable.
+//!
+//! Each call runs in a fresh instance under the same limits, WASI grants and gates as
+//! an Evo skill's; what the component may do beyond computing comes only from its
+//! sidecar manifest (`skill.json` or `SKILL.md` beside it), as the component itself
+//! declares nothing.
+
+mod call;
+mod docs;
+mod exports;
+
+use std::sync::Arc;
+
+use wasmtime::component::InstancePre;
+
+pub use exports::{SEPARATOR, Unusable};
+
+use super::compile::Code;
+use super::{HostState, Limits, LoadSource, WasmEngine};
+use crate::capabilities::{Grant, Policy};
+use crate::error::{Error, Result};
+use crate::skill::lanes::Streak;
+use crate::skill::meta::{Problem, RawMeta, SkillMeta};
+
+/// A loaded plain component: its functions are skills. Cheap to clone.
+#[derive(Clone)]
+pub struct PlainComponent {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: WasmEngine,
+    meta: SkillMeta,
+    digest: String,
+    limits: Limits,
+    grant: Arc<Grant>,
+    calls: Arc<[String]>,
+    pre: InstancePre<HostState>,
+    source: LoadSource,
+    functions: Vec<(exports::Export, SkillMeta, Streak)>,
+    unusable: Vec<Unusable>,
+}
+
+impl std::fmt::Debug for PlainComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlainComponent")
+            .field("name", &self.inner.meta.name)
+            .field("digest", &self.inner.digest)
+            .field("functions", &self.inner.functions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PlainComponent {
+    /// The component's own manifest: its name, and what its sidecar declares (limits,
+    /// capabilities, tags). Its functions' manifests are [`PlainComponent::skills`].
+    pub fn meta(&self) -> &SkillMeta {
+        &self.inner.meta
+    }
+
+    /// The manifest of each function that is a skill, in export order.
+    pub fn skills(&self) -> impl Iterator<Item = &SkillMeta> {
+        self.inner.functions.iter().map(|(_, meta, _)| meta)
+    }
+
+    /// How WIT names the function of skill `name` (`interface/function` or
+    /// `function`).
+    pub fn function_of(&self, name: &str) -> Option<&str> {
+        self.position(name)
+            .map(|i| self.inner.functions[i].0.path.as_str())
+    }
+
+    /// The exported functions that are not skills, and why.
+    pub fn unusable(&self) -> &[Unusable] {
+        &self.inner.unusable
+    }
+
+    /// The limits each call runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The capabilities granted (and refused).
+    pub fn grant(&self) -> &Grant {
+        &self.inner.grant
+    }
+
+    /// SHA-256 of the component bytes.
+    pub fn digest(&self) -> &str {
+        &self.inner.digest
+    }
+
+    /// Whether the component was compiled or loaded from the cache.
+    pub fn load_source(&self) -> LoadSource {
+        self.inner.source
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.inner
+            .functions
+            .iter()
+            .position(|(_, meta, _)| meta.name == name)
+    }
+
+    /// An executor for the kernel calling the function of skill `name`.
+    pub fn executor(&self, name: &str) -> Option<PlainExecutor> {
+        Some(PlainExecutor {
+            function: self.position(name)?,
+            component: self.clone(),
+        })
+    }
+}
+
+/// The name a component file gets when no sidecar names it: its file name without
+/// `.wasm`, lower-cased, with what a skill name cannot hold turned into `-`.
+pub fn component_name(label: &str) -> String {
+    let stem = label.strip_suffix(".wasm").unwrap_or(label);
+    let mut name = String::with_capacity(stem.len());
+    for c in stem.chars() {
+        let c = c.to_ascii_lowercase();
+        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            c
+        } else {
+            '-'
+        };
+        // Never `__` (the separator), nor a run of dashes.
+        if c == '-' && name.ends_with('-') {
+            continue;
+        }
+        name.push(c);
+    }
+    let name = name.trim_matches('-');
+    match name.chars().next() {
+        Some(first) if first.is_ascii_lowercase() => name.to_owned(),
+        _ => format!("component-{name}").trim_end_matches('-').to_owned(),
+    }
+}
+
+impl WasmEngine {
+    /// Loads a plain component from `bytes`: its functions become skills of the
+    /// component named by `sidecar` (else after `label`, its file name), which also
+    /// gives its description, limits and capabilities (granted within `policy`).
+    pub async fn load_component(
+        &self,
+        label: &str,
+        bytes: Vec<u8>,
+        sidecar: Option<RawMeta>,
+        policy: &Policy,
+    ) -> Result<PlainComponent> {
+        self.check_size(label, bytes.len())?;
+        let scan = super::inspect::scan(label, &bytes)?;
+        if scan.is_evo_skill() {
+            return Err(Error::NotASkill {
+                skill: label.to_owned(),
+                reason: "it exports `evo:skill/skill`: it is an Evo skill, not a plain component"
+                    .to_owned(),
+            });
+        }
+        let docs = scan.docs.as_deref().map(docs::Docs::read).unwrap_or_default();
+        let meta = component_meta(label, sidecar, &docs)?;
+        let limits = Limits::resolve(&meta, &self.inner.config.limits);
+        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+        let (pre, source) = self
+            .prepare_as(
+                &meta.name,
+                &digest,
+                Code::Bytes(bytes.into()),
+                limits.fuel.is_some(),
+                |_, pre| Ok(pre),
+            )
+            .await?;
+        let engine = &self.flavor(limits.fuel.is_some())?.engine;
+        let (usable, unusable) = exports::exports(engine, pre.component(), &meta.name, &docs);
+        if usable.is_empty() {
+            let reason = if unusable.is_empty() {
+                "it exports no function".to_owned()
+            } else {
+                let why: Vec<String> = unusable
+                    .iter()
+                    .map(|u| format!("`{}`: {}", u.function, u.reason))
+                    .collect();
+                format!("none of its functions can be a skill ({})", why.join("; "))
+            };
+            return Err(Error::NotASkill {
+                skill: meta.name.clone(),
+                reason,
+            });
+        }
+        let functions = usable
+            .into_iter()
+            .map(|export| {
+                let mut skill = meta.clone();
+                skill.name.clone_from(&export.skill);
+                skill.description.clone_from(&export.description);
+                skill.input = export.input.clone();
+                skill.output = export.output.clone();
+                (export, skill, Streak::default())
+            })
+            .collect();
+        let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
+        grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
+        for refused in &grant.refused {
+            tracing::info!(component = %meta.name, "not granted: {refused}");
+        }
+        Ok(PlainComponent {
+            inner: Arc::new(Inner {
+                engine: self.clone(),
+                calls: meta.calls.clone().into(),
+                grant: Arc::new(grant),
+                meta,
+                digest,
+                limits,
+                pre,
+                source,
+                functions,
+                unusable,
+            }),
+        })
+    }
+}
+
+/// The component's manifest: the sidecar's, with its name after the file when the
+/// sidecar gives none, and a description from its WIT docs when the sidecar has none.
+fn component_meta(label: &str, sidecar: Option<RawMeta>, docs: &docs::Docs) -> Result<SkillMeta> {
+    let mut raw = sidecar.unwrap_or_default();
+    let name = raw.name.get_or_insert_with(|| component_name(label)).clone();
+    raw.description.get_or_insert_with(|| {
+        docs.package
+            .clone()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| format!("The WebAssembly component {name}."))
+    });
+    let invalid = |problems| Error::InvalidManifest {
+        skill: name.clone(),
+        problems,
+    };
+    if name.contains(SEPARATOR) {
+        return Err(invalid(vec![Problem {
+            field: "name".into(),
+            message: format!("{name:?} holds `{SEPARATOR}`, which separates a component's name from its functions'"),
+            fix: "use single `_` or `-` between words".into(),
+        }]));
+    }
+    SkillMeta::from_raw(raw).map_err(invalid)
+}
+
+/// Runs one function of a [`PlainComponent`] for the kernel.
+#[derive(Debug, Clone)]
+pub struct PlainExecutor {
+    component: PlainComponent,
+    function: usize,
+}
+
+impl PlainExecutor {
+    /// The component the function belongs to.
+    pub fn component(&self) -> &PlainComponent {
+        &self.component
+    }
+
+    /// How WIT names the function (`interface/function` or `function`).
+    pub fn function(&self) -> &str {
+        &self.component.inner.functions[self.function].0.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::component_name;
+
+    #[test]
+    fn a_file_name_becomes_a_component_name() {
+        assert_eq!(component_name("echo.wasm"), "echo");
+        assert_eq!(component_name("Plain_Kinds.wasm"), "plain-kinds");
+        assert_eq!(component_name("my__tool.wasm"), "my-tool");
+        assert_eq!(component_name("2fa.wasm"), "component-2fa");
+        assert_eq!(component_name("--.wasm"), "component");
+    }
+}
