@@ -5,6 +5,7 @@ use evo_host::InstallRecord;
 use evo_host::IsolationLevel;
 use evo_host::StaticExecutor;
 use evo_host::{Access, MemoryAccess, RequestedCapabilities};
+use evo_host::{PlainComponent, PlainExecutor, WasmFile};
 use evo_host::{WasmExecutor, WasmSkill};
 use serde_json::json;
 
@@ -18,6 +19,17 @@ pub(super) async fn info(
     grants: &Grants,
 ) -> Result<(), Failure> {
     let host = args::host(globals, sources, grants).await?;
+    // A component file with many functions is described whole: each function, and why
+    // the ones that are not skills are not.
+    let path = std::path::Path::new(skill);
+    if path.is_file() {
+        let loaded = host.load_wasm(path).await?;
+        if let WasmFile::Component(component) = &loaded
+            && component.skills().count() > 1
+        {
+            return component_info(globals, skill, component, &host.secrets());
+        }
+    }
     let name = args::resolve(&host, skill).await?;
     let registered = host
         .skill(&name)
@@ -27,7 +39,20 @@ pub(super) async fn info(
         .as_any()
         .and_then(|any| any.downcast_ref::<WasmExecutor>())
         .map(WasmExecutor::skill);
+    let plain = registered
+        .executor
+        .as_any()
+        .and_then(|any| any.downcast_ref::<PlainExecutor>());
     let mut value = json!({ "manifest": registered.meta, "kind": registered.kind() });
+    if let Some(plain) = plain {
+        let component = plain.component();
+        value["function"] = json!(plain.function());
+        value["component"] = json!(component.meta().name);
+        value["limits"] = json!(component.limits());
+        value["grant"] = json!(component.grant());
+        value["digest"] = json!(component.digest());
+        value["loadedFrom"] = json!(component.load_source());
+    }
     if let Some(skill) = wasm {
         value["limits"] = json!(skill.limits());
         value["grant"] = json!(skill.grant());
@@ -81,8 +106,24 @@ pub(super) async fn info(
         );
         out!("  isolation:  {} — {}", level.name(), level.describe());
     }
+    if let Some(plain) = plain {
+        let component = plain.component();
+        out!(
+            "  function:   {} of the component {} (plain WIT, no Evo SDK)",
+            plain.function(),
+            component.meta().name
+        );
+        print_limits(component.limits());
+        print_grant(
+            component.grant(),
+            &component.meta().capabilities,
+            &host.secrets(),
+        );
+        out!("  digest:     sha256:{}", component.digest());
+    }
     match wasm {
         Some(skill) => print_wasm(skill, &host.secrets()),
+        None if plain.is_some() => {}
         None => out!(
             "  timeout:    {} ms, {} retries",
             meta.timeout_ms,
@@ -92,7 +133,7 @@ pub(super) async fn info(
     if !meta.calls.is_empty() {
         out!("  calls:      {}", meta.calls.join(", "));
     }
-    if wasm.is_none() {
+    if wasm.is_none() && plain.is_none() {
         // What it asks for, and what it gets here: the same rule as a Wasm skill's grant.
         print_requests(&meta.capabilities);
         let grant = evo_host::Grant::new(&meta.capabilities, host.grants().for_skill(&name));
@@ -245,7 +286,22 @@ fn indent(text: &str) -> String {
 }
 
 fn print_wasm(skill: &WasmSkill, secrets: &evo_host::Secrets) {
-    let limits = skill.limits();
+    print_limits(skill.limits());
+    print_grant(skill.grant(), &skill.meta().capabilities, secrets);
+    out!(
+        "  api:        evo:skill@{}{}",
+        skill.info().api_version,
+        skill
+            .info()
+            .sdk
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default()
+    );
+    out!("  digest:     sha256:{}", skill.digest());
+}
+
+fn print_limits(limits: &evo_host::WasmLimits) {
     out!(
         "  limits:     {} ms, {} MiB memory, {} bytes output{}",
         limits.timeout_ms,
@@ -256,8 +312,15 @@ fn print_wasm(skill: &WasmSkill, secrets: &evo_host::Secrets) {
             .map(|f| format!(", {f} fuel"))
             .unwrap_or_default()
     );
-    let grant = skill.grant();
-    print_requests(&skill.meta().capabilities);
+}
+
+/// What a Wasm component asks for (`requested`) and what `grant` gives it here.
+fn print_grant(
+    grant: &evo_host::Grant,
+    requested: &RequestedCapabilities,
+    secrets: &evo_host::Secrets,
+) {
+    print_requests(requested);
     for dir in &grant.dirs {
         let access = match dir.access {
             Access::Read => "read-only",
@@ -285,15 +348,67 @@ fn print_wasm(skill: &WasmSkill, secrets: &evo_host::Secrets) {
     for refused in &grant.refused {
         out!("  not granted: {refused}");
     }
+}
+
+/// `evo skill info FILE.wasm` for a plain component of several functions: the
+/// component, each function that is a skill, and each that is not with the reason.
+fn component_info(
+    globals: &Globals,
+    file: &str,
+    component: &PlainComponent,
+    secrets: &evo_host::Secrets,
+) -> Result<(), Failure> {
+    let skills: Vec<_> = component
+        .skills()
+        .map(|meta| {
+            json!({
+                "name": meta.name,
+                "function": component.function_of(&meta.name),
+                "description": meta.description,
+                "input": meta.input,
+                "output": meta.output,
+            })
+        })
+        .collect();
+    if globals.json {
+        let value = json!({
+            "component": component.meta(),
+            "kind": "wasm",
+            "skills": skills,
+            "unusable": component.unusable(),
+            "limits": component.limits(),
+            "grant": component.grant(),
+            "digest": component.digest(),
+            "loadedFrom": component.load_source(),
+        });
+        out!("{value}");
+        return Ok(());
+    }
+    let meta = component.meta();
+    out!("{} {} — {}", meta.name, meta.version, meta.description);
     out!(
-        "  api:        evo:skill@{}{}",
-        skill.info().api_version,
-        skill
-            .info()
-            .sdk
-            .as_deref()
-            .map(|s| format!(" ({s})"))
-            .unwrap_or_default()
+        "  kind:       wasm, a plain component: {} function{} callable as skills",
+        skills.len(),
+        if skills.len() == 1 { "" } else { "s" }
     );
-    out!("  digest:     sha256:{}", skill.digest());
+    print_limits(component.limits());
+    print_grant(component.grant(), &meta.capabilities, secrets);
+    out!("  digest:     sha256:{}", component.digest());
+    out!("skills (run one with `evo skill run {file}#FUNCTION`):");
+    let width = component.skills().map(|m| m.name.len()).max().unwrap_or(0);
+    for meta in component.skills() {
+        out!(
+            "  {:width$}  {}  {}",
+            meta.name,
+            component.function_of(&meta.name).unwrap_or_default(),
+            meta.description
+        );
+    }
+    if !component.unusable().is_empty() {
+        out!("not skills:");
+        for unusable in component.unusable() {
+            out!("  {}: {}", unusable.function, unusable.reason);
+        }
+    }
+    Ok(())
 }

@@ -154,13 +154,9 @@ impl Host {
         let registered = if path.is_dir() {
             self.inner.loader.load_dir(path).await?
         } else if file.is_file() {
-            let loaded = self.inner.loader.load_any_wasm_file(file, None).await?;
-            let skills = loaded.skills()?;
-            let chosen = pick(&loaded, &skills, file, function)?;
-            for registered in skills {
-                self.registry().register(registered);
-            }
-            return Ok(chosen);
+            let loaded = self.load_wasm(file).await?;
+            let names: Vec<String> = loaded.skills().map(|m| m.name.clone()).collect();
+            return pick(&loaded, &names, file, function);
         } else if let Some(found) = self.registry().get(skill) {
             return Ok(found.meta.name.clone());
         } else if let Some((remote, message)) = skill.split_once('/').and_then(|(remote, _)| {
@@ -183,6 +179,16 @@ impl Host {
         let name = registered.meta.name.clone();
         self.registry().register(registered);
         Ok(name)
+    }
+
+    /// Loads the `.wasm` file at `file` — an Evo skill, or a plain component whose
+    /// exported functions are skills — and registers what it holds.
+    pub async fn load_wasm(&self, file: &Path) -> Result<crate::engine::wasm::WasmFile> {
+        let loaded = self.inner.loader.load_any_wasm_file(file, None).await?;
+        for registered in loaded.registered()? {
+            self.registry().register(registered);
+        }
+        Ok(loaded)
     }
 
     /// Every skill, by name.
@@ -454,40 +460,34 @@ impl Host {
     }
 }
 
-/// The skill of `loaded` (read from `file`) that `function` names: a skill name, or how
-/// WIT names the function (`greet`, `kinds/echo-u8`); with none, its only skill.
+/// The skill of `loaded` (read from `file`, holding the skills `names`) that `function`
+/// names: a skill name, or how WIT names the function (`greet`, `kinds/echo-u8`); with
+/// none, its only skill.
 fn pick(
     loaded: &crate::engine::wasm::WasmFile,
-    skills: &[RegisteredSkill],
+    names: &[String],
     file: &Path,
     function: Option<&str>,
 ) -> Result<String> {
-    let names = || skills.iter().map(|s| s.meta.name.clone()).collect::<Vec<_>>();
     let Some(function) = function else {
-        return match skills {
-            [only] => Ok(only.meta.name.clone()),
+        return match names {
+            [only] => Ok(only.clone()),
             _ => Err(Error::ChooseFunction {
                 file: file.display().to_string(),
-                skills: names(),
+                skills: names.to_vec(),
             }),
         };
     };
-    let found = skills.iter().find(|s| {
-        s.meta.name == function
+    let found = names.iter().find(|name| {
+        *name == function
             || match loaded {
                 crate::engine::wasm::WasmFile::Component(component) => {
-                    component.function_of(&s.meta.name) == Some(function)
+                    component.function_of(name) == Some(function)
                 }
                 crate::engine::wasm::WasmFile::Skill(_) => false,
             }
     });
-    found
-        .map(|s| s.meta.name.clone())
-        .ok_or_else(|| Error::SkillNotFound {
-            name: format!(
-                "{function} in {} (it holds {})",
-                file.display(),
-                names().join(", ")
-            ),
-        })
+    found.cloned().ok_or_else(|| Error::SkillNotFound {
+        name: format!("{function} in {} (it holds {})", file.display(), names.join(", ")),
+    })
 }

@@ -32,6 +32,7 @@ mod native;
 mod nodes;
 mod notes;
 mod packages;
+mod plain_hostile;
 mod plain_kinds;
 mod properties;
 mod py_limits;

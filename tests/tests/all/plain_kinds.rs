@@ -135,7 +135,6 @@ fn a_bad_input_for_each_kind_is_refused_with_where_and_what_was_expected() {
         let reported = error.contains("error[SKILL_VALIDATION_FAILED]") && error.contains("[v")
             || error.contains("error[INVALID_INPUT]") && error.contains("at v");
         assert!(reported, "{function} {input}: {error}");
-        eprintln!("{function} {input}: {error}");
     }
     let error = run(home.path(), "kinds/divide", &json!({ "a": 1 })).unwrap_err();
     assert!(
@@ -206,4 +205,32 @@ fn a_component_of_many_functions_is_run_by_naming_one() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), r#""hello, x""#);
+}
+
+#[test]
+fn skill_info_lists_every_function_and_why_the_others_are_not_skills() {
+    let home = tempfile::tempdir().unwrap();
+    let out = evo_shared_cache(home.path(), &["skill", "info", PLAIN_KINDS]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "plain-kinds__counters__add",
+        "plain-kinds__greet",
+        "counters/read: its parameter `c` is a resource handle, which has no JSON form",
+        "counters/[method]counter.increment: it is a method of the resource `counter`",
+    ] {
+        assert!(text.contains(line), "{line} in:\n{text}");
+    }
+    let out = evo_shared_cache(home.path(), &["skill", "info", PLAIN_KINDS, "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let skills = value["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 27);
+    assert_eq!(value["unusable"].as_array().unwrap().len(), 3);
+    let divide = skills
+        .iter()
+        .find(|s| s["function"] == "kinds/divide")
+        .unwrap();
+    assert_eq!(divide["input"]["required"], json!(["a", "b"]));
+    // The version is the WIT package's.
+    assert_eq!(value["component"]["version"], "0.1.0");
 }

@@ -125,6 +125,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     let flavor = engine.flavor(limits.fuel.is_some())?;
     let mut store = Store::new(&flavor.engine, state);
     store.limiter(|state| &mut state.limiter);
+    store.set_hostcall_fuel(super::limits::MAX_COPIED_BYTES);
     super::limits::set_deadline(&mut store, limits.timeout_ms, long.clone());
     if let Some(fuel) = limits.fuel {
         store
@@ -269,6 +270,18 @@ impl GuestRun {
                 message: format!(
                     "the skill held more than {MAX_RESOURCES} host resources at once (open files, directories, streams), the per-call cap; close files it no longer needs"
                 ),
+            };
+        }
+        // wasmtime's name for a transfer past `MAX_COPIED_BYTES` (its type is private).
+        if error
+            .root_cause()
+            .to_string()
+            .contains("fuel allocated for hostcalls has been exhausted")
+        {
+            return Error::OutputLimit {
+                skill,
+                stream: "output",
+                limit: self.limits.output_bytes,
             };
         }
         let message = trap_message(&error, &self.stderr_text());

@@ -47,6 +47,11 @@ pub const MAX_CHATTER_BYTES: usize = 16 << 10;
 /// What each memory write and step costs against the output cap beyond its text: its
 /// JSON framing, so that thousands of empty entries cannot pass as free.
 pub const RETURNED_ENTRY_BYTES: usize = 64;
+/// Host memory one guest-to-host transfer may take: a call's result as wasmtime lifts it
+/// (a `list<u8>` costs a `Val` of 32 bytes per byte), or the arguments of one host
+/// call. A guest that sends more traps before the host allocates it; far above any
+/// output a call may return ([`MAX_OUTPUT_BYTES`]).
+pub const MAX_COPIED_BYTES: usize = 128 << 20;
 /// Deadline for the `manifest` export, which only builds a string.
 pub const MANIFEST_TIMEOUT_MS: u64 = 5_000;
 

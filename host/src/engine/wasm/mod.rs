@@ -218,8 +218,16 @@ pub enum WasmFile {
 }
 
 impl WasmFile {
+    /// The manifests of the skills it holds.
+    pub fn skills(&self) -> Box<dyn Iterator<Item = &crate::skill::meta::SkillMeta> + '_> {
+        match self {
+            Self::Skill(skill) => Box::new(std::iter::once(skill.meta())),
+            Self::Component(component) => Box::new(component.skills()),
+        }
+    }
+
     /// The skills it holds, ready to register.
-    pub fn skills(&self) -> Result<Vec<crate::skill::registry::RegisteredSkill>> {
+    pub fn registered(&self) -> Result<Vec<crate::skill::registry::RegisteredSkill>> {
         use crate::skill::registry::RegisteredSkill;
         match self {
             Self::Skill(skill) => Ok(vec![RegisteredSkill::new(

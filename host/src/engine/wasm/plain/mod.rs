@@ -164,7 +164,12 @@ impl WasmEngine {
             });
         }
         let docs = scan.docs.as_deref().map(docs::Docs::read).unwrap_or_default();
-        let meta = component_meta(label, sidecar, &docs)?;
+        // The version of its WIT package, as its exported interfaces name it.
+        let version = scan
+            .exports
+            .iter()
+            .find_map(|e| e.split_once('@').map(|(_, v)| v.to_owned()));
+        let meta = component_meta(label, sidecar, &docs, version)?;
         let limits = Limits::resolve(&meta, &self.inner.config.limits);
         let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
         let (pre, source) = self
@@ -226,10 +231,20 @@ impl WasmEngine {
     }
 }
 
-/// The component's manifest: the sidecar's, with its name after the file when the
-/// sidecar gives none, and a description from its WIT docs when the sidecar has none.
-fn component_meta(label: &str, sidecar: Option<RawMeta>, docs: &docs::Docs) -> Result<SkillMeta> {
+/// The component's manifest: the sidecar's, with its name after the file, its
+/// description from its WIT docs and its version its WIT package's when the sidecar
+/// gives none.
+fn component_meta(
+    label: &str,
+    sidecar: Option<RawMeta>,
+    docs: &docs::Docs,
+    version: Option<String>,
+) -> Result<SkillMeta> {
     let mut raw = sidecar.unwrap_or_default();
+    if raw.version.is_none() {
+        // A pre-release or odd version is kept out rather than refusing the component.
+        raw.version = version.filter(|v| v.split('.').count() == 3 && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+    }
     let name = raw.name.get_or_insert_with(|| component_name(label)).clone();
     raw.description.get_or_insert_with(|| {
         docs.package
