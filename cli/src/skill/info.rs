@@ -30,6 +30,19 @@ pub(super) async fn info(
             return component_info(globals, skill, component, &host.secrets());
         }
     }
+    // An installed plain component, by its name.
+    if host.skill(skill).is_none()
+        && let Some(component) = host.skills().iter().find_map(|s| {
+            s.executor
+                .as_any()?
+                .downcast_ref::<PlainExecutor>()
+                .map(PlainExecutor::component)
+                .filter(|c| c.meta().name == skill)
+                .cloned()
+        })
+    {
+        return component_info(globals, skill, &component, &host.secrets());
+    }
     let name = args::resolve(&host, skill).await?;
     let registered = host
         .skill(&name)
@@ -394,7 +407,11 @@ fn component_info(
     print_limits(component.limits());
     print_grant(component.grant(), &meta.capabilities, secrets);
     out!("  digest:     sha256:{}", component.digest());
-    out!("skills (run one with `evo skill run {file}#FUNCTION`):");
+    if std::path::Path::new(file).exists() {
+        out!("skills (run one with `evo skill run {file}#FUNCTION`):");
+    } else {
+        out!("skills:");
+    }
     let width = component.skills().map(|m| m.name.len()).max().unwrap_or(0);
     for meta in component.skills() {
         out!(

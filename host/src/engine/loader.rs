@@ -21,7 +21,7 @@ use std::time::Duration;
 
 #[cfg(feature = "native")]
 use super::native::{NativeConfig, NativeExecutor, NativeSandbox};
-use super::wasm::{WasmEngine, WasmExecutor, WasmSkill};
+use super::wasm::{WasmEngine, WasmExecutor, WasmFile, WasmSkill};
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
 use crate::skill::context::BoxFuture;
@@ -105,14 +105,10 @@ impl Loader {
     }
 
     /// Loads what a `.wasm` file holds: an Evo skill, or a plain component whose
-    /// functions are skills, described by `sidecar` if given.
-    pub async fn load_any_wasm_file(
-        &self,
-        path: &Path,
-        sidecar: Option<RawMeta>,
-    ) -> Result<super::wasm::WasmFile> {
+    /// functions are skills (with no capabilities: a bare file has no manifest).
+    pub async fn load_any_wasm_file(&self, path: &Path) -> Result<WasmFile> {
         match &self.wasm {
-            Some(engine) => engine.load_any_file(path, sidecar, &self.policy).await,
+            Some(engine) => engine.load_any_file(path, || Ok(None), &self.policy).await,
             None => Err(Error::Engine(format!(
                 "{}: this host was set up without the Wasm engine",
                 path.display()
@@ -120,50 +116,130 @@ impl Loader {
         }
     }
 
-    /// Loads the skill in `dir`. A skill installed by the skill manager may not ask for
-    /// more capabilities than it did at install
-    /// ([`Error::CapabilitiesChanged`]).
+    /// Loads the skill in `dir`: a directory holding one skill (a plain component of
+    /// several functions is [`Error::ChooseFunction`]; [`Loader::load_package`] loads
+    /// them all).
     pub async fn load_dir(&self, dir: &Path) -> Result<RegisteredSkill> {
-        let skill = self.load_files(dir).await?;
-        if let Some(record) = crate::skill::package::InstallRecord::read(dir) {
+        let package = self.load_package(dir).await?;
+        let names: Vec<String> = package.skills.iter().map(|s| s.meta.name.clone()).collect();
+        match <[RegisteredSkill; 1]>::try_from(package.skills) {
+            Ok([only]) => Ok(only),
+            Err(_) => Err(Error::ChooseFunction {
+                file: dir.display().to_string(),
+                skills: names,
+            }),
+        }
+    }
+
+    /// Loads what `dir` holds: one skill, or a plain component's skills (its
+    /// `skill.wasm` described by the `skill.json` or `SKILL.md` beside it). A package
+    /// installed by the skill manager may not ask for more capabilities than it did at
+    /// install ([`Error::CapabilitiesChanged`]).
+    pub async fn load_package(&self, dir: &Path) -> Result<Package> {
+        let package = self.load_files(dir).await?;
+        let Some(record) = crate::skill::package::InstallRecord::read(dir) else {
+            return Ok(package);
+        };
+        for skill in &package.skills {
             let requests = record.capabilities.not_covering(&skill.meta.capabilities);
             if !requests.is_empty() {
                 return Err(Error::CapabilitiesChanged {
-                    skill: skill.meta.name.clone(),
+                    skill: package.name.clone(),
                     requests,
                 });
             }
-            // A script the install turned into a component runs as that component. The
-            // manifest stays the files' (a description updated since is seen).
-            let auto = dir.join(crate::skill::package::AUTO_WASM);
-            if record.runs_as == "wasm" {
-                if auto.is_file() {
-                    let component = self.load_wasm_file(&auto).await?;
-                    let executor = Arc::new(WasmExecutor::new(component));
-                    return RegisteredSkill::new(skill.meta, executor);
-                }
-                tracing::warn!(
-                    skill = %skill.meta.name,
-                    "its component ({}) is missing: it runs as its Node script; reinstall it to build the component again",
-                    auto.display()
-                );
-            }
         }
-        Ok(skill)
+        // A script the install turned into a component runs as that component. The
+        // manifest stays the files' (a description updated since is seen).
+        let auto = dir.join(crate::skill::package::AUTO_WASM);
+        if record.runs_as == "wasm"
+            && let [skill] = package.skills.as_slice()
+        {
+            if auto.is_file() {
+                let component = self.load_wasm_file(&auto).await?;
+                let executor = Arc::new(WasmExecutor::new(component));
+                return Ok(Package::one(RegisteredSkill::new(
+                    skill.meta.clone(),
+                    executor,
+                )?));
+            }
+            tracing::warn!(
+                skill = %skill.meta.name,
+                "its component ({}) is missing: it runs as its Node script; reinstall it to build the component again",
+                auto.display()
+            );
+        }
+        Ok(package)
     }
 
-    async fn load_files(&self, dir: &Path) -> Result<RegisteredSkill> {
+    /// What a plain component's directory says of it: `skill.json`, with `SKILL.md`'s
+    /// frontmatter filling what it leaves out; `None` without either.
+    fn sidecar(dir: &Path, label: &str) -> Result<Option<RawMeta>> {
+        let json_text = read_optional(&dir.join(SKILL_JSON))?;
+        let md_text = read_optional(&dir.join(SKILL_MD))?;
+        if json_text.is_none() && md_text.is_none() {
+            return Ok(None);
+        }
+        let invalid = |problems: Vec<Problem>| Error::InvalidManifest {
+            skill: label.to_owned(),
+            problems,
+        };
+        let mut raw: RawMeta = match &json_text {
+            Some(text) => serde_json::from_str(text).map_err(|e| {
+                invalid(vec![Problem {
+                    field: "(manifest)".into(),
+                    message: format!("{SKILL_JSON} is not a JSON object: {e}"),
+                    fix: "write the manifest as a JSON object".into(),
+                }])
+            })?,
+            None => RawMeta::default(),
+        };
+        if let Some(text) = &md_text {
+            let doc = SkillDoc::parse(text).map_err(|p| invalid(vec![p]))?;
+            fill_from(&mut raw, &doc.raw);
+        }
+        Ok(Some(raw))
+    }
+
+    async fn load_files(&self, dir: &Path) -> Result<Package> {
         let label = dir.file_name().map_or_else(
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        // A component describes itself: nothing else in the directory is read.
+        // An Evo component describes itself: nothing else in the directory is read. A
+        // plain one is described by the manifest beside it, named after the directory
+        // when that gives no name.
         let wasm = dir.join(SKILL_WASM);
         if wasm.is_file() {
-            let skill = self.load_wasm_file(&wasm).await?;
-            let meta = skill.meta().clone();
-            return RegisteredSkill::new(meta, Arc::new(WasmExecutor::new(skill)));
+            let loaded = match &self.wasm {
+                Some(engine) => {
+                    let sidecar = || {
+                        let mut raw = Self::sidecar(dir, &label)?.unwrap_or_default();
+                        raw.name.get_or_insert_with(|| super::wasm::component_name(&label));
+                        Ok(Some(raw))
+                    };
+                    engine.load_any_file(&wasm, sidecar, &self.policy).await?
+                }
+                None => return Err(Error::Engine(format!(
+                    "{}: this host was set up without the Wasm engine",
+                    wasm.display()
+                ))),
+            };
+            let (meta, plain) = match &loaded {
+                WasmFile::Skill(skill) => (skill.meta().clone(), false),
+                WasmFile::Component(component) => (component.meta().clone(), true),
+            };
+            return Ok(Package {
+                name: meta.name.clone(),
+                meta,
+                plain,
+                skills: loaded.registered()?,
+            });
         }
+        self.load_described(dir, label).await.map(Package::one)
+    }
+
+    async fn load_described(&self, dir: &Path, label: String) -> Result<RegisteredSkill> {
         let read = |file: &str| read_optional(&dir.join(file));
         let json_text = read(SKILL_JSON)?;
         let md_text = read(SKILL_MD)?;
@@ -305,14 +381,39 @@ impl Loader {
 
     /// Loads every skill directory directly under `root`, in name order; one broken skill
     /// does not keep the others from loading.
-    pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<RegisteredSkill>)>> {
+    pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<Package>)>> {
         let dirs = skill_dirs(root)?;
         let mut loaded = Vec::with_capacity(dirs.len());
         for dir in dirs {
-            let result = self.load_dir(&dir).await;
+            let result = self.load_package(&dir).await;
             loaded.push((dir, result));
         }
         Ok(loaded)
+    }
+}
+
+/// What a skill directory holds.
+#[derive(Debug)]
+pub struct Package {
+    /// The name it is installed under: its skill's, or its component's.
+    pub name: String,
+    /// Its own manifest: its skill's, or its component's (name, description, version,
+    /// capabilities, limits).
+    pub meta: SkillMeta,
+    /// Whether it is a plain component (each of its functions a skill).
+    pub plain: bool,
+    /// Its skills: one, or a plain component's functions.
+    pub skills: Vec<RegisteredSkill>,
+}
+
+impl Package {
+    fn one(skill: RegisteredSkill) -> Self {
+        Self {
+            name: skill.meta.name.clone(),
+            meta: skill.meta.clone(),
+            plain: false,
+            skills: vec![skill],
+        }
     }
 }
 

@@ -405,14 +405,19 @@ impl Inner {
     async fn load_dir(&mut self, dir: &Path) -> Result<()> {
         for (path, result) in self.loader.load_all(dir).await? {
             let stamp = stamp(&path);
-            let skill = result.as_ref().ok().map(|s| s.meta.name.clone());
+            let skills = result
+                .as_ref()
+                .map(|p| p.skills.iter().map(|s| s.meta.name.clone()).collect())
+                .unwrap_or_default();
             self.catalogue
                 .get_mut()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(path.clone(), Loaded { stamp, skill });
+                .insert(path.clone(), Loaded { stamp, skills });
             match result {
-                Ok(skill) => {
-                    self.kernel.registry().register(skill);
+                Ok(package) => {
+                    for skill in package.skills {
+                        self.kernel.registry().register(skill);
+                    }
                 }
                 Err(e) => {
                     tracing::debug!("skipped {}: [{}] {e}", path.display(), e.code());

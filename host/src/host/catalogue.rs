@@ -12,7 +12,8 @@ use crate::error::Result;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Loaded {
     pub(super) stamp: u64,
-    pub(super) skill: Option<String>,
+    /// The skills it holds (none when it did not load).
+    pub(super) skills: Vec<String>,
 }
 
 impl Host {
@@ -47,18 +48,18 @@ impl Host {
                 .filter(|(dir, stamp)| catalogue.get(*dir).is_none_or(|l| l.stamp != **stamp))
                 .map(|(dir, _)| dir.clone())
                 .collect();
-            let gone: Vec<(PathBuf, Option<String>)> = catalogue
+            let gone: Vec<(PathBuf, Vec<String>)> = catalogue
                 .iter()
                 .filter(|(dir, _)| !now.contains_key(*dir))
-                .map(|(dir, loaded)| (dir.clone(), loaded.skill.clone()))
+                .map(|(dir, loaded)| (dir.clone(), loaded.skills.clone()))
                 .collect();
             (changed, gone)
         };
         if changed.is_empty() && gone.is_empty() {
             return Ok(false);
         }
-        for (dir, skill) in gone {
-            if let Some(name) = skill {
+        for (dir, skills) in gone {
+            for name in skills {
                 self.registry().unregister(&name);
                 tracing::info!(skill = %name, "removed from the catalogue");
             }
@@ -74,21 +75,26 @@ impl Host {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .get(&dir)
-                .and_then(|l| l.skill.clone());
-            let skill = match inner.loader.load_dir(&dir).await {
-                Ok(skill) => {
-                    let name = skill.meta.name.clone();
-                    self.registry().register(skill);
-                    tracing::info!(skill = %name, "loaded into the catalogue");
-                    Some(name)
-                }
+                .map(|l| l.skills.clone())
+                .unwrap_or_default();
+            let skills = match inner.loader.load_package(&dir).await {
+                Ok(package) => package
+                    .skills
+                    .into_iter()
+                    .map(|skill| {
+                        let name = skill.meta.name.clone();
+                        self.registry().register(skill);
+                        tracing::info!(skill = %name, "loaded into the catalogue");
+                        name
+                    })
+                    .collect(),
                 Err(e) => {
                     tracing::warn!("skipped {}: [{}] {e}", dir.display(), e.code());
-                    None
+                    Vec::new()
                 }
             };
-            if let Some(old) = before.filter(|old| skill.as_ref() != Some(old)) {
-                self.registry().unregister(&old);
+            for old in before.iter().filter(|old| !skills.contains(old)) {
+                self.registry().unregister(old);
             }
             inner
                 .catalogue
@@ -98,7 +104,7 @@ impl Host {
                     dir.clone(),
                     Loaded {
                         stamp: stamp(&dir),
-                        skill,
+                        skills,
                     },
                 );
         }

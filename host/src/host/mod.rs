@@ -146,17 +146,15 @@ impl Host {
         let path = Path::new(skill);
         // `FILE.wasm#FUNCTION` names one function of a plain component.
         let (file, function) = match skill.rsplit_once('#') {
-            Some((file, function)) if !path.exists() && Path::new(file).is_file() => {
+            Some((file, function)) if !path.exists() && Path::new(file).exists() => {
                 (Path::new(file), Some(function))
             }
             _ => (path, None),
         };
-        let registered = if path.is_dir() {
-            self.inner.loader.load_dir(path).await?
+        let skills = if file.is_dir() {
+            self.inner.loader.load_package(file).await?.skills
         } else if file.is_file() {
-            let loaded = self.load_wasm(file).await?;
-            let names: Vec<String> = loaded.skills().map(|m| m.name.clone()).collect();
-            return pick(&loaded, &names, file, function);
+            self.inner.loader.load_any_wasm_file(file).await?.registered()?
         } else if let Some(found) = self.registry().get(skill) {
             return Ok(found.meta.name.clone());
         } else if let Some((remote, message)) = skill.split_once('/').and_then(|(remote, _)| {
@@ -176,15 +174,17 @@ impl Host {
                 name: skill.to_owned(),
             });
         };
-        let name = registered.meta.name.clone();
-        self.registry().register(registered);
-        Ok(name)
+        let chosen = pick(&wit_names(&skills), file, function)?;
+        for skill in skills {
+            self.registry().register(skill);
+        }
+        Ok(chosen)
     }
 
     /// Loads the `.wasm` file at `file` — an Evo skill, or a plain component whose
     /// exported functions are skills — and registers what it holds.
     pub async fn load_wasm(&self, file: &Path) -> Result<crate::engine::wasm::WasmFile> {
-        let loaded = self.inner.loader.load_any_wasm_file(file, None).await?;
+        let loaded = self.inner.loader.load_any_wasm_file(file).await?;
         for registered in loaded.registered()? {
             self.registry().register(registered);
         }
@@ -264,20 +264,39 @@ impl Host {
         } else {
             let bytes = std::fs::read(source).map_err(Error::io_at(source))?;
             if bytes.starts_with(b"\0asm") {
-                manager.install_component(&bytes, options).await?
+                let file_name = source
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                manager.install_component(&bytes, &file_name, options).await?
             } else {
                 manager.install_skill(&bytes, options).await?
             }
         };
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(&outcome.name);
-        let skill = match self.inner.loader.load_dir(&dir).await {
-            Ok(skill) => {
-                self.registry().register(skill);
-                Some(outcome.name.clone())
+        let skills = match self.inner.loader.load_package(&dir).await {
+            Ok(package) => {
+                if package.plain {
+                    // Each function is a skill of its own to find (`evo skill search`).
+                    self.skill_index()?.sync(
+                        package
+                            .skills
+                            .iter()
+                            .map(|s| (s.meta.name.as_str(), s.meta.description.as_str(), s.meta.tags.as_slice())),
+                    )?;
+                }
+                package
+                    .skills
+                    .into_iter()
+                    .map(|skill| {
+                        let name = skill.meta.name.clone();
+                        self.registry().register(skill);
+                        name
+                    })
+                    .collect()
             }
             Err(e) => {
                 tracing::warn!("installed {} but could not load it: {e}", outcome.name);
-                None
+                Vec::new()
             }
         };
         let stamp = stamp(&dir);
@@ -285,7 +304,7 @@ impl Host {
             .catalogue
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(dir, Loaded { stamp, skill });
+            .insert(dir, Loaded { stamp, skills });
         self.changed();
         #[cfg(feature = "postgres")]
         if let (Some(shared), Some(record)) = (&self.inner.shared_catalogue, &outcome.skill)
@@ -340,11 +359,22 @@ impl Host {
         let outcome = self.manager()?.uninstall_skill(name)?;
         self.registry().unregister(name);
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(name);
-        self.inner
+        let loaded = self
+            .inner
             .catalogue
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&dir);
+        // A plain component's functions go with it.
+        let functions: Vec<String> = loaded
+            .map(|l| l.skills)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|skill| skill != name)
+            .collect();
+        for skill in &functions {
+            self.registry().unregister(skill);
+        }
         Ok(outcome)
     }
 
@@ -460,34 +490,44 @@ impl Host {
     }
 }
 
-/// The skill of `loaded` (read from `file`, holding the skills `names`) that `function`
-/// names: a skill name, or how WIT names the function (`greet`, `kinds/echo-u8`); with
-/// none, its only skill.
-fn pick(
-    loaded: &crate::engine::wasm::WasmFile,
-    names: &[String],
-    file: &Path,
-    function: Option<&str>,
-) -> Result<String> {
+/// The skill of `file` that `function` names, among `skills` (each skill's name and, for
+/// a plain component's function, its WIT name): a skill name, or a WIT name (`greet`,
+/// `kinds/echo-u8`); with none, its only skill.
+fn pick(skills: &[(String, Option<String>)], file: &Path, function: Option<&str>) -> Result<String> {
+    let names = || skills.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
     let Some(function) = function else {
-        return match names {
-            [only] => Ok(only.clone()),
+        return match skills {
+            [(only, _)] => Ok(only.clone()),
             _ => Err(Error::ChooseFunction {
                 file: file.display().to_string(),
-                skills: names.to_vec(),
+                skills: names(),
             }),
         };
     };
-    let found = names.iter().find(|name| {
-        *name == function
-            || match loaded {
-                crate::engine::wasm::WasmFile::Component(component) => {
-                    component.function_of(name) == Some(function)
-                }
-                crate::engine::wasm::WasmFile::Skill(_) => false,
-            }
-    });
-    found.cloned().ok_or_else(|| Error::SkillNotFound {
-        name: format!("{function} in {} (it holds {})", file.display(), names.join(", ")),
-    })
+    skills
+        .iter()
+        .find(|(name, wit)| name == function || wit.as_deref() == Some(function))
+        .map(|(name, _)| name.clone())
+        .ok_or_else(|| Error::SkillNotFound {
+            name: format!(
+                "{function} in {} (it holds {})",
+                file.display(),
+                names().join(", ")
+            ),
+        })
+}
+
+/// Each skill's name and, for a plain component's function, its WIT name.
+fn wit_names(skills: &[RegisteredSkill]) -> Vec<(String, Option<String>)> {
+    skills
+        .iter()
+        .map(|skill| {
+            let wit = skill
+                .executor
+                .as_any()
+                .and_then(|any| any.downcast_ref::<crate::engine::wasm::PlainExecutor>())
+                .map(|plain| plain.function().to_owned());
+            (skill.meta.name.clone(), wit)
+        })
+        .collect()
 }

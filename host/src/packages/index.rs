@@ -120,6 +120,24 @@ impl SkillIndex {
         })
     }
 
+    /// Removes what the package `name` put in the index: its skill, or a plain
+    /// component's functions (`name__…`).
+    pub fn remove_package(&mut self, name: &str) -> Result<()> {
+        self.vectors = None;
+        let prefix = format!("{name}{}", crate::skill::meta::COMPONENT_SEPARATOR);
+        self.db.transaction(|tx| {
+            for table in ["skill_index_fts", "skill_index"] {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {table} WHERE name = ?1 OR substr(name, 1, length(?2)) = ?2"
+                    ),
+                    params![name, prefix],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// Whether skill `name` is indexed.
     pub fn contains(&self, name: &str) -> Result<bool> {
         self.db.read(|c| {

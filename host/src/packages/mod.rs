@@ -181,7 +181,7 @@ impl SkillManager {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match record {
             Some(r) => index.index_skill(name, &r.description, &r.tags),
-            None => index.remove_skill(name),
+            None => index.remove_package(name),
         }
     }
 
@@ -222,15 +222,19 @@ impl SkillManager {
         .await
     }
 
-    /// Installs a bare component (the bytes of a `.wasm` file) under the name its
-    /// manifest gives, as a skill directory holding only its `skill.wasm`.
+    /// Installs a bare component (the bytes of the `.wasm` file `file_name`) as a skill
+    /// directory holding only its `skill.wasm`: an Evo skill under the name its manifest
+    /// gives, a plain component under its file's name ([`component_name`]).
+    ///
+    /// [`component_name`]: crate::engine::wasm::component_name
     pub async fn install_component(
         &self,
         component: &[u8],
+        file_name: &str,
         options: InstallOptions<'_>,
     ) -> Result<Outcome> {
         self.install_staged(options, true, |staging, progress| {
-            let dir = staging.join("component");
+            let dir = staging.join(crate::engine::wasm::component_name(file_name));
             std::fs::create_dir(&dir).map_err(Error::io_at(&dir))?;
             let path = dir.join(SKILL_WASM);
             std::fs::write(&path, component).map_err(Error::io_at(&path))?;
@@ -277,7 +281,7 @@ impl SkillManager {
         if self.reserved.contains(&name) {
             return Err(Error::NameTaken { name });
         }
-        let mut record = self.check(&skill_dir, &name).await?;
+        let (mut record, plain) = self.check(&skill_dir, &name).await?;
         let target = self.root.join(&name);
         if target.exists() && !options.overwrite {
             return Err(Error::SkillAlreadyExists { name });
@@ -315,7 +319,10 @@ impl SkillManager {
         } else {
             std::fs::rename(&skill_dir, &target).map_err(Error::io_at(&target))?;
         }
-        self.reindex(&name, Some(&record))?;
+        // A plain component's functions are indexed by the host that loads them.
+        if !plain {
+            self.reindex(&name, Some(&record))?;
+        }
         tracing::info!(skill = %name, version = %record.version, kind = %record.kind, "installed");
         Ok(Outcome {
             success: true,
@@ -330,15 +337,15 @@ impl SkillManager {
     /// Renames the staged `skill_dir` to the name the skill's manifest gives, when that
     /// differs from the directory's (the manifest's name is checked again later).
     async fn rename_to_manifest(&self, staging: &Path, skill_dir: PathBuf) -> Result<PathBuf> {
-        let skill = self
+        let package = self
             .loader
-            .load_dir(&skill_dir)
+            .load_package(&skill_dir)
             .await
             .map_err(|e| match e {
                 Error::InvalidSkillStructure(_) => e,
                 other => structure(format!("Invalid skill structure: {other}")),
             })?;
-        let name = skill.meta.name;
+        let name = package.name;
         if skill_dir.file_name().is_some_and(|n| *n == *name) || !is_valid_name(&name) {
             return Ok(skill_dir);
         }
@@ -348,8 +355,8 @@ impl SkillManager {
     }
 
     /// Checks the staged skill `dir` for the required layout and metadata, then loads it as the host
-    /// will, and returns what it is.
-    async fn check(&self, dir: &Path, name: &str) -> Result<InstallRecord> {
+    /// will, and returns what it is and whether it is a plain component.
+    async fn check(&self, dir: &Path, name: &str) -> Result<(InstallRecord, bool)> {
         let doc = check_structure(dir, name)?;
         let wasm = dir.join(SKILL_WASM).is_file();
         if wasm && self.loader.wasm_engine().is_none() {
@@ -360,11 +367,11 @@ impl SkillManager {
         if doc.is_none() && !wasm && !dir.join(SKILL_JSON).is_file() {
             return Err(structure("Invalid skill structure: SKILL.md is missing"));
         }
-        let skill = self.loader.load_dir(dir).await.map_err(|e| match e {
+        let package = self.loader.load_package(dir).await.map_err(|e| match e {
             Error::InvalidSkillStructure(_) => e,
             other => structure(format!("Invalid skill structure: {other}")),
         })?;
-        if let (true, Some(engine)) = (wasm, self.loader.wasm_engine()) {
+        if let (true, Some(engine), false) = (wasm, self.loader.wasm_engine(), package.plain) {
             let path = dir.join(SKILL_WASM);
             let bytes = std::fs::read(&path).map_err(Error::io_at(&path))?;
             engine
@@ -372,13 +379,17 @@ impl SkillManager {
                 .await
                 .map_err(|e| structure(format!("Invalid skill structure: {e}")))?;
         }
-        if skill.meta.name != name {
+        if package.meta.name != name {
             return Err(structure(format!(
                 "Skill name mismatch: expected \"{name}\", got \"{}\"",
-                skill.meta.name
+                package.meta.name
             )));
         }
-        Ok(InstallRecord::from_meta(&skill.meta, skill.kind().as_str()))
+        let kind = package
+            .skills
+            .first()
+            .map_or("wasm", |skill| skill.kind().as_str());
+        Ok((InstallRecord::from_meta(&package.meta, kind), package.plain))
     }
 
     /// Removes staging directories that processes which died midway left behind.

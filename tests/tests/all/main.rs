@@ -33,6 +33,7 @@ mod nodes;
 mod notes;
 mod packages;
 mod plain_hostile;
+mod plain_io;
 mod plain_kinds;
 mod properties;
 mod py_limits;

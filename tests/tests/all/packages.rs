@@ -839,7 +839,10 @@ async fn agent_skills_format_installs_lists_and_loads_level_by_level() {
     let registry = Arc::new(SkillRegistry::new());
     let loader = evo_host::engine::loader::Loader::new();
     for (dir, loaded) in loader.load_all(manager.root()).await.unwrap() {
-        registry.register(loaded.unwrap_or_else(|e| panic!("{} loads: {e}", dir.display())));
+        let package = loaded.unwrap_or_else(|e| panic!("{} loads: {e}", dir.display()));
+        for skill in package.skills {
+            registry.register(skill);
+        }
     }
     let ctx = Arc::new(Kernel::new(registry)).context(RunOptions::default());
     let forms = ctx.call("pdf-forms", json!({})).await.unwrap();

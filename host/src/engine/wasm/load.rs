@@ -75,11 +75,12 @@ impl WasmEngine {
     }
 
     /// Loads what a `.wasm` file holds: an Evo skill, or else a plain component whose
-    /// functions are skills (described by `sidecar`, the manifest beside it, if any).
+    /// functions are skills (described by what `sidecar` reads, the manifest beside it,
+    /// read only for a plain component).
     pub async fn load_any_file(
         &self,
         path: &Path,
-        sidecar: Option<crate::skill::meta::RawMeta>,
+        sidecar: impl FnOnce() -> Result<Option<crate::skill::meta::RawMeta>>,
         policy: &Policy,
     ) -> Result<super::WasmFile> {
         let not_evo = match self.load_file(path, policy).await {
@@ -95,7 +96,7 @@ impl WasmEngine {
         if inspect::scan(&label, &bytes)?.is_evo_skill() {
             return Err(not_evo);
         }
-        let component = self.load_component(&label, bytes, sidecar, policy).await?;
+        let component = self.load_component(&label, bytes, sidecar()?, policy).await?;
         Ok(super::WasmFile::Component(component))
     }
 

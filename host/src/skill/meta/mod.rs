@@ -132,6 +132,9 @@ pub struct RawMeta {
     pub examples: Option<Value>,
     /// See [`SkillMeta::notes`].
     pub notes: Option<Vec<String>>,
+    /// A plain component's sidecar only: each function's own `description`, `tags`
+    /// and `examples`, by its WIT name (`greet`, `kinds/divide`) or skill name.
+    pub functions: Option<Value>,
 }
 
 /// One example call of a skill, shown in its descriptor and run by the tests.
@@ -227,6 +230,11 @@ pub struct SkillMeta {
     pub notes: Vec<String>,
 }
 
+/// Between the parts of a plain component's skill names (`COMPONENT__FUNCTION`,
+/// `COMPONENT__INTERFACE__FUNCTION`): WIT names never hold it, and a manifest's name may
+/// not, so such a name is always a component's function.
+pub const COMPONENT_SEPARATOR: &str = "__";
+
 /// Whether `name` is a valid skill name.
 pub fn is_valid_name(name: &str) -> bool {
     let mut chars = name.chars();
@@ -282,6 +290,12 @@ impl SkillMeta {
                 "name",
                 format!("{name:?} is not a valid skill name"),
                 "use 1–64 characters: a lowercase letter, then lowercase letters, digits, `-` or `_`",
+            ));
+        } else if name.contains(COMPONENT_SEPARATOR) {
+            problems.push(problem(
+                "name",
+                format!("{name:?} holds `{COMPONENT_SEPARATOR}`, which only the skills of a plain component's functions have (COMPONENT__FUNCTION)"),
+                "use a single `_` or `-` between words",
             ));
         }
         let description = raw.description.unwrap_or_default();

@@ -10,10 +10,7 @@ use super::docs::Docs;
 use crate::engine::wasm::wit_json::{schema, unsupported};
 use crate::skill::meta::MAX_NAME_LEN;
 
-/// Between the parts of a plain component's skill names: `COMPONENT__FUNCTION`,
-/// `COMPONENT__INTERFACE__FUNCTION`. WIT names never contain it, and no built-in tool's
-/// name does, so such a name can only be a component's function.
-pub const SEPARATOR: &str = "__";
+pub use crate::skill::meta::COMPONENT_SEPARATOR as SEPARATOR;
 
 /// An exported function that is a skill.
 #[derive(Debug, Clone)]

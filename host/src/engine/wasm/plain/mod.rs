@@ -15,6 +15,7 @@
 mod call;
 mod docs;
 mod exports;
+mod overrides;
 
 use std::sync::Arc;
 
@@ -27,7 +28,7 @@ use super::{HostState, Limits, LoadSource, WasmEngine};
 use crate::capabilities::{Grant, Policy};
 use crate::error::{Error, Result};
 use crate::skill::lanes::Streak;
-use crate::skill::meta::{Problem, RawMeta, SkillMeta};
+use crate::skill::meta::{RawMeta, SkillMeta};
 
 /// A loaded plain component: its functions are skills. Cheap to clone.
 #[derive(Clone)]
@@ -169,6 +170,8 @@ impl WasmEngine {
             .exports
             .iter()
             .find_map(|e| e.split_once('@').map(|(_, v)| v.to_owned()));
+        let mut sidecar = sidecar;
+        let overrides = sidecar.as_mut().and_then(|raw| raw.functions.take());
         let meta = component_meta(label, sidecar, &docs, version)?;
         let limits = Limits::resolve(&meta, &self.inner.config.limits);
         let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
@@ -198,6 +201,7 @@ impl WasmEngine {
                 reason,
             });
         }
+        let mut overrides = overrides::Overrides::read(&meta.name, overrides, &usable)?;
         let functions = usable
             .into_iter()
             .map(|export| {
@@ -206,6 +210,9 @@ impl WasmEngine {
                 skill.description.clone_from(&export.description);
                 skill.input = export.input.clone();
                 skill.output = export.output.clone();
+                // The component's examples are its functions' only through `functions`.
+                skill.examples = Vec::new();
+                overrides.apply(&export, &mut skill);
                 (export, skill, Streak::default())
             })
             .collect();
@@ -256,13 +263,6 @@ fn component_meta(
         skill: name.clone(),
         problems,
     };
-    if name.contains(SEPARATOR) {
-        return Err(invalid(vec![Problem {
-            field: "name".into(),
-            message: format!("{name:?} holds `{SEPARATOR}`, which separates a component's name from its functions'"),
-            fix: "use single `_` or `-` between words".into(),
-        }]));
-    }
     SkillMeta::from_raw(raw).map_err(invalid)
 }
 

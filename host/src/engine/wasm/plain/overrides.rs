@@ -1,0 +1,98 @@
+//! A plain component's sidecar `functions`: what it says of each function, over what
+//! the component says (its WIT docs) or Evo makes up.
+//!
+//! ```json
+//! "functions": {
+//!   "greet": { "description": "Greets someone by name.", "tags": ["demo"],
+//!              "examples": [{ "description": "Greet Ada", "input": { "name": "Ada" } }] },
+//!   "kinds/divide": { "description": "Divides two integers." }
+//! }
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::exports::Export;
+use crate::error::{Error, Result};
+use crate::skill::meta::{Example, Problem, SkillMeta};
+
+/// What the sidecar says of one function.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Function {
+    description: Option<String>,
+    tags: Option<Vec<String>>,
+    examples: Option<Vec<Example>>,
+}
+
+/// The sidecar's `functions`, by WIT name or skill name.
+#[derive(Debug, Default)]
+pub(super) struct Overrides(BTreeMap<String, Function>);
+
+impl Overrides {
+    /// Reads `functions` (of the component `component`), refusing a function the
+    /// component does not export as a skill, or a field it does not know.
+    pub(super) fn read(component: &str, functions: Option<Value>, exports: &[Export]) -> Result<Self> {
+        let Some(functions) = functions else {
+            return Ok(Self::default());
+        };
+        let invalid = |field: String, message: String, fix: String| Error::InvalidManifest {
+            skill: component.to_owned(),
+            problems: vec![Problem {
+                field,
+                message,
+                fix,
+            }],
+        };
+        let map: BTreeMap<String, Function> = serde_json::from_value(functions).map_err(|e| {
+            invalid(
+                "functions".into(),
+                e.to_string(),
+                "give an object of functions, each { \"description\", \"tags\", \"examples\" }"
+                    .into(),
+            )
+        })?;
+        for (name, function) in &map {
+            if !exports.iter().any(|e| e.path == *name || e.skill == *name) {
+                let known: Vec<&str> = exports.iter().map(|e| e.path.as_str()).collect();
+                return Err(invalid(
+                    format!("functions.{name}"),
+                    format!("the component exports no function `{name}` that is a skill"),
+                    format!("name one of {}", known.join(", ")),
+                ));
+            }
+            for (i, example) in function.examples.iter().flatten().enumerate() {
+                if !example.input.is_object() {
+                    return Err(invalid(
+                        format!("functions.{name}.examples[{i}].input"),
+                        "is not an object".into(),
+                        "give the example's arguments as a JSON object of the function's parameters".into(),
+                    ));
+                }
+            }
+        }
+        Ok(Self(map))
+    }
+
+    /// Applies what the sidecar says of `export` to its manifest `skill`.
+    pub(super) fn apply(&mut self, export: &Export, skill: &mut SkillMeta) {
+        let found = self
+            .0
+            .remove(&export.path)
+            .or_else(|| self.0.remove(&export.skill));
+        let Some(function) = found else {
+            return;
+        };
+        if let Some(description) = function.description.filter(|d| !d.trim().is_empty()) {
+            skill.description = description;
+        }
+        if let Some(tags) = function.tags {
+            skill.tags.extend(tags);
+        }
+        if let Some(examples) = function.examples {
+            skill.examples = examples;
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! `plain-io`: a plain WIT component (plain `wit-bindgen` and the `wasip2` crate, no
+//! Evo SDK) that reads files through `wasi:filesystem` and fetches through `wasi:http`.
+//! A component declares nothing: what it may reach comes from the manifest beside it
+//! (`skill.json`), within what the operator grants, as for any skill.
+
+use std::path::{Path, PathBuf};
+
+use evo_tests::cli::{evo, stderr, stdout};
+use evo_tests::skills::PLAIN_IO;
+use serde_json::{Value, json};
+
+/// A skill directory holding the component as `skill.wasm`, with `manifest` as its
+/// `skill.json` when given.
+fn component_dir(root: &Path, manifest: Option<&Value>) -> PathBuf {
+    let dir = root.join("io");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(PLAIN_IO, dir.join("skill.wasm")).unwrap();
+    if let Some(manifest) = manifest {
+        std::fs::write(dir.join("skill.json"), manifest.to_string()).unwrap();
+    }
+    dir
+}
+
+fn run(home: &Path, skill: &str, input: &Value, flags: &[&str]) -> Result<Value, String> {
+    let input = input.to_string();
+    let mut args = vec!["skill", "run", skill, "--input", &input, "--json"];
+    args.extend(flags);
+    let out = evo(home, &args);
+    if out.status.success() {
+        let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        Ok(value["output"].clone())
+    } else {
+        Err(stderr(&out))
+    }
+}
+
+#[test]
+fn a_plain_component_reads_a_granted_directory_and_nothing_without_the_grant() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "the plan").unwrap();
+    let manifest = json!({
+        "name": "io",
+        "description": "Reads files and fetches pages.",
+        "capabilities": { "dirs": [{ "path": "/data", "access": "read" }] },
+    });
+    let dir = component_dir(root.path(), Some(&manifest));
+    let skill = format!("{}#read-file", dir.display());
+    let bind = format!("{}::/data", data.display());
+    let input = json!({ "path": "/data/notes.txt" });
+    let home = root.path().join("home");
+    assert_eq!(
+        run(&home, &skill, &input, &["--dir", &bind]).unwrap(),
+        json!("the plan")
+    );
+    // Asked for but not granted: the directory is not there.
+    let error = run(&home, &skill, &input, &[]).unwrap_err();
+    assert!(
+        error.contains("error[SKILL_FAILED]") && !error.contains("the plan"),
+        "{error}"
+    );
+    // Granted but not asked for: a component without a manifest has no capabilities.
+    std::fs::remove_file(dir.join("skill.json")).unwrap();
+    let error = run(&home, &skill, &input, &["--dir", &bind]).unwrap_err();
+    assert!(
+        error.contains("error[SKILL_FAILED]") && !error.contains("the plan"),
+        "{error}"
+    );
+    // What `skill info` says of it.
+    std::fs::write(dir.join("skill.json"), manifest.to_string()).unwrap();
+    let out = evo(&home, &["skill", "info", &skill]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("requests:   directory /data (read-only)")
+            && text.contains("not granted: directory /data"),
+        "{text}{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_plain_component_fetches_inside_the_host_allowlist_only() {
+    let (base, seen) = evo_tests::http::serve(|_| (200, r#"{"pong":true}"#.to_owned()));
+    let root = tempfile::tempdir().unwrap();
+    let manifest = json!({
+        "name": "io",
+        "description": "Reads files and fetches pages.",
+        "capabilities": { "hosts": ["http://127.0.0.1:*"] },
+    });
+    let dir = component_dir(root.path(), Some(&manifest));
+    let skill = format!("{}#fetch", dir.display());
+    let home = root.path().join("home");
+    let input = json!({ "url": format!("{base}/ping") });
+    let allow = "http://127.0.0.1:*";
+    assert_eq!(
+        run(&home, &skill, &input, &["--allow-host", allow]).unwrap(),
+        json!(r#"200 {"pong":true}"#)
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    // Not granted by the operator: refused before a connection is made.
+    let error = run(&home, &skill, &input, &[]).unwrap_err();
+    assert!(error.contains("error[SKILL_FAILED]"), "{error}");
+    // Outside what the manifest asks for, even when the operator allows any host.
+    let elsewhere = json!({ "url": "http://localhost:9/x" });
+    let error = run(&home, &skill, &elsewhere, &["--allow-host", "*"]).unwrap_err();
+    assert!(error.contains("error[SKILL_FAILED]"), "{error}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "no request reached the server"
+    );
+}
+
+#[test]
+fn the_manifest_beside_a_component_names_it_and_describes_its_functions() {
+    let root = tempfile::tempdir().unwrap();
+    let manifest = json!({
+        "name": "pages",
+        "description": "Reads files and fetches pages.",
+        "tags": ["io"],
+        "timeout": 5000,
+        "functions": {
+            "fetch": {
+                "description": "Fetches a web page and returns its status and body.",
+                "examples": [{ "description": "The example page", "input": { "url": "https://example.com/" } }],
+            },
+        },
+    });
+    let dir = component_dir(root.path(), Some(&manifest));
+    let home = root.path().join("home");
+    let out = evo(&home, &["skill", "install", &dir.display().to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = evo(&home, &["skill", "info", "pages", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["component"]["name"], "pages");
+    let skills = value["skills"].as_array().unwrap();
+    let names: Vec<&str> = skills.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["pages__read-file", "pages__fetch"]);
+    assert_eq!(
+        skills[1]["description"],
+        "Fetches a web page and returns its status and body."
+    );
+    let out = evo(&home, &["skill", "info", "pages__fetch", "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["manifest"]["tags"], json!(["io"]));
+    assert_eq!(value["manifest"]["timeout"], json!(5000));
+    assert_eq!(
+        value["manifest"]["examples"][0]["input"]["url"],
+        "https://example.com/"
+    );
+    assert_eq!(value["limits"]["timeoutMs"], json!(5000));
+    // A function the component does not export is refused, with the ones it does.
+    let mut wrong = manifest.clone();
+    wrong["functions"] = json!({ "fetch-all": { "description": "x" } });
+    std::fs::write(dir.join("skill.json"), wrong.to_string()).unwrap();
+    let out = evo(&home, &["skill", "info", &dir.display().to_string()]);
+    assert!(!out.status.success());
+    let error = stderr(&out);
+    assert!(
+        error.contains("functions.fetch-all") && error.contains("name one of read-file, fetch"),
+        "{error}"
+    );
+    // Uninstalled, its functions go with it.
+    let out = evo(&home, &["skill", "uninstall", "pages"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = evo(&home, &["skill", "list"]);
+    assert!(!stdout(&out).contains("pages__"), "{}", stdout(&out));
+}
