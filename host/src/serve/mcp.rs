@@ -184,7 +184,7 @@ pub fn tool_of(skill: &RegisteredSkill, host: &Host) -> Tool {
         any
     });
     let mut tool = Tool::new(meta.name.clone(), meta.description.clone(), Arc::new(input));
-    if let Some(output) = object_schema(&meta.output) {
+    if let Some(output) = object_schema(&meta.output).or_else(|| wrapped_schema(&meta.output)) {
         tool = tool.with_raw_output_schema(Arc::new(output));
     }
     tool.with_annotations(annotations(skill, host))
@@ -194,6 +194,32 @@ pub fn tool_of(skill: &RegisteredSkill, host: &Host) -> Tool {
 fn object_schema(schema: &Value) -> Option<JsonObject> {
     let object = schema.as_object()?;
     (object.get("type").and_then(Value::as_str) == Some("object")).then(|| object.clone())
+}
+
+/// For an output that is not an object (a plain component's function returning a
+/// string, a number, a list): MCP's structured content must be an object, so it is
+/// `{ "result": output }`, described by this schema.
+fn wrapped_schema(schema: &Value) -> Option<JsonObject> {
+    if !schema.is_object() || object_schema(schema).is_some() {
+        return None;
+    }
+    match json!({
+        "type": "object",
+        "properties": { "result": schema },
+        "required": ["result"],
+    }) {
+        Value::Object(object) => Some(object),
+        _ => None,
+    }
+}
+
+/// The structured content of `output`, a result of `skill`: the output itself when its
+/// schema is an object's, else `{ "result": output }` ([`wrapped_schema`]).
+fn structured(skill: &RegisteredSkill, output: Value) -> Option<Value> {
+    if object_schema(&skill.meta.output).is_some() {
+        return output.is_object().then_some(output);
+    }
+    wrapped_schema(&skill.meta.output).map(|_| json!({ "result": output }))
 }
 
 /// What a client may assume of `skill`, from its permission level: read-only only
@@ -341,9 +367,7 @@ impl ServerHandler for Server {
             Ok(output) => {
                 let text = serde_json::to_string(&output).unwrap_or_default();
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                if output.is_object() {
-                    result.structured_content = Some(output);
-                }
+                result.structured_content = structured(&skill, output);
                 Ok(result.into())
             }
             Err(Refusal::Failed(error)) => {

@@ -83,3 +83,114 @@ fn a_hostile_plain_component_meets_every_limit_through_evo_under_load() {
     let home_text = home.path().to_string_lossy();
     assert_eq!(processes_mentioning(&home_text), Vec::<String>::new());
 }
+
+/// A directory of skills holding plain-kinds as `kinds` and plain-hostile as `hostile`.
+fn served_components(root: &std::path::Path) -> std::path::PathBuf {
+    let skills = root.join("skills");
+    for (name, wasm) in [("kinds", evo_tests::skills::PLAIN_KINDS), ("hostile", PLAIN_HOSTILE)] {
+        std::fs::create_dir_all(skills.join(name)).unwrap();
+        std::fs::copy(wasm, skills.join(name).join("skill.wasm")).unwrap();
+    }
+    skills
+}
+
+#[test]
+fn plain_components_are_mcp_tools_with_derived_schemas_and_their_limits() {
+    use serde_json::{Value, json};
+    let root = tempfile::tempdir().unwrap();
+    let skills = served_components(root.path());
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("evo.toml"), "[engine]\nmax_timeout_ms = 1500\n").unwrap();
+    let mut raw = crate::serve::Raw::start_in(
+        &home,
+        std::path::Path::new("."),
+        &["--skills-dir", skills.to_str().unwrap()],
+    );
+    raw.send_line(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let list = raw.expect_id(1);
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is listed: {list}"))
+            .clone()
+    };
+    let divide = tool("kinds__kinds__divide");
+    assert_eq!(divide["inputSchema"]["required"], json!(["a", "b"]));
+    // MCP wants an object: a result that is not one is `{ "result": … }`.
+    assert_eq!(divide["outputSchema"]["required"], json!(["result"]));
+    assert!(
+        divide["outputSchema"]["properties"]["result"]["anyOf"].is_array(),
+        "{divide}"
+    );
+    let point = tool("kinds__kinds__echo-point");
+    assert_eq!(point["outputSchema"]["type"], "object");
+    assert!(tools.iter().all(|t| t["name"] != "kinds__counters__read"));
+
+    raw.call(2, "kinds__kinds__divide", json!({ "a": 7, "b": 2 }));
+    let answer = raw.expect_id(2);
+    assert_eq!(answer["result"]["structuredContent"], json!({ "result": 3 }), "{answer}");
+    raw.call(3, "kinds__kinds__echo-point", json!({ "v": { "x": 1, "y": 2 } }));
+    let answer = raw.expect_id(3);
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({ "x": 1, "y": 2, "label": null }),
+        "{answer}"
+    );
+    // Hostile calls end in their limits while a good one is answered.
+    raw.call(10, "hostile__spin", json!({}));
+    raw.call(11, "hostile__hoard", json!({ "mib": 200 }));
+    raw.call(12, "hostile__heap", json!({ "n": 30_000_000 }));
+    raw.call(13, "kinds__greet", json!({ "name": "still here" }));
+    let good = raw.expect_id(13);
+    assert_eq!(
+        good["result"]["structuredContent"],
+        json!({ "result": "hello, still here" }),
+        "{good}"
+    );
+    for (id, code) in [
+        (10, "SKILL_TIMEOUT"),
+        (11, "MEMORY_LIMIT_EXCEEDED"),
+        (12, "OUTPUT_LIMIT_EXCEEDED"),
+    ] {
+        let answer: Value = raw.expect_id(id);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(code), "{id}: {text}");
+    }
+}
+
+#[test]
+fn plain_components_answer_over_the_http_api() {
+    use serde_json::json;
+    let root = tempfile::tempdir().unwrap();
+    let skills = served_components(root.path());
+    let server = evo_tests::cli::HttpServer::start(
+        &root.path().join("home"),
+        &["--skills-dir", skills.to_str().unwrap()],
+    );
+    let (status, out) = crate::serve::http(
+        "POST",
+        &format!("{}/v1/skills/kinds__greet/call", server.base),
+        &[],
+        Some(r#"{"name":"http"}"#),
+    );
+    assert_eq!((status, &out["output"]), (200, &json!("hello, http")), "{out}");
+    let (status, err) = crate::serve::http(
+        "POST",
+        &format!("{}/v1/skills/kinds__kinds__echo-u8/call", server.base),
+        &[],
+        Some(r#"{"v":256}"#),
+    );
+    assert_eq!((status, err["code"].as_str()), (422, Some("SKILL_VALIDATION_FAILED")), "{err}");
+    let (status, err) = crate::serve::http(
+        "POST",
+        &format!("{}/v1/skills/kinds__kinds__divide/call", server.base),
+        &[],
+        Some(r#"{"a":1,"b":0}"#),
+    );
+    assert_eq!(err["code"], "SKILL_FAILED", "{status} {err}");
+    assert!(err.to_string().contains("cannot divide 1 by 0"), "{err}");
+}
