@@ -87,7 +87,10 @@ fn a_hostile_plain_component_meets_every_limit_through_evo_under_load() {
 /// A directory of skills holding plain-kinds as `kinds` and plain-hostile as `hostile`.
 fn served_components(root: &std::path::Path) -> std::path::PathBuf {
     let skills = root.join("skills");
-    for (name, wasm) in [("kinds", evo_tests::skills::PLAIN_KINDS), ("hostile", PLAIN_HOSTILE)] {
+    for (name, wasm) in [
+        ("kinds", evo_tests::skills::PLAIN_KINDS),
+        ("hostile", PLAIN_HOSTILE),
+    ] {
         std::fs::create_dir_all(skills.join(name)).unwrap();
         std::fs::copy(wasm, skills.join(name).join("skill.wasm")).unwrap();
     }
@@ -131,8 +134,16 @@ fn plain_components_are_mcp_tools_with_derived_schemas_and_their_limits() {
 
     raw.call(2, "kinds__kinds__divide", json!({ "a": 7, "b": 2 }));
     let answer = raw.expect_id(2);
-    assert_eq!(answer["result"]["structuredContent"], json!({ "result": 3 }), "{answer}");
-    raw.call(3, "kinds__kinds__echo-point", json!({ "v": { "x": 1, "y": 2 } }));
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({ "result": 3 }),
+        "{answer}"
+    );
+    raw.call(
+        3,
+        "kinds__kinds__echo-point",
+        json!({ "v": { "x": 1, "y": 2 } }),
+    );
     let answer = raw.expect_id(3);
     assert_eq!(
         answer["result"]["structuredContent"],
@@ -177,14 +188,22 @@ fn plain_components_answer_over_the_http_api() {
         &[],
         Some(r#"{"name":"http"}"#),
     );
-    assert_eq!((status, &out["output"]), (200, &json!("hello, http")), "{out}");
+    assert_eq!(
+        (status, &out["output"]),
+        (200, &json!("hello, http")),
+        "{out}"
+    );
     let (status, err) = crate::serve::http(
         "POST",
         &format!("{}/v1/skills/kinds__kinds__echo-u8/call", server.base),
         &[],
         Some(r#"{"v":256}"#),
     );
-    assert_eq!((status, err["code"].as_str()), (422, Some("SKILL_VALIDATION_FAILED")), "{err}");
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (422, Some("SKILL_VALIDATION_FAILED")),
+        "{err}"
+    );
     let (status, err) = crate::serve::http(
         "POST",
         &format!("{}/v1/skills/kinds__kinds__divide/call", server.base),

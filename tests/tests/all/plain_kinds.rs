@@ -234,3 +234,90 @@ fn skill_info_lists_every_function_and_why_the_others_are_not_skills() {
     // The version is the WIT package's.
     assert_eq!(value["component"]["version"], "0.1.0");
 }
+
+#[test]
+fn a_pipeline_step_calls_a_component_function_and_its_calls_are_counted() {
+    let root = tempfile::tempdir().unwrap();
+    let skills = root.path().join("skills");
+    std::fs::create_dir_all(skills.join("kinds")).unwrap();
+    std::fs::copy(PLAIN_KINDS, skills.join("kinds/skill.wasm")).unwrap();
+    std::fs::create_dir_all(skills.join("halve")).unwrap();
+    let manifest = json!({
+        "name": "halve",
+        "description": "Halves a number with the component's divide, then greets the half.",
+        "mode": "composite",
+        "calls": ["kinds__kinds__divide", "kinds__greet"],
+        "input": {
+            "type": "object",
+            "properties": { "n": { "type": "integer" } },
+            "required": ["n"],
+        },
+        "pipeline": [
+            { "step": "half", "skill": "kinds__kinds__divide", "input": { "a": "{{input.n}}", "b": 2 } },
+            { "step": "hello", "skill": "kinds__greet", "input": { "name": "number {{steps.half}}" } },
+        ],
+        "outputMapping": { "half": "{{steps.half}}", "greeting": "{{steps.hello}}" },
+    });
+    std::fs::write(skills.join("halve/skill.json"), manifest.to_string()).unwrap();
+    let home = root.path().join("home");
+    let dir = skills.to_str().unwrap();
+    let out = evo_tests::cli::evo(
+        &home,
+        &[
+            "skill",
+            "run",
+            "halve",
+            "--skills-dir",
+            dir,
+            "--input",
+            r#"{"n":10}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value, json!({ "half": 5, "greeting": "hello, number 5" }));
+    // Each function's calls are in the statistics and the history.
+    let out = evo_tests::cli::evo(&home, &["skill", "stats", "kinds__kinds__divide", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stats: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(stats["kinds__kinds__divide"]["callCount"], 1, "{stats}");
+    assert_eq!(stats["kinds__kinds__divide"]["successCount"], 1, "{stats}");
+    let out = evo_tests::cli::evo(&home, &["tool", "history", "--json"]);
+    assert!(
+        stdout(&out).contains("kinds__greet"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_agent_routes_to_an_installed_components_function() {
+    let home = tempfile::tempdir().unwrap();
+    let wasm = home.path().join("plain_kinds.wasm");
+    std::fs::copy(PLAIN_KINDS, &wasm).unwrap();
+    let out = evo_tests::cli::evo(home.path(), &["skill", "install", wasm.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = home.path().join("script.json");
+    let routing = json!({ "intents": [], "routing": { "strategy": "single_skill",
+        "skills": [{ "name": "plain-kinds__kinds__divide", "input": { "a": 7, "b": 2 }, "reason": "division" }] } });
+    std::fs::write(
+        &script,
+        json!({ "responses": [routing.to_string(), "It is 3."] }).to_string(),
+    )
+    .unwrap();
+    let out = evo_tests::cli::command(home.path(), &["agent", "run", "divide 7 by 2", "--json"])
+        .env("EVO_LLM", format!("scripted:{}", script.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "skill_result" && e["skill"] == "plain-kinds__kinds__divide")
+        .unwrap_or_else(|| panic!("the function ran: {events:?}"));
+    assert_eq!(result["output"], json!(3), "{result}");
+}
