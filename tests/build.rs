@@ -176,20 +176,26 @@ impl Guests {
     /// The command that builds `skills-wasm/LANG/NAME` into `wasm`, run from the
     /// workspace with relative paths (both toolchains resolve a skill's imports from
     /// there).
-    fn command(&self, tool: &str, name: &str, wasm: &Path) -> Command {
+    fn command(&self, workspace: &Path, tool: &str, name: &str, wasm: &Path) -> Command {
         let dir = format!("skills-wasm/{}/{name}", self.lang);
+        // A plain component brings its own WIT (`wit/` beside its source, one world);
+        // an Evo skill is built against Evo's.
+        let (wit, world) = match plain_world(&workspace.join(&dir)) {
+            Some(world) => (format!("{dir}/wit"), world),
+            None => ("wit".to_owned(), "plugin".to_owned()),
+        };
         let mut command;
         if self.lang == "js" {
             command = Command::new("node");
             command
                 .arg(tool)
                 .arg(format!("{dir}/{}", self.source))
-                .args(["--wit", "wit", "--world-name", "plugin"])
+                .args(["--wit", &wit, "--world-name", &world])
                 .args(["--disable", "fetch-event", "--out"]);
         } else {
             command = Command::new(tool);
             command
-                .args(["-d", "wit", "-w", "plugin", "componentize", "-p", &dir])
+                .args(["-d", &wit, "-w", &world, "componentize", "-p", &dir])
                 .args(["-p", "guest-sdk/python", "skill", "-o"]);
         }
         command.arg(wasm);
@@ -248,13 +254,16 @@ impl Guests {
             let stamp = out.join(format!("{name}.stamp"));
             let mut inputs = fs::read(&source).expect("could not read the skill's source");
             inputs.extend_from_slice(&shared);
+            if let Ok(wit) = fs::read(dir.join(&name).join("wit/world.wit")) {
+                inputs.extend(wit);
+            }
             let digest = format!("{:016x}", fnv1a(&inputs));
             if wasm.exists() && fs::read_to_string(&stamp).is_ok_and(|s| s == digest) {
                 built.push((name, wasm));
                 continue;
             }
             let child = self
-                .command(&tool, &name, &wasm)
+                .command(workspace, &tool, &name, &wasm)
                 .current_dir(workspace)
                 .spawn()
                 .unwrap_or_else(|e| panic!("could not run {} ({tool}): {e}", self.tool_name));
@@ -273,6 +282,16 @@ impl Guests {
         }
         built
     }
+}
+
+/// The world of a plain component's own WIT (`DIR/wit/world.wit`, its `world NAME {`
+/// line), if it has one.
+fn plain_world(dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(dir.join("wit/world.wit")).ok()?;
+    text.lines().find_map(|line| {
+        let name = line.trim().strip_prefix("world ")?;
+        Some(name.trim_end_matches('{').trim().to_owned())
+    })
 }
 
 /// A 64-bit FNV-1a hash: enough to tell whether a component's inputs changed.
