@@ -285,9 +285,125 @@ impl PlainExecutor {
     }
 }
 
+/// A component built from WIT text (`world` of package `wit`), its core module a stub
+/// that traps if run; with `docs`, carrying the package's doc comments as
+/// `wit-component` writes them for a WIT package (a `package-docs` section).
+#[cfg(test)]
+pub(crate) fn test_component(wit: &str, world: &str, docs: bool) -> Vec<u8> {
+    let mut resolve = wit_parser::Resolve::default();
+    let package = resolve.push_str("test.wit", wit).unwrap();
+    let world = resolve.select_world(&[package], Some(world)).unwrap();
+    let mut module =
+        wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .unwrap();
+    let mut bytes = wit_component::ComponentEncoder::default()
+        .module(&module)
+        .unwrap()
+        .validate(true)
+        .encode()
+        .unwrap();
+    if docs {
+        let section = wit_parser::PackageMetadata::extract(&resolve, package)
+            .encode()
+            .unwrap();
+        let name = wit_parser::PackageMetadata::SECTION_NAME;
+        let mut body = vec![u8::try_from(name.len()).unwrap()];
+        body.extend_from_slice(name.as_bytes());
+        body.extend_from_slice(&section);
+        bytes.push(0);
+        let mut size = body.len();
+        loop {
+            let byte = (size & 0x7f) as u8;
+            size >>= 7;
+            if size == 0 {
+                bytes.push(byte);
+                break;
+            }
+            bytes.push(byte | 0x80);
+        }
+        bytes.extend_from_slice(&body);
+    }
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::component_name;
+    use crate::capabilities::Policy;
+    use crate::engine::wasm::{EngineConfig, WasmEngine};
+
+    const DESCRIBED: &str = r#"
+        /// Plane geometry, described.
+        package test:described;
+
+        interface points {
+            /// The distance between two points.
+            distance: func(x1: f64, y1: f64, x2: f64, y2: f64) -> f64;
+        }
+
+        world geometry {
+            export points;
+            /// Says hello.
+            export hello: func(name: string) -> string;
+        }
+    "#;
+
+    const IMPORTS_MISSING: &str = r#"
+        package test:needy;
+
+        interface api { ping: func() -> u32; }
+
+        world needy {
+            import api;
+            export pong: func() -> u32;
+        }
+    "#;
+
+    fn engine() -> WasmEngine {
+        WasmEngine::new(EngineConfig {
+            pooling: false,
+            ..EngineConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn wit_doc_comments_describe_the_component_and_its_functions() {
+        let bytes = super::test_component(DESCRIBED, "geometry", true);
+        let component = engine()
+            .load_component("geometry.wasm", bytes, None, &Policy::default())
+            .await
+            .unwrap();
+        assert_eq!(component.meta().description, "Plane geometry, described.");
+        let described: Vec<(&str, &str)> = component
+            .skills()
+            .map(|m| (m.name.as_str(), m.description.as_str()))
+            .collect();
+        assert_eq!(
+            described,
+            [
+                ("geometry__hello", "Says hello."),
+                ("geometry__points__distance", "The distance between two points."),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_component_importing_what_the_host_lacks_is_refused_with_the_import_named() {
+        let bytes = super::test_component(IMPORTS_MISSING, "needy", false);
+        let error = engine()
+            .load_component("needy.wasm", bytes, None, &Policy::default())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "NOT_A_SKILL");
+        assert!(error.to_string().contains("test:needy/api"), "{error}");
+    }
 
     #[test]
     fn a_file_name_becomes_a_component_name() {

@@ -33,24 +33,7 @@ const EVERY_KIND: &str = r#"
 /// The parameters and result of `every`, read from a component built from the WIT
 /// above (its core module a stub that is never run).
 fn every_kind() -> (Vec<(String, Type)>, Type) {
-    let mut resolve = wit_parser::Resolve::default();
-    let package = resolve.push_str("kinds.wit", EVERY_KIND).unwrap();
-    let world = resolve.select_world(&[package], Some("kinds")).unwrap();
-    let mut module =
-        wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
-    let bytes = wit_component::ComponentEncoder::default()
-        .module(&module)
-        .unwrap()
-        .validate(true)
-        .encode()
-        .unwrap();
+    let bytes = crate::engine::wasm::plain::test_component(EVERY_KIND, "kinds", false);
     let mut config = Config::new();
     config.wasm_component_model(true);
     let engine = Engine::new(&config).unwrap();
