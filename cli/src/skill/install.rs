@@ -41,16 +41,41 @@ pub(super) async fn install(
     }
     let outcome = result?;
     let record = outcome.skill.clone().unwrap_or_default();
+    // A plain component's functions, each a skill of its own.
+    let functions: Vec<String> = host
+        .skills()
+        .iter()
+        .filter(|s| {
+            s.executor
+                .as_any()
+                .and_then(|any| any.downcast_ref::<evo_host::PlainExecutor>())
+                .is_some_and(|plain| plain.component().meta().name == outcome.name)
+        })
+        .map(|s| s.meta.name.clone())
+        .collect();
     if globals.json {
         let mut value = serde_json::to_value(&outcome).map_err(internal)?;
         value["kind"] = json!(record.kind);
         value["capabilities"] = json!(record.capabilities);
+        if !functions.is_empty() {
+            value["skills"] = json!(functions);
+        }
         out!("{value}");
         return Ok(());
     }
     out!("{}: {}", outcome.name, outcome.message);
     out!("  kind:       {}", record.kind);
     out!("  version:    {}", record.version);
+    if !functions.is_empty() {
+        const SHOWN: usize = 3;
+        let more = if functions.len() > SHOWN { ", …" } else { "" };
+        out!(
+            "  skills:     {} functions of a plain component: {}{more} (`evo skill info {}` lists them)",
+            functions.len(),
+            functions[..functions.len().min(SHOWN)].join(", "),
+            outcome.name
+        );
+    }
     super::info::print_requests(&record.capabilities);
     if record.kind == "native" {
         out!(

@@ -117,6 +117,10 @@ impl Guest for Component {
     fn greet(name: String) -> String {
         format!("hello, {name}")
     }
+
+    fn calculate(expression: String) -> Result<f64, String> {
+        evo_expr::evaluate(&expression).map_err(|e| e.to_string())
+    }
 }
 
 export!(Component);

@@ -104,6 +104,7 @@ impl bindings::evo::skill::context::Host for FloorState {
 }
 
 /// A bare wasmtime engine instantiating one component and calling it with one input.
+#[allow(dead_code, reason = "the plain-component bench uses only TypedFloor")]
 pub struct Floor {
     engine: Engine,
     linker: Linker<FloorState>,
@@ -111,6 +112,7 @@ pub struct Floor {
     input: String,
 }
 
+#[allow(dead_code, reason = "the plain-component bench uses only TypedFloor")]
 impl Floor {
     /// The floor for the component `bytes`, called with `input`, on an engine of the
     /// same configuration as Evo's.
@@ -190,4 +192,62 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// The floor of a plain component's call: a bare wasmtime engine of Evo's configuration
+/// linking WASI, instantiating the component from an `InstancePre` and calling one
+/// function through a `TypedFunc` — the types known at compile time, so no JSON and no
+/// dynamic values.
+#[allow(dead_code, reason = "only the plain-component bench uses it")]
+pub struct TypedFloor {
+    engine: Engine,
+    pre: wasmtime::component::InstancePre<FloorState>,
+    index: wasmtime::component::ComponentExportIndex,
+}
+
+#[allow(dead_code, reason = "only the plain-component bench uses it")]
+impl TypedFloor {
+    /// The floor for `function` (of `interface`, or the world's own) of the component
+    /// `bytes`.
+    pub fn new(
+        config: &EngineConfig,
+        bytes: &[u8],
+        interface: Option<&str>,
+        function: &str,
+    ) -> Self {
+        let engine = Engine::new(&config.wasmtime_config(false)).unwrap();
+        let component = Component::new(&engine, bytes).unwrap();
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+        let pre = linker.instantiate_pre(&component).unwrap();
+        let instance = interface.map(|name| component.get_export_index(None, name).unwrap());
+        let index = component
+            .get_export_index(instance.as_ref(), function)
+            .unwrap();
+        Self { engine, pre, index }
+    }
+
+    /// A fresh instance, one typed call.
+    pub async fn call<P, R>(&self, params: P) -> R
+    where
+        P: wasmtime::component::ComponentNamedList + wasmtime::component::Lower + Send + Sync,
+        R: wasmtime::component::ComponentNamedList
+            + wasmtime::component::Lift
+            + Send
+            + Sync
+            + 'static,
+    {
+        let state = FloorState {
+            wasi: WasiCtx::builder().build(),
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.set_epoch_deadline(1_000);
+        let instance = self.pre.instantiate_async(&mut store).await.unwrap();
+        let func = instance
+            .get_typed_func::<P, R>(&mut store, &self.index)
+            .unwrap();
+        func.call_async(&mut store, params).await.unwrap()
+    }
 }

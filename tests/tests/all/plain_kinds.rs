@@ -96,6 +96,15 @@ fn every_wit_type_kind_goes_through_evo_and_back_unchanged() {
         run(home.path(), "greet", &json!({ "name": "evo" })).unwrap(),
         json!("hello, evo")
     );
+    assert_eq!(
+        run(
+            home.path(),
+            "calculate",
+            &json!({ "expression": "sqrt(144) + 10" })
+        )
+        .unwrap(),
+        json!(22.0)
+    );
 }
 
 #[test]
@@ -224,7 +233,7 @@ fn skill_info_lists_every_function_and_why_the_others_are_not_skills() {
     let out = evo_shared_cache(home.path(), &["skill", "info", PLAIN_KINDS, "--json"]);
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let skills = value["skills"].as_array().unwrap();
-    assert_eq!(skills.len(), 27);
+    assert_eq!(skills.len(), 28);
     assert_eq!(value["unusable"].as_array().unwrap().len(), 3);
     let divide = skills
         .iter()
