@@ -5,7 +5,7 @@ use evo_host::InstallRecord;
 use evo_host::IsolationLevel;
 use evo_host::StaticExecutor;
 use evo_host::{Access, MemoryAccess, RequestedCapabilities};
-use evo_host::{PlainComponent, PlainExecutor, WasmFile};
+use evo_host::{PlainComponent, PlainExecutor};
 use evo_host::{WasmExecutor, WasmSkill};
 use serde_json::json;
 
@@ -19,31 +19,32 @@ pub(super) async fn info(
     grants: &Grants,
 ) -> Result<(), Failure> {
     let host = args::host(globals, sources, grants).await?;
-    // A component file with many functions is described whole: each function, and why
-    // the ones that are not skills are not.
-    let path = std::path::Path::new(skill);
-    if path.is_file() {
-        let loaded = host.load_wasm(path).await?;
-        if let WasmFile::Component(component) = &loaded
-            && component.skills().count() > 1
-        {
-            return component_info(globals, skill, component, &host.secrets());
-        }
-    }
-    // An installed plain component, by its name.
-    if host.skill(skill).is_none()
-        && let Some(component) = host.skills().iter().find_map(|s| {
+    // A plain component of many functions (a file, a directory, or installed, by its
+    // name) is described whole: each function, and why the others are not skills.
+    let component_named = |name: &str| {
+        host.skills().iter().find_map(|s| {
             s.executor
                 .as_any()?
                 .downcast_ref::<PlainExecutor>()
                 .map(PlainExecutor::component)
-                .filter(|c| c.meta().name == skill)
+                .filter(|c| c.meta().name == name || c.skills().any(|m| m.name == name))
                 .cloned()
         })
+    };
+    if host.skill(skill).is_none()
+        && let Some(component) = component_named(skill)
     {
         return component_info(globals, skill, &component, &host.secrets());
     }
-    let name = args::resolve(&host, skill).await?;
+    let name = match host.resolve(skill).await {
+        Err(Error::ChooseFunction { skills, .. })
+            if let Some(component) = skills.first().and_then(|s| component_named(s)) =>
+        {
+            return component_info(globals, skill, &component, &host.secrets());
+        }
+        Err(_) => args::resolve(&host, skill).await?,
+        Ok(name) => name,
+    };
     let registered = host
         .skill(&name)
         .ok_or(Error::SkillNotFound { name: name.clone() })?;

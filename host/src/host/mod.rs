@@ -174,11 +174,12 @@ impl Host {
                 name: skill.to_owned(),
             });
         };
-        let chosen = pick(&wit_names(&skills), file, function)?;
+        // Registered before one is picked: a caller told to choose can look them up.
+        let names = wit_names(&skills);
         for skill in skills {
             self.registry().register(skill);
         }
-        Ok(chosen)
+        pick(&names, file, function)
     }
 
     /// Loads the `.wasm` file at `file` — an Evo skill, or a plain component whose

@@ -367,8 +367,10 @@ fn every_code_block_in_the_readme_and_the_docs_is_checked() {
             &workspace().join("docs/authoring/examples"),
             &work.path().join("examples"),
         );
-        // The plain component docs/authoring/components.md builds from its sources.
+        // The plain components docs/authoring/components.md builds from their sources.
         std::fs::copy(skills::PLAIN_KINDS, work.path().join("plain_kinds.wasm")).unwrap();
+        std::fs::create_dir_all(work.path().join("io")).unwrap();
+        std::fs::copy(skills::PLAIN_IO, work.path().join("io/skill.wasm")).unwrap();
         if !name.starts_with("docs/authoring/") {
             fixtures(work.path());
         }

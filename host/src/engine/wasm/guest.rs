@@ -68,6 +68,8 @@ pub(super) struct GuestRun {
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
     pub(super) scrub: super::scrub::Scrub,
+    /// Why the host refused the guest's last outbound request, if it refused one.
+    refusal: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 #[expect(
@@ -133,6 +135,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
             .map_err(|e| Error::Engine(e.to_string()))?;
     }
     let scrub = store.data().outbound.scrub.clone();
+    let refusal = store.data().outbound.last_refusal.clone();
 
     // The epoch deadline interrupts guest code; this guard also bounds time spent in
     // host calls, which the epoch cannot interrupt.
@@ -185,6 +188,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         stdout,
         stderr,
         scrub,
+        refusal,
     };
     guest.forward_stdio();
     Ok((result, guest))
@@ -299,6 +303,15 @@ impl GuestRun {
                 stream,
                 limit: STDIO_CAP_BYTES as u64,
             })
+    }
+
+    /// Why the host refused the guest's last outbound request, if it refused one: what
+    /// a guest's own error (`HttpRequestDenied`) does not say.
+    pub(super) fn refusal(&self) -> Option<String> {
+        self.refusal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     pub(super) fn check_output(&self, len: usize) -> Result<()> {

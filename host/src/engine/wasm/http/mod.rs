@@ -66,7 +66,7 @@ pub(super) struct Outbound {
     /// The calling frame, for the security log.
     ctx: Option<SkillContext>,
     /// The reason of the last refusal, for callers that report it themselves.
-    last_refusal: Arc<std::sync::Mutex<Option<String>>>,
+    pub(in crate::engine::wasm) last_refusal: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Outbound {

@@ -72,10 +72,16 @@ impl PlainComponent {
             if let Some(exceeded) = guest.stdio_exceeded() {
                 return Err(exceeded);
             }
+            let mut message = cut(text, MAX_ERROR_BYTES);
+            // A component's own error says only that a request was denied; the host
+            // knows which and why.
+            if let Some(reason) = guest.refusal() {
+                message.push_str(&format!(" (the host refused a request: {reason})"));
+            }
             return Err(Error::Skill {
                 skill: skill.to_owned(),
                 kind: FailureKind::Failed,
-                message: guest.scrub.text("error", cut(text, MAX_ERROR_BYTES)),
+                message: guest.scrub.text("error", message),
             });
         }
         guest.check_output(text.len())?;
