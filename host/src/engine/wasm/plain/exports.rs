@@ -12,6 +12,43 @@ use crate::skill::meta::MAX_NAME_LEN;
 
 pub use crate::skill::meta::COMPONENT_SEPARATOR as SEPARATOR;
 
+/// Parts (types, fields, cases) a function's parameters and result may have in all,
+/// counted as its JSON Schema spells them out.
+pub const MAX_TYPE_PARTS: usize = 10_000;
+/// Functions of one component that may be skills: every one is a tool a model reads.
+pub const MAX_FUNCTIONS: usize = 256;
+
+/// The parts of `ty` counted as its schema spells them out, if at most `budget`.
+fn parts_within(ty: &Type, budget: usize) -> Option<usize> {
+    let (own, inner): (usize, Vec<Type>) = match ty {
+        Type::List(list) => (1, vec![list.ty()]),
+        Type::FixedLengthList(list) => (1, vec![list.ty()]),
+        Type::Option(option) => (1, vec![option.ty()]),
+        Type::Map(map) => (1, vec![map.key(), map.value()]),
+        Type::Record(record) => (
+            1 + record.fields().count(),
+            record.fields().map(|f| f.ty).collect(),
+        ),
+        Type::Tuple(tuple) => (1, tuple.types().collect()),
+        Type::Variant(variant) => (
+            1 + variant.cases().count(),
+            variant.cases().filter_map(|c| c.ty).collect(),
+        ),
+        Type::Enum(cases) => (1 + cases.names().count(), Vec::new()),
+        Type::Flags(flags) => (1 + flags.names().count(), Vec::new()),
+        Type::Result(result) => (1, result.ok().into_iter().chain(result.err()).collect()),
+        _ => (1, Vec::new()),
+    };
+    let mut used = own;
+    if used > budget {
+        return None;
+    }
+    for ty in &inner {
+        used += parts_within(ty, budget - used)?;
+    }
+    Some(used)
+}
+
 /// An exported function that is a skill.
 #[derive(Debug, Clone)]
 pub(super) struct Export {
@@ -77,6 +114,25 @@ pub(super) fn exports(
             });
         if let Some(reason) = no_json {
             unusable.push(refuse(format!("{reason}, which has no JSON form")));
+            return;
+        }
+        // Types may share parts, and a schema spells every part out: a few kilobytes of
+        // WIT could otherwise be gigabytes of schema.
+        let parts = params
+            .iter()
+            .map(|(_, t)| t)
+            .chain(result.as_ref())
+            .try_fold(0, |sum, t| parts_within(t, MAX_TYPE_PARTS - sum).map(|n| sum + n));
+        if parts.is_none() {
+            unusable.push(refuse(format!(
+                "its parameters and result have more than {MAX_TYPE_PARTS} parts, too many to describe to a caller"
+            )));
+            return;
+        }
+        if usable.len() >= MAX_FUNCTIONS {
+            unusable.push(refuse(format!(
+                "the component has {MAX_FUNCTIONS} functions that are skills already, the most one component may have"
+            )));
             return;
         }
         let skill = [Some(name), short, Some(func_name)]

@@ -395,6 +395,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn types_too_large_to_describe_and_functions_past_the_cap_are_not_skills() {
+        // Each type twice the one before: small in WIT, 2^15 parts spelt out.
+        let mut wit = String::from("package test:big;\ninterface huge {\n  type t0 = tuple<u8, u8>;\n");
+        for i in 1..15 {
+            wit.push_str(&format!("  type t{i} = tuple<t{0}, t{0}>;\n", i - 1));
+        }
+        wit.push_str("  big: func(v: t14);\n  small: func(v: u8) -> u8;\n}\n");
+        wit.push_str("interface many {\n");
+        for i in 0..260 {
+            wit.push_str(&format!("  fn{i}: func();\n"));
+        }
+        wit.push_str("}\nworld w { export huge; export many; }\n");
+        let bytes = super::test_component(&wit, "w", false);
+        let component = engine()
+            .load_component("big.wasm", bytes, None, &Policy::default())
+            .await
+            .unwrap();
+        let unusable = component.unusable();
+        let big = unusable.iter().find(|u| u.function == "huge/big").unwrap();
+        assert!(big.reason.contains("more than 10000 parts"), "{}", big.reason);
+        assert!(component.skills().any(|m| m.name == "big__huge__small"));
+        assert_eq!(component.skills().count(), super::exports::MAX_FUNCTIONS);
+        let capped = unusable.iter().filter(|u| u.reason.contains("the most one component may have"));
+        assert_eq!(capped.count(), 260 + 1 - super::exports::MAX_FUNCTIONS);
+    }
+
+    #[tokio::test]
     async fn a_component_importing_what_the_host_lacks_is_refused_with_the_import_named() {
         let bytes = super::test_component(IMPORTS_MISSING, "needy", false);
         let error = engine()
