@@ -26,7 +26,7 @@ fn a_hostile_plain_component_meets_every_limit_through_evo_under_load() {
     // The operator's cap on a call's time, so that the spinning call ends quickly.
     std::fs::write(
         home.path().join("evo.toml"),
-        "[engine]\nmax_timeout_ms = 1500\n",
+        "[engine]\nmax_timeout_ms = 4000\n",
     )
     .unwrap();
     let attempts = [
@@ -104,7 +104,7 @@ fn plain_components_are_mcp_tools_with_derived_schemas_and_their_limits() {
     let skills = served_components(root.path());
     let home = root.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(home.join("evo.toml"), "[engine]\nmax_timeout_ms = 1500\n").unwrap();
+    std::fs::write(home.join("evo.toml"), "[engine]\nmax_timeout_ms = 4000\n").unwrap();
     let mut raw = crate::serve::Raw::start_in(
         &home,
         std::path::Path::new("."),
