@@ -168,3 +168,30 @@ fn the_manifest_beside_a_component_names_it_and_describes_its_functions() {
     let out = evo(&home, &["skill", "list"]);
     assert!(!stdout(&out).contains("pages__"), "{}", stdout(&out));
 }
+
+#[test]
+fn a_component_importing_what_the_host_lacks_is_refused_at_install_with_the_import_named() {
+    let wit = r#"
+        package test:needy;
+        interface api { ping: func() -> u32; }
+        world needy { import api; export pong: func() -> u32; }
+    "#;
+    let core = r#"(module
+        (import "test:needy/api" "ping" (func $ping (result i32)))
+        (func (export "pong") (result i32) call $ping))"#;
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("needy.wasm");
+    std::fs::write(&file, evo_tests::component_from_wat(core, wit, "needy")).unwrap();
+    let home = root.path().join("home");
+    let out = evo(&home, &["skill", "install", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let error = stderr(&out);
+    assert!(
+        error.contains("error[")
+            && error.contains("test:needy/api")
+            && error.contains("it imports something this host does not provide"),
+        "{error}"
+    );
+    let out = evo(&home, &["skill", "list"]);
+    assert!(!stdout(&out).contains("needy"), "{}", stdout(&out));
+}
