@@ -213,3 +213,41 @@ fn plain_components_answer_over_the_http_api() {
     assert_eq!(err["code"], "SKILL_FAILED", "{status} {err}");
     assert!(err.to_string().contains("cannot divide 1 by 0"), "{err}");
 }
+
+#[test]
+fn the_manifest_beside_a_hostile_component_sets_its_fuel_and_memory() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(PLAIN_HOSTILE, dir.join("skill.wasm")).unwrap();
+    std::fs::write(
+        dir.join("skill.json"),
+        r#"{"name":"hostile","description":"Misbehaves.","limits":{"fuel":200000000,"memoryMib":16}}"#,
+    )
+    .unwrap();
+    let home = root.path().join("home");
+    let run = |function: &str, input: &str| {
+        let skill = format!("{}#{function}", dir.display());
+        command(&home, &["skill", "run", &skill, "--input", input])
+            .output()
+            .unwrap()
+    };
+    let out = run("spin", "{}");
+    assert!(
+        stderr(&out).contains("error[FUEL_EXHAUSTED]"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run("hoard", r#"{"mib":20}"#);
+    assert!(
+        stderr(&out).contains(
+            "error[MEMORY_LIMIT_EXCEEDED]: hostile__hoard: memory limit of 16 MiB exceeded"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // Within its limits it answers.
+    let out = run("hoard", r#"{"mib":2}"#);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "2");
+}
