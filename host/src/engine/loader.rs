@@ -180,24 +180,7 @@ impl Loader {
         if json_text.is_none() && md_text.is_none() {
             return Ok(None);
         }
-        let invalid = |problems: Vec<Problem>| Error::InvalidManifest {
-            skill: label.to_owned(),
-            problems,
-        };
-        let mut raw: RawMeta = match &json_text {
-            Some(text) => serde_json::from_str(text).map_err(|e| {
-                invalid(vec![Problem {
-                    field: "(manifest)".into(),
-                    message: format!("{SKILL_JSON} is not a JSON object: {e}"),
-                    fix: "write the manifest as a JSON object".into(),
-                }])
-            })?,
-            None => RawMeta::default(),
-        };
-        if let Some(text) = &md_text {
-            let doc = SkillDoc::parse(text).map_err(|p| invalid(vec![p]))?;
-            fill_from(&mut raw, &doc.raw);
-        }
+        let (raw, _) = manifest_of(label, json_text.as_deref(), md_text.as_deref())?;
         Ok(Some(raw))
     }
 
@@ -256,24 +239,7 @@ impl Loader {
             }]));
         }
 
-        let doc = md_text
-            .as_deref()
-            .map(SkillDoc::parse)
-            .transpose()
-            .map_err(|p| invalid(vec![p]))?;
-        let mut raw: RawMeta = match &json_text {
-            Some(text) => serde_json::from_str(text).map_err(|e| {
-                invalid(vec![Problem {
-                    field: "(manifest)".into(),
-                    message: format!("{SKILL_JSON} is not a JSON object: {e}"),
-                    fix: "write the manifest as a JSON object".into(),
-                }])
-            })?,
-            None => RawMeta::default(),
-        };
-        if let Some(doc) = &doc {
-            fill_from(&mut raw, &doc.raw);
-        }
+        let (mut raw, doc) = manifest_of(&label, json_text.as_deref(), md_text.as_deref())?;
         let prompt = read(PROMPT_MD)?;
         if raw.mode.is_none() && (prompt.is_some() || raw.prompt.is_some()) {
             raw.mode = Some(json!("llm"));
@@ -446,6 +412,37 @@ fn read_optional(path: &Path) -> Result<Option<String>> {
 }
 
 /// Fills the fields `raw` leaves out from the SKILL.md frontmatter.
+/// The manifest of skill `label`: `skill.json` (`json_text`), with the frontmatter of
+/// `SKILL.md` (`md_text`) filling what it leaves out; and the `SKILL.md` read.
+fn manifest_of(
+    label: &str,
+    json_text: Option<&str>,
+    md_text: Option<&str>,
+) -> Result<(RawMeta, Option<SkillDoc>)> {
+    let invalid = |problems: Vec<Problem>| Error::InvalidManifest {
+        skill: label.to_owned(),
+        problems,
+    };
+    let doc = md_text
+        .map(SkillDoc::parse)
+        .transpose()
+        .map_err(|p| invalid(vec![p]))?;
+    let mut raw: RawMeta = match json_text {
+        Some(text) => serde_json::from_str(text).map_err(|e| {
+            invalid(vec![Problem {
+                field: "(manifest)".into(),
+                message: format!("{SKILL_JSON} is not a JSON object: {e}"),
+                fix: "write the manifest as a JSON object".into(),
+            }])
+        })?,
+        None => RawMeta::default(),
+    };
+    if let Some(doc) = &doc {
+        fill_from(&mut raw, &doc.raw);
+    }
+    Ok((raw, doc))
+}
+
 fn fill_from(raw: &mut RawMeta, doc: &RawMeta) {
     macro_rules! fill {
         ($($field:ident),*) => {$(

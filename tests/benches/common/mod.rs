@@ -25,6 +25,20 @@ struct FloorState {
     table: ResourceTable,
 }
 
+impl FloorState {
+    /// A store with a default WASI context and a deadline far off, as every floor uses.
+    fn store(engine: &Engine) -> Store<Self> {
+        let state = Self {
+            wasi: WasiCtx::builder().build(),
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(engine, state);
+        store.set_epoch_deadline(1_000);
+        store
+    }
+}
+
 impl WasiHttpView for FloorState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
@@ -152,14 +166,7 @@ impl Floor {
     }
 
     fn store(&self) -> Store<FloorState> {
-        let state = FloorState {
-            wasi: WasiCtx::builder().build(),
-            http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
-        };
-        let mut store = Store::new(&self.engine, state);
-        store.set_epoch_deadline(1_000);
-        store
+        FloorState::store(&self.engine)
     }
 
     /// A fresh instance and no call: what instantiation alone costs.
@@ -237,13 +244,7 @@ impl TypedFloor {
             + Sync
             + 'static,
     {
-        let state = FloorState {
-            wasi: WasiCtx::builder().build(),
-            http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
-        };
-        let mut store = Store::new(&self.engine, state);
-        store.set_epoch_deadline(1_000);
+        let mut store = FloorState::store(&self.engine);
         let instance = self.pre.instantiate_async(&mut store).await.unwrap();
         let func = instance
             .get_typed_func::<P, R>(&mut store, &self.index)

@@ -219,7 +219,8 @@ pub fn with_manifest(skill: &str, component: &[u8], manifest: &str) -> Result<Ve
     Ok(out)
 }
 
-fn leb128(out: &mut Vec<u8>, mut value: usize) {
+/// Appends `value` as an unsigned LEB128.
+pub(super) fn leb128(out: &mut Vec<u8>, mut value: usize) {
     loop {
         let byte = (value & 0x7f) as u8;
         value >>= 7;

@@ -151,7 +151,8 @@ pub(super) fn bounds(len: usize, start: i64, end: Option<i64>) -> (usize, usize)
     (from, to.max(from))
 }
 
-pub(super) fn type_name(value: &Value) -> &'static str {
+/// What kind of JSON `value` is, in words (`a string`, `null`).
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -31,6 +31,8 @@ use serde_json::Value;
 mod eval;
 mod parse;
 
+pub(crate) use eval::type_name;
+
 pub use eval::truthy;
 use eval::*;
 use parse::*;

@@ -116,7 +116,7 @@ fn params(export: &Export, input: &Value) -> std::result::Result<Vec<Val>, Strin
             return Err(format!(
                 "the input must be an object of the function's parameters ({}), not {}",
                 names(export),
-                kind(other)
+                crate::skill::template::type_name(other)
             ));
         }
     };
@@ -156,17 +156,6 @@ fn names(export: &Export) -> String {
         .map(|(name, _)| format!("`{name}`"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 impl Executor for PlainExecutor {

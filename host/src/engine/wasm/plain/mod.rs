@@ -317,16 +317,7 @@ pub(crate) fn test_component(wit: &str, world: &str, docs: bool) -> Vec<u8> {
         body.extend_from_slice(name.as_bytes());
         body.extend_from_slice(&section);
         bytes.push(0);
-        let mut size = body.len();
-        loop {
-            let byte = (size & 0x7f) as u8;
-            size >>= 7;
-            if size == 0 {
-                bytes.push(byte);
-                break;
-            }
-            bytes.push(byte | 0x80);
-        }
+        super::inspect::leb128(&mut bytes, body.len());
         bytes.extend_from_slice(&body);
     }
     bytes
