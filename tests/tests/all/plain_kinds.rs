@@ -330,3 +330,44 @@ fn the_agent_routes_to_an_installed_components_function() {
         .unwrap_or_else(|| panic!("the function ran: {events:?}"));
     assert_eq!(result["output"], json!(3), "{result}");
 }
+
+#[test]
+fn a_component_of_one_function_runs_by_its_file_name_alone() {
+    // The component of the report that opened this work: `execute: func(input: string)
+    // -> string`, which Evo once refused as "not an Evo skill … exports nothing".
+    let wit = "package test:echo;\nworld echo { export execute: func(input: string) -> string; }";
+    let core = r#"(module
+        (memory (export "memory") 1)
+        (global $next (mut i32) (i32.const 1024))
+        (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+            (local $at i32)
+            global.get $next
+            local.set $at
+            global.get $next
+            local.get 3
+            i32.add
+            global.set $next
+            local.get $at)
+        (func (export "execute") (param $ptr i32) (param $len i32) (result i32)
+            i32.const 0
+            local.get $ptr
+            i32.store
+            i32.const 4
+            local.get $len
+            i32.store
+            i32.const 0))"#;
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("echo.wasm");
+    std::fs::write(&file, evo_tests::component_from_wat(core, wit, "echo")).unwrap();
+    let file = file.to_str().unwrap();
+    let out = evo_tests::cli::evo(
+        home.path(),
+        &["skill", "run", file, "--input", r#"{"input":"hi"}"#],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), r#""hi""#);
+    let out = evo_tests::cli::evo(home.path(), &["skill", "info", file, "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["manifest"]["name"], "echo__execute");
+    assert_eq!(value["function"], "execute");
+}
