@@ -317,3 +317,65 @@ async fn a_skill_file_replaced_after_the_host_described_it_never_runs_the_new_by
         "{err}"
     );
 }
+
+/// A plain component (`plain-kinds`) in `dir/kinds/`, with `manifest` beside it.
+fn plain_dir(dir: &Path, manifest: &serde_json::Value) -> std::path::PathBuf {
+    let skill = dir.join("kinds");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::copy(skills::PLAIN_KINDS, skill.join("skill.wasm")).unwrap();
+    std::fs::write(skill.join("skill.json"), manifest.to_string()).unwrap();
+    skill
+}
+
+#[tokio::test]
+async fn a_plain_component_loaded_before_is_described_from_its_record_with_its_sidecar() {
+    use evo_host::engine::wasm::WasmFile;
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let manifest = json!({ "name": "kinds", "description": "Every kind." });
+    let dir = plain_dir(work.path(), &manifest);
+    let wasm = dir.join("skill.wasm");
+    std::thread::sleep(SETTLE);
+    let load = |manifest: serde_json::Value| {
+        let wasm = wasm.clone();
+        let engine = cached(&cache);
+        async move {
+            let raw = serde_json::from_value(manifest).unwrap();
+            match engine
+                .load_any_file(&wasm, move || Ok(Some(raw)), &Policy::default())
+                .await
+                .unwrap()
+            {
+                WasmFile::Component(component) => component,
+                WasmFile::Skill(_) => panic!("plain-kinds is a plain component"),
+            }
+        }
+    };
+    let first = load(manifest.clone()).await;
+    assert_eq!(first.load_source(), LoadSource::Compiled);
+    // Another process describes it from the record: nothing read or compiled…
+    let second = load(manifest.clone()).await;
+    assert_eq!(second.load_source(), LoadSource::Deferred);
+    let names = |c: &evo_host::PlainComponent| c.skills().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&second), names(&first));
+    assert_eq!(second.unusable(), first.unusable());
+    assert_eq!(second.digest(), first.digest());
+    // …until its first call, which loads the compiled code from the cache.
+    let out = second
+        .call(
+            "kinds__kinds__divide",
+            &json!({ "a": 9, "b": 3 }),
+            &SkillContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, json!(3));
+    assert_eq!(second.load_source(), LoadSource::Cache);
+    // Another sidecar is another description: the names follow it.
+    let renamed = load(json!({ "name": "every", "description": "Every kind, renamed." })).await;
+    assert!(
+        renamed.skills().any(|m| m.name == "every__greet"),
+        "{renamed:?}"
+    );
+    assert_eq!(renamed.meta().description, "Every kind, renamed.");
+}

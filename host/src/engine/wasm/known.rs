@@ -88,7 +88,7 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// What was learnt from a component file's bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct Known {
     /// SHA-256 of the bytes: the compile cache's key.
     pub(super) digest: String,
@@ -96,6 +96,25 @@ pub(super) struct Known {
     pub(super) sdk: Option<String>,
     /// The manifest JSON, as validated when the file was first loaded.
     pub(super) manifest: String,
+    /// For a plain component, what its bytes said (and the sidecar it was read with).
+    #[serde(default)]
+    pub(super) plain: Option<KnownPlain>,
+}
+
+/// What a plain component's bytes said, read with the sidecar whose key is `sidecar`
+/// (the component's name, and so its skills' names, come from it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct KnownPlain {
+    pub(super) sidecar: String,
+    pub(super) learnt: super::plain::Learnt,
+}
+
+/// A key for a plain component's sidecar manifest as read: equal keys, equal sidecars.
+pub(super) fn sidecar_key(sidecar: Option<&crate::skill::meta::RawMeta>) -> String {
+    // `RawMeta` is read, never written: its debug form stands for its content (object
+    // keys in order), and a format that changed with a release only costs a reload.
+    let text = format!("{sidecar:?}");
+    hex::encode(&Sha256::digest(text.as_bytes())[..16])
 }
 
 #[derive(Serialize, Deserialize)]
@@ -168,6 +187,7 @@ mod tests {
             api_version: "0.1.0".into(),
             sdk: None,
             manifest: "{}".into(),
+            plain: None,
         }
     }
 

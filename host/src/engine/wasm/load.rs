@@ -27,17 +27,31 @@ impl WasmEngine {
     /// described from what was learnt then, and its compiled code is loaded on its first
     /// call ([`WasmSkill::prepare`]).
     pub async fn load_file(&self, path: &Path, policy: &Policy) -> Result<WasmSkill> {
-        let label = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let label = label_of(path);
         let Some(known) = &self.inner.known else {
             let bytes = read_file(path).await?;
             return self.load_bytes(&label, bytes, policy).await;
         };
         let path = std::path::absolute(path).map_err(Error::io_at(path))?;
         let fingerprint = known::Fingerprint::of(&path).map_err(Error::io_at(&path))?;
-        if let Some(seen) = known.get(&path, &fingerprint)
+        let seen = known.get(&path, &fingerprint);
+        self.load_seen(known, &label, path, fingerprint, seen, policy)
+            .await
+    }
+
+    /// [`WasmEngine::load_file`] of the file at `path` (absolute) with `fingerprint`,
+    /// of which `seen` is what was learnt before, if anything.
+    async fn load_seen(
+        &self,
+        known: &known::KnownFiles,
+        label: &str,
+        path: std::path::PathBuf,
+        fingerprint: known::Fingerprint,
+        seen: Option<known::Known>,
+        policy: &Policy,
+    ) -> Result<WasmSkill> {
+        if let Some(seen) = seen
+            && seen.plain.is_none()
             && let Ok(meta) = SkillMeta::from_json(&seen.manifest)
         {
             let info = ComponentInfo {
@@ -59,7 +73,7 @@ impl WasmEngine {
         }
         let bytes = read_file(&path).await?;
         let (skill, manifest) = self
-            .load_described(&label, bytes, policy, Some(&path))
+            .load_described(label, bytes, policy, Some(&path))
             .await?;
         known.put(
             &path,
@@ -69,6 +83,7 @@ impl WasmEngine {
                 api_version: skill.info().api_version.clone(),
                 sdk: skill.info().sdk.clone(),
                 manifest,
+                plain: None,
             },
         );
         Ok(skill)
@@ -77,26 +92,83 @@ impl WasmEngine {
     /// Loads what a `.wasm` file holds: an Evo skill, or else a plain component whose
     /// functions are skills (described by what `sidecar` reads, the manifest beside it,
     /// read only for a plain component).
+    ///
+    /// With a compile cache, a plain component loaded before, unchanged since and with
+    /// the same sidecar is described from what was learnt then, as an Evo skill is
+    /// ([`WasmEngine::load_file`]), and compiled or loaded from the cache on its first
+    /// call ([`PlainComponent::prepare`](super::PlainComponent::prepare)).
     pub async fn load_any_file(
         &self,
         path: &Path,
         sidecar: impl FnOnce() -> Result<Option<crate::skill::meta::RawMeta>>,
         policy: &Policy,
     ) -> Result<super::WasmFile> {
-        let not_evo = match self.load_file(path, policy).await {
+        let label = label_of(path);
+        let mut sidecar = Some(sidecar);
+        let mut read_sidecar = || sidecar.take().map_or(Ok(None), |read| read());
+        let mut read_before = None;
+        let known_at = match &self.inner.known {
+            Some(known) => {
+                let path = std::path::absolute(path).map_err(Error::io_at(path))?;
+                let fingerprint = known::Fingerprint::of(&path).map_err(Error::io_at(&path))?;
+                let seen = known.get(&path, &fingerprint);
+                if let Some(plain) = seen.as_ref().and_then(|s| s.plain.as_ref()) {
+                    let raw = read_sidecar()?;
+                    if plain.sidecar == known::sidecar_key(raw.as_ref()) {
+                        let component = self.assemble(
+                            &label,
+                            raw,
+                            &plain.learnt,
+                            policy,
+                            super::plain::Origin::File(path),
+                        )?;
+                        return Ok(super::WasmFile::Component(component));
+                    }
+                    read_before = Some(raw);
+                }
+                Some((known, path, fingerprint, seen))
+            }
+            None => None,
+        };
+        let loaded = match &known_at {
+            Some((known, path, fingerprint, seen)) => {
+                let seen = seen.clone().filter(|s| s.plain.is_none());
+                self.load_seen(known, &label, path.clone(), fingerprint.clone(), seen, policy)
+                    .await
+            }
+            None => self.load_file(path, policy).await,
+        };
+        let not_evo = match loaded {
             Ok(skill) => return Ok(super::WasmFile::Skill(skill)),
             Err(e @ Error::NotASkill { .. }) => e,
             Err(e) => return Err(e),
         };
         let bytes = read_file(path).await?;
-        let label = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
         if inspect::scan(&label, &bytes)?.is_evo_skill() {
             return Err(not_evo);
         }
-        let component = self.load_component(&label, bytes, sidecar()?, policy).await?;
+        let raw = match read_before {
+            Some(raw) => raw,
+            None => read_sidecar()?,
+        };
+        let key = known::sidecar_key(raw.as_ref());
+        let (component, learnt) = self.learn_component(&label, bytes, raw, policy).await?;
+        if let Some((known, path, fingerprint, _)) = known_at {
+            known.put(
+                &path,
+                fingerprint,
+                known::Known {
+                    digest: learnt.digest.clone(),
+                    api_version: String::new(),
+                    sdk: None,
+                    manifest: String::new(),
+                    plain: Some(known::KnownPlain {
+                        sidecar: key,
+                        learnt,
+                    }),
+                },
+            );
+        }
         Ok(super::WasmFile::Component(component))
     }
 
@@ -218,6 +290,14 @@ impl WasmEngine {
             }],
         })
     }
+}
+
+/// A file's name, for messages and as a component's name when nothing else names it.
+fn label_of(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 async fn read_file(path: &Path) -> Result<Vec<u8>> {

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use wasmtime::component::{Type, Val};
 
 use super::exports::Export;
-use super::{PlainComponent, PlainExecutor};
+use super::{Function, PlainComponent, PlainExecutor};
 use crate::engine::wasm::guest::run_guest;
 use crate::engine::wasm::limits::{MAX_ERROR_BYTES, cut};
 use crate::engine::wasm::wit_json::{Mismatch, to_json, to_val};
@@ -28,8 +28,10 @@ impl PlainComponent {
 
     async fn call_at(&self, function: usize, input: &Value, ctx: &SkillContext) -> Result<Value> {
         let inner = &self.inner;
-        let (export, meta, streak) = &inner.functions[function];
+        let Function { meta, streak, .. } = &inner.functions[function];
         let skill = meta.name.as_str();
+        let ready = self.ready().await?;
+        let export = &ready.exports[function];
         // Read before anything is instantiated: a wrong input costs no instance.
         let params = params(export, input).map_err(|reason| Error::InvalidInput {
             skill: skill.to_owned(),
@@ -39,7 +41,7 @@ impl PlainComponent {
         let results = export.result.iter().map(|_| Val::Bool(false)).collect();
         let (result, guest) = run_guest(
             &inner.engine,
-            &inner.pre,
+            &ready.pre,
             skill,
             &inner.limits,
             &inner.grant,

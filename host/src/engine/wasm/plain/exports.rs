@@ -65,7 +65,7 @@ pub(super) struct Export {
 }
 
 /// An exported function that cannot be a skill, and why.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Unusable {
     /// How WIT names it: `interface/function` or `function`.
     pub function: String,

@@ -15,6 +15,7 @@
 mod call;
 mod docs;
 mod exports;
+mod load;
 mod overrides;
 
 use std::sync::Arc;
@@ -22,13 +23,13 @@ use std::sync::Arc;
 use wasmtime::component::InstancePre;
 
 pub use exports::{SEPARATOR, Unusable};
+pub(super) use load::{Learnt, Origin};
 
-use super::compile::Code;
 use super::{HostState, Limits, LoadSource, WasmEngine};
-use crate::capabilities::{Grant, Policy};
-use crate::error::{Error, Result};
+use crate::capabilities::Grant;
+use crate::error::Result;
 use crate::skill::lanes::Streak;
-use crate::skill::meta::{RawMeta, SkillMeta};
+use crate::skill::meta::SkillMeta;
 
 /// A loaded plain component: its functions are skills. Cheap to clone.
 #[derive(Clone)]
@@ -43,10 +44,29 @@ struct Inner {
     limits: Limits,
     grant: Arc<Grant>,
     calls: Arc<[String]>,
+    functions: Vec<Function>,
+    unusable: Vec<Unusable>,
+    /// The compiled component, linked, with each function's export: at load, or on
+    /// the first call.
+    ready: tokio::sync::OnceCell<Ready>,
+    /// The file it is loaded from on its first call, when not at load.
+    file: Option<std::path::PathBuf>,
+}
+
+/// A function that is a skill.
+struct Function {
+    /// How WIT names it.
+    path: String,
+    meta: SkillMeta,
+    /// Whether its last calls ran long (they start in the long lane).
+    streak: Streak,
+}
+
+/// A compiled, linked component, with the export of each of its [`Function`]s, in order.
+pub(super) struct Ready {
     pre: InstancePre<HostState>,
     source: LoadSource,
-    functions: Vec<(exports::Export, SkillMeta, Streak)>,
-    unusable: Vec<Unusable>,
+    exports: Vec<exports::Export>,
 }
 
 impl std::fmt::Debug for PlainComponent {
@@ -68,14 +88,14 @@ impl PlainComponent {
 
     /// The manifest of each function that is a skill, in export order.
     pub fn skills(&self) -> impl Iterator<Item = &SkillMeta> {
-        self.inner.functions.iter().map(|(_, meta, _)| meta)
+        self.inner.functions.iter().map(|f| &f.meta)
     }
 
     /// How WIT names the function of skill `name` (`interface/function` or
     /// `function`).
     pub fn function_of(&self, name: &str) -> Option<&str> {
         self.position(name)
-            .map(|i| self.inner.functions[i].0.path.as_str())
+            .map(|i| self.inner.functions[i].path.as_str())
     }
 
     /// The exported functions that are not skills, and why.
@@ -98,16 +118,23 @@ impl PlainComponent {
         &self.inner.digest
     }
 
-    /// Whether the component was compiled or loaded from the cache.
+    /// Whether the component was compiled or loaded from the cache, or is still to be
+    /// loaded on its first call.
     pub fn load_source(&self) -> LoadSource {
-        self.inner.source
+        self.inner
+            .ready
+            .get()
+            .map_or(LoadSource::Deferred, |ready| ready.source)
+    }
+
+    /// Loads the compiled component now if it was deferred to the first call, and says
+    /// where it came from.
+    pub async fn prepare(&self) -> Result<LoadSource> {
+        Ok(self.ready().await?.source)
     }
 
     fn position(&self, name: &str) -> Option<usize> {
-        self.inner
-            .functions
-            .iter()
-            .position(|(_, meta, _)| meta.name == name)
+        self.inner.functions.iter().position(|f| f.meta.name == name)
     }
 
     /// An executor for the kernel calling the function of skill `name`.
@@ -144,128 +171,6 @@ pub fn component_name(label: &str) -> String {
     }
 }
 
-impl WasmEngine {
-    /// Loads a plain component from `bytes`: its functions become skills of the
-    /// component named by `sidecar` (else after `label`, its file name), which also
-    /// gives its description, limits and capabilities (granted within `policy`).
-    pub async fn load_component(
-        &self,
-        label: &str,
-        bytes: Vec<u8>,
-        sidecar: Option<RawMeta>,
-        policy: &Policy,
-    ) -> Result<PlainComponent> {
-        self.check_size(label, bytes.len())?;
-        let scan = super::inspect::scan(label, &bytes)?;
-        if scan.is_evo_skill() {
-            return Err(Error::NotASkill {
-                skill: label.to_owned(),
-                reason: "it exports `evo:skill/skill`: it is an Evo skill, not a plain component"
-                    .to_owned(),
-            });
-        }
-        let docs = scan.docs.as_deref().map(docs::Docs::read).unwrap_or_default();
-        // The version of its WIT package, as its exported interfaces name it.
-        let version = scan
-            .exports
-            .iter()
-            .find_map(|e| e.split_once('@').map(|(_, v)| v.to_owned()));
-        let mut sidecar = sidecar;
-        let overrides = sidecar.as_mut().and_then(|raw| raw.functions.take());
-        let meta = component_meta(label, sidecar, &docs, version)?;
-        let limits = Limits::resolve(&meta, &self.inner.config.limits);
-        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
-        let (pre, source) = self
-            .prepare_as(
-                &meta.name,
-                &digest,
-                Code::Bytes(bytes.into()),
-                limits.fuel.is_some(),
-                |_, pre| Ok(pre),
-            )
-            .await?;
-        let engine = &self.flavor(limits.fuel.is_some())?.engine;
-        let (usable, unusable) = exports::exports(engine, pre.component(), &meta.name, &docs);
-        if usable.is_empty() {
-            let reason = if unusable.is_empty() {
-                "it exports no function".to_owned()
-            } else {
-                let why: Vec<String> = unusable
-                    .iter()
-                    .map(|u| format!("`{}`: {}", u.function, u.reason))
-                    .collect();
-                format!("none of its functions can be a skill ({})", why.join("; "))
-            };
-            return Err(Error::NotASkill {
-                skill: meta.name.clone(),
-                reason,
-            });
-        }
-        let mut overrides = overrides::Overrides::read(&meta.name, overrides, &usable)?;
-        let functions = usable
-            .into_iter()
-            .map(|export| {
-                let mut skill = meta.clone();
-                skill.name.clone_from(&export.skill);
-                skill.description.clone_from(&export.description);
-                skill.input = export.input.clone();
-                skill.output = export.output.clone();
-                // The component's examples are its functions' only through `functions`.
-                skill.examples = Vec::new();
-                overrides.apply(&export, &mut skill);
-                (export, skill, Streak::default())
-            })
-            .collect();
-        let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
-        grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
-        for refused in &grant.refused {
-            tracing::info!(component = %meta.name, "not granted: {refused}");
-        }
-        Ok(PlainComponent {
-            inner: Arc::new(Inner {
-                engine: self.clone(),
-                calls: meta.calls.clone().into(),
-                grant: Arc::new(grant),
-                meta,
-                digest,
-                limits,
-                pre,
-                source,
-                functions,
-                unusable,
-            }),
-        })
-    }
-}
-
-/// The component's manifest: the sidecar's, with its name after the file, its
-/// description from its WIT docs and its version its WIT package's when the sidecar
-/// gives none.
-fn component_meta(
-    label: &str,
-    sidecar: Option<RawMeta>,
-    docs: &docs::Docs,
-    version: Option<String>,
-) -> Result<SkillMeta> {
-    let mut raw = sidecar.unwrap_or_default();
-    if raw.version.is_none() {
-        // A pre-release or odd version is kept out rather than refusing the component.
-        raw.version = version.filter(|v| v.split('.').count() == 3 && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
-    }
-    let name = raw.name.get_or_insert_with(|| component_name(label)).clone();
-    raw.description.get_or_insert_with(|| {
-        docs.package
-            .clone()
-            .filter(|d| !d.is_empty())
-            .unwrap_or_else(|| format!("The WebAssembly component {name}."))
-    });
-    let invalid = |problems| Error::InvalidManifest {
-        skill: name.clone(),
-        problems,
-    };
-    SkillMeta::from_raw(raw).map_err(invalid)
-}
-
 /// Runs one function of a [`PlainComponent`] for the kernel.
 #[derive(Debug, Clone)]
 pub struct PlainExecutor {
@@ -281,7 +186,7 @@ impl PlainExecutor {
 
     /// How WIT names the function (`interface/function` or `function`).
     pub fn function(&self) -> &str {
-        &self.component.inner.functions[self.function].0.path
+        &self.component.inner.functions[self.function].path
     }
 }
 

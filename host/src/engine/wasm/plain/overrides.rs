@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::exports::Export;
 use crate::error::{Error, Result};
 use crate::skill::meta::{Example, Problem, SkillMeta};
 
@@ -34,7 +33,12 @@ pub(super) struct Overrides(BTreeMap<String, Function>);
 impl Overrides {
     /// Reads `functions` (of the component `component`), refusing a function the
     /// component does not export as a skill, or a field it does not know.
-    pub(super) fn read(component: &str, functions: Option<Value>, exports: &[Export]) -> Result<Self> {
+    /// `exports` names each function that is a skill: its WIT name and skill name.
+    pub(super) fn read(
+        component: &str,
+        functions: Option<Value>,
+        exports: &[(&str, &str)],
+    ) -> Result<Self> {
         let Some(functions) = functions else {
             return Ok(Self::default());
         };
@@ -55,8 +59,8 @@ impl Overrides {
             )
         })?;
         for (name, function) in &map {
-            if !exports.iter().any(|e| e.path == *name || e.skill == *name) {
-                let known: Vec<&str> = exports.iter().map(|e| e.path.as_str()).collect();
+            if !exports.iter().any(|(path, skill)| path == name || skill == name) {
+                let known: Vec<&str> = exports.iter().map(|(path, _)| *path).collect();
                 return Err(invalid(
                     format!("functions.{name}"),
                     format!("the component exports no function `{name}` that is a skill"),
@@ -76,12 +80,10 @@ impl Overrides {
         Ok(Self(map))
     }
 
-    /// Applies what the sidecar says of `export` to its manifest `skill`.
-    pub(super) fn apply(&mut self, export: &Export, skill: &mut SkillMeta) {
-        let found = self
-            .0
-            .remove(&export.path)
-            .or_else(|| self.0.remove(&export.skill));
+    /// Applies what the sidecar says of the function `path` (skill `name`) to its
+    /// manifest `skill`.
+    pub(super) fn apply(&mut self, path: &str, name: &str, skill: &mut SkillMeta) {
+        let found = self.0.remove(path).or_else(|| self.0.remove(name));
         let Some(function) = found else {
             return;
         };
