@@ -319,7 +319,7 @@ async fn a_skill_file_replaced_after_the_host_described_it_never_runs_the_new_by
 }
 
 /// A plain component (`plain-kinds`) in `dir/kinds/`, with `manifest` beside it.
-fn plain_dir(dir: &Path, manifest: &serde_json::Value) -> std::path::PathBuf {
+fn plain_dir(dir: &Path, manifest: &Value) -> std::path::PathBuf {
     let skill = dir.join("kinds");
     std::fs::create_dir_all(&skill).unwrap();
     std::fs::copy(skills::PLAIN_KINDS, skill.join("skill.wasm")).unwrap();
@@ -336,7 +336,7 @@ async fn a_plain_component_loaded_before_is_described_from_its_record_with_its_s
     let dir = plain_dir(work.path(), &manifest);
     let wasm = dir.join("skill.wasm");
     std::thread::sleep(SETTLE);
-    let load = |manifest: serde_json::Value| {
+    let load = |manifest: Value| {
         let wasm = wasm.clone();
         let engine = cached(&cache);
         async move {
