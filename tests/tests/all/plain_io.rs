@@ -123,6 +123,7 @@ fn the_manifest_beside_a_component_names_it_and_describes_its_functions() {
         "functions": {
             "fetch": {
                 "description": "Fetches a web page and returns its status and body.",
+                "parameters": { "url": "The page's address, http or https." },
                 "examples": [{ "description": "The example page", "input": { "url": "https://example.com/" } }],
             },
         },
@@ -150,6 +151,10 @@ fn the_manifest_beside_a_component_names_it_and_describes_its_functions() {
         value["manifest"]["examples"][0]["input"]["url"],
         "https://example.com/"
     );
+    assert_eq!(
+        value["manifest"]["input"]["properties"]["url"]["description"],
+        "The page's address, http or https."
+    );
     assert_eq!(value["limits"]["timeoutMs"], json!(5000));
     // A function the component does not export is refused, with the ones it does.
     let mut wrong = manifest.clone();
@@ -160,6 +165,16 @@ fn the_manifest_beside_a_component_names_it_and_describes_its_functions() {
     let error = stderr(&out);
     assert!(
         error.contains("functions.fetch-all") && error.contains("name one of read-file, fetch"),
+        "{error}"
+    );
+    let mut wrong = manifest.clone();
+    wrong["functions"]["fetch"]["parameters"] = json!({ "address": "x" });
+    std::fs::write(dir.join("skill.json"), wrong.to_string()).unwrap();
+    let out = evo(&home, &["skill", "info", &dir.display().to_string()]);
+    let error = stderr(&out);
+    assert!(
+        error.contains("functions.fetch.parameters.address")
+            && error.contains("describe its parameters: `url`"),
         "{error}"
     );
     // Uninstalled, its functions go with it.

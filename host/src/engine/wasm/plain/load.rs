@@ -146,10 +146,10 @@ impl WasmEngine {
             learnt.package_docs.clone(),
             learnt.version.clone(),
         )?;
-        let names: Vec<(&str, &str)> = learnt
+        let names: Vec<(&str, &str, &Value)> = learnt
             .functions
             .iter()
-            .map(|f| (f.path.as_str(), f.skill.as_str()))
+            .map(|f| (f.path.as_str(), f.skill.as_str(), &f.input))
             .collect();
         let mut described = overrides::Overrides::read(&meta.name, described, &names)?;
         let functions = learnt

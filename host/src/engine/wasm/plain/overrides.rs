@@ -5,7 +5,8 @@
 //! "functions": {
 //!   "greet": { "description": "Greets someone by name.", "tags": ["demo"],
 //!              "examples": [{ "description": "Greet Ada", "input": { "name": "Ada" } }] },
-//!   "kinds/divide": { "description": "Divides two integers." }
+//!   "kinds/divide": { "description": "Divides two integers.",
+//!                     "parameters": { "a": "The dividend.", "b": "The divisor; not zero." } }
 //! }
 //! ```
 
@@ -24,6 +25,8 @@ struct Function {
     description: Option<String>,
     tags: Option<Vec<String>>,
     examples: Option<Vec<Example>>,
+    /// Each parameter's description (WIT has no doc comments on parameters).
+    parameters: Option<BTreeMap<String, String>>,
 }
 
 /// The sidecar's `functions`, by WIT name or skill name.
@@ -33,11 +36,12 @@ pub(super) struct Overrides(BTreeMap<String, Function>);
 impl Overrides {
     /// Reads `functions` (of the component `component`), refusing a function the
     /// component does not export as a skill, or a field it does not know.
-    /// `exports` names each function that is a skill: its WIT name and skill name.
+    /// `exports` names each function that is a skill: its WIT name, skill name and
+    /// input schema.
     pub(super) fn read(
         component: &str,
         functions: Option<Value>,
-        exports: &[(&str, &str)],
+        exports: &[(&str, &str, &Value)],
     ) -> Result<Self> {
         let Some(functions) = functions else {
             return Ok(Self::default());
@@ -59,13 +63,30 @@ impl Overrides {
             )
         })?;
         for (name, function) in &map {
-            if !exports.iter().any(|(path, skill)| path == name || skill == name) {
-                let known: Vec<&str> = exports.iter().map(|(path, _)| *path).collect();
+            let Some((_, _, input)) = exports
+                .iter()
+                .find(|(path, skill, _)| path == name || skill == name)
+            else {
+                let known: Vec<&str> = exports.iter().map(|(path, _, _)| *path).collect();
                 return Err(invalid(
                     format!("functions.{name}"),
                     format!("the component exports no function `{name}` that is a skill"),
                     format!("name one of {}", known.join(", ")),
                 ));
+            };
+            let params: Vec<&String> = input["properties"]
+                .as_object()
+                .map(|p| p.keys().collect())
+                .unwrap_or_default();
+            for parameter in function.parameters.iter().flat_map(BTreeMap::keys) {
+                if !params.contains(&parameter) {
+                    let known: Vec<String> = params.iter().map(|p| format!("`{p}`")).collect();
+                    return Err(invalid(
+                        format!("functions.{name}.parameters.{parameter}"),
+                        format!("`{name}` has no parameter `{parameter}`"),
+                        format!("describe its parameters: {}", known.join(", ")),
+                    ));
+                }
             }
             for (i, example) in function.examples.iter().flatten().enumerate() {
                 if !example.input.is_object() {
@@ -95,6 +116,17 @@ impl Overrides {
         }
         if let Some(examples) = function.examples {
             skill.examples = examples;
+        }
+        for (parameter, description) in function.parameters.into_iter().flatten() {
+            if let Some(property) = skill.input["properties"].get_mut(&parameter) {
+                // A type's own description says which forms it takes (`an integer …, or
+                // its decimal string`): kept after the parameter's.
+                let forms = property["description"].as_str().map(str::to_owned);
+                property["description"] = Value::String(match forms {
+                    Some(forms) => format!("{description} ({forms})"),
+                    None => description,
+                });
+            }
         }
     }
 }
