@@ -182,16 +182,6 @@ impl Host {
         pick(&names, file, function)
     }
 
-    /// Loads the `.wasm` file at `file` — an Evo skill, or a plain component whose
-    /// exported functions are skills — and registers what it holds.
-    pub async fn load_wasm(&self, file: &Path) -> Result<crate::engine::wasm::WasmFile> {
-        let loaded = self.inner.loader.load_any_wasm_file(file).await?;
-        for registered in loaded.registered()? {
-            self.registry().register(registered);
-        }
-        Ok(loaded)
-    }
-
     /// Every skill, by name.
     pub fn skills(&self) -> Vec<Arc<RegisteredSkill>> {
         self.registry().list()
