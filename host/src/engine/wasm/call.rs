@@ -96,11 +96,7 @@ impl WasmSkill {
         policy: &Policy,
         origin: Origin,
     ) -> Self {
-        let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
-        grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
-        for refused in &grant.refused {
-            tracing::info!(skill = %meta.name, "not granted: {refused}");
-        }
+        let grant = grant_for(&meta, policy);
         let (prepared, file) = match origin {
             Origin::Ready(prepared) => (tokio::sync::OnceCell::new_with(Some(prepared)), None),
             Origin::File(path) => (tokio::sync::OnceCell::new(), Some(path)),
@@ -259,6 +255,17 @@ impl WasmSkill {
             stderr: guest.stderr_text(),
         })
     }
+}
+
+/// What a Wasm component whose manifest is `meta` is granted within `policy` (its
+/// `wasi:config` values included); what is refused is logged.
+pub(super) fn grant_for(meta: &SkillMeta, policy: &Policy) -> Grant {
+    let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
+    grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
+    for refused in &grant.refused {
+        tracing::info!(skill = %meta.name, "not granted: {refused}");
+    }
+    grant
 }
 
 fn failure(error: types::SkillError) -> (FailureKind, String) {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::engine::wasm::compile::Code;
 use super::docs::Docs;
 use super::{Function, Inner, PlainComponent, Ready, Unusable, component_name, exports, overrides};
-use crate::capabilities::{Grant, Policy};
+use crate::capabilities::Policy;
 use crate::engine::wasm::{Limits, WasmEngine};
 use crate::error::{Error, Result};
 use crate::skill::lanes::Streak;
@@ -172,11 +172,7 @@ impl WasmEngine {
             })
             .collect();
         let limits = Limits::resolve(&meta, &self.inner.config.limits);
-        let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
-        grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
-        for refused in &grant.refused {
-            tracing::info!(component = %meta.name, "not granted: {refused}");
-        }
+        let grant = crate::engine::wasm::call::grant_for(&meta, policy);
         let (ready, file) = match origin {
             Origin::Ready(ready) => (tokio::sync::OnceCell::new_with(Some(ready)), None),
             Origin::File(path) => (tokio::sync::OnceCell::new(), Some(path)),
