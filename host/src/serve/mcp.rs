@@ -12,26 +12,23 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
-    ListPromptsResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, Prompt,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscriptionFilter, Tool, ToolAnnotations,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::capabilities::Grant;
 use crate::engine::loader::StaticExecutor;
-use crate::error::Error;
-use crate::host::Host;
 use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::ExecutorKind;
-use crate::skill::permission::Permission;
 use crate::skill::registry::RegisteredSkill;
 
+use super::tool::{failure_text, structured, tool_of};
 use super::{Refusal, Shared};
 
 /// Resources per `resources/list` page.
@@ -173,83 +170,6 @@ fn rank_of_skill_level(level: &str) -> LoggingLevelRank {
         "warn" => 3,
         _ => 4,
     }
-}
-
-/// The MCP tool for `skill`: its schemas, and hints from what it is granted.
-pub fn tool_of(skill: &RegisteredSkill, host: &Host) -> Tool {
-    let meta = &skill.meta;
-    let input = object_schema(&meta.input).unwrap_or_else(|| {
-        let mut any = JsonObject::new();
-        any.insert("type".into(), json!("object"));
-        any
-    });
-    let mut tool = Tool::new(meta.name.clone(), meta.description.clone(), Arc::new(input));
-    if let Some(output) = object_schema(&meta.output).or_else(|| wrapped_schema(&meta.output)) {
-        tool = tool.with_raw_output_schema(Arc::new(output));
-    }
-    tool.with_annotations(annotations(skill, host))
-}
-
-/// `schema` if it describes a JSON object (what MCP requires of tool schemas).
-fn object_schema(schema: &Value) -> Option<JsonObject> {
-    let object = schema.as_object()?;
-    (object.get("type").and_then(Value::as_str) == Some("object")).then(|| object.clone())
-}
-
-/// For an output that is not an object (a plain component's function returning a
-/// string, a number, a list): MCP's structured content must be an object, so it is
-/// `{ "result": output }`, described by this schema.
-fn wrapped_schema(schema: &Value) -> Option<JsonObject> {
-    if !schema.is_object() || object_schema(schema).is_some() {
-        return None;
-    }
-    match json!({
-        "type": "object",
-        "properties": { "result": schema },
-        "required": ["result"],
-    }) {
-        Value::Object(object) => Some(object),
-        _ => None,
-    }
-}
-
-/// The structured content of `output`, a result of `skill`: the output itself when its
-/// schema is an object's, else `{ "result": output }` ([`wrapped_schema`]).
-fn structured(skill: &RegisteredSkill, output: Value) -> Option<Value> {
-    if object_schema(&skill.meta.output).is_some() {
-        return output.is_object().then_some(output);
-    }
-    wrapped_schema(&skill.meta.output).map(|_| json!({ "result": output }))
-}
-
-/// What a client may assume of `skill`, from its permission level: read-only only
-/// at `read_only`, destructive above it; open-world when it reaches the language model.
-pub fn annotations(skill: &RegisteredSkill, host: &Host) -> ToolAnnotations {
-    let grant = Grant::new(
-        &skill.meta.capabilities,
-        host.grants().for_skill(&skill.meta.name),
-    );
-    let read_only = skill.permission() == Permission::ReadOnly;
-    let open_world = grant.is_open_world()
-        || matches!(
-            skill.kind(),
-            ExecutorKind::Llm | ExecutorKind::Service | ExecutorKind::Remote
-        );
-    ToolAnnotations::new()
-        .read_only(read_only)
-        .destructive(!read_only)
-        .open_world(open_world)
-}
-
-/// The text a model reads for a failed call: the code, the message (for bad input, the
-/// validation report) and what to do.
-pub fn failure_text(error: &Error) -> String {
-    let mut text = format!("error[{}]: {error}", error.code());
-    if let Some(hint) = error.hint() {
-        text.push_str("\nhint: ");
-        text.push_str(hint);
-    }
-    text
 }
 
 /// The served instruction skills.

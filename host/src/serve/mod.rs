@@ -30,7 +30,9 @@ pub mod openapi;
 mod sessions;
 mod shared;
 pub mod stdio;
+mod tool;
 mod ws;
 
-pub use mcp::{RESOURCES_PAGE, Server, annotations, failure_text, tool_of};
+pub use mcp::{RESOURCES_PAGE, Server};
 pub use shared::{CATALOGUE_POLL, Refusal, STATS_EVERY, Shared};
+pub use tool::{annotations, failure_text, tool_of};
