@@ -74,6 +74,17 @@
 //!
 //! [storage]                           # several `evo serve` nodes sharing one database
 //! url = "postgres://evo@db:5432/evo"  # password: EVO_STORAGE_PASSWORD or `evo secret`
+//!
+//! [registries]                        # `evo skill publish` / `install oci://…`
+//! insecure = ["127.0.0.1:5000"]       # reached over plain HTTP; every other over HTTPS
+//!
+//! [registries.credentials."ghcr.io"]  # else Docker's config.json, else anonymous
+//! username = "alice"
+//! secret = "GHCR_TOKEN"               # the `evo secret` holding the password or token
+//!
+//! [trust]
+//! keys = ["keys/alice.pub"]           # cosign-style P-256 public keys, relative to this file
+//! require_signature = true            # refuse what no trusted key signed
 //! ```
 //!
 //! The environment overrides the file: `EVO_LLM`, `EVO_LLM_BASE_URL`, `EVO_STORAGE_URL`, `EVO_SKILL_DIRS`
@@ -325,6 +336,10 @@ pub struct Config {
     pub tools: ToolsSettings,
     /// Where shared state is kept.
     pub storage: crate::storage::StorageSettings,
+    /// How to reach OCI registries.
+    pub registries: crate::oci::RegistrySettings,
+    /// Whose signatures an install from a registry accepts.
+    pub trust: crate::oci::TrustSettings,
     /// The file read, if any.
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -409,6 +424,8 @@ impl Default for Config {
                 profiles: BTreeMap::new(),
             },
             storage: crate::storage::StorageSettings::default(),
+            registries: crate::oci::RegistrySettings::default(),
+            trust: crate::oci::TrustSettings::default(),
             file: None,
             provenance: Provenance::default(),
         }

@@ -127,6 +127,7 @@ internal_modules!(
     http,
     llm,
     memory,
+    oci,
     packages,
     paths,
     remote,
@@ -170,7 +171,10 @@ pub use error::{
     BlockReason, Direction, Error, FailureKind, Problem, Result, ScriptRun, TemplateError,
     ValidationReport, Violation,
 };
-pub use host::{Host, HostBuilder, LoadError};
+pub use host::{
+    DownloadProgress, Host, HostBuilder, LoadError, Published, RegistryInstall, RegistryInstalled,
+    Updated,
+};
 pub use llm::config::probe as probe_llm;
 pub use llm::scripted::ScriptedProvider;
 pub use llm::{ChatOptions, ContentBlock, LlmEvent, LlmProvider, Message, Role};
@@ -181,11 +185,20 @@ pub use memory::{
     CaptureOutcome, Category as MemoryCategory, EntryHistory, ForgetOutcome, MemoryConfig,
     MemoryEntry, MemoryManager, MemoryStatus, SearchOptions, Source as MemorySource, StoreDecision,
 };
+pub use oci::reference::SCHEME as REGISTRY_SCHEME;
+pub use oci::{Kind as ArtifactKind, RegistrySettings, TrustSettings};
 pub use packages::{
     DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
     SkillManager, Statistics,
 };
 pub use paths::{data_dir, skills_dir, wasm_cache_dir};
+pub use skill::package::{RegistrySource, Signer};
+
+/// A new key pair to sign published skills with: the private key (ECDSA P-256, PKCS#8
+/// PEM) and its public key (SubjectPublicKeyInfo PEM, what `[trust] keys` lists).
+pub fn generate_signing_key() -> Result<(String, String)> {
+    oci::SigningKey::generate()
+}
 pub use remote::{
     Remote, RemoteSpec, add as add_remote, check as check_remote, load as load_remotes,
     remove as remove_remote,

@@ -34,13 +34,13 @@ pub(super) async fn info(
     if host.skill(skill).is_none()
         && let Some(component) = component_named(skill)
     {
-        return component_info(globals, skill, &component, &host.secrets());
+        return component_info(globals, skill, &component, &host);
     }
     let name = match host.resolve(skill).await {
         Err(Error::ChooseFunction { skills, .. })
             if let Some(component) = skills.first().and_then(|s| component_named(s)) =>
         {
-            return component_info(globals, skill, &component, &host.secrets());
+            return component_info(globals, skill, &component, &host);
         }
         Err(_) => args::resolve(&host, skill).await?,
         Ok(name) => name,
@@ -197,6 +197,9 @@ pub(super) async fn info(
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_default();
         out!("  installed:  {when}, sha256:{}", record.digest);
+        if let Some(source) = &record.source {
+            print_source(source);
+        }
         let approved = &record.capabilities;
         if approved.is_empty() {
             out!("  approved:   nothing beyond computation, at install");
@@ -263,6 +266,16 @@ pub(super) fn requests(caps: &RequestedCapabilities) -> Vec<String> {
         lines.push(format!("memory ({})", caps.memory.as_str()));
     }
     lines
+}
+
+/// `source:` lines: the registry reference, manifest digest and signer.
+pub(super) fn print_source(source: &evo_host::RegistrySource) {
+    out!("  source:     oci://{}", source.reference);
+    out!("  manifest:   {}", source.digest);
+    match &source.signer {
+        Some(signer) => out!("  signed by:  {} ({})", signer.key, signer.fingerprint),
+        None => out!("  signed by:  nobody Evo trusts (no [trust] key verified a signature)"),
+    }
 }
 
 /// `requests:` lines: what the manifest asks for, before any grant.
@@ -370,8 +383,11 @@ fn component_info(
     globals: &Globals,
     file: &str,
     component: &PlainComponent,
-    secrets: &evo_host::Secrets,
+    host: &evo_host::Host,
 ) -> Result<(), Failure> {
+    let secrets = &host.secrets();
+    let record =
+        InstallRecord::read(&evo_host::skills_dir(host.data_dir()).join(&component.meta().name));
     let skills: Vec<_> = component
         .skills()
         .map(|meta| {
@@ -394,6 +410,7 @@ fn component_info(
             "grant": component.grant(),
             "digest": component.digest(),
             "loadedFrom": component.load_source(),
+            "installed": record,
         });
         out!("{value}");
         return Ok(());
@@ -408,6 +425,9 @@ fn component_info(
     print_limits(component.limits());
     print_grant(component.grant(), &meta.capabilities, secrets);
     out!("  digest:     sha256:{}", component.digest());
+    if let Some(source) = record.as_ref().and_then(|r| r.source.as_ref()) {
+        print_source(source);
+    }
     if std::path::Path::new(file).exists() {
         out!("skills (run one with `evo skill run {file}#FUNCTION`):");
     } else {

@@ -33,13 +33,24 @@ pub(super) async fn install(
         overwrite,
         progress: Some(&mut progress),
         native,
-        expect: None,
+        ..InstallOptions::default()
     };
     let result = host.install(source, options).await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
     let outcome = result?;
+    report(globals, &host, &outcome, &[])
+}
+
+/// Prints what `outcome` installed: as JSON with `extra` fields, or as lines, with
+/// `extra`'s after the kind and version.
+pub(super) fn report(
+    globals: &Globals,
+    host: &evo_host::Host,
+    outcome: &evo_host::Outcome,
+    extra: &[(&str, serde_json::Value)],
+) -> Result<(), Failure> {
     let record = outcome.skill.clone().unwrap_or_default();
     // A plain component's functions, each a skill of its own.
     let functions: Vec<String> = host
@@ -54,11 +65,14 @@ pub(super) async fn install(
         .map(|s| s.meta.name.clone())
         .collect();
     if globals.json {
-        let mut value = serde_json::to_value(&outcome).map_err(internal)?;
+        let mut value = serde_json::to_value(outcome).map_err(internal)?;
         value["kind"] = json!(record.kind);
         value["capabilities"] = json!(record.capabilities);
         if !functions.is_empty() {
             value["skills"] = json!(functions);
+        }
+        for (key, extra) in extra {
+            value[*key] = extra.clone();
         }
         out!("{value}");
         return Ok(());
@@ -66,6 +80,9 @@ pub(super) async fn install(
     out!("{}: {}", outcome.name, outcome.message);
     out!("  kind:       {}", record.kind);
     out!("  version:    {}", record.version);
+    if let Some(source) = &record.source {
+        super::info::print_source(source);
+    }
     if !functions.is_empty() {
         const SHOWN: usize = 3;
         let more = if functions.len() > SHOWN { ", …" } else { "" };
@@ -86,6 +103,9 @@ pub(super) async fn install(
         out!("  runs as:    {runs_as}");
     }
     out!("  digest:     sha256:{}", record.digest);
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
     Ok(())
 }
 

@@ -20,13 +20,20 @@ pub(super) async fn list(
     sources: &Sources,
 ) -> Result<(), Failure> {
     let host = args::host(globals, sources, &Grants::default()).await?;
-    let installed: std::collections::HashMap<String, u64> = host
+    let installed: std::collections::HashMap<String, evo_host::ListedSkill> = host
         .manager()?
         .list_skills(&ListQuery::default())?
         .skills
         .into_iter()
-        .map(|s| (s.name, s.installed_at))
+        .map(|s| (s.name.clone(), s))
         .collect();
+    // A plain component's functions (`PACKAGE__FUNCTION`) were installed with it.
+    let package = |name: &str| {
+        installed.get(name).or_else(|| {
+            name.split_once(evo_host::COMPONENT_SEPARATOR)
+                .and_then(|(package, _)| installed.get(package))
+        })
+    };
     let mut skills = host.skills();
     skills.retain(|s| {
         filter
@@ -47,15 +54,20 @@ pub(super) async fn list(
         let items: Vec<_> = skills
             .iter()
             .map(|s| {
-                json!({
+                let installed = package(&s.meta.name);
+                let mut item = json!({
                     "name": s.meta.name,
                     "kind": s.kind(),
                     "category": s.meta.category,
                     "version": s.meta.version,
                     "description": s.meta.description,
                     "tags": s.meta.tags,
-                    "installedAt": installed.get(&s.meta.name),
-                })
+                    "installedAt": installed.map(|i| i.installed_at),
+                });
+                if let Some(source) = installed.and_then(|i| i.source.as_ref()) {
+                    item["source"] = json!(source);
+                }
+                item
             })
             .collect();
         out!(

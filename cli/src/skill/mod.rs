@@ -4,6 +4,7 @@ mod author;
 mod info;
 mod install;
 mod list;
+mod registry;
 mod run;
 
 pub(crate) use author::{Lang, new};
@@ -77,11 +78,16 @@ pub(crate) enum SkillCommand {
     /// The skill is checked and loaded as the host will load it before anything is
     /// written; the capabilities it asks for are shown and recorded, and it will not be
     /// given more later without a reinstall.
+    ///
+    /// `oci://REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST]` installs from an OCI registry:
+    /// every blob is checked against its digest, signatures against [trust] keys in
+    /// evo.toml, and the digest installed is pinned in the lock file (evo.lock).
     Install {
         /// A ZIP archive holding one skill directory, a skill directory (SKILL.md,
-        /// skill.json, skill.wasm, prompt.md or scripts/execute.js), or a .wasm
-        /// component (installed under the name its manifest gives).
-        source: PathBuf,
+        /// skill.json, skill.wasm, prompt.md or scripts/execute.js), a .wasm component
+        /// (installed under the name its manifest gives), or oci://REFERENCE.
+        #[arg(required_unless_present = "locked")]
+        source: Option<String>,
         /// Replace an installed skill of the same name.
         #[arg(long)]
         overwrite: bool,
@@ -89,6 +95,35 @@ pub(crate) enum SkillCommand {
         /// as a component.
         #[arg(long)]
         native: bool,
+        /// Install exactly the digests the lock file pins (all of them without
+        /// SOURCE); a tag that moved since is reported, not followed.
+        #[arg(long)]
+        locked: bool,
+    },
+    /// Publish a skill to an OCI registry: a .wasm component (an Evo skill or a plain
+    /// component) as a Wasm OCI artifact other Wasm tools pull, a skill directory or
+    /// ZIP as Evo's skill artifact. It is checked as an install would check it first.
+    Publish {
+        /// A .wasm component, a built skill project, a skill directory, or a skill ZIP.
+        path: PathBuf,
+        /// Where: REGISTRY/REPOSITORY:TAG (with or without oci://).
+        reference: String,
+        /// Sign it with this ECDSA P-256 private key (PEM, PKCS#8; `evo skill keygen`
+        /// makes one): a cosign-compatible signature is pushed beside it.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
+    },
+    /// Follow the tags skills were installed from: a tag that names another digest now
+    /// is pulled (signature checked), installed, and pinned in the lock file.
+    Update {
+        /// The skills (default: every skill installed from a registry).
+        names: Vec<String>,
+    },
+    /// Make a key pair to sign published skills with: PATH.key (private, PKCS#8 PEM,
+    /// readable only by you) and PATH.pub (public: what [trust] keys lists).
+    Keygen {
+        /// Where, without extension (e.g. keys/alice).
+        path: PathBuf,
     },
     /// Change an installed skill's description (only the description can be changed;
     /// the rest of its SKILL.md stays byte for byte).
@@ -166,10 +201,43 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
         } => author::test(globals, &dir, no_build, &grants).await,
         SkillCommand::Pack { dir, out } => author::pack(globals, &dir, out.as_deref()).await,
         SkillCommand::Install {
+            source: Some(source),
+            overwrite,
+            native: _,
+            locked,
+        } if source.starts_with(evo_host::REGISTRY_SCHEME) => {
+            registry::install(globals, &source, overwrite, locked).await
+        }
+        SkillCommand::Install {
+            source: None,
+            locked: true,
+            ..
+        } => registry::install_locked(globals).await,
+        SkillCommand::Install {
             source,
             overwrite,
             native,
-        } => install::install(globals, &source, overwrite, native).await,
+            locked,
+        } => {
+            if locked {
+                return Err(Failure::usage(
+                    "INVALID_ARGUMENT",
+                    "--locked installs from a registry, and a local file has no lock entry".into(),
+                    Some(
+                        "give oci://REFERENCE, or leave SOURCE out to install everything the lock file pins",
+                    ),
+                ));
+            }
+            let source = PathBuf::from(source.unwrap_or_default());
+            install::install(globals, &source, overwrite, native).await
+        }
+        SkillCommand::Publish {
+            path,
+            reference,
+            sign,
+        } => registry::publish(globals, &path, &reference, sign.as_deref()).await,
+        SkillCommand::Update { names } => registry::update(globals, &names).await,
+        SkillCommand::Keygen { path } => registry::keygen(globals, &path),
         SkillCommand::UpdateDescription { name, description } => {
             install::update_description(globals, &name, &description).await
         }

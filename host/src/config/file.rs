@@ -28,6 +28,30 @@ struct File {
     serve: Option<ServeFile>,
     tools: Option<ToolsFile>,
     storage: Option<StorageFile>,
+    registries: Option<RegistriesFile>,
+    trust: Option<TrustFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistriesFile {
+    insecure: Option<Vec<String>>,
+    #[serde(default)]
+    credentials: BTreeMap<String, CredentialFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialFile {
+    username: String,
+    secret: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrustFile {
+    keys: Option<Vec<PathBuf>>,
+    require_signature: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -387,6 +411,42 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, f.tools => s.tools, "serve.tools");
         take!(noted, spans, f.max_calls => s.max_calls, "serve.max_calls", 1, 4_096);
         take!(noted, spans, f.max_message_kb => s.max_message_kb, "serve.max_message_kb", 1, 1 << 20);
+    }
+    if let Some(f) = file.registries {
+        if let Some(hosts) = f.insecure {
+            for host in &hosts {
+                crate::oci::settings::check_registry_host(host)
+                    .map_err(|why| spans.invalid("registries.insecure", why))?;
+            }
+            config.registries.insecure = hosts;
+            noted.push("registries.insecure");
+        }
+        for (host, entry) in f.credentials {
+            let key = format!("registries.credentials.{host}");
+            crate::oci::settings::check_registry_host(&host)
+                .map_err(|why| spans.invalid(&key, why))?;
+            crate::secrets::check_name(&entry.secret).map_err(|e| {
+                spans.invalid(
+                    &key,
+                    format!("secret: {e} (the `evo secret` holding the password or token)"),
+                )
+            })?;
+            config.registries.credentials.insert(
+                host,
+                crate::oci::CredentialSettings {
+                    username: entry.username,
+                    secret: entry.secret,
+                },
+            );
+            note(config, &spans, &[key]);
+        }
+    }
+    if let Some(f) = file.trust {
+        if let Some(keys) = f.keys {
+            config.trust.keys = keys.into_iter().map(|k| base.join(k)).collect();
+            noted.push("trust.keys");
+        }
+        take!(noted, f.require_signature => config.trust.require_signature, "trust.require_signature");
     }
     if let Some(url) = file.storage.and_then(|s| s.url) {
         crate::storage::check_url(&url).map_err(|message| spans.invalid("storage.url", message))?;

@@ -82,6 +82,7 @@ impl Error {
             Self::Embedding { .. } => "EMBEDDING_ERROR",
             Self::Config { .. } => "CONFIG_INVALID",
             Self::Secret { code, .. }
+            | Self::Registry { code, .. }
             | Self::Remote { code, .. }
             | Self::Authoring { code, .. } => code,
         }
@@ -106,6 +107,7 @@ impl Error {
             } => true,
             Self::Llm { transient, .. }
             | Self::Remote { transient, .. }
+            | Self::Registry { transient, .. }
             | Self::Database { transient, .. }
             | Self::Embedding { transient, .. } => *transient,
             Self::Io { source, .. } => matches!(
@@ -162,6 +164,13 @@ impl Error {
                 Self::Remote { code, .. } if matches!(
                     *code,
                     "INVALID_INPUT" | "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND" | "TOOL_BLOCKED" | "CAPABILITY_DENIED"
+                )
+            )
+            || matches!(
+                self,
+                Self::Registry { code, .. } if matches!(
+                    *code,
+                    "INVALID_REFERENCE" | "ARTIFACT_NOT_FOUND" | "KEY_INVALID" | "NOT_LOCKED"
                 )
             )
             || matches!(
@@ -244,6 +253,7 @@ impl Error {
             Self::CapabilitiesChanged { .. } => {
                 "see what it now asks for with `evo skill info NAME`, then `evo skill install --overwrite` if you accept it"
             }
+            Self::Registry { code, .. } => registry_hint(code),
             Self::Config { .. } => {
                 "fix the value at that line and key; `evo doctor` lists every other check once the file reads"
             }
@@ -313,6 +323,47 @@ impl Error {
                 "`evo doctor` checks the data directory and its databases; a damaged file can be moved aside and is created again"
             }
         })
+    }
+}
+
+/// What to do about a registry failure, by its code.
+fn registry_hint(code: &str) -> &'static str {
+    match code {
+        "INVALID_REFERENCE" => {
+            "write REGISTRY/REPOSITORY[:TAG][@sha256:DIGEST], e.g. `evo skill install oci://ghcr.io/acme/echo:1.0`"
+        }
+        "REGISTRY_UNREACHABLE" => {
+            "check the registry's address and that it is up; one served over plain HTTP must be listed in [registries] insecure in evo.toml"
+        }
+        "REGISTRY_AUTH" => {
+            "give credentials for the registry: [registries.credentials.\"HOST\"] username and secret (an `evo secret` holding the password or token) in evo.toml, or `docker login HOST`"
+        }
+        "ARTIFACT_NOT_FOUND" => "check the repository and the tag (or digest) in the reference",
+        "ARTIFACT_INVALID" => {
+            "publish it with `evo skill publish`, or as a Wasm OCI artifact (config application/vnd.wasm.config.v0+json, one application/wasm layer)"
+        }
+        "ARTIFACT_TOO_LARGE" => {
+            "the artifact is larger than a skill may be; check that the reference names the skill you meant"
+        }
+        "DIGEST_MISMATCH" => {
+            "the registry served bytes that do not match their digest (tampered with or damaged); nothing was installed: tell the registry's operator"
+        }
+        "SIGNATURE_REQUIRED" => {
+            "[trust] require_signature is on: ask the publisher to sign it (`evo skill publish --sign KEY`), and add their public key to [trust] keys"
+        }
+        "SIGNATURE_UNTRUSTED" => {
+            "add the publisher's public key to [trust] keys in evo.toml, if you trust them"
+        }
+        "KEY_INVALID" => {
+            "give a PEM file: an ECDSA P-256 private key (PKCS#8) to sign, its public key to verify; `evo skill keygen` makes a pair"
+        }
+        "TAG_MOVED" => {
+            "`evo skill update NAME` follows the tag to its new digest; `evo skill install --locked` installs the digest the lock file pins"
+        }
+        "NOT_LOCKED" => {
+            "install it once without --locked, which pins it in the lock file"
+        }
+        _ => "the registry's answer is in the message; try again, or tell the registry's operator",
     }
 }
 

@@ -400,6 +400,21 @@ pub enum Error {
         message: String,
     },
 
+    /// Publishing to or installing from an OCI registry failed: the reference, the
+    /// registry, the artifact, its digest or its signature.
+    #[error("{message}")]
+    Registry {
+        /// `INVALID_REFERENCE`, `REGISTRY_UNREACHABLE`, `REGISTRY_AUTH`,
+        /// `REGISTRY_ERROR`, `ARTIFACT_NOT_FOUND`, `ARTIFACT_INVALID`,
+        /// `ARTIFACT_TOO_LARGE`, `DIGEST_MISMATCH`, `SIGNATURE_REQUIRED`,
+        /// `SIGNATURE_UNTRUSTED`, `KEY_INVALID`, `TAG_MOVED` or `NOT_LOCKED`.
+        code: &'static str,
+        /// What happened, naming the reference, and what to do.
+        message: String,
+        /// Whether trying again later may work (a registry that is down or failing).
+        transient: bool,
+    },
+
     /// The configuration (`evo.toml`, an `EVO_*` variable) is not valid.
     #[error("{}{}{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default(), key.as_ref().map(|k| format!(", key {k}")).unwrap_or_default())]
     Config {

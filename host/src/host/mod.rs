@@ -48,11 +48,13 @@ use crate::tools::Tool;
 
 mod builder;
 mod catalogue;
+mod registry;
 #[cfg(feature = "postgres")]
 mod shared;
 mod tools;
 
 pub use builder::HostBuilder;
+pub use registry::{DownloadProgress, Published, RegistryInstall, RegistryInstalled, Updated};
 
 use catalogue::{Loaded, stamp};
 
@@ -263,6 +265,12 @@ impl Host {
                 manager.install_skill(&bytes, options).await?
             }
         };
+        self.installed(outcome).await
+    }
+
+    /// Makes a skill the manager just installed callable (registered, in the catalogue
+    /// and the index), and stores it for the other nodes.
+    async fn installed(&self, outcome: Outcome) -> Result<Outcome> {
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(&outcome.name);
         let skills = match self.inner.loader.load_package(&dir).await {
             Ok(package) => {
@@ -334,6 +342,7 @@ impl Host {
                 outcome
             }
         };
+        self.unlock(name);
         for profile in self.profiles_listing(name) {
             let warning = format!(
                 "profile {profile:?} lists {name}; its agents can no longer call it (remove it from [tools.profiles.{profile}] tools)"

@@ -76,11 +76,25 @@ impl Host {
         name: &str,
         digest: &str,
     ) -> Result<()> {
+        let expect = crate::packages::Expected { name, digest };
+        // A skill installed from a registry is pulled from it by its manifest digest,
+        // checked against this node's own trust; while the registry is unreachable,
+        // the package the catalogue stores (the same digest) serves.
+        if let Some(source) = shared.source(name)? {
+            match self.materialise_pulled(manager, &source, expect).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(skill = %name, "could not pull {} ({e}); installing the catalogue's copy", source.reference);
+                }
+                Err(e) => return Err(e),
+            }
+        }
         let zip = shared.package(digest)?;
         let options = crate::packages::InstallOptions {
             overwrite: true,
             // Checked before it replaces the installed version of any skill.
-            expect: Some(crate::packages::Expected { name, digest }),
+            expect: Some(expect),
+            source: shared.source(name)?,
             ..Default::default()
         };
         manager.install_skill(&zip, options).await?;

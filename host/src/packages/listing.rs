@@ -19,6 +19,9 @@ pub struct ListedSkill {
     pub kind: String,
     /// When it was installed, ms since the Unix epoch.
     pub installed_at: u64,
+    /// The registry it was installed from (reference, manifest digest, signer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::skill::package::RegistrySource>,
 }
 
 /// Filters and paging for [`SkillManager::list_skills`].
@@ -110,6 +113,7 @@ impl SkillManager {
                 tags: record.tags,
                 kind: record.kind,
                 installed_at: record.installed_at,
+                source: record.source,
             });
         }
         skills.sort_by(|a, b| a.name.cmp(&b.name));

@@ -45,6 +45,15 @@ pub use archive::Progress;
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES};
 pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
 
+/// Largest skill archive taken from a registry: as much as a ZIP install extracts.
+pub(crate) const MAX_ARCHIVE_BYTES: u64 = archive::MAX_TOTAL_BYTES;
+
+/// The skill directory `dir` as the ZIP archive a registry keeps (without an install
+/// record or what an install built).
+pub(crate) fn zip_for_publishing(dir: &Path) -> Result<Vec<u8>> {
+    archive::zip_dir_except(dir, &[MARKER, ".evo"])
+}
+
 /// What install, uninstall and update return.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Outcome {
@@ -91,6 +100,8 @@ pub struct InstallOptions<'a> {
     /// What the package must be (a package from the shared catalogue): its name and
     /// digest. One that is not is refused before it replaces anything.
     pub expect: Option<Expected<'a>>,
+    /// The registry the package was pulled from, kept in its install record.
+    pub source: Option<crate::skill::package::RegistrySource>,
 }
 
 /// The name and digest a package was stored under.
@@ -109,6 +120,7 @@ impl std::fmt::Debug for InstallOptions<'_> {
             .field("progress", &self.progress.is_some())
             .field("native", &self.native)
             .field("expect", &self.expect)
+            .field("source", &self.source)
             .finish()
     }
 }
@@ -208,6 +220,15 @@ impl SkillManager {
         .await
     }
 
+    /// Installs the skill in `zip` under the name its manifest gives, whatever its
+    /// directory in the archive is called (a skill directory published to a registry).
+    pub async fn install_archive(&self, zip: &[u8], options: InstallOptions<'_>) -> Result<Outcome> {
+        self.install_staged(options, true, |staging, progress| {
+            archive::extract(zip, staging, progress)
+        })
+        .await
+    }
+
     /// Installs the skill in directory `dir` as if it were zipped: the same checks, the
     /// same atomic install. Symbolic links in it are refused. It is installed under the
     /// name its manifest gives, whatever the directory is called (as `evo skill run`
@@ -300,6 +321,7 @@ impl SkillManager {
         }
         record.installed_at = crate::unix_millis();
         record.updated_at = record.installed_at;
+        record.source = options.source.clone();
         record.write(&skill_dir)?;
         if target.exists() {
             // Move the old version aside first, so a failed rename can put it back.

@@ -163,6 +163,20 @@ impl SharedCatalogue {
         })
     }
 
+    /// The registry skill `name` was installed from on the node that installed it.
+    pub fn source(&self, name: &str) -> Result<Option<crate::skill::package::RegistrySource>> {
+        let key = name.to_owned();
+        let record: Option<String> = self.pg.run(move |client| async move {
+            let row = client
+                .query_opt("SELECT record FROM installs WHERE name = $1", &[&key])
+                .await?;
+            Ok(row.map(|r| r.get(0)))
+        })?;
+        Ok(record
+            .and_then(|text| serde_json::from_str::<InstallRecord>(&text).ok())
+            .and_then(|record| record.source))
+    }
+
     /// The package stored under `digest`.
     pub fn package(&self, digest: &str) -> Result<Vec<u8>> {
         let key = digest.to_owned();

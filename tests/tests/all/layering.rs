@@ -7,7 +7,7 @@
 //! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`) |
 //! | 1 | `paths`, `capabilities`, `db`, `storage` (the connection to PostgreSQL), `http`, `retrieval` (embedders, vectors, ranking) |
 //! | 2 | `skill` (the kernel) |
-//! | 3 | `llm`, `memory`, `engine` |
+//! | 3 | `llm`, `memory`, `engine`, `oci` (registries: the install record's types are the kernel's) |
 //! | 4 | `tools` (`bash` and `git` run in the engine's native sandbox), `authoring` (skill projects, scripts as components) |
 //! | 5 | `packages` (the manager uses the engine's loader), `remote` |
 //! | 6 | `agent` |
@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 23] = [
+const LAYERS: [(&str, u8); 24] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
@@ -36,6 +36,7 @@ const LAYERS: [(&str, u8); 23] = [
     ("llm", 3),
     ("memory", 3),
     ("engine", 3),
+    ("oci", 3),
     ("tools", 4),
     ("packages", 5),
     ("remote", 5),

@@ -218,7 +218,7 @@ impl Kernel {
 
     /// Records a call in the history, with every secret value redacted from its
     /// arguments and error.
-    fn record(&self, mut record: Record) {
+    pub(crate) fn record(&self, mut record: Record) {
         let secrets = self.secrets();
         if !secrets.is_empty() {
             record.arguments = secrets.redact(&record.arguments).0.into_owned();

@@ -66,6 +66,32 @@ pub struct InstallRecord {
     /// Why it runs as it does, in words for `evo skill info`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub runs_as_reason: String,
+    /// The registry it was installed from: reference, manifest digest, signer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<RegistrySource>,
+}
+
+/// Where an installed skill came from, when it came from an OCI registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrySource {
+    /// The reference installed from, as given (tag included).
+    pub reference: String,
+    /// The manifest digest installed.
+    pub digest: String,
+    /// The trusted key that signed it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<Signer>,
+}
+
+/// Who signed an artifact installed from a registry: one of the keys `[trust] keys`
+/// lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signer {
+    /// The key's name (its file's name without the extension).
+    pub key: String,
+    /// `sha256:` of the key's DER.
+    pub fingerprint: String,
 }
 
 /// Where the component built from a native skill's script at install is kept, inside

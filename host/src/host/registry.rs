@@ -1,0 +1,518 @@
+//! Skills from OCI registries: publish, install (by tag, by digest, or exactly as the
+//! lock file pins), and update by following a tag.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::Host;
+use crate::error::{Error, Result};
+use crate::oci::lock::{LOCK_FILE, Lock, Locked};
+use crate::oci::{Kind, Reference, Registries, Registry, RegistrySource, Signer, SigningKey};
+use crate::packages::{InstallOptions, InstallRecord, Outcome, SkillManager};
+use crate::skill::calls::{Record, Status};
+
+/// How to install from a registry.
+#[derive(Default)]
+pub struct RegistryInstall {
+    /// Replace an installed skill of the same name.
+    pub overwrite: bool,
+    /// Install the digest the lock file pins for the reference's repository, whatever
+    /// its tag names now.
+    pub locked: bool,
+    /// Told how the download goes (bytes so far, bytes in all).
+    pub progress: Option<DownloadProgress>,
+}
+
+/// Called as a download goes: bytes so far, bytes in all.
+pub type DownloadProgress = Box<dyn FnMut(u64, u64) + Send>;
+
+impl std::fmt::Debug for RegistryInstall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryInstall")
+            .field("overwrite", &self.overwrite)
+            .field("locked", &self.locked)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an install from a registry did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RegistryInstalled {
+    /// The install itself.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Where it came from, as the install record keeps it.
+    pub source: RegistrySource,
+    /// With `--locked`, the digest the tag names now when it is not the one installed:
+    /// reported, not followed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag_moved_to: Option<String>,
+}
+
+/// What publishing did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Published {
+    /// The skill (or the component's package name).
+    pub name: String,
+    /// `component` or `skill`.
+    pub kind: Kind,
+    /// The reference pushed to.
+    pub reference: String,
+    /// The manifest's digest: `REGISTRY/REPOSITORY@DIGEST` names exactly this.
+    pub digest: String,
+    /// Whether a signature was pushed beside it.
+    pub signed: bool,
+}
+
+/// What following a tag did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Updated {
+    /// The skill.
+    pub name: String,
+    /// The reference followed.
+    pub reference: String,
+    /// The digest installed before.
+    pub from: String,
+    /// The digest installed now (the same when the tag had not moved).
+    pub to: String,
+    /// Who signed what is installed now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<Signer>,
+}
+
+/// Runs `work` (blocking network I/O) off the async threads.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::Engine(format!("a registry transfer stopped: {e}")))?
+}
+
+impl Host {
+    /// The lock file: beside `evo.toml` when one was read, else in the data directory.
+    pub fn lock_path(&self) -> PathBuf {
+        self.config()
+            .file
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(&self.inner.data_dir)
+            .join(LOCK_FILE)
+    }
+
+    /// Forgets an uninstalled skill in the lock file (`--locked` would bring it back);
+    /// a lock file that cannot be read or written is left as it is, with a warning.
+    pub(super) fn unlock(&self, name: &str) {
+        let path = self.lock_path();
+        let result = Lock::read(&path).and_then(|mut lock| {
+            if lock.remove(name) {
+                lock.write(&path)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            tracing::warn!("{name} was uninstalled but stays in the lock file: {e}");
+        }
+    }
+
+    fn registry_session(&self) -> Result<Registry> {
+        let config = self.config();
+        Registry::new(
+            Registries::new(config.registries.clone(), self.secrets()),
+            &config.trust,
+        )
+    }
+
+    /// Largest component accepted from a registry (`[engine] max_component_mb`).
+    fn component_cap(&self) -> u64 {
+        self.config().engine.max_component_mb.saturating_mul(1 << 20)
+    }
+
+    /// Publishes the skill at `path` (a `.wasm` component, a skill directory, or a
+    /// skill ZIP) to `reference` (`REGISTRY/REPOSITORY:TAG`), signed with the private
+    /// key at `key` if given. It is first installed into a scratch data directory with
+    /// every check an install makes, so what is published installs.
+    pub async fn publish(&self, path: &Path, reference: &str, key: Option<&Path>) -> Result<Published> {
+        let r = Reference::parse(reference)?;
+        if r.digest.is_some() {
+            return Err(Error::Registry {
+                code: "INVALID_REFERENCE",
+                message: format!("{reference}: publish to a tag (REGISTRY/REPOSITORY:TAG); the digest is what publishing makes"),
+                transient: false,
+            });
+        }
+        let key = key.map(SigningKey::read).transpose()?;
+        let (kind, bytes) = artifact_of(path)?;
+        let scratch = tempfile::tempdir().map_err(Error::io_at(&std::env::temp_dir()))?;
+        let checker = SkillManager::new(scratch.path()).with_loader(self.inner.loader.clone());
+        let outcome = match kind {
+            Kind::Component => {
+                let file_name = format!("{}.wasm", r.basename());
+                checker.install_component(&bytes, &file_name, InstallOptions::default()).await?
+            }
+            Kind::Skill => checker.install_archive(&bytes, InstallOptions::default()).await?,
+        };
+        let record = outcome.skill.unwrap_or_default();
+        let about = json!({
+            "name": record.name,
+            "version": record.version,
+            "description": record.description,
+            "kind": record.kind,
+            "capabilities": record.capabilities,
+        });
+        let session = self.registry_session()?;
+        let target = r.clone();
+        let signed = key.is_some();
+        let digest =
+            blocking(move || session.publish(&target, kind, &bytes, &about, key.as_ref())).await?;
+        tracing::info!(target: "evo::security", reference = %r, %digest, signed, "published {}", outcome.name);
+        Ok(Published {
+            name: outcome.name,
+            kind,
+            reference: r.to_string(),
+            digest,
+            signed,
+        })
+    }
+
+    /// Installs the skill `reference` names (`oci://REGISTRY/REPOSITORY[:TAG|@DIGEST]`)
+    /// and pins it in the lock file. A tag the lock file pins at another digest is not
+    /// followed (`TAG_MOVED`); `evo skill update` follows it. With `locked`, the pinned
+    /// digest is installed and a moved tag is reported.
+    pub async fn install_from_registry(
+        &self,
+        reference: &str,
+        options: RegistryInstall,
+    ) -> Result<RegistryInstalled> {
+        let r = Reference::parse(reference)?;
+        let lock_path = self.lock_path();
+        let lock = Lock::read(&lock_path)?;
+        let pinned = lock.from_repository(&r.name()).cloned();
+        let session = self.registry_session()?;
+        let now = match r.digest {
+            Some(_) => None,
+            None => {
+                let (session, asked) = (session.clone(), r.clone());
+                Some(blocking(move || session.resolve(&asked)).await?)
+            }
+        };
+        let (digest, moved) = match (&pinned, options.locked) {
+            (None, true) => {
+                return Err(Error::Registry {
+                    code: "NOT_LOCKED",
+                    message: format!(
+                        "{} is not in the lock file {}: --locked installs only what it pins",
+                        r.name(),
+                        lock_path.display()
+                    ),
+                    transient: false,
+                });
+            }
+            (Some(entry), true) => {
+                if let Some(asked) = r.digest.as_deref().filter(|d| *d != entry.digest) {
+                    return Err(moved_error(&r, &entry.digest, asked, &lock_path));
+                }
+                let moved = now.filter(|d| *d != entry.digest);
+                (entry.digest.clone(), moved)
+            }
+            (entry, false) => {
+                let digest = r.digest.clone().or(now).unwrap_or_default();
+                if let Some(entry) = entry
+                    && entry.reference == r.to_string()
+                    && entry.digest != digest
+                {
+                    return Err(moved_error(&r, &entry.digest, &digest, &lock_path));
+                }
+                (digest, None)
+            }
+        };
+        let installed = self
+            .pull_and_install(session, &r, &digest, options.overwrite, options.progress)
+            .await?;
+        let mut lock = Lock::read(&lock_path)?;
+        lock.put(Locked {
+            name: installed.name.clone(),
+            reference: installed_reference(&r, pinned.as_ref(), options.locked),
+            digest: digest.clone(),
+            signer: installed.source.signer.as_ref().map(|s| s.key.clone()),
+        });
+        lock.write(&lock_path)?;
+        let mut outcome = installed.outcome;
+        if let Some(now) = &moved {
+            let warning = format!(
+                "{} now names {now}; installed {digest}, as the lock file pins (`evo skill update {}` follows the tag)",
+                r,
+                outcome.name
+            );
+            tracing::warn!("{warning}");
+            outcome.warnings.push(warning);
+        }
+        Ok(RegistryInstalled {
+            outcome,
+            source: installed.source,
+            tag_moved_to: moved,
+        })
+    }
+
+    /// Installs every skill the lock file pins, at its pinned digest; those installed
+    /// at that digest already are left as they are.
+    pub async fn install_locked(&self) -> Result<Vec<RegistryInstalled>> {
+        let lock = Lock::read(&self.lock_path())?;
+        let root = crate::paths::skills_dir(&self.inner.data_dir);
+        let mut done = Vec::new();
+        for entry in lock.skills() {
+            let current = InstallRecord::read(&root.join(&entry.name));
+            if current
+                .as_ref()
+                .and_then(|r| r.source.as_ref())
+                .is_some_and(|s| s.digest == entry.digest)
+            {
+                continue;
+            }
+            let options = RegistryInstall {
+                overwrite: true,
+                locked: true,
+                ..RegistryInstall::default()
+            };
+            done.push(self.install_from_registry(&entry.reference, options).await?);
+        }
+        Ok(done)
+    }
+
+    /// Follows the tag skill `name` was installed from: when it names another digest
+    /// now, that is pulled (signature checked), installed over the old one, and pinned.
+    pub async fn update_from_registry(&self, name: &str) -> Result<Updated> {
+        let dir = crate::paths::skills_dir(&self.inner.data_dir).join(name);
+        let source = InstallRecord::read(&dir)
+            .and_then(|record| record.source)
+            .ok_or_else(|| Error::Registry {
+                code: "NOT_FROM_REGISTRY",
+                message: format!("{name} was not installed from a registry: there is no tag to follow"),
+                transient: false,
+            })?;
+        let r = Reference::parse(&source.reference)?;
+        if r.tag.is_none() && r.digest.is_some() {
+            return Ok(Updated {
+                name: name.to_owned(),
+                reference: source.reference.clone(),
+                from: source.digest.clone(),
+                to: source.digest,
+                signer: source.signer,
+            });
+        }
+        let session = self.registry_session()?;
+        let (resolver, asked) = (session.clone(), r.clone());
+        let now = blocking(move || resolver.resolve(&asked)).await?;
+        if now == source.digest {
+            return Ok(Updated {
+                name: name.to_owned(),
+                reference: source.reference.clone(),
+                from: source.digest.clone(),
+                to: now,
+                signer: source.signer,
+            });
+        }
+        let installed = self.pull_and_install(session, &r, &now, true, None).await?;
+        let lock_path = self.lock_path();
+        let mut lock = Lock::read(&lock_path)?;
+        lock.put(Locked {
+            name: installed.name.clone(),
+            reference: r.to_string(),
+            digest: now.clone(),
+            signer: installed.source.signer.as_ref().map(|s| s.key.clone()),
+        });
+        lock.write(&lock_path)?;
+        tracing::info!(target: "evo::security", skill = %name, reference = %r, from = %source.digest, to = %now, "followed the tag");
+        Ok(Updated {
+            name: installed.name,
+            reference: r.to_string(),
+            from: source.digest,
+            to: now,
+            signer: installed.source.signer,
+        })
+    }
+
+    /// Pulls `digest` from `r`'s repository and installs it, writing what happened (or
+    /// why it was refused) to the security log.
+    async fn pull_and_install(
+        &self,
+        session: Registry,
+        r: &Reference,
+        digest: &str,
+        overwrite: bool,
+        progress: Option<DownloadProgress>,
+    ) -> Result<Installing> {
+        let result = self.pull_and_install_unlogged(session, r, digest, overwrite, progress).await;
+        let arguments = json!({ "reference": r.to_string(), "digest": digest });
+        match &result {
+            Ok(done) => {
+                let signer = done.source.signer.as_ref().map_or("unsigned", |s| s.key.as_str());
+                tracing::info!(target: "evo::security", skill = %done.name, reference = %r, %digest, signer, "installed from a registry");
+                self.log_install(arguments, Status::Success, None);
+            }
+            Err(e) if matches!(e.code(), "SIGNATURE_REQUIRED" | "SIGNATURE_UNTRUSTED" | "DIGEST_MISMATCH" | "ARTIFACT_INVALID" | "ARTIFACT_TOO_LARGE") => {
+                tracing::warn!(target: "evo::security", reference = %r, %digest, "blocked: [{}] {e}", e.code());
+                self.log_install(arguments, Status::Blocked, Some(format!("[{}] {e}", e.code())));
+            }
+            Err(e) => {
+                self.log_install(arguments, Status::Error, Some(format!("[{}] {e}", e.code())));
+            }
+        }
+        result
+    }
+
+    async fn pull_and_install_unlogged(
+        &self,
+        session: Registry,
+        r: &Reference,
+        digest: &str,
+        overwrite: bool,
+        progress: Option<DownloadProgress>,
+    ) -> Result<Installing> {
+        let options = InstallOptions {
+            overwrite,
+            ..InstallOptions::default()
+        };
+        let (outcome, source) = self
+            .pull_into(&self.manager()?, session, r, digest, options, progress)
+            .await?;
+        let outcome = self.installed(outcome).await?;
+        Ok(Installing {
+            name: outcome.name.clone(),
+            outcome,
+            source,
+        })
+    }
+
+    /// Pulls `digest` from `r`'s repository and installs it with `manager` (not yet
+    /// registered with this host); returns the outcome and the source recorded.
+    async fn pull_into(
+        &self,
+        manager: &SkillManager,
+        session: Registry,
+        r: &Reference,
+        digest: &str,
+        options: InstallOptions<'_>,
+        progress: Option<DownloadProgress>,
+    ) -> Result<(Outcome, RegistrySource)> {
+        let pinned = r.at(digest);
+        let caps = crate::oci::Caps {
+            component: self.component_cap(),
+            archive: crate::packages::MAX_ARCHIVE_BYTES,
+        };
+        let mut progress = progress;
+        let pulled = blocking(move || {
+            let progress = progress.as_mut().map(|p| p.as_mut() as crate::oci::client::Progress<'_>);
+            session.pull(&pinned, caps, progress)
+        })
+        .await?;
+        let source = RegistrySource {
+            reference: r.to_string(),
+            digest: pulled.digest.clone(),
+            signer: pulled.signer.clone(),
+        };
+        let options = InstallOptions {
+            source: Some(source.clone()),
+            ..options
+        };
+        let mut outcome = match pulled.kind {
+            Kind::Component => {
+                let file_name = format!("{}.wasm", r.basename());
+                manager.install_component(&pulled.bytes, &file_name, options).await?
+            }
+            Kind::Skill => manager.install_archive(&pulled.bytes, options).await?,
+        };
+        outcome.warnings.extend(pulled.warnings);
+        Ok((outcome, source))
+    }
+
+    /// Installs a skill another node installed from a registry by pulling the same
+    /// manifest digest, refused unless it is the skill and package digest the shared
+    /// catalogue holds.
+    #[cfg(feature = "postgres")]
+    pub(super) async fn materialise_pulled(
+        &self,
+        manager: &SkillManager,
+        source: &RegistrySource,
+        expect: crate::packages::Expected<'_>,
+    ) -> Result<()> {
+        let r = Reference::parse(&source.reference)?;
+        let options = InstallOptions {
+            overwrite: true,
+            expect: Some(expect),
+            ..InstallOptions::default()
+        };
+        let session = self.registry_session()?;
+        self.pull_into(manager, session, &r, &source.digest, options, None)
+            .await?;
+        tracing::info!(target: "evo::security", skill = %expect.name, reference = %r, digest = %source.digest, "pulled by digest for the shared catalogue");
+        Ok(())
+    }
+
+    /// A `skill_install` row in the call history (a refusal is the security log's).
+    fn log_install(&self, arguments: serde_json::Value, status: Status, error: Option<String>) {
+        self.inner.kernel.record(Record {
+            id: 0,
+            at_ms: crate::unix_millis() as i64,
+            caller: "registry".into(),
+            task_id: String::new(),
+            tool: "skill_install".into(),
+            arguments: crate::skill::history::redact(&arguments),
+            status,
+            duration_ms: 0.0,
+            error,
+        });
+    }
+}
+
+/// An install from a registry, before the lock file is written.
+struct Installing {
+    name: String,
+    outcome: Outcome,
+    source: RegistrySource,
+}
+
+/// The reference the lock file keeps: the one given, or the pinned one's with `--locked`.
+fn installed_reference(r: &Reference, pinned: Option<&Locked>, locked: bool) -> String {
+    match pinned {
+        Some(entry) if locked => entry.reference.clone(),
+        _ => r.to_string(),
+    }
+}
+
+fn moved_error(r: &Reference, pinned: &str, now: &str, lock: &Path) -> Error {
+    Error::Registry {
+        code: "TAG_MOVED",
+        message: format!(
+            "{r} names {now} now, but the lock file {} pins {pinned}: a moved tag is not followed without being asked",
+            lock.display()
+        ),
+        transient: false,
+    }
+}
+
+/// What to publish from `path`: a `.wasm` file, or a directory with only a built
+/// `skill.wasm` to describe it (an SDK project), is a component; any other directory
+/// (zipped) or a `.zip` is a skill directory.
+fn artifact_of(path: &Path) -> Result<(Kind, Vec<u8>)> {
+    use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
+    if path.is_dir() {
+        let wasm = path.join(SKILL_WASM);
+        if wasm.is_file() && !path.join(SKILL_MD).is_file() && !path.join(SKILL_JSON).is_file() {
+            let bytes = std::fs::read(&wasm).map_err(Error::io_at(&wasm))?;
+            return Ok((Kind::Component, bytes));
+        }
+        return Ok((Kind::Skill, crate::packages::zip_for_publishing(path)?));
+    }
+    let bytes = std::fs::read(path).map_err(Error::io_at(path))?;
+    if bytes.starts_with(b"\0asm") {
+        Ok((Kind::Component, bytes))
+    } else if bytes.starts_with(b"PK") {
+        Ok((Kind::Skill, bytes))
+    } else {
+        Err(Error::InvalidSkillStructure(format!(
+            "{}: not a .wasm component, a skill directory or a skill ZIP",
+            path.display()
+        )))
+    }
+}

@@ -1,0 +1,541 @@
+//! A client of the OCI distribution API (the registry HTTP API Docker, GHCR, ECR,
+//! Harbor and the CNCF distribution registry serve): manifests and blobs, pulled and
+//! pushed, with anonymous access, basic auth and the registry token flow.
+//!
+//! Every byte pulled is checked: a manifest against the digest asked for (and the one
+//! the registry claims), a blob against its descriptor's digest and size while it
+//! streams in, with caps checked before a download starts.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use ureq::http;
+
+use super::artifact::{self, Descriptor, Manifest};
+use super::reference::Reference;
+use super::settings::Registries;
+use crate::error::{Error, Result};
+
+/// Largest manifest read: real ones are a few kilobytes.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+/// How long to wait for a connection, and then for each answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes read at a time from a blob.
+const CHUNK: usize = 256 << 10;
+/// Most characters of a registry's error body quoted.
+const QUOTED: usize = 300;
+
+/// Called as a blob downloads: bytes so far, bytes in all.
+pub type Progress<'a> = &'a mut (dyn FnMut(u64, u64) + Send);
+
+/// A registry client for one operation (it keeps the tokens it was given).
+#[derive(Debug)]
+pub struct Client {
+    agent: ureq::Agent,
+    registries: Registries,
+    /// `Authorization` values by registry and scope.
+    auth: Mutex<HashMap<(String, String), String>>,
+}
+
+fn fail(code: &'static str, message: String, transient: bool) -> Error {
+    Error::Registry {
+        code,
+        message,
+        transient,
+    }
+}
+
+/// What a request is for: its scope in the token flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Pull,
+    Push,
+}
+
+impl Client {
+    /// A client for the registries `registries` configures.
+    pub fn new(registries: Registries) -> Self {
+        let agent = ureq::Agent::config_builder()
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .timeout_recv_response(Some(ANSWER_TIMEOUT))
+            .timeout_recv_body(Some(ANSWER_TIMEOUT))
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        Self {
+            agent,
+            registries,
+            auth: Mutex::default(),
+        }
+    }
+
+    fn base(&self, r: &Reference) -> String {
+        let scheme = if self.registries.is_insecure(&r.registry) {
+            "http"
+        } else {
+            "https"
+        };
+        format!("{scheme}://{}", r.api_host())
+    }
+
+    /// Sends a request to `r`'s registry, authenticating when it asks (basic or a
+    /// bearer token for the repository's scope), once.
+    fn send(
+        &self,
+        r: &Reference,
+        access: Access,
+        method: http::Method,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<http::Response<ureq::Body>> {
+        let scope = format!(
+            "repository:{}:{}",
+            r.repository,
+            if access == Access::Push { "pull,push" } else { "pull" }
+        );
+        let key = (r.registry.clone(), scope.clone());
+        let mut tried = false;
+        loop {
+            let known = self
+                .auth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&key)
+                .cloned();
+            let mut request = http::Request::builder().method(method.clone()).uri(url);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            if let Some(auth) = &known {
+                request = request.header("Authorization", auth);
+            }
+            let request = request
+                .body(body.to_vec())
+                .map_err(|e| fail("INVALID_REFERENCE", format!("{url}: {e}"), false))?;
+            let response = self.agent.run(request).map_err(|e| self.unreachable(r, &e))?;
+            let status = response.status().as_u16();
+            if status != 401 || tried {
+                if status == 401 || status == 403 {
+                    return Err(self.refused(r, status, known.is_some()));
+                }
+                return Ok(response);
+            }
+            tried = true;
+            let challenge = response
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            let auth = self.authenticate(r, &challenge, &scope)?;
+            self.auth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(key.clone(), auth);
+        }
+    }
+
+    fn unreachable(&self, r: &Reference, e: &ureq::Error) -> Error {
+        let how = if self.registries.is_insecure(&r.registry) {
+            "over plain HTTP, as [registries] insecure lists it"
+        } else {
+            "over HTTPS (a registry served over plain HTTP must be listed in [registries] insecure)"
+        };
+        fail(
+            "REGISTRY_UNREACHABLE",
+            format!("the registry {} could not be reached {how}: {e}", r.registry),
+            true,
+        )
+    }
+
+    fn refused(&self, r: &Reference, status: u16, with_credentials: bool) -> Error {
+        let given = if with_credentials {
+            "refused the credentials given"
+        } else {
+            "asks for credentials and none are set for it"
+        };
+        fail(
+            "REGISTRY_AUTH",
+            format!(
+                "the registry {} {given} (HTTP {status}) for {}",
+                r.registry, r.repository
+            ),
+            false,
+        )
+    }
+
+    /// The `Authorization` value answering `challenge` (a `WWW-Authenticate` header).
+    fn authenticate(&self, r: &Reference, challenge: &str, scope: &str) -> Result<String> {
+        let credential = self.registries.credential(&r.registry)?;
+        let basic = credential.as_ref().map(|(user, password)| {
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        });
+        let (scheme, params) = challenge.split_once(' ').unwrap_or((challenge, ""));
+        if scheme.eq_ignore_ascii_case("basic") {
+            return basic.ok_or_else(|| self.refused(r, 401, false));
+        }
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(fail(
+                "REGISTRY_ERROR",
+                format!(
+                    "the registry {} asks for {challenge:?}, an authentication Evo does not speak (basic and bearer tokens)",
+                    r.registry
+                ),
+                false,
+            ));
+        }
+        let params = challenge_params(params);
+        let Some(realm) = params.get("realm") else {
+            return Err(fail(
+                "REGISTRY_ERROR",
+                format!("the registry {} asks for a token but names no realm to get it from", r.registry),
+                false,
+            ));
+        };
+        let mut url = format!("{realm}?scope={}", percent(scope));
+        if let Some(service) = params.get("service") {
+            url.push_str(&format!("&service={}", percent(service)));
+        }
+        let mut request = self.agent.get(&url);
+        if let Some(basic) = &basic {
+            request = request.header("Authorization", basic);
+        }
+        let mut response = request.call().map_err(|e| self.unreachable(r, &e))?;
+        match response.status().as_u16() {
+            200 => {}
+            401 | 403 => return Err(self.refused(r, response.status().as_u16(), basic.is_some())),
+            status => {
+                return Err(fail(
+                    "REGISTRY_ERROR",
+                    format!("the token service {realm} answered HTTP {status}"),
+                    status >= 500,
+                ));
+            }
+        }
+        let body: serde_json::Value = response
+            .body_mut()
+            .with_config()
+            .limit(1 << 20)
+            .read_json()
+            .map_err(|e| fail("REGISTRY_ERROR", format!("the token service {realm} answered unreadably: {e}"), false))?;
+        let token = body
+            .get("token")
+            .or_else(|| body.get("access_token"))
+            .and_then(|t| t.as_str())
+            .ok_or_else(|| fail("REGISTRY_ERROR", format!("the token service {realm} gave no token"), false))?;
+        Ok(format!("Bearer {token}"))
+    }
+
+    /// An unexpected answer, with the registry's own words.
+    fn unexpected(&self, what: &str, mut response: http::Response<ureq::Body>) -> Error {
+        let status = response.status().as_u16();
+        let text: String = response
+            .body_mut()
+            .with_config()
+            .limit(64 << 10)
+            .read_to_string()
+            .unwrap_or_default()
+            .chars()
+            .take(QUOTED)
+            .collect();
+        fail(
+            "REGISTRY_ERROR",
+            format!("{what}: the registry answered HTTP {status}: {}", text.trim()),
+            status >= 500 || status == 429,
+        )
+    }
+
+    /// The manifest `r` names (its digest and bytes checked), following an index to
+    /// the one manifest for Wasm in it.
+    pub fn manifest(&self, r: &Reference) -> Result<(String, Manifest)> {
+        let (digest, manifest) = self.fetch_manifest(r, r.target())?;
+        if !manifest.manifests.is_empty() {
+            let chosen = choose(&manifest.manifests).ok_or_else(|| {
+                fail(
+                    "ARTIFACT_INVALID",
+                    format!(
+                        "{r} is an index of {} manifests, none of them for Wasm; name one by its digest",
+                        manifest.manifests.len()
+                    ),
+                    false,
+                )
+            })?;
+            let pinned = r.at(&chosen.digest);
+            let (digest, manifest) = self.fetch_manifest(&pinned, &chosen.digest)?;
+            if !manifest.manifests.is_empty() {
+                return Err(fail("ARTIFACT_INVALID", format!("{r}: an index inside an index"), false));
+            }
+            return Ok((digest, manifest));
+        }
+        Ok((digest, manifest))
+    }
+
+    /// The manifest at `target` (a tag or digest) in `r`'s repository, and its digest.
+    fn fetch_manifest(&self, r: &Reference, target: &str) -> Result<(String, Manifest)> {
+        let url = format!("{}/v2/{}/manifests/{target}", self.base(r), r.repository);
+        let accept = [artifact::MANIFEST, artifact::DOCKER_MANIFEST, artifact::INDEX].join(", ");
+        let response = self.send(r, Access::Pull, http::Method::GET, &url, &[("Accept", &accept)], &[])?;
+        match response.status().as_u16() {
+            200 => {}
+            404 => {
+                return Err(fail(
+                    "ARTIFACT_NOT_FOUND",
+                    format!("{r}: the registry has no {target} in {}", r.repository),
+                    false,
+                ));
+            }
+            _ => return Err(self.unexpected(&r.to_string(), response)),
+        }
+        let claimed = header(&response, "docker-content-digest");
+        let content_type = header(&response, "content-type");
+        let mut bytes = Vec::new();
+        response
+            .into_body()
+            .into_reader()
+            .take(MAX_MANIFEST_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail("REGISTRY_UNREACHABLE", format!("{r}: reading the manifest failed: {e}"), true))?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(fail(
+                "ARTIFACT_TOO_LARGE",
+                format!("{r}: its manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
+                false,
+            ));
+        }
+        let digest = artifact::digest_of(&bytes);
+        if let Some(expected) = r.digest.as_deref().filter(|_| target.starts_with("sha256:")) {
+            if digest != expected {
+                return Err(mismatch(&format!("{r}: the manifest"), expected, &digest));
+            }
+        }
+        if let Some(claimed) = claimed.filter(|c| c.starts_with("sha256:"))
+            && claimed != digest
+        {
+            return Err(mismatch(&format!("{r}: the manifest the registry calls"), &claimed, &digest));
+        }
+        let mut manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
+            fail("ARTIFACT_INVALID", format!("{r}: its manifest is not an OCI manifest: {e}"), false)
+        })?;
+        if manifest.media_type.is_none() {
+            manifest.media_type = content_type.map(|t| t.split(';').next().unwrap_or("").trim().to_owned());
+        }
+        Ok((digest, manifest))
+    }
+
+    /// The blob `descriptor` names in `r`'s repository, refused before the download when
+    /// larger than `cap`, and checked against its digest and size as it streams in.
+    pub fn blob(
+        &self,
+        r: &Reference,
+        descriptor: &Descriptor,
+        cap: u64,
+        progress: Option<Progress<'_>>,
+    ) -> Result<Vec<u8>> {
+        if descriptor.size > cap {
+            return Err(fail(
+                "ARTIFACT_TOO_LARGE",
+                format!(
+                    "{r}: its {} blob is {} bytes; at most {cap} are accepted",
+                    descriptor.media_type, descriptor.size
+                ),
+                false,
+            ));
+        }
+        if !super::reference::is_digest(&descriptor.digest) {
+            return Err(fail(
+                "ARTIFACT_INVALID",
+                format!("{r}: a blob's digest {:?} is not sha256: and 64 hex digits", descriptor.digest),
+                false,
+            ));
+        }
+        let url = format!("{}/v2/{}/blobs/{}", self.base(r), r.repository, descriptor.digest);
+        let response = self.send(r, Access::Pull, http::Method::GET, &url, &[], &[])?;
+        match response.status().as_u16() {
+            200 => {}
+            404 => {
+                return Err(fail(
+                    "ARTIFACT_INVALID",
+                    format!("{r}: the registry lacks the blob {} its manifest names", descriptor.digest),
+                    false,
+                ));
+            }
+            _ => return Err(self.unexpected(&r.to_string(), response)),
+        }
+        let mut reader = response.into_body().into_reader();
+        let mut hasher = Sha256::new();
+        let mut bytes = Vec::with_capacity(usize::try_from(descriptor.size).unwrap_or(0));
+        let mut chunk = vec![0_u8; CHUNK];
+        let mut quiet = |_: u64, _: u64| {};
+        let progress = progress.unwrap_or(&mut quiet);
+        loop {
+            let n = reader.read(&mut chunk).map_err(|e| {
+                fail("REGISTRY_UNREACHABLE", format!("{r}: the download of {} broke off: {e}", descriptor.digest), true)
+            })?;
+            if n == 0 {
+                break;
+            }
+            if (bytes.len() + n) as u64 > descriptor.size {
+                return Err(fail(
+                    "DIGEST_MISMATCH",
+                    format!(
+                        "{r}: the blob {} is longer than the {} bytes its manifest says; nothing was installed",
+                        descriptor.digest, descriptor.size
+                    ),
+                    false,
+                ));
+            }
+            hasher.update(&chunk[..n]);
+            bytes.extend_from_slice(&chunk[..n]);
+            progress(bytes.len() as u64, descriptor.size);
+        }
+        let digest = format!("sha256:{}", hex::encode(hasher.finalize()));
+        if digest != descriptor.digest || bytes.len() as u64 != descriptor.size {
+            return Err(mismatch(&format!("{r}: the blob"), &descriptor.digest, &digest));
+        }
+        Ok(bytes)
+    }
+
+    /// Pushes `bytes` as the blob `descriptor` names, unless the repository has it.
+    pub fn push_blob(&self, r: &Reference, descriptor: &Descriptor, bytes: &[u8]) -> Result<()> {
+        let base = self.base(r);
+        let url = format!("{base}/v2/{}/blobs/{}", r.repository, descriptor.digest);
+        let response = self.send(r, Access::Push, http::Method::HEAD, &url, &[], &[])?;
+        if response.status().as_u16() == 200 {
+            return Ok(());
+        }
+        let url = format!("{base}/v2/{}/blobs/uploads/", r.repository);
+        let response = self.send(r, Access::Push, http::Method::POST, &url, &[], &[])?;
+        if response.status().as_u16() != 202 {
+            return Err(self.unexpected(&format!("{r}: starting an upload"), response));
+        }
+        let location = header(&response, "location").ok_or_else(|| {
+            fail("REGISTRY_ERROR", format!("{r}: the registry started an upload without saying where"), false)
+        })?;
+        let location = if location.starts_with('/') {
+            format!("{base}{location}")
+        } else {
+            location
+        };
+        let join = if location.contains('?') { '&' } else { '?' };
+        let url = format!("{location}{join}digest={}", percent(&descriptor.digest));
+        let response = self.send(
+            r,
+            Access::Push,
+            http::Method::PUT,
+            &url,
+            &[("Content-Type", "application/octet-stream")],
+            bytes,
+        )?;
+        if response.status().as_u16() != 201 {
+            return Err(self.unexpected(&format!("{r}: uploading {}", descriptor.digest), response));
+        }
+        Ok(())
+    }
+
+    /// Pushes `manifest` under `target` (a tag, or its digest); returns its digest.
+    pub fn push_manifest(&self, r: &Reference, target: &str, manifest: &Manifest) -> Result<String> {
+        let bytes = manifest.to_bytes();
+        let url = format!("{}/v2/{}/manifests/{target}", self.base(r), r.repository);
+        let media_type = manifest.media_type.as_deref().unwrap_or(artifact::MANIFEST);
+        let response = self.send(r, Access::Push, http::Method::PUT, &url, &[("Content-Type", media_type)], &bytes)?;
+        if response.status().as_u16() != 201 {
+            return Err(self.unexpected(&format!("{r}: storing the manifest"), response));
+        }
+        Ok(artifact::digest_of(&bytes))
+    }
+}
+
+/// The manifest of an index to take: the one for Wasm, or the only one.
+fn choose(manifests: &[Descriptor]) -> Option<&Descriptor> {
+    manifests
+        .iter()
+        .find(|m| {
+            m.platform
+                .as_ref()
+                .and_then(|p| p.get("architecture"))
+                .and_then(|a| a.as_str())
+                == Some("wasm")
+        })
+        .or(match manifests {
+            [only] => Some(only),
+            _ => None,
+        })
+}
+
+fn header(response: &http::Response<ureq::Body>, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn mismatch(what: &str, expected: &str, got: &str) -> Error {
+    fail(
+        "DIGEST_MISMATCH",
+        format!("{what} {expected}, but its bytes' digest is {got}: tampered with or damaged; nothing was installed"),
+        false,
+    )
+}
+
+/// The `key="value"` pairs of a challenge.
+fn challenge_params(text: &str) -> HashMap<String, String> {
+    let mut params = HashMap::new();
+    let mut rest = text.trim();
+    while let Some((key, after)) = rest.split_once('=') {
+        let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
+        let after = after.trim_start();
+        let (value, next) = if let Some(quoted) = after.strip_prefix('"') {
+            match quoted.find('"') {
+                Some(end) => (&quoted[..end], &quoted[end + 1..]),
+                None => (quoted, ""),
+            }
+        } else {
+            match after.find(',') {
+                Some(end) => (&after[..end], &after[end..]),
+                None => (after, ""),
+            }
+        };
+        params.insert(key, value.to_owned());
+        rest = next.trim_start_matches(',').trim();
+    }
+    params
+}
+
+/// `text` percent-encoded for a query string.
+fn percent(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_are_read_as_registries_write_them() {
+        let params = challenge_params(
+            r#"realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/alpine:pull""#,
+        );
+        assert_eq!(params["realm"], "https://auth.docker.io/token");
+        assert_eq!(params["service"], "registry.docker.io");
+        assert_eq!(params["scope"], "repository:library/alpine:pull");
+        assert_eq!(percent("repository:a/b:pull,push"), "repository%3Aa%2Fb%3Apull%2Cpush");
+    }
+}

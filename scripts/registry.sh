@@ -1,0 +1,84 @@
+# Sourced by ./scripts/test and ./scripts/bench: two throwaway OCI registries on
+# loopback for the registry tests — the CNCF distribution registry from Debian's
+# `docker-registry` package (2.8), one open to anonymous pushes and pulls, one behind
+# basic auth (htpasswd) — plus `skopeo`, a third-party OCI client the tests push with.
+# Both packages are installed here where missing; the script stops with a message if
+# that fails (the tests would fail without them, never skip). The registries are stopped
+# and their storage removed when the sourcing script exits.
+#
+# Exports EVO_TEST_REGISTRY (host:port, anonymous), EVO_TEST_REGISTRY_AUTH (host:port,
+# user `evo`, password EVO_TEST_REGISTRY_PASSWORD).
+
+registry_missing=()
+command -v docker-registry >/dev/null 2>&1 || registry_missing+=(docker-registry)
+command -v skopeo >/dev/null 2>&1 || registry_missing+=(skopeo)
+if [ "${#registry_missing[@]}" != 0 ]; then
+    echo "installing ${registry_missing[*]} (the registry tests need them)" >&2
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${registry_missing[@]}"; } >&2; then
+        echo "error: could not install ${registry_missing[*]} (the registry tests need a real registry and skopeo)" >&2
+        exit 1
+    fi
+fi
+
+registry_dir=$(mktemp -d /tmp/evo-registry.XXXXXX)
+registry_pids=()
+stop_registries() {
+    for pid in "${registry_pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    rm -rf "$registry_dir"
+}
+# Chained with any EXIT trap set before (postgres.sh's).
+registry_previous_trap=$(trap -p EXIT | sed -e "s/^trap -- '//" -e "s/' EXIT$//")
+trap "stop_registries; ${registry_previous_trap:-true}" EXIT
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_registry NAME PORT [AUTH_YAML]
+start_registry() {
+    local name=$1 port=$2 auth=${3:-}
+    mkdir -p "$registry_dir/$name"
+    cat >"$registry_dir/$name/config.yml" <<YAML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $registry_dir/$name/data
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$port
+$auth
+YAML
+    docker-registry serve "$registry_dir/$name/config.yml" >"$registry_dir/$name/log" 2>&1 &
+    registry_pids+=($!)
+    for _ in $(seq 1 100); do
+        if curl -s -o /dev/null "http://127.0.0.1:$port/v2/"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "error: the registry $name did not start on 127.0.0.1:$port:" >&2
+    cat "$registry_dir/$name/log" >&2
+    exit 1
+}
+
+EVO_TEST_REGISTRY_PASSWORD=evo-registry-pass
+python3 -W ignore -c 'import crypt, sys; print("evo:" + crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+    "$EVO_TEST_REGISTRY_PASSWORD" >"$registry_dir/htpasswd"
+
+registry_port=$(free_port)
+start_registry open "$registry_port"
+registry_auth_port=$(free_port)
+start_registry auth "$registry_auth_port" "auth:
+  htpasswd:
+    realm: evo-test
+    path: $registry_dir/htpasswd"
+
+EVO_TEST_REGISTRY="127.0.0.1:$registry_port"
+EVO_TEST_REGISTRY_AUTH="127.0.0.1:$registry_auth_port"
+export EVO_TEST_REGISTRY EVO_TEST_REGISTRY_AUTH EVO_TEST_REGISTRY_PASSWORD
