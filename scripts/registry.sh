@@ -7,7 +7,8 @@
 # and their storage removed when the sourcing script exits.
 #
 # Exports EVO_TEST_REGISTRY (host:port, anonymous), EVO_TEST_REGISTRY_AUTH (host:port,
-# user `evo`, password EVO_TEST_REGISTRY_PASSWORD).
+# user `evo`, password EVO_TEST_REGISTRY_PASSWORD) and EVO_TEST_REGISTRY_STORAGE (the open
+# one's blob store, which tests tamper with).
 
 registry_missing=()
 command -v docker-registry >/dev/null 2>&1 || registry_missing+=(docker-registry)
@@ -81,4 +82,6 @@ start_registry auth "$registry_auth_port" "auth:
 
 EVO_TEST_REGISTRY="127.0.0.1:$registry_port"
 EVO_TEST_REGISTRY_AUTH="127.0.0.1:$registry_auth_port"
-export EVO_TEST_REGISTRY EVO_TEST_REGISTRY_AUTH EVO_TEST_REGISTRY_PASSWORD
+# Where the open registry keeps its blobs: the tests tamper with them there.
+EVO_TEST_REGISTRY_STORAGE="$registry_dir/open/data"
+export EVO_TEST_REGISTRY EVO_TEST_REGISTRY_AUTH EVO_TEST_REGISTRY_PASSWORD EVO_TEST_REGISTRY_STORAGE

@@ -188,6 +188,17 @@ impl Host {
         let lock_path = self.lock_path();
         let lock = Lock::read(&lock_path)?;
         let pinned = lock.from_repository(&r.name()).cloned();
+        if options.locked && pinned.is_none() {
+            return Err(Error::Registry {
+                code: "NOT_LOCKED",
+                message: format!(
+                    "{} is not in the lock file {}: --locked installs only what it pins",
+                    r.name(),
+                    lock_path.display()
+                ),
+                transient: false,
+            });
+        }
         let session = self.registry_session()?;
         let now = match r.digest {
             Some(_) => None,
@@ -197,17 +208,6 @@ impl Host {
             }
         };
         let (digest, moved) = match (&pinned, options.locked) {
-            (None, true) => {
-                return Err(Error::Registry {
-                    code: "NOT_LOCKED",
-                    message: format!(
-                        "{} is not in the lock file {}: --locked installs only what it pins",
-                        r.name(),
-                        lock_path.display()
-                    ),
-                    transient: false,
-                });
-            }
             (Some(entry), true) => {
                 if let Some(asked) = r.digest.as_deref().filter(|d| *d != entry.digest) {
                     return Err(moved_error(&r, &entry.digest, asked, &lock_path));
@@ -215,7 +215,7 @@ impl Host {
                 let moved = now.filter(|d| *d != entry.digest);
                 (entry.digest.clone(), moved)
             }
-            (entry, false) => {
+            (entry, _) => {
                 let digest = r.digest.clone().or(now).unwrap_or_default();
                 if let Some(entry) = entry
                     && entry.reference == r.to_string()
@@ -462,6 +462,10 @@ impl Host {
             duration_ms: 0.0,
             error,
         });
+        // Installs are rare and the CLI process ends next: stored now, not at a flush.
+        if let Err(e) = self.flush_history() {
+            tracing::warn!("the install could not be written to the call history: {e}");
+        }
     }
 }
 

@@ -41,6 +41,7 @@ mod py_limits;
 mod py_plain_shapes;
 mod py_recall;
 mod py_text_stats;
+mod registry;
 mod remote;
 mod serve;
 mod serve_gate;
