@@ -342,22 +342,16 @@ impl Host {
         overwrite: bool,
         progress: Option<DownloadProgress>,
     ) -> Result<Installing> {
-        let result = self.pull_and_install_unlogged(session, r, digest, overwrite, progress).await;
-        let arguments = json!({ "reference": r.to_string(), "digest": digest });
-        match &result {
-            Ok(done) => {
-                let signer = done.source.signer.as_ref().map_or("unsigned", |s| s.key.as_str());
-                tracing::info!(target: "evo::security", skill = %done.name, reference = %r, %digest, signer, "installed from a registry");
-                self.log_install(arguments, Status::Success, None);
-            }
-            Err(e) if matches!(e.code(), "SIGNATURE_REQUIRED" | "SIGNATURE_UNTRUSTED" | "DIGEST_MISMATCH" | "ARTIFACT_INVALID" | "ARTIFACT_TOO_LARGE") => {
-                tracing::warn!(target: "evo::security", reference = %r, %digest, "blocked: [{}] {e}", e.code());
-                self.log_install(arguments, Status::Blocked, Some(format!("[{}] {e}", e.code())));
-            }
-            Err(e) => {
-                self.log_install(arguments, Status::Error, Some(format!("[{}] {e}", e.code())));
-            }
-        }
+        let result = self
+            .pull_and_install_unlogged(session, r, digest, overwrite, progress)
+            .await;
+        self.log_install(
+            r,
+            digest,
+            result
+                .as_ref()
+                .map(|done| (done.name.as_str(), done.source.signer.as_ref())),
+        );
         result
     }
 
@@ -443,21 +437,58 @@ impl Host {
             ..InstallOptions::default()
         };
         let session = self.registry_session()?;
-        self.pull_into(manager, session, &r, &source.digest, options, None)
-            .await?;
-        tracing::info!(target: "evo::security", skill = %expect.name, reference = %r, digest = %source.digest, "pulled by digest for the shared catalogue");
-        Ok(())
+        let result = self
+            .pull_into(manager, session, &r, &source.digest, options, None)
+            .await;
+        self.log_install(
+            &r,
+            &source.digest,
+            result
+                .as_ref()
+                .map(|(outcome, source)| (outcome.name.as_str(), source.signer.as_ref())),
+        );
+        result.map(drop)
     }
 
-    /// A `skill_install` row in the call history (a refusal is the security log's).
-    fn log_install(&self, arguments: serde_json::Value, status: Status, error: Option<String>) {
+    /// Writes an install from a registry (the skill and its signer), or why it failed,
+    /// to the security log: the `evo::security` target and a `skill_install` row of the
+    /// call history (`blocked` for a refusal of the artifact itself).
+    fn log_install(
+        &self,
+        r: &Reference,
+        digest: &str,
+        result: std::result::Result<(&str, Option<&Signer>), &Error>,
+    ) {
+        let (status, error) = match result {
+            Ok((name, signer)) => {
+                let signer = signer.map_or("unsigned", |s| s.key.as_str());
+                tracing::info!(target: "evo::security", skill = %name, reference = %r, %digest, signer, "installed from a registry");
+                (Status::Success, None)
+            }
+            Err(e) => {
+                let refusal = matches!(
+                    e.code(),
+                    "SIGNATURE_REQUIRED"
+                        | "SIGNATURE_UNTRUSTED"
+                        | "DIGEST_MISMATCH"
+                        | "ARTIFACT_INVALID"
+                        | "ARTIFACT_TOO_LARGE"
+                        | "INVALID_SKILL_STRUCTURE"
+                );
+                if refusal {
+                    tracing::warn!(target: "evo::security", reference = %r, %digest, "blocked: [{}] {e}", e.code());
+                }
+                let status = if refusal { Status::Blocked } else { Status::Error };
+                (status, Some(format!("[{}] {e}", e.code())))
+            }
+        };
         self.inner.kernel.record(Record {
             id: 0,
             at_ms: crate::unix_millis() as i64,
             caller: "registry".into(),
             task_id: String::new(),
             tool: "skill_install".into(),
-            arguments: crate::skill::history::redact(&arguments),
+            arguments: crate::skill::history::redact(&json!({ "reference": r.to_string(), "digest": digest })),
             status,
             duration_ms: 0.0,
             error,

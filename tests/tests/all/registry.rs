@@ -564,6 +564,7 @@ fn credentials_come_from_evo_secret_or_dockers_config() {
     );
     let mut set = command(author.path(), &["secret", "set", "REGISTRY_PASSWORD"])
         .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     std::io::Write::write_all(set.stdin.as_mut().unwrap(), password.as_bytes()).unwrap();
@@ -831,4 +832,99 @@ fn bad_references_and_keys_are_refused_with_what_to_write() {
         "NOT_LOCKED",
     );
     assert!(err.contains("is not in the lock file"), "{err}");
+}
+
+#[test]
+fn each_node_pulls_a_registry_skill_by_digest_and_checks_it_against_its_own_trust() {
+    use evo_tests::cli::HttpServer;
+    use evo_tests::shared::eventually;
+
+    let author = home("");
+    let keydir = tempfile::tempdir().unwrap();
+    let (alice, alice_pub) = keys(author.path(), keydir.path(), "alice");
+    let signed = format!("{}/nodes/text-stats:1.0", open());
+    let digest = ok_json(
+        author.path(),
+        &[
+            "skill",
+            "publish",
+            skills::TEXT_STATS,
+            &signed,
+            "--sign",
+            alice.to_str().unwrap(),
+        ],
+    )["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let unsigned = format!("{}/nodes/file-head:1.0", open());
+    ok(
+        author.path(),
+        &["skill", "publish", skills::FILE_HEAD, &unsigned],
+    );
+
+    // Two nodes on one database; the second requires signatures, the first does not.
+    let url = crate::storage::postgres_url();
+    let trust = format!("[trust]\nkeys = [\"{}\"]\n", alice_pub.display());
+    let one = home(&format!("{trust}[storage]\nurl = \"{url}\"\n"));
+    let two = home(&format!(
+        "{trust}require_signature = true\n[storage]\nurl = \"{url}\"\n"
+    ));
+    let server = HttpServer::start(two.path(), &[]);
+
+    // Installed through node one: node two pulls the same manifest digest itself.
+    ok(
+        one.path(),
+        &["skill", "install", &format!("oci://{signed}")],
+    );
+    let answer = eventually("node two calls it", || {
+        let (status, answer) = crate::serve::http(
+            "POST",
+            &format!("{}/v1/skills/text-stats/call", server.base),
+            &[],
+            Some(r#"{"text":"one two"}"#),
+        );
+        (status == 200).then_some(answer)
+    });
+    assert_eq!(answer["output"]["words"], 2, "{answer}");
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(two.path().join("skills/text-stats/.vectorized")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["source"]["digest"], digest.as_str(), "{record}");
+    assert_eq!(record["source"]["signer"]["key"], "alice", "{record}");
+
+    // An unsigned one node one accepts, node two refuses when it pulls it.
+    ok(
+        one.path(),
+        &["skill", "install", &format!("oci://{unsigned}")],
+    );
+    let refusal = eventually("node two refuses it", || {
+        let blocked = ok_json(one.path(), &["tool", "history", "--status", "blocked"]);
+        blocked
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| {
+                row["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("[SIGNATURE_REQUIRED]"))
+            })
+            .cloned()
+    });
+    assert!(
+        refusal["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("nodes/file-head"),
+        "{refusal}"
+    );
+    let (status, _) = crate::serve::http(
+        "POST",
+        &format!("{}/v1/skills/file-head/call", server.base),
+        &[],
+        Some("{}"),
+    );
+    assert_eq!(status, 404);
+    assert!(!two.path().join("skills/file-head").exists());
 }
