@@ -1,14 +1,16 @@
-# Sourced by ./scripts/test and ./scripts/bench: two throwaway OCI registries on
+# Sourced by ./scripts/test and ./scripts/bench: three throwaway OCI registries on
 # loopback for the registry tests — the CNCF distribution registry from Debian's
 # `docker-registry` package (2.8), one open to anonymous pushes and pulls, one behind
-# basic auth (htpasswd) — plus `skopeo`, a third-party OCI client the tests push with.
+# basic auth (htpasswd), one behind the token flow — plus `skopeo`, a third-party OCI client the tests push with.
 # Both packages are installed here where missing; the script stops with a message if
 # that fails (the tests would fail without them, never skip). The registries are stopped
 # and their storage removed when the sourcing script exits.
 #
 # Exports EVO_TEST_REGISTRY (host:port, anonymous), EVO_TEST_REGISTRY_AUTH (host:port,
-# user `evo`, password EVO_TEST_REGISTRY_PASSWORD) and EVO_TEST_REGISTRY_STORAGE (the open
-# one's blob store, which tests tamper with).
+# user `evo`, password EVO_TEST_REGISTRY_PASSWORD), EVO_TEST_REGISTRY_STORAGE (the open
+# one's blob store, which tests tamper with), and for the token flow
+# EVO_TEST_REGISTRY_TOKEN (host:port), EVO_TEST_TOKEN_PORT (where the test serves
+# tokens), EVO_TEST_TOKEN_KEY and EVO_TEST_TOKEN_CERT (the signing key, PEM).
 
 registry_missing=()
 command -v docker-registry >/dev/null 2>&1 || registry_missing+=(docker-registry)
@@ -80,8 +82,29 @@ start_registry auth "$registry_auth_port" "auth:
     realm: evo-test
     path: $registry_dir/htpasswd"
 
+# A third behind the registry token flow (what Docker Hub, GHCR and Harbor use): it
+# trusts tokens signed by a throwaway key whose self-signed certificate it is given; the
+# token service itself is the test's, on EVO_TEST_TOKEN_PORT, signing with that key.
+if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=evo-test-token \
+    -keyout "$registry_dir/token.key" -out "$registry_dir/token.crt" >/dev/null 2>&1; then
+    echo "error: openssl could not make the token service's key" >&2
+    exit 1
+fi
+registry_token_port=$(free_port)
+EVO_TEST_TOKEN_PORT=$(free_port)
+start_registry token "$registry_token_port" "auth:
+  token:
+    realm: http://127.0.0.1:$EVO_TEST_TOKEN_PORT/token
+    service: evo-test-registry
+    issuer: evo-test-issuer
+    rootcertbundle: $registry_dir/token.crt"
+
 EVO_TEST_REGISTRY="127.0.0.1:$registry_port"
+EVO_TEST_REGISTRY_TOKEN="127.0.0.1:$registry_token_port"
+EVO_TEST_TOKEN_KEY="$registry_dir/token.key"
+EVO_TEST_TOKEN_CERT="$registry_dir/token.crt"
 EVO_TEST_REGISTRY_AUTH="127.0.0.1:$registry_auth_port"
 # Where the open registry keeps its blobs: the tests tamper with them there.
 EVO_TEST_REGISTRY_STORAGE="$registry_dir/open/data"
 export EVO_TEST_REGISTRY EVO_TEST_REGISTRY_AUTH EVO_TEST_REGISTRY_PASSWORD EVO_TEST_REGISTRY_STORAGE
+export EVO_TEST_REGISTRY_TOKEN EVO_TEST_TOKEN_PORT EVO_TEST_TOKEN_KEY EVO_TEST_TOKEN_CERT

@@ -247,3 +247,43 @@ fn the_serve_table_is_read_and_checked() {
         )
     );
 }
+
+#[test]
+fn registries_and_trust_are_read_with_keys_beside_the_file() {
+    let config = parse(
+        "[registries]\ninsecure = [\"127.0.0.1:5000\"]\n\n[registries.credentials.\"ghcr.io\"]\nusername = \"alice\"\nsecret = \"GHCR_TOKEN\"\n\n[trust]\nkeys = [\"keys/alice.pub\"]\nrequire_signature = true\n",
+    )
+    .unwrap();
+    assert_eq!(config.registries.insecure, ["127.0.0.1:5000"]);
+    let ghcr = &config.registries.credentials["ghcr.io"];
+    assert_eq!(
+        (ghcr.username.as_str(), ghcr.secret.as_str()),
+        ("alice", "GHCR_TOKEN")
+    );
+    assert_eq!(
+        config.trust.keys,
+        [PathBuf::from("/etc/evo/keys/alice.pub")]
+    );
+    assert!(config.trust.require_signature);
+    assert!(matches!(
+        config.source("trust.require_signature"),
+        Source::File { line: 10, .. }
+    ));
+
+    let (line, key, message) = invalid("[registries]\ninsecure = [\"http://127.0.0.1:5000\"]\n");
+    assert_eq!(
+        (line, key.as_deref()),
+        (Some(2), Some("registries.insecure"))
+    );
+    assert!(message.contains("write host or host:port"), "{message}");
+    let (_, key, message) = invalid(
+        "[registries.credentials.\"ghcr.io\"]\nusername = \"alice\"\nsecret = \"ghcr token\"\n",
+    );
+    assert_eq!(key.as_deref(), Some("registries.credentials.ghcr.io"));
+    assert!(
+        message.contains("the `evo secret` holding the password or token"),
+        "{message}"
+    );
+    let (_, key, _) = invalid("[trust]\nrequire_signatures = true\n");
+    assert_eq!(key.as_deref(), Some("trust.require_signatures"));
+}

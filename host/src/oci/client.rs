@@ -312,10 +312,10 @@ impl Client {
             ));
         }
         let digest = artifact::digest_of(&bytes);
-        if let Some(expected) = r.digest.as_deref().filter(|_| target.starts_with("sha256:")) {
-            if digest != expected {
-                return Err(mismatch(&format!("{r}: the manifest"), expected, &digest));
-            }
+        if let Some(expected) = r.digest.as_deref().filter(|_| target.starts_with("sha256:"))
+            && digest != expected
+        {
+            return Err(mismatch(&format!("{r}: the manifest"), expected, &digest));
         }
         if let Some(claimed) = claimed.filter(|c| c.starts_with("sha256:"))
             && claimed != digest

@@ -297,7 +297,7 @@ mod tests {
         assert_eq!(signer.key, "alice");
         assert!(verify(&[mallory], &digest, &body, &signature).is_none(), "another key");
         let elsewhere = format!("sha256:{}", "c".repeat(64));
-        assert!(verify(&[alice.clone()], &elsewhere, &body, &signature).is_none(), "another artifact");
+        assert!(verify(std::slice::from_ref(&alice), &elsewhere, &body, &signature).is_none(), "another artifact");
         let mut forged = body.clone();
         forged[5] ^= 1;
         assert!(verify(&[alice], &digest, &forged, &signature).is_none(), "another payload");

@@ -41,12 +41,13 @@ pub use crate::skill::package::{AUTO_WASM, InstallRecord, MARKER};
 use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
 
 pub use archive::Progress;
+use archive::MAX_TOTAL_BYTES;
 #[cfg(feature = "internals")]
-pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO, MAX_TOTAL_BYTES};
+pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO};
 pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
 
 /// Largest skill archive taken from a registry: as much as a ZIP install extracts.
-pub(crate) const MAX_ARCHIVE_BYTES: u64 = archive::MAX_TOTAL_BYTES;
+pub(crate) const MAX_ARCHIVE_BYTES: u64 = MAX_TOTAL_BYTES;
 
 /// The skill directory `dir` as the ZIP archive a registry keeps (without an install
 /// record or what an install built).

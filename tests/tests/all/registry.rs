@@ -928,3 +928,158 @@ fn each_node_pulls_a_registry_skill_by_digest_and_checks_it_against_its_own_trus
     assert_eq!(status, 404);
     assert!(!two.path().join("skills/file-head").exists());
 }
+
+/// The registry's token service, answering as Docker Hub's does: basic auth checked
+/// (user `evo`, `password`), then a JWT signed with the key the token registry trusts
+/// (ES256, its certificate in `x5c`) granting what the scope asks. Serves on
+/// EVO_TEST_TOKEN_PORT until the test ends; sends each scope granted.
+fn serve_tokens(password: String) -> std::sync::mpsc::Receiver<String> {
+    use base64::Engine as _;
+    use std::io::{BufRead as _, Write as _};
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let pem_body = |path: String| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let body: String = text.lines().filter(|l| !l.starts_with("-----")).collect();
+        b64.decode(body).unwrap()
+    };
+    let key = ring::signature::EcdsaKeyPair::from_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        &pem_body(env("EVO_TEST_TOKEN_KEY")),
+        &ring::rand::SystemRandom::new(),
+    )
+    .unwrap();
+    let cert = b64.encode(pem_body(env("EVO_TEST_TOKEN_CERT")));
+    let listener =
+        std::net::TcpListener::bind(format!("127.0.0.1:{}", env("EVO_TEST_TOKEN_PORT"))).unwrap();
+    let (granted, scopes) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = std::io::BufReader::new(&stream);
+            let mut head = Vec::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push(line.trim_end().to_owned());
+            }
+            let target = head
+                .first()
+                .and_then(|l| l.split(' ').nth(1))
+                .unwrap_or("")
+                .to_owned();
+            let decode = |text: &str| {
+                text.replace("%3A", ":")
+                    .replace("%2F", "/")
+                    .replace("%2C", ",")
+            };
+            let scope = target
+                .split(['?', '&'])
+                .find_map(|p| p.strip_prefix("scope="))
+                .map(decode)
+                .unwrap_or_default();
+            let expected = format!("Basic {}", b64.encode(format!("evo:{password}")));
+            let authorised = head.iter().any(|h| {
+                h.split_once(':').is_some_and(|(name, value)| {
+                    name.eq_ignore_ascii_case("authorization") && value.trim() == expected
+                })
+            });
+            let (status, body) = if authorised && scope.starts_with("repository:") {
+                let mut parts = scope.splitn(3, ':').skip(1);
+                let (name, actions) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs();
+                let header = json!({ "alg": "ES256", "typ": "JWT", "x5c": [cert] });
+                let claims = json!({
+                    "iss": "evo-test-issuer", "sub": "evo", "aud": "evo-test-registry",
+                    "exp": now + 300, "nbf": now - 10, "iat": now, "jti": format!("{now}-{name}"),
+                    "access": [{ "type": "repository", "name": name, "actions": actions.split(',').collect::<Vec<_>>() }],
+                });
+                let signing_input = format!(
+                    "{}.{}",
+                    url.encode(header.to_string()),
+                    url.encode(claims.to_string())
+                );
+                let signature = key
+                    .sign(&ring::rand::SystemRandom::new(), signing_input.as_bytes())
+                    .unwrap();
+                let token = format!("{signing_input}.{}", url.encode(signature.as_ref()));
+                let _ = granted.send(scope.clone());
+                (
+                    "200 OK",
+                    json!({ "token": token, "expires_in": 300 }).to_string(),
+                )
+            } else {
+                (
+                    "401 Unauthorized",
+                    r#"{"details":"incorrect username or password"}"#.to_owned(),
+                )
+            };
+            let _ = write!(
+                &stream,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    scopes
+}
+
+#[test]
+fn the_registry_token_flow_gets_a_token_for_the_scope_with_the_credentials() {
+    let registry = env("EVO_TEST_REGISTRY_TOKEN");
+    let password = env("EVO_TEST_REGISTRY_PASSWORD");
+    let scopes = serve_tokens(password.clone());
+    let config = format!(
+        "[registries]\ninsecure = [\"{registry}\"]\n[registries.credentials.\"{registry}\"]\nusername = \"evo\"\nsecret = \"TOKEN_REGISTRY_PASSWORD\"\n"
+    );
+    let author = tempfile::tempdir().unwrap();
+    std::fs::write(author.path().join("evo.toml"), &config).unwrap();
+    let mut set = command(author.path(), &["secret", "set", "TOKEN_REGISTRY_PASSWORD"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(set.stdin.as_mut().unwrap(), password.as_bytes()).unwrap();
+    assert!(set.wait().unwrap().success());
+
+    let reference = format!("{registry}/tokens/text-stats:1.0");
+    ok(
+        author.path(),
+        &["skill", "publish", skills::TEXT_STATS, &reference],
+    );
+    assert_eq!(
+        scopes.recv().unwrap(),
+        "repository:tokens/text-stats:pull,push"
+    );
+    let installed = ok_json(
+        author.path(),
+        &["skill", "install", &format!("oci://{reference}")],
+    );
+    assert_eq!(installed["name"], "text-stats");
+    assert_eq!(
+        scopes.try_iter().last().as_deref(),
+        Some("repository:tokens/text-stats:pull")
+    );
+
+    // Without credentials the token service refuses, and so does Evo, saying why.
+    let stranger = tempfile::tempdir().unwrap();
+    std::fs::write(
+        stranger.path().join("evo.toml"),
+        format!("[registries]\ninsecure = [\"{registry}\"]\n"),
+    )
+    .unwrap();
+    let err = refused(
+        stranger.path(),
+        &["skill", "install", &format!("oci://{reference}")],
+        "REGISTRY_AUTH",
+    );
+    assert!(
+        err.contains("asks for credentials and none are set"),
+        "{err}"
+    );
+    assert_nothing_installed(stranger.path());
+}
