@@ -72,8 +72,8 @@ pub(crate) enum SkillCommand {
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
-    /// Install a skill from a ZIP archive, a directory, or a bare .wasm component into
-    /// the data directory.
+    /// Install a skill from a ZIP archive, a directory, a bare .wasm component, or an OCI
+    /// registry into the data directory.
     ///
     /// The skill is checked and loaded as the host will load it before anything is
     /// written; the capabilities it asks for are shown and recorded, and it will not be

@@ -170,7 +170,7 @@ impl Error {
                 self,
                 Self::Registry { code, .. } if matches!(
                     *code,
-                    "INVALID_REFERENCE" | "ARTIFACT_NOT_FOUND" | "KEY_INVALID" | "NOT_LOCKED"
+                    "INVALID_REFERENCE" | "ARTIFACT_NOT_FOUND" | "KEY_INVALID" | "NOT_LOCKED" | "NOT_FROM_REGISTRY"
                 )
             )
             || matches!(
@@ -362,6 +362,9 @@ fn registry_hint(code: &str) -> &'static str {
         }
         "NOT_LOCKED" => {
             "install it once without --locked, which pins it in the lock file"
+        }
+        "NOT_FROM_REGISTRY" => {
+            "reinstall it from a registry (`evo skill install oci://REGISTRY/REPOSITORY:TAG`) to follow a tag"
         }
         _ => "the registry's answer is in the message; try again, or tell the registry's operator",
     }

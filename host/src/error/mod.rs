@@ -407,7 +407,8 @@ pub enum Error {
         /// `INVALID_REFERENCE`, `REGISTRY_UNREACHABLE`, `REGISTRY_AUTH`,
         /// `REGISTRY_ERROR`, `ARTIFACT_NOT_FOUND`, `ARTIFACT_INVALID`,
         /// `ARTIFACT_TOO_LARGE`, `DIGEST_MISMATCH`, `SIGNATURE_REQUIRED`,
-        /// `SIGNATURE_UNTRUSTED`, `KEY_INVALID`, `TAG_MOVED` or `NOT_LOCKED`.
+        /// `SIGNATURE_UNTRUSTED`, `KEY_INVALID`, `TAG_MOVED`, `NOT_LOCKED` or
+        /// `NOT_FROM_REGISTRY`.
         code: &'static str,
         /// What happened, naming the reference, and what to do.
         message: String,

@@ -15,6 +15,9 @@
 //!   data directory's `.evo-home/evo.toml`) for the blocks after it;
 //! - `<!-- not run: REASON -->`: shown only, for REASON (a model, the network, another
 //!   node: what CI cannot have).
+//!
+//! The registry a page names at `localhost:5000` (the usual address of one run locally)
+//! is the test's (`EVO_TEST_REGISTRY`, started by `scripts/registry.sh`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -167,6 +170,7 @@ impl Page {
                 String::new()
             }
             [evo, args @ ..] if evo == "evo" => {
+                let args: Vec<String> = args.iter().map(|a| local_registry(a)).collect();
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let out = author_command(&self.cwd, &self.home, &args)
                     .envs(env)
@@ -257,6 +261,17 @@ impl Page {
             );
         }
     }
+}
+
+/// `text` with the registry at `localhost:5000` replaced by the test's.
+fn local_registry(text: &str) -> String {
+    if !text.contains("localhost:5000") {
+        return text.to_owned();
+    }
+    let registry = std::env::var("EVO_TEST_REGISTRY").expect(
+        "EVO_TEST_REGISTRY is not set: a page uses a registry; run ./scripts/test (or `source scripts/registry.sh` first)",
+    );
+    text.replace("localhost:5000", &registry)
 }
 
 /// Memory ids (`mem-` and 16 hex digits) renamed by order of appearance, so that a
@@ -436,7 +451,7 @@ fn every_code_block_in_the_readme_and_the_docs_is_checked() {
             } else if let Some(file) = marker.strip_prefix("file:") {
                 let target = work.path().join(file.trim());
                 std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-                std::fs::write(&target, &block.text).unwrap();
+                std::fs::write(&target, local_registry(&block.text)).unwrap();
             } else if let Some(reason) = marker.strip_prefix("not run:") {
                 assert!(
                     reason.trim().len() >= 10,

@@ -1083,3 +1083,193 @@ fn the_registry_token_flow_gets_a_token_for_the_scope_with_the_credentials() {
     );
     assert_nothing_installed(stranger.path());
 }
+
+/// `openssl ARGS`, which must succeed; its stdout.
+fn openssl(args: &[&str]) -> String {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// GET of `path` on the open registry, accepting an OCI manifest.
+fn registry_get(path: &str) -> Vec<u8> {
+    ureq::get(format!("http://{}/v2/{path}", open()))
+        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_vec()
+        .unwrap()
+}
+
+#[test]
+fn signatures_are_cosigns_format_and_openssl_checks_them_both_ways() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let work = tempfile::tempdir().unwrap();
+    let file = |name: &str| work.path().join(name);
+    let author = home("");
+
+    // What Evo signs, OpenSSL verifies (as cosign's examples check cosign's signatures).
+    let (alice, alice_pub) = keys(author.path(), work.path(), "alice");
+    let reference = format!("{}/cosign/text-stats:1.0", open());
+    let digest = ok_json(
+        author.path(),
+        &[
+            "skill",
+            "publish",
+            skills::TEXT_STATS,
+            &reference,
+            "--sign",
+            alice.to_str().unwrap(),
+        ],
+    )["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tag = format!("sha256-{}.sig", &digest[7..]);
+    let manifest: Value =
+        serde_json::from_slice(&registry_get(&format!("cosign/text-stats/manifests/{tag}")))
+            .unwrap();
+    let layer = &manifest["layers"][0];
+    assert_eq!(
+        layer["mediaType"],
+        "application/vnd.dev.cosign.simplesigning.v1+json"
+    );
+    let payload = registry_get(&format!(
+        "cosign/text-stats/blobs/{}",
+        layer["digest"].as_str().unwrap()
+    ));
+    let simple: Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(
+        simple["critical"]["type"],
+        "cosign container image signature"
+    );
+    assert_eq!(
+        simple["critical"]["image"]["docker-manifest-digest"],
+        digest.as_str()
+    );
+    assert_eq!(
+        simple["critical"]["identity"]["docker-reference"],
+        format!("{}/cosign/text-stats", open())
+    );
+    let signature = layer["annotations"]["dev.cosignproject.cosign/signature"]
+        .as_str()
+        .unwrap();
+    std::fs::write(file("payload.json"), &payload).unwrap();
+    std::fs::write(file("payload.sig"), b64.decode(signature).unwrap()).unwrap();
+    let verified = openssl(&[
+        "dgst",
+        "-sha256",
+        "-verify",
+        alice_pub.to_str().unwrap(),
+        "-signature",
+        file("payload.sig").to_str().unwrap(),
+        file("payload.json").to_str().unwrap(),
+    ]);
+    assert!(verified.contains("Verified OK"), "{verified}");
+
+    // What OpenSSL signs in cosign's layout (`cosign attach signature` of an
+    // `openssl dgst -sign`), Evo verifies.
+    let unsigned = format!("{}/cosign/file-head:1.0", open());
+    let digest = ok_json(
+        author.path(),
+        &["skill", "publish", skills::FILE_HEAD, &unsigned],
+    )["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = file("openssl.key");
+    let public = file("openssl.pub");
+    openssl(&[
+        "genpkey",
+        "-algorithm",
+        "EC",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-out",
+        key.to_str().unwrap(),
+    ]);
+    openssl(&[
+        "pkey",
+        "-in",
+        key.to_str().unwrap(),
+        "-pubout",
+        "-out",
+        public.to_str().unwrap(),
+    ]);
+    let payload = json!({
+        "critical": {
+            "identity": { "docker-reference": format!("{}/cosign/file-head", open()) },
+            "image": { "docker-manifest-digest": digest },
+            "type": "cosign container image signature",
+        },
+        "optional": null,
+    })
+    .to_string();
+    std::fs::write(file("theirs.json"), &payload).unwrap();
+    openssl(&[
+        "dgst",
+        "-sha256",
+        "-sign",
+        key.to_str().unwrap(),
+        "-out",
+        file("theirs.sig").to_str().unwrap(),
+        file("theirs.json").to_str().unwrap(),
+    ]);
+    let signature = b64.encode(std::fs::read(file("theirs.sig")).unwrap());
+    let layout_dir = file("sig-layout");
+    let tag = format!("sha256-{}.sig", &digest[7..]);
+    layout(
+        &layout_dir,
+        &tag,
+        (
+            "application/vnd.oci.image.config.v1+json",
+            br#"{"architecture":"","os":"","rootfs":{"type":"layers","diff_ids":[]},"config":{}}"#,
+        ),
+        &[(
+            "application/vnd.dev.cosign.simplesigning.v1+json",
+            payload.as_bytes(),
+        )],
+    );
+    // The signature goes in the layer's annotation, as cosign writes it.
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(layout_dir.join("index.json")).unwrap()).unwrap();
+    let old = index["manifests"][0]["digest"].as_str().unwrap().to_owned();
+    let mut manifest: Value = serde_json::from_slice(
+        &std::fs::read(layout_dir.join("blobs/sha256").join(&old[7..])).unwrap(),
+    )
+    .unwrap();
+    manifest["layers"][0]["annotations"] =
+        json!({ "dev.cosignproject.cosign/signature": signature });
+    let bytes = serde_json::to_vec(&manifest).unwrap();
+    let new = sha256(&bytes);
+    std::fs::write(layout_dir.join("blobs/sha256").join(&new[7..]), &bytes).unwrap();
+    let mut index = index;
+    index["manifests"][0]["digest"] = json!(new);
+    index["manifests"][0]["size"] = json!(bytes.len());
+    std::fs::write(layout_dir.join("index.json"), index.to_string()).unwrap();
+    skopeo(
+        &format!("oci:{}:{tag}", layout_dir.display()),
+        &format!("docker://{}/cosign/file-head:{tag}", open()),
+    );
+    let user = home(&format!(
+        "[trust]\nkeys = [\"{}\"]\nrequire_signature = true\n",
+        public.display()
+    ));
+    let installed = ok_json(
+        user.path(),
+        &["skill", "install", &format!("oci://{unsigned}")],
+    );
+    assert_eq!(
+        installed["source"]["signer"]["key"], "openssl",
+        "{installed}"
+    );
+}
