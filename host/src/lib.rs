@@ -186,7 +186,7 @@ pub use memory::{
     MemoryEntry, MemoryManager, MemoryStatus, SearchOptions, Source as MemorySource, StoreDecision,
 };
 pub use oci::reference::SCHEME as REGISTRY_SCHEME;
-pub use oci::{Kind as ArtifactKind, RegistrySettings, TrustSettings};
+pub use oci::{CredentialSettings, Kind as ArtifactKind, RegistrySettings, TrustSettings};
 pub use packages::{
     DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
     SkillManager, Statistics,
