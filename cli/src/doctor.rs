@@ -242,6 +242,31 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         _ => Check::ok("native isolation", detail),
     });
 
+    let trust = &host.config().trust;
+    checks.push(match host.trusted_keys() {
+        Err(e) => Check::broken("trust", e.to_string()),
+        Ok(keys) if keys.is_empty() && trust.require_signature => Check::broken(
+            "trust",
+            "[trust] require_signature is on and [trust] keys lists no key: every install from a registry is refused".into(),
+        ),
+        Ok(keys) if keys.is_empty() => Check::note(
+            "trust",
+            "no [trust] keys: skills from registries install unsigned, with a warning".into(),
+        ),
+        Ok(keys) => Check::ok(
+            "trust",
+            format!(
+                "keys {}; signatures {}; pinned in {}",
+                keys.iter()
+                    .map(|k| format!("{} ({}…)", k.key, &k.fingerprint[..19.min(k.fingerprint.len())]))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if trust.require_signature { "required" } else { "checked, not required" },
+                host.lock_path().display(),
+            ),
+        ),
+    });
+
     let skills = host.skills().len();
     let failed = host.load_errors().len();
     checks.push(if failed == 0 {

@@ -115,6 +115,18 @@ impl Host {
         }
     }
 
+    /// The keys `[trust] keys` lists, as the signers they would name; an error names a
+    /// key that does not read.
+    pub fn trusted_keys(&self) -> Result<Vec<Signer>> {
+        Ok(crate::oci::TrustedKey::read_all(&self.config().trust.keys)?
+            .into_iter()
+            .map(|key| Signer {
+                key: key.name,
+                fingerprint: key.fingerprint,
+            })
+            .collect())
+    }
+
     fn registry_session(&self) -> Result<Registry> {
         let config = self.config();
         Registry::new(
@@ -211,6 +223,18 @@ impl Host {
             (Some(entry), true) => {
                 if let Some(asked) = r.digest.as_deref().filter(|d| *d != entry.digest) {
                     return Err(moved_error(&r, &entry.digest, asked, &lock_path));
+                }
+                let locked_tag = Reference::parse(&entry.reference).ok().and_then(|l| l.tag);
+                if r.tag.is_some() && r.tag != locked_tag {
+                    return Err(Error::Registry {
+                        code: "NOT_LOCKED",
+                        message: format!(
+                            "the lock file {} pins {}, not {r}: --locked installs only what it pins",
+                            lock_path.display(),
+                            entry.reference
+                        ),
+                        transient: false,
+                    });
                 }
                 let moved = now.filter(|d| *d != entry.digest);
                 (entry.digest.clone(), moved)
@@ -342,9 +366,22 @@ impl Host {
         overwrite: bool,
         progress: Option<DownloadProgress>,
     ) -> Result<Installing> {
-        let result = self
-            .pull_and_install_unlogged(session, r, digest, overwrite, progress)
-            .await;
+        let result = async {
+            let options = InstallOptions {
+                overwrite,
+                ..InstallOptions::default()
+            };
+            let (outcome, source) = self
+                .pull_into(&self.manager()?, session, r, digest, options, progress)
+                .await?;
+            let outcome = self.installed(outcome).await?;
+            Ok(Installing {
+                name: outcome.name.clone(),
+                outcome,
+                source,
+            })
+        }
+        .await;
         self.log_install(
             r,
             digest,
@@ -353,29 +390,6 @@ impl Host {
                 .map(|done| (done.name.as_str(), done.source.signer.as_ref())),
         );
         result
-    }
-
-    async fn pull_and_install_unlogged(
-        &self,
-        session: Registry,
-        r: &Reference,
-        digest: &str,
-        overwrite: bool,
-        progress: Option<DownloadProgress>,
-    ) -> Result<Installing> {
-        let options = InstallOptions {
-            overwrite,
-            ..InstallOptions::default()
-        };
-        let (outcome, source) = self
-            .pull_into(&self.manager()?, session, r, digest, options, progress)
-            .await?;
-        let outcome = self.installed(outcome).await?;
-        Ok(Installing {
-            name: outcome.name.clone(),
-            outcome,
-            source,
-        })
     }
 
     /// Pulls `digest` from `r`'s repository and installs it with `manager` (not yet

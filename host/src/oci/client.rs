@@ -116,7 +116,7 @@ impl Client {
                 request = request.header("Authorization", auth);
             }
             let request = request
-                .body(body.to_vec())
+                .body(body)
                 .map_err(|e| fail("INVALID_REFERENCE", format!("{url}: {e}"), false))?;
             let response = self.agent.run(request).map_err(|e| self.unreachable(r, &e))?;
             let status = response.status().as_u16();

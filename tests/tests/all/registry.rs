@@ -25,20 +25,32 @@ fn guarded() -> String {
     env("EVO_TEST_REGISTRY_AUTH")
 }
 
+/// A data directory whose evo.toml is `config`.
+fn home_with(config: &str) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("evo.toml"), config).unwrap();
+    home
+}
+
 /// A data directory whose evo.toml reaches both test registries over plain HTTP, with
 /// `extra` after that.
 fn home(extra: &str) -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("evo.toml"),
-        format!(
-            "[registries]\ninsecure = [\"{}\", \"{}\"]\n{extra}",
-            open(),
-            guarded()
-        ),
-    )
-    .unwrap();
-    home
+    home_with(&format!(
+        "[registries]\ninsecure = [\"{}\", \"{}\"]\n{extra}",
+        open(),
+        guarded()
+    ))
+}
+
+/// `evo secret set NAME` in `home`, with `value` typed in.
+fn set_secret(home: &Path, name: &str, value: &str) {
+    let mut set = command(home, &["secret", "set", name])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(set.stdin.as_mut().unwrap(), value.as_bytes()).unwrap();
+    assert!(set.wait().unwrap().success());
 }
 
 /// `evo ARGS`, which must succeed; its stdout.
@@ -408,13 +420,14 @@ fn a_skill_directory_is_evos_own_artifact_and_goes_through_the_zip_checks() {
 #[test]
 fn tampered_lying_oversized_foreign_unreachable_and_unauthorised_artifacts_are_refused_cleanly() {
     let author = home("");
-    // A blob changed in the registry's storage after it was pushed.
+    // A blob changed in the registry's storage after it was pushed (blobs are shared by
+    // every repository of a registry: no other test pushes this component).
     let reference = format!("{}/evo/tampered:1.0", open());
     ok(
         author.path(),
-        &["skill", "publish", skills::FILE_HEAD, &reference],
+        &["skill", "publish", skills::EXFIL, &reference],
     );
-    let layer = stored_blob(&sha256(&std::fs::read(skills::FILE_HEAD).unwrap()));
+    let layer = stored_blob(&sha256(&std::fs::read(skills::EXFIL).unwrap()));
     let mut bytes = std::fs::read(&layer).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
@@ -508,12 +521,7 @@ fn tampered_lying_oversized_foreign_unreachable_and_unauthorised_artifacts_are_r
         .unwrap()
         .local_addr()
         .unwrap();
-    let down = tempfile::tempdir().unwrap();
-    std::fs::write(
-        down.path().join("evo.toml"),
-        format!("[registries]\ninsecure = [\"{closed}\"]\n"),
-    )
-    .unwrap();
+    let down = home_with(&format!("[registries]\ninsecure = [\"{closed}\"]\n"));
     let err = refused(
         down.path(),
         &["skill", "install", &format!("oci://{closed}/evo/x:1.0")],
@@ -562,13 +570,7 @@ fn credentials_come_from_evo_secret_or_dockers_config() {
         &["skill", "publish", skills::FILE_HEAD, &reference],
         "SECRET_NOT_FOUND",
     );
-    let mut set = command(author.path(), &["secret", "set", "REGISTRY_PASSWORD"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(set.stdin.as_mut().unwrap(), password.as_bytes()).unwrap();
-    assert!(set.wait().unwrap().success());
+    set_secret(author.path(), "REGISTRY_PASSWORD", &password);
     ok(
         author.path(),
         &["skill", "publish", skills::FILE_HEAD, &reference],
@@ -1036,15 +1038,8 @@ fn the_registry_token_flow_gets_a_token_for_the_scope_with_the_credentials() {
     let config = format!(
         "[registries]\ninsecure = [\"{registry}\"]\n[registries.credentials.\"{registry}\"]\nusername = \"evo\"\nsecret = \"TOKEN_REGISTRY_PASSWORD\"\n"
     );
-    let author = tempfile::tempdir().unwrap();
-    std::fs::write(author.path().join("evo.toml"), &config).unwrap();
-    let mut set = command(author.path(), &["secret", "set", "TOKEN_REGISTRY_PASSWORD"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(set.stdin.as_mut().unwrap(), password.as_bytes()).unwrap();
-    assert!(set.wait().unwrap().success());
+    let author = home_with(&config);
+    set_secret(author.path(), "TOKEN_REGISTRY_PASSWORD", &password);
 
     let reference = format!("{registry}/tokens/text-stats:1.0");
     ok(
@@ -1066,12 +1061,7 @@ fn the_registry_token_flow_gets_a_token_for_the_scope_with_the_credentials() {
     );
 
     // Without credentials the token service refuses, and so does Evo, saying why.
-    let stranger = tempfile::tempdir().unwrap();
-    std::fs::write(
-        stranger.path().join("evo.toml"),
-        format!("[registries]\ninsecure = [\"{registry}\"]\n"),
-    )
-    .unwrap();
+    let stranger = home_with(&format!("[registries]\ninsecure = [\"{registry}\"]\n"));
     let err = refused(
         stranger.path(),
         &["skill", "install", &format!("oci://{reference}")],
