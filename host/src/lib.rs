@@ -186,7 +186,9 @@ pub use memory::{
     MemoryEntry, MemoryManager, MemoryStatus, SearchOptions, Source as MemorySource, StoreDecision,
 };
 pub use oci::reference::SCHEME as REGISTRY_SCHEME;
-pub use oci::{CredentialSettings, Kind as ArtifactKind, RegistrySettings, TrustSettings};
+pub use oci::{
+    CredentialSettings, Kind as ArtifactKind, RegistrySettings, TrustSettings, generate_signing_key,
+};
 pub use packages::{
     DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
     SkillManager, Statistics,
@@ -194,11 +196,6 @@ pub use packages::{
 pub use paths::{data_dir, skills_dir, wasm_cache_dir};
 pub use skill::package::{RegistrySource, Signer};
 
-/// A new key pair to sign published skills with: the private key (ECDSA P-256, PKCS#8
-/// PEM) and its public key (SubjectPublicKeyInfo PEM, what `[trust] keys` lists).
-pub fn generate_signing_key() -> Result<(String, String)> {
-    oci::SigningKey::generate()
-}
 pub use remote::{
     Remote, RemoteSpec, add as add_remote, check as check_remote, load as load_remotes,
     remove as remove_remote,

@@ -265,6 +265,8 @@ impl Host {
                 manager.install_skill(&bytes, options).await?
             }
         };
+        // What the lock file pinned under this name was replaced by a local file.
+        self.unlock(&outcome.name);
         self.installed(outcome).await
     }
 

@@ -201,6 +201,18 @@ impl Client {
                 false,
             ));
         };
+        // Credentials go to the token service: never in clear text for a registry
+        // reached over HTTPS.
+        if realm.starts_with("http://") && !self.registries.is_insecure(&r.registry) {
+            return Err(fail(
+                "REGISTRY_ERROR",
+                format!(
+                    "the registry {} asks for its tokens to be fetched from {realm} over plain HTTP: refused, the credentials would travel in clear text",
+                    r.registry
+                ),
+                false,
+            ));
+        }
         let mut url = format!("{realm}?scope={}", percent(scope));
         if let Some(service) = params.get("service") {
             url.push_str(&format!("&service={}", percent(service)));

@@ -19,6 +19,12 @@ pub use sign::{SigningKey, TrustedKey};
 
 use crate::error::{Error, Result};
 
+/// A new key pair to sign published skills with: the private key (ECDSA P-256, PKCS#8
+/// PEM) and its public key (SubjectPublicKeyInfo PEM, what `[trust] keys` lists).
+pub fn generate_signing_key() -> Result<(String, String)> {
+    SigningKey::generate()
+}
+
 /// The largest layers pulled, in bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {

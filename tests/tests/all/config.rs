@@ -387,7 +387,7 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
         ),
         "note  language model     none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)".to_owned(),
     ];
-    assert_eq!(lines.len(), 10, "{printed}");
+    assert_eq!(lines.len(), 11, "{printed}");
     assert_eq!(lines[..7], exact, "{printed}");
     // What the machine has: its node's version, and how far it can confine a script.
     let node_version = std::process::Command::new("node")
@@ -407,7 +407,12 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
         "{printed}"
     );
     assert_eq!(
-        lines[9], "ok    skills             15 available",
+        lines[9],
+        "note  trust              no [trust] keys: skills from registries install unsigned, with a warning",
+        "{printed}"
+    );
+    assert_eq!(
+        lines[10], "ok    skills             15 available",
         "{printed}"
     );
 }

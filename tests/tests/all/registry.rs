@@ -794,6 +794,18 @@ fn a_moved_tag_is_reported_and_followed_only_when_asked() {
             .any(|s| s["name"].as_str().unwrap().starts_with("moving__")),
         "{out}"
     );
+
+    // A local file installed over it replaces it: the lock file forgets the tag.
+    let local = user.path().join("moving.wasm");
+    std::fs::copy(skills::PLAIN_KINDS, &local).unwrap();
+    ok(
+        user.path(),
+        &["skill", "install", "--overwrite", local.to_str().unwrap()],
+    );
+    let lock = std::fs::read_to_string(user.path().join("evo.lock")).unwrap();
+    assert!(!lock.contains("moving"), "{lock}");
+    let info = ok_json(user.path(), &["skill", "info", "moving"]);
+    assert!(info["installed"].get("source").is_none(), "{info}");
 }
 
 #[test]
