@@ -80,7 +80,7 @@ pub(crate) enum SkillCommand {
     /// given more later without a reinstall.
     ///
     /// `oci://REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST]` installs from an OCI registry:
-    /// every blob is checked against its digest, signatures against [trust] keys in
+    /// every blob is checked against its digest, signatures against `[trust] keys` in
     /// evo.toml, and the digest installed is pinned in the lock file (evo.lock).
     Install {
         /// A ZIP archive holding one skill directory, a skill directory (SKILL.md,
@@ -120,7 +120,7 @@ pub(crate) enum SkillCommand {
         names: Vec<String>,
     },
     /// Make a key pair to sign published skills with: PATH.key (private, PKCS#8 PEM,
-    /// readable only by you) and PATH.pub (public: what [trust] keys lists).
+    /// readable only by you) and PATH.pub (public: what `[trust] keys` lists).
     Keygen {
         /// Where, without extension (e.g. keys/alice).
         path: PathBuf,
