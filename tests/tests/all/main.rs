@@ -42,6 +42,7 @@ mod py_plain_shapes;
 mod py_recall;
 mod py_text_stats;
 mod registry;
+mod registry_trust;
 mod remote;
 mod serve;
 mod serve_gate;
