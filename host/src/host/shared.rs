@@ -80,8 +80,9 @@ impl Host {
         // A skill installed from a registry is pulled from it by its manifest digest,
         // checked against this node's own trust; while the registry is unreachable,
         // the package the catalogue stores (the same digest) serves.
-        if let Some(source) = shared.source(name)? {
-            match self.materialise_pulled(manager, &source, expect).await {
+        let source = shared.source(name)?;
+        if let Some(source) = &source {
+            match self.materialise_pulled(manager, source, expect).await {
                 Ok(()) => return Ok(()),
                 Err(e) if e.is_transient() => {
                     tracing::warn!(skill = %name, "could not pull {} ({e}); installing the catalogue's copy", source.reference);
@@ -94,7 +95,7 @@ impl Host {
             overwrite: true,
             // Checked before it replaces the installed version of any skill.
             expect: Some(expect),
-            source: shared.source(name)?,
+            source,
             ..Default::default()
         };
         manager.install_skill(&zip, options).await?;
