@@ -888,7 +888,9 @@ fn health_counts_the_calls_running_and_their_wasm_instances() {
         let url = format!("{}/v1/skills/spin/call", server.base);
         move || http("POST", &url, &[], Some("{}"))
     });
-    let busy = health_when(&|h| h["calls"] == 1);
+    // The call is counted as it is accepted and its instance a moment later, once it
+    // is made: wait for both (a leak would show as one that never comes).
+    let busy = health_when(&|h| h["calls"] == 1 && h["instances"] == 1);
     assert_eq!((&busy["calls"], &busy["instances"]), (&json!(1), &json!(1)));
     let (_, error) = spinning.join().unwrap();
     assert_eq!(error["code"], "SKILL_TIMEOUT", "{error}");
