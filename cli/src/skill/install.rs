@@ -111,13 +111,18 @@ pub(super) fn report(
 
 /// A bar for installs of large archives (hidden when stderr is not a terminal).
 fn install_bar() -> indicatif::ProgressBar {
+    progress_bar("installing")
+}
+
+/// A bar labelled `what` (hidden when stderr is not a terminal).
+pub(super) fn progress_bar(what: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::with_draw_target(
         None,
         indicatif::ProgressDrawTarget::stderr_with_hz(10),
     );
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("installing {bar:30} {bytes}/{total_bytes}")
-    {
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+        "{what} {{bar:30}} {{bytes}}/{{total_bytes}}"
+    )) {
         bar.set_style(style);
     }
     bar

@@ -74,7 +74,7 @@ pub(super) async fn install(
 ) -> Result<(), Failure> {
     let host = args::bare_host(globals).await?;
     let progress: Option<evo_host::DownloadProgress> = (!globals.json).then(|| {
-        let bar = download_bar();
+        let bar = super::install::progress_bar("pulling");
         Box::new(move |done: u64, total: u64| {
             bar.set_length(total);
             bar.set_position(done);
@@ -209,18 +209,4 @@ fn io_failure(path: &Path, e: &std::io::Error) -> Failure {
         format!("{}: {e}", path.display()),
         Some("check that the directory exists and that you can write to it"),
     )
-}
-
-/// A bar for downloads (hidden when stderr is not a terminal).
-fn download_bar() -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::with_draw_target(
-        None,
-        indicatif::ProgressDrawTarget::stderr_with_hz(10),
-    );
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("pulling {bar:30} {bytes}/{total_bytes}")
-    {
-        bar.set_style(style);
-    }
-    bar
 }

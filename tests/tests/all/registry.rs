@@ -90,6 +90,14 @@ pub(crate) fn refused(home: &Path, args: &[&str], code: &str) -> String {
     err
 }
 
+/// `evo skill install REFERENCE` in `home`, which must fail with `code` saying `says`,
+/// and leave nothing installed or half-written.
+pub(crate) fn install_refused(home: &Path, reference: &str, code: &str, says: &str) {
+    let err = refused(home, &["skill", "install", reference], code);
+    assert!(err.contains(says), "{err}");
+    assert_nothing_installed(home);
+}
+
 /// A new key pair under `dir`: (private, public).
 pub(crate) fn keys(home: &Path, dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let base = dir.join(name);
@@ -440,16 +448,12 @@ fn tampered_lying_oversized_foreign_unreachable_and_unauthorised_artifacts_are_r
     bytes[last] ^= 0xff;
     std::fs::write(&layer, &bytes).unwrap();
     let user = home("");
-    let err = refused(
+    install_refused(
         user.path(),
-        &["skill", "install", &format!("oci://{reference}")],
+        &format!("oci://{reference}"),
         "DIGEST_MISMATCH",
+        "tampered with or damaged; nothing was installed",
     );
-    assert!(
-        err.contains("tampered with or damaged; nothing was installed"),
-        "{err}"
-    );
-    assert_nothing_installed(user.path());
     let blocked = ok_json(user.path(), &["tool", "history", "--status", "blocked"]);
     assert!(
         blocked[0]["error"]
@@ -469,26 +473,26 @@ fn tampered_lying_oversized_foreign_unreachable_and_unauthorised_artifacts_are_r
     let text = std::fs::read_to_string(&manifest).unwrap();
     // The same manifest, one space longer: valid, but not the bytes digested.
     std::fs::write(&manifest, text.replacen('{', "{ ", 1)).unwrap();
-    let err = refused(
+    let lying = format!("oci://{reference}");
+    install_refused(
         user.path(),
-        &["skill", "install", &format!("oci://{reference}")],
+        &lying,
         "DIGEST_MISMATCH",
+        "the manifest the registry calls",
     );
-    assert!(err.contains("the manifest the registry calls"), "{err}");
-    assert_nothing_installed(user.path());
 
     // A layer larger than [engine] max_component_mb: refused before it downloads.
     let mut big = b"\0asm\x0d\0\x01\0".to_vec();
     big.resize(3 << 20, 0);
     push_component_with_skopeo(&big, &format!("{}/evo/big", open()), "1.0");
     let small = home("[engine]\nmax_component_mb = 1\n");
-    let err = refused(
+    let big = format!("oci://{}/evo/big:1.0", open());
+    install_refused(
         small.path(),
-        &["skill", "install", &format!("oci://{}/evo/big:1.0", open())],
+        &big,
         "ARTIFACT_TOO_LARGE",
+        "3145728 bytes; at most 1048576",
     );
-    assert!(err.contains("3145728 bytes; at most 1048576"), "{err}");
-    assert_nothing_installed(small.path());
 
     // A container image, not a skill.
     let image = tempfile::tempdir().unwrap();
@@ -508,20 +512,9 @@ fn tampered_lying_oversized_foreign_unreachable_and_unauthorised_artifacts_are_r
         &format!("oci:{}:1.0", image.path().display()),
         &format!("docker://{}/evo/image:1.0", open()),
     );
-    let err = refused(
-        user.path(),
-        &[
-            "skill",
-            "install",
-            &format!("oci://{}/evo/image:1.0", open()),
-        ],
-        "ARTIFACT_INVALID",
-    );
-    assert!(
-        err.contains("application/vnd.oci.image.config.v1+json") && err.contains("container image"),
-        "{err}"
-    );
-    assert_nothing_installed(user.path());
+    let image = format!("oci://{}/evo/image:1.0", open());
+    let config = "its config is application/vnd.oci.image.config.v1+json; a component's is";
+    install_refused(user.path(), &image, "ARTIFACT_INVALID", config);
 
     // A registry that is down.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -529,38 +522,18 @@ fn tampered_lying_oversized_foreign_unreachable_and_unauthorised_artifacts_are_r
         .local_addr()
         .unwrap();
     let down = home_with(&format!("[registries]\ninsecure = [\"{closed}\"]\n"));
-    let err = refused(
-        down.path(),
-        &["skill", "install", &format!("oci://{closed}/evo/x:1.0")],
-        "REGISTRY_UNREACHABLE",
-    );
-    assert!(
-        err.contains("could not be reached over plain HTTP"),
-        "{err}"
-    );
+    let nowhere = format!("oci://{closed}/evo/x:1.0");
+    let plain = "could not be reached over plain HTTP";
+    install_refused(down.path(), &nowhere, "REGISTRY_UNREACHABLE", plain);
     // HTTPS unless listed as insecure.
-    let err = refused(
-        user.path(),
-        &["skill", "install", &format!("oci://{closed}/evo/x:1.0")],
-        "REGISTRY_UNREACHABLE",
-    );
-    assert!(err.contains("[registries] insecure"), "{err}");
+    let https =
+        "over HTTPS (a registry served over plain HTTP must be listed in [registries] insecure)";
+    install_refused(user.path(), &nowhere, "REGISTRY_UNREACHABLE", https);
 
     // A registry that wants credentials nobody gave.
-    let err = refused(
-        user.path(),
-        &[
-            "skill",
-            "install",
-            &format!("oci://{}/evo/x:1.0", guarded()),
-        ],
-        "REGISTRY_AUTH",
-    );
-    assert!(
-        err.contains("asks for credentials and none are set"),
-        "{err}"
-    );
-    assert_nothing_installed(user.path());
+    let guarded = format!("oci://{}/evo/x:1.0", guarded());
+    let none = "asks for credentials and none are set";
+    install_refused(user.path(), &guarded, "REGISTRY_AUTH", none);
 }
 
 #[test]

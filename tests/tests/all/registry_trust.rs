@@ -8,8 +8,8 @@ use evo_tests::skills;
 use serde_json::{Value, json};
 
 use crate::registry::{
-    assert_nothing_installed, env, guarded, home, home_with, keys, layout, ok, ok_json, open,
-    refused, set_secret, sha256, skopeo,
+    assert_nothing_installed, env, guarded, home, home_with, install_refused, keys, layout, ok,
+    ok_json, open, refused, set_secret, sha256, skopeo,
 };
 
 #[test]
@@ -118,26 +118,18 @@ fn require_signature_refuses_unsigned_and_unknown_key_artifacts() {
         alice_pub.display()
     );
     let user = home(&trust);
-    let err = refused(
+    install_refused(
         user.path(),
-        &["skill", "install", &format!("oci://{}", repo("unsigned"))],
+        &format!("oci://{}", repo("unsigned")),
         "SIGNATURE_REQUIRED",
+        "is not signed, and [trust] require_signature is on: nothing was installed",
     );
-    assert!(
-        err.contains("is not signed, and [trust] require_signature is on: nothing was installed"),
-        "{err}"
-    );
-    assert_nothing_installed(user.path());
-    let err = refused(
+    install_refused(
         user.path(),
-        &["skill", "install", &format!("oci://{}", repo("by-mallory"))],
+        &format!("oci://{}", repo("by-mallory")),
         "SIGNATURE_UNTRUSTED",
+        "is signed, but by none of the trusted keys (alice)",
     );
-    assert!(
-        err.contains("is signed, but by none of the trusted keys (alice)"),
-        "{err}"
-    );
-    assert_nothing_installed(user.path());
     let blocked = ok_json(user.path(), &["tool", "history", "--status", "blocked"]);
     assert_eq!(blocked.as_array().unwrap().len(), 2, "{blocked}");
 
@@ -389,16 +381,12 @@ fn the_registry_token_flow_gets_a_token_for_the_scope_with_the_credentials() {
 
     // Without credentials the token service refuses, and so does Evo, saying why.
     let stranger = home_with(&format!("[registries]\ninsecure = [\"{registry}\"]\n"));
-    let err = refused(
+    install_refused(
         stranger.path(),
-        &["skill", "install", &format!("oci://{reference}")],
+        &format!("oci://{reference}"),
         "REGISTRY_AUTH",
+        "asks for credentials and none are set",
     );
-    assert!(
-        err.contains("asks for credentials and none are set"),
-        "{err}"
-    );
-    assert_nothing_installed(stranger.path());
 }
 
 /// `openssl ARGS`, which must succeed; its stdout.
