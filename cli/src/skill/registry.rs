@@ -99,10 +99,16 @@ pub(super) async fn install_locked(globals: &Globals) -> Result<(), Failure> {
         out!("{}", serde_json::to_value(&installed).map_err(internal)?);
         return Ok(());
     }
-    if installed.is_empty() {
+    let lock = host.lock_path();
+    if installed.is_empty() && !lock.exists() {
+        out!(
+            "{} does not exist: nothing is pinned (`evo skill install oci://…` pins what it installs)",
+            lock.display()
+        );
+    } else if installed.is_empty() {
         out!(
             "every skill in {} is installed at its pinned digest",
-            host.lock_path().display()
+            lock.display()
         );
     }
     for each in &installed {
