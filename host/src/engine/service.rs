@@ -16,7 +16,8 @@
 //!
 //! - `200`/`201` with JSON: the output;
 //! - `202 Accepted` with a `Location`: polled with `GET` (after `Retry-After`, else
-//!   every `pollMs`) until it answers something else, within the skill's timeout;
+//!   every `pollMs`) until it answers something else, within the skill's timeout; a
+//!   later `202` without a `Location` keeps the last status URL;
 //! - `application/x-ndjson` or `text/event-stream`: every JSON line (or `data:`) but
 //!   the last is emitted as a progress event; the last is the output;
 //! - `429` and `5xx`: transient, retried by the kernel up to the skill's `retry`;
@@ -123,13 +124,18 @@ impl ServiceExecutor {
             .send(ctx, &self.spec.method, &self.spec.url, Some(body), deadline)
             .await?;
         let mut url = self.spec.url.clone();
+        let mut polling = false;
         // 202: poll the status URL until the work is done.
         while response.status() == http::StatusCode::ACCEPTED {
-            let Some(location) = header(&response, "location") else {
-                // No status URL: the answer is the body itself.
-                break;
-            };
-            url = resolve_location(&url, &location);
+            match header(&response, "location") {
+                Some(location) => url = resolve_location(&url, &location),
+                // A status URL answering 202 again without naming another: still
+                // working there; ask it again.
+                None if polling => {}
+                // No status URL at all: the answer is the body itself.
+                None => break,
+            }
+            polling = true;
             let wait = header(&response, "retry-after")
                 .and_then(|s| s.trim().parse::<u64>().ok())
                 .map_or(

@@ -18,9 +18,11 @@ fn json_answer(status: &str, headers: &str, body: &str) -> String {
 }
 
 /// A service on loopback: `/sum` adds, `/job` answers 202 and is done on the third
-/// poll, `/stream` sends two progress lines then the result, `/busy` fails once with 503.
+/// poll, `/quiet-job` too but names its status URL only the first time, `/stream` sends
+/// two progress lines then the result, `/busy` fails once with 503.
 fn service() -> Server {
     let polls = Arc::new(AtomicUsize::new(0));
+    let quiet_polls = Arc::new(AtomicUsize::new(0));
     let busy = Arc::new(AtomicUsize::new(0));
     Server::start_with(move |path, request| {
         let body = request.split("\r\n\r\n").nth(1).unwrap_or("");
@@ -40,6 +42,12 @@ fn service() -> Server {
                 json_answer("202 Accepted", "location: /job/status\r\n", "{}")
             }
             "/job/status" => json_answer("200 OK", "", r#"{"sum":42}"#),
+            "/quiet-job" => json_answer("202 Accepted", "location: /quiet-job/status\r\n", "{}"),
+            // Still working: 202 again, without a Location this time.
+            "/quiet-job/status" if quiet_polls.fetch_add(1, Ordering::SeqCst) < 2 => {
+                json_answer("202 Accepted", "", r#"{"state":"running"}"#)
+            }
+            "/quiet-job/status" => json_answer("200 OK", "", r#"{"sum":43}"#),
             "/stream" => {
                 let lines = "{\"progress\":0.5}\n{\"progress\":1.0}\n{\"sum\":7}\n";
                 format!(
@@ -122,6 +130,16 @@ fn a_service_skill_answers_directly_after_polls_and_as_a_stream() {
     assert_eq!(
         serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
         json!({ "sum": 42 })
+    );
+
+    // A status URL that answers 202 without a Location is polled again, not read as
+    // the answer (it used to fail with "a body that is not JSON" or a schema error).
+    let quiet = skill(home.path(), "quiet", &format!("{base}/quiet-job"), 0);
+    let out = run(&quiet, json!({}));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
+        json!({ "sum": 43 })
     );
 
     let stream = skill(home.path(), "stream", &format!("{base}/stream"), 0);
