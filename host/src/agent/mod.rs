@@ -416,7 +416,9 @@ impl Agent {
         let mut results = serde_json::Map::new();
         for step in steps {
             if !self.options.permissions.allows(turn.ctx, &step.name) {
-                results.insert(step.name.clone(), json!({ "error": "blocked" }));
+                let input = step.input.clone().unwrap_or_else(|| json!({}));
+                let message = tool_loop::refuse(turn.ctx, &step.name, &input);
+                results.insert(step.name.clone(), json!({ "error": "blocked", "message": message }));
                 continue;
             }
             let mut input = step.input.clone().unwrap_or_else(|| json!({}));

@@ -51,6 +51,25 @@ impl Permissions {
     }
 }
 
+/// Refuses the run's call of `skill` that the agent's permissions do not allow: the
+/// refusal is a failed `skill_result` event (what a user watching the run sees) and a
+/// row of the security log, besides the answer the model gets. Returns its message.
+pub(super) fn refuse(ctx: &SkillContext, skill: &str, arguments: &Value) -> String {
+    let error = Error::Blocked {
+        tool: skill.to_owned(),
+        message: "not allowed by this agent's permission profile".to_owned(),
+        reason: crate::error::BlockReason::Profile,
+    };
+    let message = error.to_string();
+    ctx.emit(crate::skill::events::RunEvent::skill_failed(
+        skill,
+        &error,
+        std::time::Duration::ZERO,
+    ));
+    ctx.record_refusal(skill, arguments, &message);
+    message
+}
+
 /// What a tool call returned to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolOutcome {
@@ -173,16 +192,16 @@ async fn run_tool(
         })
     };
     let offered = options.tools.iter().any(|t| t.name == call.name);
+    // A skill the permissions leave out is not offered either; the model naming it
+    // anyway is refused as what it is.
+    let exists = ctx.kernel().registry().get(&call.name).is_some();
+    if exists && !permissions.allows(ctx, &call.name) {
+        let message = refuse(ctx, &call.name, &call.arguments);
+        return failed(call, json!({ "error": "blocked", "message": message }));
+    }
     if !offered {
         let message = format!("unknown tool {:?}; use one of the tools offered", call.name);
         return failed(call, json!({ "error": "unknown_tool", "message": message }));
-    }
-    if !permissions.allows(ctx, &call.name) {
-        let message = format!(
-            "{} is not allowed by this agent's permission profile",
-            call.name
-        );
-        return failed(call, json!({ "error": "blocked", "message": message }));
     }
     if !call.arguments.is_object() {
         let message = format!(

@@ -861,6 +861,39 @@ fn agent_run_read_only_keeps_the_model_from_writing() {
     let out = run(&["--read-only"]);
     assert!(!stderr(&out).contains("→ write"), "{}", stderr(&out));
     assert!(!project.join("notes.txt").exists());
+    // The refusal is shown, not only answered to the model, and kept in the security
+    // log.
+    assert!(
+        stderr(&out).contains("✗ write: write: not allowed by this agent's permission profile"),
+        "{}",
+        stderr(&out)
+    );
+    let blocked = evo(&home, &["tool", "history", "--status", "blocked", "--json"]);
+    let blocked: Value = serde_json::from_str(&stdout(&blocked)).unwrap();
+    assert_eq!(blocked[0]["tool"], "write", "{blocked}");
+    // With --json, it is one of the run's events.
+    let out = evo_tests::cli::command(
+        &home,
+        &[
+            "--json",
+            "agent",
+            "run",
+            "--no-routing",
+            "--read-only",
+            "write hi to notes.txt",
+        ],
+    )
+    .current_dir(&project)
+    .env("EVO_LLM", format!("scripted:{}", script.display()))
+    .output()
+    .unwrap();
+    let refusal = stdout(&out)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|event| event["code"] == "TOOL_BLOCKED")
+        .unwrap_or_else(|| panic!("no refusal among the events:\n{}", stdout(&out)));
+    assert_eq!(refusal["skill"], "write", "{refusal}");
+    assert_eq!(refusal["isError"], true, "{refusal}");
     // The same script without --read-only writes: the flag is what stopped it.
     let out = run(&[]);
     assert!(stderr(&out).contains("→ write {"), "{}", stderr(&out));

@@ -138,7 +138,7 @@ async fn a_permission_profile_blocks_calls() {
         .collect();
     assert_eq!(
         results[0],
-        json!({ "error": "blocked", "message": "read is not allowed by this agent's permission profile" })
+        json!({ "error": "blocked", "message": "read: not allowed by this agent's permission profile" })
     );
     assert_eq!(results[1]["error"], "unknown_tool");
     assert_eq!(
