@@ -98,6 +98,15 @@ pub(crate) fn install_refused(home: &Path, reference: &str, code: &str, says: &s
     assert_nothing_installed(home);
 }
 
+/// `evo skill publish COMPONENT REFERENCE --sign KEY` in `home`: what it printed.
+pub(crate) fn publish_signed(home: &Path, component: &str, reference: &str, key: &Path) -> Value {
+    let key = key.to_str().unwrap();
+    ok_json(
+        home,
+        &["skill", "publish", component, reference, "--sign", key],
+    )
+}
+
 /// A new key pair under `dir`: (private, public).
 pub(crate) fn keys(home: &Path, dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let base = dir.join(name);
@@ -213,17 +222,7 @@ fn a_published_skill_installs_by_tag_and_by_digest_signed_pinned_and_runs() {
     let keydir = tempfile::tempdir().unwrap();
     let (private, public) = keys(author.path(), keydir.path(), "alice");
     let reference = format!("{}/evo/text-stats:1.0", open());
-    let published = ok_json(
-        author.path(),
-        &[
-            "skill",
-            "publish",
-            skills::TEXT_STATS,
-            &reference,
-            "--sign",
-            private.to_str().unwrap(),
-        ],
-    );
+    let published = publish_signed(author.path(), skills::TEXT_STATS, &reference, &private);
     assert_eq!(published["name"], "text-stats");
     assert_eq!(published["kind"], "component");
     assert_eq!(published["signed"], true);

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::registry::{
     assert_nothing_installed, env, guarded, home, home_with, install_refused, keys, layout, ok,
-    ok_json, open, refused, set_secret, sha256, skopeo,
+    ok_json, open, publish_signed, refused, set_secret, sha256, skopeo,
 };
 
 #[test]
@@ -86,31 +86,16 @@ fn require_signature_refuses_unsigned_and_unknown_key_artifacts() {
     let (alice, alice_pub) = keys(author.path(), keydir.path(), "alice");
     let (mallory, _) = keys(author.path(), keydir.path(), "mallory");
     let repo = |name: &str| format!("{}/signed/{name}:1.0", open());
-    ok(
-        author.path(),
-        &[
-            "skill",
-            "publish",
-            skills::TEXT_STATS,
-            &repo("by-alice"),
-            "--sign",
-            alice.to_str().unwrap(),
-        ],
-    );
+    publish_signed(author.path(), skills::TEXT_STATS, &repo("by-alice"), &alice);
     ok(
         author.path(),
         &["skill", "publish", skills::TEXT_STATS, &repo("unsigned")],
     );
-    ok(
+    publish_signed(
         author.path(),
-        &[
-            "skill",
-            "publish",
-            skills::TEXT_STATS,
-            &repo("by-mallory"),
-            "--sign",
-            mallory.to_str().unwrap(),
-        ],
+        skills::TEXT_STATS,
+        &repo("by-mallory"),
+        &mallory,
     );
 
     let trust = format!(
@@ -164,17 +149,7 @@ fn each_node_pulls_a_registry_skill_by_digest_and_checks_it_against_its_own_trus
     let keydir = tempfile::tempdir().unwrap();
     let (alice, alice_pub) = keys(author.path(), keydir.path(), "alice");
     let signed = format!("{}/nodes/text-stats:1.0", open());
-    let digest = ok_json(
-        author.path(),
-        &[
-            "skill",
-            "publish",
-            skills::TEXT_STATS,
-            &signed,
-            "--sign",
-            alice.to_str().unwrap(),
-        ],
-    )["digest"]
+    let digest = publish_signed(author.path(), skills::TEXT_STATS, &signed, &alice)["digest"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -425,17 +400,7 @@ fn signatures_are_cosigns_format_and_openssl_checks_them_both_ways() {
     // What Evo signs, OpenSSL verifies (as cosign's examples check cosign's signatures).
     let (alice, alice_pub) = keys(author.path(), work.path(), "alice");
     let reference = format!("{}/cosign/text-stats:1.0", open());
-    let digest = ok_json(
-        author.path(),
-        &[
-            "skill",
-            "publish",
-            skills::TEXT_STATS,
-            &reference,
-            "--sign",
-            alice.to_str().unwrap(),
-        ],
-    )["digest"]
+    let digest = publish_signed(author.path(), skills::TEXT_STATS, &reference, &alice)["digest"]
         .as_str()
         .unwrap()
         .to_owned();
