@@ -3,7 +3,9 @@
 # a free loopback port; stopped and removed when the sourcing script exits. The server
 # comes from the machine's PostgreSQL packages, installed here (Debian's postgresql-15)
 # where they are missing; the script stops with a message if that fails (the tests would
-# fail without it, never skip). Exports EVO_TEST_POSTGRES, the cluster's URL.
+# fail without it, never skip). Exports EVO_TEST_POSTGRES, the cluster's URL, and
+# EVO_TEST_PG_BIN and EVO_TEST_PG_USER (the server's programs, and the user they run as
+# when this runs as root) for a test that starts and stops a cluster of its own.
 
 PG_MAJOR=15
 pg_bin=""
@@ -51,4 +53,6 @@ if ! "${pg_as[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U evo -E UTF8 --
     exit 1
 fi
 EVO_TEST_POSTGRES="postgres://evo@127.0.0.1:$pg_port/postgres"
-export EVO_TEST_POSTGRES
+EVO_TEST_PG_BIN=$pg_bin
+EVO_TEST_PG_USER=$([ "${#pg_as[@]}" = 0 ] || echo postgres)
+export EVO_TEST_POSTGRES EVO_TEST_PG_BIN EVO_TEST_PG_USER

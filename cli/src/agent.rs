@@ -195,6 +195,12 @@ fn show(event: &RunEvent, json: bool) {
             error,
             ..
         } => eprintln!("  ✗ {skill}: {}", error.as_deref().unwrap_or_default()),
+        RunEvent::MemoryWrites { writes, .. } => {
+            for write in writes {
+                eprintln!("  {}", crate::memory::write_line(write));
+            }
+        }
+        RunEvent::Warning { message, .. } => eprintln!("warning: {message}"),
         _ => {}
     }
 }

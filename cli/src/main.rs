@@ -326,11 +326,35 @@ fn report(failure: &Failure, json: bool) -> ExitCode {
         {
             fields.extend(run);
         }
+        // A failed composite keeps the steps that ran.
+        if let Failure::Evo(e) = failure
+            && !e.steps().is_empty()
+        {
+            value["intermediateSteps"] = serde_json::json!(e.steps());
+        }
         out!("{value}");
     }
     eprintln!("error[{code}]: {message}");
     if let Some(hint) = hint {
         eprintln!("  hint: {hint}");
+    }
+    if let Failure::Evo(e) = failure
+        && !e.steps().is_empty()
+        && !json
+    {
+        eprintln!("  steps that ran (`--json` shows their inputs and outputs):");
+        for step in e.steps() {
+            let (mark, output) = match &step.error {
+                None => ("✓", step.output.to_string()),
+                Some(_) => ("✗", "failed".to_owned()),
+            };
+            eprintln!(
+                "    {mark} {} ({} ms) → {}",
+                step.step_name,
+                step.duration,
+                cut(&output, 120)
+            );
+        }
     }
     ExitCode::from(exit)
 }
@@ -403,6 +427,14 @@ impl Drop for Redacting {
 }
 
 /// Turns a serialisation failure (which would be a bug) into a reported error.
+/// `text` cut to `max` characters, with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 pub(crate) fn internal(error: serde_json::Error) -> Failure {
     Failure::usage("INTERNAL_ERROR", error.to_string(), None)
 }

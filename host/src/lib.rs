@@ -208,7 +208,9 @@ pub use secrets::{SecretInfo, SecretStore, Secrets, check_name as check_secret_n
 pub use skill::confirm::{Always, Confirmation, Confirmer, Risk};
 pub use skill::context::{ContextError, LlmRequest, MemoryHit, Scratch, StoreOutcome};
 pub use skill::events::{EventKind, EventSink, RunEvent};
-pub use skill::executor::{ExecutorKind, MemoryWrite, SkillOutput, StepTrace};
+pub use skill::executor::{
+    ExecutorKind, MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus,
+};
 pub use skill::history::{
     Filter as CallFilter, Record as CallRecord, SLOW_CALL_MS, Status as CallStatus, ToolStats,
     suggestions as call_suggestions,

@@ -113,3 +113,153 @@ pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A PostgreSQL cluster of one test's own, which it may stop and start (the shared one
+/// serves every other test): made with `initdb` in a temporary directory and run on a
+/// free loopback port with the programs `scripts/postgres.sh` found; removed when
+/// dropped.
+#[derive(Debug)]
+pub struct OwnCluster {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl OwnCluster {
+    /// Makes and starts one.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("a directory for the cluster");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let cluster = Self { dir, port };
+        if let Some(user) = Self::user() {
+            cluster.run(
+                "chmod",
+                &["755".as_ref(), cluster.dir.path().as_os_str()],
+                false,
+            );
+            cluster.run(
+                "chown",
+                &[user.as_ref(), cluster.dir.path().as_os_str()],
+                false,
+            );
+        }
+        let data = cluster.data();
+        cluster.run(
+            "initdb",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-A".as_ref(),
+                "trust".as_ref(),
+                "-U".as_ref(),
+                "evo".as_ref(),
+                "--no-sync".as_ref(),
+            ],
+            true,
+        );
+        cluster.resume();
+        cluster
+    }
+
+    /// Its URL, for `[storage] url`.
+    pub fn url(&self) -> String {
+        format!("postgres://evo@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`): connections drop, and
+    /// new ones are refused.
+    pub fn stop(&self) {
+        let data = self.data();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "immediate".as_ref(),
+                "stop".as_ref(),
+            ],
+            true,
+        );
+    }
+
+    /// Starts the server (again).
+    pub fn resume(&self) {
+        let (data, log) = (self.data(), self.dir.path().join("server.log"));
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-w".as_ref(),
+                "-o".as_ref(),
+                options.as_ref(),
+                "start".as_ref(),
+            ],
+            true,
+        );
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The user the server runs as, when this runs as root.
+    fn user() -> Option<String> {
+        std::env::var("EVO_TEST_PG_USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+    }
+
+    /// Runs `program` (one of the server's when `server`), failing the test if it fails.
+    fn run(&self, program: &str, args: &[&std::ffi::OsStr], server: bool) {
+        let out = Self::command(program, server)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{program} could not run: {e}"));
+        assert!(
+            out.status.success(),
+            "{program} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `program`: one of the server's, run as the server's user, when `server`.
+    fn command(program: &str, server: bool) -> std::process::Command {
+        if !server {
+            return std::process::Command::new(program);
+        }
+        let bin = std::env::var("EVO_TEST_PG_BIN").expect(
+            "EVO_TEST_PG_BIN is not set: run ./scripts/test, or `source scripts/postgres.sh` first",
+        );
+        let program = Path::new(&bin).join(program);
+        match Self::user() {
+            Some(user) => {
+                let mut command = std::process::Command::new("runuser");
+                command.args(["-u", &user, "--"]).arg(program);
+                command
+            }
+            None => std::process::Command::new(program),
+        }
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = Self::command("pg_ctl", true)
+            .arg("-D")
+            .arg(self.data())
+            .args(["-m", "immediate", "stop"])
+            .output();
+    }
+}

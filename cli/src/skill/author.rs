@@ -155,6 +155,8 @@ pub(crate) async fn test(
         let context = host.run_context(evo_host::RunOptions {
             caller: Some("test".into()),
             single_call: true,
+            // A test case must not change the user's memory.
+            leave_memory_writes: true,
             ..Default::default()
         });
         let got = context.call_full(&name, case.input.clone()).await;

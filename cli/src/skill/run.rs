@@ -66,6 +66,11 @@ fn show(event: RunEvent) {
             depth,
             ..
         } if depth > 1 => eprintln!("{}→ {skill} {input}", "  ".repeat(depth as usize - 2)),
+        RunEvent::MemoryWrites { writes, .. } => {
+            for write in &writes {
+                eprintln!("{}", crate::memory::write_line(write));
+            }
+        }
         _ => {}
     }
 }

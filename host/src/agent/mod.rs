@@ -24,7 +24,7 @@ use crate::memory::{MemoryEntry, MemoryManager};
 use crate::packages::index::SkillIndex;
 use crate::skill::confirm::Confirmer;
 use crate::skill::events::{EventSink, RunEvent};
-use crate::skill::executor::MemoryWrite;
+use crate::skill::executor::{MemoryWriteOutcome, WriteStatus};
 use crate::skill::kernel::{Kernel, RunOptions, SkillContext};
 use crate::skill::permission::Profile;
 use crate::skill::registry::{RegisteredSkill, ToolDefinition};
@@ -86,6 +86,15 @@ fn conversation(system: &str, history: &[Message], message: String) -> Vec<Messa
     messages.extend(history.iter().cloned());
     messages.push(Message::text(Role::User, message));
     messages
+}
+
+/// Something the run goes on without: logged as a warning and sent as a `warning` event,
+/// so whoever watches the run (`evo agent run`, an HTTP stream) sees why the answer is
+/// poorer (memory that could not be read, an answer without recall).
+fn warn(ctx: &SkillContext, what: &str, error: &Error) {
+    let message = format!("{what}: [{}] {error}", error.code());
+    tracing::warn!(target: "evo::agent", "{message}");
+    ctx.emit(RunEvent::warning(message, error));
 }
 
 /// What the execution phase of one run works with.
@@ -280,7 +289,7 @@ impl Agent {
                 reason: "the message is empty".into(),
             });
         }
-        let recalled = self.recall(ctx, message)?;
+        let recalled = self.recall(ctx, message);
         self.hooks(
             ctx,
             &self.options.before_skills,
@@ -288,7 +297,7 @@ impl Agent {
         )
         .await;
         let candidates = self.shortlist(ctx, message);
-        let (system, answer_system) = self.compile_prompt(&candidates, &recalled)?;
+        let (system, answer_system) = self.compile_prompt(ctx, &candidates, &recalled);
         let routing = if self.options.intent_recognition {
             intent::recognize(ctx, message, history, &candidates, &recalled).await
         } else {
@@ -303,7 +312,13 @@ impl Agent {
             events,
         };
         let (response, writes) = self.execute(&turn, &routing, &candidates).await?;
-        let captured = self.capture(message, &response, &writes, &recalled)?;
+        let mut captured = self.capture(ctx, message, &response, &recalled);
+        captured.extend(
+            writes
+                .into_iter()
+                .filter(|w| w.status == WriteStatus::Kept)
+                .map(|w| w.text),
+        );
         self.hooks(
             ctx,
             &self.options.after_skills,
@@ -318,12 +333,18 @@ impl Agent {
         })
     }
 
-    /// Recall: memories relevant to the message, also put in the run's scratch.
-    fn recall(&self, ctx: &SkillContext, message: &str) -> Result<Vec<MemoryEntry>> {
-        match &self.memory {
-            Some(memory) => memory.recall_into(ctx.scratch(), message),
-            None => Ok(Vec::new()),
-        }
+    /// Recall: memories relevant to the message, also put in the run's scratch. Memory
+    /// that cannot be read is a warning, and the run goes on without recall.
+    fn recall(&self, ctx: &SkillContext, message: &str) -> Vec<MemoryEntry> {
+        let Some(memory) = &self.memory else {
+            return Vec::new();
+        };
+        memory
+            .recall_into(ctx.scratch(), message)
+            .unwrap_or_else(|e| {
+                warn(ctx, "memory could not be read, so this answer has no recall", &e);
+                Vec::new()
+            })
     }
 
     /// Prompt: the system prompt from the candidate skills, long-term memory, the
@@ -331,11 +352,23 @@ impl Agent {
     /// answer offered no tools.
     fn compile_prompt(
         &self,
+        ctx: &SkillContext,
         candidates: &[ToolDefinition],
         recalled: &[MemoryEntry],
-    ) -> Result<(String, String)> {
+    ) -> (String, String) {
         let (long_term, daily_log) = match &self.memory {
-            Some(memory) => (memory.load_long_term()?, memory.load_daily_log(None)?),
+            Some(memory) => {
+                let read = |what: &str, text: Result<String>| {
+                    text.unwrap_or_else(|e| {
+                        warn(ctx, &format!("{what} could not be read, so the prompt leaves it out"), &e);
+                        String::new()
+                    })
+                };
+                (
+                    read("MEMORY.md", memory.load_long_term()),
+                    read("today's log", memory.load_daily_log(None)),
+                )
+            }
             None => (String::new(), String::new()),
         };
         let compile = |skills| {
@@ -346,7 +379,7 @@ impl Agent {
                 daily_log: &daily_log,
             })
         };
-        Ok((compile(candidates), compile(&[])))
+        (compile(candidates), compile(&[]))
     }
 
     /// Execution: the routed strategy carried out; the answer and the memory writes the
@@ -356,7 +389,7 @@ impl Agent {
         turn: &Turn<'_>,
         routing: &Routing,
         candidates: &[ToolDefinition],
-    ) -> Result<(String, Vec<MemoryWrite>)> {
+    ) -> Result<(String, Vec<MemoryWriteOutcome>)> {
         let routed: Vec<&str> = routing
             .skills
             .iter()
@@ -405,7 +438,7 @@ impl Agent {
         turn: &Turn<'_>,
         routing: &Routing,
         routed: &[&str],
-    ) -> Result<(String, Vec<MemoryWrite>)> {
+    ) -> Result<(String, Vec<MemoryWriteOutcome>)> {
         let pipeline = routing.strategy == Strategy::Pipeline;
         let steps = routing
             .skills
@@ -429,7 +462,7 @@ impl Agent {
             }
             let output = match turn.ctx.call_full(&step.name, input).await {
                 Ok(out) => {
-                    writes.extend(out.memory_writes);
+                    writes.extend(out.memory);
                     out.output
                 }
                 Err(e) => json!({ "error": e.to_string(), "code": e.code() }),
@@ -448,7 +481,7 @@ impl Agent {
         turn: &Turn<'_>,
         routed: &[&str],
         candidates: &[ToolDefinition],
-    ) -> Result<(String, Vec<MemoryWrite>)> {
+    ) -> Result<(String, Vec<MemoryWriteOutcome>)> {
         let tools: Vec<ToolDefinition> = candidates
             .iter()
             .filter(|t| routed.is_empty() || routed.contains(&t.name.as_str()))
@@ -472,7 +505,7 @@ impl Agent {
         let writes = outcome
             .tool_results
             .into_iter()
-            .flat_map(|r| r.memory_writes)
+            .flat_map(|r| r.memory)
             .collect();
         let response = if outcome.stop == Stop::RoundLimit {
             let note = format!(
@@ -487,17 +520,25 @@ impl Agent {
         Ok((response, writes))
     }
 
-    /// Capture: what the user stated and what the skills suggested, kept in memory.
+    /// Capture: what the user stated, kept in memory (what the skills suggested was kept
+    /// as their calls returned). Memory that cannot be written is a warning: the answer
+    /// stands.
     fn capture(
         &self,
+        ctx: &SkillContext,
         message: &str,
         response: &str,
-        writes: &[MemoryWrite],
         recalled: &[MemoryEntry],
-    ) -> Result<Vec<String>> {
-        match &self.memory {
-            Some(memory) => Ok(memory.capture(message, response, writes, recalled)?.entries),
-            None => Ok(Vec::new()),
+    ) -> Vec<String> {
+        let Some(memory) = &self.memory else {
+            return Vec::new();
+        };
+        match memory.capture(message, response, recalled) {
+            Ok(outcome) => outcome.entries,
+            Err(e) => {
+                warn(ctx, "memory could not be written, so nothing of this message was kept", &e);
+                Vec::new()
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::llm::{ChatOptions, ContentBlock, LlmProvider, Message, Role, ToolCall, collect};
-use crate::skill::executor::MemoryWrite;
+use crate::skill::executor::MemoryWriteOutcome;
 use crate::skill::kernel::SkillContext;
 use crate::skill::validate::Direction;
 
@@ -79,9 +79,9 @@ pub struct ToolOutcome {
     pub content: String,
     /// Whether it failed (or was blocked).
     pub is_error: bool,
-    /// Memory the skill suggested keeping.
+    /// The memory writes the skill suggested, and what became of each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub memory_writes: Vec<MemoryWrite>,
+    pub memory: Vec<MemoryWriteOutcome>,
 }
 
 /// How a loop ended.
@@ -188,7 +188,7 @@ async fn run_tool(
             call,
             content: value.to_string(),
             is_error: true,
-            memory_writes: Vec::new(),
+            memory: Vec::new(),
         })
     };
     let offered = options.tools.iter().any(|t| t.name == call.name);
@@ -218,7 +218,7 @@ async fn run_tool(
             call,
             content: out.output.to_string(),
             is_error: false,
-            memory_writes: out.memory_writes,
+            memory: out.memory,
         }),
         // The model had its tries at these arguments (`max_input_attempts`): stop the
         // run rather than let it spend rounds on a call it cannot get right.

@@ -35,6 +35,15 @@ impl Error {
         kept
     }
 
+    /// The steps a failed composite skill ran before it stopped, the failed one last
+    /// (empty for any other error).
+    pub fn steps(&self) -> &[super::StepTrace] {
+        match self {
+            Self::Step { steps, .. } => steps,
+            _ => &[],
+        }
+    }
+
     /// The stable, machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         match self {

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 mod codes;
 pub mod report;
 
-pub use report::{Direction, Problem, ScriptRun, TemplateError, ValidationReport, Violation};
+pub use report::{
+    Direction, Problem, ScriptRun, StepTrace, TemplateError, ValidationReport, Violation,
+};
 
 /// How to configure a language model, for messages that find none
 /// ([`Error::LlmNotConfigured`]'s hint).
@@ -343,6 +345,9 @@ pub enum Error {
         /// Why.
         #[source]
         source: Box<Error>,
+        /// The steps that ran, in order, with their inputs and outputs; the failed one
+        /// last, with its error.
+        steps: Vec<StepTrace>,
     },
 
     /// The language model could not answer.

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One problem in a manifest.
@@ -185,4 +185,23 @@ pub struct ScriptRun {
     pub exit_code: Option<i32>,
     /// Wall-clock time, ms.
     pub duration: u64,
+}
+
+/// One step of a skill's work, for debugging and observability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepTrace {
+    /// Unique within the call.
+    pub step_id: String,
+    /// Human-readable name.
+    pub step_name: String,
+    /// The step's input.
+    pub input: Value,
+    /// The step's output (`null` if it failed or was skipped).
+    pub output: Value,
+    /// Duration in milliseconds.
+    pub duration: u64,
+    /// The error, if the step failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

@@ -65,7 +65,7 @@ pub use crate::retrieval::embed::{Embedder, HashEmbedder};
 
 use crate::error::{Error, Result};
 use crate::skill::context::{BoxFuture, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
-use crate::skill::executor::MemoryWrite;
+use crate::skill::executor::{MemoryWrite, MemoryWriteOutcome, WriteStatus};
 use crate::skill::kernel::Memory;
 use crate::skill::pipeline::{LONG_TERM_MEMORY_KEY, RELEVANT_MEMORIES_KEY};
 use decide::Relation;
@@ -430,34 +430,24 @@ impl MemoryManager {
     }
 
     /// Keeps what is worth remembering at the end of a run: facts, preferences and
-    /// decisions the user stated in `message` (see `capture`), and the `writes` skills
-    /// suggested. Text that was recalled for this run is not stored again. The model's
-    /// `response` is logged, not stored. Nothing is stored when `auto_capture` is off.
+    /// decisions the user stated in `message` (see `capture`). Text that was recalled
+    /// for this run is not stored again. The model's `response` is logged, not stored.
+    /// Nothing is stored when `auto_capture` is off. (What skills suggest is kept when
+    /// their call returns: see [`MemoryManager::keep_writes`].)
     pub fn capture(
         &self,
         message: &str,
         response: &str,
-        writes: &[MemoryWrite],
         recalled: &[MemoryEntry],
     ) -> Result<CaptureOutcome> {
         let mut entries = Vec::new();
         if self.config.auto_capture {
-            let from_message = capture::candidates(message)
-                .into_iter()
-                .map(|c| (c.text, c.category, Source::Capture));
-            let from_skills = writes.iter().map(|w| {
-                let category = w
-                    .category
-                    .as_deref()
-                    .and_then(Category::parse)
-                    .unwrap_or(Category::Other);
-                (w.text.clone(), category, Source::Skill)
-            });
-            for (text, category, source) in from_message.chain(from_skills) {
+            for candidate in capture::candidates(message) {
+                let text = candidate.text;
                 if recalled.iter().any(|r| r.text == text) || capture::looks_like_injection(&text) {
                     continue;
                 }
-                match self.store_from(&text, category, source) {
+                match self.store_from(&text, candidate.category, Source::Capture) {
                     Ok(outcome) if outcome.stored => entries.push(text),
                     Ok(_) => {}
                     Err(e) => tracing::warn!("memory: could not capture {text:?}: {e}"),

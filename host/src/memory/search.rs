@@ -120,4 +120,8 @@ impl Memory for MemoryManager {
     fn forget(&self, query: String) -> BoxFuture<'_, Result<u32>> {
         Box::pin(async move { MemoryManager::forget(self, &query).map(|o| o.deleted) })
     }
+
+    fn keep(&self, writes: Vec<MemoryWrite>) -> BoxFuture<'_, Vec<MemoryWriteOutcome>> {
+        Box::pin(async move { self.keep_writes(&writes) })
+    }
 }

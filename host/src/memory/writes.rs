@@ -355,3 +355,49 @@ fn record(store: &Store, decision: &StoreDecision, text: &str) -> Result<()> {
         reason: &decision.reason,
     })
 }
+
+impl MemoryManager {
+    /// Keeps the memory writes skills suggested (`memoryWrites`), under the rule of the
+    /// agent's capture: each is compared with what memory holds (see
+    /// [`MemoryManager::decide_from`]) and kept, merged into the entry that already
+    /// says it, or refused, with the reason. Refused: everything while automatic capture
+    /// is off, text that reads as instructions to the model (it would be recalled into
+    /// later prompts), text memory cannot hold, and a store that failed.
+    pub fn keep_writes(&self, writes: &[MemoryWrite]) -> Vec<MemoryWriteOutcome> {
+        writes.iter().map(|write| self.keep_write(write)).collect()
+    }
+
+    fn keep_write(&self, write: &MemoryWrite) -> MemoryWriteOutcome {
+        if !self.config.auto_capture {
+            return MemoryWriteOutcome::refused(
+                write,
+                "automatic capture is off for this host (`MemoryConfig::auto_capture`): skills' suggestions are not kept; store the text with `evo memory store` if it should be",
+            );
+        }
+        if capture::looks_like_injection(&write.text) {
+            return MemoryWriteOutcome::refused(
+                write,
+                "the text reads as instructions to the model, which memory does not keep: it would be recalled into later prompts",
+            );
+        }
+        let category = write
+            .category
+            .as_deref()
+            .and_then(Category::parse)
+            .unwrap_or(Category::Other);
+        match self.decide_from(&write.text, category, Source::Skill) {
+            Ok(decision) => MemoryWriteOutcome {
+                text: write.text.clone(),
+                status: if decision.action == Action::Noop {
+                    WriteStatus::Merged
+                } else {
+                    WriteStatus::Kept
+                },
+                id: Some(decision.id),
+                supersedes: decision.supersedes,
+                reason: decision.reason,
+            },
+            Err(e) => MemoryWriteOutcome::refused(write, format!("[{}] {e}", e.code())),
+        }
+    }
+}

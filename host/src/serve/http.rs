@@ -187,6 +187,7 @@ pub(super) fn failure(
             error: message,
             hint: hint.map(str::to_owned),
             report: None,
+            intermediate_steps: Vec::new(),
         }),
     )
         .into_response()
@@ -222,6 +223,7 @@ fn evo_failure(error: &Error) -> Response {
             Error::Validation(report) => serde_json::to_value(report).ok(),
             _ => None,
         },
+        intermediate_steps: error.steps().to_vec(),
     };
     (status_of(error), Json(body)).into_response()
 }
@@ -330,9 +332,11 @@ async fn call_skill(
     // A client that hangs up cancels the call: this future is dropped with it.
     let never = CancellationToken::new();
     match shared.call(&skill.meta.name, input, None, &never).await {
-        Ok(output) => Json(CallResult {
-            output,
+        Ok(out) => Json(CallResult {
+            output: out.output,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            memory: out.memory,
+            intermediate_steps: out.intermediate_steps,
         })
         .into_response(),
         Err(Refusal::Failed(error)) => evo_failure(&error),
@@ -400,7 +404,7 @@ async fn agent_run(State(shared): State<Arc<Shared>>, Json(request): Json<AgentR
     let stream = futures_util::stream::unfold(events, |mut events| async move {
         let event = events.recv().await?;
         let sse = Event::default()
-            .event(event_name(&event))
+            .event(event.kind().as_str())
             .json_data(&event)
             .unwrap_or_else(|_| Event::default().data("{}"));
         Some((Ok::<_, Infallible>(sse), events))
@@ -408,20 +412,6 @@ async fn agent_run(State(shared): State<Arc<Shared>>, Json(request): Json<AgentR
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
-}
-
-fn event_name(event: &crate::skill::events::RunEvent) -> &'static str {
-    use crate::skill::events::EventKind;
-    match event.kind() {
-        EventKind::Token => "token",
-        EventKind::SkillCall => "skill_call",
-        EventKind::SkillResult => "skill_result",
-        EventKind::SkillValidationRetry => "skill_validation_retry",
-        EventKind::Emit => "emit",
-        EventKind::Log => "log",
-        EventKind::Error => "error",
-        EventKind::Done => "done",
-    }
 }
 
 async fn openapi() -> Json<Value> {

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    Prompt, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
     SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -28,7 +28,7 @@ use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::ExecutorKind;
 use crate::skill::registry::RegisteredSkill;
 
-use super::tool::{failure_text, structured, tool_of};
+use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};
 
 /// Resources per `resources/list` page.
@@ -284,15 +284,16 @@ impl ServerHandler for Server {
             .await;
         drop(heartbeat);
         match result {
-            Ok(output) => {
-                let text = serde_json::to_string(&output).unwrap_or_default();
+            Ok(out) => {
+                let text = serde_json::to_string(&out.output).unwrap_or_default();
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = structured(&skill, output);
-                Ok(result.into())
+                result.structured_content = structured(&skill, out.output);
+                Ok(with_trail(result, trail(&[], &out.memory)).into())
             }
             Err(Refusal::Failed(error)) => {
                 tracing::debug!(tool = name, code = error.code(), "call failed: {error}");
-                Ok(CallToolResult::error(vec![ContentBlock::text(failure_text(&error))]).into())
+                let result = CallToolResult::error(vec![ContentBlock::text(failure_text(&error))]);
+                Ok(with_trail(result, trail(error.steps(), &[])).into())
             }
             Err(Refusal::Cancelled) => Err(McpError::new(
                 ErrorCode::INTERNAL_ERROR,
@@ -523,4 +524,13 @@ impl ServerHandler for Server {
 fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// `result` with the `trail` of its call (see [`trail`]): one more text block, and `_meta`.
+fn with_trail(mut result: CallToolResult, trail: Option<(String, JsonObject)>) -> CallToolResult {
+    if let Some((text, meta)) = trail {
+        result.content.push(ContentBlock::text(text));
+        result.meta = Some(MetaObject(meta));
+    }
+    result
 }

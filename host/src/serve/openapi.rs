@@ -5,6 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::skill::executor::{MemoryWriteOutcome, StepTrace};
+
 /// A failed request.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorBody {
@@ -18,6 +20,10 @@ pub struct ErrorBody {
     /// For input that failed validation: every violation, with a fix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report: Option<Value>,
+    /// For a composite skill whose step failed: the steps that ran, with their inputs
+    /// and outputs, the failed one last with its error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intermediate_steps: Vec<StepTrace>,
 }
 
 /// `GET /v1/health`.
@@ -79,6 +85,13 @@ pub struct CallResult {
     pub output: Value,
     /// Milliseconds the call took.
     pub duration_ms: f64,
+    /// The memory writes the skill suggested and what became of each: `kept`,
+    /// `merged` (memory already says it) or `refused` (with the reason).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryWriteOutcome>,
+    /// The steps a composite skill ran, with their inputs and outputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intermediate_steps: Vec<StepTrace>,
 }
 
 /// `POST /v1/memory/search`.

@@ -12,6 +12,7 @@ use crate::config::ServeSettings;
 use crate::error::Error;
 use crate::host::Host;
 use crate::skill::events::EventSink;
+use crate::skill::executor::SkillOutput;
 use crate::skill::kernel::RunOptions;
 use crate::skill::lanes::{Streak, long_places};
 use crate::skill::registry::RegisteredSkill;
@@ -167,7 +168,7 @@ impl Shared {
         input: Value,
         events: Option<EventSink>,
         cancelled: &CancellationToken,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<SkillOutput, Refusal> {
         if self.draining.is_cancelled() {
             return Err(Refusal::ShuttingDown);
         }
@@ -191,7 +192,7 @@ impl Shared {
         let mut counted = false;
         let result = loop {
             tokio::select! {
-                result = &mut call => break result.map(|out| out.output).map_err(Refusal::Failed),
+                result = &mut call => break result.map_err(Refusal::Failed),
                 () = &mut long, if !counted => {
                     counted = true;
                     self.ran(name, true);

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::capabilities::Grant;
 use crate::error::Error;
 use crate::host::Host;
-use crate::skill::executor::ExecutorKind;
+use crate::skill::executor::{ExecutorKind, MemoryWriteOutcome, StepTrace};
 use crate::skill::permission::Permission;
 use crate::skill::registry::RegisteredSkill;
 
@@ -89,4 +89,27 @@ pub fn failure_text(error: &Error) -> String {
         text.push_str(hint);
     }
     text
+}
+
+/// What an MCP result adds to a skill's answer: the steps a failed composite ran, and
+/// what became of the memory writes the skill suggested, as a JSON text a model can
+/// read (`{"intermediateSteps": […]}`, `{"memory": […]}`) and in `_meta` under
+/// `evo/intermediateSteps` and `evo/memory` for a program. `None` when there is neither.
+pub fn trail(steps: &[StepTrace], memory: &[MemoryWriteOutcome]) -> Option<(String, JsonObject)> {
+    let mut fields = JsonObject::new();
+    if !steps.is_empty() {
+        fields.insert("intermediateSteps".into(), json!(steps));
+    }
+    if !memory.is_empty() {
+        fields.insert("memory".into(), json!(memory));
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    let text = Value::Object(fields.clone()).to_string();
+    let meta = fields
+        .into_iter()
+        .map(|(key, value)| (format!("evo/{key}"), value))
+        .collect();
+    Some((text, meta))
 }

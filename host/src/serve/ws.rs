@@ -143,9 +143,10 @@ async fn call(
         None => call.await,
     };
     match result {
-        Ok(output) => Reply {
+        // The memory writes were kept on this node, whose memory they belong to.
+        Ok(out) => Reply {
             id,
-            output: Some(output),
+            output: Some(out.output),
             ..Reply::default()
         },
         Err(Refusal::Failed(error)) => failed(id, &error),

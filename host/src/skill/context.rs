@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::FailureKind;
@@ -24,9 +24,11 @@ pub const MAX_SCRATCH_ENTRIES: usize = 1_024;
 /// over between skills, and far below what entries × value size would allow (1 GiB).
 pub const MAX_SCRATCH_TOTAL_BYTES: usize = 16 << 20;
 
-/// A memory write a skill suggests; the memory kernel applies it (with deduplication)
-/// at the end of the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A memory write a skill suggests (`memoryWrites`). The kernel keeps it when the call
+/// that produced it returns to whoever started the run (the CLI, an MCP or HTTP client,
+/// the agent, an embedder), under the skill's memory grant and the store's
+/// deduplication, and says what became of it in [`SkillOutput::memory`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MemoryWrite {
     /// The text.
     pub text: String,
@@ -35,23 +37,83 @@ pub struct MemoryWrite {
     pub category: Option<String>,
 }
 
-/// One step of a skill's work, for debugging and observability.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+pub use crate::error::StepTrace;
+
+/// What became of one suggested memory write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteStatus {
+    /// Stored as a new entry (which may supersede an older version of the same fact).
+    Kept,
+    /// Not stored again: an entry already says it.
+    Merged,
+    /// Not stored; the reason says why and what would allow it.
+    Refused,
+}
+
+impl WriteStatus {
+    /// `kept`, `merged` or `refused`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kept => "kept",
+            Self::Merged => "merged",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+/// A suggested memory write and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct StepTrace {
-    /// Unique within the call.
-    pub step_id: String,
-    /// Human-readable name.
-    pub step_name: String,
-    /// The step's input.
-    pub input: Value,
-    /// The step's output (`null` if it failed or was skipped).
-    pub output: Value,
-    /// Duration in milliseconds.
-    pub duration: u64,
-    /// The error, if the step failed.
+pub struct MemoryWriteOutcome {
+    /// The text the skill suggested.
+    pub text: String,
+    /// Kept, merged or refused.
+    pub status: WriteStatus,
+    /// The entry stored (kept) or the one that already says it (merged).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub id: Option<String>,
+    /// The older entry a kept one supersedes (which stays in its history).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+impl MemoryWriteOutcome {
+    /// `write` refused for `reason`.
+    pub fn refused(write: &MemoryWrite, reason: impl Into<String>) -> Self {
+        Self {
+            text: write.text.clone(),
+            status: WriteStatus::Refused,
+            id: None,
+            supersedes: None,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A skill's suggested memory writes as the kernel takes them: all of them when the
+/// skill may write to memory (`granted`), else none, each refused with the reason.
+/// Suggestions are writes by another name: without the grant a skill could fill memory
+/// (and so the model's context) with what it likes.
+pub fn granted_writes(
+    skill: &str,
+    granted: bool,
+    suggested: Vec<MemoryWrite>,
+) -> (Vec<MemoryWrite>, Vec<MemoryWriteOutcome>) {
+    if granted || suggested.is_empty() {
+        return (suggested, Vec::new());
+    }
+    let reason = format!(
+        "{skill} may not write to memory: it needs `\"memory\": \"read-write\"` among its capabilities and that grant from the operator (`[grants] memory = \"read-write\"`, `[grants.skill.{skill}]`, or `--allow-memory read-write`)"
+    );
+    tracing::info!(skill, dropped = suggested.len(), "memory suggestions refused: {reason}");
+    let refused = suggested
+        .iter()
+        .map(|w| MemoryWriteOutcome::refused(w, reason.clone()))
+        .collect();
+    (Vec::new(), refused)
 }
 
 /// What a successful run returns.
@@ -62,6 +124,11 @@ pub struct SkillOutput {
     pub output: Value,
     /// Memory the skill suggests keeping.
     pub memory_writes: Vec<MemoryWrite>,
+    /// What became of each suggestion: kept, merged or refused. Filled in when the
+    /// call returns to the run's caller; a suggestion refused for want of a grant is
+    /// here (and not in `memory_writes`) from the start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryWriteOutcome>,
     /// Steps taken (composite skills fill this in).
     pub intermediate_steps: Vec<StepTrace>,
 }
@@ -71,6 +138,7 @@ impl From<Value> for SkillOutput {
         Self {
             output,
             memory_writes: Vec::new(),
+            memory: Vec::new(),
             intermediate_steps: Vec::new(),
         }
     }

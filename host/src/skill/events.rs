@@ -8,6 +8,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::context::MemoryWriteOutcome;
+
 /// The kind of a [`RunEvent`] (its `type` field), for matching without the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -24,10 +26,32 @@ pub enum EventKind {
     Emit,
     /// A line a skill wrote to the log.
     Log,
+    /// What became of the memory writes a skill suggested.
+    MemoryWrites,
+    /// Something went wrong that the run went on without (memory it could not read).
+    Warning,
     /// The run failed.
     Error,
     /// The run finished.
     Done,
+}
+
+impl EventKind {
+    /// The `type` field's value: `token`, `skill_call`, … (an SSE stream's event names).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Token => "token",
+            Self::SkillCall => "skill_call",
+            Self::SkillResult => "skill_result",
+            Self::SkillValidationRetry => "skill_validation_retry",
+            Self::Emit => "emit",
+            Self::Log => "log",
+            Self::MemoryWrites => "memory_writes",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Done => "done",
+        }
+    }
 }
 
 /// One event of a run. Serialised with a `type` tag and camelCase fields, e.g.
@@ -110,6 +134,25 @@ pub enum RunEvent {
         /// The line, cut to the chatter limit.
         message: String,
     },
+    /// What became of the memory writes a skill suggested: kept, merged or refused.
+    MemoryWrites {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// The skill whose call returned them.
+        skill: String,
+        /// Each write and what became of it.
+        writes: Vec<MemoryWriteOutcome>,
+    },
+    /// Something went wrong that the run went on without: memory it could not read
+    /// (the answer then has no recall), a capture that failed.
+    Warning {
+        /// Milliseconds since the Unix epoch.
+        timestamp: u64,
+        /// What went wrong and what the run did instead.
+        message: String,
+        /// The stable code of the error behind it.
+        code: &'static str,
+    },
     /// The run failed.
     Error {
         /// Milliseconds since the Unix epoch.
@@ -138,6 +181,8 @@ impl RunEvent {
             Self::SkillValidationRetry { .. } => EventKind::SkillValidationRetry,
             Self::Emit { .. } => EventKind::Emit,
             Self::Log { .. } => EventKind::Log,
+            Self::MemoryWrites { .. } => EventKind::MemoryWrites,
+            Self::Warning { .. } => EventKind::Warning,
             Self::Error { .. } => EventKind::Error,
             Self::Done { .. } => EventKind::Done,
         }
@@ -150,8 +195,11 @@ impl RunEvent {
             | Self::SkillResult { skill, .. }
             | Self::SkillValidationRetry { skill, .. }
             | Self::Emit { skill, .. }
-            | Self::Log { skill, .. } => Some(skill),
-            Self::Token { .. } | Self::Error { .. } | Self::Done { .. } => None,
+            | Self::Log { skill, .. }
+            | Self::MemoryWrites { skill, .. } => Some(skill),
+            Self::Token { .. } | Self::Warning { .. } | Self::Error { .. } | Self::Done { .. } => {
+                None
+            }
         }
     }
 
@@ -234,6 +282,24 @@ impl RunEvent {
         }
     }
 
+    /// `memory_writes`: what became of the memory writes `skill` suggested.
+    pub fn memory_writes(skill: &str, writes: &[MemoryWriteOutcome]) -> Self {
+        Self::MemoryWrites {
+            timestamp: crate::unix_millis(),
+            skill: skill.to_owned(),
+            writes: writes.to_vec(),
+        }
+    }
+
+    /// `warning`: `error` happened and the run went on as `message` says.
+    pub fn warning(message: String, error: &crate::Error) -> Self {
+        Self::Warning {
+            timestamp: crate::unix_millis(),
+            message,
+            code: error.code(),
+        }
+    }
+
     /// `error`: the run failed with `error`.
     pub fn failed(error: &crate::Error) -> Self {
         Self::Error {
@@ -279,6 +345,27 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn every_kind_is_named_as_its_type_field() {
+        let error = crate::Error::SkillNotFound { name: "x".into() };
+        let events = [
+            RunEvent::token("a"),
+            RunEvent::skill_call("s", &json!({}), 1),
+            RunEvent::skill_result("s", &json!({}), Duration::ZERO),
+            RunEvent::validation_retry("s", 1, 3, 1),
+            RunEvent::emitted("s", json!({})),
+            RunEvent::logged("s", "info", "m".into()),
+            RunEvent::memory_writes("s", &[]),
+            RunEvent::warning("w".into(), &error),
+            RunEvent::failed(&error),
+            RunEvent::done("d"),
+        ];
+        for event in events {
+            let value = serde_json::to_value(&event).unwrap();
+            assert_eq!(value["type"], event.kind().as_str(), "{value}");
+        }
+    }
 
     #[test]
     fn events_serialise_in_their_documented_shape() {

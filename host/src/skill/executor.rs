@@ -10,7 +10,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use super::context::{MemoryWrite, SkillOutput, StepTrace};
+pub use super::context::{MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus};
 use super::context::BoxFuture;
 use super::kernel::SkillContext;
 use crate::error::Result;

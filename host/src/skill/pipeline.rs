@@ -98,17 +98,47 @@ impl PipelineExecutor {
             skill: self.skill.clone(),
             step: step.to_owned(),
             source: Box::new(source),
+            steps: Vec::new(),
         }
     }
 
+    /// Runs the steps; a step that fails returns the steps that ran with its error.
     async fn run(&self, input: Value, ctx: SkillContext) -> Result<SkillOutput> {
+        let mut traces = Vec::new();
+        let result = self.run_steps(input, &ctx, &mut traces).await;
+        match result {
+            Ok(mut out) => {
+                out.intermediate_steps = traces;
+                Ok(out)
+            }
+            Err(Error::Step {
+                skill,
+                step,
+                source,
+                ..
+            }) => Err(Error::Step {
+                skill,
+                step,
+                source,
+                steps: traces,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn run_steps(
+        &self,
+        input: Value,
+        ctx: &SkillContext,
+        traces: &mut Vec<StepTrace>,
+    ) -> Result<SkillOutput> {
         let mut scope = Map::new();
         scope.insert("input".into(), input);
         scope.insert("steps".into(), Value::Object(Map::new()));
-        scope.insert("memory".into(), memory_scope(&ctx));
+        scope.insert("memory".into(), memory_scope(ctx));
         let mut scope = Value::Object(scope);
-        let mut traces = Vec::new();
         let mut memory_writes = Vec::new();
+        let mut memory = Vec::new();
         let mut last = None;
 
         for step in &self.steps {
@@ -127,9 +157,10 @@ impl PipelineExecutor {
                         .render(&scope)
                         .map_err(|e| self.template_error(label, e))?;
                     let out = self
-                        .call(step, step.label.clone(), input, &ctx, &mut traces)
+                        .call(step, step.label.clone(), input, ctx, traces)
                         .await?;
                     memory_writes.extend(out.memory_writes);
+                    memory.extend(out.memory);
                     out.output
                 }
                 Some(foreach) => {
@@ -164,11 +195,12 @@ impl PipelineExecutor {
                                 step,
                                 format!("{}[{i}]", step.label),
                                 input,
-                                &ctx,
-                                &mut traces,
+                                ctx,
+                                traces,
                             )
                             .await?;
                         memory_writes.extend(out.memory_writes);
+                        memory.extend(out.memory);
                         outputs.push(out.output);
                     }
                     if let Value::Object(map) = &mut scope {
@@ -194,7 +226,8 @@ impl PipelineExecutor {
         Ok(SkillOutput {
             output,
             memory_writes,
-            intermediate_steps: traces,
+            memory,
+            intermediate_steps: Vec::new(),
         })
     }
 

@@ -364,6 +364,17 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
     let notes = plain.resolve(skills::NOTES).await.unwrap();
     let out = plain.call_full(&notes, important.clone()).await.unwrap();
     assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
+    // ...and the result says so, with what would allow it.
+    assert_eq!(out.memory.len(), 1, "{:?}", out.memory);
+    assert_eq!(out.memory[0].status, evo_host::WriteStatus::Refused);
+    assert!(
+        out.memory[0]
+            .reason
+            .starts_with("notes may not write to memory: it needs `\"memory\": \"read-write\"`"),
+        "{}",
+        out.memory[0].reason
+    );
+    assert!(plain.memory().search("call Ada", 5).unwrap().is_empty());
 
     // ...and kept with it.
     let granted = host(data.path(), memory_granted_to("notes")).await;
@@ -371,6 +382,18 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
     let out = granted.call_full(&notes, important).await.unwrap();
     assert_eq!(out.memory_writes.len(), 1);
     assert_eq!(out.memory_writes[0].text, "call Ada");
+    // "the system SHALL collect memoryWrites from the result and submit them to
+    // appendMemory": kept when the call returns, with its id.
+    assert_eq!(
+        out.memory[0].status,
+        evo_host::WriteStatus::Kept,
+        "{:?}",
+        out.memory
+    );
+    let found = granted.memory().search("call Ada", 5).unwrap();
+    assert_eq!(found[0].text, "call Ada");
+    assert_eq!(Some(&found[0].id), out.memory[0].id.as_ref());
+    assert_eq!(found[0].source, evo_host::memory::Source::Skill);
 }
 
 #[test]
@@ -490,6 +513,7 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
     let out = call(evo_host::Config::default()).await;
     assert_eq!(out.output, json!({ "ok": true }));
     assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
+    assert_eq!(out.memory[0].status, evo_host::WriteStatus::Refused);
 
     let out = call(memory_granted_to("suggest")).await;
     assert_eq!(out.output, json!({ "ok": true }));
@@ -499,6 +523,12 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
         .map(|w| (w.text.as_str(), w.category.as_deref()))
         .collect();
     assert_eq!(writes, [("call Ada", Some("todo"))]);
+    assert_eq!(
+        out.memory[0].status,
+        evo_host::WriteStatus::Kept,
+        "{:?}",
+        out.memory
+    );
 }
 
 /// A configuration that grants read-write memory to the skill `name` (`[grants.skill.NAME]`).

@@ -44,6 +44,7 @@ mod py_text_stats;
 mod registry;
 mod registry_trust;
 mod remote;
+mod results;
 mod serve;
 mod serve_gate;
 mod service;

@@ -476,3 +476,87 @@ async fn hostile_packages_in_the_shared_database_install_nothing_and_replace_not
         serde_json::json!({ "n": 42 })
     );
 }
+
+#[test]
+fn an_agent_whose_shared_storage_stops_mid_session_answers_without_recall_and_says_why() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::process::Stdio;
+
+    use serde_json::{Value, json};
+
+    // "An error reading memory fails nothing: the system logs a warning and answers
+    // without recall."
+    let cluster = evo_tests::shared::OwnCluster::start();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        format!("[storage]\nurl = \"{}\"\n", cluster.url()),
+    )
+    .unwrap();
+    let script = home.path().join("script.json");
+    let direct = json!({ "intents": [], "routing": { "strategy": "direct_answer", "direct_response": "Noted." } });
+    let routed = json!({ "intents": [], "routing": { "strategy": "single_skill",
+        "skills": [{ "name": "calculate", "input": { "expression": "6 * 7" }, "reason": "math" }] } });
+    std::fs::write(
+        &script,
+        json!({ "responses": [direct.to_string(), routed.to_string(), "It is 42."] }).to_string(),
+    )
+    .unwrap();
+    let mut chat = evo_tests::cli::command(home.path(), &["agent", "chat", "--json"])
+        .env("EVO_LLM", format!("scripted:{}", script.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = chat.stdin.take().unwrap();
+    let mut events = BufReader::new(chat.stdout.take().unwrap()).lines();
+    // The events of one turn, up to its `done` (or `error`).
+    let mut turn = |message: &str| {
+        writeln!(stdin, "{message}").unwrap();
+        let mut turn = Vec::new();
+        for line in events.by_ref() {
+            let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let end = event["type"] == "done" || event["type"] == "error";
+            turn.push(event);
+            if end {
+                break;
+            }
+        }
+        turn
+    };
+
+    let first = turn("I prefer tea over coffee");
+    assert_eq!(first.last().unwrap()["content"], "Noted.", "{first:?}");
+    assert!(first.iter().all(|e| e["type"] != "warning"), "{first:?}");
+
+    cluster.stop();
+    let second = turn("what is 6 * 7?");
+    let done = second.last().unwrap();
+    assert_eq!(
+        (&done["type"], &done["content"]),
+        (&json!("done"), &json!("It is 42.")),
+        "{second:?}"
+    );
+    let warnings: Vec<&str> = second
+        .iter()
+        .filter(|e| e["type"] == "warning")
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("memory could not be read, so this answer has no recall: ")),
+        "{warnings:?}"
+    );
+    assert!(
+        second
+            .iter()
+            .any(|e| e["type"] == "skill_call" && e["skill"] == "calculate"),
+        "{second:?}"
+    );
+    writeln!(stdin, "/exit").unwrap();
+    drop(stdin);
+    let status = chat.wait().unwrap();
+    assert!(status.success());
+}

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{NativeSandbox, egress};
 use crate::error::{Error, Result};
+use crate::skill::context::{MemoryWrite, granted_writes};
 
 /// A native skill as a kernel executor.
 #[derive(Debug, Clone)]
@@ -109,27 +110,19 @@ impl crate::skill::executor::Executor for NativeExecutor {
                 .and_then(|o| o.remove("memoryWrites"))
                 .and_then(|w| serde_json::from_value(w).ok())
                 .unwrap_or_default();
-            // As for a Wasm skill: suggestions are writes by another name, kept only with
-            // a write grant, or a script could fill memory (and the model's context).
-            let granted = self.grant.memory == crate::capabilities::MemoryAccess::ReadWrite;
-            if !granted && !suggested.is_empty() {
-                tracing::info!(
-                    skill = %self.name,
-                    dropped = suggested.len(),
-                    "memory suggestions dropped: the skill was not granted write access to memory"
-                );
-            }
-            let memory_writes = suggested
+            let suggested = suggested
                 .into_iter()
-                .filter(|_| granted)
-                .map(|w| crate::skill::executor::MemoryWrite {
+                .map(|w| MemoryWrite {
                     text: w.text,
                     category: w.category,
                 })
                 .collect();
+            let granted = self.grant.memory == crate::capabilities::MemoryAccess::ReadWrite;
+            let (memory_writes, memory) = granted_writes(&self.name, granted, suggested);
             Ok(crate::skill::executor::SkillOutput {
                 output,
                 memory_writes,
+                memory,
                 intermediate_steps: Vec::new(),
             })
         })

@@ -18,6 +18,7 @@ use crate::skill::kernel::SkillContext;
 use crate::skill::meta::SkillMeta;
 
 pub use crate::skill::executor::{MemoryWrite, StepTrace};
+use crate::skill::context::{MemoryWriteOutcome, granted_writes};
 
 /// What a successful call returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,6 +28,9 @@ pub struct SkillOutcome {
     pub output: Value,
     /// Memory the skill suggests keeping.
     pub memory_writes: Vec<MemoryWrite>,
+    /// Suggestions refused because the skill may not write to memory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryWriteOutcome>,
     /// Steps the skill reported.
     pub intermediate_steps: Vec<StepTrace>,
     /// Wall-clock time of the call.
@@ -226,29 +230,20 @@ impl WasmSkill {
             skill: skill.meta.name.clone(),
             reason: e.to_string(),
         })?;
+        let suggested = output
+            .memory_writes
+            .into_iter()
+            .map(|w| MemoryWrite {
+                text: w.text,
+                category: w.category,
+            })
+            .collect();
+        let granted = skill.grant.memory == MemoryAccess::ReadWrite;
+        let (memory_writes, memory) = granted_writes(&skill.meta.name, granted, suggested);
         Ok(SkillOutcome {
             output: value,
-            memory_writes: if skill.grant.memory == MemoryAccess::ReadWrite {
-                output
-                    .memory_writes
-                    .into_iter()
-                    .map(|w| MemoryWrite {
-                        text: w.text,
-                        category: w.category,
-                    })
-                    .collect()
-            } else {
-                // Suggestions are writes by another name: without a write grant a skill
-                // could fill memory (and so the model's context) with what it likes.
-                if !output.memory_writes.is_empty() {
-                    tracing::info!(
-                        skill = %skill.meta.name,
-                        dropped = output.memory_writes.len(),
-                        "memory suggestions dropped: the skill was not granted write access to memory"
-                    );
-                }
-                Vec::new()
-            },
+            memory_writes,
+            memory,
             intermediate_steps: output.intermediate_steps.into_iter().map(step).collect(),
             duration: started.elapsed(),
             stdout: guest.stdout_text(),

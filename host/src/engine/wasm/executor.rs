@@ -43,6 +43,7 @@ impl Executor for WasmExecutor {
             Ok(SkillOutput {
                 output: outcome.output,
                 memory_writes: outcome.memory_writes,
+                memory: outcome.memory,
                 intermediate_steps: outcome.intermediate_steps,
             })
         })

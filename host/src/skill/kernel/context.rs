@@ -120,8 +120,41 @@ impl SkillContext {
         self.call_full(name, input).await.map(|out| out.output)
     }
 
-    /// Calls skill `name` with `input` and returns everything it produced.
+    /// Calls skill `name` with `input` and returns everything it produced. A call made
+    /// by the run itself (not by another skill) keeps the memory writes the skill
+    /// suggested before it returns, and says what became of each in
+    /// [`SkillOutput::memory`] and a `memory_writes` event.
     pub async fn call_full(&self, name: &str, input: Value) -> Result<SkillOutput> {
+        let mut result = self.call_unkept(name, input).await;
+        if self.depth == 0
+            && let Ok(out) = &mut result
+        {
+            self.keep_memory_writes(name, out).await;
+        }
+        result
+    }
+
+    /// Keeps the memory writes `out` suggests (see [`Memory::keep`]) and adds what
+    /// became of them to `out.memory`, unless the run leaves them. Without memory
+    /// attached each is refused.
+    pub(super) async fn keep_memory_writes(&self, skill: &str, out: &mut SkillOutput) {
+        if !out.memory_writes.is_empty() && !self.run.leave_memory_writes {
+            let writes = out.memory_writes.clone();
+            let kept = match self.memory() {
+                Some(memory) => memory.keep(writes).await,
+                None => writes
+                    .iter()
+                    .map(|w| MemoryWriteOutcome::refused(w, "no memory is attached to this host"))
+                    .collect(),
+            };
+            out.memory.extend(kept);
+        }
+        if !out.memory.is_empty() {
+            self.emit(RunEvent::memory_writes(skill, &out.memory));
+        }
+    }
+
+    async fn call_unkept(&self, name: &str, input: Value) -> Result<SkillOutput> {
         let started = Instant::now();
         let at_ms = crate::unix_millis() as i64;
         let skill = match self.lookup(name) {

@@ -19,8 +19,14 @@ impl SkillContext {
                 format!("the input for {skill} is not JSON: {e}"),
             )
         })?;
-        let output = self.call(&skill, input).await.map_err(to_context_error)?;
-        Ok(output.to_string())
+        let mut out = self
+            .call_full(&skill, input)
+            .await
+            .map_err(to_context_error)?;
+        // The guest sees only the output: what the callee suggested for memory is kept
+        // here, or it would be lost.
+        self.keep_memory_writes(&skill, &mut out).await;
+        Ok(out.output.to_string())
     }
 
     /// `context.llm`.

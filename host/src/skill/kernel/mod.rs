@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use super::context::{BoxFuture, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
 use super::events::{EventSink, RunEvent};
-use super::context::SkillOutput;
+use super::context::{MemoryWrite, MemoryWriteOutcome, SkillOutput, WriteStatus};
 use super::registry::{RegisteredSkill, SkillRegistry};
 use super::stats::Stats;
 use super::validate::{Direction, ValidationReport};
@@ -150,6 +150,31 @@ pub trait Memory: Send + Sync + fmt::Debug {
     }
     /// Stores `text` unless a near-duplicate exists.
     fn store(&self, text: String, category: Option<String>) -> BoxFuture<'_, Result<StoreOutcome>>;
+    /// Keeps the memory writes a skill suggested and says what became of each. The
+    /// default stores each with [`Memory::store`].
+    fn keep(&self, writes: Vec<MemoryWrite>) -> BoxFuture<'_, Vec<MemoryWriteOutcome>> {
+        Box::pin(async move {
+            let mut kept = Vec::with_capacity(writes.len());
+            for write in writes {
+                let stored = self.store(write.text.clone(), write.category.clone()).await;
+                kept.push(match stored {
+                    Ok(stored) => MemoryWriteOutcome {
+                        text: write.text,
+                        status: if stored.stored {
+                            WriteStatus::Kept
+                        } else {
+                            WriteStatus::Merged
+                        },
+                        id: None,
+                        supersedes: None,
+                        reason: stored.reason,
+                    },
+                    Err(e) => MemoryWriteOutcome::refused(&write, format!("[{}] {e}", e.code())),
+                });
+            }
+            kept
+        })
+    }
     /// Forgets entries by id or query; returns how many.
     fn forget(&self, query: String) -> BoxFuture<'_, Result<u32>>;
 }
@@ -272,6 +297,7 @@ impl Kernel {
                 profile: options.profile.unwrap_or_default(),
                 confirmer: options.confirmer,
                 single_call: options.single_call,
+                leave_memory_writes: options.leave_memory_writes,
                 input_failures: std::sync::Mutex::default(),
             }),
             depth: 0,
@@ -307,6 +333,10 @@ pub struct RunOptions {
     /// an MCP or HTTP request, a test case): an input that fails its schema is reported
     /// as that call's only try, not as "attempt 1 of `max_input_attempts`".
     pub single_call: bool,
+    /// Leave the memory writes skills suggest unkept (they stay in
+    /// [`SkillOutput::memory_writes`], with nothing in [`SkillOutput::memory`]): for runs
+    /// that must not change memory, such as `evo skill test`.
+    pub leave_memory_writes: bool,
 }
 
 #[derive(Debug)]
@@ -318,6 +348,7 @@ struct Run {
     profile: Profile,
     confirmer: Option<Arc<dyn Confirmer>>,
     single_call: bool,
+    leave_memory_writes: bool,
     /// Gate-1 failures per skill in this run: a caller (a model) gets
     /// `max_input_attempts` tries to fix its arguments, then the run stops.
     input_failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,

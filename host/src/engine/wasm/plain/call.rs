@@ -172,11 +172,7 @@ impl Executor for PlainExecutor {
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
         Box::pin(async move {
             let output = self.component.call_at(self.function, &input, &ctx).await?;
-            Ok(SkillOutput {
-                output,
-                memory_writes: Vec::new(),
-                intermediate_steps: Vec::new(),
-            })
+            Ok(SkillOutput::from(output))
         })
     }
 }
