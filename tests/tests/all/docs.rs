@@ -324,6 +324,7 @@ fn pages() -> Vec<PathBuf> {
 fn fixtures(dir: &Path) {
     std::fs::copy(skills::CALCULATE, dir.join("calculate.wasm")).unwrap();
     std::fs::copy(skills::FILE_HEAD, dir.join("file_head.wasm")).unwrap();
+    std::fs::copy(skills::NOTES, dir.join("notes.wasm")).unwrap();
     copy_dir(&workspace().join("docs"), &dir.join("docs"));
     copy_dir(
         &workspace().join("docs/authoring/examples/sum-of-squares"),
