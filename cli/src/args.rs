@@ -202,6 +202,9 @@ pub(crate) async fn host_with(config: Config, globals: &Globals) -> Result<Host,
             ),
         }
     }
+    for warning in host.callee_warnings() {
+        eprintln!("warning: {warning}");
+    }
     if let Some(error) = host.llm_error() {
         eprintln!("warning: no language model: {error}");
     }

@@ -140,6 +140,19 @@ pub(crate) async fn test(
 ) -> Result<(), Failure> {
     let cases = authoring::cases(dir)?;
     let (host, name) = load(globals, dir, grants, !no_build).await?;
+    // A call to a skill that is not here fails every case that makes it: say which.
+    let missing = host.missing_callees(&name);
+    if !missing.is_empty() {
+        return Err(Failure::usage(
+            "SKILL_NOT_FOUND",
+            format!(
+                "{name} calls {}, which {} not loaded",
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" }
+            ),
+            Some("install what it calls (`evo skill install`), or take it out of `calls`"),
+        ));
+    }
     if cases.is_empty() {
         return Err(Failure::usage(
             "NO_TEST_CASES",

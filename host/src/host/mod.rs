@@ -305,7 +305,13 @@ impl Host {
             .catalogue
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(dir, Loaded { stamp, skills });
+            .insert(
+                dir,
+                Loaded {
+                    stamp,
+                    skills: skills.clone(),
+                },
+            );
         self.changed();
         #[cfg(feature = "postgres")]
         if let (Some(shared), Some(record)) = (&self.inner.shared_catalogue, &outcome.skill)
@@ -320,6 +326,16 @@ impl Host {
                 ),
                 transient: e.is_transient(),
             });
+        }
+        // A composite calling a skill that is not here works once the callee arrives:
+        // said now, not at the first run.
+        let mut outcome = outcome;
+        for skill in &skills {
+            for callee in self.registry().missing_callees(skill) {
+                outcome
+                    .warnings
+                    .push(crate::skill::registry::missing_callee(skill, &callee));
+            }
         }
         Ok(outcome)
     }
@@ -489,6 +505,19 @@ impl Host {
     /// Skill directories that could not be loaded.
     pub fn load_errors(&self) -> &[LoadError] {
         &self.inner.load_errors
+    }
+
+    /// The skills that `skill` calls (its `calls` and its pipeline's steps) and that are
+    /// not loaded: its calls to them fail until they are installed.
+    pub fn missing_callees(&self, skill: &str) -> Vec<String> {
+        self.registry().missing_callees(skill)
+    }
+
+    /// Every loaded skill's calls of skills that are not loaded, as warnings (`NAME calls
+    /// CALLEE, which is not loaded: …`): a composite whose callee may arrive later loads,
+    /// and is told of now rather than at its first run.
+    pub fn callee_warnings(&self) -> Vec<String> {
+        self.registry().callee_warnings()
     }
 }
 

@@ -155,6 +155,13 @@ pub struct SkillRegistry {
     table: RwLock<Table>,
 }
 
+/// The warning for `skill`'s call of `callee`, which is not loaded.
+pub fn missing_callee(skill: &str, callee: &str) -> String {
+    format!(
+        "{skill} calls {callee}, which is not loaded: the call fails (SKILL_NOT_FOUND) until a skill named {callee} is installed (`evo skill install`) or its skill directory is loaded"
+    )
+}
+
 impl SkillRegistry {
     /// An empty registry.
     pub fn new() -> Self {
@@ -235,6 +242,41 @@ impl SkillRegistry {
     /// Every skill, sorted by name.
     pub fn list(&self) -> Vec<Arc<RegisteredSkill>> {
         self.read().skills.values().cloned().collect()
+    }
+
+    /// The skills `name` calls (its `calls` and its pipeline's steps) that are not
+    /// registered, each once, in the order the manifest names them. A call to one fails
+    /// with `SKILL_NOT_FOUND` until it is installed.
+    pub fn missing_callees(&self, name: &str) -> Vec<String> {
+        let Some(skill) = self.get(name) else {
+            return Vec::new();
+        };
+        let meta = &skill.meta;
+        let mut missing: Vec<String> = Vec::new();
+        let named = meta
+            .calls
+            .iter()
+            .chain(meta.pipeline.iter().map(|step| &step.skill));
+        for callee in named {
+            if !self.has(callee) && !missing.contains(callee) {
+                missing.push(callee.clone());
+            }
+        }
+        missing
+    }
+
+    /// What [`SkillRegistry::missing_callees`] finds for every skill, as warnings:
+    /// `NAME calls CALLEE, which is not loaded: …`.
+    pub fn callee_warnings(&self) -> Vec<String> {
+        self.list()
+            .iter()
+            .flat_map(|skill| {
+                let name = &skill.meta.name;
+                self.missing_callees(name)
+                    .into_iter()
+                    .map(move |callee| missing_callee(name, &callee))
+            })
+            .collect()
     }
 
     /// The skills of `category`, sorted by name.

@@ -124,6 +124,33 @@ fn new_project_round_trip(lang: &str) {
     let installed = home.join("skills/greet");
     assert!(installed.join("skill.wasm").is_file());
     assert!(!installed.join("tests").exists());
+
+    if lang == "js" {
+        // A skill that calls one that is not there fails its test run before any case,
+        // naming what it calls.
+        let source = std::fs::read_to_string(project.join("skill.js")).unwrap();
+        let calling = source.replace(
+            "description: 'Greets someone by name.',",
+            "description: 'Greets someone by name.',\n    calls: ['polish-greeting'],",
+        );
+        assert_ne!(source, calling, "the template's manifest changed");
+        std::fs::write(project.join("skill.js"), calling).unwrap();
+        let out = evo_in(&project, &home, &["skill", "test"]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains(
+                "error[SKILL_NOT_FOUND]: greet calls polish-greeting, which is not loaded\n  hint: install what it calls"
+            ),
+            "{}",
+            stderr(&out)
+        );
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@ mod attack;
 mod authoring;
 mod auto_wasm;
 mod calculate;
+mod catalogue;
 mod chatter;
 mod cli;
 mod composite;
