@@ -28,6 +28,11 @@ pub(crate) enum AgentCommand {
         /// Let the model call only skills tagged `readonly` (no side effects).
         #[arg(long)]
         read_only: bool,
+        /// The model for this run, by the configured provider's name for it (e.g.
+        /// `gpt-4o`, `llama3.2:1b`); llm skills that name their own keep theirs. To use
+        /// another provider, set EVO_LLM.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
         #[command(flatten)]
         sources: Sources,
         #[command(flatten)]
@@ -39,6 +44,9 @@ pub(crate) enum AgentCommand {
         /// Let the model call only skills tagged `readonly`.
         #[arg(long)]
         read_only: bool,
+        /// The model for the session, as for `evo agent run --model`.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
         #[command(flatten)]
         sources: Sources,
         #[command(flatten)]
@@ -57,10 +65,12 @@ pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), 
             no_routing,
             max_rounds,
             read_only,
+            model,
             sources,
             grants,
         } => {
             let (host, agent) = open(globals, &sources, &grants, |options| {
+                options.model = model;
                 if no_routing {
                     options.intent_recognition = false;
                 }
@@ -81,10 +91,12 @@ pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), 
         }
         AgentCommand::Chat {
             read_only,
+            model,
             sources,
             grants,
         } => {
             let (host, agent) = open(globals, &sources, &grants, |options| {
+                options.model = model;
                 options.permissions = permissions(read_only);
             })
             .await?;

@@ -319,6 +319,9 @@ pub struct Config {
     pub skill_dirs: Vec<PathBuf>,
     /// The language model.
     pub llm: LlmSettings,
+    /// Values the operator gives every skill (`[env]`): what `SkillContext::env` and
+    /// `{{env.NAME}}` in templates read, beside the host's own.
+    pub env: BTreeMap<String, String>,
     /// The standing grant policy: a default for every skill, and per-skill entries.
     #[serde(skip)]
     pub grants: Policy,
@@ -368,6 +371,7 @@ impl Default for Config {
         Self {
             skill_dirs: Vec::new(),
             llm: LlmSettings::default(),
+            env: BTreeMap::new(),
             grants: Policy::default(),
             engine: EngineSettings {
                 pool_slots: DEFAULT_POOL_SLOTS,

@@ -209,10 +209,16 @@ pub mod cli {
 
         /// [`HttpServer::start_at`] with the `evo` binary at `evo`.
         pub fn start_with(evo: &Path, home: &Path, addr: &str, extra: &[&str]) -> Self {
-            use std::io::BufRead as _;
             let mut args = vec!["serve", "--http", addr];
             args.extend_from_slice(extra);
-            let mut child = command_of(evo, home, &args)
+            Self::start_command(command_of(evo, home, &args))
+        }
+
+        /// `serve`, an `evo serve --http …` command (with the environment it needs),
+        /// started; waits for its address.
+        pub fn start_command(mut serve: Command) -> Self {
+            use std::io::BufRead as _;
+            let mut child = serve
                 .stderr(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::null())
                 .spawn()

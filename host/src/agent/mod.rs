@@ -58,6 +58,10 @@ pub struct AgentOptions {
     /// Who confirms dangerous calls (the CLI asks on the terminal); the host's policy
     /// decides when `None`.
     pub confirmer: Option<Arc<dyn Confirmer>>,
+    /// The model every request of a run asks for, instead of the provider's configured
+    /// one (`evo agent run --model`); an llm skill that names its own keeps it. The
+    /// provider's name for it (`gpt-4o`, `llama3.2:1b`): the provider stays the same.
+    pub model: Option<String>,
 }
 
 impl Default for AgentOptions {
@@ -75,6 +79,7 @@ impl Default for AgentOptions {
             after_skills: Vec::new(),
             profile: None,
             confirmer: None,
+            model: None,
         }
     }
 }
@@ -248,6 +253,7 @@ impl Agent {
             )),
             profile: self.options.profile.clone(),
             confirmer: self.options.confirmer.clone(),
+            model: self.options.model.clone(),
             ..RunOptions::default()
         });
         let result = self.lifecycle(message, history, &ctx, &events).await;
@@ -490,7 +496,7 @@ impl Agent {
         let messages = conversation(turn.system, turn.history, turn.message.to_owned());
         let options = ChatOptions {
             tools,
-            ..ChatOptions::default()
+            ..self.chat_options()
         };
         let outcome = chat_with_tools(
             self.provider.as_ref(),
@@ -542,6 +548,14 @@ impl Agent {
         }
     }
 
+    /// The options of the run's model requests: its model, if it asked for one.
+    fn chat_options(&self) -> ChatOptions {
+        ChatOptions {
+            model: self.options.model.clone().unwrap_or_default(),
+            ..ChatOptions::default()
+        }
+    }
+
     /// Runs the before/after skills; a failing hook is reported in the events and logged
     /// but does not stop the run.
     async fn hooks(&self, ctx: &SkillContext, skills: &[String], input: Value) {
@@ -562,7 +576,7 @@ impl Agent {
         }
         let messages = conversation(turn.answer_system, turn.history, user);
         let answer = collect(
-            self.provider.chat(messages, ChatOptions::default()),
+            self.provider.chat(messages, self.chat_options()),
             |text| turn.token(text),
         )
         .await?;

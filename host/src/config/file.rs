@@ -18,6 +18,8 @@ use crate::skill::permission::{Locale, Permission, Profile};
 struct File {
     skill_dirs: Option<Vec<PathBuf>>,
     llm: Option<LlmFile>,
+    /// Values the operator gives every skill (`SkillContext::env`, `{{env.NAME}}`).
+    env: Option<BTreeMap<String, String>>,
     /// The default's keys, and `skill.NAME` tables of their own.
     grants: Option<GrantFile>,
     skill_config: Option<BTreeMap<String, BTreeMap<String, toml::Value>>>,
@@ -88,6 +90,7 @@ struct ProfileFile {
 struct LlmFile {
     model: Option<String>,
     base_url: Option<String>,
+    models: Option<Vec<String>>,
 }
 
 /// A `[grants]` table (the default or a skill's): each key belongs to one kind of
@@ -283,6 +286,33 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
             config.llm.base_url = Some(url);
             note(config, &spans, &["llm.base_url"]);
         }
+        if let Some(models) = llm.models {
+            if let Some(empty) = models.iter().find(|m| m.trim().is_empty()) {
+                return Err(spans.invalid(
+                    "llm.models",
+                    format!("{empty:?} is not a model name, e.g. \"gpt-4o-mini\""),
+                ));
+            }
+            config.llm.models = models;
+            note(config, &spans, &["llm.models"]);
+        }
+    }
+    if let Some(env) = file.env {
+        if let Some(reserved) = env
+            .keys()
+            .find(|k| crate::skill::kernel::HOST_ENV_KEYS.contains(&k.as_str()))
+        {
+            return Err(spans.invalid(
+                &format!("env.{reserved}"),
+                format!(
+                    "{reserved:?} is a value the host sets ({}); name yours otherwise",
+                    crate::skill::kernel::HOST_ENV_KEYS.join(", ")
+                ),
+            ));
+        }
+        let keys: Vec<String> = env.keys().map(|k| format!("env.{k}")).collect();
+        config.env = env;
+        note(config, &spans, &keys);
     }
     if let Some(mut grants) = file.grants {
         let skills = match grants.remove("skill") {

@@ -85,6 +85,7 @@ impl Error {
             Self::Step { source, .. } => source.code(),
             Self::Llm { .. } => "LLM_ERROR",
             Self::LlmNotConfigured => "LLM_NOT_CONFIGURED",
+            Self::ModelNotAllowed { .. } => "MODEL_NOT_ALLOWED",
             Self::FeatureNotBuilt { .. } => "FEATURE_NOT_BUILT",
             Self::ToolUnavailable { .. } => "TOOL_UNAVAILABLE",
             Self::Database { .. } => "DATABASE_ERROR",
@@ -156,6 +157,7 @@ impl Error {
                 | Self::Template { .. }
                 | Self::Config { .. }
                 | Self::LlmNotConfigured
+                | Self::ModelNotAllowed { .. }
                 | Self::FeatureNotBuilt { .. }
                 | Self::ToolUnavailable { .. }
                 | Self::Secret { .. }
@@ -298,6 +300,9 @@ impl Error {
             Self::Step { source, .. } => return source.hint(),
             Self::Llm { .. } => "check the model's configuration (EVO_LLM, API keys, base URL)",
             Self::LlmNotConfigured => super::HOW_TO_CONFIGURE_LLM,
+            Self::ModelNotAllowed { .. } => {
+                "ask for an allowed model, or let the operator add this one to `[llm] models` in evo.toml"
+            }
             Self::FeatureNotBuilt { .. } => {
                 "use the `evo` binary (it has every feature), or enable the feature on evo-host in your Cargo.toml"
             }

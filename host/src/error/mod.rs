@@ -373,6 +373,17 @@ pub enum Error {
     #[error("no language model is configured")]
     LlmNotConfigured,
 
+    /// A run or a skill asked for a model the operator does not allow (`[llm] models`).
+    #[error("{asker} asks for model {model:?}, which this host does not allow; allowed: {}", if allowed.is_empty() { "only the configured model".to_owned() } else { allowed.join(", ") })]
+    ModelNotAllowed {
+        /// Who asked: a skill's name, or the request (`the run`).
+        asker: String,
+        /// The model asked for.
+        model: String,
+        /// The models `[llm] models` allows besides the configured one.
+        allowed: Vec<String>,
+    },
+
     /// Something needs a part of Evo this build left out (a Cargo feature of `evo-host`
     /// that was not enabled).
     #[error("{what} is not in this build of Evo: it needs evo-host's `{feature}` feature")]

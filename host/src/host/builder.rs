@@ -125,6 +125,7 @@ impl HostBuilder {
         let loader = loader(&config, &data_dir, self.launcher, self.on_compile)?;
         let registry = Arc::new(SkillRegistry::new());
         let project = self.project_dir.unwrap_or_else(|| PathBuf::from("."));
+        let cwd = std::path::absolute(&project).unwrap_or_else(|_| project.clone());
         crate::tools::register_builtins(&registry, project.clone())?;
         #[cfg(feature = "dev-tools")]
         crate::tools::register_programs(
@@ -179,7 +180,7 @@ impl HostBuilder {
         };
         let secrets = Arc::new(crate::secrets::SecretStore::new(&data_dir));
         let mut kernel = Kernel::new(registry.clone())
-            .with_config(kernel_config(&config))
+            .with_config(kernel_config(&config, &cwd))
             .with_memory(memory.clone())
             .with_secrets(secrets.clone());
         if let Some(provider) = &llm {
@@ -330,7 +331,7 @@ fn with_native(
     loader
 }
 
-fn kernel_config(config: &Config) -> KernelConfig {
+fn kernel_config(config: &Config, cwd: &Path) -> KernelConfig {
     let k = &config.kernel;
     KernelConfig {
         max_depth: k.max_depth,
@@ -344,6 +345,16 @@ fn kernel_config(config: &Config) -> KernelConfig {
         retry_backoff: std::time::Duration::from_millis(k.retry_backoff_ms),
         locale: config.tools.locale,
         confirm: config.tools.confirm,
+        env: config
+            .env
+            .iter()
+            .map(|(key, value)| (key.clone(), Value::String(value.clone())))
+            .chain([(
+                "cwd".to_owned(),
+                Value::String(cwd.display().to_string()),
+            )])
+            .collect(),
+        models: config.llm.models.clone(),
     }
 }
 

@@ -30,6 +30,9 @@ pub struct LlmSettings {
     pub model: Option<String>,
     /// Overrides the provider's base URL.
     pub base_url: Option<String>,
+    /// Models a run (the HTTP API's `model`) or an llm skill (its manifest's `model`)
+    /// may ask for instead of the configured one, by the provider's name for them.
+    pub models: Vec<String>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -201,6 +204,7 @@ mod tests {
         let settings = LlmSettings {
             model: Some("ollama:qwen3".into()),
             base_url: Some("http://gpu:11434/v1".into()),
+            models: Vec::new(),
         };
         assert_eq!(
             provider(&settings).unwrap().unwrap().describe(),

@@ -229,6 +229,7 @@ impl crate::skill::kernel::Llm for ProviderLlm {
         }
         messages.push(Message::text(Role::User, request.prompt));
         let options = ChatOptions {
+            model: request.model.unwrap_or_default(),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             ..ChatOptions::default()

@@ -202,6 +202,7 @@ fn status_of(error: &Error) -> StatusCode {
         // The server's configuration, not the request: the same request works on a node
         // with a model.
         Error::LlmNotConfigured => StatusCode::SERVICE_UNAVAILABLE,
+        Error::ModelNotAllowed { .. } => StatusCode::FORBIDDEN,
         Error::Remote { code, .. } => match *code {
             "SKILL_TIMEOUT" => StatusCode::GATEWAY_TIMEOUT,
             "REMOTE_UNAVAILABLE" => StatusCode::BAD_GATEWAY,
@@ -396,7 +397,19 @@ async fn memory_search(
 }
 
 async fn agent_run(State(shared): State<Arc<Shared>>, Json(request): Json<AgentRun>) -> Response {
-    let agent = match shared.host.agent(|_| {}) {
+    // A client may pick a model only among those the operator allows.
+    let allowed = &shared.host.config().llm.models;
+    if let Some(model) = request.model.as_ref().filter(|m| !allowed.contains(m)) {
+        return evo_failure(&Error::ModelNotAllowed {
+            asker: "the request".into(),
+            model: model.clone(),
+            allowed: allowed.clone(),
+        });
+    }
+    let agent = match shared
+        .host
+        .agent(|options| options.model = request.model.clone())
+    {
         Ok(agent) => agent,
         Err(error) => return evo_failure(&error),
     };

@@ -143,6 +143,10 @@ pub struct MemoryHitBody {
 pub struct AgentRun {
     /// The user's message.
     pub message: String,
+    /// The model for this run instead of the configured one: one `[llm] models` allows
+    /// (else 403 `MODEL_NOT_ALLOWED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The OpenAPI 3.1 document of `/v1`, its schemas generated from the types the

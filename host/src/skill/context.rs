@@ -226,6 +226,9 @@ pub struct LlmRequest {
     pub max_tokens: Option<u32>,
     /// Temperature.
     pub temperature: Option<f32>,
+    /// The model, instead of the run's or the configured one; it must be one the
+    /// operator allows (`[llm] models`).
+    pub model: Option<String>,
 }
 
 /// The scratch space of one run: JSON values by key, shared by all skills of the run.

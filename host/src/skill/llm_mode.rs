@@ -72,6 +72,8 @@ fn strip_descriptions(schema: &mut Value) {
 #[derive(Debug)]
 pub struct LlmExecutor {
     skill: String,
+    /// The model the skill asks for (`model` in its manifest).
+    model: Option<String>,
     prompt: Template,
     schema: Schema,
     /// The system message: the same for every call.
@@ -95,6 +97,7 @@ impl LlmExecutor {
         })?;
         Ok(Self {
             skill: meta.name.clone(),
+            model: meta.model.clone(),
             prompt,
             schema,
             system: system_message(&meta.name, &meta.output),
@@ -116,6 +119,7 @@ impl LlmExecutor {
         let mut scope = Map::new();
         scope.insert("input".into(), input);
         scope.insert("memory".into(), memory_scope(&ctx));
+        scope.insert("env".into(), ctx.env());
         let prompt = self
             .prompt
             .render(&Value::Object(scope))
@@ -149,6 +153,7 @@ impl LlmExecutor {
                     caller: self.skill.clone(),
                     system: Some(system.clone()),
                     prompt: request_prompt,
+                    model: self.model.clone(),
                     max_tokens: None,
                     temperature: Some(if attempt == 1 {
                         FIRST_TEMPERATURE

@@ -136,6 +136,7 @@ impl PipelineExecutor {
         scope.insert("input".into(), input);
         scope.insert("steps".into(), Value::Object(Map::new()));
         scope.insert("memory".into(), memory_scope(ctx));
+        scope.insert("env".into(), ctx.env());
         let mut scope = Value::Object(scope);
         let mut memory_writes = Vec::new();
         let mut memory = Vec::new();

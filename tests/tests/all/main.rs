@@ -34,6 +34,7 @@ mod native;
 mod nodes;
 mod notes;
 mod packages;
+mod per_run;
 mod plain_hostile;
 mod plain_io;
 mod plain_kinds;

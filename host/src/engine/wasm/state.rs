@@ -176,6 +176,8 @@ impl context::Host for HostState {
             prompt: self.outbound.scrub.text("model prompt", request.prompt),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
+            // The contract (evo:skill@0.1.0) has no model: the run's, or the configured.
+            model: None,
         };
         bounded(
             "the language model",

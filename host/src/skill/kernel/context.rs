@@ -104,13 +104,39 @@ impl SkillContext {
         );
     }
 
-    /// Asks the language model.
+    /// What the host tells every skill of the run, read-only: the operator's values
+    /// (`[env]` in evo.toml), then the host's own ([`HOST_ENV_KEYS`](super::HOST_ENV_KEYS)):
+    /// `session`, `locale`, `cwd`, and `model` when the run asked for one.
+    pub fn env(&self) -> Value {
+        let mut env = self.kernel.config.env.clone();
+        let session = self.run.session.as_deref().unwrap_or(&self.run.task_id);
+        env.insert("session".into(), session.into());
+        env.insert("locale".into(), serde_json::to_value(self.kernel.config.locale).unwrap_or_default());
+        if let Some(model) = &self.run.model {
+            env.insert("model".into(), model.as_str().into());
+        }
+        Value::Object(env)
+    }
+
+    /// Asks the language model: for the model the request names (which must be one
+    /// `[llm] models` allows), else the run's, else the configured one.
     pub async fn llm(&self, mut request: LlmRequest) -> Result<String> {
         let Some(llm) = &self.kernel.llm else {
             return Err(Error::LlmNotConfigured);
         };
         if request.caller.is_empty() {
             request.caller = self.parent.as_deref().unwrap_or("root").to_owned();
+        }
+        match &request.model {
+            Some(model) if !self.kernel.config.models.contains(model) => {
+                return Err(Error::ModelNotAllowed {
+                    asker: request.caller,
+                    model: model.clone(),
+                    allowed: self.kernel.config.models.clone(),
+                });
+            }
+            Some(_) => {}
+            None => request.model = self.run.model.clone(),
         }
         llm.complete(request).await
     }

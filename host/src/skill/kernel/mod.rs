@@ -89,6 +89,12 @@ pub enum Fallback {
     ReturnPartial,
 }
 
+/// The values the host puts in every run's [`SkillContext::env`] (operators name theirs
+/// otherwise): `session` (the run's id, or the session the front end gave), `locale`
+/// (`en` or `zh`, the language of refusals), `cwd` (the project directory the built-in
+/// tools work in) and `model` (the model the run asked for, when it did).
+pub const HOST_ENV_KEYS: [&str; 4] = ["session", "locale", "cwd", "model"];
+
 /// How the kernel runs calls.
 #[derive(Debug, Clone)]
 pub struct KernelConfig {
@@ -106,6 +112,10 @@ pub struct KernelConfig {
     pub locale: Locale,
     /// What a dangerous call does in a run without a confirmer.
     pub confirm: ConfirmPolicy,
+    /// The host's values for [`SkillContext::env`]: the operator's (`[env]`) and `cwd`.
+    pub env: serde_json::Map<String, Value>,
+    /// Models an llm skill may ask for instead of the configured one (`[llm] models`).
+    pub models: Vec<String>,
 }
 
 impl Default for KernelConfig {
@@ -123,6 +133,8 @@ impl Default for KernelConfig {
             retry_backoff: DEFAULT_RETRY_BACKOFF,
             locale: Locale::En,
             confirm: ConfirmPolicy::Deny,
+            env: serde_json::Map::new(),
+            models: Vec::new(),
         }
     }
 }
@@ -298,6 +310,8 @@ impl Kernel {
                 confirmer: options.confirmer,
                 single_call: options.single_call,
                 leave_memory_writes: options.leave_memory_writes,
+                session: options.session,
+                model: options.model,
                 input_failures: std::sync::Mutex::default(),
             }),
             depth: 0,
@@ -337,6 +351,12 @@ pub struct RunOptions {
     /// [`SkillOutput::memory_writes`], with nothing in [`SkillOutput::memory`]): for runs
     /// that must not change memory, such as `evo skill test`.
     pub leave_memory_writes: bool,
+    /// The session the run belongs to (an MCP session, a chat), for
+    /// [`SkillContext::env`]'s `session`; the run's id when `None`.
+    pub session: Option<String>,
+    /// The model the run's requests ask for instead of the configured one (`--model`);
+    /// an llm skill that names its own keeps it. Checked by the caller that allows it.
+    pub model: Option<String>,
 }
 
 #[derive(Debug)]
@@ -349,6 +369,8 @@ struct Run {
     confirmer: Option<Arc<dyn Confirmer>>,
     single_call: bool,
     leave_memory_writes: bool,
+    session: Option<String>,
+    model: Option<String>,
     /// Gate-1 failures per skill in this run: a caller (a model) gets
     /// `max_input_attempts` tries to fix its arguments, then the run stops.
     input_failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,

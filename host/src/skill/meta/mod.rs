@@ -124,6 +124,8 @@ pub struct RawMeta {
     pub output_mapping: Option<Value>,
     /// See [`SkillMeta::prompt`].
     pub prompt: Option<String>,
+    /// See [`SkillMeta::model`].
+    pub model: Option<String>,
     /// See [`SkillMeta::service`].
     pub service: Option<Value>,
     /// See [`SkillMeta::permission`].
@@ -214,6 +216,10 @@ pub struct SkillMeta {
     /// An llm skill's prompt given inline instead of in `prompt.md`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// The model an llm skill asks for instead of the configured one; the operator must
+    /// allow it (`[llm] models`), or its calls fail with `MODEL_NOT_ALLOWED`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// A service skill's endpoint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceSpec>,
@@ -320,6 +326,19 @@ impl SkillMeta {
                 Mode::Code
             }),
         };
+        match &raw.model {
+            Some(model) if mode != Mode::Llm => problems.push(problem(
+                "model",
+                format!("{model:?} is a model for an llm skill, and this skill's mode is not \"llm\""),
+                "take `model` out, or make the skill an llm skill (mode \"llm\" with a prompt)",
+            )),
+            Some(model) if model.trim().is_empty() => problems.push(problem(
+                "model",
+                "the model name is empty".to_owned(),
+                "name a model the operator allows (`[llm] models`), or take `model` out",
+            )),
+            _ => {}
+        }
         let calls = raw.calls.unwrap_or_default();
         for (i, callee) in calls.iter().enumerate() {
             if !is_valid_name(callee) {
@@ -466,6 +485,7 @@ impl SkillMeta {
                 pipeline,
                 output_mapping,
                 prompt: raw.prompt,
+                model: raw.model,
                 service,
                 permission,
                 examples,

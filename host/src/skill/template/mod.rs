@@ -38,7 +38,7 @@ use eval::*;
 use parse::*;
 
 /// The variables a template may start from; anything else is a typo caught at parse time.
-pub const ROOTS: [&str; 4] = ["input", "steps", "item", "memory"];
+pub const ROOTS: [&str; 5] = ["input", "steps", "item", "memory", "env"];
 
 pub use crate::error::report::TemplateError;
 
