@@ -105,7 +105,7 @@ impl SkillContext {
     }
 
     /// What the host tells every skill of the run, read-only: the operator's values
-    /// (`[env]` in evo.toml), then the host's own ([`HOST_ENV_KEYS`](super::HOST_ENV_KEYS)):
+    /// (`[env]` in evo.toml), then the host's own (the names `session`, `locale`, `cwd`, `model`):
     /// `session`, `locale`, `cwd`, and `model` when the run asked for one.
     pub fn env(&self) -> Value {
         let mut env = self.kernel.config.env.clone();
