@@ -105,8 +105,9 @@ impl SkillContext {
     }
 
     /// What the host tells every skill of the run, read-only: the operator's values
-    /// (`[env]` in evo.toml), then the host's own (the names `session`, `locale`, `cwd`, `model`):
-    /// `session`, `locale`, `cwd`, and `model` when the run asked for one.
+    /// (`[env]` in evo.toml), then the host's own: `session` (the run's id, or the
+    /// session the front end gave), `locale`, `cwd`, and `model` when the run asked for
+    /// one.
     pub fn env(&self) -> Value {
         let mut env = self.kernel.config.env.clone();
         let session = self.run.session.as_deref().unwrap_or(&self.run.task_id);
