@@ -163,7 +163,8 @@ async fn chat(agent: &Agent, json: bool) {
         let events = EventSink::new(move |event: RunEvent| show(&event, json));
         match agent.run_turn(line, &history, events).await {
             Ok(outcome) => {
-                history.push(Message::text(Role::User, line));
+                // As the run read it: a redacting preprocessor's output, not the line.
+                history.push(Message::text(Role::User, outcome.message));
                 history.push(Message::text(Role::Assistant, outcome.response));
                 let excess = history.len().saturating_sub(CHAT_HISTORY_TURNS * 2);
                 history.drain(..excess);

@@ -96,6 +96,8 @@ mod entries;
 mod file;
 
 use std::collections::BTreeMap;
+
+use crate::skill::kernel::Preprocess;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -322,6 +324,9 @@ pub struct Config {
     /// Values the operator gives every skill (`[env]`): what `SkillContext::env` and
     /// `{{env.NAME}}` in templates read, beside the host's own.
     pub env: BTreeMap<String, String>,
+    /// The skills that transform an agent's message or a skill's input first
+    /// (`[preprocess]`).
+    pub preprocess: Preprocess,
     /// The standing grant policy: a default for every skill, and per-skill entries.
     #[serde(skip)]
     pub grants: Policy,
@@ -372,6 +377,7 @@ impl Default for Config {
             skill_dirs: Vec::new(),
             llm: LlmSettings::default(),
             env: BTreeMap::new(),
+            preprocess: Preprocess::default(),
             grants: Policy::default(),
             engine: EngineSettings {
                 pool_slots: DEFAULT_POOL_SLOTS,

@@ -517,6 +517,25 @@ pub mod http {
         })
     }
 
+    /// A model server speaking OpenAI's chat-completions wire format that streams
+    /// `answer` as the text of every reply. Returns the base URL (without `/v1`) and the
+    /// requests received so far.
+    pub fn openai_server(answer: &'static str) -> (String, Arc<Mutex<Vec<Request>>>) {
+        serve_replies(move |_| {
+            let chunk = |delta: serde_json::Value| {
+                format!(
+                    "data: {}\n\n",
+                    serde_json::json!({ "id": "c", "object": "chat.completion.chunk", "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] })
+                )
+            };
+            Reply::sse([
+                chunk(serde_json::json!({ "role": "assistant", "content": "" })),
+                chunk(serde_json::json!({ "content": answer })),
+                "data: [DONE]\n\n".to_owned(),
+            ])
+        })
+    }
+
     /// Like [`serve`], with full control of the reply.
     pub fn serve_replies(
         answer: impl Fn(&Request) -> Reply + Send + 'static,

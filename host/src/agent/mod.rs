@@ -128,6 +128,9 @@ pub const DEFAULT_SHORTLIST: usize = 12;
 /// What a run produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOutcome {
+    /// The message as the run read it: after the message preprocessors (`[preprocess]`),
+    /// which is what a conversation's history should keep.
+    pub message: String,
     /// The answer given to the user.
     pub response: String,
     /// The strategy used.
@@ -295,6 +298,9 @@ impl Agent {
                 reason: "the message is empty".into(),
             });
         }
+        // Redaction, normalisation, language detection: before anything reads it.
+        let message = ctx.preprocess_message(message.to_owned()).await?;
+        let message = message.as_str();
         let recalled = self.recall(ctx, message);
         self.hooks(
             ctx,
@@ -332,6 +338,7 @@ impl Agent {
         )
         .await;
         Ok(RunOutcome {
+            message: message.to_owned(),
             response,
             strategy: routing.strategy,
             recalled,

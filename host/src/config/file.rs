@@ -20,6 +20,7 @@ struct File {
     llm: Option<LlmFile>,
     /// Values the operator gives every skill (`SkillContext::env`, `{{env.NAME}}`).
     env: Option<BTreeMap<String, String>>,
+    preprocess: Option<PreprocessFile>,
     /// The default's keys, and `skill.NAME` tables of their own.
     grants: Option<GrantFile>,
     skill_config: Option<BTreeMap<String, BTreeMap<String, toml::Value>>>,
@@ -130,6 +131,13 @@ struct KernelFile {
     max_output_attempts: Option<u32>,
     fallback: Option<String>,
     retry_backoff_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PreprocessFile {
+    message: Option<Vec<String>>,
+    input: Option<BTreeMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -295,6 +303,44 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
             }
             config.llm.models = models;
             note(config, &spans, &["llm.models"]);
+        }
+    }
+    if let Some(preprocess) = file.preprocess {
+        let named = preprocess
+            .message
+            .iter()
+            .flatten()
+            .map(|name| ("preprocess.message".to_owned(), name))
+            .chain(
+                preprocess
+                    .input
+                    .iter()
+                    .flatten()
+                    .flat_map(|(target, names)| {
+                        names
+                            .iter()
+                            .map(move |name| (format!("preprocess.input.{target}"), name))
+                    }),
+            );
+        for (key, name) in named {
+            if !crate::skill::meta::is_valid_name(name) {
+                return Err(spans.invalid(
+                    &key,
+                    format!("{name:?} is not a skill name; list the skills that preprocess, e.g. [\"redact-pii\"]"),
+                ));
+            }
+        }
+        if let Some(message) = preprocess.message {
+            config.preprocess.message = message;
+            note(config, &spans, &["preprocess.message"]);
+        }
+        if let Some(input) = preprocess.input {
+            let keys: Vec<String> = input
+                .keys()
+                .map(|k| format!("preprocess.input.{k}"))
+                .collect();
+            config.preprocess.input = input;
+            note(config, &spans, &keys);
         }
     }
     if let Some(env) = file.env {

@@ -86,6 +86,7 @@ impl Error {
             Self::Llm { .. } => "LLM_ERROR",
             Self::LlmNotConfigured => "LLM_NOT_CONFIGURED",
             Self::ModelNotAllowed { .. } => "MODEL_NOT_ALLOWED",
+            Self::Preprocessor { .. } => "PREPROCESSOR_FAILED",
             Self::FeatureNotBuilt { .. } => "FEATURE_NOT_BUILT",
             Self::ToolUnavailable { .. } => "TOOL_UNAVAILABLE",
             Self::Database { .. } => "DATABASE_ERROR",
@@ -302,6 +303,9 @@ impl Error {
             Self::LlmNotConfigured => super::HOW_TO_CONFIGURE_LLM,
             Self::ModelNotAllowed { .. } => {
                 "ask for an allowed model, or let the operator add this one to `[llm] models` in evo.toml"
+            }
+            Self::Preprocessor { .. } => {
+                "fix the preprocessor (`evo skill run NAME` runs it alone), or take it out of [preprocess] in evo.toml"
             }
             Self::FeatureNotBuilt { .. } => {
                 "use the `evo` binary (it has every feature), or enable the feature on evo-host in your Cargo.toml"

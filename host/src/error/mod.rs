@@ -373,6 +373,18 @@ pub enum Error {
     #[error("no language model is configured")]
     LlmNotConfigured,
 
+    /// A preprocessor (`[preprocess]`) failed, so what it preprocesses did not run.
+    #[error("preprocessor {preprocessor} failed on {target}, which did not run: {source}")]
+    Preprocessor {
+        /// The preprocessing skill.
+        preprocessor: String,
+        /// What it preprocessed: a skill's name, or `the message`.
+        target: String,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
+
     /// A run or a skill asked for a model the operator does not allow (`[llm] models`).
     #[error("{asker} asks for model {model:?}, which this host does not allow; allowed: {}", if allowed.is_empty() { "only the configured model".to_owned() } else { allowed.join(", ") })]
     ModelNotAllowed {

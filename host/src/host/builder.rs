@@ -355,6 +355,7 @@ fn kernel_config(config: &Config, cwd: &Path) -> KernelConfig {
             )])
             .collect(),
         models: config.llm.models.clone(),
+        preprocess: config.preprocess.clone(),
     }
 }
 

@@ -517,7 +517,15 @@ impl Host {
     /// CALLEE, which is not loaded: …`): a composite whose callee may arrive later loads,
     /// and is told of now rather than at its first run.
     pub fn callee_warnings(&self) -> Vec<String> {
-        self.registry().callee_warnings()
+        let mut warnings = self.registry().callee_warnings();
+        for name in self.config().preprocess.named() {
+            if !self.registry().has(name) {
+                warnings.push(format!(
+                    "[preprocess] names {name}, which is not loaded: what it preprocesses fails (PREPROCESSOR_FAILED) until a skill named {name} is installed"
+                ));
+            }
+        }
+        warnings
     }
 }
 

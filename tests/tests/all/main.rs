@@ -38,6 +38,7 @@ mod per_run;
 mod plain_hostile;
 mod plain_io;
 mod plain_kinds;
+mod preprocess;
 mod properties;
 mod py_limits;
 mod py_plain_shapes;

@@ -6,33 +6,21 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use evo_tests::cli::{HttpServer, command, stderr};
-use evo_tests::http::{Reply, Request, serve_replies};
+use evo_tests::http::{Request, openai_server};
 use serde_json::{Value, json};
 
 /// What every answer of the model says: a routing that answers directly, which is also
 /// an object any llm skill with an open output schema may return.
-const ANSWER: &str =
+pub(crate) const ANSWER: &str =
     r#"{"intents":[],"routing":{"strategy":"direct_answer","direct_response":"Hi."}}"#;
 
 /// A model server on loopback that streams [`ANSWER`] to every request.
-fn model_server() -> (String, Arc<Mutex<Vec<Request>>>) {
-    serve_replies(|_| {
-        let chunk = |delta: Value| {
-            format!(
-                "data: {}\n\n",
-                json!({ "id": "c", "object": "chat.completion.chunk", "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] })
-            )
-        };
-        Reply::sse([
-            chunk(json!({ "role": "assistant", "content": "" })),
-            chunk(json!({ "content": ANSWER })),
-            "data: [DONE]\n\n".to_owned(),
-        ])
-    })
+pub(crate) fn model_server() -> (String, Arc<Mutex<Vec<Request>>>) {
+    openai_server(ANSWER)
 }
 
 /// The `model` and the text of every request the server saw.
-fn requests(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<(String, String)> {
+pub(crate) fn requests(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<(String, String)> {
     seen.lock()
         .unwrap()
         .iter()
@@ -47,7 +35,7 @@ fn requests(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<(String, String)> {
 }
 
 /// `evo ARGS` in `home` with the model server at `base` as `openai:gpt-default`.
-fn evo_with_model(home: &Path, base: &str, args: &[&str]) -> std::process::Output {
+pub(crate) fn evo_with_model(home: &Path, base: &str, args: &[&str]) -> std::process::Output {
     command(home, args)
         .env("EVO_LLM", "openai:gpt-default")
         .env("OPENAI_BASE_URL", format!("{base}/v1"))

@@ -10,6 +10,8 @@ pub struct SkillContext {
     pub(super) run: Arc<Run>,
     pub(super) depth: u32,
     pub(super) parent: Option<Arc<str>>,
+    /// Inside a preprocessor's call: what it calls is not preprocessed in turn.
+    pub(super) preprocessing: bool,
 }
 
 impl fmt::Debug for SkillContext {
@@ -189,8 +191,25 @@ impl SkillContext {
             Err(e) => return Err(e),
         };
         let name = skill.meta.name.as_str();
-        let arguments = crate::skill::history::redact(&input);
-        let result = self.gated(&skill, input, started).await;
+        // Preprocessed first, so the history keeps what the skill was given (a redaction
+        // reaches the record too); a preprocessor's own input is what it was asked to
+        // clean, and is not kept.
+        let (arguments, result) = match self.preprocess_input(name, input).await {
+            Ok(input) => {
+                let arguments = if self.preprocessing {
+                    r#"{"withheld":"a preprocessor's call: its input is what it was asked to clean"}"#
+                        .to_owned()
+                } else {
+                    crate::skill::history::redact(&input)
+                };
+                (arguments, self.gated(&skill, input, started).await)
+            }
+            Err(e) => {
+                self.kernel.stats.record(name, false, started.elapsed());
+                let withheld = r#"{"withheld":"its preprocessor failed, so its input was not cleaned"}"#;
+                (withheld.to_owned(), Err(e))
+            }
+        };
         let status = match &result {
             Ok(_) => Status::Success,
             Err(Error::Blocked { .. }) => Status::Blocked,
@@ -274,6 +293,7 @@ impl SkillContext {
             run: self.run.clone(),
             depth: self.depth + 1,
             parent: Some(name.into()),
+            preprocessing: self.preprocessing,
         };
         let result = match execute_with_retry(skill, input, child).await {
             Ok(out) => check_output(skill, out),
@@ -286,6 +306,110 @@ impl SkillContext {
             Err(e) => self.emit(RunEvent::skill_failed(name, e, elapsed)),
         }
         result
+    }
+}
+
+impl SkillContext {
+    /// This frame, for calling preprocessors: what they call is not preprocessed.
+    fn preprocessor_frame(&self) -> SkillContext {
+        SkillContext {
+            preprocessing: true,
+            ..self.clone()
+        }
+    }
+
+    /// `input` for `skill` after the preprocessors of its input (`[preprocess] input`),
+    /// each called with `{"skill", "input"}` and answering `{"input"}`.
+    async fn preprocess_input(&self, skill: &str, input: Value) -> Result<Value> {
+        if self.preprocessing {
+            return Ok(input);
+        }
+        let names = self.kernel.config.preprocess.of_input(skill);
+        if names.is_empty() {
+            return Ok(input);
+        }
+        let frame = self.preprocessor_frame();
+        let mut input = input;
+        for preprocessor in names {
+            let asked = serde_json::json!({ "skill": skill, "input": input });
+            // Boxed: a preprocessor's call goes through `gated`, which calls this.
+            let answer = Box::pin(frame.call_unkept(preprocessor, asked)).await;
+            input = match answer.map(|out| out.output) {
+                Ok(Value::Object(mut fields)) if fields.contains_key("input") => {
+                    fields.remove("input").unwrap_or_default()
+                }
+                Ok(other) => {
+                    return Err(preprocessor_failed(
+                        preprocessor,
+                        skill,
+                        Error::InvalidOutput {
+                            skill: preprocessor.to_owned(),
+                            reason: format!("an input preprocessor answers {{\"input\": …}}, not {other}"),
+                        },
+                    ));
+                }
+                Err(e) => return Err(preprocessor_failed(preprocessor, skill, e)),
+            };
+        }
+        Ok(input)
+    }
+
+    /// `message` after the preprocessors of agent messages (`[preprocess] message`), each
+    /// called with `{"message"}` and answering `{"message", …}`; what else one answers
+    /// goes into the run's scratch under its name.
+    pub async fn preprocess_message(&self, message: String) -> Result<String> {
+        let frame = self.preprocessor_frame();
+        let mut message = message;
+        for preprocessor in &self.kernel.config.preprocess.message {
+            let asked = serde_json::json!({ "message": message });
+            // Boxed: a preprocessor's call goes through `gated`, which calls this.
+            let answer = Box::pin(frame.call_unkept(preprocessor, asked)).await;
+            message = match answer.map(|out| out.output) {
+                Ok(Value::Object(mut fields)) => match fields.remove("message") {
+                    Some(Value::String(text)) if !text.trim().is_empty() => {
+                        if !fields.is_empty()
+                            && let Err(e) = self.scratch().set(preprocessor, Value::Object(fields))
+                        {
+                            tracing::warn!("{preprocessor}: what it answered besides the message is not kept: {e}");
+                        }
+                        text
+                    }
+                    other => {
+                        return Err(preprocessor_failed(
+                            preprocessor,
+                            "the message",
+                            Error::InvalidOutput {
+                                skill: preprocessor.clone(),
+                                reason: format!(
+                                    "a message preprocessor answers a non-empty \"message\" string, not {}",
+                                    other.unwrap_or(Value::Null)
+                                ),
+                            },
+                        ));
+                    }
+                },
+                Ok(other) => {
+                    return Err(preprocessor_failed(
+                        preprocessor,
+                        "the message",
+                        Error::InvalidOutput {
+                            skill: preprocessor.clone(),
+                            reason: format!("a message preprocessor answers {{\"message\": …}}, not {other}"),
+                        },
+                    ));
+                }
+                Err(e) => return Err(preprocessor_failed(preprocessor, "the message", e)),
+            };
+        }
+        Ok(message)
+    }
+}
+
+fn preprocessor_failed(preprocessor: &str, target: &str, source: Error) -> Error {
+    Error::Preprocessor {
+        preprocessor: preprocessor.to_owned(),
+        target: target.to_owned(),
+        source: Box::new(source),
     }
 }
 

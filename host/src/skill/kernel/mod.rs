@@ -95,6 +95,50 @@ pub enum Fallback {
 /// tools work in) and `model` (the model the run asked for, when it did).
 pub const HOST_ENV_KEYS: [&str; 4] = ["session", "locale", "cwd", "model"];
 
+/// The skills that preprocess (`[preprocess]` in evo.toml): each is called before what it
+/// preprocesses, in the order listed, and its answer replaces what it was given. A
+/// preprocessor is any skill that takes and gives these shapes (redaction,
+/// normalisation, language detection); what it calls is not preprocessed, and one that
+/// fails stops what it preprocesses (`PREPROCESSOR_FAILED`): a redaction that did not
+/// happen must not let the text through.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Preprocess {
+    /// Called with `{"message"}` on every agent message, before recall and routing;
+    /// answers `{"message", …}` (the other fields go into the run's scratch under the
+    /// preprocessor's name).
+    pub message: Vec<String>,
+    /// By skill name (`*` for every skill): called with `{"skill", "input"}` before
+    /// that skill's input is checked; answers `{"input"}`.
+    pub input: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl Preprocess {
+    /// The preprocessors of `skill`'s input: those of `*`, then its own, each once,
+    /// itself left out.
+    pub fn of_input(&self, skill: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for list in [self.input.get("*"), self.input.get(skill)].into_iter().flatten() {
+            for name in list {
+                if name != skill && !names.contains(&name.as_str()) {
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
+    /// Every skill named, each once.
+    pub fn named(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for name in self.message.iter().chain(self.input.values().flatten()) {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        names
+    }
+}
+
 /// How the kernel runs calls.
 #[derive(Debug, Clone)]
 pub struct KernelConfig {
@@ -116,6 +160,8 @@ pub struct KernelConfig {
     pub env: serde_json::Map<String, Value>,
     /// Models an llm skill may ask for instead of the configured one (`[llm] models`).
     pub models: Vec<String>,
+    /// The skills that preprocess messages and inputs.
+    pub preprocess: Preprocess,
 }
 
 impl Default for KernelConfig {
@@ -135,6 +181,7 @@ impl Default for KernelConfig {
             confirm: ConfirmPolicy::Deny,
             env: serde_json::Map::new(),
             models: Vec::new(),
+            preprocess: Preprocess::default(),
         }
     }
 }
@@ -316,6 +363,7 @@ impl Kernel {
             }),
             depth: 0,
             parent: None,
+            preprocessing: false,
         }
     }
 }
