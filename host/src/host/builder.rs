@@ -156,6 +156,9 @@ impl HostBuilder {
             .value(crate::storage::PASSWORD_VAR)
             .map(str::to_owned);
         let storage = crate::storage::Storage::open(&config.storage, &data_dir, secret)?;
+        // An embedder given in code is the embedder's choice; one read from the store
+        // follows the store when another process reindexes it.
+        let follows_reindex = self.embedder.is_none();
         let embedder = match self.embedder {
             Some(embedder) => embedder,
             None => crate::memory::configured_embedder_in(&storage, &data_dir)?,
@@ -208,6 +211,7 @@ impl HostBuilder {
             flushing: Mutex::new(()),
             changes: tokio::sync::watch::Sender::new(0),
             default_profile,
+            follows_reindex,
             data_dir,
             config,
         };

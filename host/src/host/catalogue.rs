@@ -22,6 +22,16 @@ impl Host {
     /// long-running host (`evo serve`) calls this to keep its catalogue live. Returns
     /// whether any skill changed; [`Host::changes`] then ticks.
     pub async fn refresh(&self) -> Result<bool> {
+        if self.inner.follows_reindex {
+            // A reindex by another process changed the store's embedder: use it too, or
+            // searches here would compare vectors of two models (and fall back to words).
+            let memory = self.inner.memory.clone();
+            match tokio::task::spawn_blocking(move || memory.follow_reindex()).await {
+                Ok(Err(e)) => tracing::warn!("memory: could not follow a reindex: [{}] {e}", e.code()),
+                Err(e) => tracing::warn!("memory: could not follow a reindex: {e}"),
+                Ok(Ok(_)) => {}
+            }
+        }
         #[cfg(feature = "postgres")]
         if let Some(shared) = &self.inner.shared_catalogue
             && shared.stale()

@@ -101,6 +101,9 @@ struct Inner {
     changes: tokio::sync::watch::Sender<u64>,
     /// The profile of runs that name none (`[tools] profile`), resolved at build.
     default_profile: crate::skill::permission::Profile,
+    /// Whether the memory's embedder follows the store's (it was not given in code):
+    /// see [`MemoryManager::follow_reindex`].
+    follows_reindex: bool,
     data_dir: PathBuf,
     config: Config,
 }

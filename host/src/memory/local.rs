@@ -118,6 +118,11 @@ pub fn recorded_shared(pg: &crate::storage::Pg, data_dir: &Path) -> Result<Arc<d
     }
 }
 
+/// The local embedder the store `db` records (the hash embedder when it records none).
+pub(super) fn recorded_in(db: &dyn super::store::backend::MemoryDb) -> Result<String> {
+    Ok(db.setting(SETTING)?.unwrap_or_else(|| HASH.to_owned()))
+}
+
 /// Records `embedder` as the store's (or clears the record for one configured
 /// elsewhere, such as a remote model).
 pub(super) fn record(

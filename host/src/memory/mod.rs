@@ -393,6 +393,32 @@ impl MemoryManager {
         Ok(total)
     }
 
+    /// Picks up the embedder another process switched this memory to (`evo memory
+    /// reindex` while a server runs): when the store records another local embedder
+    /// than the one in use, it is loaded, the vectors (which the reindex replaced) are
+    /// read again, and it is used from now on. Returns whether it changed. An embedder
+    /// configured by the environment (a remote model) is left as it is.
+    pub fn follow_reindex(&self) -> Result<bool> {
+        let current = self.embedder();
+        let Some(in_use) = current.spec() else {
+            return Ok(false);
+        };
+        let recorded = local::recorded_in(self.lock().db.as_ref())?;
+        if recorded == in_use {
+            return Ok(false);
+        }
+        let embedder = local::by_name(&recorded, &self.data_dir, None)?;
+        let mut store = self.lock();
+        store.reload_for(embedder.as_ref())?;
+        *self
+            .embedder
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = embedder;
+        drop(store);
+        tracing::info!("memory: now embedding with {recorded}, as `evo memory reindex` chose");
+        Ok(true)
+    }
+
     /// The entries relevant to `message`, for the start of a run (none when
     /// `auto_recall` is off). Daily-log lines are left out: they are transcripts of
     /// past runs, and the question being asked again would recall itself.

@@ -341,6 +341,12 @@ impl Store {
             // Entries added since the vectors were computed.
             embed_stale(store.db.as_ref(), embedder)
         })?;
+        self.reload_for(embedder)
+    }
+
+    /// Loads every vector again into indexes of `embedder`'s dimension: after its
+    /// vectors replaced another model's (here or in another process).
+    pub(super) fn reload_for(&mut self, embedder: &dyn Embedder) -> Result<()> {
         self.index = VectorIndex::new(embedder.dim());
         self.retired = VectorIndex::new(embedder.dim());
         self.reload()

