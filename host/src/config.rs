@@ -249,6 +249,9 @@ pub struct ServeSettings {
     pub tools: Vec<String>,
     /// Calls run at once across all sessions; more wait their turn.
     pub max_calls: usize,
+    /// Calls that may wait for a slot at once; more are refused as busy (HTTP 503 with
+    /// `Retry-After`, an MCP error) rather than queued without end.
+    pub max_queue: usize,
     /// The largest message a client may send, KiB.
     pub max_message_kb: usize,
 }
@@ -307,6 +310,9 @@ impl ToolsSettings {
     }
 }
 
+/// Calls `evo serve` lets wait for a slot at once unless `serve.max_queue` says
+/// otherwise: four rounds of the default `max_calls`.
+pub const DEFAULT_MAX_SERVE_QUEUE: usize = 128;
 /// Calls `evo serve` runs at once unless `serve.max_calls` says otherwise.
 pub const DEFAULT_MAX_SERVE_CALLS: usize = 32;
 /// The largest client message `evo serve` takes unless `serve.max_message_kb` says
@@ -416,6 +422,7 @@ impl Default for Config {
             serve: ServeSettings {
                 tools: Vec::new(),
                 max_calls: DEFAULT_MAX_SERVE_CALLS,
+                max_queue: DEFAULT_MAX_SERVE_QUEUE,
                 max_message_kb: DEFAULT_MAX_MESSAGE_KB,
             },
             tools: ToolsSettings {

@@ -153,6 +153,7 @@ struct AgentFile {
 struct ServeFile {
     tools: Option<Vec<String>>,
     max_calls: Option<usize>,
+    max_queue: Option<usize>,
     max_message_kb: Option<usize>,
 }
 
@@ -486,6 +487,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         let s = &mut config.serve;
         take!(noted, f.tools => s.tools, "serve.tools");
         take!(noted, spans, f.max_calls => s.max_calls, "serve.max_calls", 1, 4_096);
+        take!(noted, spans, f.max_queue => s.max_queue, "serve.max_queue", 0, 1 << 20);
         take!(noted, spans, f.max_message_kb => s.max_message_kb, "serve.max_message_kb", 1, 1 << 20);
     }
     if let Some(f) = file.registries {

@@ -341,6 +341,23 @@ async fn call_skill(
         })
         .into_response(),
         Err(Refusal::Failed(error)) => evo_failure(&error),
+        Err(Refusal::Busy { waiting }) => {
+            let mut response = failure(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVER_BUSY",
+                format!(
+                    "the server is busy: every slot is taken and {waiting} calls already wait for one"
+                ),
+                Some(
+                    "try again after the Retry-After seconds, or raise serve.max_calls / serve.max_queue",
+                ),
+            );
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+            response
+        }
         Err(Refusal::Cancelled | Refusal::ShuttingDown) => failure(
             StatusCode::SERVICE_UNAVAILABLE,
             "SHUTTING_DOWN",

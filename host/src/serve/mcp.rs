@@ -295,6 +295,13 @@ impl ServerHandler for Server {
                 let result = CallToolResult::error(vec![ContentBlock::text(failure_text(&error))]);
                 Ok(with_trail(result, trail(error.steps(), &[])).into())
             }
+            Err(Refusal::Busy { waiting }) => Err(McpError::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!(
+                    "the server is busy: every slot is taken and {waiting} calls already wait for one; try again in a moment"
+                ),
+                None,
+            )),
             Err(Refusal::Cancelled) => Err(McpError::new(
                 ErrorCode::INTERNAL_ERROR,
                 "the call was cancelled",

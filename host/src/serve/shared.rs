@@ -2,7 +2,8 @@
 //! at once, the shutdown signals, and the catalogue kept live.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -13,7 +14,7 @@ use crate::error::Error;
 use crate::host::Host;
 use crate::skill::events::EventSink;
 use crate::skill::executor::SkillOutput;
-use crate::skill::kernel::RunOptions;
+use crate::skill::kernel::{DEADLINE_GRACE, RunOptions};
 use crate::skill::lanes::{Streak, long_places};
 use crate::skill::registry::RegisteredSkill;
 
@@ -39,6 +40,8 @@ pub struct Shared {
     long_calls: Arc<Semaphore>,
     /// Each skill's long calls in a row.
     streaks: std::sync::Mutex<std::collections::HashMap<String, Streak>>,
+    /// Calls waiting for a slot now (at most `settings.max_queue`).
+    waiting: AtomicUsize,
     /// Cancelled when the server stops taking calls (SIGTERM, stdin closed).
     pub(super) draining: CancellationToken,
     /// Cancelled when calls still running must stop now.
@@ -53,6 +56,7 @@ impl Shared {
             calls: Arc::new(Semaphore::new(settings.max_calls)),
             long_calls: Arc::new(Semaphore::new(long_places(settings.max_calls))),
             streaks: std::sync::Mutex::default(),
+            waiting: AtomicUsize::new(0),
             settings,
             host,
             draining: CancellationToken::new(),
@@ -172,10 +176,34 @@ impl Shared {
         if self.draining.is_cancelled() {
             return Err(Refusal::ShuttingDown);
         }
-        let permit = tokio::select! {
-            permit = self.lane(name).clone().acquire_owned() => permit.map_err(|_| Refusal::ShuttingDown)?,
-            () = cancelled.cancelled() => return Err(Refusal::Cancelled),
-            () = self.draining.cancelled() => return Err(Refusal::ShuttingDown),
+        // The wait for a slot counts against the call's own deadline: a call that could
+        // not start in time times out, and the time it waited is not given again.
+        let started = Instant::now();
+        let limit_ms = self.host.skill(name).map_or(0, |s| s.meta.timeout_ms);
+        let deadline = started + Duration::from_millis(limit_ms) + DEADLINE_GRACE;
+        let timed_out = || {
+            Refusal::Failed(Error::Timeout {
+                skill: name.to_owned(),
+                limit_ms,
+            })
+        };
+        let lane = self.lane(name).clone();
+        let (permit, waited) = match lane.clone().try_acquire_owned() {
+            Ok(permit) => (permit, false),
+            Err(_) => {
+                let Some(_waiting) = Waiting::enter(&self.waiting, self.settings.max_queue) else {
+                    return Err(Refusal::Busy {
+                        waiting: self.settings.max_queue,
+                    });
+                };
+                let permit = tokio::select! {
+                    permit = lane.acquire_owned() => permit.map_err(|_| Refusal::ShuttingDown)?,
+                    () = tokio::time::sleep_until(deadline.into()) => return Err(timed_out()),
+                    () = cancelled.cancelled() => return Err(Refusal::Cancelled),
+                    () = self.draining.cancelled() => return Err(Refusal::ShuttingDown),
+                };
+                (permit, true)
+            }
         };
         let context = self.host.run_context(RunOptions {
             events,
@@ -190,9 +218,15 @@ impl Shared {
         let long = tokio::time::sleep(LONG_CALL);
         tokio::pin!(long);
         let mut counted = false;
+        // A call that waited ends at the deadline it started with; one that did not is
+        // ended by the kernel at its own, with the executor's report.
+        let overdue = tokio::time::sleep_until(deadline.into());
+        tokio::pin!(overdue);
+        let overdue_armed = waited;
         let result = loop {
             tokio::select! {
                 result = &mut call => break result.map_err(Refusal::Failed),
+                () = &mut overdue, if overdue_armed => break Err(timed_out()),
                 () = &mut long, if !counted => {
                     counted = true;
                     self.ran(name, true);
@@ -209,6 +243,27 @@ impl Shared {
     }
 }
 
+/// A call counted among those waiting for a slot, while it waits.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    /// Counts one more waiting call, unless `max` already wait.
+    fn enter(waiting: &'a AtomicUsize, max: usize) -> Option<Self> {
+        waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+                (now < max).then_some(now + 1)
+            })
+            .ok()
+            .map(|_| Self(waiting))
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Why a call gave no result.
 #[derive(Debug)]
 pub enum Refusal {
@@ -218,4 +273,9 @@ pub enum Refusal {
     Cancelled,
     /// The server is stopping.
     ShuttingDown,
+    /// Every slot is taken and `waiting` calls already wait for one.
+    Busy {
+        /// How many wait.
+        waiting: usize,
+    },
 }

@@ -150,6 +150,17 @@ async fn call(
             ..Reply::default()
         },
         Err(Refusal::Failed(error)) => failed(id, &error),
+        Err(Refusal::Busy { waiting }) => error_reply(
+            id,
+            RemoteError {
+                code: "SERVER_BUSY".into(),
+                message: format!(
+                    "the node is busy: every slot is taken and {waiting} calls already wait for one"
+                ),
+                hint: Some("retry in a moment, or against another node".into()),
+                transient: true,
+            },
+        ),
         Err(Refusal::Cancelled | Refusal::ShuttingDown) => error_reply(
             id,
             RemoteError {

@@ -44,6 +44,7 @@ mod py_limits;
 mod py_plain_shapes;
 mod py_recall;
 mod py_text_stats;
+mod queue;
 mod registry;
 mod registry_trust;
 mod remote;
