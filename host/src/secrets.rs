@@ -238,11 +238,70 @@ pub fn not_set(name: &str) -> Error {
     }
 }
 
-/// The values of every secret, and a scanner that finds any of them.
+/// Shortest encoded form of a value that is scanned for (see [`disguises`]): shorter
+/// fragments would mask ordinary text by chance.
+const MIN_DISGUISE: usize = 8;
+
+/// The forms a value takes in text that carries it, beside the value itself: its base64
+/// and base64url encodings at each of the three alignments it can have inside a longer
+/// encoded text (only the characters that depend on the value alone), its hex in either
+/// case, and its percent-encoding in either case, with `-._~` kept or encoded. A server that echoes a request back
+/// in one of these (a header dump, an encoded debug field) would hand a skill the value
+/// a placeholder stood for; each is masked as the value is. What no scanner can know —
+/// a value reversed, split, or encrypted by the server — stays possible (see
+/// docs/network.md).
+fn disguises(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let bytes = value.as_bytes();
+    let mut forms = Vec::new();
+    for offset in 0..3usize {
+        let mut padded = vec![0u8; offset];
+        padded.extend_from_slice(bytes);
+        // Characters whose 6 bits all come from the value.
+        let start = (8 * offset).div_ceil(6);
+        let end = 8 * (offset + bytes.len()) / 6;
+        for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+            let encoded = engine.encode(&padded);
+            if let Some(stable) = encoded.get(start..end.min(encoded.len())) {
+                forms.push(stable.to_owned());
+            }
+        }
+    }
+    forms.push(hex::encode(bytes));
+    forms.push(hex::encode_upper(bytes));
+    // Encoders differ on `-._~`: RFC 3986 leaves them, others encode every byte that is
+    // not a letter or digit.
+    for keeps in [&b"-._~"[..], &b""[..]] {
+        let (mut upper, mut lower) = (String::new(), String::new());
+        for &b in bytes {
+            if b.is_ascii_alphanumeric() || keeps.contains(&b) {
+                upper.push(char::from(b));
+                lower.push(char::from(b));
+            } else {
+                upper.push_str(&format!("%{b:02X}"));
+                lower.push_str(&format!("%{b:02x}"));
+            }
+        }
+        forms.push(upper);
+        forms.push(lower);
+    }
+    forms.retain(|form| form.len() >= MIN_DISGUISE && form != value);
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+/// The values of every secret, and a scanner that finds any of them, in the clear or in
+/// disguise (see [`disguises`]).
 #[derive(Debug, Default)]
 pub struct Secrets {
     names: Vec<String>,
     values: Vec<String>,
+    /// The secret (index into `names`) each of the scanner's patterns belongs to.
+    owners: Vec<usize>,
+    /// The longest pattern, in bytes.
+    longest: usize,
     scanner: Option<AhoCorasick>,
 }
 
@@ -250,16 +309,32 @@ impl Secrets {
     /// Secrets with these values, by name.
     pub fn new(values: BTreeMap<String, String>) -> Self {
         let (names, values): (Vec<_>, Vec<_>) = values.into_iter().unzip();
+        let mut patterns = Vec::new();
+        let mut owners = Vec::new();
+        for (owner, value) in values.iter().enumerate() {
+            for pattern in std::iter::once(value.clone()).chain(disguises(value)) {
+                patterns.push(pattern);
+                owners.push(owner);
+            }
+        }
+        let longest = patterns.iter().map(String::len).max().unwrap_or(0);
         let scanner = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
-            .build(&values)
+            .build(&patterns)
             .ok()
-            .filter(|_| !values.is_empty());
+            .filter(|_| !patterns.is_empty());
         Self {
             names,
             values,
+            owners,
+            longest,
             scanner,
         }
+    }
+
+    /// The name of the secret whose value (or a disguise of it) `pattern` is.
+    fn name_of(&self, pattern: aho_corasick::PatternID) -> &str {
+        &self.names[self.owners[pattern.as_usize()]]
     }
 
     /// Whether there are none.
@@ -275,15 +350,16 @@ impl Secrets {
             .map(|i| self.values[i].as_str())
     }
 
-    /// The longest value, in bytes (0 when there are none).
+    /// The longest form of a value the scanner looks for, in bytes (0 when there are
+    /// none): how much of a stream to hold back to find one split across chunks.
     pub fn longest(&self) -> usize {
-        self.values.iter().map(String::len).max().unwrap_or(0)
+        self.longest
     }
 
     /// The name of the first secret whose value is in `bytes`.
     pub fn find(&self, bytes: &[u8]) -> Option<&str> {
         let found = self.scanner.as_ref()?.find(bytes)?;
-        Some(&self.names[found.pattern().as_usize()])
+        Some(self.name_of(found.pattern()))
     }
 
     /// `text` with every secret value replaced by `[REDACTED:NAME]`; the names of the
@@ -296,7 +372,7 @@ impl Secrets {
         let mut out = String::new();
         let mut last = 0;
         for hit in scanner.find_iter(text) {
-            let name = self.names[hit.pattern().as_usize()].as_str();
+            let name = self.name_of(hit.pattern());
             out.push_str(&text[last..hit.start()]);
             out.push_str(&format!("[REDACTED:{name}]"));
             last = hit.end();
@@ -321,7 +397,7 @@ impl Secrets {
         let mut found = Vec::new();
         for hit in hits {
             bytes[hit.range()].fill(b'*');
-            let name = self.names[hit.pattern().as_usize()].as_str();
+            let name = self.name_of(hit.pattern());
             if !found.contains(&name) {
                 found.push(name);
             }
@@ -338,7 +414,7 @@ impl Secrets {
         for hit in scanner.find_iter(bytes) {
             out.extend_from_slice(&bytes[last..hit.start()]);
             out.extend_from_slice(
-                format!("[REDACTED:{}]", self.names[hit.pattern().as_usize()]).as_bytes(),
+                format!("[REDACTED:{}]", self.name_of(hit.pattern())).as_bytes(),
             );
             last = hit.end();
         }
@@ -385,6 +461,51 @@ mod tests {
                 .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn a_value_is_found_in_the_common_encodings_of_any_text_that_carries_it() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let value = "sk-live_4f9a/8b7c+6d5e?x=1";
+        let s = secrets(&[("API_KEY", value)]);
+        let percent = |text: &str| -> String {
+            text.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                        char::from(b).to_string()
+                    } else {
+                        format!("%{b:02x}")
+                    }
+                })
+                .collect()
+        };
+        // At every alignment a longer text can give it.
+        for prefix in ["", "a", "ab", "abc", "Authorization: Bearer "] {
+            let text = format!("{prefix}{value}; and then some");
+            for encoded in [
+                STANDARD.encode(&text),
+                URL_SAFE_NO_PAD.encode(&text),
+                hex::encode(&text),
+                hex::encode_upper(&text),
+                percent(&text),
+            ] {
+                assert_eq!(s.find(encoded.as_bytes()), Some("API_KEY"), "{prefix:?}: {encoded}");
+                let mut body = encoded.clone().into_bytes();
+                assert_eq!(s.mask(&mut body), ["API_KEY"]);
+                let masked = String::from_utf8(body).unwrap();
+                // What is left cannot be decoded back into the value.
+                let decoded = STANDARD
+                    .decode(masked.trim_end_matches('='))
+                    .or_else(|_| URL_SAFE_NO_PAD.decode(&masked))
+                    .or_else(|_| hex::decode(&masked))
+                    .unwrap_or_default();
+                assert!(!String::from_utf8_lossy(&decoded).contains(value), "{masked}");
+            }
+        }
+        assert_eq!(s.find(b"an ordinary answer, 0123456789abcdef"), None);
+        // A stream holds back enough to find the longest form (hex is twice the value).
+        assert_eq!(s.longest(), 2 * value.len());
     }
 
     #[test]

@@ -331,3 +331,99 @@ fn a_secret_not_granted_or_not_set_is_never_put_in() {
         stdout(&out)
     );
 }
+
+#[test]
+fn a_server_that_echoes_the_key_encoded_hands_the_skill_only_a_mask() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+
+    let home = tempfile::tempdir().unwrap();
+    assert!(
+        set_secret(home.path(), "EXFIL_TOKEN", VALUE)
+            .status
+            .success()
+    );
+    // A debugging endpoint that answers the request's headers encoded: base64 in a
+    // header and the body, hex and percent-encoding in the body.
+    let granted = Server::start_with(|_, request| {
+        let auth = request
+            .lines()
+            .find_map(|l| l.strip_prefix("authorization: "))
+            .unwrap_or("none")
+            .to_owned();
+        let line = format!("Authorization: {auth}");
+        let percent: String = line
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    char::from(b).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let body = format!(
+            "b64={}\nhex={}\npct={percent}",
+            STANDARD.encode(&line),
+            hex::encode(&line)
+        );
+        format!(
+            "HTTP/1.1 200 OK\r\nx-echo: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            STANDARD.encode(&line),
+            body.len()
+        )
+    });
+    let other = Server::start_at("127.0.0.2", |_, _| ok("thanks"));
+    // The caller hands the skill the value in disguise too.
+    let leak = STANDARD.encode(format!("key={VALUE}"));
+    let input = json!({
+        "granted": format!("http://127.0.0.1:{}/echo", granted.port),
+        "other": format!("http://127.0.0.2:{}/collect", other.port),
+        "leak": leak,
+    })
+    .to_string();
+    let granted_host = format!("http://127.0.0.1:{}", granted.port);
+    let other_host = format!("http://127.0.0.2:{}", other.port);
+    let out = evo(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            skills::EXFIL,
+            "--allow-host",
+            &granted_host,
+            "--allow-host",
+            &other_host,
+            "--allow-secret",
+            "EXFIL_TOKEN",
+            "--input",
+            &input,
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let outcome: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let output = &outcome["output"];
+
+    // Every encoded form reached the guest masked: nothing decodes back to the value.
+    let echoed = output["echoed"].as_str().unwrap();
+    let line = format!("Authorization: Bearer {VALUE}");
+    for form in [STANDARD.encode(&line), hex::encode(&line)] {
+        assert!(!echoed.contains(&form), "{echoed}");
+    }
+    assert!(!echoed.contains("exfil%2D0123456789%2Dvalue"), "{echoed}");
+    assert!(echoed.contains("****"), "{echoed}");
+    assert_eq!(output["echoed_header"], "[REDACTED]");
+    // The disguised value the caller passed is redacted from the output, and never
+    // left for the other host.
+    let redacted = output["leak"].as_str().unwrap();
+    assert!(
+        redacted != leak && redacted.contains("[REDACTED:EXFIL_TOKEN]"),
+        "{output}"
+    );
+    let to_other = other.received().join("\n");
+    assert!(!to_other.contains(&leak), "{to_other}");
+    for text in [stdout(&out), stderr(&out), to_other] {
+        assert!(!text.contains(VALUE), "{text}");
+    }
+}
