@@ -122,17 +122,33 @@ pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
 pub struct OwnCluster {
     dir: tempfile::TempDir,
     port: u16,
+    /// Whether it serves TLS (with `server.crt` and `server.key` in its data directory).
+    tls: bool,
 }
 
 impl OwnCluster {
     /// Makes and starts one.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// Makes and starts one that serves TLS with certificate `cert_pem` and key
+    /// `key_pem`.
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> Self {
+        Self::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> Self {
         let dir = tempfile::tempdir().expect("a directory for the cluster");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let cluster = Self { dir, port };
+        let cluster = Self {
+            dir,
+            port,
+            tls: tls.is_some(),
+        };
         if let Some(user) = Self::user() {
             cluster.run(
                 "chmod",
@@ -159,13 +175,30 @@ impl OwnCluster {
             ],
             true,
         );
+        if let Some((cert, key)) = tls {
+            use std::os::unix::fs::PermissionsExt as _;
+            for (file, pem) in [("server.crt", cert), ("server.key", key)] {
+                let path = data.join(file);
+                std::fs::write(&path, pem).unwrap();
+                // The server refuses a key others may read.
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+                if let Some(user) = Self::user() {
+                    cluster.run("chown", &[user.as_ref(), path.as_os_str()], false);
+                }
+            }
+        }
         cluster.resume();
         cluster
     }
 
     /// Its URL, for `[storage] url`.
     pub fn url(&self) -> String {
-        format!("postgres://evo@127.0.0.1:{}/postgres", self.port)
+        self.url_at("127.0.0.1")
+    }
+
+    /// Its URL with `host` (a name that resolves to 127.0.0.1) as the host.
+    pub fn url_at(&self, host: &str) -> String {
+        format!("postgres://evo@{host}:{}/postgres", self.port)
     }
 
     /// Stops the server at once (`pg_ctl stop -m immediate`): connections drop, and
@@ -188,11 +221,14 @@ impl OwnCluster {
     /// Starts the server (again).
     pub fn resume(&self) {
         let (data, log) = (self.data(), self.dir.path().join("server.log"));
-        let options = format!(
+        let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
             self.port,
             self.dir.path().display()
         );
+        if self.tls {
+            options.push_str(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key");
+        }
         self.run(
             "pg_ctl",
             &[

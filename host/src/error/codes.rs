@@ -336,7 +336,7 @@ impl Error {
             },
             Self::Database {
                 transient: true, ..
-            } => "another evo process holds the database; try again in a moment",
+            } => "the database is busy (another evo process holds it) or out of reach; try again in a moment, and `evo doctor` checks it",
             Self::Database { .. } => {
                 "`evo doctor` checks the data directory and its databases; a damaged file can be moved aside and is created again"
             }

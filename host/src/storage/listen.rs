@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_postgres::NoTls;
 
 use super::Pg;
 use super::pg::error;
@@ -72,10 +71,11 @@ impl Pg {
         let notices = Arc::new(Notices::default());
         let heard = notices.clone();
         let config = self.config.clone();
+        let tls = self.tls.clone();
         let url = self.url.clone();
         let task = self.handle().spawn(async move {
             loop {
-                if let Err(e) = listen_once(&config, channel, &heard).await {
+                if let Err(e) = listen_once(&config, &tls, channel, &heard).await {
                     tracing::warn!("{}", error(&url, &e));
                 }
                 heard.set_live(false);
@@ -92,11 +92,12 @@ impl Pg {
 /// One listening connection, until it drops.
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: &tokio_postgres_rustls::MakeRustlsConnect,
     channel: &str,
     notices: &Notices,
 ) -> Result<(), tokio_postgres::Error> {
     use futures_util::StreamExt as _;
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(tls.clone()).await?;
     let (tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -19,6 +19,8 @@ pub mod listen;
 mod migrations;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "postgres")]
+mod tls;
 
 use std::path::{Path, PathBuf};
 #[cfg(feature = "postgres")]
@@ -86,9 +88,13 @@ pub fn check_url(url: &str) -> std::result::Result<(), String> {
         ));
     }
     #[cfg(feature = "postgres")]
-    return url
-        .parse::<tokio_postgres::Config>()
-        .map(drop)
+    return tls::from_url(url)
+        .and_then(|(plain, _)| {
+            plain
+                .parse::<tokio_postgres::Config>()
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
         .map_err(|e| format!("{:?} is not a valid PostgreSQL URL: {e}", redact(url)));
     #[cfg(not(feature = "postgres"))]
     Ok(())

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 
 use crate::error::{Error, Result};
 
@@ -37,6 +36,8 @@ pub struct Pg {
     migrated: usize,
     runtime: Option<tokio::runtime::Runtime>,
     pub(super) config: tokio_postgres::Config,
+    /// How connections are made: plain, or TLS as the URL's `sslmode` says.
+    pub(super) tls: tokio_postgres_rustls::MakeRustlsConnect,
     pub(super) url: String,
 }
 
@@ -60,9 +61,12 @@ impl Pg {
     /// up to date.
     pub fn connect(url: &str, password: Option<String>) -> Result<Arc<Self>> {
         super::check_url(url).map_err(super::config_error)?;
-        let mut config: tokio_postgres::Config = url
+        let (plain, tls) = super::tls::from_url(url)
+            .map_err(|e| super::config_error(format!("{}: {e}", super::redact(url))))?;
+        let mut config: tokio_postgres::Config = plain
             .parse()
             .map_err(|e| super::config_error(format!("{}: {e}", super::redact(url))))?;
+        config.ssl_mode(tls.mode);
         if config.get_password().is_none()
             && let Some(password) = password
         {
@@ -84,7 +88,7 @@ impl Pg {
             })?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -101,6 +105,7 @@ impl Pg {
             migrated: 0,
             runtime: Some(runtime),
             config,
+            tls: tls.connector,
             url: super::redact(url),
         };
         pg.migrated = pg.migrate()?;
@@ -248,7 +253,12 @@ impl Pg {
 pub(crate) fn error(url: &str, error: &tokio_postgres::Error) -> Error {
     use tokio_postgres::error::SqlState;
     let code = error.code();
-    let transient = error.is_closed()
+    // A refused certificate, or a server without TLS, stays so until the configuration
+    // changes: not worth a retry, and not "is the server running?".
+    let text = error.to_string();
+    let tls = code.is_none() && (text.contains("TLS") || text.contains("tls"));
+    let transient = !tls
+        && (error.is_closed()
         || code.is_none() && std::error::Error::source(error).is_some()
         || code.is_some_and(|c| {
             [
@@ -259,8 +269,14 @@ pub(crate) fn error(url: &str, error: &tokio_postgres::Error) -> Error {
                 SqlState::CANNOT_CONNECT_NOW,
             ]
             .contains(c)
-        });
+        }));
     let what_to_do = match code {
+        None if tls && text.contains("does not support TLS") => {
+            "; the server does not offer TLS: turn `ssl` on in its postgresql.conf, or use sslmode=disable on a trusted network".into()
+        }
+        None if tls => {
+            "; the server's certificate was refused: sslrootcert must name the CA that signed it, and for sslmode=verify-full the URL's host must be a name the certificate is for".into()
+        }
         Some(c) if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
             format!("; check the user in [storage] url and the password ({} or `evo secret set {0}`)", super::PASSWORD_VAR)
         }
@@ -334,7 +350,7 @@ pub fn scratch_database(admin_url: &str) -> Result<String> {
     let url = admin_url.to_owned();
     std::thread::spawn(move || {
         runtime.block_on(async move {
-            let (client, connection) = config.connect(NoTls).await?;
+            let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
             tokio::spawn(connection);
             client.batch_execute(&statement).await
         })

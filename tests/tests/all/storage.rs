@@ -560,3 +560,112 @@ fn an_agent_whose_shared_storage_stops_mid_session_answers_without_recall_and_sa
     let status = chat.wait().unwrap();
     assert!(status.success());
 }
+
+/// A CA, and a server certificate (PEM, key PEM) it signed for `names`.
+fn certificates(names: &[&str]) -> (String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "Evo test CA");
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let cert = rcgen::CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    (ca.pem(), cert.pem(), key.serialize_pem())
+}
+
+#[test]
+fn shared_storage_over_tls_checks_the_server_as_sslmode_says() {
+    let (ca, cert, key) = certificates(&["localhost"]);
+    let (other_ca, _, _) = certificates(&["localhost"]);
+    let cluster = evo_tests::shared::OwnCluster::start_tls(&cert, &key);
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("ca.pem"), &ca).unwrap();
+    std::fs::write(root.path().join("other-ca.pem"), &other_ca).unwrap();
+    // `evo memory store` on a node whose [storage] url is `url`.
+    let store = |name: &str, url: &str| {
+        let home = root.path().join(name);
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("evo.toml"),
+            format!("[storage]\nurl = \"{url}\"\n"),
+        )
+        .unwrap();
+        evo_tests::cli::evo(
+            &home,
+            &["memory", "store", "The vault is in the north wing"],
+        )
+    };
+    let ca_file = root.path().join("ca.pem").display().to_string();
+    let other_file = root.path().join("other-ca.pem").display().to_string();
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}", evo_tests::cli::stderr(&out));
+    };
+    let refused = |out: std::process::Output, why: &str| {
+        let stderr = evo_tests::cli::stderr(&out);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains(why), "{why:?} not in: {stderr}");
+    };
+
+    // verify-full: the right CA and the name the certificate is for.
+    ok(store(
+        "full",
+        &format!(
+            "{}?sslmode=verify-full&sslrootcert={ca_file}",
+            cluster.url_at("localhost")
+        ),
+    ));
+    // A wrong name: refused by verify-full, taken by verify-ca.
+    refused(
+        store(
+            "wrong-name",
+            &format!(
+                "{}?sslmode=verify-full&sslrootcert={ca_file}",
+                cluster.url()
+            ),
+        ),
+        "certificate not valid for name",
+    );
+    refused(
+        store(
+            "wrong-name-again",
+            &format!(
+                "{}?sslmode=verify-full&sslrootcert={ca_file}",
+                cluster.url()
+            ),
+        ),
+        "for sslmode=verify-full the URL's host must be a name the certificate is for",
+    );
+    ok(store(
+        "ca-only",
+        &format!("{}?sslmode=verify-ca&sslrootcert={ca_file}", cluster.url()),
+    ));
+    // A wrong CA: refused.
+    refused(
+        store(
+            "wrong-ca",
+            &format!(
+                "{}?sslmode=verify-ca&sslrootcert={other_file}",
+                cluster.url()
+            ),
+        ),
+        "invalid peer certificate",
+    );
+    // require: encrypted, not checked (libpq's rule).
+    ok(store(
+        "require",
+        &format!("{}?sslmode=require", cluster.url()),
+    ));
+    // A plain server: refused when TLS is required, never fallen back from.
+    let plain = postgres_url();
+    refused(store("plain", &format!("{plain}?sslmode=require")), "TLS");
+    // prefer would fall back to plain text: said, not done.
+    refused(
+        store("prefer", &format!("{}?sslmode=prefer", cluster.url())),
+        "sslmode=prefer falls back to plain text without a word",
+    );
+}
