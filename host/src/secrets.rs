@@ -293,7 +293,7 @@ fn disguises(value: &str) -> Vec<String> {
 }
 
 /// The values of every secret, and a scanner that finds any of them, in the clear or in
-/// disguise (see [`disguises`]).
+/// disguise: base64 and base64url at each alignment, hex, percent-encoding.
 #[derive(Debug, Default)]
 pub struct Secrets {
     names: Vec<String>,
