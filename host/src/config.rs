@@ -43,6 +43,7 @@
 //! timeout_ms = 60000
 //! max_old_space_mb = 512
 //! max_tasks = 256
+//! max_cpu_percent = 100
 //! node = "node"
 //!
 //! [kernel]
@@ -210,6 +211,9 @@ pub struct NativeSettings {
     /// Tasks (processes and threads) one script may have at once, where a cgroup caps
     /// them.
     pub max_tasks: u64,
+    /// CPU one script's process tree may use, in percent of one core (100: one core;
+    /// 0: no cap), where a cgroup's `cpu` controller caps it.
+    pub max_cpu_percent: u64,
     /// The Node binary.
     pub node: PathBuf,
 }
@@ -405,6 +409,7 @@ impl Default for Config {
                 timeout_ms: millis(native::DEFAULT_TIMEOUT),
                 max_old_space_mb: native::DEFAULT_MAX_OLD_SPACE_MB,
                 max_tasks: native::DEFAULT_MAX_TASKS,
+                max_cpu_percent: native::DEFAULT_MAX_CPU_PERCENT,
                 node: PathBuf::from("node"),
             },
             kernel: KernelSettings {

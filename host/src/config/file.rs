@@ -120,6 +120,7 @@ struct NativeFile {
     timeout_ms: Option<u64>,
     max_old_space_mb: Option<u32>,
     max_tasks: Option<u64>,
+    max_cpu_percent: Option<u64>,
     node: Option<PathBuf>,
 }
 
@@ -456,6 +457,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, spans, f.timeout_ms => n.timeout_ms, "native.timeout_ms", 1, u64::MAX);
         take!(noted, spans, f.max_old_space_mb => n.max_old_space_mb, "native.max_old_space_mb", 16, 1 << 20);
         take!(noted, spans, f.max_tasks => n.max_tasks, "native.max_tasks", 16, 1 << 22);
+        take!(noted, spans, f.max_cpu_percent => n.max_cpu_percent, "native.max_cpu_percent", 0, 102_400);
         take!(noted, f.node => n.node, "native.node");
     }
     if let Some(f) = file.kernel {

@@ -11,3 +11,7 @@ pub const DEFAULT_MAX_OLD_SPACE_MB: u32 = 512;
 /// Default cap on the tasks (processes and threads) of one script's tree, where a cgroup
 /// enforces it: Node alone runs about a dozen threads.
 pub const DEFAULT_MAX_TASKS: u64 = 256;
+/// Default CPU cap on one script's tree, in percent of one core, where a cgroup's `cpu`
+/// controller enforces it: a runaway (or a busy script with worker threads) takes at
+/// most one core, never the machine, until its deadline.
+pub const DEFAULT_MAX_CPU_PERCENT: u64 = 100;

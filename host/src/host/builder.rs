@@ -318,6 +318,7 @@ fn with_native(
         output_cap: DEFAULT_OUTPUT_CAP,
         max_old_space_mb: n.max_old_space_mb,
         max_tasks: n.max_tasks,
+        max_cpu_percent: n.max_cpu_percent,
         max_concurrency: n.concurrency,
         launcher,
         require_isolation: n.isolation == Isolation::Required,

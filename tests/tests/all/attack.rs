@@ -376,6 +376,45 @@ setInterval(() => {{}}, 1000);
 }
 
 #[test]
+fn a_script_spinning_on_every_core_gets_one() {
+    let home = home_with_timeout(20_000);
+    let isolation = enforced(home.path());
+    assert!(
+        isolation.contains("cgroup-cpu"),
+        "no cgroup cpu controller here: a script could take every core ({isolation})"
+    );
+    let skills = tempfile::tempdir().unwrap();
+    // Two threads that spin for 1.5 s of wall time: two cores' worth without a cap.
+    let dir = native_skill(
+        skills.path(),
+        "spinner",
+        "Spins on two threads.",
+        r#"
+const { Worker } = require('worker_threads');
+const spin = 'const end = Date.now() + 1500; while (Date.now() < end) {}';
+const started = Date.now();
+let left = 2;
+for (let i = 0; i < 2; i++) {
+  new Worker(spin, { eval: true }).on('exit', () => {
+    if (--left > 0) return;
+    const used = process.cpuUsage();
+    console.log(JSON.stringify({ cpu_ms: (used.user + used.system) / 1000, wall_ms: Date.now() - started }));
+  });
+}
+"#,
+    );
+    let (out, value) = run(home.path(), &dir, &json!({}));
+    assert!(out.status.success(), "{value}");
+    let (cpu, wall) = (
+        value["output"]["cpu_ms"].as_f64().unwrap(),
+        value["output"]["wall_ms"].as_f64().unwrap(),
+    );
+    // One core (`[native] max_cpu_percent = 100`), whatever the script asks for.
+    assert!(cpu <= wall * 1.25, "{cpu} ms of CPU in {wall} ms");
+    assert_next_call_works(home.path(), skills.path());
+}
+
+#[test]
 fn three_gib_of_buffers_is_out_of_memory_not_the_machines() {
     let home = home_with_timeout(60_000);
     let isolation = enforced(home.path());

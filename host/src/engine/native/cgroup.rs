@@ -23,7 +23,15 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// Tasks (processes and threads) at once.
     pub max_tasks: u64,
+    /// CPU, in percent of one core (0: no cap).
+    pub cpu_percent: u64,
 }
+
+/// The CFS period the CPU cap is counted over, µs: the kernel's default.
+const CPU_PERIOD_US: u64 = 100_000;
+/// A call's CPU weight beside the host's own work (v2 `cpu.weight`, default 100; v1
+/// `cpu.shares`, default 1024): half, so the server answering stays ahead of scripts.
+const CPU_WEIGHT: (u64, u64) = (50, 512);
 
 /// The cgroup directories of one call, removed when it ends.
 #[derive(Debug)]
@@ -34,6 +42,8 @@ pub struct CallCgroup {
     memory: Option<(PathBuf, Version)>,
     /// Whether a `pids` controller caps the tasks.
     pids: bool,
+    /// Whether a `cpu` controller caps the CPU.
+    cpu: bool,
     /// A v2 directory with `cgroup.kill`.
     killer: Option<PathBuf>,
 }
@@ -53,6 +63,8 @@ struct Hierarchies {
     memory_v1: Option<PathBuf>,
     /// The host's cgroup in the v1 `pids` hierarchy.
     pids_v1: Option<PathBuf>,
+    /// The host's cgroup in the v1 `cpu` hierarchy.
+    cpu_v1: Option<PathBuf>,
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -70,8 +82,10 @@ impl CallCgroup {
             dirs: Vec::new(),
             memory: None,
             pids: false,
+            cpu: false,
             killer: None,
         };
+        let quota = limits.cpu_percent * CPU_PERIOD_US / 100;
         if let Some(base) = &hierarchies.unified {
             let dir = base.join(&name);
             if std::fs::create_dir(&dir).is_ok() {
@@ -86,6 +100,11 @@ impl CallCgroup {
                 }
                 if has("pids") && write(&dir, "pids.max", limits.max_tasks) {
                     cgroup.pids = true;
+                }
+                if quota > 0 && has("cpu") {
+                    cgroup.cpu = std::fs::write(dir.join("cpu.max"), format!("{quota} {CPU_PERIOD_US}"))
+                        .is_ok();
+                    let _ = write(&dir, "cpu.weight", CPU_WEIGHT.0);
                 }
                 if dir.join("cgroup.kill").exists() {
                     cgroup.killer = Some(dir.clone());
@@ -115,6 +134,18 @@ impl CallCgroup {
                 cgroup.dirs.push(dir);
             }
         }
+        if quota > 0
+            && !cgroup.cpu
+            && let Some(base) = &hierarchies.cpu_v1
+        {
+            let dir = base.join(&name);
+            if std::fs::create_dir(&dir).is_ok() {
+                cgroup.cpu = write(&dir, "cpu.cfs_period_us", CPU_PERIOD_US)
+                    && write(&dir, "cpu.cfs_quota_us", quota);
+                let _ = write(&dir, "cpu.shares", CPU_WEIGHT.1);
+                cgroup.dirs.push(dir);
+            }
+        }
         (!cgroup.dirs.is_empty()).then_some(cgroup)
     }
 
@@ -136,6 +167,9 @@ impl CallCgroup {
         }
         if self.pids {
             names.push("cgroup-pids".to_owned());
+        }
+        if self.cpu {
+            names.push("cgroup-cpu".to_owned());
         }
         names.push("cgroup-kill".to_owned());
         names
@@ -245,7 +279,7 @@ fn hierarchies() -> &'static Hierarchies {
             return Hierarchies::default();
         };
         let found = find(&cgroups, &mounts);
-        for base in [&found.unified, &found.memory_v1, &found.pids_v1]
+        for base in [&found.unified, &found.memory_v1, &found.pids_v1, &found.cpu_v1]
             .into_iter()
             .flatten()
         {
@@ -300,6 +334,7 @@ fn find(cgroups: &str, mountinfo: &str) -> Hierarchies {
             match controller {
                 "memory" => found.memory_v1 = Some(dir(root, point, path)),
                 "pids" => found.pids_v1 = Some(dir(root, point, path)),
+                "cpu" => found.cpu_v1 = Some(dir(root, point, path)),
                 _ => {}
             }
         }

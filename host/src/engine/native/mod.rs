@@ -36,7 +36,9 @@ pub use executor::NativeExecutor;
 #[cfg(feature = "internals")]
 pub use run::execute_script;
 
-pub use super::native_limits::{DEFAULT_MAX_OLD_SPACE_MB, DEFAULT_MAX_TASKS, DEFAULT_TIMEOUT};
+pub use super::native_limits::{
+    DEFAULT_MAX_CPU_PERCENT, DEFAULT_MAX_OLD_SPACE_MB, DEFAULT_MAX_TASKS, DEFAULT_TIMEOUT,
+};
 /// Default cap on stdout + stderr.
 pub const DEFAULT_OUTPUT_CAP: usize = 10 * 1024 * 1024;
 /// The script each native skill runs, relative to its directory.
@@ -55,6 +57,9 @@ pub struct NativeConfig {
     pub max_old_space_mb: u32,
     /// Tasks one script's tree may have at once (see [`DEFAULT_MAX_TASKS`]).
     pub max_tasks: u64,
+    /// CPU a call's process tree may use, in percent of one core (0: no cap), where a
+    /// cgroup caps it (see [`DEFAULT_MAX_CPU_PERCENT`]).
+    pub max_cpu_percent: u64,
     /// Scripts that may run at once.
     pub max_concurrency: usize,
     /// A program that confines itself and then becomes Node (the `evo` binary's
@@ -71,6 +76,7 @@ impl NativeConfig {
         cgroup::Limits {
             memory_bytes: u64::from(self.max_old_space_mb) << 20,
             max_tasks: self.max_tasks,
+            cpu_percent: self.max_cpu_percent,
         }
     }
 }
@@ -87,6 +93,7 @@ impl Default for NativeConfig {
             output_cap: DEFAULT_OUTPUT_CAP,
             max_old_space_mb: DEFAULT_MAX_OLD_SPACE_MB,
             max_tasks: DEFAULT_MAX_TASKS,
+            max_cpu_percent: DEFAULT_MAX_CPU_PERCENT,
             max_concurrency: std::thread::available_parallelism().map_or(1, usize::from),
             launcher: None,
             require_isolation: false,
