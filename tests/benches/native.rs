@@ -100,6 +100,7 @@ fn native(c: &mut Criterion) {
     let limits = Limits {
         memory_bytes: 512 << 20,
         max_tasks: 256,
+        cpu_percent: evo_host::engine::native::DEFAULT_MAX_CPU_PERCENT,
     };
     for (label, layers, cgroup) in [
         (
