@@ -190,7 +190,8 @@ pub fn register_programs(
     )
     .with_toolchains(&settings.toolchains);
     let launcher = sandbox.config().launcher.clone();
-    let terminal = terminal::Terminal::new(root.clone(), launcher, bash.clone());
+    let terminal = terminal::Terminal::new(root.clone(), launcher, bash.clone())
+        .with_cgroup_limits(sandbox.config().cgroup_limits());
     register(registry, Arc::new(bash))?;
     register(registry, Arc::new(terminal))?;
     register(

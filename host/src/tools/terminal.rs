@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::bash::Bash;
+use crate::engine::native::cgroup::{CallCgroup, Limits};
 use super::{BoxFuture, TypedTool, invalid};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
@@ -56,6 +57,9 @@ struct Session {
     /// The shell's process group, foreground while it waits at its prompt.
     shell_group: Mutex<Option<i32>>,
     last_used: Mutex<Instant>,
+    /// The session's cgroup (memory, tasks and CPU capped as a script call's), whose
+    /// members are killed and which is removed when the session goes.
+    cgroup: Option<CallCgroup>,
 }
 
 impl std::fmt::Debug for Session {
@@ -75,6 +79,10 @@ impl Session {
             // foreground; the sandbox's PID namespace takes the rest with its init.
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
+        // And whatever left the group (a `setsid` daemon): the cgroup holds it too.
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill();
+        }
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -89,6 +97,8 @@ impl Session {
 pub struct Terminal {
     root: PathBuf,
     launcher: Option<PathBuf>,
+    /// The caps of each session's cgroup (a script call's), where one can be made.
+    limits: Option<Limits>,
     bash: Bash,
     sessions: Arc<Mutex<HashMap<String, Arc<Session>>>>,
     next: Arc<AtomicU64>,
@@ -102,11 +112,19 @@ impl Terminal {
         Self {
             root: root.into(),
             launcher,
+            limits: None,
             bash,
             sessions: Arc::default(),
             next: Arc::new(AtomicU64::new(1)),
             reaper: Arc::new(std::sync::Once::new()),
         }
+    }
+
+    /// Puts each session in a cgroup of its own with `limits` (a script call's caps),
+    /// where the host may make one and a launcher joins it.
+    pub fn with_cgroup_limits(mut self, limits: Limits) -> Self {
+        self.limits = Some(limits);
+        self
     }
 
     fn session(&self, input: &TerminalInput) -> Result<Arc<Session>> {
@@ -138,11 +156,19 @@ impl Terminal {
             })
             .map_err(|e| failed(format!("could not open a pseudo-terminal: {e}")))?;
         let shell = ["bash", "--norc", "--noprofile", "-i"];
+        let cgroup = self
+            .limits
+            .filter(|_| self.launcher.is_some())
+            .and_then(CallCgroup::create);
         let mut command = match &self.launcher {
             Some(launcher) => {
                 let mut command = CommandBuilder::new(launcher);
                 command.args(["__native-exec", "--workspace"]);
                 command.arg(&root);
+                for procs in cgroup.iter().flat_map(CallCgroup::procs) {
+                    command.arg("--cgroup");
+                    command.arg(procs);
+                }
                 command.arg("--");
                 command.args(shell);
                 command
@@ -201,6 +227,7 @@ impl Terminal {
             received,
             shell_group: Mutex::new(None),
             last_used: Mutex::new(Instant::now()),
+            cgroup,
         });
         lock(&self.sessions).insert(id.clone(), session);
         self.reap_idle();
