@@ -173,6 +173,18 @@ pub mod cli {
     }
 
     /// Runs `evo ARGS` with `EVO_HOME=home` to completion.
+    /// `evo agent chat --json` in `home` with the scripted model `script`, its stdin,
+    /// stdout and stderr piped.
+    pub fn scripted_chat(home: &Path, script: &Path) -> std::process::Child {
+        command(home, &["agent", "chat", "--json"])
+            .env("EVO_LLM", format!("scripted:{}", script.display()))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("evo agent chat starts")
+    }
+
     pub fn evo(home: &Path, args: &[&str]) -> Output {
         command(home, args).output().expect("evo runs")
     }

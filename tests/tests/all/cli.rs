@@ -520,7 +520,6 @@ fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
 #[test]
 fn agent_chat_keeps_the_conversation_between_turns() {
     use std::io::Write as _;
-    use std::process::Stdio;
 
     let home = tempfile::tempdir().unwrap();
     let script = home.path().join("script.json");
@@ -537,13 +536,7 @@ fn agent_chat_keeps_the_conversation_between_turns() {
             .to_string(),
     )
     .unwrap();
-    let mut child = evo_tests::cli::command(home.path(), &["agent", "chat", "--json"])
-        .env("EVO_LLM", format!("scripted:{}", script.display()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = evo_tests::cli::scripted_chat(home.path(), &script);
     child
         .stdin
         .take()

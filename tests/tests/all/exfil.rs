@@ -13,6 +13,15 @@ use crate::fetch::{Server, ok};
 
 const VALUE: &str = "exfil-0123456789-value";
 
+/// The `authorization` header of a request as the test servers receive it.
+fn authorization(request: &str) -> String {
+    request
+        .lines()
+        .find_map(|l| l.strip_prefix("authorization: "))
+        .unwrap_or("none")
+        .to_owned()
+}
+
 /// `evo secret set NAME`, the value on stdin.
 pub(crate) fn set_secret(home: &std::path::Path, name: &str, value: &str) -> std::process::Output {
     let mut child = command(home, &["secret", "set", name])
@@ -91,11 +100,7 @@ fn a_skill_that_tries_every_route_never_gets_the_value_out() {
     // The granted server echoes the authorization header in its body and a header, as a
     // debugging endpoint might.
     let granted = Server::start_with(|_, request| {
-        let auth = request
-            .lines()
-            .find_map(|l| l.strip_prefix("authorization: "))
-            .unwrap_or("none")
-            .to_owned();
+        let auth = authorization(request);
         let body = format!("you sent: {auth}");
         format!(
             "HTTP/1.1 200 OK\r\nx-echo: {auth}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -346,11 +351,7 @@ fn a_server_that_echoes_the_key_encoded_hands_the_skill_only_a_mask() {
     // A debugging endpoint that answers the request's headers encoded: base64 in a
     // header and the body, hex and percent-encoding in the body.
     let granted = Server::start_with(|_, request| {
-        let auth = request
-            .lines()
-            .find_map(|l| l.strip_prefix("authorization: "))
-            .unwrap_or("none")
-            .to_owned();
+        let auth = authorization(request);
         let line = format!("Authorization: {auth}");
         let percent: String = line
             .bytes()

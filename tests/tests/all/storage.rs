@@ -480,7 +480,6 @@ async fn hostile_packages_in_the_shared_database_install_nothing_and_replace_not
 #[test]
 fn an_agent_whose_shared_storage_stops_mid_session_answers_without_recall_and_says_why() {
     use std::io::{BufRead as _, BufReader, Write as _};
-    use std::process::Stdio;
 
     use serde_json::{Value, json};
 
@@ -502,13 +501,7 @@ fn an_agent_whose_shared_storage_stops_mid_session_answers_without_recall_and_sa
         json!({ "responses": [direct.to_string(), routed.to_string(), "It is 42."] }).to_string(),
     )
     .unwrap();
-    let mut chat = evo_tests::cli::command(home.path(), &["agent", "chat", "--json"])
-        .env("EVO_LLM", format!("scripted:{}", script.display()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut chat = evo_tests::cli::scripted_chat(home.path(), &script);
     let mut stdin = chat.stdin.take().unwrap();
     let mut events = BufReader::new(chat.stdout.take().unwrap()).lines();
     // The events of one turn, up to its `done` (or `error`).
