@@ -11,6 +11,7 @@
 //! - [`prompt`]: the default prompt compiler.
 
 pub mod intent;
+mod memory;
 pub mod prompt;
 pub mod tool_loop;
 
@@ -91,15 +92,6 @@ fn conversation(system: &str, history: &[Message], message: String) -> Vec<Messa
     messages.extend(history.iter().cloned());
     messages.push(Message::text(Role::User, message));
     messages
-}
-
-/// Something the run goes on without: logged as a warning and sent as a `warning` event,
-/// so whoever watches the run (`evo agent run`, an HTTP stream) sees why the answer is
-/// poorer (memory that could not be read, an answer without recall).
-fn warn(ctx: &SkillContext, what: &str, error: &Error) {
-    let message = format!("{what}: [{}] {error}", error.code());
-    tracing::warn!(target: "evo::agent", "{message}");
-    ctx.emit(RunEvent::warning(message, error));
 }
 
 /// What the execution phase of one run works with.
@@ -346,55 +338,6 @@ impl Agent {
         })
     }
 
-    /// Recall: memories relevant to the message, also put in the run's scratch. Memory
-    /// that cannot be read is a warning, and the run goes on without recall.
-    fn recall(&self, ctx: &SkillContext, message: &str) -> Vec<MemoryEntry> {
-        let Some(memory) = &self.memory else {
-            return Vec::new();
-        };
-        memory
-            .recall_into(ctx.scratch(), message)
-            .unwrap_or_else(|e| {
-                warn(ctx, "memory could not be read, so this answer has no recall", &e);
-                Vec::new()
-            })
-    }
-
-    /// Prompt: the system prompt from the candidate skills, long-term memory, the
-    /// recalled memories and today's log; and the same without the skills, for an
-    /// answer offered no tools.
-    fn compile_prompt(
-        &self,
-        ctx: &SkillContext,
-        candidates: &[ToolDefinition],
-        recalled: &[MemoryEntry],
-    ) -> (String, String) {
-        let (long_term, daily_log) = match &self.memory {
-            Some(memory) => {
-                let read = |what: &str, text: Result<String>| {
-                    text.unwrap_or_else(|e| {
-                        warn(ctx, &format!("{what} could not be read, so the prompt leaves it out"), &e);
-                        String::new()
-                    })
-                };
-                (
-                    read("MEMORY.md", memory.load_long_term()),
-                    read("today's log", memory.load_daily_log(None)),
-                )
-            }
-            None => (String::new(), String::new()),
-        };
-        let compile = |skills| {
-            self.prompt.compile(&prompt::PromptInput {
-                skills,
-                long_term: &long_term,
-                recalled,
-                daily_log: &daily_log,
-            })
-        };
-        (compile(candidates), compile(&[]))
-    }
-
     /// Execution: the routed strategy carried out; the answer and the memory writes the
     /// skills suggested.
     async fn execute(
@@ -531,28 +474,6 @@ impl Agent {
             outcome.text
         };
         Ok((response, writes))
-    }
-
-    /// Capture: what the user stated, kept in memory (what the skills suggested was kept
-    /// as their calls returned). Memory that cannot be written is a warning: the answer
-    /// stands.
-    fn capture(
-        &self,
-        ctx: &SkillContext,
-        message: &str,
-        response: &str,
-        recalled: &[MemoryEntry],
-    ) -> Vec<String> {
-        let Some(memory) = &self.memory else {
-            return Vec::new();
-        };
-        match memory.capture(message, response, recalled) {
-            Ok(outcome) => outcome.entries,
-            Err(e) => {
-                warn(ctx, "memory could not be written, so nothing of this message was kept", &e);
-                Vec::new()
-            }
-        }
     }
 
     /// The options of the run's model requests: its model, if it asked for one.

@@ -14,6 +14,7 @@
 //! skills in `skill::llm_mode`, another node's skills in `remote`.
 
 pub mod loader;
+mod skill_dirs;
 #[cfg(feature = "native")]
 pub mod native;
 pub(crate) mod native_limits;

@@ -1,0 +1,75 @@
+//! Which directories under a skills directory are skills: category folders searched to
+//! a depth bound, links out of the tree not entered.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::skill::package::{PROMPT_MD, SKILL_JSON, SKILL_MD, SKILL_WASM};
+
+/// How many folders below a skills directory a skill may be: `summarize/` is one,
+/// `text/summarize/` two, `text/short/summarize/` three. A folder at the last level is
+/// taken as a skill (and reported if it is none).
+pub const MAX_CATEGORY_DEPTH: usize = 3;
+
+/// The files that make a directory a skill rather than a folder of skills.
+const SKILL_FILES: [&str; 4] = [SKILL_MD, SKILL_JSON, SKILL_WASM, PROMPT_MD];
+
+/// The skill directories under `root`, sorted. A directory whose name starts with a dot
+/// is left out (staging and trash directories do). A directory holding none of a
+/// skill's files (`SKILL.md`, `skill.json`, `skill.wasm`, `prompt.md`) is a category
+/// folder, searched in turn up to [`MAX_CATEGORY_DEPTH`] levels; one with no skill
+/// anywhere under it is returned as it is (its load then says what it lacks). A
+/// category folder is entered only when its real path is inside `root`'s: a link out of
+/// the tree is not followed (a link to a skill directory is loaded, as at the top).
+pub fn skill_dirs(root: &Path) -> Result<Vec<PathBuf>> {
+    let real_root = root.canonicalize().map_err(Error::io_at(root))?;
+    let mut dirs = Vec::new();
+    collect_skill_dirs(root, &real_root, 0, &mut dirs)?;
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Adds the skill directories under `dir` to `found`; whether any is worth keeping: a
+/// skill, or a folder at the depth bound (added for its load to say what it lacks).
+fn collect_skill_dirs(
+    dir: &Path,
+    real_root: &Path,
+    depth: usize,
+    found: &mut Vec<PathBuf>,
+) -> Result<bool> {
+    let entries = std::fs::read_dir(dir).map_err(Error::io_at(dir))?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    dirs.sort();
+    let mut any = false;
+    for path in dirs {
+        if SKILL_FILES.iter().any(|file| path.join(file).is_file()) {
+            any = true;
+            found.push(path);
+            continue;
+        }
+        let inside = path
+            .canonicalize()
+            .is_ok_and(|real| real.starts_with(real_root) && real != real_root);
+        let mut beneath = Vec::new();
+        if !inside {
+            found.push(path);
+        } else if depth + 1 >= MAX_CATEGORY_DEPTH {
+            any = true;
+            found.push(path);
+        } else if collect_skill_dirs(&path, real_root, depth + 1, &mut beneath)? {
+            any = true;
+            found.extend(beneath);
+        } else {
+            found.push(path);
+        }
+    }
+    Ok(any)
+}
