@@ -277,7 +277,7 @@ impl Error {
                     "run it with a profile whose level allows the tool (`--profile full`, or your own under [tools.profiles] in evo.toml)"
                 }
                 BlockReason::Confirmation => {
-                    "confirm it when asked (`evo tool call --yes`); where nobody can be asked, [tools] confirm = \"allow\" in evo.toml lets such calls run"
+                    "confirm it when asked (on a terminal, or `evo tool call --yes`; over MCP, in the client's prompt); where nobody can be asked, [tools] confirm = \"allow\" in evo.toml lets such calls run"
                 }
                 BlockReason::OutsideProject => {
                     "use a path inside the project directory (the directory evo runs in); `..`, other absolute paths and symlinks that lead out are refused whatever is granted"

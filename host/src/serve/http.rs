@@ -332,7 +332,10 @@ async fn call_skill(
     let started = std::time::Instant::now();
     // A client that hangs up cancels the call: this future is dropped with it.
     let never = CancellationToken::new();
-    match shared.call(&skill.meta.name, input, None, &never).await {
+    match shared
+        .call(&skill.meta.name, input, None, None, &never)
+        .await
+    {
         Ok(out) => Json(CallResult {
             output: out.output,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,

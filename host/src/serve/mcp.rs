@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
-    ListPromptsResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    Prompt, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InputRequiredResult, InputResponses, JsonObject, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
     SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -24,10 +25,13 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::engine::loader::StaticExecutor;
+use crate::skill::confirm::Confirmer;
 use crate::skill::events::{EventSink, RunEvent};
 use crate::skill::executor::ExecutorKind;
+use crate::skill::executor::SkillOutput;
 use crate::skill::registry::RegisteredSkill;
 
+use super::confirm::{self, AskPeer, Asker, Leg, Suspended};
 use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};
 
@@ -58,6 +62,45 @@ impl Server {
         Self {
             shared,
             log_level: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Runs the tool `name` for one `tools/call`, its dangerous calls confirmed by
+    /// whoever can answer (see [`confirm`](super::confirm)): a retry carrying
+    /// `request_state` resumes the call that asked, with the answer in `responses`.
+    async fn run(
+        &self,
+        name: &str,
+        request_state: Option<&str>,
+        responses: Option<&InputResponses>,
+        input: Value,
+        events: Option<EventSink>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Result<SkillOutput, Refusal>, Ask> {
+        let suspended = match (request_state, confirm::asker(context)) {
+            (Some(state), _) => self
+                .shared
+                .pending
+                .resume(state, name, &input, responses)
+                .map_err(Ask::Invalid)?,
+            (None, Asker::InputRequired) => Suspended::start(&self.shared, name, input, events),
+            (None, Asker::Peer(peer)) => {
+                let confirmer: Arc<dyn Confirmer> = Arc::new(AskPeer(peer));
+                return Ok(self
+                    .shared
+                    .call(name, input, events, Some(confirmer), &context.ct)
+                    .await);
+            }
+            (None, Asker::Nobody) => {
+                return Ok(self
+                    .shared
+                    .call(name, input, events, None, &context.ct)
+                    .await);
+            }
+        };
+        match suspended.drive(&self.shared.pending, &context.ct).await {
+            Leg::Done(result) => Ok(result),
+            Leg::Asks(result) => Err(Ask::Client(result)),
         }
     }
 
@@ -106,6 +149,14 @@ impl Server {
             _ => {}
         }))
     }
+}
+
+/// Why [`Server::run`] gave no result.
+enum Ask {
+    /// The call asks the client a question: the input-required result to send.
+    Client(Box<InputRequiredResult>),
+    /// The retry was not one the server can take.
+    Invalid(McpError),
 }
 
 /// A call's progress notifications: how long it has run, out of its deadline.
@@ -278,10 +329,24 @@ impl ServerHandler for Server {
             });
             guard
         });
-        let result = self
-            .shared
-            .call(&skill.meta.name, input, events, &context.ct)
-            .await;
+        let result = match self
+            .run(
+                &skill.meta.name,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+                input,
+                events,
+                &context,
+            )
+            .await
+        {
+            Ok(result) => result,
+            Err(Ask::Client(result)) => {
+                drop(heartbeat);
+                return Ok((*result).into());
+            }
+            Err(Ask::Invalid(error)) => return Err(error),
+        };
         drop(heartbeat);
         match result {
             Ok(out) => {

@@ -15,13 +15,18 @@
 //! - **progress, cancellation, logs**: a call with a progress token gets a heartbeat
 //!   and what the skill emits; `notifications/cancelled` drops the call (the Wasm guest
 //!   is interrupted, a native script's process group killed); what the skill logs
-//!   reaches the client at the level it asked for.
+//!   reaches the client at the level it asked for;
+//! - **confirmations**: a dangerous call (replacing a file, `rm -rf`) asks the client's
+//!   user, by `elicitation/create` or, on revision 2026-07-28, an input-required result
+//!   (the rules of `confirm`); a client that can be asked neither way gets the host's
+//!   `[tools] confirm` policy.
 //!
 //! Calls on one session run concurrently; [`Server`] bounds them across all sessions
 //! (`serve.max_calls`) and waits, rather than spawning without limit.
 //!
 //! Needs the `serve` feature of evo-host (on by default).
 
+mod confirm;
 mod gate;
 pub mod http;
 mod mcp;

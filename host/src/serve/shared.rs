@@ -9,9 +9,11 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::confirm::Pending;
 use crate::config::ServeSettings;
 use crate::error::Error;
 use crate::host::Host;
+use crate::skill::confirm::Confirmer;
 use crate::skill::events::EventSink;
 use crate::skill::executor::SkillOutput;
 use crate::skill::kernel::{DEADLINE_GRACE, RunOptions};
@@ -46,6 +48,8 @@ pub struct Shared {
     pub(super) draining: CancellationToken,
     /// Cancelled when calls still running must stop now.
     pub(super) abort: CancellationToken,
+    /// Calls waiting for their MCP client's answer to a question.
+    pub(super) pending: Pending,
 }
 
 impl Shared {
@@ -61,6 +65,7 @@ impl Shared {
             host,
             draining: CancellationToken::new(),
             abort: CancellationToken::new(),
+            pending: Pending::default(),
         })
     }
 
@@ -164,13 +169,15 @@ impl Shared {
     }
 
     /// Runs `name` with `input` for a client: waits for a free slot (or `cancelled`),
-    /// sends what the skill emits and logs to `events`, and stops the call when
-    /// `cancelled` fires or the server aborts.
+    /// sends what the skill emits and logs to `events`, asks `confirmer` (when there is
+    /// one) to confirm dangerous calls, and stops the call when `cancelled` fires or the
+    /// server aborts.
     pub async fn call(
         &self,
         name: &str,
         input: Value,
         events: Option<EventSink>,
+        confirmer: Option<Arc<dyn Confirmer>>,
         cancelled: &CancellationToken,
     ) -> Result<SkillOutput, Refusal> {
         if self.draining.is_cancelled() {
@@ -208,6 +215,7 @@ impl Shared {
         let context = self.host.run_context(RunOptions {
             events,
             caller: Some("mcp".into()),
+            confirmer,
             single_call: true,
             ..RunOptions::default()
         });
@@ -218,9 +226,10 @@ impl Shared {
         let long = tokio::time::sleep(LONG_CALL);
         tokio::pin!(long);
         let mut counted = false;
-        // A call that waited ends at the deadline it started with; one that did not is
-        // ended by the kernel at its own, with the executor's report.
-        let overdue = tokio::time::sleep_until(deadline.into());
+        // A call that waited ends at the deadline it started with (moved by the time it
+        // waits for its user's answers); one that did not is ended by the kernel at its
+        // own, with the executor's report.
+        let overdue = context.deadline(deadline);
         tokio::pin!(overdue);
         let overdue_armed = waited;
         let result = loop {

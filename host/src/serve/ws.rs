@@ -126,7 +126,7 @@ async fn call(
             },
         );
     };
-    let call = shared.call(&found.meta.name, input, None, gone);
+    let call = shared.call(&found.meta.name, input, None, None, gone);
     let result = match deadline_ms {
         Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), call).await {
             Ok(result) => result,

@@ -375,3 +375,80 @@ async fn builtins_answer_to_the_seeds_aliases() {
         .collect();
     assert_eq!(names, ["calculate", "read"]);
 }
+
+/// Answers yes after `wait`, as a user who takes a while to read the question.
+#[derive(Debug)]
+struct SlowYes {
+    wait: Duration,
+}
+
+impl evo_host::Confirmer for SlowYes {
+    fn confirm<'a>(
+        &'a self,
+        _request: &'a evo_host::Confirmation,
+    ) -> evo_host::BoxFuture<'a, bool> {
+        Box::pin(async move {
+            tokio::time::sleep(self.wait).await;
+            true
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_time_a_user_takes_to_answer_is_not_the_calls_time() {
+    // A dangerous call waits for the user's confirmation; a call's time limit is for
+    // its work, so a user who reads the question for longer than the limit does not
+    // turn their yes into a timeout. The work after the answer is still limited.
+    let registry = Arc::new(SkillRegistry::new());
+    let manifest = |name: &str| {
+        json!({
+            "name": name,
+            "description": "Replaces a file after asking.",
+            "timeout": 300,
+            "input": { "type": "object" },
+            "output": { "type": "object" }
+        })
+    };
+    let asking = |work: Duration| {
+        move |_input: Value, ctx: evo_host::skill::kernel::SkillContext| async move {
+            ctx.confirm(evo_host::Confirmation {
+                tool: "replace".into(),
+                arguments: json!({}),
+                risk: evo_host::Risk::Medium,
+                warning: "notes.txt will be replaced".into(),
+            })
+            .await?;
+            tokio::time::sleep(work).await;
+            Ok(json!({ "replaced": true }))
+        }
+    };
+    register(
+        &registry,
+        manifest("quick-after"),
+        asking(Duration::from_millis(100)),
+    );
+    register(
+        &registry,
+        manifest("slow-after"),
+        asking(Duration::from_millis(900)),
+    );
+    let kernel = kernel(registry);
+    let options = || RunOptions {
+        confirmer: Some(Arc::new(SlowYes {
+            wait: Duration::from_millis(700),
+        })),
+        ..RunOptions::default()
+    };
+    let out = kernel
+        .context(options())
+        .call("quick-after", json!({}))
+        .await
+        .expect("the 700 ms the user took are not counted against the 300 ms limit");
+    assert_eq!(out, json!({ "replaced": true }));
+    let err = kernel
+        .context(options())
+        .call("slow-after", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "SKILL_TIMEOUT", "{err}");
+}

@@ -28,6 +28,7 @@ mod js_text_stats;
 mod kernel;
 mod layering;
 mod llm;
+mod mcp_confirm;
 mod memory;
 mod misbehaving;
 mod native;

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::native::{live_processes, native_skill};
 
 /// The Python with the `mcp` SDK that `./scripts/test` installs.
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let python = std::env::var_os("EVO_TEST_PYTHON").unwrap_or_else(|| {
         panic!(
             "EVO_TEST_PYTHON is not set: run ./scripts/test, which installs the Python MCP SDK and sets it"

@@ -430,15 +430,14 @@ async fn execute_with_retry(
         let last = attempt == meta.retry;
         // The last attempt takes the input; earlier ones keep it for the next.
         let this_input = if last { input.take() } else { input.clone() }.unwrap_or(Value::Null);
-        let outcome =
-            tokio::time::timeout(timeout, skill.executor.execute(this_input, ctx.clone()))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(Error::Timeout {
-                        skill: meta.name.clone(),
-                        limit_ms: meta.timeout_ms,
-                    })
-                });
+        // The time the call waits for its user's answers is not the call's time.
+        let outcome = tokio::select! {
+            outcome = skill.executor.execute(this_input, ctx.clone()) => outcome,
+            () = ctx.deadline(Instant::now() + timeout) => Err(Error::Timeout {
+                skill: meta.name.clone(),
+                limit_ms: meta.timeout_ms,
+            }),
+        };
         match outcome {
             Err(error) if !last && error.is_transient() => {
                 attempt += 1;

@@ -1,6 +1,8 @@
 //! The gates a call passes before it runs and that a tool may ask for while it runs:
 //! the run's permission profile, and the user's confirmation of dangerous calls.
 
+use std::time::Instant;
+
 use serde_json::Value;
 
 use super::SkillContext;
@@ -43,25 +45,36 @@ impl SkillContext {
     }
 
     /// Asks the run's confirmer whether the dangerous call `request` describes may go
-    /// ahead; without one, the host's `ConfirmPolicy` answers. A refusal is
-    /// [`Error::Blocked`].
+    /// ahead; without one, the host's `ConfirmPolicy` answers. The wait for the answer
+    /// does not count against any deadline of the run, and ends after
+    /// ten minutes with a no. A refusal is [`Error::Blocked`].
     pub async fn confirm(&self, request: Confirmation) -> Result<()> {
         let zh = self.locale() == Locale::Zh;
         let refusal = match &self.run.confirmer {
             Some(confirmer) => {
-                if confirmer.confirm(&request).await {
-                    return Ok(());
-                }
-                if zh {
-                    format!(
+                let answer = {
+                    let _asking = self.run.asking();
+                    tokio::time::timeout(super::CONFIRM_WAIT, confirmer.confirm(&request)).await
+                };
+                let minutes = super::CONFIRM_WAIT.as_secs() / 60;
+                match answer {
+                    Ok(true) => return Ok(()),
+                    Ok(false) if zh => format!(
                         "用户拒绝了此操作（风险{}）：{}",
                         request.risk, request.warning
-                    )
-                } else {
-                    format!(
+                    ),
+                    Ok(false) => format!(
                         "the user declined ({} risk): {}",
                         request.risk, request.warning
-                    )
+                    ),
+                    Err(_) if zh => format!(
+                        "用户在 {minutes} 分钟内没有确认此操作（风险{}）：{}",
+                        request.risk, request.warning
+                    ),
+                    Err(_) => format!(
+                        "the user did not answer within {minutes} minutes ({} risk): {}; call it again to be asked again",
+                        request.risk, request.warning
+                    ),
                 }
             }
             None if self.kernel.config.confirm == ConfirmPolicy::Allow => return Ok(()),
@@ -80,5 +93,20 @@ impl SkillContext {
             message: refusal,
             reason: crate::error::BlockReason::Confirmation,
         })
+    }
+
+    /// Waits until `deadline`, moved later by the time the run spends waiting for its
+    /// user's answers from now on: a deadline for work that may stop to ask.
+    pub async fn deadline(&self, deadline: Instant) {
+        let asked = self.run.time_asking();
+        let mut at = deadline;
+        loop {
+            tokio::time::sleep_until(at.into()).await;
+            let moved = deadline + self.run.time_asking().saturating_sub(asked);
+            if moved <= Instant::now() {
+                return;
+            }
+            at = moved;
+        }
     }
 }

@@ -72,7 +72,10 @@ pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(200);
 /// enough for it to kill, reap and report, so its error (not the kernel's) is the one
 /// the caller sees.
 pub const DEADLINE_GRACE: Duration = Duration::from_secs(2);
-/// Longest wait between retries.
+/// The longest a dangerous call waits for its user's answer; no answer by then is no.
+/// The wait does not count against the call's time limit.
+pub const CONFIRM_WAIT: Duration = Duration::from_secs(10 * 60);
+/// The longest between retries of a transient failure.
 pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(5);
 
 /// What an llm skill returns when its output is still invalid after the last attempt
@@ -360,6 +363,7 @@ impl Kernel {
                 session: options.session,
                 model: options.model,
                 input_failures: std::sync::Mutex::default(),
+                asking: std::sync::Mutex::default(),
             }),
             depth: 0,
             parent: None,
@@ -422,9 +426,47 @@ struct Run {
     /// Gate-1 failures per skill in this run: a caller (a model) gets
     /// `max_input_attempts` tries to fix its arguments, then the run stops.
     input_failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+    /// The time the run has spent waiting for its user's answers, which no deadline
+    /// counts.
+    asking: std::sync::Mutex<AskClock>,
+}
+
+/// The time a run has spent waiting for its user (several questions may be open at
+/// once, from steps that run side by side).
+#[derive(Debug, Default)]
+struct AskClock {
+    /// Time spent while no question was open any more.
+    closed: Duration,
+    /// Questions open now.
+    open: u32,
+    /// Since when at least one has been open.
+    since: Option<Instant>,
 }
 
 impl Run {
+    fn clock(&self) -> std::sync::MutexGuard<'_, AskClock> {
+        // A poisoned lock still holds a valid clock (each update is whole).
+        self.asking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The time spent waiting for the user so far, a question still open included.
+    fn time_asking(&self) -> Duration {
+        let clock = self.clock();
+        clock.closed + clock.since.map_or(Duration::ZERO, |since| since.elapsed())
+    }
+
+    /// Counts the time from now until the guard is dropped as time spent asking.
+    fn asking(&self) -> Asking<'_> {
+        let mut clock = self.clock();
+        if clock.open == 0 {
+            clock.since = Some(Instant::now());
+        }
+        clock.open += 1;
+        Asking(self)
+    }
+
     /// Counts one more gate-1 failure of `skill`; returns the count.
     fn input_failure(&self, skill: &str) -> u32 {
         // A poisoned lock still holds valid counts (each update is one insert).
@@ -435,6 +477,21 @@ impl Run {
         let count = failures.entry(skill.to_owned()).or_insert(0);
         *count += 1;
         *count
+    }
+}
+
+/// A question to the user, open while it lives.
+struct Asking<'a>(&'a Run);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        let mut clock = self.0.clock();
+        clock.open -= 1;
+        if clock.open == 0
+            && let Some(since) = clock.since.take()
+        {
+            clock.closed += since.elapsed();
+        }
     }
 }
 
