@@ -13,7 +13,7 @@
 // host (other skills, the model, memory, scratch, events, the log): each call is gated
 // by what the manifest asks for and the operator grants, and fails with a `SkillError`.
 
-import * as host from 'evo:skill/context@0.1.0';
+import * as host from 'evo:skill/context@0.2.0';
 
 /** The kinds of `skill-error` in wit/skill.wit. */
 const KINDS = ['invalid-input', 'not-found', 'denied', 'timeout', 'failed'];
@@ -49,25 +49,45 @@ function hostCall(f) {
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
 
+/** A memory entry the host returned, with plain numbers. */
+function entry(e) {
+  return {
+    id: e.id,
+    text: e.text,
+    score: e.score,
+    category: e.category,
+    createdAt: Number(e.createdAt),
+    source: e.source,
+    supersededBy: e.supersededBy,
+  };
+}
+
 /** What a skill may ask of the host. */
 export const context = {
   /** Calls another skill (listed in the manifest's `calls`) and returns its output. */
   call(skill, input) {
     return JSON.parse(hostCall(() => host.call(skill, JSON.stringify(input ?? {}))));
   },
-  /** Asks the model (needs `capabilities.llm`). */
-  llm(prompt, { system, maxTokens, temperature } = {}) {
-    return hostCall(() => host.llm({ system, prompt, maxTokens, temperature }));
+  /** Asks the model (needs `capabilities.llm`); `model` must be one the operator allows. */
+  llm(prompt, { system, maxTokens, temperature, model } = {}) {
+    return hostCall(() => host.llm({ system, prompt, maxTokens, temperature, model }));
   },
   /** Searches memory (needs `capabilities.memory`); `createdAt` in ms since the epoch. */
   memorySearch(query, limit = 5) {
-    return hostCall(() => host.memorySearch(query, limit)).map((e) => ({
-      id: e.id,
-      text: e.text,
-      score: e.score,
-      category: e.category,
-      createdAt: Number(e.createdAt),
-    }));
+    return hostCall(() => host.memorySearch(query, limit)).map(entry);
+  },
+  /**
+   * Searches memory with filters: `sources` (`user`, `capture`, `skill`, `file`, `log`),
+   * `since` / `until` (`YYYY-MM-DD`), and `includeSuperseded` for entries a later store
+   * replaced (their `supersededBy` says by which).
+   */
+  memoryQuery(query, { limit = 5, sources = [], since, until, includeSuperseded = false } = {}) {
+    const request = { query, limit, sources, since, until, includeSuperseded };
+    return hostCall(() => host.memoryQuery(request)).map(entry);
+  },
+  /** The run's environment: `session`, `locale`, `model`, and the operator's `[env]`. */
+  env() {
+    return JSON.parse(host.env());
   },
   /** Stores text in memory now (needs `memory: "read-write"`): `{ stored, reason }`. */
   memoryStore(text, category) {

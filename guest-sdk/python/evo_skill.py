@@ -93,6 +93,19 @@ _LEVELS = {
 }
 
 
+def _entry(e):
+    """A memory entry the host returned, as a dict."""
+    return {
+        "id": e.id,
+        "text": e.text,
+        "score": e.score,
+        "category": e.category,
+        "created_at": e.created_at,
+        "source": e.source,
+        "superseded_by": e.superseded_by,
+    }
+
+
 class _Context:
     """What a skill may ask of the host."""
 
@@ -100,23 +113,30 @@ class _Context:
         """Calls another skill (listed in the manifest's `calls`); returns its output."""
         return json.loads(_host_call(_host.call, skill, json.dumps(input or {})))
 
-    def llm(self, prompt, system=None, max_tokens=None, temperature=None):
-        """Asks the model (needs `capabilities.llm`); returns its answer."""
-        request = _types.LlmRequest(system, prompt, max_tokens, temperature)
+    def llm(self, prompt, system=None, max_tokens=None, temperature=None, model=None):
+        """Asks the model (needs `capabilities.llm`); returns its answer. `model` must
+        be one the operator allows."""
+        request = _types.LlmRequest(system, prompt, max_tokens, temperature, model)
         return _host_call(_host.llm, request)
 
     def memory_search(self, query, limit=5):
         """Searches memory (needs `capabilities.memory`): a list of dicts."""
-        return [
-            {
-                "id": e.id,
-                "text": e.text,
-                "score": e.score,
-                "category": e.category,
-                "created_at": e.created_at,
-            }
-            for e in _host_call(_host.memory_search, query, limit)
-        ]
+        return [_entry(e) for e in _host_call(_host.memory_search, query, limit)]
+
+    def memory_query(self, query, limit=5, sources=(), since=None, until=None,
+                     include_superseded=False):
+        """Searches memory with filters: `sources` (`user`, `capture`, `skill`, `file`,
+        `log`), `since` / `until` (`YYYY-MM-DD`), and `include_superseded` for entries
+        a later store replaced (their `superseded_by` says by which)."""
+        request = _types.MemoryRequest(
+            query, limit, list(sources), since, until, include_superseded
+        )
+        return [_entry(e) for e in _host_call(_host.memory_query, request)]
+
+    def env(self):
+        """The run's environment: `session`, `locale`, `model`, and the operator's
+        `[env]` values."""
+        return json.loads(_host.env())
 
     def memory_store(self, text, category=None):
         """Stores text now (needs `memory: "read-write"`): `{"stored", "reason"}`."""

@@ -48,6 +48,11 @@ pub struct MemoryEntry {
     pub category: Option<String>,
     /// When it was stored, ms since the Unix epoch.
     pub created_at: u64,
+    /// Where it came from (`user`, `capture`, `skill`, `file`, `log`), if known.
+    pub source: Option<String>,
+    /// The entry that replaced this one, for an entry a later store superseded (only
+    /// [`memory::query`] with [`memory::Query::include_superseded`] returns those).
+    pub superseded_by: Option<String>,
 }
 
 /// What [`memory::store`] did.
@@ -70,6 +75,9 @@ pub struct LlmRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature, 0.0–2.0.
     pub temperature: Option<f32>,
+    /// The model to ask instead of the run's: one the operator allows (`[llm] models`
+    /// in evo.toml), else the call is denied.
+    pub model: Option<String>,
 }
 
 thread_local! {
@@ -159,7 +167,18 @@ pub fn llm_with(request: LlmRequest) -> Result<String, Error> {
         prompt: request.prompt,
         max_tokens: request.max_tokens,
         temperature: request.temperature,
+        model: request.model,
     })?)
+}
+
+/// The run's environment: `session` (the MCP session or chat the call belongs to),
+/// `locale` (`en` or `zh`), `model` (when the run names one), and the values the
+/// operator set under `[env]` in evo.toml.
+pub fn env() -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::from_str(&host::env()) {
+        Ok(serde_json::Value::Object(env)) => env,
+        _ => serde_json::Map::new(),
+    }
 }
 
 /// Suggests keeping `text` in long-term memory once this call succeeds.
@@ -197,20 +216,108 @@ pub fn log(level: LogLevel, message: &str) {
 pub mod memory {
     //! Long-term memory (needs [`crate::Manifest::memory`]).
 
-    use super::{Error, MemoryEntry, StoreOutcome, host};
+    use super::{Error, MemoryEntry, StoreOutcome, host, types};
 
     /// Finds up to `limit` entries relevant to `query`, best first.
     pub fn search(query: &str, limit: u32) -> Result<Vec<MemoryEntry>, Error> {
         Ok(host::memory_search(query, limit)?
             .into_iter()
-            .map(|e| MemoryEntry {
-                id: e.id,
-                text: e.text,
-                score: e.score,
-                category: e.category,
-                created_at: e.created_at,
-            })
+            .map(entry)
             .collect())
+    }
+
+    /// A filtered search, for [`query`]: what to look for, how many, and which entries.
+    ///
+    /// ```no_run
+    /// use evo_guest::memory;
+    ///
+    /// let decisions = memory::query(
+    ///     &memory::Query::new("database choice", 5)
+    ///         .source("user")
+    ///         .since("2026-11-01")
+    ///         .include_superseded(),
+    /// )?;
+    /// # Ok::<(), evo_guest::Error>(())
+    /// ```
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    pub struct Query {
+        /// What to look for (natural language).
+        pub text: String,
+        /// At most this many entries, best first.
+        pub limit: u32,
+        /// Only entries from these sources (`user`, `capture`, `skill`, `file`, `log`);
+        /// empty for every source.
+        pub sources: Vec<String>,
+        /// Only entries from this day on (`YYYY-MM-DD`, the host's local time).
+        pub since: Option<String>,
+        /// Only entries up to this day (`YYYY-MM-DD`, the host's local time).
+        pub until: Option<String>,
+        /// Also entries a later store superseded.
+        pub include_superseded: bool,
+    }
+
+    impl Query {
+        /// Up to `limit` entries about `text`, from every source and day.
+        pub fn new(text: impl Into<String>, limit: u32) -> Self {
+            Self {
+                text: text.into(),
+                limit,
+                ..Self::default()
+            }
+        }
+
+        /// Only entries from `source` (and any other sources named).
+        pub fn source(mut self, source: impl Into<String>) -> Self {
+            self.sources.push(source.into());
+            self
+        }
+
+        /// Only entries from `day` (`YYYY-MM-DD`) on.
+        pub fn since(mut self, day: impl Into<String>) -> Self {
+            self.since = Some(day.into());
+            self
+        }
+
+        /// Only entries up to `day` (`YYYY-MM-DD`).
+        pub fn until(mut self, day: impl Into<String>) -> Self {
+            self.until = Some(day.into());
+            self
+        }
+
+        /// Also entries a later store superseded ([`MemoryEntry::superseded_by`] says
+        /// by which).
+        pub fn include_superseded(mut self) -> Self {
+            self.include_superseded = true;
+            self
+        }
+    }
+
+    /// Finds the entries `query` asks for, best first.
+    pub fn query(query: &Query) -> Result<Vec<MemoryEntry>, Error> {
+        let request = types::MemoryRequest {
+            query: query.text.clone(),
+            limit: query.limit,
+            sources: query.sources.clone(),
+            since: query.since.clone(),
+            until: query.until.clone(),
+            include_superseded: query.include_superseded,
+        };
+        Ok(host::memory_query(&request)?
+            .into_iter()
+            .map(entry)
+            .collect())
+    }
+
+    fn entry(e: types::MemoryEntry) -> MemoryEntry {
+        MemoryEntry {
+            id: e.id,
+            text: e.text,
+            score: e.score,
+            category: e.category,
+            created_at: e.created_at,
+            source: e.source,
+            superseded_by: e.superseded_by,
+        }
     }
 
     /// Stores `text` now, unless a near-duplicate exists (see the outcome's reason).

@@ -2,7 +2,7 @@
 //!
 //! A skill is a type that implements [`Skill`], exported with [`export_skill!`]. The
 //! crate turns it into a WebAssembly component built against Evo's WIT contract
-//! (`evo:skill@0.1.0`): input and output are your own serde types, their JSON Schemas are
+//! (`evo:skill@0.2.0`; hosts run components built against 0.1.0 too): input and output are your own serde types, their JSON Schemas are
 //! generated with `schemars`, and everything the host offers (calling other skills, the
 //! language model, memory, scratch space, events, logs) is a plain Rust function.
 //!
@@ -53,7 +53,7 @@ pub mod http;
 mod manifest;
 
 pub use context::{
-    LlmRequest, LogLevel, MemoryEntry, StoreOutcome, call, emit, llm, llm_with, log, memory,
+    LlmRequest, LogLevel, MemoryEntry, StoreOutcome, call, emit, env, llm, llm_with, log, memory,
     remember, scratch, step,
 };
 pub use error::Error;
@@ -157,7 +157,7 @@ pub mod __private {
     pub mod bindings {
         wit_bindgen::generate!({
             // The vendored, frozen contract; `API_VERSION` is read from the same file.
-            path: "wit/since_v0.1.0",
+            path: "wit/since_v0.2.0",
             world: "evo:skill/plugin",
             pub_export_macro: true,
             export_macro_name: "__export_plugin",

@@ -206,7 +206,9 @@ pub use retrieval::embed::{Embedder, HashEmbedder};
 pub use schemars;
 pub use secrets::{SecretInfo, SecretStore, Secrets, check_name as check_secret_name};
 pub use skill::confirm::{Always, Confirmation, Confirmer, Risk};
-pub use skill::context::{ContextError, LlmRequest, MemoryHit, Scratch, StoreOutcome};
+pub use skill::context::{
+    ContextError, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome,
+};
 pub use skill::events::{EventKind, EventSink, RunEvent};
 pub use skill::executor::{
     ExecutorKind, MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus,

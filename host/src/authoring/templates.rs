@@ -4,7 +4,7 @@
 use super::Language;
 
 /// The WIT contract, vendored into JavaScript and Python projects.
-pub(super) const SKILL_WIT: &str = include_str!("../../wit/since_v0.1.0/skill.wit");
+pub(super) const SKILL_WIT: &str = include_str!("../../wit/since_v0.2.0/skill.wit");
 /// The JavaScript helper: a byte-identical copy of `guest-sdk/js/evo-skill.js` (which
 /// the tests build the example skills with; a test keeps the two equal), vendored so
 /// that the crate builds from its package alone.

@@ -113,7 +113,7 @@ pub enum Error {
 
     /// A component built against a WIT version this host does not support.
     #[error(
-        "{skill} was built for evo:skill@{found}, but this host supports evo:skill@{supported}; \
+        "{skill} was built for evo:skill@{found}, but this host supports evo:skill {supported}; \
          rebuild the skill with a matching evo-guest, or use an evo release that supports {found}"
     )]
     IncompatibleApi {
@@ -121,7 +121,7 @@ pub enum Error {
         skill: String,
         /// The version the component uses.
         found: String,
-        /// The version this host implements.
+        /// The versions this host implements (`0.1.0 and 0.2.0`).
         supported: String,
     },
 

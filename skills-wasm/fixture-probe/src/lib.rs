@@ -195,6 +195,27 @@ impl Skill for FixtureProbe {
                     format!("{texts:?}")
                 }),
             );
+            // Since evo:skill 0.2.0: a filtered search that sees superseded entries,
+            // and the run's environment.
+            record(
+                "memory-query",
+                memory::query(
+                    &memory::Query::new("a fact", 3)
+                        .source("user")
+                        .include_superseded(),
+                )
+                .map(|hits| {
+                    let found: Vec<String> = hits
+                        .iter()
+                        .map(|h| format!("{} ({:?})", h.text, h.source))
+                        .collect();
+                    format!("{found:?}")
+                }),
+            );
+            record(
+                "env",
+                Ok(serde_json::Value::Object(evo_guest::env()).to_string()),
+            );
             record(
                 "memory-forget",
                 memory::forget("a fact").map(|n| format!("forgot {n}")),

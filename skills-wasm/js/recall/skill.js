@@ -26,20 +26,25 @@ export const skill = defineSkill({
       properties: {
         stored: { type: 'boolean' },
         found: { type: 'array', items: { type: 'string' } },
+        sources: { type: 'array', items: { type: 'string' } },
+        locale: { type: 'string' },
         sum: { type: 'number' },
         runs: { type: 'integer' },
       },
-      required: ['stored', 'found', 'sum', 'runs'],
+      required: ['stored', 'found', 'sources', 'locale', 'sum', 'runs'],
     },
   },
   execute({ fact, query, a, b }, run) {
     const { stored } = run.step('store', { fact }, () => context.memoryStore(fact, 'fact'));
     const found = run.step('search', { query }, () => context.memorySearch(query, 3)).map((e) => e.text);
+    // Since evo:skill 0.2.0: a search kept to one source, and the run's environment.
+    const sources = context.memoryQuery(query, { limit: 3, sources: ['user'] }).map((e) => e.source);
+    const { locale } = context.env();
     const { result } = context.call('calculate', { expression: `${a} + ${b}` });
     const runs = (context.scratchGet('js-recall-runs') ?? 0) + 1;
     context.scratchSet('js-recall-runs', runs);
     context.emit({ type: 'recalled', found: found.length });
     context.log('info', `found ${found.length} entries for "${query}"`);
-    return { stored, found, sum: result, runs };
+    return { stored, found, sources, locale, sum: result, runs };
   },
 });

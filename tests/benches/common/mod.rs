@@ -109,12 +109,26 @@ impl bindings::evo::skill::context::Host for FloorState {
             String::new(),
         ))
     }
+    async fn memory_query(
+        &mut self,
+        _: bindings::evo::skill::types::MemoryRequest,
+    ) -> Result<
+        Vec<bindings::evo::skill::types::MemoryEntry>,
+        bindings::evo::skill::types::SkillError,
+    > {
+        Err(bindings::evo::skill::types::SkillError::Denied(
+            String::new(),
+        ))
+    }
     async fn scratch_get(&mut self, _: String) -> Option<String> {
         None
     }
     async fn scratch_set(&mut self, _: String, _: String) {}
     async fn emit(&mut self, _: String) {}
     async fn log(&mut self, _: bindings::evo::skill::types::LogLevel, _: String) {}
+    async fn env(&mut self) -> String {
+        "{}".to_owned()
+    }
 }
 
 /// A bare wasmtime engine instantiating one component and calling it with one input.

@@ -1,6 +1,8 @@
 //! The sandbox as a guest sees it: no environment, no arguments, no network, panics
 //! explained, and the host's services only as granted (what it prints: chatter.rs).
 
+use std::sync::Arc;
+
 use evo_host::capabilities::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
@@ -67,13 +69,24 @@ async fn host_calls_that_are_not_granted_return_errors_not_traps() {
             "denied: fixture-probe was not granted {what}; the skill must request it in its manifest and the operator must allow it"
         )
     };
+    let mut calls = outcome.output["host_calls"].clone();
+    // The run's environment needs no grant (a detached run has a session of its own).
+    let env = calls.as_object_mut().unwrap().remove("env").unwrap();
+    let env: serde_json::Value =
+        serde_json::from_str(env.as_str().unwrap().strip_prefix("ok: ").unwrap()).unwrap();
+    assert_eq!(env["locale"], "en", "{env}");
+    assert!(
+        env["session"].as_str().unwrap().starts_with("task-"),
+        "{env}"
+    );
     assert_eq!(
-        outcome.output["host_calls"],
+        calls,
         json!({
             "call-listed": "not found: Skills not found: calculate",
             "call-unlisted": "denied: fixture-probe may not call \"notes\": add it to the `calls` list of its manifest",
             "llm": denied("the language model"),
             "memory-search": denied("read access to memory"),
+            "memory-query": denied("read access to memory"),
             "memory-store": denied("write access to memory"),
             "memory-forget": denied("write access to memory"),
         })
@@ -207,10 +220,16 @@ async fn steps_a_guest_records_come_back_with_the_result_and_count_against_the_o
     assert_eq!(err.code(), "OUTPUT_LIMIT_EXCEEDED", "{err}");
 }
 
-#[tokio::test]
-async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
-    use std::sync::Arc;
-
+/// The probe at `path`, installed in a fresh host with memory and a scripted model
+/// granted, run once with every host call: what each gave back, and the host.
+async fn probe_every_host_call(
+    path: &str,
+) -> (
+    serde_json::Value,
+    evo_host::Host,
+    Arc<evo_host::llm::scripted::ScriptedProvider>,
+    tempfile::TempDir,
+) {
     use evo_host::capabilities::MemoryAccess;
     use evo_host::llm::scripted::ScriptedProvider;
 
@@ -224,6 +243,7 @@ async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
             ..Policy::default()
         },
     );
+    config.env.insert("team".into(), "infra".into());
     let model = ScriptedProvider::from_json("probe", r#"{ "responses": ["hello back"] }"#).unwrap();
     let host = evo_host::Host::builder()
         .data_dir(data.path())
@@ -233,25 +253,30 @@ async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
         .build()
         .await
         .unwrap();
-    let name = host.resolve(skills::FIXTURE_PROBE).await.unwrap();
+    let name = host.resolve(path).await.unwrap();
     let out = host
         .call(&name, json!({ "host_calls": true }))
         .await
         .unwrap();
-    // What each call gave back, as the guest got it: a stored fact is found, then forgotten.
-    assert_eq!(
-        out["host_calls"],
-        json!({
-            "call-listed": "ok: {\"result\":2}",
-            "call-unlisted": "denied: fixture-probe may not call \"notes\": add it to the `calls` list of its manifest",
-            "llm": "ok: hello back",
-            "memory-store": "ok: stored: true",
-            "memory-search": "ok: [\"a fact\"]",
-            "memory-forget": "ok: forgot 1",
-        })
-    );
-    let (messages, _) = &model.requests()[0];
-    assert_eq!(messages.last().unwrap().joined_text(), "hello");
+    (out["host_calls"].clone(), host, model, data)
+}
+
+/// What the calls both contract versions have gave back: a stored fact is found, then
+/// forgotten; the model and another skill answer.
+fn check_the_calls_of_0_1_0(calls: &serde_json::Value, host: &evo_host::Host) {
+    for (call, answer) in [
+        ("call-listed", "ok: {\"result\":2}"),
+        (
+            "call-unlisted",
+            "denied: fixture-probe may not call \"notes\": add it to the `calls` list of its manifest",
+        ),
+        ("llm", "ok: hello back"),
+        ("memory-store", "ok: stored: true"),
+        ("memory-search", "ok: [\"a fact\"]"),
+        ("memory-forget", "ok: forgot 1"),
+    ] {
+        assert_eq!(calls[call], answer, "{call}: {calls:#}");
+    }
     assert!(
         host.memory().search("a fact", 5).unwrap().is_empty(),
         "the probe stored a fact and forgot it again"
@@ -259,6 +284,54 @@ async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
     assert_eq!(
         host.kernel().stats().get("calculate").unwrap().call_count,
         1
+    );
+}
+
+#[tokio::test]
+async fn through_the_host_a_granted_skill_reaches_memory_and_the_model() {
+    let (calls, host, model, _data) = probe_every_host_call(skills::FIXTURE_PROBE).await;
+    check_the_calls_of_0_1_0(&calls, &host);
+    let (messages, _) = &model.requests()[0];
+    assert_eq!(messages.last().unwrap().joined_text(), "hello");
+    // Since evo:skill 0.2.0: a filtered search says where an entry came from, and the
+    // run's environment carries the operator's [env] values.
+    assert_eq!(
+        calls["memory-query"], "ok: [\"a fact (Some(\\\"user\\\"))\"]",
+        "{calls:#}"
+    );
+    let env: serde_json::Value =
+        serde_json::from_str(calls["env"].as_str().unwrap().strip_prefix("ok: ").unwrap()).unwrap();
+    assert_eq!(
+        (&env["team"], &env["locale"]),
+        (&json!("infra"), &json!("en")),
+        "{env}"
+    );
+    assert_eq!(calls.as_object().unwrap().len(), 8, "{calls:#}");
+}
+
+#[tokio::test]
+async fn a_component_built_against_the_frozen_0_1_0_contract_runs_unchanged() {
+    // The probe as the SDK built it for evo:skill@0.1.0, committed before 0.2.0 existed:
+    // its imports are answered through the current contract, with the same grants.
+    let frozen = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/evo-skill-0.1.0/fixture_probe.wasm"
+    );
+    let info =
+        evo_host::engine::wasm::inspect("fixture_probe.wasm", &std::fs::read(frozen).unwrap())
+            .unwrap();
+    assert_eq!(info.api_version, "0.1.0");
+    assert_eq!(
+        info.sdk.as_deref(),
+        Some("evo-guest 0.1.0; evo:skill@0.1.0")
+    );
+    let (calls, host, model, _data) = probe_every_host_call(frozen).await;
+    check_the_calls_of_0_1_0(&calls, &host);
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(
+        calls.as_object().unwrap().len(),
+        6,
+        "0.1.0 has no memory-query or env: {calls:#}"
     );
 }
 

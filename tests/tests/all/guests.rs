@@ -96,6 +96,9 @@ pub fn recall_uses_the_context(name: &str, path: &str) {
         json!({
             "stored": true,
             "found": ["The alpha server listens on port 8000"],
+            // Since evo:skill 0.2.0: where each entry came from, and the run's locale.
+            "sources": ["user"],
+            "locale": "en",
             "sum": 5,
             "runs": 1,
         })

@@ -12,8 +12,8 @@ const CORE: &str = r#"(module
 
 #[tokio::test]
 async fn another_api_version_is_refused_naming_both_versions() {
-    let wit = SKILL_WIT.replace("evo:skill@0.1.0", "evo:skill@0.2.0");
-    let bytes = component_from_wat(&CORE.replace("VERSION", "0.2.0"), &wit, "plugin");
+    let wit = SKILL_WIT.replace("evo:skill@0.2.0", "evo:skill@0.3.0");
+    let bytes = component_from_wat(&CORE.replace("VERSION", "0.3.0"), &wit, "plugin");
     let err = engine()
         .load_bytes("future.wasm", bytes, &Policy::default())
         .await
@@ -21,8 +21,8 @@ async fn another_api_version_is_refused_naming_both_versions() {
     assert_eq!(err.code(), "INCOMPATIBLE_API_VERSION");
     assert_eq!(
         err.to_string(),
-        "future.wasm was built for evo:skill@0.2.0, but this host supports evo:skill@0.1.0; \
-         rebuild the skill with a matching evo-guest, or use an evo release that supports 0.2.0"
+        "future.wasm was built for evo:skill@0.3.0, but this host supports evo:skill 0.1.0 and 0.2.0; \
+         rebuild the skill with a matching evo-guest, or use an evo release that supports 0.3.0"
     );
 }
 
@@ -41,7 +41,7 @@ async fn a_component_of_another_world_is_not_a_skill() {
     assert_eq!(err.code(), "NOT_A_SKILL");
     assert!(
         err.to_string()
-            .contains("it must export `evo:skill/skill@0.1.0`"),
+            .contains("it must export `evo:skill/skill@0.2.0`"),
         "{err}"
     );
 }
@@ -72,32 +72,43 @@ async fn garbage_is_not_a_component() {
 
 /// Released versions of the contract and the SHA-256 of their WIT. A released version is
 /// frozen: an edit fails here; a change goes to a new `since_v<version>` directory.
-const RELEASED: [(&str, &str); 1] = [(
-    "0.1.0",
-    "51f9b21d2d5cba1c3386ea706dbb574573aff42f1d504fd09de77c69298bb4af",
-)];
+const RELEASED: [(&str, &str); 2] = [
+    (
+        "0.1.0",
+        "51f9b21d2d5cba1c3386ea706dbb574573aff42f1d504fd09de77c69298bb4af",
+    ),
+    (
+        "0.2.0",
+        "1ae2e72e28539d7b684baa7afad59ce6d03568acb63b35165d430a7c3d394acf",
+    ),
+];
 
 #[test]
-fn the_contract_is_one_frozen_file_that_host_and_sdk_both_vendor() {
+fn the_contract_is_one_frozen_file_per_version_that_host_and_sdk_vendor() {
     use sha2::{Digest, Sha256};
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let read =
         |path: &str| std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let (version, digest) = RELEASED[RELEASED.len() - 1];
-    let canonical = read("wit/skill.wit");
-    assert_eq!(
-        hex::encode(Sha256::digest(&canonical)),
-        digest,
-        "wit/skill.wit changed, but evo:skill@{version} is released and frozen: put the change in a new version"
-    );
+    // The host keeps every released version, each unchanged.
+    for (version, digest) in RELEASED {
+        let path = format!("host/wit/since_v{version}/skill.wit");
+        assert_eq!(
+            hex::encode(Sha256::digest(read(&path))),
+            digest,
+            "{path} changed, but evo:skill@{version} is released and frozen: put the change in a new version"
+        );
+    }
+    // wit/skill.wit is the newest, which the SDK builds against.
+    let (version, _) = RELEASED[RELEASED.len() - 1];
+    let canonical = read(&format!("host/wit/since_v{version}/skill.wit"));
     for copy in [
-        format!("host/wit/since_v{version}/skill.wit"),
+        "wit/skill.wit".to_owned(),
         format!("guest-sdk/wit/since_v{version}/skill.wit"),
     ] {
         assert!(
             read(&copy) == canonical,
-            "{copy} differs from wit/skill.wit"
+            "{copy} differs from host/wit/since_v{version}/skill.wit"
         );
     }
     assert_eq!(evo_host::engine::wasm::API_VERSION, version);

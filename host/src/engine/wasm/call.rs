@@ -204,7 +204,7 @@ impl WasmSkill {
             ctx,
             &skill.streak,
             move |plugin, store| {
-                Box::pin(async move { plugin.evo_skill_skill().call_execute(store, &input).await })
+                Box::pin(async move { plugin.execute(store, input).await })
             },
         )
         .await?;

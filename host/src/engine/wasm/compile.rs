@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 
 use wasmtime::component::InstancePre;
 
-use super::{Flavor, HostState, LoadSource, WasmEngine, bindings};
+use super::since_v0_1_0::SkillPre;
+use super::{Flavor, HostState, LoadSource, WasmEngine};
 use crate::error::{Error, Result};
 
 impl WasmEngine {
@@ -88,16 +89,17 @@ fn link(
     })
 }
 
-/// An Evo skill's linked component with its `evo:skill/skill` export resolved.
-fn as_skill(label: &str, pre: InstancePre<HostState>) -> Result<bindings::PluginPre<HostState>> {
-    bindings::PluginPre::new(pre).map_err(|e| Error::NotASkill {
+/// An Evo skill's linked component with its `evo:skill/skill` export resolved (of any
+/// supported version).
+fn as_skill(label: &str, pre: InstancePre<HostState>) -> Result<SkillPre> {
+    SkillPre::new(pre).map_err(|e| Error::NotASkill {
         skill: label.to_owned(),
         reason: format!("{e:#}"),
     })
 }
 
 /// A compiled, linked component and where its code came from.
-pub(super) type Prepared = (bindings::PluginPre<HostState>, LoadSource);
+pub(super) type Prepared = (SkillPre, LoadSource);
 
 /// A component's bytes, in hand or in a file loaded before.
 pub(super) enum Code {

@@ -9,7 +9,6 @@ use wasmtime::Trap;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::bindings::PluginPre;
 use super::bindings::evo::skill::types;
 use super::limits::{Limits, MAX_RESOURCES, STDIO_CAP_BYTES, StoreLimiter};
 use super::slots::Slot;
@@ -37,16 +36,6 @@ pub(super) trait Instantiate: Clone + Send + Sync + 'static {
     type Instance: Send;
     fn instantiate<'a>(&'a self, store: &'a mut Store<HostState>)
     -> GuestFuture<'a, Self::Instance>;
-}
-
-impl Instantiate for PluginPre<HostState> {
-    type Instance = super::bindings::Plugin;
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<HostState>,
-    ) -> GuestFuture<'a, Self::Instance> {
-        Box::pin(self.instantiate_async(store))
-    }
 }
 
 impl Instantiate for wasmtime::component::InstancePre<HostState> {

@@ -8,8 +8,11 @@ use wasmtime::wasmparser::{ComponentExternalKind, Parser, Payload};
 
 use crate::error::{Error, Result};
 
-/// The WIT package version this host implements.
+/// The WIT package version this host implements, and the SDK builds against.
 pub const API_VERSION: &str = env!("EVO_SKILL_API_VERSION");
+/// Every version a component may be built against, oldest first: the frozen 0.1.0
+/// (answered through the current one) and [`API_VERSION`].
+pub const SUPPORTED_VERSIONS: [&str; 2] = ["0.1.0", API_VERSION];
 /// The package every skill interface belongs to.
 const PACKAGE: &str = "evo:skill/";
 /// Custom section written by `evo-guest`.
@@ -170,7 +173,7 @@ fn checked(skill: &str, scan: Scan) -> Result<ComponentInfo> {
                 } else {
                     version.to_owned()
                 },
-                supported: API_VERSION.to_owned(),
+                supported: supported_versions(),
             });
         }
     }
@@ -265,14 +268,14 @@ fn version_of(name: &str) -> Option<&str> {
     name.split_once('@').map(|(_, v)| v)
 }
 
-/// Semver for 0.x: the same minor version, and a patch no newer than ours (a newer
-/// patch may use additions this host does not have).
+/// Semver for 0.x, against each supported version: the same minor version, and a
+/// patch no newer than ours (a newer patch may use additions this host does not have).
 fn is_supported(version: &str) -> bool {
     let parse = |v: &str| -> Option<(u64, u64, u64)> {
         let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
         Some((parts.next()??, parts.next()??, parts.next()??))
     };
-    match (parse(version), parse(API_VERSION)) {
+    SUPPORTED_VERSIONS.iter().any(|ours| match (parse(version), parse(ours)) {
         (Some((0, minor, patch)), Some((0, our_minor, our_patch))) => {
             minor == our_minor && patch <= our_patch
         }
@@ -280,6 +283,15 @@ fn is_supported(version: &str) -> bool {
             major == our_major && patch <= our_patch
         }
         _ => false,
+    })
+}
+
+/// The supported versions, as a sentence names them (`0.1.0 and 0.2.0`).
+fn supported_versions() -> String {
+    match SUPPORTED_VERSIONS.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -291,8 +303,11 @@ mod tests {
     fn version_rules() {
         assert!(is_supported("0.1.0"));
         assert!(!is_supported("0.1.1"));
-        assert!(!is_supported("0.2.0"));
+        assert!(is_supported("0.2.0"));
+        assert!(!is_supported("0.2.1"));
+        assert!(!is_supported("0.3.0"));
         assert!(!is_supported("1.0.0"));
+        assert_eq!(supported_versions(), "0.1.0 and 0.2.0");
         assert!(!is_supported(""));
         assert!(!is_supported("0.1"));
     }

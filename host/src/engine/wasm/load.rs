@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::bindings::PluginPre;
+use super::since_v0_1_0::SkillPre;
 use super::compile::Code;
 use super::guest::run_guest;
 use super::{
-    ComponentInfo, HostState, Limits, MANIFEST_SECTION, WasmEngine, WasmSkill, call,
+    ComponentInfo, Limits, MANIFEST_SECTION, WasmEngine, WasmSkill, call,
     inspect, known,
 };
 use crate::capabilities::{Grant, Policy};
@@ -323,7 +323,7 @@ pub(super) fn parse_manifest(label: &str, json: &str) -> Result<SkillMeta> {
 pub(super) async fn read_manifest(
     engine: &WasmEngine,
     label: &str,
-    pre: &PluginPre<HostState>,
+    pre: &SkillPre,
 ) -> Result<(String, SkillMeta)> {
     let limits = Limits::for_manifest();
     let grant = Arc::new(Grant::default());
@@ -337,7 +337,7 @@ pub(super) async fn read_manifest(
         &SkillContext::detached(),
         &Streak::default(),
         |plugin, store| {
-            Box::pin(async move { plugin.evo_skill_skill().call_manifest(store).await })
+            Box::pin(async move { plugin.manifest(store).await })
         },
     )
     .await?;

@@ -37,6 +37,7 @@ pub mod limits;
 mod load;
 mod plain;
 mod scrub;
+mod since_v0_1_0;
 mod slots;
 mod state;
 mod wit_json;
@@ -65,9 +66,20 @@ pub use state::HostState;
 
 use crate::error::{Error, Result};
 
+/// The current contract; `API_VERSION` is read from the same file.
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
-        // The vendored, frozen contract; `API_VERSION` is read from the same file.
+        path: "wit/since_v0.2.0",
+        world: "evo:skill/plugin",
+        imports: { default: async },
+        exports: { default: async },
+    });
+}
+
+/// The first contract, frozen: components built against it run unchanged
+/// ([`since_v0_1_0`] answers their imports through the current ones).
+pub(crate) mod bindings_v0_1_0 {
+    wasmtime::component::bindgen!({
         path: "wit/since_v0.1.0",
         world: "evo:skill/plugin",
         imports: { default: async },

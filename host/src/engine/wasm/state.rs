@@ -11,7 +11,9 @@ use super::bindings::evo::skill::{context, types};
 use super::limits::{HOST_CALL_TIMEOUT, MAX_CHATTER_BYTES, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
 use crate::capabilities::{Grant, MemoryAccess};
 use crate::error::FailureKind;
-use crate::skill::context::{ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES};
+use crate::skill::context::{
+    ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES, MemoryFilter, MemoryHit,
+};
 use crate::skill::events::RunEvent;
 use crate::skill::kernel::SkillContext;
 
@@ -81,7 +83,7 @@ impl WasiHttpView for HostState {
 }
 
 /// Adds WASI p2, `wasi:http` (every request checked against the grant) and the
-/// `context` interface to `linker`.
+/// `context` interface, of every supported version, to `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
@@ -89,6 +91,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         wasmtime_wasi_config::WasiConfig::from(&state.config)
     })?;
     context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)?;
+    super::since_v0_1_0::add_to_linker(linker)?;
     Ok(())
 }
 
@@ -130,6 +133,19 @@ impl HostState {
             tracing::warn!(skill = %self.skill, "more than {MAX_LOG_AND_EVENT_CALLS} log/emit calls; dropping the rest");
         }
         self.chatter <= MAX_LOG_AND_EVENT_CALLS
+    }
+}
+
+/// A memory hit as the contract gives it.
+fn entry(hit: MemoryHit) -> types::MemoryEntry {
+    types::MemoryEntry {
+        id: hit.id,
+        text: hit.text,
+        score: hit.score,
+        category: hit.category,
+        created_at: hit.created_at,
+        source: hit.source,
+        superseded_by: hit.superseded_by,
     }
 }
 
@@ -176,8 +192,8 @@ impl context::Host for HostState {
             prompt: self.outbound.scrub.text("model prompt", request.prompt),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
-            // The contract (evo:skill@0.1.0) has no model: the run's, or the configured.
-            model: None,
+            // Held to `[llm] models` by the kernel; none: the run's, or the configured.
+            model: request.model,
         };
         bounded(
             "the language model",
@@ -197,16 +213,27 @@ impl context::Host for HostState {
             ctx.guest_memory_search(query, limit).await
         })
         .await?;
-        Ok(hits
-            .into_iter()
-            .map(|h| types::MemoryEntry {
-                id: h.id,
-                text: h.text,
-                score: h.score,
-                category: h.category,
-                created_at: h.created_at,
-            })
-            .collect())
+        Ok(hits.into_iter().map(entry).collect())
+    }
+
+    async fn memory_query(
+        &mut self,
+        query: types::MemoryRequest,
+    ) -> Result<Vec<types::MemoryEntry>, types::SkillError> {
+        self.memory(MemoryAccess::Read)?;
+        let ctx = self.ctx.clone();
+        let filter = MemoryFilter {
+            sources: query.sources,
+            since: query.since,
+            until: query.until,
+            include_superseded: query.include_superseded,
+        };
+        let hits = bounded("memory search", async move {
+            ctx.guest_memory_query(query.query, query.limit, filter)
+                .await
+        })
+        .await?;
+        Ok(hits.into_iter().map(entry).collect())
     }
 
     async fn memory_store(
@@ -273,6 +300,10 @@ impl context::Host for HostState {
                 tracing::warn!(skill = %self.skill, error = %e, "emitted event is not JSON; dropped")
             }
         }
+    }
+
+    async fn env(&mut self) -> String {
+        self.ctx.env().to_string()
     }
 
     async fn log(&mut self, level: types::LogLevel, message: String) {

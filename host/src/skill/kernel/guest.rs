@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::SkillContext;
 use crate::error::{Error, FailureKind};
-use crate::skill::context::{ContextError, LlmRequest, MemoryHit, StoreOutcome};
+use crate::skill::context::{ContextError, LlmRequest, MemoryFilter, MemoryHit, StoreOutcome};
 use crate::skill::validate::Direction;
 
 /// What a guest asks through the WIT `context` imports, answered by the calling frame.
@@ -48,6 +48,20 @@ impl SkillContext {
     ) -> Result<Vec<MemoryHit>, ContextError> {
         let memory = self.memory().ok_or_else(no_memory)?;
         memory.search(query, limit).await.map_err(to_context_error)
+    }
+
+    /// `context.memory-query` (since evo:skill 0.2.0): a search kept to `filter`.
+    pub async fn guest_memory_query(
+        &self,
+        query: String,
+        limit: u32,
+        filter: MemoryFilter,
+    ) -> Result<Vec<MemoryHit>, ContextError> {
+        let memory = self.memory().ok_or_else(no_memory)?;
+        memory
+            .search_filtered(query, limit, filter)
+            .await
+            .map_err(to_context_error)
     }
 
     /// `context.memory-store`.
