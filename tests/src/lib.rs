@@ -340,7 +340,7 @@ pub fn component_from_wat(core_wat: &str, wit: &str, world: &str) -> Vec<u8> {
         .expect("the component encodes")
 }
 
-/// A misbehaving `evo:skill@0.1.0` skill whose `execute` body is `body` (WAT
+/// A misbehaving skill of the current contract (`evo:skill@API_VERSION`) whose `execute` body is `body` (WAT
 /// instructions leaving an `i32` return-area pointer), with `manifest` as its manifest.
 ///
 /// Memory layout: the return area is at 0, the manifest text at 64, and `cabi_realloc`
@@ -358,12 +358,13 @@ pub fn wat_skill(manifest: &str, body: &str) -> Vec<u8> {
                 (global.set $heap (i32.add (global.get $heap) (local.get 3)))
                 (local.get $ptr))
             (data (i32.const 64) "{escaped}")
-            (func (export "evo:skill/skill@0.1.0#manifest") (result i32)
+            (func (export "evo:skill/skill@{version}#manifest") (result i32)
                 (i32.store (i32.const 0) (i32.const 64))
                 (i32.store (i32.const 4) (i32.const {len}))
                 (i32.const 0))
-            (func (export "evo:skill/skill@0.1.0#execute") (param i32 i32) (result i32)
-                {body}))"#
+            (func (export "evo:skill/skill@{version}#execute") (param i32 i32) (result i32)
+                {body}))"#,
+        version = evo_host::engine::wasm::API_VERSION,
     );
     component_from_wat(&core, SKILL_WIT, "plugin")
 }

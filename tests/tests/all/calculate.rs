@@ -29,7 +29,7 @@ async fn manifest_comes_from_the_component() {
     assert_eq!(meta.timeout_ms, 1_000);
     assert_eq!(meta.input["properties"]["expression"]["type"], "string");
     assert_eq!(meta.input["required"], json!(["expression"]));
-    assert_eq!(skill.info().api_version, "0.1.0");
+    assert_eq!(skill.info().api_version, "0.2.0");
     assert!(
         skill
             .info()

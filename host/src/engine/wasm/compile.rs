@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use wasmtime::component::InstancePre;
 
-use super::since_v0_1_0::SkillPre;
+use super::contract::SkillPre;
 use super::{Flavor, HostState, LoadSource, WasmEngine};
 use crate::error::{Error, Result};
 

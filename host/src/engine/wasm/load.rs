@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::since_v0_1_0::SkillPre;
+use super::contract::SkillPre;
 use super::compile::Code;
 use super::guest::run_guest;
 use super::{

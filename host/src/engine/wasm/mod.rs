@@ -28,6 +28,7 @@ mod background;
 mod cache;
 mod call;
 mod compile;
+mod contract;
 mod executor;
 mod guest;
 mod http;
@@ -305,6 +306,7 @@ impl Flavor {
         };
         let mut linker = Linker::new(&engine);
         state::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
+        since_v0_1_0::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         start_epoch_ticker(&engine);
         Ok(Self {
             key: ArtifactCache::engine_key(&engine),

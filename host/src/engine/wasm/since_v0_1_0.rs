@@ -4,95 +4,19 @@
 //! read as the current types. Each call of either version is the same call to the
 //! host: the same grants, checks, limits and scrubbing.
 
-use wasmtime::Store;
-use wasmtime::component::{HasSelf, InstancePre, Linker};
+use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::evo::skill::{context, types};
-use super::bindings_v0_1_0 as v0_1_0;
-use super::guest::{GuestFuture, Instantiate};
+use super::bindings_v0_1_0::evo::skill::{context as old_context, types as old};
 use super::state::HostState;
-use v0_1_0::evo::skill::{context as old_context, types as old};
 
 /// Adds the 0.1.0 `context` interface to `linker`.
 pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     old_context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
 }
 
-/// A linked Evo skill, of the contract version it was built against.
-#[derive(Clone)]
-pub(super) enum SkillPre {
-    /// `evo:skill@0.2.0`.
-    Current(super::bindings::PluginPre<HostState>),
-    /// `evo:skill@0.1.0`.
-    V0_1_0(v0_1_0::PluginPre<HostState>),
-}
-
-impl SkillPre {
-    /// `pre` with its `evo:skill/skill` export resolved, of whichever version it has;
-    /// the error is the current version's.
-    pub(super) fn new(pre: InstancePre<HostState>) -> wasmtime::Result<Self> {
-        match super::bindings::PluginPre::new(pre.clone()) {
-            Ok(current) => Ok(Self::Current(current)),
-            Err(error) => v0_1_0::PluginPre::new(pre)
-                .map(Self::V0_1_0)
-                .map_err(|_| error),
-        }
-    }
-}
-
-/// An instance of an Evo skill, of either version.
-pub(super) enum SkillInstance {
-    Current(super::bindings::Plugin),
-    V0_1_0(v0_1_0::Plugin),
-}
-
-impl Instantiate for SkillPre {
-    type Instance = SkillInstance;
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<HostState>,
-    ) -> GuestFuture<'a, Self::Instance> {
-        match self {
-            Self::Current(pre) => Box::pin(async move {
-                pre.instantiate_async(store)
-                    .await
-                    .map(SkillInstance::Current)
-            }),
-            Self::V0_1_0(pre) => Box::pin(async move {
-                pre.instantiate_async(store).await.map(SkillInstance::V0_1_0)
-            }),
-        }
-    }
-}
-
-impl SkillInstance {
-    /// The `execute` export, its result as the current types.
-    pub(super) async fn execute(
-        &self,
-        store: &mut Store<HostState>,
-        input: String,
-    ) -> wasmtime::Result<Result<types::SkillOutput, types::SkillError>> {
-        match self {
-            Self::Current(plugin) => plugin.evo_skill_skill().call_execute(store, &input).await,
-            Self::V0_1_0(plugin) => Ok(plugin
-                .evo_skill_skill()
-                .call_execute(store, &input)
-                .await?
-                .map(output)
-                .map_err(error)),
-        }
-    }
-
-    /// The `manifest` export.
-    pub(super) async fn manifest(&self, store: &mut Store<HostState>) -> wasmtime::Result<String> {
-        match self {
-            Self::Current(plugin) => plugin.evo_skill_skill().call_manifest(store).await,
-            Self::V0_1_0(plugin) => plugin.evo_skill_skill().call_manifest(store).await,
-        }
-    }
-}
-
-fn output(out: old::SkillOutput) -> types::SkillOutput {
+/// A 0.1.0 `execute` result as the current type.
+pub(super) fn output(out: old::SkillOutput) -> types::SkillOutput {
     types::SkillOutput {
         output: out.output,
         memory_writes: out
@@ -118,7 +42,8 @@ fn output(out: old::SkillOutput) -> types::SkillOutput {
     }
 }
 
-fn error(error: old::SkillError) -> types::SkillError {
+/// A 0.1.0 `skill-error` as the current type.
+pub(super) fn error(error: old::SkillError) -> types::SkillError {
     match error {
         old::SkillError::InvalidInput(m) => types::SkillError::InvalidInput(m),
         old::SkillError::NotFound(m) => types::SkillError::NotFound(m),

@@ -83,7 +83,7 @@ impl WasiHttpView for HostState {
 }
 
 /// Adds WASI p2, `wasi:http` (every request checked against the grant) and the
-/// `context` interface, of every supported version, to `linker`.
+/// current `context` interface to `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
@@ -91,7 +91,6 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         wasmtime_wasi_config::WasiConfig::from(&state.config)
     })?;
     context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)?;
-    super::since_v0_1_0::add_to_linker(linker)?;
     Ok(())
 }
 
