@@ -253,8 +253,9 @@ pub struct ServeSettings {
     pub tools: Vec<String>,
     /// Calls run at once across all sessions; more wait their turn.
     pub max_calls: usize,
-    /// Calls that may wait for a slot at once; more are refused as busy (HTTP 503 with
-    /// `Retry-After`, an MCP error) rather than queued without end.
+    /// Calls that may wait for a slot at once, in each lane (quick calls, and skills
+    /// whose calls run long); more are refused as busy (HTTP 503 with `Retry-After`, an
+    /// MCP error) rather than queued without end.
     pub max_queue: usize,
     /// The largest message a client may send, KiB.
     pub max_message_kb: usize,

@@ -42,8 +42,11 @@ pub struct Shared {
     long_calls: Arc<Semaphore>,
     /// Each skill's long calls in a row.
     streaks: std::sync::Mutex<std::collections::HashMap<String, Streak>>,
-    /// Calls waiting for a slot now (at most `settings.max_queue`).
+    /// Calls waiting for a slot of the quick lane now (at most `settings.max_queue`).
     waiting: AtomicUsize,
+    /// Calls waiting for a slot of the long lane now (at most `settings.max_queue`): a
+    /// backlog of runaways is refused on its own, never quick calls because of it.
+    waiting_long: AtomicUsize,
     /// Cancelled when the server stops taking calls (SIGTERM, stdin closed).
     pub(super) draining: CancellationToken,
     /// Cancelled when calls still running must stop now.
@@ -61,6 +64,7 @@ impl Shared {
             long_calls: Arc::new(Semaphore::new(long_places(settings.max_calls))),
             streaks: std::sync::Mutex::default(),
             waiting: AtomicUsize::new(0),
+            waiting_long: AtomicUsize::new(0),
             settings,
             host,
             draining: CancellationToken::new(),
@@ -97,13 +101,17 @@ impl Shared {
             + long_places(max).saturating_sub(self.long_calls.available_permits())
     }
 
-    /// The lane `name`'s next call waits for.
-    fn lane(&self, name: &str) -> &Arc<Semaphore> {
+    /// The lane `name`'s next call waits for, and the count of the calls waiting for it.
+    fn lane(&self, name: &str) -> (&Arc<Semaphore>, &AtomicUsize) {
         let long = self
             .streaks
             .lock()
             .is_ok_and(|streaks| streaks.get(name).is_some_and(Streak::takes_long_lane));
-        if long { &self.long_calls } else { &self.calls }
+        if long {
+            (&self.long_calls, &self.waiting_long)
+        } else {
+            (&self.calls, &self.waiting)
+        }
     }
 
     /// Counts a call of `name` that ran long (as soon as it has), or ended short.
@@ -194,11 +202,12 @@ impl Shared {
                 limit_ms,
             })
         };
-        let lane = self.lane(name).clone();
+        let (lane, waiting) = self.lane(name);
+        let lane = lane.clone();
         let (permit, waited) = match lane.clone().try_acquire_owned() {
             Ok(permit) => (permit, false),
             Err(_) => {
-                let Some(_waiting) = Waiting::enter(&self.waiting, self.settings.max_queue) else {
+                let Some(_waiting) = Waiting::enter(waiting, self.settings.max_queue) else {
                     return Err(Refusal::Busy {
                         waiting: self.settings.max_queue,
                     });
