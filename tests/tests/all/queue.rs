@@ -99,3 +99,72 @@ fn a_waiting_call_times_out_at_its_own_deadline_and_a_full_queue_is_refused_as_b
     let (status, body, _, _) = call("quick");
     assert_eq!(status, 200, "{body}");
 }
+
+/// Answers after the `ms` milliseconds its input asks for.
+const SLEEP_AS_ASKED: &str = "let data = ''; process.stdin.on('data', c => data += c); process.stdin.on('end', () => setTimeout(() => console.log('{\"ok\":true}'), JSON.parse(data).ms));";
+
+#[test]
+fn a_backlog_of_long_calls_is_refused_on_its_own_and_never_refuses_a_quick_call() {
+    // Each lane has its own queue: a skill whose calls keep running long waits in the
+    // long lane, so its backlog fills that lane's queue only.
+    let root = tempfile::tempdir().unwrap();
+    let skills = root.path().join("skills");
+    let schema = |timeout: u64| json!({ "timeout": timeout, "input": { "type": "object" }, "output": { "type": "object" } });
+    for (name, timeout) in [("slow", 20_000), ("hold", 20_000), ("quick", 8_000)] {
+        native_skill(
+            &skills,
+            name,
+            "Answers when asked.",
+            schema(timeout),
+            SLEEP_AS_ASKED,
+        );
+    }
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("evo.toml"),
+        format!(
+            "skill_dirs = [{:?}]\n\n[serve]\nmax_calls = 1\nmax_queue = 1\n",
+            skills.display().to_string()
+        ),
+    )
+    .unwrap();
+    let server = HttpServer::start(&home, &[]);
+    let base = server.base.clone();
+    let call = move |skill: &str, ms: u64| {
+        let (status, body) = crate::serve::http(
+            "POST",
+            &format!("{base}/v1/skills/{skill}/call"),
+            &[],
+            Some(&json!({ "ms": ms }).to_string()),
+        );
+        (status, body["code"].as_str().unwrap_or_default().to_owned())
+    };
+    let spawn = |skill: &'static str, ms: u64| {
+        let call = call.clone();
+        std::thread::spawn(move || call(skill, ms))
+    };
+    // Two calls of `slow` that run long: its next ones take the long lane.
+    for _ in 0..2 {
+        assert_eq!(call("slow", 300).0, 200);
+    }
+    // The long lane's one slot, then its queue of one; a third is refused.
+    let running_long = spawn("slow", 4_000);
+    std::thread::sleep(Duration::from_millis(400));
+    let waiting_long = spawn("slow", 10);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(call("slow", 10), (503, "SERVER_BUSY".to_owned()));
+    // The quick lane's slot is taken too; a quick call waits for it (the lane's queue
+    // has room) and answers once it is free, never refused for `slow`'s backlog.
+    let holding = spawn("hold", 1_500);
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    assert_eq!(call("quick", 0), (200, String::new()));
+    assert!(
+        started.elapsed() > Duration::from_millis(500),
+        "it waited for `hold`"
+    );
+    assert_eq!(holding.join().unwrap().0, 200);
+    assert_eq!(running_long.join().unwrap().0, 200);
+    assert_eq!(waiting_long.join().unwrap().0, 200);
+}
