@@ -95,6 +95,7 @@
 
 mod entries;
 mod file;
+mod spans;
 
 use std::collections::BTreeMap;
 
