@@ -4,12 +4,9 @@
 //! `[tools] confirm` policy for a client that declared no elicitation.
 
 use std::path::Path;
-use std::process::Command;
 
 use evo_tests::cli::{HttpServer, command};
 use serde_json::Value;
-
-use crate::serve::python;
 
 const ORIGINAL: &str = "call Ada on Monday\n";
 const REPLACED: &str = "replaced by the model\n";
@@ -29,19 +26,7 @@ fn project() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
 }
 
 fn run(args: &[&str]) -> Value {
-    let out = Command::new(python())
-        .arg(script())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the Python MCP client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+    crate::serve::run_python(&script(), args)
 }
 
 /// Checks what the user was asked (the tool, the risk, the warning, one box to tick)

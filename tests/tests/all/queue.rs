@@ -14,6 +14,22 @@ fn sleeper(ms: u64) -> String {
     )
 }
 
+/// `evo serve --http` over `skills`, with one slot per lane and one call waiting in
+/// each (`max_calls = 1`, `max_queue = 1`).
+fn one_slot_one_waiting(root: &std::path::Path, skills: &std::path::Path) -> HttpServer {
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("evo.toml"),
+        format!(
+            "skill_dirs = [{:?}]\n\n[serve]\nmax_calls = 1\nmax_queue = 1\n",
+            skills.display().to_string()
+        ),
+    )
+    .unwrap();
+    HttpServer::start(&home, &[])
+}
+
 #[test]
 fn a_waiting_call_times_out_at_its_own_deadline_and_a_full_queue_is_refused_as_busy() {
     let root = tempfile::tempdir().unwrap();
@@ -33,17 +49,7 @@ fn a_waiting_call_times_out_at_its_own_deadline_and_a_full_queue_is_refused_as_b
         open(500),
         &sleeper(0),
     );
-    let home = root.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("evo.toml"),
-        format!(
-            "skill_dirs = [{:?}]\n\n[serve]\nmax_calls = 1\nmax_queue = 1\n",
-            skills.display().to_string()
-        ),
-    )
-    .unwrap();
-    let server = HttpServer::start(&home, &[]);
+    let server = one_slot_one_waiting(root.path(), &skills);
     let base = server.base.clone();
     let call = move |skill: &str| {
         let url = format!("{base}/v1/skills/{skill}/call");
@@ -119,17 +125,7 @@ fn a_backlog_of_long_calls_is_refused_on_its_own_and_never_refuses_a_quick_call(
             SLEEP_AS_ASKED,
         );
     }
-    let home = root.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("evo.toml"),
-        format!(
-            "skill_dirs = [{:?}]\n\n[serve]\nmax_calls = 1\nmax_queue = 1\n",
-            skills.display().to_string()
-        ),
-    )
-    .unwrap();
-    let server = HttpServer::start(&home, &[]);
+    let server = one_slot_one_waiting(root.path(), &skills);
     let base = server.base.clone();
     let call = move |skill: &str, ms: u64| {
         let (status, body) = crate::serve::http(

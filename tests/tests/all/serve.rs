@@ -112,8 +112,13 @@ fn check_report(report: &Value, protocol: &str) {
 }
 
 fn run_client(args: &[&str]) -> Value {
+    run_python(&client_script(), args)
+}
+
+/// Runs the Python MCP client `script` with `args`; what it printed last, as JSON.
+pub(crate) fn run_python(script: &Path, args: &[&str]) -> Value {
     let out = Command::new(python())
-        .arg(client_script())
+        .arg(script)
         .args(args)
         .output()
         .unwrap();
