@@ -30,11 +30,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
 use super::{Refusal, Shared};
-use crate::error::Error;
 use crate::skill::confirm::{Confirmation, Confirmer};
 use crate::skill::context::BoxFuture;
 use crate::skill::events::EventSink;
@@ -168,17 +166,17 @@ impl Confirmer for AskLater {
     }
 }
 
-/// A call running on the server whose questions go back to the client as
-/// input-required results.
+/// A call whose questions go back to the client as input-required results. It runs
+/// on the request that drives it ([`Suspended::drive`]); between the question and the
+/// client's answer it waits in [`Pending`], unpolled, as it would wait for the answer
+/// anyway. Dropping it stops the call.
 pub struct Suspended {
     tool: String,
     arguments: Value,
-    call: JoinHandle<Result<SkillOutput, Refusal>>,
+    call: std::pin::Pin<Box<dyn Future<Output = Result<SkillOutput, Refusal>> + Send>>,
     questions: mpsc::Receiver<Question>,
     /// Where the answer to the question the client holds now goes.
     answer: Option<oneshot::Sender<bool>>,
-    /// Stops the call when the last holder of this drops it (an abandoned question).
-    _stop: DropGuard,
 }
 
 /// What one request's part of a suspended call came to.
@@ -190,7 +188,8 @@ pub enum Leg {
 }
 
 impl Suspended {
-    /// Starts `tool` with `arguments` on `shared`, its questions held for the client.
+    /// `tool` with `arguments` on `shared`, its questions held for the client; it
+    /// starts when driven.
     pub fn start(
         shared: &Arc<Shared>,
         tool: &str,
@@ -198,15 +197,15 @@ impl Suspended {
         events: Option<EventSink>,
     ) -> Self {
         let (asks, questions) = mpsc::channel(1);
-        let stop = CancellationToken::new();
         let call = {
             let shared = shared.clone();
-            let stop = stop.clone();
             let (tool, arguments) = (tool.to_owned(), arguments.clone());
-            tokio::spawn(async move {
+            Box::pin(async move {
+                // Stopped by being dropped (a cancelled request, an abandoned question).
+                let never = CancellationToken::new();
                 let confirmer: Arc<dyn Confirmer> = Arc::new(AskLater(asks));
                 shared
-                    .call(&tool, arguments, events, Some(confirmer), &stop)
+                    .call(&tool, arguments, events, Some(confirmer), &never)
                     .await
             })
         };
@@ -216,7 +215,6 @@ impl Suspended {
             call,
             questions,
             answer: None,
-            _stop: stop.drop_guard(),
         }
     }
 
@@ -225,11 +223,7 @@ impl Suspended {
     pub async fn drive(mut self, pending: &Pending, cancelled: &CancellationToken) -> Leg {
         loop {
             tokio::select! {
-                ended = &mut self.call => {
-                    return Leg::Done(ended.unwrap_or_else(|e| {
-                        Err(Refusal::Failed(Error::Engine(format!("the call stopped unexpectedly: {e}"))))
-                    }));
-                }
+                ended = &mut self.call => return Leg::Done(ended),
                 question = self.questions.recv() => {
                     // None: the call dropped its confirmer, so it is ending.
                     let Some(question) = question else { continue };
