@@ -10,7 +10,9 @@ input-required result and the SDK calls the tool again with the answer) or `lega
 (the initialize handshake: the server sends `elicitation/create` while the call waits).
 ANSWER is what the user does: `accept` (ticks "confirm" and accepts), `untick`
 (accepts without ticking), `decline`, `cancel`, or `none` (the client has no
-elicitation callback, so it declares no elicitation).
+elicitation callback, so it declares no elicitation). `tamper` (MODE `auto` only) plays
+a hostile client driving the rounds itself: it sends the user's yes with other
+arguments, then with a made-up `requestState`, and finally the honest retry with a no.
 
 Calls `write` on notes.txt, which exists, so it asks before replacing it. Prints one
 JSON object with what it saw; the Rust test checks it and the file.
@@ -25,6 +27,39 @@ import sys
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+
+
+ARGUMENTS = {"file_path": "notes.txt", "content": "replaced by the model\n"}
+YES = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+
+
+async def tamper(client: Client, report: dict) -> None:
+    """A client that reuses a question's answer for another call, or forges one."""
+    first = await client.session.call_tool("write", ARGUMENTS, allow_input_required=True)
+    report["first"] = type(first).__name__
+    state = first.request_state
+    report["asked"] = sorted(first.input_requests or {})
+    errors = {}
+    other = dict(ARGUMENTS, content="something else entirely\n")
+    for name, arguments, request_state in [
+        ("other-arguments", other, state),
+        ("forged-state", ARGUMENTS, "0" * 32),
+    ]:
+        try:
+            await client.session.call_tool(
+                "write", arguments, input_responses=YES, request_state=request_state,
+                allow_input_required=True,
+            )
+            errors[name] = None
+        except Exception as e:  # the SDK raises the JSON-RPC error
+            errors[name] = str(e)
+    report["errors"] = errors
+    no = {"confirm": types.ElicitResult(action="decline")}
+    last = await client.session.call_tool(
+        "write", ARGUMENTS, input_responses=no, request_state=state, allow_input_required=True
+    )
+    report["isError"] = last.is_error
+    report["text"] = last.content[0].text if last.content else None
 
 
 async def main() -> None:
@@ -55,6 +90,10 @@ async def main() -> None:
     report: dict = {}
     async with client:
         report["protocol"] = client.protocol_version
+        if answer == "tamper":
+            await tamper(client, report)
+            print(json.dumps(report, default=str))
+            return
         result = await client.call_tool(
             "write", {"file_path": "notes.txt", "content": "replaced by the model\n"}
         )

@@ -14,8 +14,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
     InputRequiredResult, InputResponses, JsonObject, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage,
+    ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptMessage,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
     SubscriptionFilter, Tool,
@@ -26,12 +25,13 @@ use serde_json::{Value, json};
 
 use crate::engine::loader::StaticExecutor;
 use crate::skill::confirm::Confirmer;
-use crate::skill::events::{EventSink, RunEvent};
+use crate::skill::events::EventSink;
 use crate::skill::executor::ExecutorKind;
 use crate::skill::executor::SkillOutput;
 use crate::skill::registry::RegisteredSkill;
 
 use super::confirm::{self, AskPeer, Asker, Leg, Suspended};
+use super::notify::{self, LoggingLevelRank, Progress, rank_of};
 use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};
 
@@ -52,9 +52,6 @@ pub struct Server {
     /// 2026-07-28); newer clients send it with each request.
     log_level: Arc<Mutex<Option<LoggingLevelRank>>>,
 }
-
-/// A logging level as a number: debug 0 … emergency 7.
-type LoggingLevelRank = u8;
 
 impl Server {
     /// A handler for one session.
@@ -107,48 +104,6 @@ impl Server {
     fn tool(&self, skill: &RegisteredSkill) -> Tool {
         tool_of(skill, &self.shared.host)
     }
-
-    /// The events of one call, sent to the client: what the skill logs as
-    /// `notifications/message` (at or above `level`), and, with a progress token,
-    /// what it emits as progress.
-    fn events(
-        &self,
-        context: &RequestContext<RoleServer>,
-        level: Option<LoggingLevelRank>,
-        progress: Option<Progress>,
-    ) -> Option<EventSink> {
-        if level.is_none() && progress.is_none() {
-            return None;
-        }
-        let peer = context.peer.clone();
-        Some(EventSink::new(move |event| match event {
-            RunEvent::Log {
-                skill,
-                level: skill_level,
-                message,
-                ..
-            } => {
-                let rank = rank_of_skill_level(skill_level);
-                if level.is_some_and(|min| rank >= min) {
-                    let peer = peer.clone();
-                    let param = LoggingMessageNotificationParam::new(
-                        logging_level(rank),
-                        json!({ "skill": skill, "message": message }),
-                    )
-                    .with_logger(skill);
-                    tokio::spawn(async move {
-                        let _ = peer.notify_logging_message(param).await;
-                    });
-                }
-            }
-            RunEvent::Emit { skill, output, .. } => {
-                if let Some(progress) = &progress {
-                    progress.send(&peer, Some(format!("{skill}: {output}")));
-                }
-            }
-            _ => {}
-        }))
-    }
 }
 
 /// Why [`Server::run`] gave no result.
@@ -157,70 +112,6 @@ enum Ask {
     Client(Box<InputRequiredResult>),
     /// The retry was not one the server can take.
     Invalid(McpError),
-}
-
-/// A call's progress notifications: how long it has run, out of its deadline.
-#[derive(Debug, Clone)]
-struct Progress {
-    token: rmcp::model::ProgressToken,
-    started: Instant,
-    total: Duration,
-}
-
-impl Progress {
-    fn send(&self, peer: &rmcp::Peer<RoleServer>, message: Option<String>) {
-        let elapsed = self.started.elapsed().min(self.total);
-        let mut param =
-            ProgressNotificationParam::new(self.token.clone(), elapsed.as_secs_f64() * 1000.0)
-                .with_total(self.total.as_secs_f64() * 1000.0);
-        param.message = Some(message.unwrap_or_else(|| {
-            format!(
-                "running for {:.1} s of at most {:.1} s",
-                elapsed.as_secs_f64(),
-                self.total.as_secs_f64()
-            )
-        }));
-        let peer = peer.clone();
-        tokio::spawn(async move {
-            let _ = peer.notify_progress(param).await;
-        });
-    }
-}
-
-fn rank_of(level: LoggingLevel) -> LoggingLevelRank {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
-fn logging_level(rank: LoggingLevelRank) -> LoggingLevel {
-    match rank {
-        0 => LoggingLevel::Debug,
-        1 => LoggingLevel::Info,
-        2 => LoggingLevel::Notice,
-        3 => LoggingLevel::Warning,
-        4 => LoggingLevel::Error,
-        5 => LoggingLevel::Critical,
-        6 => LoggingLevel::Alert,
-        _ => LoggingLevel::Emergency,
-    }
-}
-
-/// A skill's `context.log` level on the MCP scale.
-fn rank_of_skill_level(level: &str) -> LoggingLevelRank {
-    match level {
-        "trace" | "debug" => 0,
-        "info" => 1,
-        "warn" => 3,
-        _ => 4,
-    }
 }
 
 /// The served instruction skills.
@@ -311,7 +202,7 @@ impl ServerHandler for Server {
             started: Instant::now(),
             total: Duration::from_millis(skill.meta.timeout_ms.max(1)),
         });
-        let events = self.events(&context, level, progress.clone());
+        let events = notify::events(&context, level, progress.clone());
         let heartbeat = progress.map(|progress| {
             let peer = context.peer.clone();
             let stop = context.ct.child_token();

@@ -30,6 +30,7 @@ mod confirm;
 mod gate;
 pub mod http;
 mod mcp;
+mod notify;
 pub mod openapi;
 #[cfg(feature = "postgres")]
 mod sessions;

@@ -119,3 +119,54 @@ fn a_dangerous_call_over_http_asks_the_clients_user() {
         check(&report, &project, protocol, answer);
     }
 }
+
+#[test]
+fn a_clients_answer_cannot_be_moved_to_another_call_or_forged() {
+    // A hostile client driving the rounds itself: the user's yes sent with other
+    // arguments, or with a requestState the server never gave, runs nothing; the
+    // question still waits for its own call, which the user then declines.
+    let (_root, home, project) = project();
+    let evo = evo_tests::evo_bin();
+    let report = run(&[
+        "stdio",
+        evo.to_str().unwrap(),
+        home.to_str().unwrap(),
+        project.to_str().unwrap(),
+        "auto",
+        "tamper",
+    ]);
+    assert_eq!(report["first"], "InputRequiredResult", "{report:#}");
+    assert_eq!(
+        report["asked"],
+        serde_json::json!(["confirm"]),
+        "{report:#}"
+    );
+    let error = |name: &str| {
+        report["errors"][name]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        error("other-arguments")
+            .contains("this requestState belongs to a call of write with other arguments"),
+        "{report:#}"
+    );
+    assert!(
+        error("forged-state").contains("no call of write waits for this requestState"),
+        "{report:#}"
+    );
+    assert_eq!(report["isError"], true, "{report:#}");
+    assert!(
+        report["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("error[TOOL_BLOCKED]: write: the user declined"),
+        "{report:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        ORIGINAL,
+        "neither the tampered yes nor the no wrote anything"
+    );
+}
