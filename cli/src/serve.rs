@@ -25,7 +25,7 @@ pub(crate) struct ServeArgs {
     /// Serve over streamable HTTP at ADDR (MCP at /mcp, the API at /v1) instead of
     /// stdio: HOST:PORT, or a PORT on 127.0.0.1. Any address but loopback needs --token.
     #[arg(long, value_name = "ADDR")]
-    http: Option<String>,
+    pub(crate) http: Option<String>,
     /// The bearer token HTTP clients must send; required to bind a non-loopback
     /// address.
     #[arg(long, env = "EVO_TOKEN", hide_env_values = true, value_name = "TOKEN")]
@@ -59,15 +59,12 @@ pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failu
     let shared = Shared::new(host);
     match serve.http {
         None => {
-            evo_host::serve::stdio::serve(
-                shared,
-                tokio::io::stdin(),
-                tokio::io::stdout(),
-                terminated(),
-            )
-            .await;
-            // The runtime would wait for its thread blocked reading stdin, which only
-            // the client can end: the session is over, so exit now.
+            let (read, write, streams) = evo_host::serve::stdio::std_streams();
+            evo_host::serve::stdio::serve(shared, read, write, terminated()).await;
+            // Standard input and output as they were (blocking), for whoever shares them.
+            drop(streams);
+            // The runtime would wait for its thread blocked reading stdin (when it is not
+            // a pipe), which only the client can end: the session is over, so exit now.
             crate::write_stdout(format_args!(""));
             std::process::exit(0);
         }

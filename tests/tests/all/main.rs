@@ -52,6 +52,7 @@ mod remote;
 mod results;
 mod serve;
 mod serve_gate;
+mod serve_stdio;
 mod service;
 mod skill_scripts;
 mod storage;

@@ -1,0 +1,291 @@
+//! `cargo build --release -p evo-cli && cargo bench -p evo-tests --bench mcp_stdio`
+//!
+//! A `tools/call` round trip over stdio measured from outside by a **raw JSON-RPC
+//! client** (no SDK: one line written, one line read, on blocking pipes), so that what
+//! is timed is the server, not a client library. Three servers answer the same
+//! `echo-string` call:
+//!
+//! - the **floor**: a hand-written stdio echo server (this bench binary with
+//!   `EVO_BENCH_RAW_ECHO=1`): it reads a line, parses it, writes the answer as Evo
+//!   shapes it (the text and `structuredContent: {"result": …}`), on one thread;
+//! - **`evo serve`** serving `skills-wasm/plain-kinds` (a plain `wit-bindgen`
+//!   component; its `kinds/echo-string` returns its argument), a fresh instance per call;
+//! - **Wassette** serving the same component, when `EVO_BENCH_WASSETTE` names its binary
+//!   (the peer: another MCP host of Wasm components, built outside this repository).
+//!
+//! Each call's answer is checked before anything is timed. Printed after criterion's
+//! figures: p50/p99 over 20,000 sequential calls and the **server's CPU per call** (user
+//! + system time of the server process over those calls, from `/proc/PID/stat`).
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use serde_json::{Value, json};
+
+const ECHO_ENV: &str = "EVO_BENCH_RAW_ECHO";
+const WASSETTE_ENV: &str = "EVO_BENCH_WASSETTE";
+/// The string every call echoes.
+const TEXT: &str = "hello, evo";
+/// Sequential calls behind the percentiles and the CPU figure.
+const CALLS: u32 = 20_000;
+
+/// The floor: a hand-written MCP server on stdio whose one tool returns its argument.
+fn echo_server() {
+    let stdin = std::io::stdin().lock();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lines() {
+        let Ok(line) = line else { return };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = message.get("id") else {
+            continue;
+        };
+        let params = &message["params"];
+        let result = match message["method"].as_str() {
+            Some("initialize") => json!({
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": { "tools": {} },
+                "serverInfo": { "name": "echo", "version": "0.1.0" },
+            }),
+            Some("tools/list") => json!({ "tools": [{
+                "name": "echo-string",
+                "description": "Returns its argument.",
+                "inputSchema": { "type": "object", "properties": { "v": { "type": "string" } } },
+            }] }),
+            Some("tools/call") => {
+                let v = &params["arguments"]["v"];
+                json!({
+                    "content": [{ "type": "text", "text": v.to_string() }],
+                    "structuredContent": { "result": v },
+                    "isError": false,
+                })
+            }
+            _ => json!({}),
+        };
+        let answer = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+        let mut bytes = serde_json::to_vec(&answer).unwrap();
+        bytes.push(b'\n');
+        if out.write_all(&bytes).and_then(|()| out.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A server to measure.
+struct Target {
+    label: &'static str,
+    command: Command,
+}
+
+/// A running server and the raw client talking to it.
+struct Session {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+    tool: String,
+    line: String,
+}
+
+impl Session {
+    /// Starts `target`, initialises the session and finds the echo tool.
+    fn start(target: &mut Target) -> Self {
+        let mut child = target
+            .command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", target.label));
+        let mut session = Self {
+            stdin: BufWriter::new(child.stdin.take().unwrap()),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            child,
+            next: 0,
+            tool: String::new(),
+            line: String::new(),
+        };
+        session.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "raw", "version": "0.1.0" },
+            }),
+        );
+        session.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        let tools = session.request("tools/list", json!({}));
+        session.tool = tools["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|tool| tool["name"].as_str())
+            .find(|name| name.ends_with("echo-string"))
+            .unwrap_or_else(|| panic!("{}: no echo-string tool in {tools}", target.label))
+            .to_owned();
+        session
+    }
+
+    fn send(&mut self, message: &Value) {
+        serde_json::to_writer(&mut self.stdin, message).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request and reads lines until its answer; returns its `result`.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        loop {
+            self.line.clear();
+            let read = self.stdout.read_line(&mut self.line).unwrap();
+            assert!(read > 0, "the server closed its output");
+            let answer: Value = serde_json::from_str(&self.line).unwrap();
+            if answer["id"] == id {
+                assert!(answer.get("error").is_none(), "{answer}");
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    /// One echo call, checked: a fast failure must not pass for speed.
+    fn echo(&mut self) {
+        let params = json!({ "name": self.tool, "arguments": { "v": TEXT } });
+        let result = self.request("tools/call", params);
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            result["isError"] != true && text.contains(TEXT),
+            "{}",
+            result
+        );
+    }
+
+    /// The server's CPU time so far (user + system, all its threads).
+    fn cpu(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        Duration::from_secs_f64(ticks as f64 / clock_ticks())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Clock ticks per second, the unit of `/proc/PID/stat`'s times.
+fn clock_ticks() -> f64 {
+    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+fn targets(home: &Path, skills: &Path) -> Vec<Target> {
+    let mut floor = Command::new(std::env::current_exe().unwrap());
+    floor.env(ECHO_ENV, "1");
+    let mut evo = Command::new(evo_tests::evo_bin());
+    evo.arg("serve")
+        .arg("--skills-dir")
+        .arg(skills)
+        .env("EVO_HOME", home);
+    let mut targets = vec![
+        Target {
+            label: "hand-written echo (floor)",
+            command: floor,
+        },
+        Target {
+            label: "evo serve",
+            command: evo,
+        },
+    ];
+    match std::env::var_os(WASSETTE_ENV) {
+        Some(wassette) => {
+            let plugins = home.join("wassette");
+            std::fs::create_dir_all(&plugins).unwrap();
+            std::fs::copy(
+                evo_tests::skills::PLAIN_KINDS,
+                plugins.join("plain_kinds.wasm"),
+            )
+            .unwrap();
+            let mut command = Command::new(PathBuf::from(wassette));
+            command
+                .args(["serve", "--stdio", "--plugin-dir"])
+                .arg(&plugins)
+                .env("HOME", home);
+            targets.push(Target {
+                label: "wassette (peer)",
+                command,
+            });
+        }
+        None => println!("wassette: not measured (set {WASSETTE_ENV} to its binary)"),
+    }
+    targets
+}
+
+fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
+    times.sort();
+    (times[times.len() / 2], times[times.len() * 99 / 100 - 1])
+}
+
+fn main() {
+    if std::env::var_os(ECHO_ENV).is_some() {
+        echo_server();
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let skills = work.path().join("skills");
+    std::fs::create_dir_all(skills.join("kinds")).unwrap();
+    std::fs::copy(
+        evo_tests::skills::PLAIN_KINDS,
+        skills.join("kinds/skill.wasm"),
+    )
+    .unwrap();
+    let mut targets = targets(&home, &skills);
+    let mut sessions: Vec<Session> = targets.iter_mut().map(Session::start).collect();
+    for session in &mut sessions {
+        // Warm: the compile cache, the instance pool, the page cache.
+        for _ in 0..200 {
+            session.echo();
+        }
+    }
+
+    let mut c = Criterion::default().configure_from_args();
+    let mut group = c.benchmark_group("mcp stdio, raw client: tools/call round trip");
+    for (target, session) in targets.iter().zip(&mut sessions) {
+        group.bench_function(target.label, |b| b.iter(|| session.echo()));
+    }
+    group.finish();
+    c.final_summary();
+
+    for (target, session) in targets.iter().zip(&mut sessions) {
+        let cpu = session.cpu();
+        let started = Instant::now();
+        let times = (0..CALLS)
+            .map(|_| {
+                let start = Instant::now();
+                session.echo();
+                start.elapsed()
+            })
+            .collect();
+        let wall = started.elapsed();
+        let cpu = session.cpu() - cpu;
+        let (p50, p99) = percentiles(times);
+        println!(
+            "{:<26} p50 {:>6.1} µs  p99 {:>6.1} µs  mean {:>6.1} µs  server CPU {:>5.1} µs/call",
+            target.label,
+            p50.as_secs_f64() * 1e6,
+            p99.as_secs_f64() * 1e6,
+            wall.as_secs_f64() * 1e6 / f64::from(CALLS),
+            cpu.as_secs_f64() * 1e6 / f64::from(CALLS),
+        );
+    }
+}
