@@ -11,7 +11,9 @@
 //! - **`evo serve`** serving `skills-wasm/plain-kinds` (a plain `wit-bindgen`
 //!   component; its `kinds/echo-string` returns its argument), a fresh instance per call;
 //! - **Wassette** serving the same component, when `EVO_BENCH_WASSETTE` names its binary
-//!   (the peer: another MCP host of Wasm components, built outside this repository).
+//!   (the peer: another MCP host of Wasm components, built outside this repository);
+//! - another build of `evo`, when `EVO_BENCH_BASELINE_EVO` names it (an older commit's,
+//!   to measure a change against the code before it in the same run).
 //!
 //! Each call's answer is checked before anything is timed. Printed after criterion's
 //! figures: p50/p99 over 20,000 sequential calls and the **server's CPU per call** (user
@@ -27,6 +29,7 @@ use serde_json::{Value, json};
 
 const ECHO_ENV: &str = "EVO_BENCH_RAW_ECHO";
 const WASSETTE_ENV: &str = "EVO_BENCH_WASSETTE";
+const BASELINE_ENV: &str = "EVO_BENCH_BASELINE_EVO";
 /// The string every call echoes.
 const TEXT: &str = "hello, evo";
 /// Sequential calls behind the percentiles and the CPU figure.
@@ -206,6 +209,18 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
             command: evo,
         },
     ];
+    if let Some(before) = std::env::var_os(BASELINE_ENV) {
+        let mut command = Command::new(before);
+        command
+            .arg("serve")
+            .arg("--skills-dir")
+            .arg(skills)
+            .env("EVO_HOME", home.join("baseline"));
+        targets.push(Target {
+            label: "evo serve, baseline build",
+            command,
+        });
+    }
     match std::env::var_os(WASSETTE_ENV) {
         Some(wassette) => {
             let plugins = home.join("wassette");
