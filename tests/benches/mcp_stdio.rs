@@ -245,11 +245,6 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
     targets
 }
 
-fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
-    times.sort();
-    (times[times.len() / 2], times[times.len() * 99 / 100 - 1])
-}
-
 fn main() {
     if std::env::var_os(ECHO_ENV).is_some() {
         echo_server();
@@ -293,7 +288,7 @@ fn main() {
             .collect();
         let wall = started.elapsed();
         let cpu = session.cpu() - cpu;
-        let (p50, p99) = percentiles(times);
+        let (p50, p99) = evo_tests::percentiles(times);
         println!(
             "{:<26} p50 {:>6.1} µs  p99 {:>6.1} µs  mean {:>6.1} µs  server CPU {:>5.1} µs/call",
             target.label,

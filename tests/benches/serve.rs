@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use criterion::Criterion;
 use rmcp::model::{
@@ -146,11 +146,6 @@ fn targets(home: &Path, skills: &Path) -> [Target; 2] {
     ]
 }
 
-fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
-    times.sort();
-    (times[times.len() / 2], times[times.len() * 99 / 100 - 1])
-}
-
 fn main() {
     if std::env::var_os(ECHO_ENV).is_some() {
         echo_server();
@@ -242,7 +237,7 @@ fn main() {
                 start.elapsed()
             })
             .collect();
-        let (p50, p99) = percentiles(times);
+        let (p50, p99) = evo_tests::percentiles(times);
         println!(
             "rust client, {:<26} p50 {:>7.1} µs  p99 {:>7.1} µs",
             target.label,
@@ -354,7 +349,7 @@ fn http_load(home: &Path, skills: &Path) {
         .unwrap_or("VmHWM: ?")
         .to_owned();
     let calls = times.len();
-    let (p50, p99) = percentiles(times);
+    let (p50, p99) = evo_tests::percentiles(times);
     println!(
         "http, {calls} calls at concurrency 64: {errors} errors, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, server peak RSS {}",
         calls as f64 / elapsed.as_secs_f64(),

@@ -21,11 +21,6 @@ const QUERIES: [(&str, &str); 3] = [
     ("common", "project update"),
 ];
 
-fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
-    times.sort();
-    (times[times.len() / 2], times[times.len() * 99 / 100])
-}
-
 fn search(c: &mut Criterion) {
     let n = 100_000;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -65,7 +60,7 @@ fn search(c: &mut Criterion) {
                 started.elapsed()
             })
             .collect();
-        let (p50, p99) = percentiles(times);
+        let (p50, p99) = evo_tests::percentiles(times);
         println!("{name}: memory search at 100k, mixed queries: p50 {p50:?}, p99 {p99:?}");
     }
     group.finish();
@@ -110,7 +105,7 @@ fn store(c: &mut Criterion) {
                 started.elapsed()
             })
             .collect();
-        let (p50, p99) = percentiles(times);
+        let (p50, p99) = evo_tests::percentiles(times);
         println!("{name}: store on one node until found on another: p50 {p50:?}, p99 {p99:?}");
     }
     group.finish();

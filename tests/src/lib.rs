@@ -7,6 +7,16 @@ use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
 
 pub mod crash;
+
+/// The median and the 99th percentile of `times` (nearest rank), for the benches that
+/// print what criterion does not.
+pub fn percentiles(
+    mut times: Vec<std::time::Duration>,
+) -> (std::time::Duration, std::time::Duration) {
+    times.sort();
+    let rank = |p: usize| times[(times.len() * p).div_ceil(100).max(1) - 1];
+    (rank(50), rank(99))
+}
 pub mod retrieval;
 
 /// Paths of the skills in `skills-wasm/`, built for `wasm32-wasip2` by `build.rs`.
