@@ -380,7 +380,9 @@ impl StdStreams {
 
 impl Drop for StdStreams {
     fn drop(&mut self) {
-        for (fd, flags) in &self.0 {
+        // Last made first: when standard input and output are one socket, the second
+        // saw the first's change as its original flags.
+        for (fd, flags) in self.0.iter().rev() {
             let _ = fcntl_setfl(fd, *flags);
         }
     }

@@ -126,6 +126,7 @@ fn a_socket_pair_serves_as_the_standard_streams() {
     let root = tempfile::tempdir().unwrap();
     let skills = skills(root.path());
     let (client, server) = UnixStream::pair().unwrap();
+    let shared = server.try_clone().unwrap();
     let mut child = command(&root.path().join("home"), &["serve", "--skills-dir"])
         .arg(&skills)
         .stdin(OwnedFd::from(server.try_clone().unwrap()))
@@ -147,8 +148,17 @@ fn a_socket_pair_serves_as_the_standard_streams() {
             "{result}"
         );
     }
+    assert!(
+        nonblocking(&shared),
+        "evo serve reads its socket on the event loop"
+    );
     client.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(exits(&mut child).success());
+    // One socket is both its input and its output: given back blocking all the same.
+    assert!(
+        !nonblocking(&shared),
+        "evo serve left the socket it shares with its client non-blocking"
+    );
 }
 
 #[test]
