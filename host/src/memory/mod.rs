@@ -37,6 +37,8 @@ pub mod capture;
 pub mod decide;
 pub mod files;
 pub mod index;
+#[cfg(feature = "minilm")]
+mod bert;
 pub mod local;
 #[cfg(feature = "minilm")]
 pub mod minilm;
