@@ -77,6 +77,19 @@ impl RegisteredSkill {
         }
     }
 
+    /// Pairs `meta` with `executor` for a skill whose schemas are known to compile
+    /// (described from a record made when they did): each is compiled on its first use,
+    /// so that a catalogue of many skills starts without compiling them all. Should one
+    /// not compile after all, the gate using it refuses every value, saying so.
+    pub(crate) fn with_checked_schemas(meta: SkillMeta, executor: Arc<dyn Executor>) -> Self {
+        Self {
+            input: Schema::deferred(meta.input.clone()),
+            output: Schema::deferred(meta.output.clone()),
+            meta,
+            executor,
+        }
+    }
+
     /// The compiled input schema (gate 1).
     pub fn input_schema(&self) -> &Schema {
         &self.input

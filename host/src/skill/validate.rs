@@ -27,6 +27,7 @@
 //! ```
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use jsonschema::Validator;
 use serde_json::Value;
@@ -36,9 +37,18 @@ pub use crate::error::report::{Direction, ValidationReport, Violation};
 /// A compiled JSON Schema.
 pub struct Schema {
     source: Value,
-    validator: Option<Validator>,
+    /// Compiled at once by [`Schema::compile`], on first use after [`Schema::deferred`].
+    compiled: OnceLock<Compiled>,
     /// Whether [`Schema::apply_defaults`] can change anything (a `default` somewhere).
     has_defaults: bool,
+}
+
+enum Compiled {
+    /// `{}` or `true`: nothing to check.
+    AcceptsAll,
+    Validator(Validator),
+    /// A deferred schema that did not compile: every value is refused, saying why.
+    Broken(String),
 }
 
 impl fmt::Debug for Schema {
@@ -53,25 +63,28 @@ impl Schema {
     /// Compiles `schema`. An empty schema (`{}` or `true`) accepts everything and costs
     /// nothing to check.
     pub fn compile(schema: &Value) -> Result<Self, String> {
-        let accepts_all = match schema {
-            Value::Bool(true) => true,
-            Value::Object(map) => map.is_empty(),
-            _ => false,
-        };
-        let validator = if accepts_all {
-            None
-        } else {
-            let mut options = jsonschema::options();
-            if schema.get("$schema").is_none() {
-                options = options.with_draft(jsonschema::Draft::Draft7);
-            }
-            Some(options.build(schema).map_err(|e| e.to_string())?)
-        };
+        let compiled = build(schema)?;
         Ok(Self {
+            has_defaults: mentions_default(schema),
             source: schema.clone(),
-            validator,
-            has_defaults: schema.to_string().contains("\"default\""),
+            compiled: OnceLock::from(compiled),
         })
+    }
+
+    /// `schema`, compiled on its first use: for a schema known to compile (it did when
+    /// its skill was first loaded). Should it not, every value is refused with a
+    /// violation that says so.
+    pub(crate) fn deferred(schema: Value) -> Self {
+        Self {
+            has_defaults: mentions_default(&schema),
+            source: schema,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    fn compiled(&self) -> &Compiled {
+        self.compiled
+            .get_or_init(|| build(&self.source).unwrap_or_else(Compiled::Broken))
     }
 
     /// Whether [`Schema::apply_defaults`] can change a value.
@@ -86,7 +99,11 @@ impl Schema {
 
     /// Whether `value` is valid, without building a report.
     pub fn is_valid(&self, value: &Value) -> bool {
-        self.validator.as_ref().is_none_or(|v| v.is_valid(value))
+        match self.compiled() {
+            Compiled::AcceptsAll => true,
+            Compiled::Validator(validator) => validator.is_valid(value),
+            Compiled::Broken(_) => false,
+        }
     }
 
     /// Every violation in `value`; empty when it is valid.
@@ -102,8 +119,20 @@ impl Schema {
     }
 
     fn violations(&self, value: &Value, sent: Option<&Value>) -> Vec<Violation> {
-        let Some(validator) = &self.validator else {
-            return Vec::new();
+        let validator = match self.compiled() {
+            Compiled::AcceptsAll => return Vec::new(),
+            Compiled::Validator(validator) => validator,
+            Compiled::Broken(message) => {
+                return vec![Violation {
+                    path: "(root)".to_owned(),
+                    rule: "$schema".to_owned(),
+                    expected: "a skill whose schema compiles".to_owned(),
+                    actual: Value::Null,
+                    suggestion: format!(
+                        "The skill's own schema is not a valid JSON Schema ({message}); its manifest must be fixed."
+                    ),
+                }];
+            }
         };
         if validator.is_valid(value) {
             return Vec::new();
@@ -166,6 +195,34 @@ impl Schema {
             actual,
             suggestion,
         }
+    }
+}
+
+fn build(schema: &Value) -> Result<Compiled, String> {
+    let accepts_all = match schema {
+        Value::Bool(true) => true,
+        Value::Object(map) => map.is_empty(),
+        _ => false,
+    };
+    if accepts_all {
+        return Ok(Compiled::AcceptsAll);
+    }
+    let mut options = jsonschema::options();
+    if schema.get("$schema").is_none() {
+        options = options.with_draft(jsonschema::Draft::Draft7);
+    }
+    let validator = options.build(schema).map_err(|e| e.to_string())?;
+    Ok(Compiled::Validator(validator))
+}
+
+/// Whether a `default` keyword appears anywhere in `schema`.
+fn mentions_default(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| key == "default" || mentions_default(value)),
+        Value::Array(items) => items.iter().any(mentions_default),
+        _ => false,
     }
 }
 
@@ -416,6 +473,50 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_deferred_schema_checks_as_the_compiled_one_once_used() {
+        let source = json!({
+            "type": "object",
+            "properties": { "limit": { "type": "integer", "minimum": 1, "default": 5 } },
+            "required": ["limit"],
+        });
+        let compiled = Schema::compile(&source).unwrap();
+        let deferred = Schema::deferred(source);
+        assert!(deferred.compiled.get().is_none(), "nothing compiled before use");
+        assert!(deferred.has_defaults() && compiled.has_defaults());
+        for value in [json!({}), json!({ "limit": 0 }), json!({ "limit": 3 }), json!(7)] {
+            assert_eq!(deferred.is_valid(&value), compiled.is_valid(&value), "{value}");
+            assert_eq!(deferred.check(&value), compiled.check(&value), "{value}");
+        }
+        assert!(deferred.compiled.get().is_some());
+    }
+
+    #[test]
+    fn a_deferred_schema_that_does_not_compile_refuses_every_value_saying_why() {
+        let deferred = Schema::deferred(json!({ "type": 12 }));
+        assert!(!deferred.is_valid(&json!({})));
+        let violations = deferred.check(&json!({ "a": 1 }));
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].expected, "a skill whose schema compiles");
+        assert!(
+            violations[0]
+                .suggestion
+                .starts_with("The skill's own schema is not a valid JSON Schema ("),
+            "{}",
+            violations[0].suggestion
+        );
+    }
+
+    #[test]
+    fn only_a_default_keyword_means_defaults() {
+        assert!(!Schema::compile(&json!({ "enum": ["default"] })).unwrap().has_defaults());
+        assert!(
+            Schema::compile(&json!({ "items": [{ "default": 1 }] }))
+                .unwrap()
+                .has_defaults()
+        );
+    }
 
     fn intent_schema() -> Schema {
         Schema::compile(&json!({

@@ -379,3 +379,53 @@ async fn a_plain_component_loaded_before_is_described_from_its_record_with_its_s
     );
     assert_eq!(renamed.meta().description, "Every kind, renamed.");
 }
+
+/// A record lets a later load skip compiling the skill's schemas, so none is made for a
+/// skill whose schema does not compile: it is refused on every load, not only the first.
+#[test]
+fn a_skill_whose_schema_does_not_compile_is_refused_on_every_load() {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let broken = rt.block_on(text_stats_with(&evo_tests::engine(), |manifest| {
+        manifest["input"]["properties"]["text"]["pattern"] = json!("(unclosed");
+    }));
+    let dir = home.join("skills").join("text-stats");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("skill.wasm"), broken).unwrap();
+    std::thread::sleep(SETTLE);
+    for load in 0..3 {
+        let out = evo(&home, &["skill", "list", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let refused = listed["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("text-stats"))
+            })
+            .unwrap_or_else(|| panic!("load {load}: not refused: {listed}"));
+        assert_eq!(
+            refused["code"], "INVALID_MANIFEST",
+            "load {load}: {refused}"
+        );
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .contains("not a valid JSON Schema"),
+            "load {load}: {refused}"
+        );
+        assert!(
+            !listed["skills"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["name"] == "text-stats"),
+            "load {load}: {listed}"
+        );
+    }
+}

@@ -70,6 +70,9 @@ struct SkillInner {
     file: Option<std::path::PathBuf>,
     /// Whether its last calls ran long (they start in the long lane).
     streak: Streak,
+    /// Described from the engine's record of its file, whose manifest's schemas
+    /// compiled when the record was made.
+    remembered: bool,
 }
 
 impl std::fmt::Debug for WasmSkill {
@@ -99,6 +102,7 @@ impl WasmSkill {
         limits: Limits,
         policy: &Policy,
         origin: Origin,
+        remembered: bool,
     ) -> Self {
         let grant = grant_for(&meta, policy);
         let (prepared, file) = match origin {
@@ -117,10 +121,17 @@ impl WasmSkill {
             prepared,
             file,
             streak: Streak::default(),
+            remembered,
         };
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// Whether it was described from the engine's record of its file rather than from
+    /// its bytes: its schemas compiled when that record was made.
+    pub(super) fn remembered(&self) -> bool {
+        self.inner.remembered
     }
 
     /// The manifest, as the component describes itself.

@@ -18,6 +18,7 @@ use crate::skill::kernel::SkillContext;
 use crate::skill::lanes::Streak;
 use crate::error::{Error, Result};
 use crate::skill::meta::SkillMeta;
+use crate::skill::validate::Schema;
 
 impl WasmEngine {
     /// Loads a skill from a `.wasm` file; see [`WasmEngine::load_bytes`].
@@ -69,12 +70,19 @@ impl WasmEngine {
                 limits,
                 policy,
                 origin,
+                true,
             ));
         }
         let bytes = read_file(&path).await?;
         let (skill, manifest) = self
             .load_described(label, bytes, policy, Some(&path))
             .await?;
+        // A record stands for a skill that registers: its schemas are compiled when it
+        // is, which a later load from the record takes for granted (and defers).
+        let meta = skill.meta();
+        if Schema::compile(&meta.input).is_err() || Schema::compile(&meta.output).is_err() {
+            return Ok(skill);
+        }
         known.put(
             &path,
             fingerprint,
@@ -234,6 +242,7 @@ impl WasmEngine {
             limits,
             policy,
             origin,
+            false,
         );
         Ok((skill, json))
     }

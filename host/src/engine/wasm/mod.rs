@@ -243,10 +243,17 @@ impl WasmFile {
     pub fn registered(&self) -> Result<Vec<crate::skill::registry::RegisteredSkill>> {
         use crate::skill::registry::RegisteredSkill;
         match self {
-            Self::Skill(skill) => Ok(vec![RegisteredSkill::new(
-                skill.meta().clone(),
-                Arc::new(WasmExecutor::new(skill.clone())),
-            )?]),
+            Self::Skill(skill) => {
+                let (meta, executor) = (
+                    skill.meta().clone(),
+                    Arc::new(WasmExecutor::new(skill.clone())),
+                );
+                Ok(vec![if skill.remembered() {
+                    RegisteredSkill::with_checked_schemas(meta, executor)
+                } else {
+                    RegisteredSkill::new(meta, executor)?
+                }])
+            }
             Self::Component(component) => component
                 .skills()
                 .map(|meta| {
