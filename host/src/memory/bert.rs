@@ -96,7 +96,10 @@ impl QuantBert {
                 config.hidden_act
             );
         }
-        if config.hidden_size % config.num_attention_heads != 0 {
+        if !config
+            .hidden_size
+            .is_multiple_of(config.num_attention_heads)
+        {
             candle_core::bail!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 config.hidden_size,

@@ -89,8 +89,11 @@ impl std::fmt::Debug for WasmSkill {
 pub(super) enum Origin {
     /// Compiled (or loaded from the cache) at load.
     Ready(super::compile::Prepared),
-    /// In this file, unchanged since it was loaded before: loaded on the first call.
+    /// In this file, read at load: loaded on the first call.
     File(std::path::PathBuf),
+    /// In this file, unchanged since it was loaded before and described from the
+    /// engine's record of it: loaded on the first call.
+    Record(std::path::PathBuf),
 }
 
 impl WasmSkill {
@@ -102,12 +105,12 @@ impl WasmSkill {
         limits: Limits,
         policy: &Policy,
         origin: Origin,
-        remembered: bool,
     ) -> Self {
         let grant = grant_for(&meta, policy);
+        let remembered = matches!(origin, Origin::Record(_));
         let (prepared, file) = match origin {
             Origin::Ready(prepared) => (tokio::sync::OnceCell::new_with(Some(prepared)), None),
-            Origin::File(path) => (tokio::sync::OnceCell::new(), Some(path)),
+            Origin::File(path) | Origin::Record(path) => (tokio::sync::OnceCell::new(), Some(path)),
         };
         let inner = SkillInner {
             name: meta.name.as_str().into(),

@@ -61,7 +61,7 @@ impl WasmEngine {
                 manifest: None,
             };
             let limits = Limits::resolve(&meta, &self.inner.config.limits);
-            let origin = call::Origin::File(path);
+            let origin = call::Origin::Record(path);
             return Ok(WasmSkill::new(
                 self.clone(),
                 meta,
@@ -70,7 +70,6 @@ impl WasmEngine {
                 limits,
                 policy,
                 origin,
-                true,
             ));
         }
         let bytes = read_file(&path).await?;
@@ -242,7 +241,6 @@ impl WasmEngine {
             limits,
             policy,
             origin,
-            false,
         );
         Ok((skill, json))
     }
