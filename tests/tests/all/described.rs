@@ -193,6 +193,17 @@ fn installed_wasm_skills_are_described_from_their_records_and_run() {
         assert_eq!(info["loadedFrom"], "deferred", "{info}");
         assert_eq!(info["manifest"]["name"], "text-stats");
     }
+    // Its schemas are compiled on this first call: the input gate still refuses.
+    let out = evo(
+        &home,
+        &["skill", "run", "text-stats", "--input", "{\"text\": 7}"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("SKILL_VALIDATION_FAILED"),
+        "{}",
+        stderr(&out)
+    );
     let out = evo(&home, &["skill", "run", "text-stats", "--input", TEXT]);
     assert!(stdout(&out).contains("\"words\": 3"), "{}", stderr(&out));
     let out = evo(&home, &["skill", "info", "notes", "--json"]);
