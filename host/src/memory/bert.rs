@@ -269,18 +269,32 @@ mod tests {
             .forward(&ids, &ids.zeros_like().unwrap(), Some(&mask))
             .unwrap();
         let b = quant.forward(&ids, &mask).unwrap();
+        // The same two rows four times over: 80 token rows, past WIDEN_FROM_ROWS, so
+        // the batch takes the widened product.
+        let widened = quant
+            .forward(&ids.repeat((4, 1)).unwrap(), &mask.repeat((4, 1)).unwrap())
+            .unwrap();
+        assert!(ids.repeat((4, 1)).unwrap().elem_count() >= WIDEN_FROM_ROWS);
         assert_eq!(a.dims(), b.dims());
+        let cosine = |x: &[f32], y: &[f32]| {
+            let dot: f32 = x.iter().zip(y).map(|(x, y)| x * y).sum();
+            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            dot / (norm(x) * norm(y))
+        };
+        let vector = |t: &Tensor, row: usize, token: usize| {
+            t.get(row).unwrap().get(token).unwrap().to_vec1::<f32>().unwrap()
+        };
         for (row, tokens) in [(0, 10), (1, 6)] {
             for token in 0..tokens {
-                let x = a.get(row).unwrap().get(token).unwrap().to_vec1::<f32>().unwrap();
-                let y = b.get(row).unwrap().get(token).unwrap().to_vec1::<f32>().unwrap();
-                let dot: f32 = x.iter().zip(&y).map(|(x, y)| x * y).sum();
-                let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-                let cosine = dot / (norm(&x) * norm(&y));
-                assert!(
-                    cosine > 0.995,
-                    "row {row} token {token}: cosine {cosine} with the f32 model"
-                );
+                let x = vector(&a, row, token);
+                for (path, quantised) in [("quantised", &b), ("widened", &widened)] {
+                    // Rows 0 and 1 of the batch are its first copy of the two rows.
+                    let cosine = cosine(&x, &vector(quantised, row, token));
+                    assert!(
+                        cosine > 0.995,
+                        "{path} product, row {row} token {token}: cosine {cosine} with the f32 model"
+                    );
+                }
             }
         }
     }
