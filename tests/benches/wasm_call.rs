@@ -40,7 +40,8 @@ fn evo_skill(rt: &tokio::runtime::Runtime, config: EngineConfig) -> WasmSkill {
         .unwrap()
 }
 
-/// `skills-wasm/calculate` as `evo skill build` builds it, into `target/evo-built/`.
+/// `skills-wasm/calculate` as `evo skill build` builds it, into `target/evo-built/`: with
+/// the release profile of `evo new`'s template (`skills-wasm/.cargo/config.toml`).
 fn calculate_built_by_evo() -> std::path::PathBuf {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-built");
     let out = target.join("calculate.wasm");
@@ -52,9 +53,6 @@ fn calculate_built_by_evo() -> std::path::PathBuf {
     .arg(&out)
     .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
     .env("CARGO_TARGET_DIR", target.join("target"))
-    // For size, as the examples are built (tests/build.rs).
-    .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "s")
-    .env("CARGO_PROFILE_RELEASE_LTO", "true")
     .env_remove("CARGO_ENCODED_RUSTFLAGS")
     .env_remove("RUSTFLAGS")
     .output()

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::engine::wasm::{WasmEngine, with_manifest};
+use crate::engine::wasm::{WasmEngine, with_manifest, with_short_names};
 use crate::error::{Error, Result};
 use crate::skill::meta::is_valid_name;
 
@@ -212,6 +212,7 @@ async fn build_described(
             ));
         }
     }
+    let component = with_short_names(label, &component)?;
     let described = with_manifest(label, &component, &manifest)?;
     std::fs::write(staged, described).map_err(Error::io_at(staged))
 }

@@ -47,6 +47,13 @@ fn new_project_round_trip(lang: &str) {
             "a new Rust skill is {} bytes",
             built.len()
         );
+        // Its functions are named as a trap shows them, not as rustc mangled them.
+        let names = crate::short_names::function_names(&built);
+        assert!(names.iter().any(|n| n.contains("::")), "{names:?}");
+        assert!(
+            !names.iter().any(|n| crate::short_names::mangled(n)),
+            "{names:?}"
+        );
     }
 
     let out = evo_in(&project, &home, &["skill", "test", "--no-build"]);

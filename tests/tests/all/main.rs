@@ -54,6 +54,7 @@ mod serve;
 mod serve_gate;
 mod serve_stdio;
 mod service;
+mod short_names;
 mod skill_scripts;
 mod storage;
 mod text_stats;

@@ -425,11 +425,12 @@ fn trap_message(error: &wasmtime::Error, stderr: &str) -> String {
 }
 
 /// A backtrace line (`  3: 0x1a2b - skill.wasm!_RNv…`) with its Rust function name
-/// demangled (`skill.wasm!my_skill::parse`); other names as they are.
+/// demangled without its hash (`skill.wasm!my_skill::parse`), as `evo skill build`
+/// writes names in the first place; other names as they are.
 fn demangled(line: &str) -> String {
     match line.split_once(" - ").and_then(|(at, frame)| Some((at, frame.split_once('!')?))) {
         Some((at, (module, name))) => {
-            format!("{at} - {module}!{}", rustc_demangle::demangle(name))
+            format!("{at} - {module}!{:#}", rustc_demangle::demangle(name))
         }
         None => line.to_owned(),
     }
@@ -437,7 +438,7 @@ fn demangled(line: &str) -> String {
 
 /// Frames of the Rust runtime's panic and abort machinery, which say nothing about
 /// where the skill went wrong.
-const RUNTIME_FRAMES: [&str; 5] = ["!std[", "!core[", "!alloc[", "!__rustc", "!abort"];
+const RUNTIME_FRAMES: [&str; 5] = ["!std::", "!core::", "!alloc::", "!__rustc", "!abort"];
 
 #[cfg(test)]
 mod tests {
@@ -447,7 +448,7 @@ mod tests {
     fn backtrace_lines_name_rust_functions_readably() {
         assert_eq!(
             demangled("    0: 0x1a2b - skill.wasm!_ZN4core9panicking5panic17h0123456789abcdefE"),
-            "    0: 0x1a2b - skill.wasm!core::panicking::panic::h0123456789abcdef"
+            "    0: 0x1a2b - skill.wasm!core::panicking::panic"
         );
         for plain in [
             "    1:   0x10 - skill.wasm!main",

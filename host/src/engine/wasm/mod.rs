@@ -33,6 +33,7 @@ mod executor;
 mod guest;
 mod http;
 mod inspect;
+mod names;
 mod known;
 pub mod limits;
 mod load;
@@ -60,6 +61,7 @@ pub(crate) use http::send_checked;
 #[cfg(feature = "internals")]
 pub use inspect::API_VERSION;
 pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
+pub use names::with_short_names;
 pub use limits::{LimitPolicy, Limits};
 pub use plain::{PlainComponent, PlainExecutor, SEPARATOR, Unusable, component_name};
 pub use slots::NESTED_RESERVE;
