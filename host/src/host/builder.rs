@@ -420,8 +420,12 @@ impl Inner {
     }
 
     async fn load_dir(&mut self, dir: &Path) -> Result<()> {
-        for (path, result) in self.loader.load_all(dir).await? {
-            let stamp = stamp(&path);
+        let loaded = self.loader.for_each_dir(dir, |loader, dir| async move {
+            // Before the load: a change made while it runs is seen by the next reload.
+            let stamp = stamp(&dir);
+            (stamp, loader.load_package(&dir).await)
+        });
+        for (path, (stamp, result)) in loaded.await? {
             let skills = result
                 .as_ref()
                 .map(|p| p.skills.iter().map(|s| s.meta.name.clone()).collect())

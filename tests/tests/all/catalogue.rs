@@ -180,3 +180,58 @@ fn skills_in_category_folders_load_to_a_depth_bound_without_following_links_out(
     );
     assert_eq!(errors[1].0, "linked");
 }
+
+#[test]
+fn hundreds_of_skills_load_every_one_and_report_each_broken_one() {
+    // Enough directories to be loaded on several threads at once.
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let skills = root.path().join("skills");
+    let mut expected = Vec::new();
+    let mut broken = Vec::new();
+    for i in 0..300 {
+        let name = format!("skill-{i:03}");
+        let dir = skills.join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let description = if i % 37 == 5 {
+            broken.push(dir.display().to_string());
+            String::new()
+        } else {
+            expected.push(name.clone());
+            format!("description: Skill number {i}.\n")
+        };
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\n{description}---\nSay {i}.\n"),
+        )
+        .unwrap();
+    }
+    let out = evo(
+        &home,
+        &[
+            "skill",
+            "list",
+            "--skills-dir",
+            skills.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let listed: Vec<&str> = value["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "static")
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, expected);
+    let errors: Vec<&str> = value["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(errors, broken);
+    assert_eq!(broken.len(), 8);
+}
