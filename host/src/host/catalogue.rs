@@ -140,20 +140,34 @@ impl Host {
 /// or an edit of the manifest, SKILL.md or component changes it.
 pub(super) fn stamp(dir: &Path) -> u64 {
     use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut describe = |path: &Path| {
-        if let Ok(meta) = std::fs::metadata(path) {
-            path.file_name().hash(&mut hasher);
-            meta.len().hash(&mut hasher);
-            meta.modified().ok().hash(&mut hasher);
-            std::os::unix::fs::MetadataExt::ino(&meta).hash(&mut hasher);
-        }
+    let mut describe = |name: Option<&std::ffi::OsStr>, meta: &std::fs::Metadata| {
+        name.hash(&mut hasher);
+        meta.len().hash(&mut hasher);
+        meta.modified().ok().hash(&mut hasher);
+        meta.ino().hash(&mut hasher);
     };
-    describe(dir);
+    if let Ok(meta) = std::fs::metadata(dir) {
+        describe(dir.file_name(), &meta);
+    }
     if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        files.sort();
-        files.iter().for_each(|f| describe(f));
+        let mut files: Vec<(std::ffi::OsString, std::fs::Metadata)> = entries
+            .filter_map(|e| {
+                let e = e.ok()?;
+                // A link is described by what it leads to; anything else by the entry,
+                // looked up beside the listing rather than by its whole path.
+                let meta = match e.file_type() {
+                    Ok(t) if !t.is_symlink() => e.metadata(),
+                    _ => std::fs::metadata(e.path()),
+                };
+                Some((e.file_name(), meta.ok()?))
+            })
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, meta) in &files {
+            describe(Some(name), meta);
+        }
     }
     hasher.finish()
 }
