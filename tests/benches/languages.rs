@@ -103,6 +103,17 @@ fn languages(c: &mut Criterion) {
         group.bench_function(format!("{lang}: evo, WasmSkill::call"), |b| {
             b.iter(|| rt.block_on(skill.call(&input, &run)).unwrap())
         });
+        // What reusing an instance could save at most (issue 42, item 4): the same
+        // instance called again, its answer still right on the third call.
+        let mut warm = rt.block_on(floor.warm());
+        for _ in 0..3 {
+            let output: Value = serde_json::from_str(&rt.block_on(warm.call())).unwrap();
+            assert_eq!(output, expected(), "{lang} warm floor");
+        }
+        group.bench_function(
+            format!("{lang}: floor, a further call on one instance"),
+            |b| b.iter(|| rt.block_on(warm.call())),
+        );
     }
 
     // What the language runtime costs on its own: a call that does nothing.

@@ -207,6 +207,43 @@ impl Floor {
     }
 }
 
+impl Floor {
+    /// One instance kept across calls: what a call would cost if instances were reused
+    /// (Evo gives every call a fresh one).
+    #[allow(dead_code, reason = "only the languages bench measures reuse")]
+    pub async fn warm(&self) -> WarmFloor {
+        let mut store = self.store();
+        let plugin = self.pre.instantiate_async(&mut store).await.unwrap();
+        WarmFloor {
+            store,
+            plugin,
+            input: self.input.clone(),
+        }
+    }
+}
+
+/// An instance of a [`Floor`] called again and again.
+#[allow(dead_code, reason = "only the languages bench measures reuse")]
+pub struct WarmFloor {
+    store: Store<FloorState>,
+    plugin: bindings::Plugin,
+    input: String,
+}
+
+#[allow(dead_code, reason = "only the languages bench measures reuse")]
+impl WarmFloor {
+    /// A further call on the same instance: the output JSON.
+    pub async fn call(&mut self) -> String {
+        self.plugin
+            .evo_skill_skill()
+            .call_execute(&mut self.store, &self.input)
+            .await
+            .unwrap()
+            .unwrap()
+            .output
+    }
+}
+
 /// A current-thread runtime, as a CLI call runs on.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
