@@ -371,7 +371,11 @@ impl Loader {
     {
         let dirs = skill_dirs(root)?;
         let loader = Arc::new(self.clone());
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        // Tasks of their own only on a Tokio runtime (an embedder may poll this elsewhere).
+        let threads = match tokio::runtime::Handle::try_current() {
+            Ok(_) => std::thread::available_parallelism().map_or(1, usize::from),
+            Err(_) => 1,
+        };
         let tasks = threads.min(dirs.len() / DIRS_PER_TASK).max(1);
         let run = |dirs: Vec<PathBuf>| {
             let (loader, each) = (Arc::clone(&loader), each.clone());

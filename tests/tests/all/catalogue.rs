@@ -234,4 +234,29 @@ fn hundreds_of_skills_load_every_one_and_report_each_broken_one() {
         .collect();
     assert_eq!(errors, broken);
     assert_eq!(broken.len(), 8);
+
+    // Polled outside any Tokio runtime (an embedder's own executor), the same
+    // directories load, one after another, in the same order.
+    let loaded = poll_to_end(evo_host::engine::loader::Loader::new().load_all(&skills)).unwrap();
+    let names: Vec<String> = loaded
+        .iter()
+        .filter_map(|(_, package)| Some(package.as_ref().ok()?.name.clone()))
+        .collect();
+    assert_eq!(names, expected);
+    assert_eq!(
+        loaded.iter().filter(|(_, p)| p.is_err()).count(),
+        broken.len()
+    );
+}
+
+/// `future` polled on this thread until it is ready, with no runtime around it.
+fn poll_to_end<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+            return value;
+        }
+        std::thread::yield_now();
+    }
 }
