@@ -250,7 +250,7 @@ fn hundreds_of_skills_load_every_one_and_report_each_broken_one() {
 }
 
 /// `future` polled on this thread until it is ready, with no runtime around it.
-fn poll_to_end<F: std::future::Future>(future: F) -> F::Output {
+fn poll_to_end<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     loop {
