@@ -199,7 +199,7 @@ impl Host {
         let r = Reference::parse(reference)?;
         let lock_path = self.lock_path();
         let lock = Lock::read(&lock_path)?;
-        let pinned = lock.from_repository(&r.name()).cloned();
+        let pinned = lock.installed_from(&r.name()).cloned();
         if options.locked && pinned.is_none() {
             return Err(Error::Registry {
                 code: "NOT_LOCKED",

@@ -129,7 +129,7 @@ impl Lock {
     }
 
     /// The entry installed from `repository` (`registry/repository`, any tag).
-    pub fn from_repository(&self, repository: &str) -> Option<&Locked> {
+    pub fn installed_from(&self, repository: &str) -> Option<&Locked> {
         self.skills.iter().find(|s| {
             super::Reference::parse(&s.reference).is_ok_and(|r| r.name() == repository)
         })
@@ -169,7 +169,7 @@ mod tests {
         let read = Lock::read(&path).unwrap();
         assert_eq!(read, lock);
         assert_eq!(read.skills()[0].name, "adder", "sorted by name");
-        assert_eq!(read.from_repository("127.0.0.1:5000/evo/echo").unwrap().name, "echo");
+        assert_eq!(read.installed_from("127.0.0.1:5000/evo/echo").unwrap().name, "echo");
 
         std::fs::write(&path, "version = 1\n[[skill]]\nname = 3\n").unwrap();
         let err = Lock::read(&path).unwrap_err();
