@@ -184,27 +184,17 @@ fn native(c: &mut Criterion) {
     );
     group.bench_function("evo: confined call, 60 ms apart", |b| {
         b.iter_custom(|n| {
-            let mut total = std::time::Duration::ZERO;
-            for _ in 0..n {
-                std::thread::sleep(std::time::Duration::from_millis(60));
-                let start = std::time::Instant::now();
+            spaced(n, || {
                 black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs"));
-                total += start.elapsed();
-            }
-            total
+            })
         })
     });
     group.bench_function("floor: bare node, 60 ms apart", |b| {
         let args = [script.as_os_str()];
         b.iter_custom(|n| {
-            let mut total = std::time::Duration::ZERO;
-            for _ in 0..n {
-                std::thread::sleep(std::time::Duration::from_millis(60));
-                let start = std::time::Instant::now();
+            spaced(n, || {
                 black_box(rt.block_on(spawn(&node, &args, workspace.path(), &input)));
-                total += start.elapsed();
-            }
-            total
+            })
         })
     });
     // A host's first call, as a one-shot `evo skill run` makes it: nothing started ahead.
@@ -267,3 +257,16 @@ fn which(program: &str) -> PathBuf {
 
 criterion_group!(benches, native);
 criterion_main!(benches);
+
+/// The time of `n` runs of `call`, each 60 ms after the last ended (the pause not
+/// counted).
+fn spaced(n: u64, mut call: impl FnMut()) -> std::time::Duration {
+    let mut total = std::time::Duration::ZERO;
+    for _ in 0..n {
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let start = std::time::Instant::now();
+        call();
+        total += start.elapsed();
+    }
+    total
+}

@@ -205,12 +205,9 @@ impl Floor {
             .unwrap();
         output.output
     }
-}
 
-impl Floor {
     /// One instance kept across calls: what a call would cost if instances were reused
     /// (Evo gives every call a fresh one).
-    #[allow(dead_code, reason = "only the languages bench measures reuse")]
     pub async fn warm(&self) -> WarmFloor {
         let mut store = self.store();
         let plugin = self.pre.instantiate_async(&mut store).await.unwrap();

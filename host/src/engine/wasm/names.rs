@@ -35,9 +35,11 @@ pub fn with_short_names(skill: &str, component: &[u8]) -> Result<Vec<u8>> {
     out.extend_from_slice(&COMPONENT_HEADER);
     for section in sections(component, COMPONENT_HEADER.len()) {
         let (id, body) = section.map_err(|e| invalid(e.to_string()))?;
-        match id {
-            CORE_MODULE_SECTION => push_section(&mut out, id, &module_with_short_names(body).map_err(invalid)?),
-            _ => push_section(&mut out, id, body),
+        if id == CORE_MODULE_SECTION {
+            let module = module_with_short_names(body).map_err(invalid)?;
+            push_section(&mut out, id, &module);
+        } else {
+            push_section(&mut out, id, body);
         }
     }
     Ok(out)
