@@ -70,6 +70,10 @@ struct Input {
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
+    /// Leave this text in the instance's memory, where a later call in the same
+    /// instance would find it (`left`).
+    #[serde(default)]
+    leave: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -96,6 +100,26 @@ struct Output {
     depth: u32,
     /// How the deepest call of the chain failed (with `recurse`).
     recursion_error: Option<String>,
+    /// What an earlier call left in this instance's memory (`leave`), if anything.
+    left: Option<String>,
+}
+
+/// Text a call leaves behind (`leave`): its length, then its bytes, in one static.
+static LEFT: std::sync::Mutex<(usize, [u8; 64])> = std::sync::Mutex::new((0, [0; 64]));
+
+/// What an earlier call left, replaced by `leave`.
+fn swap_left(leave: Option<&str>) -> Option<String> {
+    let mut left = LEFT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (len, bytes) = &mut *left;
+    let found = (*len > 0).then(|| String::from_utf8_lossy(&bytes[..(*len).min(64)]).into_owned());
+    if let Some(text) = leave {
+        let text = &text.as_bytes()[..text.len().min(64)];
+        bytes[..text.len()].copy_from_slice(text);
+        *len = text.len();
+    }
+    found
 }
 
 struct FixtureProbe;
@@ -124,6 +148,7 @@ impl Skill for FixtureProbe {
     }
 
     fn execute(input: Input) -> Result<Output, Error> {
+        let left = swap_left(input.leave.as_deref());
         let line = [b'x'; 63];
         let mut stdout = std::io::stdout();
         let mut written = 0;
@@ -295,6 +320,7 @@ impl Skill for FixtureProbe {
             write,
             depth,
             recursion_error,
+            left,
         })
     }
 }

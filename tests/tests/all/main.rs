@@ -57,6 +57,7 @@ mod service;
 mod short_names;
 mod skill_scripts;
 mod storage;
+mod swapped_memory;
 mod text_stats;
 mod tool_loop;
 mod tools;

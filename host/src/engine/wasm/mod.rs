@@ -42,6 +42,7 @@ mod scrub;
 mod since_v0_1_0;
 mod slots;
 mod state;
+mod swap;
 mod wit_json;
 
 use std::path::PathBuf;
@@ -191,18 +192,27 @@ impl EngineConfig {
     /// The wasmtime configuration Evo runs skills with. Public so that benchmarks and
     /// embedders can build a bare wasmtime engine configured identically.
     pub fn wasmtime_config(&self, fuel: bool) -> Config {
+        self.config_with(fuel, !swap::is_on())
+    }
+
+    /// [`Self::wasmtime_config`], the pool putting back only the pages a call wrote
+    /// (found by the kernel's page scan) if `page_scan`, every page otherwise: the scan
+    /// misses pages in swap (see [`swap`]).
+    fn config_with(&self, fuel: bool, page_scan: bool) -> Config {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.consume_fuel(fuel);
         config.parallel_compilation(true);
         if self.pooling {
-            config.allocation_strategy(InstanceAllocationStrategy::Pooling(self.pooling_config()));
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(
+                self.pooling_config(page_scan),
+            ));
         }
         config
     }
 
-    fn pooling_config(&self) -> PoolingAllocationConfig {
+    fn pooling_config(&self, page_scan: bool) -> PoolingAllocationConfig {
         let calls = self.max_concurrent_calls.max(1);
         let calls = calls + NESTED_RESERVE + slots::long_lane(calls);
         let mut pool = PoolingAllocationConfig::default();
@@ -218,7 +228,11 @@ impl EngineConfig {
             .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
             .table_keep_resident(KEEP_RESIDENT_SMALL)
             .async_stack_keep_resident(KEEP_RESIDENT_SMALL)
-            .pagemap_scan(Enabled::Auto);
+            .pagemap_scan(if page_scan {
+                Enabled::Auto
+            } else {
+                Enabled::No
+            });
         pool
     }
 }
@@ -292,7 +306,13 @@ struct Flavor {
 
 impl Flavor {
     fn new(config: &EngineConfig, fuel: bool) -> Result<Self> {
-        let (engine, allocator) = match Engine::new(&config.wasmtime_config(fuel)) {
+        let page_scan = !swap::is_on();
+        if !page_scan && config.pooling {
+            tracing::debug!(
+                "swap is on: the pool puts every page of a call's memory back, not only those the kernel reports written"
+            );
+        }
+        let (engine, allocator) = match Engine::new(&config.config_with(fuel, page_scan)) {
             Ok(engine) => (
                 engine,
                 if config.pooling {
@@ -307,7 +327,7 @@ impl Flavor {
                     pooling: false,
                     ..config.clone()
                 };
-                let engine = Engine::new(&fallback.wasmtime_config(fuel))
+                let engine = Engine::new(&fallback.config_with(fuel, page_scan))
                     .map_err(|e| Error::Engine(e.to_string()))?;
                 (engine, Allocator::OnDemand)
             }
@@ -316,7 +336,7 @@ impl Flavor {
         let mut linker = Linker::new(&engine);
         state::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         since_v0_1_0::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
-        start_epoch_ticker(&engine);
+        start_epoch_ticker(&engine, page_scan && allocator == Allocator::Pooling);
         Ok(Self {
             key: ArtifactCache::engine_key(&engine),
             engine,
@@ -326,17 +346,23 @@ impl Flavor {
     }
 }
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.
-fn start_epoch_ticker(engine: &Engine) {
+/// Advances the engine's epoch every [`EPOCH_TICK`] until the engine is dropped; if
+/// `watch_swap` (its pool resets memory with the page scan), also says when swap is
+/// turned on.
+fn start_epoch_ticker(engine: &Engine, watch_swap: bool) {
     let weak = engine.weak();
     let spawned = std::thread::Builder::new()
         .name("evo-epoch".into())
         .spawn(move || {
+            let mut swap = watch_swap.then(swap::Watch::new);
             loop {
                 std::thread::sleep(EPOCH_TICK);
                 match weak.upgrade() {
                     Some(engine) => engine.increment_epoch(),
                     None => return,
+                }
+                if let Some(swap) = &mut swap {
+                    swap.tick(EPOCH_TICK);
                 }
             }
         });
