@@ -434,6 +434,13 @@ impl Host {
         stats
     }
 
+    /// The figures for monitoring: calls by skill, status and error code, their
+    /// durations, the sandbox's refusals (what `evo serve` gives Prometheus at
+    /// `/metrics`).
+    pub fn metrics(&self) -> &Arc<crate::skill::metrics::Metrics> {
+        self.inner.kernel.metrics()
+    }
+
     /// The Wasm engine (its allocator, compile cache and pool), unless Wasm is off.
     pub fn wasm_engine(&self) -> Option<&WasmEngine> {
         self.inner.loader.wasm_engine()

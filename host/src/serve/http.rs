@@ -159,6 +159,7 @@ pub fn router(
     let gate = Gate::new(options.token.as_deref(), origins, loopback);
     Router::new()
         .route("/v1/health", get(health))
+        .route("/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/skills", get(list_skills))
         .route("/v1/skills/{name}", get(get_skill))
@@ -227,6 +228,28 @@ fn evo_failure(error: &Error) -> Response {
         intermediate_steps: error.steps().to_vec(),
     };
     (status_of(error), Json(body)).into_response()
+}
+
+/// The figures for Prometheus, in the OpenMetrics text format.
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let now = crate::skill::metrics::Gauges {
+        instances: shared
+            .host
+            .wasm_engine()
+            .map_or(0, |engine| engine.live_instances() as u64),
+        running: shared.running() as u64,
+        queued: shared.queued() as u64,
+        slots: shared.settings.max_calls as u64,
+        skills: shared.host.skills().len() as u64,
+    };
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::skill::metrics::Metrics::CONTENT_TYPE,
+        )],
+        shared.host.metrics().encode(now),
+    )
+        .into_response()
 }
 
 async fn health(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Health>) {

@@ -101,6 +101,11 @@ impl Shared {
             + long_places(max).saturating_sub(self.long_calls.available_permits())
     }
 
+    /// How many calls are waiting for a slot, in either lane.
+    pub fn queued(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed) + self.waiting_long.load(Ordering::Relaxed)
+    }
+
     /// The lane `name`'s next call waits for, and the count of the calls waiting for it.
     fn lane(&self, name: &str) -> (&Arc<Semaphore>, &AtomicUsize) {
         let long = self

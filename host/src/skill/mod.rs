@@ -21,6 +21,7 @@ pub mod kernel;
 pub mod lanes;
 pub mod llm_mode;
 pub mod meta;
+pub mod metrics;
 pub mod package;
 pub mod permission;
 pub mod pipeline;

@@ -30,6 +30,7 @@ mod layering;
 mod llm;
 mod mcp_confirm;
 mod memory;
+mod metrics;
 mod misbehaving;
 mod native;
 mod nodes;

@@ -744,6 +744,15 @@ fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
         Some(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
     );
     assert_eq!(status, 401, "MCP is behind the token too");
+    let (status, _) = http("GET", &format!("{base}/metrics"), &[], None);
+    assert_eq!(status, 401, "and so are the metrics");
+    let (status, _) = http(
+        "GET",
+        &format!("{base}/metrics"),
+        &[("authorization", "Bearer s3cret")],
+        None,
+    );
+    assert_eq!(status, 200);
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -249,6 +249,7 @@ pub struct Kernel {
     llm: Option<Arc<dyn Llm>>,
     memory: Option<Arc<dyn Memory>>,
     stats: Arc<Stats>,
+    metrics: Arc<crate::skill::metrics::Metrics>,
     history: Arc<History>,
     secrets: Option<Arc<SecretStore>>,
 }
@@ -262,6 +263,7 @@ impl Kernel {
             llm: None,
             memory: None,
             stats: Arc::new(Stats::default()),
+            metrics: Arc::default(),
             history: Arc::new(History::default()),
             secrets: None,
         }
@@ -313,7 +315,13 @@ impl Kernel {
                 record.error = Some(secrets.redact(error).0.into_owned());
             }
         }
+        self.metrics.observe(&record);
         self.history.record(record);
+    }
+
+    /// The figures for monitoring (`evo serve`'s `/metrics`).
+    pub fn metrics(&self) -> &Arc<crate::skill::metrics::Metrics> {
+        &self.metrics
     }
 
     /// Shares `stats` (e.g. with other kernels of the process).

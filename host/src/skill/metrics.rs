@@ -1,0 +1,294 @@
+//! Figures for monitoring, in the OpenMetrics text format Prometheus scrapes (`evo
+//! serve`'s `/metrics`).
+//!
+//! Counted from the calls the kernel records (every call of a skill or tool, and every
+//! refusal, goes through [`Metrics::observe`]), plus gauges read when scraped. Labels
+//! name skills, statuses, error codes and refusal kinds, never inputs: a call of a name
+//! that is not there (a client may call any name) is counted as `unknown`, and past
+//! [`MAX_SKILL_LABELS`] names every other one as `other`, so the number of series stays
+//! bounded by the catalogue.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::skill::calls::{Record, Status};
+
+/// Upper bounds of the call-duration buckets, in seconds: 100 µs to ~105 s, ×4 each.
+const DURATION_BUCKETS: [f64; 11] = [
+    0.0001, 0.0004, 0.0016, 0.0064, 0.0256, 0.1024, 0.4096, 1.6384, 6.5536, 26.2144, 104.8576,
+];
+
+/// Label of a name that is not among the host's skills and tools.
+const UNKNOWN: &str = "unknown";
+
+/// Most distinct skill and tool names given a label of their own.
+pub const MAX_SKILL_LABELS: usize = 4096;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    skill: String,
+    status: &'static str,
+    code: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SkillLabel {
+    skill: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    kind: String,
+}
+
+/// What the server is holding at the moment of a scrape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gauges {
+    /// Wasm instances alive (calls running, and stores not yet dropped).
+    pub instances: u64,
+    /// Calls running.
+    pub running: u64,
+    /// Calls waiting for a slot.
+    pub queued: u64,
+    /// Slots for calls at once.
+    pub slots: u64,
+    /// Skills in the catalogue.
+    pub skills: u64,
+}
+
+/// The registry and the metrics in it.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    durations: Family<SkillLabel, Histogram>,
+    refusals: Family<RefusalLabels, Counter>,
+    instances: Gauge<u64, AtomicU64>,
+    running: Gauge<u64, AtomicU64>,
+    queued: Gauge<u64, AtomicU64>,
+    slots: Gauge<u64, AtomicU64>,
+    skills: Gauge<u64, AtomicU64>,
+    /// The names labelled so far.
+    named: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("evo");
+        let calls = Family::<CallLabels, Counter>::default();
+        let durations =
+            Family::<SkillLabel, Histogram>::new_with_constructor(|| {
+                Histogram::new(DURATION_BUCKETS)
+            });
+        let refusals = Family::<RefusalLabels, Counter>::default();
+        registry.register(
+            "calls",
+            "Calls of skills and tools, by skill, status (success, error, blocked) and error code",
+            calls.clone(),
+        );
+        registry.register_with_unit(
+            "call_duration",
+            "How long calls took, by skill",
+            prometheus_client::registry::Unit::Seconds,
+            durations.clone(),
+        );
+        registry.register(
+            "refusals",
+            "Calls and requests the sandbox refused, by kind (http, secret, or the refused call's error code)",
+            refusals.clone(),
+        );
+        let gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let gauge = Gauge::<u64, AtomicU64>::default();
+            registry.register(name, help, gauge.clone());
+            gauge
+        };
+        let instances = gauge(&mut registry, "wasm_instances", "Wasm instances alive");
+        let running = gauge(&mut registry, "calls_running", "Calls running now");
+        let queued = gauge(&mut registry, "calls_queued", "Calls waiting for a slot now");
+        let slots = gauge(&mut registry, "call_slots", "Calls that may run at once");
+        let skills = gauge(&mut registry, "skills", "Skills in the catalogue");
+        Self {
+            registry,
+            calls,
+            durations,
+            refusals,
+            instances,
+            running,
+            queued,
+            slots,
+            skills,
+            named: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl Metrics {
+    /// The content type of [`Metrics::encode`]'s text.
+    pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+    /// Counts a recorded call.
+    pub(crate) fn observe(&self, record: &Record) {
+        let code = record.error.as_deref().map_or("", error_code);
+        let code = if code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+            code
+        } else {
+            UNKNOWN
+        };
+        let skill = if matches!(code, "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND") {
+            UNKNOWN
+        } else {
+            self.label(&record.tool)
+        };
+        self.calls
+            .get_or_create(&CallLabels {
+                skill: skill.to_owned(),
+                status: record.status.name(),
+                code: code.to_owned(),
+            })
+            .inc();
+        if record.status == Status::Blocked {
+            // The sandbox's own refusals are recorded under what they refused.
+            let kind = match record.tool.as_str() {
+                "http" | "secret" => record.tool.as_str(),
+                _ if code.is_empty() => UNKNOWN,
+                _ => code,
+            };
+            self.refusals
+                .get_or_create(&RefusalLabels {
+                    kind: kind.to_ascii_lowercase(),
+                })
+                .inc();
+        } else {
+            self.durations
+                .get_or_create(&SkillLabel {
+                    skill: skill.to_owned(),
+                })
+                .observe(record.duration_ms / 1000.0);
+        }
+    }
+
+    /// `name`, or `other` once [`MAX_SKILL_LABELS`] other names have labels.
+    fn label<'a>(&self, name: &'a str) -> &'a str {
+        let mut named = self
+            .named
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if named.contains(name) {
+            return name;
+        }
+        if named.len() >= MAX_SKILL_LABELS {
+            return "other";
+        }
+        named.insert(name.to_owned());
+        name
+    }
+
+    /// The figures as OpenMetrics text, with the gauges set to `now`.
+    pub fn encode(&self, now: Gauges) -> String {
+        self.instances.set(now.instances);
+        self.running.set(now.running);
+        self.queued.set(now.queued);
+        self.slots.set(now.slots);
+        self.skills.set(now.skills);
+        let mut text = String::new();
+        // Writing to a `String` cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+/// `CODE` of a recorded error `[CODE] message`, or "" when it has none.
+fn error_code(error: &str) -> &str {
+    error
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once(']'))
+        .map_or("", |(code, _)| code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(tool: &str, status: Status, error: Option<&str>) -> Record {
+        Record {
+            id: 0,
+            at_ms: 0,
+            caller: "cli".into(),
+            task_id: "t".into(),
+            tool: tool.into(),
+            arguments: "{\"secret input\":1}".into(),
+            status,
+            duration_ms: 3.0,
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn calls_are_counted_by_skill_status_and_code_and_never_by_input() {
+        let metrics = Metrics::default();
+        metrics.observe(&record("calculate", Status::Success, None));
+        metrics.observe(&record("calculate", Status::Success, None));
+        metrics.observe(&record(
+            "calculate",
+            Status::Error,
+            Some("[SKILL_TIMEOUT] too slow"),
+        ));
+        metrics.observe(&record(
+            "made-up-name",
+            Status::Error,
+            Some("[SKILL_NOT_FOUND] x"),
+        ));
+        metrics.observe(&record(
+            "http",
+            Status::Blocked,
+            Some("[PERMISSION_DENIED] not granted"),
+        ));
+        let text = metrics.encode(Gauges {
+            instances: 2,
+            slots: 16,
+            ..Gauges::default()
+        });
+        for line in [
+            "evo_calls_total{skill=\"calculate\",status=\"success\",code=\"\"} 2",
+            "evo_calls_total{skill=\"calculate\",status=\"error\",code=\"SKILL_TIMEOUT\"} 1",
+            "evo_calls_total{skill=\"unknown\",status=\"error\",code=\"SKILL_NOT_FOUND\"} 1",
+            "evo_refusals_total{kind=\"http\"} 1",
+            "evo_call_duration_seconds_count{skill=\"calculate\"} 3",
+            "evo_call_duration_seconds_bucket{le=\"0.0064\",skill=\"calculate\"} 3",
+            "evo_wasm_instances 2",
+            "evo_call_slots 16",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+        }
+        assert!(!text.contains("made-up-name") && !text.contains("secret input"), "{text}");
+    }
+
+    #[test]
+    fn names_past_the_cap_share_one_label() {
+        let metrics = Metrics::default();
+        for i in 0..=MAX_SKILL_LABELS {
+            metrics.observe(&record(&format!("skill-{i}"), Status::Success, None));
+        }
+        let text = metrics.encode(Gauges::default());
+        assert!(text.contains("skill=\"skill-0\""), "{text}");
+        assert!(
+            text.contains("evo_calls_total{skill=\"other\",status=\"success\",code=\"\"} 1"),
+            "the name past the cap"
+        );
+        assert!(!text.contains(&format!("skill-{MAX_SKILL_LABELS}\"")));
+    }
+
+    #[test]
+    fn error_codes_are_read_from_the_recorded_error() {
+        assert_eq!(error_code("[SKILL_TIMEOUT] it took long"), "SKILL_TIMEOUT");
+        assert_eq!(error_code("no code here"), "");
+        assert_eq!(error_code("[unclosed"), "");
+    }
+}

@@ -1,0 +1,100 @@
+//! `evo serve --http`'s `/metrics`: what Prometheus scrapes, counted from the calls
+//! the server made, labelled by skill, status and code, never by input.
+
+use evo_tests::cli::HttpServer;
+use evo_tests::skills;
+
+/// `GET url`: the content type and the text.
+fn scrape(url: &str) -> (String, String) {
+    let response = ureq::get(url).call().unwrap();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (kind, response.into_body().read_to_string().unwrap())
+}
+
+/// The value of the sample named exactly `series` (name and labels), if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn post(url: &str, body: &str) -> u16 {
+    ureq::post(url)
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .send(body)
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[test]
+fn metrics_count_calls_by_skill_status_and_code_and_the_sandboxs_refusals() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    for (name, wasm) in [("calculate", skills::CALCULATE), ("fetch", skills::FETCH)] {
+        let dir = home.join("skills").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(wasm, dir.join("skill.wasm")).unwrap();
+    }
+    let server = HttpServer::start(&home, &[]);
+    let base = &server.base;
+    let calculate = format!("{base}/v1/skills/calculate/call");
+    assert_eq!(post(&calculate, r#"{"expression":"1 + 1"}"#), 200);
+    assert_eq!(post(&calculate, r#"{"expression":"2 * 3"}"#), 200);
+    assert_eq!(post(&calculate, r#"{"expression":7}"#), 422);
+    // Not granted any host: the request is refused before a connection is made.
+    let refused = post(
+        &format!("{base}/v1/skills/fetch/call"),
+        r#"{"url":"http://127.0.0.1:9/private-path"}"#,
+    );
+    assert_ne!(refused, 200);
+    // A name that is not there is not a label of its own.
+    post(&format!("{base}/v1/skills/no-such-skill/call"), "{}");
+
+    let (kind, text) = scrape(&format!("{base}/metrics"));
+    assert_eq!(
+        kind,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    for (series, value) in [
+        (
+            r#"evo_calls_total{skill="calculate",status="success",code=""}"#,
+            2.0,
+        ),
+        (
+            r#"evo_calls_total{skill="calculate",status="error",code="SKILL_VALIDATION_FAILED"}"#,
+            1.0,
+        ),
+        (r#"evo_refusals_total{kind="http"}"#, 1.0),
+        (r#"evo_call_duration_seconds_count{skill="calculate"}"#, 3.0),
+        (
+            r#"evo_call_duration_seconds_bucket{le="+Inf",skill="calculate"}"#,
+            3.0,
+        ),
+        ("evo_calls_running", 0.0),
+        ("evo_calls_queued", 0.0),
+    ] {
+        assert_eq!(sample(&text, series), Some(value), "{series} in:\n{text}");
+    }
+    assert!(
+        sample(&text, "evo_skills").is_some_and(|n| n >= 2.0),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "evo_call_slots").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    for input in ["private-path", "no-such-skill", "2 * 3"] {
+        assert!(
+            !text.contains(input),
+            "an input became a label: {input}\n{text}"
+        );
+    }
+}
