@@ -1,8 +1,8 @@
 //! Figures for monitoring, in the OpenMetrics text format Prometheus scrapes (`evo
 //! serve`'s `/metrics`).
 //!
-//! Counted from the calls the kernel records (every call of a skill or tool, and every
-//! refusal, goes through [`Metrics::observe`]), plus gauges read when scraped. Labels
+//! Counted as the kernel records each call of a skill or tool and each refusal, plus
+//! gauges read when scraped. Labels
 //! name skills, statuses, error codes and refusal kinds, never inputs: a call of a name
 //! that is not there (a client may call any name) is counted as `unknown`, and past
 //! [`MAX_SKILL_LABELS`] names every other one as `other`, so the number of series stays

@@ -1,5 +1,6 @@
 //! `evo serve --http`'s `/metrics`: what Prometheus scrapes, counted from the calls
-//! the server made, labelled by skill, status and code, never by input.
+//! the server made, labelled by skill, status and code, never by input; and a real
+//! Prometheus scraping it.
 
 use evo_tests::cli::HttpServer;
 use evo_tests::skills;
@@ -97,4 +98,104 @@ fn metrics_count_calls_by_skill_status_and_code_and_the_sandboxs_refusals() {
             "an input became a label: {input}\n{text}"
         );
     }
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A Prometheus server, stopped when dropped.
+struct Prometheus(std::process::Child);
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_real_prometheus_scrapes_the_calls_a_load_made() {
+    let binary = std::env::var("EVO_TEST_PROMETHEUS").unwrap_or_else(|_| "prometheus".into());
+    let version = std::process::Command::new(&binary)
+        .arg("--version")
+        .output();
+    assert!(
+        version.as_ref().is_ok_and(|out| out.status.success()),
+        "this test needs Prometheus ({binary}): ./scripts/test installs Debian's `prometheus` (scripts/prometheus.sh); {version:?}"
+    );
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let dir = home.join("skills/calculate");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(skills::CALCULATE, dir.join("skill.wasm")).unwrap();
+    let server = HttpServer::start(&home, &[]);
+    let target = server.base.trim_start_matches("http://").to_owned();
+    let config = root.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: evo\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _prometheus = Prometheus(
+        std::process::Command::new(&binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                root.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("prometheus starts"),
+    );
+
+    // The load: seven calls that succeed and two the schema refuses.
+    let calculate = format!("{}/v1/skills/calculate/call", server.base);
+    for i in 0..7 {
+        assert_eq!(
+            post(&calculate, &format!(r#"{{"expression":"{i} + 1"}}"#)),
+            200
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(post(&calculate, r#"{"expression":true}"#), 422);
+    }
+
+    let query = |promql: &str| -> Option<f64> {
+        let url = format!("http://127.0.0.1:{port}/api/v1/query");
+        let response = ureq::get(&url).query("query", promql).call().ok()?;
+        let body: serde_json::Value =
+            serde_json::from_str(&response.into_body().read_to_string().ok()?).ok()?;
+        body["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (mut ok, mut refused) = (None, None);
+    while std::time::Instant::now() < deadline {
+        ok = query(r#"sum(evo_calls_total{skill="calculate",status="success"})"#);
+        refused =
+            query(r#"sum(evo_calls_total{skill="calculate",code="SKILL_VALIDATION_FAILED"})"#);
+        if ok == Some(7.0) && refused == Some(2.0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    assert_eq!(
+        (ok, refused),
+        (Some(7.0), Some(2.0)),
+        "what Prometheus's query API answered"
+    );
+    assert_eq!(
+        query(r#"evo_call_duration_seconds_count{skill="calculate"}"#),
+        Some(9.0)
+    );
 }
