@@ -80,6 +80,9 @@ pub(crate) struct FilterArgs {
     /// Only calls of this tool.
     #[arg(long)]
     tool: Option<String>,
+    /// Only calls by this caller: cli, mcp (evo serve), an agent run, or the calling skill.
+    #[arg(long)]
+    caller: Option<String>,
     /// Only calls that ended so: success, error or blocked (refusals: the security log).
     #[arg(long)]
     status: Option<String>,
@@ -323,6 +326,7 @@ impl FilterArgs {
             .transpose()?;
         Ok(Filter {
             tool: self.tool,
+            caller: self.caller,
             status,
             since_ms: self.since.as_deref().map(since_ms).transpose()?,
             limit: self.limit,

@@ -33,8 +33,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::gate::{self, Gate};
 use super::openapi::{
-    AgentRun, CallResult, ErrorBody, Health, MemoryHitBody, MemorySearch, SkillSummary,
-    StorageHealth, openapi_document,
+    AgentRun, CallResult, CallRow, CallsQuery, ErrorBody, Health, MemoryHitBody, MemorySearch,
+    SkillSummary, StorageHealth, openapi_document,
 };
 use super::{Refusal, Server, Shared};
 use crate::error::Error;
@@ -164,6 +164,7 @@ pub fn router(
         .route("/v1/skills", get(list_skills))
         .route("/v1/skills/{name}", get(get_skill))
         .route("/v1/skills/{name}/call", post(call_skill))
+        .route("/v1/calls", get(list_calls))
         .route("/v1/memory/search", post(memory_search))
         .route("/v1/agent/run", post(agent_run))
         .route(crate::remote::protocol::PATH, get(super::ws::upgrade))
@@ -389,6 +390,77 @@ async fn call_skill(
             "SHUTTING_DOWN",
             "the server is shutting down and takes no more calls".into(),
             Some("retry against a running server"),
+        ),
+    }
+}
+
+/// Most calls one `GET /v1/calls` lists.
+const MAX_LISTED_CALLS: u64 = 1_000;
+
+async fn list_calls(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Query(query): axum::extract::Query<CallsQuery>,
+) -> Response {
+    use crate::skill::calls::{Filter, Status};
+    let status = match query.status.as_deref().map(|s| (s, Status::parse(s))) {
+        Some((name, None)) => {
+            return failure(
+                StatusCode::BAD_REQUEST,
+                "INVALID_INPUT",
+                format!("status={name}: not a status"),
+                Some("use success, error or blocked"),
+            );
+        }
+        Some((_, status)) => status,
+        None => None,
+    };
+    let filter = Filter {
+        tool: query.skill,
+        caller: query.caller,
+        status,
+        since_ms: query.since_ms,
+        limit: Some(query.limit.unwrap_or(100).min(MAX_LISTED_CALLS)),
+    };
+    let host = shared.host.clone();
+    match tokio::task::spawn_blocking(move || host.history(&filter)).await {
+        Ok(Ok(records)) => Json(
+            records
+                .into_iter()
+                .map(|r| {
+                    let (code, error) = match r.error {
+                        Some(error) => match error
+                            .strip_prefix('[')
+                            .and_then(|rest| rest.split_once("] "))
+                        {
+                            Some((code, message)) => {
+                                (Some(code.to_owned()), Some(message.to_owned()))
+                            }
+                            None => (None, Some(error)),
+                        },
+                        None => (None, None),
+                    };
+                    CallRow {
+                        id: r.id,
+                        at_ms: r.at_ms,
+                        caller: r.caller,
+                        task_id: r.task_id,
+                        skill: r.tool,
+                        arguments: r.arguments,
+                        status: r.status.name().to_owned(),
+                        duration_ms: r.duration_ms,
+                        code,
+                        error,
+                    }
+                })
+                .collect::<Vec<_>>(),
+        )
+        .into_response(),
+        Ok(Err(error)) => evo_failure(&error),
+        Err(e) => failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            format!("reading the history stopped: {e}"),
+            None,
         ),
     }
 }

@@ -149,6 +149,54 @@ pub struct AgentRun {
     pub model: Option<String>,
 }
 
+/// `GET /v1/calls`: which calls, newest first.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CallsQuery {
+    /// Only calls of this skill or tool.
+    #[serde(default)]
+    pub skill: Option<String>,
+    /// Only calls by this caller (`mcp` for `evo serve`'s, `cli`, an agent run, or the
+    /// calling skill).
+    #[serde(default)]
+    pub caller: Option<String>,
+    /// Only calls that ended so: `success`, `error` or `blocked` (the security log).
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Only calls at or after this time (Unix milliseconds).
+    #[serde(default)]
+    pub since_ms: Option<i64>,
+    /// At most this many (default 100, at most 1,000).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// One call of the history.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CallRow {
+    /// Its row in the history.
+    pub id: i64,
+    /// When it started, Unix milliseconds.
+    pub at_ms: i64,
+    /// Who called.
+    pub caller: String,
+    /// The run it belongs to.
+    pub task_id: String,
+    /// The skill or tool.
+    pub skill: String,
+    /// Its arguments, with secrets redacted and long values cut.
+    pub arguments: String,
+    /// `success`, `error` or `blocked`.
+    pub status: String,
+    /// How long it took, in milliseconds.
+    pub duration_ms: f64,
+    /// The error's code, when it failed or was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The error's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// The OpenAPI 3.1 document of `/v1`, its schemas generated from the types the
 /// handlers use.
 pub fn openapi_document() -> Value {
@@ -168,12 +216,23 @@ pub fn openapi_document() -> Value {
     add("MemorySearch", generator.subschema_for::<MemorySearch>());
     add("MemoryHit", generator.subschema_for::<MemoryHitBody>());
     add("AgentRun", generator.subschema_for::<AgentRun>());
+    add("CallRow", generator.subschema_for::<CallRow>());
     let schemas = generator.take_definitions(true);
     let r = |name: &str| json!({ "$ref": format!("#/components/schemas/{name}") });
     let error = |description: &str| json!({ "description": description, "content": { "application/json": { "schema": r("ErrorBody") } } });
     let ok = |schema: Value| json!({ "description": "OK", "content": { "application/json": { "schema": schema } } });
     let name =
         json!([{ "name": "name", "in": "path", "required": true, "schema": { "type": "string" } }]);
+    let call_parameters: Vec<Value> = [
+        ("skill", "string"),
+        ("caller", "string"),
+        ("status", "string"),
+        ("since_ms", "integer"),
+        ("limit", "integer"),
+    ]
+    .iter()
+    .map(|(p, kind)| json!({ "name": p, "in": "query", "required": false, "schema": { "type": kind } }))
+    .collect();
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -203,6 +262,11 @@ pub fn openapi_document() -> Value {
                     "503": error("The server is shutting down"),
                     "504": error("TIMEOUT")
                 }
+            } },
+            "/v1/calls": { "get": {
+                "summary": "The call history, newest first (skill, caller, status, since_ms and limit as query parameters)",
+                "parameters": call_parameters,
+                "responses": { "200": ok(json!({ "type": "array", "items": r("CallRow") })), "400": error("A status that is not one") }
             } },
             "/v1/memory/search": { "post": {
                 "summary": "Searches long-term memory",

@@ -75,6 +75,8 @@ pub struct Record {
 pub struct Filter {
     /// Only this tool.
     pub tool: Option<String>,
+    /// Only calls by this caller (`cli`, `mcp`, `http`, an agent, a calling skill).
+    pub caller: Option<String>,
     /// Only calls that ended so.
     pub status: Option<Status>,
     /// Only calls at or after this time (Unix milliseconds).
@@ -265,7 +267,7 @@ impl CallStore for SqliteCalls {
                 "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
                  FROM tool_history
                  WHERE (?1 IS NULL OR tool = ?1) AND (?2 IS NULL OR status = ?2)
-                   AND (?3 IS NULL OR at_ms >= ?3)
+                   AND (?3 IS NULL OR at_ms >= ?3) AND (?5 IS NULL OR caller = ?5)
                  ORDER BY id DESC LIMIT ?4",
             )?;
             let rows = query.query_map(
@@ -273,7 +275,8 @@ impl CallStore for SqliteCalls {
                     filter.tool,
                     filter.status.map(Status::name),
                     filter.since_ms,
-                    limit(filter)
+                    limit(filter),
+                    filter.caller
                 ],
                 |row| {
                     let status: String = row.get(6)?;
@@ -428,13 +431,14 @@ impl CallStore for PgCalls {
                     "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
                      FROM tool_history
                      WHERE ($1::TEXT IS NULL OR tool = $1) AND ($2::TEXT IS NULL OR status = $2)
-                       AND ($3::BIGINT IS NULL OR at_ms >= $3)
+                       AND ($3::BIGINT IS NULL OR at_ms >= $3) AND ($5::TEXT IS NULL OR caller = $5)
                      ORDER BY id DESC LIMIT $4",
                     &[
                         &filter.tool,
                         &filter.status.map(Status::name),
                         &filter.since_ms,
                         &limit(&filter),
+                        &filter.caller,
                     ],
                 )
                 .await?;

@@ -21,6 +21,7 @@ mod fetch;
 mod file_head;
 mod fixture_probe;
 mod guests;
+mod history_api;
 mod js_limits;
 mod js_plain_shapes;
 mod js_recall;

@@ -13,6 +13,8 @@ use serde_json::Value;
 const ROUTES: &[(&str, &str)] = &[
     ("GET", "/"),
     ("GET", "/v1/health"),
+    ("GET", "/metrics"),
+    ("GET", "/v1/calls"),
     ("GET", "/v1/openapi.json"),
     ("GET", "/v1/skills"),
     ("GET", "/v1/skills/calculate"),

@@ -1,0 +1,116 @@
+//! `GET /v1/calls`: the call history over HTTP, filtered by skill, caller, status, time
+//! and count, each call with its error's code and message apart.
+
+use evo_tests::cli::HttpServer;
+use evo_tests::skills;
+use serde_json::Value;
+
+fn get(url: &str) -> (u16, Value) {
+    let response = ureq::get(url)
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .call()
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.into_body().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+fn post(url: &str, body: &str) -> u16 {
+    ureq::post(url)
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .send(body)
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[test]
+fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_count() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    for (name, wasm) in [("calculate", skills::CALCULATE), ("fetch", skills::FETCH)] {
+        let dir = home.join("skills").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(wasm, dir.join("skill.wasm")).unwrap();
+    }
+    let server = HttpServer::start(&home, &[]);
+    let base = &server.base;
+    let calculate = format!("{base}/v1/skills/calculate/call");
+    assert_eq!(post(&calculate, r#"{"expression":"1 + 1"}"#), 200);
+    assert_eq!(post(&calculate, r#"{"expression":"2 + 2"}"#), 200);
+    assert_eq!(post(&calculate, r#"{"expression":7}"#), 422);
+    assert_ne!(
+        post(
+            &format!("{base}/v1/skills/fetch/call"),
+            r#"{"url":"http://127.0.0.1:9/x"}"#
+        ),
+        200
+    );
+
+    let (status, all) = get(&format!("{base}/v1/calls"));
+    assert_eq!(status, 200, "{all}");
+    let all = all.as_array().unwrap();
+    let ids: Vec<i64> = all.iter().map(|c| c["id"].as_i64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+    // `evo serve`'s own calls are the client's; a refusal inside a skill is that
+    // skill's.
+    assert!(
+        all.iter()
+            .all(|c| c["caller"] == if c["skill"] == "http" { "fetch" } else { "mcp" }),
+        "{all:?}"
+    );
+
+    let (_, ok) = get(&format!("{base}/v1/calls?skill=calculate&status=success"));
+    let ok = ok.as_array().unwrap();
+    assert_eq!(ok.len(), 2, "{ok:?}");
+    assert!(
+        ok.iter()
+            .all(|c| c["skill"] == "calculate" && c["status"] == "success")
+    );
+    assert!(
+        ok[0]["arguments"].as_str().unwrap().contains("2 + 2"),
+        "{ok:?}"
+    );
+
+    let (_, failed) = get(&format!("{base}/v1/calls?skill=calculate&status=error"));
+    assert_eq!(failed[0]["code"], "SKILL_VALIDATION_FAILED", "{failed}");
+    assert!(
+        !failed[0]["error"].as_str().unwrap().starts_with('['),
+        "the code is apart from the message: {failed}"
+    );
+
+    // The security log: what the sandbox refused, by what it refused.
+    let (_, blocked) = get(&format!("{base}/v1/calls?status=blocked"));
+    let refused = blocked
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["skill"] == "http")
+        .unwrap_or_else(|| panic!("the outbound request's refusal: {blocked}"));
+    assert_eq!(refused["code"], "PERMISSION_DENIED");
+    assert!(
+        refused["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1:9")
+    );
+
+    let (_, one) = get(&format!("{base}/v1/calls?limit=1"));
+    assert_eq!(one.as_array().unwrap().len(), 1);
+    assert_eq!(one[0]["id"].as_i64(), ids.first().copied());
+    let (_, by_fetch) = get(&format!("{base}/v1/calls?caller=fetch"));
+    assert_eq!(by_fetch.as_array().unwrap().len(), 1, "{by_fetch}");
+    assert_eq!(by_fetch[0]["skill"], "http");
+    let (_, none) = get(&format!("{base}/v1/calls?caller=nobody"));
+    assert_eq!(none, serde_json::json!([]));
+    let (_, later) = get(&format!("{base}/v1/calls?since_ms=99999999999999"));
+    assert_eq!(later, serde_json::json!([]));
+
+    let (status, err) = get(&format!("{base}/v1/calls?status=fine"));
+    assert_eq!((status, err["code"].as_str()), (400, Some("INVALID_INPUT")));
+    assert_eq!(err["hint"], "use success, error or blocked");
+}
