@@ -165,6 +165,7 @@ pub fn router(
         .route("/v1/skills/{name}", get(get_skill))
         .route("/v1/skills/{name}/call", post(call_skill))
         .route("/v1/calls", get(list_calls))
+        .route("/v1/calls/live", get(live_calls))
         .route("/v1/memory/search", post(memory_search))
         .route("/v1/agent/run", post(agent_run))
         .route(crate::remote::protocol::PATH, get(super::ws::upgrade))
@@ -427,18 +428,8 @@ async fn list_calls(
             records
                 .into_iter()
                 .map(|r| {
-                    let (code, error) = match r.error {
-                        Some(error) => match error
-                            .strip_prefix('[')
-                            .and_then(|rest| rest.split_once("] "))
-                        {
-                            Some((code, message)) => {
-                                (Some(code.to_owned()), Some(message.to_owned()))
-                            }
-                            None => (None, Some(error)),
-                        },
-                        None => (None, None),
-                    };
+                    let (code, error) = r.error_parts();
+                    let (code, error) = (code.map(str::to_owned), error.map(str::to_owned));
                     CallRow {
                         id: r.id,
                         at_ms: r.at_ms,
@@ -463,6 +454,37 @@ async fn list_calls(
             None,
         ),
     }
+}
+
+/// Calls as they start and finish, as Server-Sent Events (`started`, `finished`, and
+/// `lagged` with how many a slow reader missed), until the server stops taking calls.
+async fn live_calls(State(shared): State<Arc<Shared>>) -> Response {
+    use tokio::sync::broadcast::error::RecvError;
+    let calls = shared.host.kernel().live().subscribe();
+    let draining = shared.draining.clone();
+    let stream = futures_util::stream::unfold(calls, move |mut calls| {
+        let draining = draining.clone();
+        async move {
+            let event = tokio::select! {
+                () = draining.cancelled() => return None,
+                event = calls.recv() => event,
+            };
+            let sse = match event {
+                Ok(call) => Event::default()
+                    .event(call.kind())
+                    .json_data(&call)
+                    .unwrap_or_else(|_| Event::default().data("{}")),
+                Err(RecvError::Lagged(missed)) => Event::default()
+                    .event("lagged")
+                    .data(json!({ "missed": missed }).to_string()),
+                Err(RecvError::Closed) => return None,
+            };
+            Some((Ok::<_, Infallible>(sse), calls))
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 async fn memory_search(

@@ -268,6 +268,10 @@ pub fn openapi_document() -> Value {
                 "parameters": call_parameters,
                 "responses": { "200": ok(json!({ "type": "array", "items": r("CallRow") })), "400": error("A status that is not one") }
             } },
+            "/v1/calls/live": { "get": {
+                "summary": "Calls as they start and finish, as Server-Sent Events: `started` { call, skill, caller, task_id, at_ms }, `finished` { call?, skill, caller, task_id, status, duration_ms, code?, error? } (a refusal has no `call`), `lagged` { missed }",
+                "responses": { "200": { "description": "The events", "content": { "text/event-stream": { "schema": { "type": "string" } } } } }
+            } },
             "/v1/memory/search": { "post": {
                 "summary": "Searches long-term memory",
                 "requestBody": { "required": true, "content": { "application/json": { "schema": r("MemorySearch") } } },

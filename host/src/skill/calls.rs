@@ -70,6 +70,20 @@ pub struct Record {
     pub error: Option<String>,
 }
 
+impl Record {
+    /// The error's code and message apart (`[CODE] message` as recorded); the whole
+    /// text as the message when it has no code; nothing when the call succeeded.
+    pub fn error_parts(&self) -> (Option<&str>, Option<&str>) {
+        match self.error.as_deref() {
+            Some(error) => match error.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+                Some((code, message)) => (Some(code), Some(message)),
+                None => (None, Some(error)),
+            },
+            None => (None, None),
+        }
+    }
+}
+
 /// What to list.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

@@ -134,7 +134,7 @@ impl Metrics {
 
     /// Counts a recorded call.
     pub(crate) fn observe(&self, record: &Record) {
-        let code = record.error.as_deref().map_or("", error_code);
+        let code = record.error_parts().0.unwrap_or("");
         let code = if code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
             code
         } else {
@@ -201,14 +201,6 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
     }
-}
-
-/// `CODE` of a recorded error `[CODE] message`, or "" when it has none.
-fn error_code(error: &str) -> &str {
-    error
-        .strip_prefix('[')
-        .and_then(|rest| rest.split_once(']'))
-        .map_or("", |(code, _)| code)
 }
 
 #[cfg(test)]
@@ -283,12 +275,5 @@ mod tests {
             "the name past the cap"
         );
         assert!(!text.contains(&format!("skill-{MAX_SKILL_LABELS}\"")));
-    }
-
-    #[test]
-    fn error_codes_are_read_from_the_recorded_error() {
-        assert_eq!(error_code("[SKILL_TIMEOUT] it took long"), "SKILL_TIMEOUT");
-        assert_eq!(error_code("no code here"), "");
-        assert_eq!(error_code("[unclosed"), "");
     }
 }

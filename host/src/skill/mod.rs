@@ -19,6 +19,7 @@ pub mod frontmatter;
 pub mod history;
 pub mod kernel;
 pub mod lanes;
+pub mod live;
 pub mod llm_mode;
 pub mod meta;
 pub mod metrics;

@@ -114,3 +114,103 @@ fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_co
     assert_eq!((status, err["code"].as_str()), (400, Some("INVALID_INPUT")));
     assert_eq!(err["hint"], "use success, error or blocked");
 }
+
+#[test]
+fn live_calls_stream_each_start_and_end_and_the_sandboxs_refusals() {
+    use std::io::BufRead as _;
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    for (name, wasm) in [("calculate", skills::CALCULATE), ("fetch", skills::FETCH)] {
+        let dir = home.join("skills").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(wasm, dir.join("skill.wasm")).unwrap();
+    }
+    let server = HttpServer::start(&home, &[]);
+    let base = server.base.clone();
+    let response = ureq::get(&format!("{base}/v1/calls/live")).call().unwrap();
+    assert_eq!(
+        response.headers().get("content-type").unwrap(),
+        "text/event-stream"
+    );
+    // Each event as (name, data), read on a thread of its own.
+    let (events, received) = std::sync::mpsc::channel::<(String, Value)>();
+    std::thread::spawn(move || {
+        let mut name = String::new();
+        for line in std::io::BufReader::new(response.into_body().into_reader()).lines() {
+            let Ok(line) = line else { return };
+            if let Some(event) = line.strip_prefix("event: ") {
+                name = event.to_owned();
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                let data = serde_json::from_str(data).unwrap();
+                if events.send((std::mem::take(&mut name), data)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+
+    assert_eq!(
+        post(
+            &format!("{base}/v1/skills/calculate/call"),
+            r#"{"expression":"6 * 7"}"#
+        ),
+        200
+    );
+    assert_ne!(
+        post(
+            &format!("{base}/v1/skills/fetch/call"),
+            r#"{"url":"http://127.0.0.1:9/x"}"#
+        ),
+        200
+    );
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let event = received
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{e}: the events so far: {seen:#?}"));
+        seen.push(event);
+    }
+    let (kind, started) = &seen[0];
+    assert_eq!(kind, "started");
+    assert_eq!(started["skill"], "calculate");
+    assert_eq!(started["caller"], "mcp");
+    let (kind, finished) = &seen[1];
+    assert_eq!(kind, "finished");
+    assert_eq!(
+        (&finished["call"], &finished["skill"], &finished["status"]),
+        (
+            &started["call"],
+            &serde_json::json!("calculate"),
+            &serde_json::json!("success")
+        )
+    );
+    assert!(finished["duration_ms"].as_f64().unwrap() > 0.0);
+    // fetch starts, the sandbox refuses its request (no number: nothing started it),
+    // and fetch ends with the refusal's code.
+    assert_eq!(
+        (seen[2].0.as_str(), &seen[2].1["skill"]),
+        ("started", &serde_json::json!("fetch"))
+    );
+    let (kind, refusal) = &seen[3];
+    assert_eq!(kind, "finished");
+    assert_eq!(
+        (&refusal["skill"], &refusal["status"], &refusal["caller"]),
+        (
+            &serde_json::json!("http"),
+            &serde_json::json!("blocked"),
+            &serde_json::json!("fetch")
+        )
+    );
+    assert!(refusal.get("call").is_none(), "{refusal}");
+    let (kind, fetch) = &seen[4];
+    assert_eq!(kind, "finished");
+    assert_eq!(fetch["call"], seen[2].1["call"]);
+    assert_eq!(fetch["code"], "PERMISSION_DENIED");
+    assert!(
+        fetch["error"]
+            .as_str()
+            .unwrap()
+            .contains("not granted that host"),
+        "{fetch}"
+    );
+}

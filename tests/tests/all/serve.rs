@@ -660,6 +660,7 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         "/v1/memory/search",
         "/v1/agent/run",
         "/v1/calls",
+        "/v1/calls/live",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} documented");
     }

@@ -15,6 +15,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/health"),
     ("GET", "/metrics"),
     ("GET", "/v1/calls"),
+    ("GET", "/v1/calls/live"),
     ("GET", "/v1/openapi.json"),
     ("GET", "/v1/skills"),
     ("GET", "/v1/skills/calculate"),
@@ -47,8 +48,20 @@ fn raw(base: &str, method: &str, path: &str, host: Option<&str>, body: &str) -> 
         body.len()
     ));
     stream.write_all(request.as_bytes()).unwrap();
+    // Read to the end, or to the end of the headers of an event stream (which stays
+    // open: `GET /v1/calls/live`).
     let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
+    let mut chunk = [0; 4096];
+    while let Ok(n @ 1..) = stream.read(&mut chunk) {
+        response.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&response);
+        if text
+            .split_once("\r\n\r\n")
+            .is_some_and(|(head, _)| head.contains("text/event-stream"))
+        {
+            break;
+        }
+    }
     let response = String::from_utf8_lossy(&response).into_owned();
     let status = response
         .split(' ')

@@ -191,6 +191,11 @@ impl SkillContext {
             Err(e) => return Err(e),
         };
         let name = skill.meta.name.as_str();
+        let caller = self.parent.as_deref().unwrap_or(&self.run.caller);
+        let call = self
+            .kernel
+            .live
+            .started(name, caller, &self.run.task_id, at_ms);
         // Preprocessed first, so the history keeps what the skill was given (a redaction
         // reaches the record too); a preprocessor's own input is what it was asked to
         // clean, and is not kept.
@@ -215,14 +220,10 @@ impl SkillContext {
             Err(Error::Blocked { .. }) => Status::Blocked,
             Err(_) => Status::Error,
         };
-        self.kernel.record(Record {
+        self.kernel.record_call(Some(call), Record {
             id: 0,
             at_ms,
-            caller: self
-                .parent
-                .as_deref()
-                .unwrap_or(&self.run.caller)
-                .to_owned(),
+            caller: caller.to_owned(),
             task_id: self.run.task_id.clone(),
             tool: name.to_owned(),
             arguments,

@@ -250,6 +250,7 @@ pub struct Kernel {
     memory: Option<Arc<dyn Memory>>,
     stats: Arc<Stats>,
     metrics: Arc<crate::skill::metrics::Metrics>,
+    live: crate::skill::live::LiveCalls,
     history: Arc<History>,
     secrets: Option<Arc<SecretStore>>,
 }
@@ -264,6 +265,7 @@ impl Kernel {
             memory: None,
             stats: Arc::new(Stats::default()),
             metrics: Arc::default(),
+            live: crate::skill::live::LiveCalls::default(),
             history: Arc::new(History::default()),
             secrets: None,
         }
@@ -307,7 +309,13 @@ impl Kernel {
 
     /// Records a call in the history, with every secret value redacted from its
     /// arguments and error.
-    pub(crate) fn record(&self, mut record: Record) {
+    pub(crate) fn record(&self, record: Record) {
+        self.record_call(None, record);
+    }
+
+    /// [`Self::record`] for the call numbered `call` when it started (see
+    /// [`Self::live`]).
+    pub(crate) fn record_call(&self, call: Option<u64>, mut record: Record) {
         let secrets = self.secrets();
         if !secrets.is_empty() {
             record.arguments = secrets.redact(&record.arguments).0.into_owned();
@@ -316,7 +324,13 @@ impl Kernel {
             }
         }
         self.metrics.observe(&record);
+        self.live.finished(call, &record);
         self.history.record(record);
+    }
+
+    /// Calls as they start and finish, for watchers.
+    pub fn live(&self) -> &crate::skill::live::LiveCalls {
+        &self.live
     }
 
     /// The figures for monitoring (`evo serve`'s `/metrics`).
