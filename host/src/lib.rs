@@ -219,7 +219,7 @@ pub use skill::history::{
 };
 pub use skill::kernel::{RunOptions, SkillContext};
 pub use skill::meta::SkillMeta;
-pub use skill::metrics::{Gauges, Metrics};
+pub use skill::metrics::{Metrics, Scraped};
 pub use skill::package::disclosure::SkillFiles;
 pub use skill::permission::{Locale, Permission, Profile};
 pub use skill::registry::RegisteredSkill;

@@ -106,6 +106,8 @@ pub struct MemoryManager {
     embedder: RwLock<Arc<dyn Embedder>>,
     config: MemoryConfig,
     store: Mutex<Store>,
+    /// Stores decided by this manager, by [`Action`] (in the order of [`Action::ALL`]).
+    decisions: [std::sync::atomic::AtomicU64; 4],
 }
 
 /// The embedder for the memory of `data_dir`: the one the environment configures (see
@@ -210,6 +212,7 @@ impl MemoryManager {
             embedder: RwLock::new(embedder),
             config,
             store: Mutex::new(store),
+            decisions: Default::default(),
         })
     }
 
@@ -323,6 +326,14 @@ impl MemoryManager {
         files::load_daily_log(&self.data_dir, date)
     }
 
+    /// How many stores this manager decided each way since it opened.
+    pub fn decisions_made(&self) -> [(Action, u64); 4] {
+        Action::ALL.map(|action| {
+            let count = &self.decisions[action as usize];
+            (action, count.load(std::sync::atomic::Ordering::Relaxed))
+        })
+    }
+
     /// The contents of `MEMORY.md`.
     pub fn load_long_term(&self) -> Result<String> {
         files::load_long_term(&self.data_dir)
@@ -360,6 +371,7 @@ impl MemoryManager {
             embedder: RwLock::new(embedder.clone()),
             config: MemoryConfig::default(),
             store: Mutex::new(store),
+            decisions: Default::default(),
         };
         let count = memory.reindex(embedder, progress)?;
         drop(memory.current()?);

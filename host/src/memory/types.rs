@@ -250,6 +250,9 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action.
+    pub const ALL: [Self; 4] = [Self::Add, Self::Update, Self::Noop, Self::Restore];
+
     /// The action named `name` (`add` for a name it does not know).
     pub fn parse(name: &str) -> Self {
         [Self::Update, Self::Noop, Self::Restore]

@@ -234,22 +234,38 @@ fn evo_failure(error: &Error) -> Response {
 
 /// The figures for Prometheus, in the OpenMetrics text format.
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    let now = crate::skill::metrics::Gauges {
-        instances: shared
-            .host
-            .wasm_engine()
-            .map_or(0, |engine| engine.live_instances() as u64),
+    let memory = shared.host.memory().clone();
+    // A count in the store (a round trip to PostgreSQL when shared); 0 if it fails.
+    let memory_entries = tokio::task::spawn_blocking(move || memory.status())
+        .await
+        .ok()
+        .and_then(|status| status.ok())
+        .map_or(0, |status| status.entries as u64);
+    let engine = shared.host.wasm_engine();
+    let (components_from_cache, components_compiled) = engine.map_or((0, 0), |e| e.loads());
+    let scraped = crate::skill::metrics::Scraped {
+        instances: engine.map_or(0, |engine| engine.live_instances() as u64),
         running: shared.running() as u64,
         queued: shared.queued() as u64,
         slots: shared.settings.max_calls as u64,
         skills: shared.host.skills().len() as u64,
+        memory_entries,
+        memory_decisions: shared
+            .host
+            .memory()
+            .decisions_made()
+            .iter()
+            .map(|(action, count)| (action.as_str(), *count))
+            .collect(),
+        components_from_cache,
+        components_compiled,
     };
     (
         [(
             axum::http::header::CONTENT_TYPE,
             crate::skill::metrics::Metrics::CONTENT_TYPE,
         )],
-        shared.host.metrics().encode(now),
+        shared.host.metrics().encode(scraped),
     )
         .into_response()
 }

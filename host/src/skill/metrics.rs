@@ -47,9 +47,10 @@ struct RefusalLabels {
     kind: String,
 }
 
-/// What the server is holding at the moment of a scrape.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Gauges {
+/// What is read at the moment of a scrape: what the server holds, and the counts kept
+/// by the memory and the Wasm engine.
+#[derive(Debug, Clone, Default)]
+pub struct Scraped {
     /// Wasm instances alive (calls running, and stores not yet dropped).
     pub instances: u64,
     /// Calls running.
@@ -60,69 +61,42 @@ pub struct Gauges {
     pub slots: u64,
     /// Skills in the catalogue.
     pub skills: u64,
+    /// Entries in long-term memory.
+    pub memory_entries: u64,
+    /// Stores decided since start, by action (`add`, `update`, `noop`, `restore`).
+    pub memory_decisions: Vec<(&'static str, u64)>,
+    /// Components loaded from the compile cache since start.
+    pub components_from_cache: u64,
+    /// Components compiled since start.
+    pub components_compiled: u64,
 }
 
-/// The registry and the metrics in it.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabel {
+    action: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: &'static str,
+}
+
+/// The counts kept on the call path; the rest is read when scraped.
 #[derive(Debug)]
 pub struct Metrics {
-    registry: Registry,
     calls: Family<CallLabels, Counter>,
-    durations: Family<SkillLabel, Histogram>,
+    durations: Family<SkillLabel, Histogram, fn() -> Histogram>,
     refusals: Family<RefusalLabels, Counter>,
-    instances: Gauge<u64, AtomicU64>,
-    running: Gauge<u64, AtomicU64>,
-    queued: Gauge<u64, AtomicU64>,
-    slots: Gauge<u64, AtomicU64>,
-    skills: Gauge<u64, AtomicU64>,
     /// The names labelled so far.
     named: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("evo");
-        let calls = Family::<CallLabels, Counter>::default();
-        let durations =
-            Family::<SkillLabel, Histogram>::new_with_constructor(|| {
-                Histogram::new(DURATION_BUCKETS)
-            });
-        let refusals = Family::<RefusalLabels, Counter>::default();
-        registry.register(
-            "calls",
-            "Calls of skills and tools, by skill, status (success, error, blocked) and error code",
-            calls.clone(),
-        );
-        registry.register_with_unit(
-            "call_duration",
-            "How long calls took, by skill",
-            prometheus_client::registry::Unit::Seconds,
-            durations.clone(),
-        );
-        registry.register(
-            "refusals",
-            "Calls and requests the sandbox refused, by kind (http, secret, or the refused call's error code)",
-            refusals.clone(),
-        );
-        let gauge = |registry: &mut Registry, name: &str, help: &str| {
-            let gauge = Gauge::<u64, AtomicU64>::default();
-            registry.register(name, help, gauge.clone());
-            gauge
-        };
-        let instances = gauge(&mut registry, "wasm_instances", "Wasm instances alive");
-        let running = gauge(&mut registry, "calls_running", "Calls running now");
-        let queued = gauge(&mut registry, "calls_queued", "Calls waiting for a slot now");
-        let slots = gauge(&mut registry, "call_slots", "Calls that may run at once");
-        let skills = gauge(&mut registry, "skills", "Skills in the catalogue");
         Self {
-            registry,
-            calls,
-            durations,
-            refusals,
-            instances,
-            running,
-            queued,
-            slots,
-            skills,
+            calls: Family::default(),
+            durations: Family::new_with_constructor(|| Histogram::new(DURATION_BUCKETS)),
+            refusals: Family::default(),
             named: std::sync::Mutex::default(),
         }
     }
@@ -189,16 +163,62 @@ impl Metrics {
         name
     }
 
-    /// The figures as OpenMetrics text, with the gauges set to `now`.
-    pub fn encode(&self, now: Gauges) -> String {
-        self.instances.set(now.instances);
-        self.running.set(now.running);
-        self.queued.set(now.queued);
-        self.slots.set(now.slots);
-        self.skills.set(now.skills);
+    /// The figures as OpenMetrics text, with what was read at the scrape.
+    pub fn encode(&self, scraped: Scraped) -> String {
+        let mut registry = Registry::with_prefix("evo");
+        registry.register(
+            "calls",
+            "Calls of skills and tools, by skill, status (success, error, blocked) and error code",
+            self.calls.clone(),
+        );
+        registry.register_with_unit(
+            "call_duration",
+            "How long calls took, by skill",
+            prometheus_client::registry::Unit::Seconds,
+            self.durations.clone(),
+        );
+        registry.register(
+            "refusals",
+            "Calls and requests the sandbox refused, by kind (http, secret, or the refused call's error code)",
+            self.refusals.clone(),
+        );
+        for (name, help, value) in [
+            ("wasm_instances", "Wasm instances alive", scraped.instances),
+            ("calls_running", "Calls running now", scraped.running),
+            ("calls_queued", "Calls waiting for a slot now", scraped.queued),
+            ("call_slots", "Calls that may run at once", scraped.slots),
+            ("skills", "Skills in the catalogue", scraped.skills),
+            ("memory_entries", "Entries in long-term memory", scraped.memory_entries),
+        ] {
+            let gauge = Gauge::<u64, AtomicU64>::default();
+            gauge.set(value);
+            registry.register(name, help, gauge);
+        }
+        // Counted elsewhere since start: a fresh counter per scrape holds the total.
+        let decisions = Family::<ActionLabel, Counter>::default();
+        for (action, count) in &scraped.memory_decisions {
+            decisions.get_or_create(&ActionLabel { action }).inc_by(*count);
+        }
+        registry.register(
+            "memory_decisions",
+            "Memory stores decided since start, by action (add, update, noop, restore)",
+            decisions,
+        );
+        let loads = Family::<SourceLabel, Counter>::default();
+        for (source, count) in [
+            ("cache", scraped.components_from_cache),
+            ("compiled", scraped.components_compiled),
+        ] {
+            loads.get_or_create(&SourceLabel { source }).inc_by(count);
+        }
+        registry.register(
+            "component_loads",
+            "Wasm components loaded since start, from the compile cache or compiled",
+            loads,
+        );
         let mut text = String::new();
         // Writing to a `String` cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
         text
     }
 }
@@ -241,10 +261,13 @@ mod tests {
             Status::Blocked,
             Some("[PERMISSION_DENIED] not granted"),
         ));
-        let text = metrics.encode(Gauges {
+        let text = metrics.encode(Scraped {
             instances: 2,
             slots: 16,
-            ..Gauges::default()
+            memory_entries: 5,
+            memory_decisions: vec![("add", 4), ("noop", 1)],
+            components_from_cache: 3,
+            ..Scraped::default()
         });
         for line in [
             "evo_calls_total{skill=\"calculate\",status=\"success\",code=\"\"} 2",
@@ -255,6 +278,10 @@ mod tests {
             "evo_call_duration_seconds_bucket{le=\"0.0064\",skill=\"calculate\"} 3",
             "evo_wasm_instances 2",
             "evo_call_slots 16",
+            "evo_memory_entries 5",
+            "evo_memory_decisions_total{action=\"add\"} 4",
+            "evo_component_loads_total{source=\"cache\"} 3",
+            "evo_component_loads_total{source=\"compiled\"} 0",
             "# EOF",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
@@ -268,7 +295,7 @@ mod tests {
         for i in 0..=MAX_SKILL_LABELS {
             metrics.observe(&record(&format!("skill-{i}"), Status::Success, None));
         }
-        let text = metrics.encode(Gauges::default());
+        let text = metrics.encode(Scraped::default());
         assert!(text.contains("skill=\"skill-0\""), "{text}");
         assert!(
             text.contains("evo_calls_total{skill=\"other\",status=\"success\",code=\"\"} 1"),

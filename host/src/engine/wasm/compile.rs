@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use sha2::{Digest, Sha256};
 
@@ -45,7 +46,9 @@ impl WasmEngine {
         if let Some(cache) = &self.inner.cache {
             let flavor = self.flavor(fuel)?;
             if let Some(component) = cache.load(&flavor.engine, flavor.key, &digest) {
-                return Ok((ready(label, link(flavor, label, &component)?)?, LoadSource::Cache));
+                let loaded = ready(label, link(flavor, label, &component)?)?;
+                self.inner.from_cache.fetch_add(1, Ordering::Relaxed);
+                return Ok((loaded, LoadSource::Cache));
             }
         }
         self.inner.config.on_compile.tell(label, code.len());
@@ -62,7 +65,9 @@ impl WasmEngine {
                 reason: format!("{e:#}"),
             })?;
             let linked = link(flavor, &label_owned, &component)?;
-            Ok((ready(&label_owned, linked)?, LoadSource::Compiled))
+            let loaded = ready(&label_owned, linked)?;
+            engine.inner.compiled.fetch_add(1, Ordering::Relaxed);
+            Ok((loaded, LoadSource::Compiled))
         });
         match tokio::time::timeout(deadline, compile).await {
             Ok(joined) => joined.map_err(|e| Error::Engine(e.to_string()))?,

@@ -374,6 +374,9 @@ fn start_epoch_ticker(engine: &Engine, watch_swap: bool) {
 }
 
 struct Inner {
+    /// Components loaded from the compile cache, and compiled, since the engine started.
+    from_cache: std::sync::atomic::AtomicU64,
+    compiled: std::sync::atomic::AtomicU64,
     config: EngineConfig,
     plain: Flavor,
     fuel: OnceLock<Result<Flavor, String>>,
@@ -425,6 +428,8 @@ impl WasmEngine {
                 slots,
                 live: Arc::default(),
                 calls: Arc::default(),
+                from_cache: Default::default(),
+                compiled: Default::default(),
             }),
         })
     }
@@ -433,6 +438,13 @@ impl WasmEngine {
     /// have all ended. A number that stays above zero when nothing runs is a leak.
     pub fn live_instances(&self) -> usize {
         self.inner.live.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Components loaded since the engine started: from the compile cache, and
+    /// compiled.
+    pub fn loads(&self) -> (u64, u64) {
+        let count = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+        (count(&self.inner.from_cache), count(&self.inner.compiled))
     }
 
     fn slots(&self) -> &slots::Slots {
