@@ -102,7 +102,7 @@ pub fn evo_bin() -> PathBuf {
 /// Running the `evo` binary as a user would, with a data directory of its own and none
 /// of the developer's Evo settings leaking in.
 pub mod cli {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
 
     /// `evo ARGS` with `EVO_HOME=home`, not yet run, and none of the developer's
@@ -178,7 +178,7 @@ pub mod cli {
     }
 
     /// `target/evo-test-cache`: the compile cache `evo_shared_cache` uses.
-    pub fn shared_cache_dir() -> std::path::PathBuf {
+    pub fn shared_cache_dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evo-test-cache")
     }
 
@@ -193,6 +193,18 @@ pub mod cli {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("evo agent chat starts")
+    }
+
+    /// A data directory `root/home` with each `(name, component)` installed as the
+    /// skill `name` (`skills/NAME/skill.wasm`). Returns the data directory.
+    pub fn home_with_components(root: &Path, components: &[(&str, &str)]) -> PathBuf {
+        let home = root.join("home");
+        for (name, component) in components {
+            let dir = home.join("skills").join(name);
+            std::fs::create_dir_all(&dir).expect("a skill directory");
+            std::fs::copy(component, dir.join("skill.wasm")).expect("the component is copied");
+        }
+        home
     }
 
     pub fn evo(home: &Path, args: &[&str]) -> Output {

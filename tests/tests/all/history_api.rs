@@ -1,9 +1,11 @@
 //! `GET /v1/calls`: the call history over HTTP, filtered by skill, caller, status, time
 //! and count, each call with its error's code and message apart.
 
-use evo_tests::cli::HttpServer;
+use evo_tests::cli::{HttpServer, home_with_components};
 use evo_tests::skills;
 use serde_json::Value;
+
+use crate::metrics::post;
 
 fn get(url: &str) -> (u16, Value) {
     let response = ureq::get(url)
@@ -17,26 +19,13 @@ fn get(url: &str) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap())
 }
 
-fn post(url: &str, body: &str) -> u16 {
-    ureq::post(url)
-        .config()
-        .http_status_as_error(false)
-        .build()
-        .send(body)
-        .unwrap()
-        .status()
-        .as_u16()
-}
-
 #[test]
 fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_count() {
     let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    for (name, wasm) in [("calculate", skills::CALCULATE), ("fetch", skills::FETCH)] {
-        let dir = home.join("skills").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(wasm, dir.join("skill.wasm")).unwrap();
-    }
+    let home = home_with_components(
+        root.path(),
+        &[("calculate", skills::CALCULATE), ("fetch", skills::FETCH)],
+    );
     let server = HttpServer::start(&home, &[]);
     let base = &server.base;
     let calculate = format!("{base}/v1/skills/calculate/call");
@@ -119,12 +108,10 @@ fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_co
 fn live_calls_stream_each_start_and_end_and_the_sandboxs_refusals() {
     use std::io::BufRead as _;
     let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    for (name, wasm) in [("calculate", skills::CALCULATE), ("fetch", skills::FETCH)] {
-        let dir = home.join("skills").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(wasm, dir.join("skill.wasm")).unwrap();
-    }
+    let home = home_with_components(
+        root.path(),
+        &[("calculate", skills::CALCULATE), ("fetch", skills::FETCH)],
+    );
     let server = HttpServer::start(&home, &[]);
     let base = server.base.clone();
     let response = ureq::get(&format!("{base}/v1/calls/live")).call().unwrap();

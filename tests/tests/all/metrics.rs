@@ -2,7 +2,7 @@
 //! the server made, labelled by skill, status and code, never by input; and a real
 //! Prometheus scraping it.
 
-use evo_tests::cli::HttpServer;
+use evo_tests::cli::{HttpServer, home_with_components};
 use evo_tests::skills;
 
 /// `GET url`: the content type and the text.
@@ -23,7 +23,8 @@ fn sample(text: &str, series: &str) -> Option<f64> {
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
-fn post(url: &str, body: &str) -> u16 {
+/// `POST body` to `url`: the status.
+pub(crate) fn post(url: &str, body: &str) -> u16 {
     ureq::post(url)
         .config()
         .http_status_as_error(false)
@@ -37,12 +38,10 @@ fn post(url: &str, body: &str) -> u16 {
 #[test]
 fn metrics_count_calls_by_skill_status_and_code_and_the_sandboxs_refusals() {
     let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    for (name, wasm) in [("calculate", skills::CALCULATE), ("fetch", skills::FETCH)] {
-        let dir = home.join("skills").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(wasm, dir.join("skill.wasm")).unwrap();
-    }
+    let home = home_with_components(
+        root.path(),
+        &[("calculate", skills::CALCULATE), ("fetch", skills::FETCH)],
+    );
     let server = HttpServer::start(&home, &[]);
     let base = &server.base;
     let calculate = format!("{base}/v1/skills/calculate/call");
@@ -130,10 +129,7 @@ fn a_real_prometheus_scrapes_the_calls_a_load_made() {
         "this test needs Prometheus ({binary}): ./scripts/test installs Debian's `prometheus` (scripts/prometheus.sh); {version:?}"
     );
     let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    let dir = home.join("skills/calculate");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(skills::CALCULATE, dir.join("skill.wasm")).unwrap();
+    let home = home_with_components(root.path(), &[("calculate", skills::CALCULATE)]);
     let server = HttpServer::start(&home, &[]);
     let target = server.base.trim_start_matches("http://").to_owned();
     let config = root.path().join("prometheus.yml");
