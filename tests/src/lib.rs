@@ -284,6 +284,15 @@ pub mod cli {
 pub mod load;
 pub mod shared;
 
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free loopback port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
+
 /// A Node script skill `name` written into `into`: a `SKILL.md` with `description`,
 /// `skill.json` (`manifest`, to which the name and description are added) and
 /// `scripts/execute.js` (`script`). Returns its directory.

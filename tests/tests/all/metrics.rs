@@ -99,15 +99,6 @@ fn metrics_count_calls_by_skill_status_and_code_and_the_sandboxs_refusals() {
     }
 }
 
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A Prometheus server, stopped when dropped.
 struct Prometheus(std::process::Child);
 
@@ -140,7 +131,7 @@ fn a_real_prometheus_scrapes_the_calls_a_load_made() {
         ),
     )
     .unwrap();
-    let port = free_port();
+    let port = evo_tests::free_port();
     let _prometheus = Prometheus(
         std::process::Command::new(&binary)
             .arg(format!("--config.file={}", config.display()))

@@ -38,14 +38,6 @@ fn node_b() -> (tempfile::TempDir, std::path::PathBuf) {
     (home, skills)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_b(home: &Path, skills: &Path, addr: &str) -> HttpServer {
     HttpServer::start_at(
         home,
@@ -84,7 +76,7 @@ fn call(base: &str, skill: &str, input: &Value) -> (u16, Value) {
 #[test]
 fn a_node_calls_another_nodes_skills_and_survives_its_restart() {
     let (b_home, b_skills) = node_b();
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", evo_tests::free_port());
     let mut b = start_b(b_home.path(), &b_skills, &addr);
     let (a_home, a) = node_a(&b.base);
 
