@@ -49,6 +49,10 @@ const MIGRATIONS: &[&str] = &[
         error TEXT
     ) STRICT;
     CREATE INDEX tool_history_tool ON tool_history (tool, id);",
+    // 4: which node made a call, and the error's hint (for the console's history).
+    "ALTER TABLE tool_history ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE tool_history ADD COLUMN hint TEXT;
+    CREATE INDEX tool_history_at ON tool_history (at_ms);",
 ];
 
 /// An open host database.

@@ -66,7 +66,12 @@ pub(super) fn refuse(ctx: &SkillContext, skill: &str, arguments: &Value) -> Stri
         &error,
         std::time::Duration::ZERO,
     ));
-    ctx.record_refusal(skill, arguments, &message);
+    ctx.record_refusal(
+        skill,
+        arguments,
+        &message,
+        "the agent's permission profile ([tools] profiles in evo.toml) does not list this tool; add it there if this agent should use it",
+    );
     message
 }
 

@@ -493,9 +493,10 @@ impl Host {
                     tracing::warn!(target: "evo::security", reference = %r, %digest, "blocked: [{}] {e}", e.code());
                 }
                 let status = if refusal { Status::Blocked } else { Status::Error };
-                (status, Some(format!("[{}] {e}", e.code())))
+                (status, Some((format!("[{}] {e}", e.code()), e.hint())))
             }
         };
+        let (error, hint) = error.map_or((None, None), |(error, hint)| (Some(error), hint));
         self.inner.kernel.record(Record {
             id: 0,
             at_ms: crate::unix_millis() as i64,
@@ -506,6 +507,8 @@ impl Host {
             status,
             duration_ms: 0.0,
             error,
+            hint: hint.map(str::to_owned),
+            node: String::new(),
         });
         // Installs are rare and the CLI process ends next: stored now, not at a flush.
         if let Err(e) = self.flush_history() {

@@ -82,7 +82,7 @@ impl Host {
                 skill: name.clone(),
                 reason: message.clone(),
             };
-            self.kernel().history().record(Record {
+            self.kernel().record(Record {
                 id: 0,
                 at_ms: crate::unix_millis() as i64,
                 caller: options.caller.clone().unwrap_or_else(|| "root".into()),
@@ -92,6 +92,8 @@ impl Host {
                 status: crate::skill::history::Status::Error,
                 duration_ms: elapsed(),
                 error: Some(format!("[{}] {message}", error.code())),
+                hint: error.hint().map(str::to_owned),
+                node: String::new(),
             });
             let mut result = ToolResult::new(call.id, &name, Err(error), elapsed());
             result.error = Some(message);

@@ -326,6 +326,11 @@ impl MemoryManager {
         files::load_daily_log(&self.data_dir, date)
     }
 
+    /// The days that have a daily log, oldest first (`YYYY-MM-DD`).
+    pub fn log_days(&self) -> Result<Vec<String>> {
+        files::log_days(&self.data_dir.join(files::DAILY_DIR))
+    }
+
     /// How many stores this manager decided each way since it opened.
     pub fn decisions_made(&self) -> [(Action, u64); 4] {
         Action::ALL.map(|action| {

@@ -3,9 +3,12 @@
 //! - on a loopback bind, the `Host` a request names must be loopback too, on every route
 //!   and method: a page whose DNS name was rebound to 127.0.0.1 sends its own name there,
 //!   with or without an `Origin`;
-//! - a request with an `Origin` must come from a loopback page or one the operator allowed;
+//! - a request with an `Origin` must come from a loopback page, one the operator allowed,
+//!   or the page's own server (an `Origin` naming the `Host` the request is sent to: the
+//!   console's own pages);
 //! - with a token, every request carries it (`Authorization: Bearer …`, compared in
-//!   constant time);
+//!   constant time) or the console's sign-in cookie; a console page asked for without
+//!   either answers 401 with the sign-in form;
 //! - a refusal made below the handlers (the body limit, the JSON reader, an unknown route)
 //!   is the API's `{ code, error, hint }`.
 
@@ -23,6 +26,9 @@ use super::http::failure;
 pub(super) struct Gate {
     /// SHA-256 of the token, so comparing takes the same time whatever its length.
     token: Option<[u8; 32]>,
+    /// The console's sign-in cookie value for the token (derived from it, see
+    /// [`session_of`]), and its SHA-256.
+    session: Option<(String, [u8; 32])>,
     origins: Arc<Vec<String>>,
     /// Bound to loopback: the `Host` header must name loopback too.
     loopback: bool,
@@ -34,10 +40,67 @@ impl Gate {
     pub(super) fn new(token: Option<&str>, origins: Vec<String>, loopback: bool) -> Self {
         Self {
             token: token.map(|t| Sha256::digest(t.as_bytes()).into()),
+            session: token.map(|t| {
+                let session = session_of(t);
+                let hash = Sha256::digest(session.as_bytes()).into();
+                (session, hash)
+            }),
             origins: Arc::new(origins),
             loopback,
         }
     }
+
+    /// Whether requests must carry the token.
+    pub(super) fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// The sign-in cookie's value when `token` is this server's.
+    pub(super) fn session_for(&self, token: &str) -> Option<String> {
+        let (expected, session) = (self.token.as_ref()?, self.session.as_ref()?);
+        same_hash(token, expected).then(|| session.0.clone())
+    }
+
+    /// Whether `request` carries the token or the sign-in cookie (always, without a
+    /// token).
+    fn admits(&self, headers: &HeaderMap) -> bool {
+        let Some(expected) = &self.token else {
+            return true;
+        };
+        if same_hash(bearer(headers).unwrap_or(""), expected) {
+            return true;
+        }
+        let session = self.session.as_ref().map(|(_, hash)| hash);
+        session.is_some_and(|hash| {
+            cookie(headers, super::console::COOKIE).is_some_and(|c| same_hash(c, hash))
+        })
+    }
+}
+
+/// The console's cookie value for `token`: a hash of it under a label of its own, so
+/// the cookie proves the token was given without being the token.
+fn session_of(token: &str) -> String {
+    let digest = Sha256::digest(format!("evo console session\n{token}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether SHA-256 of `given` is `expected`, compared in constant time.
+fn same_hash(given: &str, expected: &[u8; 32]) -> bool {
+    let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+    bool::from(subtle::ConstantTimeEq::ct_eq(&given[..], &expected[..]))
+}
+
+/// The value of the cookie `name` a request sends, if it sends it.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key == name).then_some(value)
+        })
 }
 
 /// The `Host` a request names (its header, or the URI's authority over HTTP/2), without
@@ -95,7 +158,7 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        if !origin_allowed(origin, &gate.origins) {
+        if !origin_allowed(origin, &gate.origins) && !same_origin(origin, &request) {
             return failure(
                 StatusCode::FORBIDDEN,
                 "ORIGIN_REFUSED",
@@ -106,24 +169,28 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
             );
         }
     }
-    if let Some(expected) = &gate.token {
-        let given = bearer(request.headers()).unwrap_or("");
-        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
-        if !bool::from(subtle::ConstantTimeEq::ct_eq(&given[..], &expected[..])) {
-            let mut response = failure(
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                "a valid bearer token is required".into(),
-                Some(
-                    "send `Authorization: Bearer <token>` with the token `evo serve` was given (--token or EVO_TOKEN)",
-                ),
-            );
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-            return response;
+    if !gate.admits(request.headers()) {
+        let path = request.uri().path();
+        if super::console::is_public(path) {
+            return next.run(request).await;
         }
+        if request.method() == axum::http::Method::GET && super::console::is_page(path) {
+            let wanted = request.uri().path_and_query().map_or(path, |p| p.as_str());
+            return super::console::login_page(StatusCode::UNAUTHORIZED, wanted, None);
+        }
+        let mut response = failure(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "a valid bearer token is required".into(),
+            Some(
+                "send `Authorization: Bearer <token>` with the token `evo serve` was given (--token or EVO_TOKEN); in a browser, sign in at /login",
+            ),
+        );
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        return response;
     }
     next.run(request).await
 }
@@ -159,6 +226,24 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     })
 }
 
+/// Whether `origin` is the server the request is sent to: its host and port are the
+/// request's `Host` (a page of this server calling its own API, as the console does).
+fn same_origin(origin: &str, request: &Request) -> bool {
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    let Some(host) = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let (origin_host, origin_port) = split_port(rest, scheme);
+    let (host, port) = split_port(host, scheme);
+    origin_host.eq_ignore_ascii_case(host) && origin_port == port
+}
+
 fn split_port<'a>(authority: &'a str, scheme: &str) -> (&'a str, Option<u16>) {
     let default = match scheme {
         "http" => Some(80),
@@ -181,7 +266,10 @@ pub(super) async fn as_error_body(response: Response) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.contains("json") || t.starts_with("text/event-stream"));
+        .is_some_and(|t| {
+            // JSON, an event stream, or a page of the console (its sign-in form).
+            t.contains("json") || t.starts_with("text/event-stream") || t.starts_with("text/html")
+        });
     if !(status.is_client_error() || status.is_server_error()) || is_json_or_stream {
         return response;
     }

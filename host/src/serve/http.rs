@@ -33,12 +33,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::gate::{self, Gate};
 use super::openapi::{
-    AgentRun, CallResult, CallRow, CallsQuery, ErrorBody, Health, MemoryHitBody, MemorySearch,
-    SkillSummary, StorageHealth, openapi_document,
+    AgentRun, CallOptions, CallResult, CallRow, CallsQuery, ErrorBody, Health, Provenance,
+    SkillDetail, SkillSummary, StorageHealth, openapi_document,
 };
 use super::{Refusal, Server, Shared};
 use crate::error::Error;
-use crate::memory::{SearchOptions, Source};
 
 /// An MCP session with no request for this long is closed.
 pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
@@ -95,6 +94,9 @@ pub async fn serve(
     })?;
     let stop = CancellationToken::new();
     tokio::spawn(shared.clone().watch_catalogue(stop.clone()));
+    // Calls are recorded under this node's name: the machine's, and the port it serves.
+    let kernel = shared.host.kernel();
+    kernel.name_node(format!("{}:{}", kernel.node(), addr.port()));
     let app = router(shared.clone(), &options, addr, stop.clone());
     on_ready(addr);
     let graceful = {
@@ -166,10 +168,15 @@ pub fn router(
         .route("/v1/skills/{name}/call", post(call_skill))
         .route("/v1/calls", get(list_calls))
         .route("/v1/calls/live", get(live_calls))
-        .route("/v1/memory/search", post(memory_search))
+        .route("/v1/stats", get(super::stats::stats))
+        .route("/v1/memory/search", post(super::memory::search))
+        .route("/v1/memory/entries/{id}", get(super::memory::entry))
+        .route("/v1/memory/logs", get(super::memory::log_days))
+        .route("/v1/memory/logs/{day}", get(super::memory::log))
         .route("/v1/agent/run", post(agent_run))
         .route(crate::remote::protocol::PATH, get(super::ws::upgrade))
         .with_state(shared.clone())
+        .merge(super::console::router(gate.clone()))
         .nest_service("/mcp", mcp)
         .layer(DefaultBodyLimit::max(shared.settings.max_message_kb << 10))
         .layer(axum::middleware::map_response(gate::as_error_body))
@@ -218,7 +225,7 @@ fn status_of(error: &Error) -> StatusCode {
     }
 }
 
-fn evo_failure(error: &Error) -> Response {
+pub(super) fn evo_failure(error: &Error) -> Response {
     let body = ErrorBody {
         code: error.code().to_owned(),
         error: error.to_string(),
@@ -230,6 +237,25 @@ fn evo_failure(error: &Error) -> Response {
         intermediate_steps: error.steps().to_vec(),
     };
     (status_of(error), Json(body)).into_response()
+}
+
+/// Runs `read` (which blocks: SQLite, PostgreSQL, files) off the async threads and
+/// answers with what it returned (`Json(…)`, or a response), or with its error; `what`
+/// names the work in the error if the task itself fails.
+pub(super) async fn blocking<T: IntoResponse + Send + 'static>(
+    what: &str,
+    read: impl FnOnce() -> crate::Result<T> + Send + 'static,
+) -> Response {
+    match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(value)) => value.into_response(),
+        Ok(Err(error)) => evo_failure(&error),
+        Err(e) => failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            format!("{what} stopped: {e}"),
+            None,
+        ),
+    }
 }
 
 /// The figures for Prometheus, in the OpenMetrics text format.
@@ -341,15 +367,65 @@ fn not_found(name: &str) -> Response {
 }
 
 async fn get_skill(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
-    match shared.served(&name) {
-        Some(skill) => Json(summary(&shared, &skill)).into_response(),
-        None => not_found(&name),
-    }
+    let Some(skill) = shared.served(&name) else {
+        return not_found(&name);
+    };
+    let data_dir = shared.host.data_dir().to_owned();
+    let skill_dir = crate::skills_dir(&data_dir).join(&skill.meta.name);
+    let installed = crate::skill::package::InstallRecord::read(&skill_dir);
+    let any = skill.executor.as_any();
+    let wasm = any
+        .and_then(|a| a.downcast_ref::<crate::engine::wasm::WasmExecutor>())
+        .map(crate::engine::wasm::WasmExecutor::skill);
+    let plain = any
+        .and_then(|a| a.downcast_ref::<crate::PlainExecutor>())
+        .map(crate::PlainExecutor::component);
+    let (granted, limits, digest, loaded_from) = match (wasm, plain) {
+        (Some(w), _) => (
+            Some(value_of(w.grant())),
+            Some(value_of(w.limits())),
+            Some(w.digest().to_owned()),
+            Some(value_of(&w.load_source())),
+        ),
+        (None, Some(c)) => (
+            Some(value_of(c.grant())),
+            Some(value_of(c.limits())),
+            Some(c.digest().to_owned()),
+            Some(value_of(&c.load_source())),
+        ),
+        (None, None) => (None, None, None, None),
+    };
+    Json(SkillDetail {
+        asked: value_of(&skill.meta.capabilities),
+        granted,
+        limits,
+        provenance: Provenance {
+            loaded_from,
+            digest: digest.or_else(|| installed.as_ref().map(|r| r.digest.clone())),
+            installed: installed.is_some(),
+            installed_at: installed.as_ref().map(|r| r.installed_at),
+            registry: installed
+                .as_ref()
+                .and_then(|r| r.source.as_ref())
+                .map(value_of),
+        },
+        summary: summary(&shared, &skill),
+    })
+    .into_response()
 }
+
+fn value_of<T: serde::Serialize + ?Sized>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The most events one call returns with `?events=true`; a skill that emits more has
+/// the rest dropped (and says so in the last one).
+const MAX_CALL_EVENTS: usize = 1_000;
 
 async fn call_skill(
     State(shared): State<Arc<Shared>>,
     Path(name): Path<String>,
+    axum::extract::Query(options): axum::extract::Query<CallOptions>,
     body: axum::body::Bytes,
 ) -> Response {
     let Some(skill) = shared.served(&name) else {
@@ -373,8 +449,20 @@ async fn call_skill(
     let started = std::time::Instant::now();
     // A client that hangs up cancels the call: this future is dropped with it.
     let never = CancellationToken::new();
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = options.events.then(|| {
+        let events = events.clone();
+        crate::skill::events::EventSink::new(move |event| {
+            let mut events = events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if events.len() < MAX_CALL_EVENTS {
+                events.push(serde_json::to_value(&event).unwrap_or(Value::Null));
+            } else if events.len() == MAX_CALL_EVENTS {
+                events.push(json!({ "type": "dropped", "reason": format!("more than {MAX_CALL_EVENTS} events; the rest are not returned") }));
+            }
+        })
+    });
     match shared
-        .call(&skill.meta.name, input, None, None, &never)
+        .call(&skill.meta.name, input, sink, None, &never)
         .await
     {
         Ok(out) => Json(CallResult {
@@ -382,6 +470,11 @@ async fn call_skill(
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             memory: out.memory,
             intermediate_steps: out.intermediate_steps,
+            events: std::mem::take(
+                &mut *events
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            ),
         })
         .into_response(),
         Err(Refusal::Failed(error)) => evo_failure(&error),
@@ -439,9 +532,9 @@ async fn list_calls(
         limit: Some(query.limit.unwrap_or(100).min(MAX_LISTED_CALLS)),
     };
     let host = shared.host.clone();
-    match tokio::task::spawn_blocking(move || host.history(&filter)).await {
-        Ok(Ok(records)) => Json(
-            records
+    blocking("reading the history", move || {
+        Ok(Json(
+            host.history(&filter)?
                 .into_iter()
                 .map(|r| {
                     let (code, error) = r.error_parts();
@@ -457,19 +550,14 @@ async fn list_calls(
                         duration_ms: r.duration_ms,
                         code,
                         error,
+                        hint: r.hint,
+                        node: r.node,
                     }
                 })
                 .collect::<Vec<_>>(),
-        )
-        .into_response(),
-        Ok(Err(error)) => evo_failure(&error),
-        Err(e) => failure(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL_ERROR",
-            format!("reading the history stopped: {e}"),
-            None,
-        ),
-    }
+        ))
+    })
+    .await
 }
 
 /// Calls as they start and finish, as Server-Sent Events (`started`, `finished`, and
@@ -501,52 +589,6 @@ async fn live_calls(State(shared): State<Arc<Shared>>) -> Response {
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
-}
-
-async fn memory_search(
-    State(shared): State<Arc<Shared>>,
-    Json(request): Json<MemorySearch>,
-) -> Response {
-    let memory = shared.host.memory().clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let options = SearchOptions {
-            limit: request.limit.unwrap_or(5),
-            sources: request
-                .sources
-                .iter()
-                .map(|s| Source::parse_checked(s))
-                .collect::<crate::Result<_>>()?,
-            since: request.since,
-            until: request.until,
-            include_superseded: request.include_superseded,
-        };
-        memory.search_with(&request.query, &options)
-    })
-    .await;
-    match found {
-        Ok(Ok(entries)) => Json(
-            entries
-                .into_iter()
-                .map(|e| MemoryHitBody {
-                    id: e.id,
-                    text: e.text,
-                    score: e.score,
-                    category: e.category.as_str().to_owned(),
-                    created_at: e.created_at,
-                    source: e.source.as_str().to_owned(),
-                    superseded_by: e.superseded_by,
-                })
-                .collect::<Vec<_>>(),
-        )
-        .into_response(),
-        Ok(Err(error)) => evo_failure(&error),
-        Err(e) => failure(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL_ERROR",
-            format!("the search stopped: {e}"),
-            None,
-        ),
-    }
 }
 
 async fn agent_run(State(shared): State<Arc<Shared>>, Json(request): Json<AgentRun>) -> Response {

@@ -27,14 +27,17 @@
 //! Needs the `serve` feature of evo-host (on by default).
 
 mod confirm;
+mod console;
 mod gate;
 pub mod http;
 mod mcp;
+mod memory;
 mod notify;
 pub mod openapi;
 #[cfg(feature = "postgres")]
 mod sessions;
 mod shared;
+mod stats;
 pub mod stdio;
 mod tool;
 mod ws;

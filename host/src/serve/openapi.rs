@@ -92,6 +92,10 @@ pub struct CallResult {
     /// The steps a composite skill ran, with their inputs and outputs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intermediate_steps: Vec<StepTrace>,
+    /// With `?events=true`: what the call reported as it ran (what the skill emitted
+    /// and logged, nested calls and their results), oldest first, at most 1,000.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Value>,
 }
 
 /// `POST /v1/memory/search`.
@@ -195,6 +199,167 @@ pub struct CallRow {
     /// The error's message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What to do about the error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The node that made the call (`host:port` of its `evo serve`, else the machine's
+    /// name); empty for calls recorded before nodes were named.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node: String,
+}
+
+/// `GET /v1/stats`: which window, in steps of how long.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct StatsQuery {
+    /// Seconds back from now (default 300, 10 to 86,400).
+    #[serde(default)]
+    pub window_s: Option<u64>,
+    /// Seconds per step (default a sixtieth of the window; at most 600 steps).
+    #[serde(default)]
+    pub step_s: Option<u64>,
+}
+
+/// `GET /v1/stats`: the calls of a recent window, per node and per skill, from the
+/// call history, and this node's gauges.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Stats {
+    /// The node answering (`host:port`).
+    pub node: String,
+    /// Now, Unix milliseconds.
+    pub now_ms: i64,
+    /// Where the first step starts, Unix milliseconds.
+    pub start_ms: i64,
+    /// The window, seconds.
+    pub window_s: u64,
+    /// One step, seconds.
+    pub step_s: u64,
+    /// Calls in the window, all nodes.
+    pub total_calls: u64,
+    /// Skills this server serves.
+    pub skills_served: usize,
+    /// More calls were in the window than were read (100,000); the oldest are left out.
+    pub truncated: bool,
+    /// Each node that made calls in the window (the one answering first, always).
+    pub nodes: Vec<NodeStats>,
+    /// Each skill called in the window, most called first.
+    pub skills: Vec<SkillLatency>,
+    /// Failed and refused calls by error code, most first.
+    pub errors: Vec<ErrorCount>,
+}
+
+/// One node's calls in a window.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct NodeStats {
+    /// Its name.
+    pub node: String,
+    /// Calls that started in each step.
+    pub calls_per_step: Vec<u64>,
+    /// Of those, the ones that failed or were refused.
+    pub errors_per_step: Vec<u64>,
+    /// Its gauges now (only the node answering knows its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gauges: Option<Gauges>,
+}
+
+/// What a node is running now.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Gauges {
+    /// Wasm instances alive.
+    pub wasm_instances: u64,
+    /// Calls running (call slots in use).
+    pub calls_running: u64,
+    /// Calls waiting for a slot.
+    pub calls_queued: u64,
+    /// Calls that may run at once (`serve.max_calls`).
+    pub call_slots: u64,
+}
+
+/// One skill's calls in a window.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SkillLatency {
+    /// The skill or tool.
+    pub skill: String,
+    /// Its calls.
+    pub calls: u64,
+    /// Of those, failed or refused.
+    pub errors: u64,
+    /// Median duration, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile duration, milliseconds.
+    pub p99_ms: f64,
+}
+
+/// Failed calls with one error code.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorCount {
+    /// The code (`UNKNOWN` for an error recorded without one).
+    pub code: String,
+    /// How many.
+    pub count: u64,
+}
+
+/// `GET /v1/memory/logs`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct LogDays {
+    /// The days with a daily log (`YYYY-MM-DD`), newest first.
+    pub days: Vec<String>,
+}
+
+/// `GET /v1/memory/logs/{day}`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct DailyLog {
+    /// The day (`YYYY-MM-DD`).
+    pub day: String,
+    /// The log as written (Markdown); empty when nothing was logged that day.
+    pub text: String,
+}
+
+/// `POST /v1/skills/{name}/call`'s query.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CallOptions {
+    /// Also return what the call reported as it ran (`events`).
+    #[serde(default)]
+    pub events: bool,
+}
+
+/// `GET /v1/skills/{name}`: a skill, with where it came from and what it may reach.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillDetail {
+    /// What `GET /v1/skills` lists.
+    #[serde(flatten)]
+    pub summary: SkillSummary,
+    /// What its manifest asks for (filesystem, network, memory, secrets, …).
+    pub asked: Value,
+    /// What this host grants it, for a sandboxed component; absent for other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted: Option<Value>,
+    /// Its limits (fuel, memory, time, output), for a sandboxed component.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Value>,
+    /// Where it came from.
+    pub provenance: Provenance,
+}
+
+/// Where a skill came from.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Provenance {
+    /// Where its component was loaded from: the compile cache or compiled now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_from: Option<Value>,
+    /// SHA-256 of its component, or of its installed files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// Whether it is installed in the data directory (else built in, or from a
+    /// skills directory given on the command line).
+    pub installed: bool,
+    /// When it was installed, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_at: Option<u64>,
+    /// The registry it was installed from: reference, manifest digest, signer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<Value>,
 }
 
 /// The OpenAPI 3.1 document of `/v1`, its schemas generated from the types the
@@ -217,6 +382,10 @@ pub fn openapi_document() -> Value {
     add("MemoryHit", generator.subschema_for::<MemoryHitBody>());
     add("AgentRun", generator.subschema_for::<AgentRun>());
     add("CallRow", generator.subschema_for::<CallRow>());
+    add("SkillDetail", generator.subschema_for::<SkillDetail>());
+    add("Stats", generator.subschema_for::<Stats>());
+    add("LogDays", generator.subschema_for::<LogDays>());
+    add("DailyLog", generator.subschema_for::<DailyLog>());
     let schemas = generator.take_definitions(true);
     let r = |name: &str| json!({ "$ref": format!("#/components/schemas/{name}") });
     let error = |description: &str| json!({ "description": description, "content": { "application/json": { "schema": r("ErrorBody") } } });
@@ -248,10 +417,10 @@ pub fn openapi_document() -> Value {
         "paths": {
             "/v1/health": { "get": { "summary": "Whether the server is up and reaches its storage", "responses": { "200": ok(r("Health")), "503": { "description": "Draining (stopping), or the shared storage does not answer", "content": { "application/json": { "schema": r("Health") } } } } } },
             "/v1/skills": { "get": { "summary": "The served skills", "responses": { "200": ok(json!({ "type": "array", "items": r("SkillSummary") })), "401": error("No valid token") } } },
-            "/v1/skills/{name}": { "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillSummary")), "404": error("SKILL_NOT_FOUND") } } },
+            "/v1/skills/{name}": { "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillDetail")), "404": error("SKILL_NOT_FOUND") } } },
             "/v1/skills/{name}/call": { "post": {
-                "summary": "Calls a skill with its input",
-                "parameters": name,
+                "summary": "Calls a skill with its input (`?events=true` also returns what the call reported as it ran)",
+                "parameters": [name[0].clone(), json!({ "name": "events", "in": "query", "required": false, "schema": { "type": "boolean" } })],
                 "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object" } } } },
                 "responses": {
                     "200": ok(r("CallResult")),
@@ -271,6 +440,25 @@ pub fn openapi_document() -> Value {
             "/v1/calls/live": { "get": {
                 "summary": "Calls as they start and finish, as Server-Sent Events: `started` { call, skill, caller, task_id, at_ms }, `finished` { call?, skill, caller, task_id, status, duration_ms, code?, error? } (a refusal has no `call`), `lagged` { missed }",
                 "responses": { "200": { "description": "The events", "content": { "text/event-stream": { "schema": { "type": "string" } } } } }
+            } },
+            "/v1/stats": { "get": {
+                "summary": "Calls per step and node, latency per skill and errors by code over a recent window (window_s, step_s), and this node's gauges",
+                "parameters": [
+                    { "name": "window_s", "in": "query", "required": false, "schema": { "type": "integer" } },
+                    { "name": "step_s", "in": "query", "required": false, "schema": { "type": "integer" } }
+                ],
+                "responses": { "200": ok(r("Stats")) }
+            } },
+            "/v1/memory/entries/{id}": { "get": {
+                "summary": "A memory entry's versions, oldest first, and the decisions that made them",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "200": ok(json!({ "type": "object", "properties": { "versions": { "type": "array" }, "events": { "type": "array" } } })), "404": error("MEMORY_ENTRY_NOT_FOUND") }
+            } },
+            "/v1/memory/logs": { "get": { "summary": "The days with a daily log, newest first", "responses": { "200": ok(r("LogDays")) } } },
+            "/v1/memory/logs/{day}": { "get": {
+                "summary": "One day's log (YYYY-MM-DD)",
+                "parameters": [{ "name": "day", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "200": ok(r("DailyLog")), "400": error("Not a date") }
             } },
             "/v1/memory/search": { "post": {
                 "summary": "Searches long-term memory",

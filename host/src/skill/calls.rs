@@ -68,6 +68,13 @@ pub struct Record {
     /// The error code and message, when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What to do about the error, when it has a hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The node that made the call (`evo serve`'s `host:port`, else the machine's
+    /// name); empty for calls recorded before nodes were named.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub node: String,
 }
 
 impl Record {
@@ -252,8 +259,8 @@ impl CallStore for SqliteCalls {
     fn append_calls(&self, calls: &[Record], cap: u64) -> Result<()> {
         Db::open(&self.dir)?.transaction(|tx| {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error, hint, node)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?;
             for r in calls {
                 insert.execute(rusqlite::params![
@@ -264,7 +271,9 @@ impl CallStore for SqliteCalls {
                     r.arguments,
                     r.status.name(),
                     r.duration_ms,
-                    r.error
+                    r.error,
+                    r.hint,
+                    r.node
                 ])?;
             }
             tx.execute(
@@ -278,7 +287,7 @@ impl CallStore for SqliteCalls {
     fn calls(&self, filter: &Filter) -> Result<Vec<Record>> {
         Db::open(&self.dir)?.read(|conn| {
             let mut query = conn.prepare(
-                "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
+                "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error, hint, node
                  FROM tool_history
                  WHERE (?1 IS NULL OR tool = ?1) AND (?2 IS NULL OR status = ?2)
                    AND (?3 IS NULL OR at_ms >= ?3) AND (?5 IS NULL OR caller = ?5)
@@ -304,6 +313,8 @@ impl CallStore for SqliteCalls {
                         status: Status::parse(&status).unwrap_or(Status::Error),
                         duration_ms: row.get(7)?,
                         error: row.get(8)?,
+                        hint: row.get(9)?,
+                        node: row.get(10)?,
                     })
                 },
             )?;
@@ -408,8 +419,8 @@ impl CallStore for PgCalls {
             let tx = client.transaction().await?;
             let insert = tx
                 .prepare_cached(
-                    "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error, hint, node)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                 )
                 .await?;
             for r in &calls {
@@ -424,6 +435,8 @@ impl CallStore for PgCalls {
                         &r.status.name(),
                         &r.duration_ms,
                         &r.error,
+                        &r.hint,
+                        &r.node,
                     ],
                 )
                 .await?;
@@ -442,7 +455,7 @@ impl CallStore for PgCalls {
         self.pg.run(move |client| async move {
             let rows = client
                 .query(
-                    "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error
+                    "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error, hint, node
                      FROM tool_history
                      WHERE ($1::TEXT IS NULL OR tool = $1) AND ($2::TEXT IS NULL OR status = $2)
                        AND ($3::BIGINT IS NULL OR at_ms >= $3) AND ($5::TEXT IS NULL OR caller = $5)
@@ -468,6 +481,8 @@ impl CallStore for PgCalls {
                     status: Status::parse(row.get(6)).unwrap_or(Status::Error),
                     duration_ms: row.get(7),
                     error: row.get(8),
+                    hint: row.get(9),
+                    node: row.get(10),
                 })
                 .collect())
         })

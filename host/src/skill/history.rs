@@ -302,6 +302,8 @@ mod tests {
             status,
             duration_ms: ms,
             error: None,
+            hint: None,
+            node: String::new(),
         }
     }
 

@@ -238,6 +238,8 @@ mod tests {
             status,
             duration_ms: 3.0,
             error: error.map(str::to_owned),
+            hint: None,
+            node: String::new(),
         }
     }
 

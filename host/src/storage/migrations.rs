@@ -103,4 +103,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // entries wait in a pending list that every search scans (0.5 ms per term at 100k
     // entries after an import, against 0.02 ms).
     "ALTER INDEX memory_entries_tsv SET (fastupdate = off);",
+    // 6: which node made a call, and the error's hint (for the console's history).
+    "ALTER TABLE tool_history ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE tool_history ADD COLUMN hint TEXT;",
 ];

@@ -41,7 +41,12 @@ impl Scrub {
             let message =
                 format!("the skill's {channel} carried the value of secret {name}; redacted");
             match &self.ctx {
-                Some(ctx) => ctx.record_refusal("secret", &json!({ "channel": channel }), &message),
+                Some(ctx) => ctx.record_refusal(
+                    "secret",
+                    &json!({ "channel": channel }),
+                    &message,
+                    "the value was replaced before it left the sandbox; find out why the skill sends it, and rotate the secret if it may have leaked before",
+                ),
                 None => tracing::warn!(target: "evo::security", "blocked: {message}"),
             }
         }

@@ -78,8 +78,9 @@ impl SkillContext {
 
     /// Writes a refusal made inside this frame (an outbound request the grant does not
     /// cover, …) to the security log: the `evo::security` target and a `blocked` row of
-    /// the call history, with this frame's skill as the caller.
-    pub fn record_refusal(&self, tool: &str, arguments: &Value, message: &str) {
+    /// the call history, with this frame's skill as the caller, and `hint` saying what to
+    /// do about it.
+    pub fn record_refusal(&self, tool: &str, arguments: &Value, message: &str, hint: &str) {
         let caller = self.parent.as_deref().unwrap_or(&self.run.caller);
         tracing::warn!(target: "evo::security", caller, tool, "blocked: {message}");
         self.kernel.record(Record {
@@ -92,6 +93,8 @@ impl SkillContext {
             status: Status::Blocked,
             duration_ms: 0.0,
             error: Some(format!("[PERMISSION_DENIED] {message}")),
+            hint: Some(hint.to_owned()),
+            node: String::new(),
         });
     }
 
@@ -230,6 +233,8 @@ impl SkillContext {
             status,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             error: result.as_ref().err().map(|e| format!("[{}] {e}", e.code())),
+            hint: result.as_ref().err().and_then(Error::hint).map(str::to_owned),
+            node: String::new(),
         });
         result
     }

@@ -251,6 +251,8 @@ pub struct Kernel {
     stats: Arc<Stats>,
     metrics: Arc<crate::skill::metrics::Metrics>,
     live: crate::skill::live::LiveCalls,
+    /// The node's name in the history, once `evo serve` has named it.
+    node: std::sync::OnceLock<String>,
     history: Arc<History>,
     secrets: Option<Arc<SecretStore>>,
 }
@@ -266,6 +268,7 @@ impl Kernel {
             stats: Arc::new(Stats::default()),
             metrics: Arc::default(),
             live: crate::skill::live::LiveCalls::default(),
+            node: std::sync::OnceLock::new(),
             history: Arc::new(History::default()),
             secrets: None,
         }
@@ -316,6 +319,7 @@ impl Kernel {
     /// [`Self::record`] for the call numbered `call` when it started (see
     /// [`Self::live`]).
     pub(crate) fn record_call(&self, call: Option<u64>, mut record: Record) {
+        record.node = self.node().to_owned();
         let secrets = self.secrets();
         if !secrets.is_empty() {
             record.arguments = secrets.redact(&record.arguments).0.into_owned();
@@ -326,6 +330,21 @@ impl Kernel {
         self.metrics.observe(&record);
         self.live.finished(call, &record);
         self.history.record(record);
+    }
+
+    /// The name calls are recorded under: what [`Self::name_node`] set (`evo serve`
+    /// names its `host:port`), else this machine's name.
+    pub fn node(&self) -> &str {
+        match self.node.get() {
+            Some(name) => name,
+            None => machine_name(),
+        }
+    }
+
+    /// Names this process's node in the history from now on (the first name given
+    /// stays).
+    pub fn name_node(&self, name: String) {
+        let _ = self.node.set(name);
     }
 
     /// Calls as they start and finish, for watchers.
@@ -535,4 +554,15 @@ fn check_output(skill: &RegisteredSkill, out: SkillOutput) -> Result<SkillOutput
             violations,
         ))))
     }
+}
+
+/// This machine's name (its host name), read once.
+fn machine_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned()
+    })
 }

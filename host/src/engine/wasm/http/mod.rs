@@ -98,7 +98,12 @@ impl Outbound {
         let message = format!("outbound request refused: {reason}");
         match ctx {
             Some(ctx) => {
-                ctx.record_refusal("http", &json!({ "method": method, "url": uri }), &message);
+                ctx.record_refusal(
+                    "http",
+                    &json!({ "method": method, "url": uri }),
+                    &message,
+                    "the skill's grant does not cover this request; allow the host (`--allow-host`, [grants] in evo.toml) only if you trust the skill with it",
+                );
             }
             None => tracing::warn!(target: "evo::security", skill, "blocked: {message}"),
         }

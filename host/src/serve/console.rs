@@ -1,0 +1,292 @@
+//! The web console `evo serve --http` serves at `/`: a page per view (overview, skills,
+//! calls, security, memory) over the server's own `/v1` API. Its files are compiled
+//! into the binary; nothing is built or fetched at run time.
+//!
+//! On a server with a token, a browser cannot send `Authorization: Bearer` when it
+//! loads a page, so the console signs in once: `POST /login` with the token sets a
+//! cookie (`HttpOnly`, `SameSite=Strict`, this server's path `/` only) that the gate
+//! accepts in place of the header. The cookie holds a value derived from the token, not
+//! the token, so it cannot be replayed as a bearer token to another front end. A page
+//! asked for without either answers 401 with the sign-in form.
+
+use axum::Router;
+use axum::extract::{Form, FromRequest, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Deserialize;
+
+use super::gate::Gate;
+
+const INDEX: &str = include_str!("console/index.html");
+const LOGIN: &str = include_str!("console/login.html");
+const SCRIPT: &str = include_str!("console/console.js");
+const STYLE: &str = include_str!("console/console.css");
+const ICON: &str = include_str!("console/evo.svg");
+
+/// The cookie a signed-in browser sends.
+pub(super) const COOKIE: &str = "evo_console";
+
+/// What the console's documents may load and do: only this server's own script, style
+/// and API; never framed by another page.
+const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+     connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// Whether `path` is one of the console's pages (each answers with the same document;
+/// the script shows the page its path names).
+pub(super) fn is_page(path: &str) -> bool {
+    match path {
+        "/" | "/skills" | "/calls" | "/security" | "/memory" => true,
+        _ => path
+            .strip_prefix("/skills/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/')),
+    }
+}
+
+/// Whether `path` may be fetched without signing in: the sign-in form and the files it
+/// uses (style, icon), which hold nothing about this server.
+pub(super) fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/login" | "/assets/console.css" | "/assets/evo.svg" | "/favicon.ico"
+    )
+}
+
+/// The console's routes, over `gate` (which knows the token, if there is one).
+pub(super) fn router(gate: Gate) -> Router {
+    let page = if gate.has_token() {
+        INDEX.replace(
+            "<!--SIGN-OUT-->",
+            r#"<form method="post" action="/logout"><button type="submit" class="plain">Sign out</button></form>"#,
+        )
+    } else {
+        INDEX.to_owned()
+    };
+    let page: &'static str = Box::leak(page.into_boxed_str());
+    let document = move || async move { with_policy(html(StatusCode::OK, page.to_owned())) };
+    Router::new()
+        .route("/", get(document))
+        .route("/skills", get(document))
+        .route("/skills/{name}", get(document))
+        .route("/calls", get(document))
+        .route("/security", get(document))
+        .route("/memory", get(document))
+        .route(
+            "/assets/console.js",
+            get(|| async { asset("text/javascript", SCRIPT) }),
+        )
+        .route(
+            "/assets/console.css",
+            get(|| async { asset("text/css", STYLE) }),
+        )
+        .route(
+            "/assets/evo.svg",
+            get(|| async { asset("image/svg+xml", ICON) }),
+        )
+        // Browsers ask for it whatever the page says.
+        .route(
+            "/favicon.ico",
+            get(|| async { asset("image/svg+xml", ICON) }),
+        )
+        .route("/login", get(login_form).post(login))
+        .route("/logout", axum::routing::post(logout))
+        .with_state(gate)
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    with_policy(
+        (
+            [
+                (header::CONTENT_TYPE, content_type),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            body,
+        )
+            .into_response(),
+    )
+}
+
+fn with_policy(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, POLICY),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        // Not `no-referrer`: with it a browser sends `Origin: null` on the sign-in
+        // form's POST, which the gate refuses.
+        (header::REFERRER_POLICY, "same-origin"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// The sign-in form, answered with `status`, going on to `next` once signed in, with a
+/// `problem` to show.
+pub(super) fn login_page(status: StatusCode, next: &str, problem: Option<&str>) -> Response {
+    let problem = problem.map_or(String::new(), |p| {
+        format!(r#"<p class="problem" role="alert">{}</p>"#, escape(p))
+    });
+    let body = LOGIN
+        .replace("<!--PROBLEM-->", &problem)
+        .replace("<!--NEXT-->", &escape(local_path(next)));
+    with_policy(html(status, body))
+}
+
+/// `next` when it is a path on this server, else `/`: the form never sends anyone to
+/// another site.
+fn local_path(next: &str) -> &str {
+    let local = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(char::is_control);
+    if local { next } else { "/" }
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[derive(Deserialize)]
+struct Next {
+    #[serde(default)]
+    next: Option<String>,
+}
+
+async fn login_form(
+    State(gate): State<Gate>,
+    axum::extract::Query(query): axum::extract::Query<Next>,
+) -> Response {
+    let next = query.next.as_deref().unwrap_or("/");
+    if !gate.has_token() {
+        return Redirect::to(local_path(next)).into_response();
+    }
+    login_page(StatusCode::OK, next, None)
+}
+
+#[derive(Deserialize)]
+struct SignIn {
+    token: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+async fn login(State(gate): State<Gate>, request: Request) -> Response {
+    let secure = forwarded_https(request.headers());
+    let Ok(Form(form)) = Form::<SignIn>::from_request(request, &()).await else {
+        return login_page(
+            StatusCode::BAD_REQUEST,
+            "/",
+            Some("The form was not sent whole: enter the token and sign in again."),
+        );
+    };
+    let next = form.next.as_deref().unwrap_or("/");
+    let Some(session) = gate.session_for(&form.token) else {
+        tracing::warn!(target: "evo::security", "console sign-in with a wrong token");
+        return login_page(
+            StatusCode::UNAUTHORIZED,
+            next,
+            Some(
+                "That is not the token this server was started with (evo serve --token or EVO_TOKEN).",
+            ),
+        );
+    };
+    let mut response = Redirect::to(local_path(next)).into_response();
+    let cookie = format!(
+        "{COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict{}",
+        if secure { "; Secure" } else { "" }
+    );
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+async fn logout(State(gate): State<Gate>) -> Response {
+    let mut response = Redirect::to(if gate.has_token() { "/login" } else { "/" }).into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("evo_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    response
+}
+
+/// Whether a proxy in front says the browser reached it over HTTPS: the cookie is then
+/// marked `Secure`, so it is never sent in the clear.
+fn forwarded_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("https"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_the_views_and_nothing_else() {
+        for path in [
+            "/",
+            "/skills",
+            "/skills/calculate",
+            "/calls",
+            "/security",
+            "/memory",
+        ] {
+            assert!(is_page(path), "{path}");
+        }
+        for path in [
+            "/skills/",
+            "/skills/a/b",
+            "/v1/skills",
+            "/metrics",
+            "/mcp",
+            "/login",
+        ] {
+            assert!(!is_page(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn the_sign_in_form_sends_nobody_to_another_site() {
+        assert_eq!(local_path("/calls?status=error"), "/calls?status=error");
+        for next in [
+            "//evil.example/",
+            "https://evil.example",
+            "/\\evil.example",
+            "calls",
+            "/a\nb",
+        ] {
+            assert_eq!(local_path(next), "/", "{next:?}");
+        }
+    }
+
+    #[test]
+    fn text_put_in_the_form_is_escaped() {
+        assert_eq!(
+            escape(r#""><script>x</script>'&"#),
+            "&quot;&gt;&lt;script&gt;x&lt;/script&gt;&#39;&amp;"
+        );
+    }
+}
