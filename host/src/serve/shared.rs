@@ -25,6 +25,9 @@ use crate::skill::registry::RegisteredSkill;
 pub const CATALOGUE_POLL: Duration = Duration::from_millis(500);
 /// Catalogue ticks between two writes of the call statistics (10 s).
 pub const STATS_EVERY: u32 = 20;
+/// Catalogue ticks between two writes of the calls and gauges of a node whose
+/// storage is shared with other nodes (2 s).
+pub const BEAT_EVERY: u32 = 4;
 /// A call that takes longer than this counts as long (a model call, a big computation,
 /// a runaway): a skill whose last two calls were long has its next calls wait for the
 /// long lane, half as many slots as `serve.max_calls`, so that calls that take seconds
@@ -150,7 +153,12 @@ impl Shared {
                 tracing::warn!("could not rescan the skills: [{}] {e}", e.code());
             }
             ticks += 1;
-            if ticks.is_multiple_of(STATS_EVERY) {
+            if self.host.storage().shared().is_some() && ticks.is_multiple_of(BEAT_EVERY) {
+                // Nodes sharing a database: this one's calls and gauges reach the
+                // others' consoles within seconds.
+                self.flush_stats().await;
+                super::stats::beat(&self).await;
+            } else if ticks.is_multiple_of(STATS_EVERY) {
                 self.flush_stats().await;
             }
         }
@@ -162,6 +170,17 @@ impl Shared {
         let flushed = tokio::task::spawn_blocking(move || host.flush_stats()).await;
         if let Ok(Err(e)) = flushed {
             tracing::warn!("could not record statistics: [{}] {e}", e.code());
+        }
+    }
+
+    /// What this node is running now.
+    pub(super) fn gauges(&self) -> super::openapi::Gauges {
+        let engine = self.host.wasm_engine();
+        super::openapi::Gauges {
+            wasm_instances: engine.map_or(0, |e| e.live_instances() as u64),
+            calls_running: self.running() as u64,
+            calls_queued: self.queued() as u64,
+            call_slots: self.settings.max_calls as u64,
         }
     }
 

@@ -34,13 +34,8 @@ pub(super) async fn stats(
     let now_ms = crate::unix_millis() as i64;
     let start_ms = now_ms - (steps * step_s * 1000) as i64;
     let here = shared.host.kernel().node().to_owned();
-    let engine = shared.host.wasm_engine();
-    let gauges = Gauges {
-        wasm_instances: engine.map_or(0, |e| e.live_instances() as u64),
-        calls_running: shared.running() as u64,
-        calls_queued: shared.queued() as u64,
-        call_slots: shared.settings.max_calls as u64,
-    };
+    let gauges = shared.gauges();
+    let others = peers(&shared, &here, now_ms).await;
     let skills_served = shared.served_skills().len();
     let host = shared.host.clone();
     blocking("reading the history", move || {
@@ -50,8 +45,16 @@ pub(super) async fn stats(
             ..Filter::default()
         })?;
         let mut stats = summarise(&calls, start_ms, step_s, steps as usize, &here);
-        if let Some(node) = stats.nodes.iter_mut().find(|n| n.node == here) {
-            node.gauges = Some(gauges);
+        for (name, gauges) in std::iter::once((here, gauges)).chain(others) {
+            match stats.nodes.iter_mut().find(|n| n.node == name) {
+                Some(node) => node.gauges = Some(gauges),
+                None => stats.nodes.push(NodeStats {
+                    node: name,
+                    calls_per_step: vec![0; steps as usize],
+                    errors_per_step: vec![0; steps as usize],
+                    gauges: Some(gauges),
+                }),
+            }
         }
         stats.now_ms = now_ms;
         stats.window_s = window_s;
@@ -60,6 +63,65 @@ pub(super) async fn stats(
         Ok(Json(stats))
     })
     .await
+}
+
+/// A node not heard from for this long (stopped, or cut off) is left off.
+const SILENT_MS: i64 = 10_000;
+
+/// Writes this node's gauges where the other nodes read them (shared storage only).
+pub(super) async fn beat(shared: &Shared) {
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = shared.host.storage().shared() {
+        let node = shared.host.kernel().node().to_owned();
+        let gauges = serde_json::to_string(&shared.gauges()).unwrap_or_default();
+        let now = crate::unix_millis() as i64;
+        let written = pg
+            .run_async(move |client| async move {
+                client
+                    .execute(
+                        "INSERT INTO serve_nodes (node, seen_ms, gauges) VALUES ($1, $2, $3)
+                         ON CONFLICT (node) DO UPDATE SET seen_ms = $2, gauges = $3",
+                        &[&node, &now, &gauges],
+                    )
+                    .await
+            })
+            .await;
+        if let Err(e) = written {
+            tracing::warn!("could not share this node's gauges: [{}] {e}", e.code());
+        }
+    }
+    #[cfg(not(feature = "postgres"))]
+    let _ = shared;
+}
+
+/// The other nodes on the shared storage heard from lately, with their gauges.
+async fn peers(shared: &Shared, here: &str, now_ms: i64) -> Vec<(String, Gauges)> {
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = shared.host.storage().shared() {
+        let here = here.to_owned();
+        let since = now_ms - SILENT_MS;
+        let rows = pg
+            .run_async(move |client| async move {
+                let rows = client
+                    .query(
+                        "SELECT node, gauges FROM serve_nodes WHERE seen_ms >= $1 AND node <> $2 ORDER BY node",
+                        &[&since, &here],
+                    )
+                    .await?;
+                Ok(rows
+                    .iter()
+                    .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+                    .collect::<Vec<_>>())
+            })
+            .await
+            .unwrap_or_default();
+        return rows
+            .into_iter()
+            .filter_map(|(node, gauges)| Some((node, serde_json::from_str(&gauges).ok()?)))
+            .collect();
+    }
+    let _ = (shared, here, now_ms);
+    Vec::new()
 }
 
 /// The figures of `calls` (newest first, all at or after `start_ms`) in `steps` steps of

@@ -106,4 +106,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 6: which node made a call, and the error's hint (for the console's history).
     "ALTER TABLE tool_history ADD COLUMN node TEXT NOT NULL DEFAULT '';
     ALTER TABLE tool_history ADD COLUMN hint TEXT;",
+    // 7: what each `evo serve` node is running, written every few seconds, so any
+    // node's console shows every node's gauges.
+    "CREATE TABLE serve_nodes (node TEXT PRIMARY KEY, seen_ms BIGINT NOT NULL, gauges TEXT NOT NULL);",
 ];

@@ -71,6 +71,18 @@ fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_co
         !failed[0]["error"].as_str().unwrap().starts_with('['),
         "the code is apart from the message: {failed}"
     );
+    // With what to do about it, as the CLI says it, and the node that made the call.
+    assert!(
+        failed[0]["hint"].as_str().is_some_and(|h| !h.is_empty()),
+        "{failed}"
+    );
+    let port = base.rsplit(':').next().unwrap();
+    assert!(
+        failed[0]["node"]
+            .as_str()
+            .is_some_and(|n| n.ends_with(&format!(":{port}"))),
+        "{failed}"
+    );
 
     // The security log: what the sandbox refused, by what it refused.
     let (_, blocked) = get(&format!("{base}/v1/calls?status=blocked"));
@@ -81,6 +93,12 @@ fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_co
         .find(|c| c["skill"] == "http")
         .unwrap_or_else(|| panic!("the outbound request's refusal: {blocked}"));
     assert_eq!(refused["code"], "PERMISSION_DENIED");
+    assert!(
+        refused["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("--allow-host")),
+        "a refusal says how to grant it, if the skill is trusted: {refused}"
+    );
     assert!(
         refused["arguments"]
             .as_str()

@@ -233,3 +233,52 @@ fn three_nodes_on_one_database_share_memory_skills_and_statistics() {
         "{history}"
     );
 }
+
+#[test]
+fn every_nodes_calls_and_gauges_are_charted_by_any_node_under_its_name() {
+    let url = postgres_url();
+    let root = tempfile::tempdir().unwrap();
+    let nodes: Vec<HttpServer> = ["left", "right"]
+        .iter()
+        .map(|name| HttpServer::start(&node_home(root.path(), name, &url), &[]))
+        .collect();
+    let port = |node: &HttpServer| node.base.rsplit(':').next().unwrap().to_owned();
+    let (status, _) = call(&nodes[1].base, "memory_search", &json!({ "query": "x" }));
+    assert_eq!(status, 200);
+    // The call is recorded under the node that made it: the machine's name and the
+    // port it serves.
+    let (_, calls) = http(
+        "GET",
+        &format!("{}/v1/calls?skill=memory_search&limit=1", nodes[1].base),
+        &[],
+        None,
+    );
+    let right = calls[0]["node"].as_str().unwrap().to_owned();
+    assert!(right.ends_with(&format!(":{}", port(&nodes[1]))), "{calls}");
+    // Node left's charts show node right: its call (written within seconds) and its
+    // gauges (shared every two seconds), besides its own.
+    let stats = eventually("node left charts node right", || {
+        let (_, stats) = http("GET", &format!("{}/v1/stats", nodes[0].base), &[], None);
+        let listed = stats["nodes"]
+            .as_array()?
+            .iter()
+            .find(|n| n["node"] == right.as_str())?;
+        let calls: u64 = listed["calls_per_step"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_u64)
+            .sum();
+        (calls >= 1 && listed["gauges"]["call_slots"].as_u64() > Some(0)).then_some(stats)
+    });
+    assert!(
+        stats["node"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(":{}", port(&nodes[0]))),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["nodes"][0]["node"], stats["node"],
+        "the node answering comes first"
+    );
+}
