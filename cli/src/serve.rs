@@ -10,7 +10,8 @@ use crate::args::{self, Grants, Sources};
 use crate::{Failure, Globals};
 
 /// Serve the skills to MCP clients: over stdio (what desktop and IDE agents start),
-/// or over streamable HTTP with `--http`, beside a JSON API under /v1.
+/// or over streamable HTTP with `--http`, beside a JSON API under /v1 and a web
+/// console at /.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Add Evo to an MCP client (Claude Desktop, Cursor, VS Code, …):\n  \
@@ -22,8 +23,9 @@ Examples:\n  \
     EVO_TOKEN=$(openssl rand -hex 32) evo serve --http 0.0.0.0:8765"
 )]
 pub(crate) struct ServeArgs {
-    /// Serve over streamable HTTP at ADDR (MCP at /mcp, the API at /v1) instead of
-    /// stdio: HOST:PORT, or a PORT on 127.0.0.1. Any address but loopback needs --token.
+    /// Serve over streamable HTTP at ADDR (MCP at /mcp, the API at /v1, the web console
+    /// at /) instead of stdio: HOST:PORT, or a PORT on 127.0.0.1. Any address but
+    /// loopback needs --token (a browser signs in to the console with it).
     #[arg(long, value_name = "ADDR")]
     pub(crate) http: Option<String>,
     /// The bearer token HTTP clients must send; required to bind a non-loopback
@@ -84,7 +86,7 @@ async fn http(shared: Arc<Shared>, options: HttpOptions) -> Result<(), Failure> 
     let skills = shared.served_skills().len();
     let result = evo_host::serve::http::serve(shared, options, terminated(), |addr| {
         eprintln!(
-            "evo serve: {skills} tools; MCP at http://{addr}/mcp, the API at http://{addr}/v1 (OpenAPI: /v1/openapi.json)"
+            "evo serve: {skills} tools; MCP at http://{addr}/mcp, the API at http://{addr}/v1 (OpenAPI: /v1/openapi.json), the console at http://{addr}/"
         );
     })
     .await;

@@ -371,15 +371,15 @@ async fn get_skill(State(shared): State<Arc<Shared>>, Path(name): Path<String>) 
         return not_found(&name);
     };
     let data_dir = shared.host.data_dir().to_owned();
-    let skill_dir = crate::skills_dir(&data_dir).join(&skill.meta.name);
+    let skill_dir = crate::paths::skills_dir(&data_dir).join(&skill.meta.name);
     let installed = crate::skill::package::InstallRecord::read(&skill_dir);
     let any = skill.executor.as_any();
     let wasm = any
         .and_then(|a| a.downcast_ref::<crate::engine::wasm::WasmExecutor>())
         .map(crate::engine::wasm::WasmExecutor::skill);
     let plain = any
-        .and_then(|a| a.downcast_ref::<crate::PlainExecutor>())
-        .map(crate::PlainExecutor::component);
+        .and_then(|a| a.downcast_ref::<crate::engine::wasm::PlainExecutor>())
+        .map(crate::engine::wasm::PlainExecutor::component);
     let (granted, limits, digest, loaded_from) = match (wasm, plain) {
         (Some(w), _) => (
             Some(value_of(w.grant())),
