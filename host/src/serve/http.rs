@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -33,10 +33,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::gate::{self, Gate};
 use super::openapi::{
-    AgentRun, CallOptions, CallResult, CallRow, CallsQuery, ErrorBody, Health, Provenance,
-    SkillDetail, SkillSummary, StorageHealth, openapi_document,
+    AgentRun, CallRow, CallsQuery, ErrorBody, Health, StorageHealth, openapi_document,
 };
-use super::{Refusal, Server, Shared};
+use super::{Server, Shared};
 use crate::error::Error;
 
 /// An MCP session with no request for this long is closed.
@@ -163,9 +162,9 @@ pub fn router(
         .route("/v1/health", get(health))
         .route("/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
-        .route("/v1/skills", get(list_skills))
-        .route("/v1/skills/{name}", get(get_skill))
-        .route("/v1/skills/{name}/call", post(call_skill))
+        .route("/v1/skills", get(super::skills::list))
+        .route("/v1/skills/{name}", get(super::skills::get))
+        .route("/v1/skills/{name}/call", post(super::skills::call))
         .route("/v1/calls", get(list_calls))
         .route("/v1/calls/live", get(live_calls))
         .route("/v1/stats", get(super::stats::stats))
@@ -335,173 +334,6 @@ async fn health(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Health>)
             },
         }),
     )
-}
-
-fn summary(shared: &Shared, skill: &crate::skill::registry::RegisteredSkill) -> SkillSummary {
-    SkillSummary {
-        name: skill.meta.name.clone(),
-        description: skill.meta.description.clone(),
-        kind: skill.kind().as_str().into(),
-        version: skill.meta.version.clone(),
-        input_schema: skill.meta.input.clone(),
-        output_schema: skill.meta.output.clone(),
-        annotations: serde_json::to_value(super::annotations(skill, &shared.host))
-            .unwrap_or(Value::Null),
-    }
-}
-
-async fn list_skills(State(shared): State<Arc<Shared>>) -> Json<Vec<SkillSummary>> {
-    Json(
-        shared
-            .served_skills()
-            .iter()
-            .map(|s| summary(&shared, s))
-            .collect(),
-    )
-}
-
-fn not_found(name: &str) -> Response {
-    evo_failure(&Error::SkillNotFound {
-        name: name.to_owned(),
-    })
-}
-
-async fn get_skill(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
-    let Some(skill) = shared.served(&name) else {
-        return not_found(&name);
-    };
-    let data_dir = shared.host.data_dir().to_owned();
-    let skill_dir = crate::paths::skills_dir(&data_dir).join(&skill.meta.name);
-    let installed = crate::skill::package::InstallRecord::read(&skill_dir);
-    let any = skill.executor.as_any();
-    let wasm = any
-        .and_then(|a| a.downcast_ref::<crate::engine::wasm::WasmExecutor>())
-        .map(crate::engine::wasm::WasmExecutor::skill);
-    let plain = any
-        .and_then(|a| a.downcast_ref::<crate::engine::wasm::PlainExecutor>())
-        .map(crate::engine::wasm::PlainExecutor::component);
-    let (granted, limits, digest, loaded_from) = match (wasm, plain) {
-        (Some(w), _) => (
-            Some(value_of(w.grant())),
-            Some(value_of(w.limits())),
-            Some(w.digest().to_owned()),
-            Some(value_of(&w.load_source())),
-        ),
-        (None, Some(c)) => (
-            Some(value_of(c.grant())),
-            Some(value_of(c.limits())),
-            Some(c.digest().to_owned()),
-            Some(value_of(&c.load_source())),
-        ),
-        (None, None) => (None, None, None, None),
-    };
-    Json(SkillDetail {
-        asked: value_of(&skill.meta.capabilities),
-        granted,
-        limits,
-        provenance: Provenance {
-            loaded_from,
-            digest: digest.or_else(|| installed.as_ref().map(|r| r.digest.clone())),
-            installed: installed.is_some(),
-            installed_at: installed.as_ref().map(|r| r.installed_at),
-            registry: installed
-                .as_ref()
-                .and_then(|r| r.source.as_ref())
-                .map(value_of),
-        },
-        summary: summary(&shared, &skill),
-    })
-    .into_response()
-}
-
-fn value_of<T: serde::Serialize + ?Sized>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-/// The most events one call returns with `?events=true`; a skill that emits more has
-/// the rest dropped (and says so in the last one).
-const MAX_CALL_EVENTS: usize = 1_000;
-
-async fn call_skill(
-    State(shared): State<Arc<Shared>>,
-    Path(name): Path<String>,
-    axum::extract::Query(options): axum::extract::Query<CallOptions>,
-    body: axum::body::Bytes,
-) -> Response {
-    let Some(skill) = shared.served(&name) else {
-        return not_found(&name);
-    };
-    let input: Value = if body.is_empty() {
-        json!({})
-    } else {
-        match serde_json::from_slice(&body) {
-            Ok(input) => input,
-            Err(e) => {
-                return failure(
-                    StatusCode::BAD_REQUEST,
-                    "INVALID_INPUT",
-                    format!("the request body is not JSON: {e}"),
-                    Some("send the skill's input as a JSON object"),
-                );
-            }
-        }
-    };
-    let started = std::time::Instant::now();
-    // A client that hangs up cancels the call: this future is dropped with it.
-    let never = CancellationToken::new();
-    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = options.events.then(|| {
-        let events = events.clone();
-        crate::skill::events::EventSink::new(move |event| {
-            let mut events = events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if events.len() < MAX_CALL_EVENTS {
-                events.push(serde_json::to_value(&event).unwrap_or(Value::Null));
-            } else if events.len() == MAX_CALL_EVENTS {
-                events.push(json!({ "type": "dropped", "reason": format!("more than {MAX_CALL_EVENTS} events; the rest are not returned") }));
-            }
-        })
-    });
-    match shared
-        .call(&skill.meta.name, input, sink, None, &never)
-        .await
-    {
-        Ok(out) => Json(CallResult {
-            output: out.output,
-            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-            memory: out.memory,
-            intermediate_steps: out.intermediate_steps,
-            events: std::mem::take(
-                &mut *events
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            ),
-        })
-        .into_response(),
-        Err(Refusal::Failed(error)) => evo_failure(&error),
-        Err(Refusal::Busy { waiting }) => {
-            let mut response = failure(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "SERVER_BUSY",
-                format!(
-                    "the server is busy: every slot is taken and {waiting} calls already wait for one"
-                ),
-                Some(
-                    "try again after the Retry-After seconds, or raise serve.max_calls / serve.max_queue",
-                ),
-            );
-            response.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static("1"),
-            );
-            response
-        }
-        Err(Refusal::Cancelled | Refusal::ShuttingDown) => failure(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "SHUTTING_DOWN",
-            "the server is shutting down and takes no more calls".into(),
-            Some("retry against a running server"),
-        ),
-    }
 }
 
 /// Most calls one `GET /v1/calls` lists.

@@ -37,6 +37,7 @@ pub mod openapi;
 #[cfg(feature = "postgres")]
 mod sessions;
 mod shared;
+mod skills;
 mod stats;
 pub mod stdio;
 mod tool;
