@@ -16,12 +16,8 @@ for dir in "$(dirname "$(command -v initdb 2>/dev/null || echo /none/initdb)")" 
     fi
 done
 if [ -z "$pg_bin" ]; then
-    echo "PostgreSQL's server is not installed: installing postgresql-$PG_MAJOR" >&2
-    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "postgresql-$PG_MAJOR"; } >&2; then
-        echo "error: could not install postgresql-$PG_MAJOR (the storage tests need initdb and pg_ctl)" >&2
-        exit 1
-    fi
+    source "$(dirname "${BASH_SOURCE[0]}")/debian.sh"
+    debian_install "the storage tests need PostgreSQL's initdb and pg_ctl" "postgresql-$PG_MAJOR"
     pg_bin=/usr/lib/postgresql/$PG_MAJOR/bin
 fi
 

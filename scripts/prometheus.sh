@@ -6,12 +6,8 @@
 # Exports EVO_TEST_PROMETHEUS (the binary).
 
 if ! command -v prometheus >/dev/null 2>&1; then
-    echo "installing prometheus (the metrics test scrapes evo serve with it)" >&2
-    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } >&2; then
-        echo "error: could not install prometheus (the metrics test needs a real Prometheus)" >&2
-        exit 1
-    fi
+    source "$(dirname "${BASH_SOURCE[0]}")/debian.sh"
+    debian_install "the metrics test scrapes evo serve with a real Prometheus" prometheus
 fi
 EVO_TEST_PROMETHEUS=$(command -v prometheus)
 export EVO_TEST_PROMETHEUS

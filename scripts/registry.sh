@@ -16,12 +16,8 @@ registry_missing=()
 command -v docker-registry >/dev/null 2>&1 || registry_missing+=(docker-registry)
 command -v skopeo >/dev/null 2>&1 || registry_missing+=(skopeo)
 if [ "${#registry_missing[@]}" != 0 ]; then
-    echo "installing ${registry_missing[*]} (the registry tests need them)" >&2
-    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${registry_missing[@]}"; } >&2; then
-        echo "error: could not install ${registry_missing[*]} (the registry tests need a real registry and skopeo)" >&2
-        exit 1
-    fi
+    source "$(dirname "${BASH_SOURCE[0]}")/debian.sh"
+    debian_install "the registry tests need a real registry and skopeo" "${registry_missing[@]}"
 fi
 
 registry_dir=$(mktemp -d /tmp/evo-registry.XXXXXX)
