@@ -69,6 +69,18 @@ fn every_page_loads_clean_and_a_call_made_in_the_form_is_seen_live_in_the_histor
     browser.wait_for_text("Calls per second");
     browser.wait_for("document.querySelectorAll('.card b').length === 6");
     browser.wait_for_text("PERMISSION_DENIED");
+    // The figures update on their own: a call made elsewhere is counted within seconds.
+    let counted = "Number(document.querySelectorAll('.card b')[5].textContent)";
+    let before = browser.eval(counted).as_u64().unwrap();
+    assert_eq!(
+        post(
+            &format!("{base}/v1/skills/calculate/call"),
+            r#"{"expression":"3 * 3"}"#
+        ),
+        200
+    );
+    browser.wait_for(&format!("{counted} > {before}"));
+    browser.wait_for("document.querySelector('canvas').getAttribute('aria-label').includes('now')");
     browser.screenshot(&shots.join("overview.png"));
 
     browser.open(&format!("{base}/skills"));
