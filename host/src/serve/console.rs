@@ -24,9 +24,6 @@ const SCRIPT: &str = include_str!("console/console.js");
 const STYLE: &str = include_str!("console/console.css");
 const ICON: &str = include_str!("console/evo.svg");
 
-/// The cookie a signed-in browser sends.
-pub(super) const COOKIE: &str = "evo_console";
-
 /// What the console's documents may load and do: only this server's own script, style
 /// and API; never framed by another page.
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -213,7 +210,8 @@ async fn login(State(gate): State<Gate>, request: Request) -> Response {
     };
     let mut response = Redirect::to(local_path(next)).into_response();
     let cookie = format!(
-        "{COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict{}",
+        "{}={session}; Path=/; HttpOnly; SameSite=Strict{}",
+        gate.cookie_name(),
         if secure { "; Secure" } else { "" }
     );
     if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -224,10 +222,13 @@ async fn login(State(gate): State<Gate>, request: Request) -> Response {
 
 async fn logout(State(gate): State<Gate>) -> Response {
     let mut response = Redirect::to(if gate.has_token() { "/login" } else { "/" }).into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("evo_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    let cleared = format!(
+        "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",
+        gate.cookie_name()
     );
+    if let Ok(value) = HeaderValue::from_str(&cleared) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
     response
 }
 

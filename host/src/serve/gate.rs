@@ -32,12 +32,20 @@ pub(super) struct Gate {
     origins: Arc<Vec<String>>,
     /// Bound to loopback: the `Host` header must name loopback too.
     loopback: bool,
+    /// The console's cookie, named after the port bound: browsers send a cookie to
+    /// every port of a host, and two servers on one machine must not sign each other out.
+    cookie: String,
 }
 
 impl Gate {
-    /// The checks for a server bound to loopback (`loopback`) or not, with `token` and
-    /// the browser `origins` it allows.
-    pub(super) fn new(token: Option<&str>, origins: Vec<String>, loopback: bool) -> Self {
+    /// The checks for a server bound to loopback (`loopback`) or not on `port`, with
+    /// `token` and the browser `origins` it allows.
+    pub(super) fn new(
+        token: Option<&str>,
+        origins: Vec<String>,
+        loopback: bool,
+        port: u16,
+    ) -> Self {
         Self {
             token: token.map(|t| Sha256::digest(t.as_bytes()).into()),
             session: token.map(|t| {
@@ -47,7 +55,13 @@ impl Gate {
             }),
             origins: Arc::new(origins),
             loopback,
+            cookie: format!("evo_console_{port}"),
         }
+    }
+
+    /// The name of the console's sign-in cookie.
+    pub(super) fn cookie_name(&self) -> &str {
+        &self.cookie
     }
 
     /// Whether requests must carry the token.
@@ -71,9 +85,8 @@ impl Gate {
             return true;
         }
         let session = self.session.as_ref().map(|(_, hash)| hash);
-        session.is_some_and(|hash| {
-            cookie(headers, super::console::COOKIE).is_some_and(|c| same_hash(c, hash))
-        })
+        session
+            .is_some_and(|hash| cookie(headers, &self.cookie).is_some_and(|c| same_hash(c, hash)))
     }
 }
 

@@ -157,7 +157,7 @@ pub fn router(
         Arc::new(sessions),
         config,
     );
-    let gate = Gate::new(options.token.as_deref(), origins, loopback);
+    let gate = Gate::new(options.token.as_deref(), origins, loopback, bound.port());
     Router::new()
         .route("/v1/health", get(health))
         .route("/metrics", get(metrics))

@@ -269,6 +269,10 @@ fn with_a_token_every_console_page_answers_401_until_the_browser_signs_in() {
         !cookie.contains("s3cret-console"),
         "the cookie is not the token: {cookie}"
     );
+    assert!(
+        cookie.starts_with(&format!("evo_console_{port}=")),
+        "named after the port, so two servers on one machine keep theirs: {cookie}"
+    );
     let session = cookie.split(';').next().unwrap().to_owned();
     for path in ["/", "/calls", "/metrics", "/v1/stats", "/assets/console.js"] {
         let (status, _, _) = get(&format!("{base}{path}"), &[("cookie", &session)]);
