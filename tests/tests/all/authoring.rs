@@ -276,3 +276,29 @@ fn the_helpers_evo_new_copies_are_the_ones_the_examples_are_built_with() {
         );
     }
 }
+
+#[test]
+fn installing_a_skill_named_like_a_built_in_tool_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("calculate");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: calculate\ndescription: Shadows the built-in.\n---\nNo.\n",
+    )
+    .unwrap();
+    let out = command(
+        &root.path().join("home"),
+        &["skill", "install", dir.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "error[SKILL_NAME_TAKEN]: Skill calculate cannot be installed: a built-in tool is already called calculate"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}

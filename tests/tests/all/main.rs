@@ -56,6 +56,7 @@ mod remote;
 mod results;
 mod serve;
 mod serve_gate;
+mod serve_http;
 mod serve_stdio;
 mod service;
 mod short_names;

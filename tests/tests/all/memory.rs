@@ -1433,7 +1433,7 @@ fn a_running_server_follows_a_reindex_made_beside_it() {
     }
     let server = HttpServer::start(home.path(), &[]);
     let top = || {
-        let (status, hits) = crate::serve::http(
+        let (status, hits) = crate::serve_http::http(
             "POST",
             &format!("{}/v1/memory/search", server.base),
             &[],

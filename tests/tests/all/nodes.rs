@@ -7,7 +7,7 @@ use evo_tests::cli::{HttpServer, evo, stderr, stdout};
 use evo_tests::shared::{answer_component, eventually};
 use serde_json::{Value, json};
 
-use crate::serve::http;
+use crate::serve_http::http;
 use crate::storage::postgres_url;
 
 /// A node's data directory, configured for the shared database at `url`.

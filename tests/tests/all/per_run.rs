@@ -175,7 +175,7 @@ fn over_http_a_run_picks_its_model_among_those_allowed() {
         .env("OPENAI_API_KEY", "sk-test");
     let server = HttpServer::start_command(serve);
     let run = |model: &str| {
-        crate::serve::http(
+        crate::serve_http::http(
             "POST",
             &format!("{}/v1/agent/run", server.base),
             &[],

@@ -182,7 +182,7 @@ fn plain_components_answer_over_the_http_api() {
         &root.path().join("home"),
         &["--skills-dir", skills.to_str().unwrap()],
     );
-    let (status, out) = crate::serve::http(
+    let (status, out) = crate::serve_http::http(
         "POST",
         &format!("{}/v1/skills/kinds__greet/call", server.base),
         &[],
@@ -193,7 +193,7 @@ fn plain_components_answer_over_the_http_api() {
         (200, &json!("hello, http")),
         "{out}"
     );
-    let (status, err) = crate::serve::http(
+    let (status, err) = crate::serve_http::http(
         "POST",
         &format!("{}/v1/skills/kinds__kinds__echo-u8/call", server.base),
         &[],
@@ -204,7 +204,7 @@ fn plain_components_answer_over_the_http_api() {
         (422, Some("SKILL_VALIDATION_FAILED")),
         "{err}"
     );
-    let (status, err) = crate::serve::http(
+    let (status, err) = crate::serve_http::http(
         "POST",
         &format!("{}/v1/skills/kinds__kinds__divide/call", server.base),
         &[],

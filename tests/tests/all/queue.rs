@@ -128,7 +128,7 @@ fn a_backlog_of_long_calls_is_refused_on_its_own_and_never_refuses_a_quick_call(
     let server = one_slot_one_waiting(root.path(), &skills);
     let base = server.base.clone();
     let call = move |skill: &str, ms: u64| {
-        let (status, body) = crate::serve::http(
+        let (status, body) = crate::serve_http::http(
             "POST",
             &format!("{base}/v1/skills/{skill}/call"),
             &[],

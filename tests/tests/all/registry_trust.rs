@@ -174,7 +174,7 @@ fn each_node_pulls_a_registry_skill_by_digest_and_checks_it_against_its_own_trus
         &["skill", "install", &format!("oci://{signed}")],
     );
     let answer = eventually("node two calls it", || {
-        let (status, answer) = crate::serve::http(
+        let (status, answer) = crate::serve_http::http(
             "POST",
             &format!("{}/v1/skills/text-stats/call", server.base),
             &[],
@@ -215,7 +215,7 @@ fn each_node_pulls_a_registry_skill_by_digest_and_checks_it_against_its_own_trus
             .contains("nodes/file-head"),
         "{refusal}"
     );
-    let (status, _) = crate::serve::http(
+    let (status, _) = crate::serve_http::http(
         "POST",
         &format!("{}/v1/skills/file-head/call", server.base),
         &[],

@@ -7,7 +7,7 @@ use std::time::Duration;
 use evo_tests::cli::{HttpServer, evo, stderr, stdout};
 use serde_json::{Value, json};
 
-use crate::serve::{http, skill_names};
+use crate::serve_http::{http, skill_names};
 
 const TOKEN: &str = "node-b-token-0123456789";
 

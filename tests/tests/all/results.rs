@@ -8,7 +8,8 @@ use evo_tests::cli::{HttpServer, evo, stderr, stdout};
 use evo_tests::skills;
 use serde_json::{Value, json};
 
-use crate::serve::{Raw, http};
+use crate::serve::Raw;
+use crate::serve_http::http;
 
 /// `notes`' input that adds `text` as an important note, which it suggests for memory.
 fn important(text: &str) -> String {

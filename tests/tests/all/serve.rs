@@ -1,6 +1,5 @@
-//! `evo serve` as MCP clients use it: the official Python SDK over stdio and HTTP, raw
-//! JSON-RPC lines for what a well-behaved client never sends, and the HTTP API with
-//! its token and origin checks.
+//! `evo serve` over stdio as MCP clients use it: the official Python SDK, and raw
+//! JSON-RPC lines for what a well-behaved client never sends (`serve_http` for HTTP).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -30,7 +29,7 @@ fn client_script() -> PathBuf {
 
 /// A data directory with the instruction skill `guide` installed, and a second skill
 /// (`commit-guide`) ready to install while a client is connected.
-fn catalogue() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn catalogue() -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().unwrap();
     let home = root.path().join("home");
     let guide = root.path().join("src/guide");
@@ -55,7 +54,7 @@ fn catalogue() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Checks what the Python client reported.
-fn check_report(report: &Value, protocol: &str) {
+pub(crate) fn check_report(report: &Value, protocol: &str) {
     assert_eq!(report["protocol"], protocol, "{report:#}");
     assert_eq!(
         report["ok"],
@@ -111,7 +110,7 @@ fn check_report(report: &Value, protocol: &str) {
     );
 }
 
-fn run_client(args: &[&str]) -> Value {
+pub(crate) fn run_client(args: &[&str]) -> Value {
     run_python(&client_script(), args)
 }
 
@@ -143,26 +142,6 @@ fn the_python_sdk_uses_evo_over_stdio() {
             home.to_str().unwrap(),
             later.to_str().unwrap(),
             mode,
-        ]);
-        check_report(&report, protocol);
-    }
-}
-
-use evo_tests::cli::HttpServer;
-
-#[test]
-fn the_python_sdk_uses_evo_over_http() {
-    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
-        let (root, later) = catalogue();
-        let home = root.path().join("home");
-        let server = HttpServer::start(&home, &[]);
-        let report = run_client(&[
-            "http",
-            &format!("{}/mcp", server.base),
-            home.to_str().unwrap(),
-            later.to_str().unwrap(),
-            mode,
-            evo_bin().to_str().unwrap(),
         ]);
         check_report(&report, protocol);
     }
@@ -500,291 +479,6 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
     assert!(status.success(), "{status}");
 }
 
-/// A GET or POST with optional headers: (status, body as JSON or text).
-/// The names `GET /v1/skills` lists.
-pub(crate) fn skill_names(base: &str) -> Vec<String> {
-    let (status, skills) = http("GET", &format!("{base}/v1/skills"), &[], None);
-    assert_eq!(status, 200, "{skills}");
-    skills
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-pub(crate) fn http(
-    method: &str,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let response = if method == "GET" {
-        let mut request = agent.get(url);
-        for (k, v) in headers {
-            request = request.header(*k, *v);
-        }
-        request.call()
-    } else {
-        let mut request = agent.post(url).header("content-type", "application/json");
-        for (k, v) in headers {
-            request = request.header(*k, *v);
-        }
-        request.send(body.unwrap_or(""))
-    }
-    .unwrap();
-    let status = response.status().as_u16();
-    let text = response.into_body().read_to_string().unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-#[test]
-fn the_http_api_calls_skills_and_answers_errors_with_codes() {
-    let (root, _) = catalogue();
-    let server = HttpServer::start(&root.path().join("home"), &[]);
-    let base = &server.base;
-
-    let (status, health) = http("GET", &format!("{base}/v1/health"), &[], None);
-    assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
-
-    let names = skill_names(base);
-    assert!(
-        names.contains(&"calculate".to_owned()) && names.contains(&"guide".to_owned()),
-        "{names:?}"
-    );
-
-    let (status, out) = http(
-        "POST",
-        &format!("{base}/v1/skills/calculate/call"),
-        &[],
-        Some(r#"{"expression":"sqrt(144) + 10"}"#),
-    );
-    assert_eq!((status, &out["output"]), (200, &json!({ "result": 22 })));
-
-    let (status, err) = http(
-        "POST",
-        &format!("{base}/v1/skills/calculate/call"),
-        &[],
-        Some(r#"{"expression":7}"#),
-    );
-    assert_eq!(
-        (status, err["code"].as_str()),
-        (422, Some("SKILL_VALIDATION_FAILED"))
-    );
-    assert_eq!(
-        err["report"]["violations"][0]["path"], "expression",
-        "{err}"
-    );
-
-    let (status, err) = http("GET", &format!("{base}/v1/skills/nope"), &[], None);
-    assert_eq!(
-        (status, err["code"].as_str()),
-        (404, Some("SKILL_NOT_FOUND"))
-    );
-
-    let (status, err) = http(
-        "POST",
-        &format!("{base}/v1/skills/calculate/call"),
-        &[],
-        Some("{not json"),
-    );
-    assert_eq!((status, err["code"].as_str()), (400, Some("INVALID_INPUT")));
-
-    let (status, hits) = http(
-        "POST",
-        &format!("{base}/v1/memory/search"),
-        &[],
-        Some(r#"{"query":"anything"}"#),
-    );
-    assert_eq!((status, hits), (200, json!([])));
-
-    // The daily logs are searched, with the same filters as the CLI and the tools;
-    // today's log is looked at on every search, so a line written by another process
-    // is found at once.
-    evo_host::memory::files::append_daily_log(
-        &root.path().join("home"),
-        "user: the narwhal migration slipped a week",
-    )
-    .unwrap();
-    let (status, hits) = http(
-        "POST",
-        &format!("{base}/v1/memory/search"),
-        &[],
-        Some(r#"{"query":"narwhal migration","sources":["log"],"since":"2000-01-01"}"#),
-    );
-    assert_eq!(status, 200, "{hits}");
-    assert_eq!(
-        hits[0]["text"],
-        "user: the narwhal migration slipped a week"
-    );
-    assert_eq!(hits[0]["source"], "log");
-    let (status, err) = http(
-        "POST",
-        &format!("{base}/v1/memory/search"),
-        &[],
-        Some(r#"{"query":"narwhal","sources":["diary"]}"#),
-    );
-    assert_eq!(
-        (status, err["code"].as_str()),
-        (400, Some("INVALID_INPUT")),
-        "{err}"
-    );
-
-    // No model configured: the agent endpoint says so with the CLI's code.
-    let (status, err) = http(
-        "POST",
-        &format!("{base}/v1/agent/run"),
-        &[],
-        Some(r#"{"message":"hi"}"#),
-    );
-    assert_eq!(
-        (status, err["code"].as_str()),
-        (503, Some("LLM_NOT_CONFIGURED"))
-    );
-
-    let (status, doc) = http("GET", &format!("{base}/v1/openapi.json"), &[], None);
-    assert_eq!(status, 200);
-    assert_eq!(doc["openapi"], "3.1.0");
-    for path in [
-        "/v1/health",
-        "/v1/skills",
-        "/v1/skills/{name}",
-        "/v1/skills/{name}/call",
-        "/v1/memory/search",
-        "/v1/agent/run",
-        "/v1/calls",
-        "/v1/calls/live",
-    ] {
-        assert!(doc["paths"].get(path).is_some(), "{path} documented");
-    }
-    assert!(
-        doc["components"]["schemas"]["SkillSummary"]["properties"]
-            .get("inputSchema")
-            .is_some(),
-        "schemas generated from the types: {:#}",
-        doc["components"]["schemas"]
-    );
-
-    // A web page of another origin is refused (DNS rebinding protection).
-    let (status, err) = http(
-        "GET",
-        &format!("{base}/v1/skills"),
-        &[("origin", "http://evil.example")],
-        None,
-    );
-    assert_eq!(
-        (status, err["code"].as_str()),
-        (403, Some("ORIGIN_REFUSED"))
-    );
-    let (status, _) = http(
-        "GET",
-        &format!("{base}/v1/skills"),
-        &[("origin", "http://localhost:3000")],
-        None,
-    );
-    assert_eq!(status, 200);
-}
-
-#[test]
-fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
-    let home = tempfile::tempdir().unwrap();
-    let out = command(home.path(), &["serve", "--http", "0.0.0.0:0"])
-        .env_remove("EVO_TOKEN")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.starts_with("error[TOKEN_REQUIRED]: refusing to serve on 0.0.0.0:0 without a token"),
-        "{err}"
-    );
-
-    // Bound to every address, reached here on loopback.
-    let mut child = command(
-        home.path(),
-        &["serve", "--http", "0.0.0.0:0", "--token", "s3cret"],
-    )
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let bound = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(rest) = line.split("MCP at http://").nth(1) {
-            break rest.split("/mcp").next().unwrap().to_owned();
-        }
-    };
-    assert!(bound.starts_with("0.0.0.0:"), "{bound}");
-    let base = format!("http://127.0.0.1:{}", bound.rsplit(':').next().unwrap());
-    let (status, err) = http("GET", &format!("{base}/v1/skills"), &[], None);
-    assert_eq!((status, err["code"].as_str()), (401, Some("UNAUTHORIZED")));
-    let (status, _) = http(
-        "GET",
-        &format!("{base}/v1/skills"),
-        &[("authorization", "Bearer wrong")],
-        None,
-    );
-    assert_eq!(status, 401);
-    let (status, _) = http(
-        "GET",
-        &format!("{base}/v1/skills"),
-        &[("authorization", "Bearer s3cret")],
-        None,
-    );
-    assert_eq!(status, 200);
-    let (status, _) = http(
-        "POST",
-        &format!("{base}/mcp"),
-        &[("accept", "application/json, text/event-stream")],
-        Some(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-    );
-    assert_eq!(status, 401, "MCP is behind the token too");
-    let (status, _) = http("GET", &format!("{base}/metrics"), &[], None);
-    assert_eq!(status, 401, "and so are the metrics");
-    let (status, _) = http(
-        "GET",
-        &format!("{base}/metrics"),
-        &[("authorization", "Bearer s3cret")],
-        None,
-    );
-    assert_eq!(status, 200);
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-#[test]
-fn installing_a_skill_named_like_a_built_in_tool_is_refused() {
-    let root = tempfile::tempdir().unwrap();
-    let dir = root.path().join("calculate");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        "---\nname: calculate\ndescription: Shadows the built-in.\n---\nNo.\n",
-    )
-    .unwrap();
-    let out = command(
-        &root.path().join("home"),
-        &["skill", "install", dir.to_str().unwrap()],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).starts_with(
-            "error[SKILL_NAME_TAKEN]: Skill calculate cannot be installed: a built-in tool is already called calculate"
-        ),
-        "{}",
-        stderr(&out)
-    );
-}
-
 #[tokio::test]
 async fn refresh_sees_skills_added_edited_and_removed_by_other_processes() {
     let home = tempfile::tempdir().unwrap();
@@ -879,104 +573,5 @@ fn a_client_cannot_read_outside_a_skill_or_the_working_directory() {
         assert_eq!(answer["result"]["isError"], true, "{answer}");
         let text = answer["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.starts_with("error[PERMISSION_DENIED]"), "{text}");
-    }
-}
-
-#[test]
-fn health_counts_the_calls_running_and_their_wasm_instances() {
-    // An operator's (and the load harness's) check for leaks: while a call runs it is
-    // counted with its instance; once it has ended, both are zero again.
-    let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    let skills_dir = evo_tests::runaway_skills(&root.path().join("skills"), 2000);
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("evo.toml"),
-        format!("skill_dirs = [{:?}]\n", skills_dir.display().to_string()),
-    )
-    .unwrap();
-    let server = HttpServer::start(&home, &[]);
-    let health_when = |done: &dyn Fn(&Value) -> bool| health_when(&server.base, done);
-    let idle = health_when(&|_| true);
-    assert_eq!((&idle["calls"], &idle["instances"]), (&json!(0), &json!(0)));
-
-    let spinning = std::thread::spawn({
-        let url = format!("{}/v1/skills/spin/call", server.base);
-        move || http("POST", &url, &[], Some("{}"))
-    });
-    // The call is counted as it is accepted and its instance a moment later, once it
-    // is made: wait for both (a leak would show as one that never comes).
-    let busy = health_when(&|h| h["calls"] == 1 && h["instances"] == 1);
-    assert_eq!((&busy["calls"], &busy["instances"]), (&json!(1), &json!(1)));
-    let (_, error) = spinning.join().unwrap();
-    assert_eq!(error["code"], "SKILL_TIMEOUT", "{error}");
-    // A call stopped by its wall-clock guard is dropped by its own thread, a moment
-    // after the answer.
-    let after = health_when(&|h| h["instances"] == 0);
-    assert_eq!(
-        (&after["calls"], &after["instances"]),
-        (&json!(0), &json!(0))
-    );
-}
-
-#[test]
-fn a_runaway_holding_the_only_slot_does_not_hold_up_a_good_call() {
-    // Through `evo serve --http`, with one Wasm slot: a runaway takes it, a good call
-    // comes and waits for it, and the runaway, now beside another call, moves to the
-    // low-priority threads and its slot to the long lane. The good call is answered
-    // while the runaway still runs, and nothing is left alive after.
-    let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    let skills_dir = evo_tests::runaway_skills(&root.path().join("skills"), 3000);
-    std::fs::create_dir_all(skills_dir.join("fixture-probe")).unwrap();
-    std::fs::copy(
-        evo_tests::skills::FIXTURE_PROBE,
-        skills_dir.join("fixture-probe/skill.wasm"),
-    )
-    .unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("evo.toml"),
-        format!(
-            "skill_dirs = [{:?}]\n\n[engine]\npool_slots = 1\n",
-            skills_dir.display().to_string()
-        ),
-    )
-    .unwrap();
-    let server = HttpServer::start(&home, &[]);
-    let spinning = std::thread::spawn({
-        let url = format!("{}/v1/skills/spin/call", server.base);
-        move || http("POST", &url, &[], Some("{}"))
-    });
-    health_when(&server.base, &|h| h["instances"] == 1);
-    let (_, answer) = http(
-        "POST",
-        &format!("{}/v1/skills/fixture-probe/call", server.base),
-        &[],
-        Some(r#"{"stdout_bytes":64}"#),
-    );
-    assert_eq!(answer["output"]["written"], 64, "{answer}");
-    assert!(
-        !spinning.is_finished(),
-        "the good call was answered only after the runaway ended"
-    );
-    let (_, error) = spinning.join().unwrap();
-    assert_eq!(error["code"], "SKILL_TIMEOUT", "{error}");
-    let after = health_when(&server.base, &|h| h["instances"] == 0);
-    assert_eq!(
-        (&after["calls"], &after["instances"]),
-        (&json!(0), &json!(0))
-    );
-}
-
-/// `GET /v1/health` of the server at `base` once `done` holds of it, or after 20 s.
-fn health_when(base: &str, done: &dyn Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let now = http("GET", &format!("{base}/v1/health"), &[], None).1;
-        if done(&now) || Instant::now() > deadline {
-            return now;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
