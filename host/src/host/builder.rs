@@ -173,7 +173,7 @@ impl HostBuilder {
         // reported by `llm_error` (and `evo doctor`).
         let (llm, llm_error) = match self.llm {
             Some(provider) => (Some(provider), None),
-            None => match crate::llm::config::provider(&config.llm) {
+            None => match crate::llm::config::provider_in(&config.llm, Some(&data_dir)) {
                 Ok(provider) => (provider, None),
                 Err(e) => {
                     tracing::debug!("no language model: {e}");

@@ -41,8 +41,22 @@ fn var(name: &str) -> Option<String> {
 
 /// The provider `settings` name (from `evo.toml`, `EVO_LLM` or a flag; see
 /// [`crate::config`]), or `None` when they name none. Keys come from the environment;
-/// `settings.base_url` overrides the provider's URL variable.
+/// `settings.base_url` overrides the provider's URL variable. A local model (`local`,
+/// `local:FILE`) needs the data directory: [`provider_in`].
 pub fn provider(settings: &LlmSettings) -> Result<Option<Arc<dyn LlmProvider>>> {
+    provider_in(settings, None)
+}
+
+/// [`provider`] for the data directory `data_dir`, where local models are installed:
+/// `local` is its default weights, `local:FILE` a file there (or a path), and with no
+/// model named the default weights are used when they are installed.
+pub fn provider_in(
+    settings: &LlmSettings,
+    data_dir: Option<&std::path::Path>,
+) -> Result<Option<Arc<dyn LlmProvider>>> {
+    if let Some(local) = local(settings.model.as_deref(), data_dir)? {
+        return Ok(Some(local));
+    }
     let Some(model) = &settings.model else {
         return Ok(None);
     };
@@ -54,6 +68,52 @@ pub fn provider(settings: &LlmSettings) -> Result<Option<Arc<dyn LlmProvider>>> 
         other => var(other),
     })
     .map(Some)
+}
+
+/// The local provider `spec` names (`local`, `local:FILE`), or the installed default
+/// when `spec` names nothing.
+fn local(
+    spec: Option<&str>,
+    data_dir: Option<&std::path::Path>,
+) -> Result<Option<Arc<dyn LlmProvider>>> {
+    let file = match spec {
+        Some("local") => Some(super::local::MODEL_FILE),
+        Some(spec) => match spec.strip_prefix("local:") {
+            Some(file) => Some(file),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    let path = match (file, data_dir) {
+        (Some(file), _) if file.contains('/') => std::path::PathBuf::from(file),
+        (Some(file), Some(dir)) => super::local::model_path(dir, file),
+        (Some(_), None) => {
+            return Err(Error::Llm {
+                message: "a local model is read from the data directory, which is not known here"
+                    .into(),
+                transient: false,
+            });
+        }
+        (None, Some(dir)) => match super::local::installed(dir) {
+            Some(path) => path,
+            None => return Ok(None),
+        },
+        (None, None) => return Ok(None),
+    };
+    local_provider(path)
+}
+
+#[cfg(feature = "local-llm")]
+fn local_provider(path: std::path::PathBuf) -> Result<Option<Arc<dyn LlmProvider>>> {
+    Ok(Some(Arc::new(super::local::LocalProvider::new(path)?)))
+}
+
+#[cfg(not(feature = "local-llm"))]
+fn local_provider(_path: std::path::PathBuf) -> Result<Option<Arc<dyn LlmProvider>>> {
+    Err(Error::FeatureNotBuilt {
+        feature: "local-llm",
+        what: "the local model".to_owned(),
+    })
 }
 
 /// Longest wait for [`probe`]: a doctor's check, not a request a user waits on.

@@ -17,6 +17,7 @@
 pub mod anthropic;
 pub mod config;
 mod http;
+pub mod local;
 pub mod openai;
 pub mod scripted;
 mod sse;
