@@ -16,6 +16,7 @@
 
 pub mod anthropic;
 pub mod config;
+pub mod constrain;
 mod http;
 pub mod local;
 pub mod openai;
