@@ -118,6 +118,9 @@ pub struct ChatOptions {
     pub temperature: Option<f32>,
     /// Tools the model may call.
     pub tools: Vec<ToolDefinition>,
+    /// The JSON Schema the answer must match: a provider that can constrain its output
+    /// (the local model) writes only JSON it accepts; others are checked after.
+    pub output_schema: Option<Value>,
 }
 
 /// A tool call the model made.
@@ -234,6 +237,7 @@ impl crate::skill::kernel::Llm for ProviderLlm {
             model: request.model.unwrap_or_default(),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
+            output_schema: request.output_schema,
             ..ChatOptions::default()
         };
         let stream = self.0.chat(messages, options);

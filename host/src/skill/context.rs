@@ -229,6 +229,9 @@ pub struct LlmRequest {
     /// The model, instead of the run's or the configured one; it must be one the
     /// operator allows (`[llm] models`).
     pub model: Option<String>,
+    /// The JSON Schema the answer must match, when it is JSON: a provider that can
+    /// constrain its output (the local model) writes only such JSON.
+    pub output_schema: Option<Value>,
 }
 
 /// The scratch space of one run: JSON values by key, shared by all skills of the run.

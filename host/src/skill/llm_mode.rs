@@ -76,6 +76,8 @@ pub struct LlmExecutor {
     model: Option<String>,
     prompt: Template,
     schema: Schema,
+    /// The output schema as written, for providers that constrain their output to it.
+    output: Value,
     /// The system message: the same for every call.
     system: String,
 }
@@ -100,6 +102,7 @@ impl LlmExecutor {
             model: meta.model.clone(),
             prompt,
             schema,
+            output: meta.output.clone(),
             system: system_message(&meta.name, &meta.output),
         })
     }
@@ -154,6 +157,7 @@ impl LlmExecutor {
                     system: Some(system.clone()),
                     prompt: request_prompt,
                     model: self.model.clone(),
+                    output_schema: Some(self.output.clone()),
                     max_tokens: None,
                     temperature: Some(if attempt == 1 {
                         FIRST_TEMPERATURE

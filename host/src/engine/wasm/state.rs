@@ -193,6 +193,7 @@ impl context::Host for HostState {
             temperature: request.temperature,
             // Held to `[llm] models` by the kernel; none: the run's, or the configured.
             model: request.model,
+            output_schema: None,
         };
         bounded(
             "the language model",

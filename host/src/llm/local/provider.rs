@@ -161,8 +161,10 @@ impl LlmProvider for LocalProvider {
             max_tokens: options.max_tokens.map_or(512, |n| n as usize),
             temperature: f64::from(options.temperature.unwrap_or(0.0)),
             deadline: Some(Instant::now() + DEADLINE),
+            schema: options.output_schema.clone(),
             ..GenerateOptions::default()
         };
+        let constrained = generate.schema.is_some();
         std::thread::spawn(move || {
             let model = match model {
                 Ok(model) => model,
@@ -182,8 +184,27 @@ impl LlmProvider for LocalProvider {
                 })
                 .is_ok()
             });
+            if let Ok(made) = &made {
+                tracing::debug!(
+                    target: "evo::llm",
+                    prompt_tokens = made.prompt_tokens,
+                    tokens = made.tokens,
+                    prompt_ms = made.prompt_time.as_millis() as u64,
+                    generation_ms = made.generation_time.as_millis() as u64,
+                    constrained,
+                    "local model: {:?}",
+                    made.stop
+                );
+            }
             let last = match made {
                 Ok(made) if made.stop == Stop::Cancelled => return,
+                Ok(made) if constrained && made.stop == Stop::Length => LlmEvent::Error {
+                    error: format!(
+                        "the local model used its {} tokens before its JSON was whole; allow more (max_tokens) or ask for less",
+                        made.tokens
+                    ),
+                    code: "LLM_ERROR",
+                },
                 Ok(made) if made.stop == Stop::Deadline => LlmEvent::Error {
                     error: format!(
                         "the local model did not finish within {} s; ask for a shorter answer",
