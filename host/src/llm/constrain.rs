@@ -193,7 +193,9 @@ enum Frame {
     Literal { options: Rc<Vec<String>>, at: usize },
     /// Inside a string: characters so far, after a backslash, hex digits of `\u` left.
     Str { len: usize, max: usize, escape: bool, hex: u8 },
-    Number { at: Num, integer: bool },
+    /// Inside a number: where, and digits in its current part (whole digits are kept
+    /// to 15 and exponents to 2, so every number reads back as the same `f64`).
+    Number { at: Num, integer: bool, digits: u8 },
     /// Inside an object: the properties written (a bit each), whether a value was
     /// just read, how many keys so far.
     Object { node: Rc<Node>, seen: u64, after_value: bool, count: usize },
@@ -320,7 +322,11 @@ fn step(mut state: Vec<Frame>, c: char, out: &mut Vec<Vec<Frame>>) {
                 out.push(state);
             }
         }
-        Frame::Number { at, integer } => {
+        Frame::Number {
+            at,
+            integer,
+            digits,
+        } => {
             let to = match (at, c) {
                 (Num::Sign, '0') => Some(Num::Zero),
                 (Num::Sign, '1'..='9') => Some(Num::Int),
@@ -332,9 +338,25 @@ fn step(mut state: Vec<Frame>, c: char, out: &mut Vec<Vec<Frame>>) {
                 (Num::Exp | Num::ExpSign | Num::ExpDigits, '0'..='9') => Some(Num::ExpDigits),
                 _ => None,
             };
+            let digits = match to {
+                Some(next) if next == at && c.is_ascii_digit() => digits + 1,
+                Some(_) if c.is_ascii_digit() => 1,
+                _ => 0,
+            };
+            let too_long = match to {
+                Some(Num::Int) => digits > 15,
+                Some(Num::ExpDigits) => digits > 2,
+                Some(Num::Frac) => digits > 15,
+                _ => false,
+            };
             match to {
+                Some(_) if too_long => {}
                 Some(at) => {
-                    state.push(Frame::Number { at, integer });
+                    state.push(Frame::Number {
+                        at,
+                        integer,
+                        digits,
+                    });
                     out.push(state);
                 }
                 // The number ends; `c` belongs to what holds it.
@@ -438,6 +460,7 @@ fn start_value(mut state: Vec<Frame>, node: &Rc<Node>, c: char, out: &mut Vec<Ve
             state.push(Frame::Number {
                 at,
                 integer: *integer,
+                digits: u8::from(c.is_ascii_digit()),
             });
             out.push(state);
         }
@@ -717,5 +740,107 @@ mod tests {
         assert!(accepts(&text, r#""a\u00e9""#));
         assert!(!prefix_ok(&text, r#""abcd"#), "maxLength");
         assert!(!prefix_ok(&text, "\"a\nb"), "control characters are escaped");
+    }
+
+    /// A small deterministic generator (xorshift), so the fuzzed cases are the same on
+    /// every run and a failure can be replayed from its seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// A random schema of the kinds the machine enforces, at most `depth` deep.
+    fn schema(rng: &mut Rng, depth: usize) -> Value {
+        let kinds = if depth == 0 { 6 } else { 9 };
+        match rng.below(kinds) {
+            0 => json!({ "type": "string", "maxLength": 1 + rng.below(12) }),
+            1 => json!({ "type": "integer", "minimum": 0 }),
+            2 => json!({ "type": "number" }),
+            3 => json!({ "type": "boolean" }),
+            4 => json!({ "enum": ["a", "b c", 7, null] }),
+            5 => json!({ "type": ["string", "null"], "maxLength": 5 }),
+            6 => {
+                let mut properties = serde_json::Map::new();
+                let mut required = Vec::new();
+                for i in 0..1 + rng.below(4) {
+                    let key = format!("k{i}");
+                    if rng.below(2) == 0 {
+                        required.push(json!(key));
+                    }
+                    properties.insert(key, schema(rng, depth - 1));
+                }
+                json!({ "type": "object", "properties": properties, "required": required })
+            }
+            7 => json!({ "type": "array", "items": schema(rng, depth - 1), "maxItems": 3 }),
+            _ => json!({ "anyOf": [schema(rng, depth - 1), schema(rng, depth - 1)] }),
+        }
+    }
+
+    /// A vocabulary like a model's: single characters and pieces of JSON.
+    fn pieces() -> Vec<String> {
+        let mut pieces: Vec<String> = (' '..='~').map(String::from).collect();
+        for piece in [
+            "{\"", "\":", "\",\"", "\"}", "},", "}]", "[{", "null", "true", "false", "k0", "k1",
+            "k2", "k3", "12", "0.", "e5", "\\u00", "é", "\\n", "b c", "\"a\"", ",\"k",
+        ] {
+            pieces.push(piece.to_owned());
+        }
+        pieces
+    }
+
+    #[test]
+    fn constrained_choices_never_yield_json_the_schema_rejects() {
+        let pieces = pieces();
+        let vocabulary = Vocabulary::new(&pieces);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut finished = 0;
+        for case in 0..300 {
+            let schema = schema(&mut rng, 3);
+            let check = crate::skill::validate::Schema::compile(&schema).unwrap();
+            let mut machine = Grammar::new(&schema).start();
+            let mut text = String::new();
+            for _ in 0..400 {
+                if machine.complete() && (machine.closed() || rng.below(4) == 0) {
+                    break;
+                }
+                let allowed = vocabulary.allowed(&machine);
+                if allowed.is_empty() {
+                    // Only the end may come (a number as long as numbers go).
+                    assert!(machine.complete(), "case {case}: stuck after {text:?} for {schema}");
+                    break;
+                }
+                // Prefer the pieces that close things, so most walks end.
+                let closing: Vec<u32> = allowed
+                    .iter()
+                    .copied()
+                    .filter(|&t| pieces[t as usize].contains(['}', ']', '"']))
+                    .collect();
+                let pick = if !closing.is_empty() && rng.below(3) == 0 {
+                    closing[rng.below(closing.len())]
+                } else {
+                    allowed[rng.below(allowed.len())]
+                };
+                assert!(machine.feed_str(&pieces[pick as usize]));
+                text.push_str(&pieces[pick as usize]);
+            }
+            if !machine.complete() {
+                continue;
+            }
+            finished += 1;
+            let value: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("case {case}: {text:?} is not JSON ({e}) for {schema}"));
+            let violations = check.check(&value);
+            assert!(violations.is_empty(), "case {case}: {text} breaks {schema}: {violations:?}");
+        }
+        assert!(finished > 200, "only {finished} of 300 walks ended");
     }
 }
