@@ -184,7 +184,44 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
 
     let llm = &host.config().llm;
     let source = host.config().source("llm.model");
+    let local = host
+        .llm()
+        .and_then(|p| p.describe().strip_prefix("local:").map(str::to_owned));
     checks.push(match &llm.model {
+        _ if local.is_some() => {
+            let file = local.unwrap_or_default();
+            let path = if file.contains('/') {
+                std::path::PathBuf::from(&file)
+            } else {
+                evo_host::local::model_path(host.data_dir(), &file)
+            };
+            let source = if llm.model.is_some() {
+                format!("from {source}")
+            } else {
+                "installed, and no other model is configured".to_owned()
+            };
+            let measured = tokio::task::spawn_blocking(move || {
+                let model = evo_host::local::model::LocalModel::load(&path)?;
+                let speed = evo_host::local::model::measure(&model)?;
+                Ok::<_, evo_host::Error>(format!(
+                    "local {} ({:.1} MB, {}-token context): {:.0} prompt tokens/s, {:.1} tokens/s here",
+                    model.name(),
+                    model.bytes() as f64 / 1e6,
+                    model.context(),
+                    speed.prompt_per_second,
+                    speed.generated_per_second
+                ))
+            })
+            .await;
+            match measured {
+                Ok(Ok(detail)) => Check::ok("language model", format!("{detail} ({source})")),
+                Ok(Err(e)) => Check::broken(
+                    "language model",
+                    format!("{e}; {}", e.hint().unwrap_or_default()),
+                ),
+                Err(e) => Check::broken("language model", e.to_string()),
+            }
+        }
         None => Check::note(
             "language model",
             "none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)"

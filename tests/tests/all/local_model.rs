@@ -78,6 +78,18 @@ fn installed_weights_are_checked_and_answer_llm_skills_with_json_their_schema_ta
     assert_eq!(shown["bytes"], 98_362_432, "{shown}");
     assert!(shown["tokensPerSecond"].as_f64().unwrap() > 0.0, "{shown}");
 
+    let doctor = stdout(&evo(&home, &["doctor"]));
+    let line = doctor
+        .lines()
+        .find(|l| l.contains("language model"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("local SmolLM2-135M-Instruct.Q4_1 (98.4 MB")
+            && line.contains("tokens/s here")
+            && line.contains("installed, and no other model is configured"),
+        "{doctor}"
+    );
+
     // No EVO_LLM and no [llm]: the installed model is the one used, offline.
     let skill = classify_skill(root.path());
     for text in [
