@@ -198,6 +198,7 @@ fn help_lists_the_commands() {
             "secret",
             "db",
             "remote",
+            "model",
             "doctor",
             "completions",
             "man",
