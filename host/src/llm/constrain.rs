@@ -1,7 +1,7 @@
 //! Output that is always valid: a JSON Schema compiled to a machine that reads JSON one
 //! character at a time and says whether what it read so far can still become a document
 //! the schema accepts. A local model's sampler asks it, for every token, whether the
-//! token's text may come next ([`Grammar::allowed_tokens`]), so the model can only write
+//! token's text may come next ([`Vocabulary::allowed`]), so the model can only write
 //! JSON the kernel takes.
 //!
 //! What the machine enforces: `type` (one or several), `enum`, `const`, `properties`
