@@ -64,7 +64,7 @@ fn local_model(c: &mut Criterion) {
             )
         });
     });
-    group.bench_function("floor: candle forward, Q4_1 as shipped", |b| {
+    group.bench_function("peer: candle forward, Q4_1 as shipped", |b| {
         b.iter(|| {
             raw.clear_kv_cache();
             black_box(raw.forward(&input, 0).expect("forward"))
@@ -109,7 +109,7 @@ fn local_model(c: &mut Criterion) {
             });
         },
     );
-    group.bench_function("floor: candle forward, Q4_1, prompt then 32 steps", |b| {
+    group.bench_function("peer: candle forward, Q4_1, prompt then 32 steps", |b| {
         let input = Tensor::new(short_ids.as_slice(), &Device::Cpu)
             .and_then(|t| t.unsqueeze(0))
             .expect("a tensor");
