@@ -75,7 +75,9 @@ pub fn install(data_dir: &Path, source: Option<&Path>) -> Result<PathBuf> {
 /// A local model as a provider: loaded on its first request.
 pub struct LocalProvider {
     path: PathBuf,
-    model: OnceLock<std::result::Result<Arc<LocalModel>, String>>,
+    /// Shared with the threads that generate, which load it (a second or so) off the
+    /// caller's thread.
+    model: Arc<OnceLock<std::result::Result<Arc<LocalModel>, String>>>,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -97,23 +99,13 @@ impl LocalProvider {
         }
         Ok(Self {
             path,
-            model: OnceLock::new(),
+            model: Arc::default(),
         })
     }
 
     /// The model, loaded (once).
     pub fn model(&self) -> Result<Arc<LocalModel>> {
-        self.model
-            .get_or_init(|| {
-                LocalModel::load(&self.path)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(|reason| Error::Llm {
-                message: reason,
-                transient: false,
-            })
+        loaded(&self.model, &self.path)
     }
 }
 
@@ -144,6 +136,23 @@ pub fn chat_prompt(messages: &[Message]) -> String {
     prompt
 }
 
+/// The model in `cell`, loaded from `path` by the first caller.
+fn loaded(
+    cell: &OnceLock<std::result::Result<Arc<LocalModel>, String>>,
+    path: &Path,
+) -> Result<Arc<LocalModel>> {
+    cell.get_or_init(|| {
+        LocalModel::load(path)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|reason| Error::Llm {
+        message: reason,
+        transient: false,
+    })
+}
+
 impl LlmProvider for LocalProvider {
     fn describe(&self) -> String {
         let file = self
@@ -155,7 +164,7 @@ impl LlmProvider for LocalProvider {
 
     fn chat(&self, messages: Vec<Message>, options: ChatOptions) -> EventStream {
         let (tx, rx) = crate::llm::event_channel();
-        let model = self.model();
+        let (cell, path) = (self.model.clone(), self.path.clone());
         let prompt = chat_prompt(&messages);
         let generate = GenerateOptions {
             max_tokens: options.max_tokens.map_or(512, |n| n as usize),
@@ -166,7 +175,7 @@ impl LlmProvider for LocalProvider {
         };
         let constrained = generate.schema.is_some();
         std::thread::spawn(move || {
-            let model = match model {
+            let model = match loaded(&cell, &path) {
                 Ok(model) => model,
                 Err(e) => {
                     let _ = tx.blocking_send(LlmEvent::Error {
