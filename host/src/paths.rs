@@ -35,3 +35,23 @@ pub fn wasm_cache_dir(data_dir: &Path) -> PathBuf {
 pub fn skills_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("skills")
 }
+
+/// The directory of the Python package `module` as `python` (a command on `PATH`, or a
+/// path) has it installed, found without importing it (a package may need a runtime
+/// Evo does not install); `None` when it has none.
+pub fn python_package_dir(python: &Path, module: &str) -> Option<PathBuf> {
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import importlib.util as u, sys; s = u.find_spec(sys.argv[1]); print(s.submodule_search_locations[0])",
+            module,
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .filter(|dir| dir.is_dir())
+}

