@@ -180,7 +180,7 @@ pub use llm::config::probe as probe_llm;
 /// model install`).
 pub use llm::local;
 pub use llm::scripted::ScriptedProvider;
-pub use llm::{ChatOptions, ContentBlock, LlmEvent, LlmProvider, Message, Role};
+pub use llm::{ChatOptions, ContentBlock, LlmEvent, LlmProvider, Message, ModelTraits, Role};
 pub use memory::local::{
     HASH as HASH_EMBEDDER, by_name as embedder_by_name, recorded_name as recorded_embedder,
 };

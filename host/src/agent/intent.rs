@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::llm::{Message, Role};
+use crate::llm::{ChatOptions, LlmProvider, Message, Role, collect};
 use crate::memory::{MemoryEntry, as_prompt_data};
 use crate::skill::kernel::SkillContext;
 use crate::skill::llm_mode::LlmExecutor;
@@ -65,6 +65,14 @@ pub struct Routing {
 }
 
 impl Routing {
+    /// An answer from the model without tools.
+    pub fn direct() -> Self {
+        Self {
+            strategy: Strategy::DirectAnswer,
+            ..Self::fallback()
+        }
+    }
+
     /// What the agent does when routing is off or fails: the tool loop with all tools.
     pub fn fallback() -> Self {
         Self {
@@ -96,6 +104,84 @@ fn summary(history: &[Message]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The least relevance (the skill index's score, in [0, 1]) at which a small model's
+/// run calls the skill ranked first; below it the model answers by itself. Greetings
+/// and general questions score under 0.3 against every built-in skill; a message naming
+/// what a skill does, above 0.45 (with the built-in embedder and with MiniLM).
+pub const SMALL_MODEL_MIN_SCORE: f32 = 0.4;
+
+/// Tokens a small model may spend on a skill's input.
+const SMALL_MODEL_INPUT_TOKENS: u32 = 256;
+
+/// A small model's routing to `skill` (ranked first by the skill index at `score`): a
+/// `single_skill` call whose input the model writes, held to the skill's input schema.
+/// If the model fails, the message is answered
+/// directly.
+pub async fn route_to(
+    ctx: &SkillContext,
+    provider: &dyn LlmProvider,
+    options: ChatOptions,
+    message: &str,
+    skill: &RegisteredSkill,
+    score: f32,
+) -> Routing {
+    let tool = skill.to_tool_definition();
+    // The skill's examples are not shown: a model this small copies them verbatim.
+    let prompt = format!(
+        "Tool {}: {}\nWrite the tool's input for the user's message.\n\nUser: {message}",
+        tool.name, tool.description
+    );
+    let options = ChatOptions {
+        max_tokens: Some(SMALL_MODEL_INPUT_TOKENS),
+        output_schema: Some(required_only(&tool.parameters)),
+        ..options
+    };
+    let answer = collect(
+        provider.chat(vec![Message::text(Role::User, prompt)], options),
+        |_| {},
+    )
+    .await;
+    let input = match answer.map(|a| serde_json::from_str::<Value>(&a.text)) {
+        Ok(Ok(input)) => input,
+        Ok(Err(e)) => {
+            ctx.log(&format!("the model's input for {} is not JSON ({e}); answering directly", tool.name));
+            return Routing::direct();
+        }
+        Err(e) => {
+            ctx.log(&format!("the model wrote no input for {} ({e}); answering directly", tool.name));
+            return Routing::direct();
+        }
+    };
+    Routing {
+        strategy: Strategy::SingleSkill,
+        skills: vec![RoutedSkill {
+            name: tool.name.clone(),
+            input: Some(input),
+            reason: format!("the skill index ranks it first for the message ({score:.2})"),
+        }],
+        direct_response: None,
+        clarification: None,
+    }
+}
+
+/// `schema` (a skill's input schema) with only its required properties: a small model
+/// fills in what the skill needs, and the skill's defaults stand for the options it
+/// would only guess at (date filters, limits, patterns it cannot be held to).
+fn required_only(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    let required: Vec<String> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    if let Some(properties) = schema
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+    {
+        properties.retain(|name, _| required.contains(name));
+    }
+    schema
 }
 
 /// Registers `intent_recognize` in `registry`.

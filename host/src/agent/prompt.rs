@@ -43,6 +43,15 @@ impl Default for ContextBudget {
     }
 }
 
+impl ContextBudget {
+    /// 1,200 characters, about 300 tokens: for a small model (see
+    /// [`ModelTraits::small`](crate::llm::ModelTraits::small)), which reads a prompt
+    /// at a few hundred tokens a second and attends poorly to a long one.
+    pub fn small_model() -> Self {
+        Self { total_chars: 1_200 }
+    }
+}
+
 /// The default compiler: instructions, then skills, recalled memories (marked as data),
 /// long-term memory and today's log, in that order of relevance to the message; each
 /// gets what is left of the budget, so the least relevant are cut (or dropped) first.

@@ -176,10 +176,28 @@ pub fn event_channel() -> (mpsc::Sender<LlmEvent>, EventStream) {
     mpsc::channel(EVENT_BUFFER)
 }
 
+/// What the agent adapts to in a provider's model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelTraits {
+    /// The model writes only JSON that [`ChatOptions::output_schema`] accepts, and only
+    /// well-formed calls to the tools offered.
+    pub constrained_output: bool,
+    /// A small model (a few hundred million parameters), which cannot tell skills apart
+    /// by their descriptions: the agent routes each message with the skill index and
+    /// asks the model only for the chosen skill's arguments and for the answer.
+    pub small: bool,
+}
+
 /// A language model.
 pub trait LlmProvider: Send + Sync + fmt::Debug {
     /// `provider:model`, as shown to the user.
     fn describe(&self) -> String;
+
+    /// What the agent should know about the model; a large model that constrains
+    /// nothing by default.
+    fn traits(&self) -> ModelTraits {
+        ModelTraits::default()
+    }
 
     /// Streams the answer to `messages`.
     fn chat(&self, messages: Vec<Message>, options: ChatOptions) -> EventStream;

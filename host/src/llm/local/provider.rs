@@ -12,7 +12,15 @@ use super::{
     install_command, model_path,
 };
 use crate::error::{Error, Result};
-use crate::llm::{ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, Role};
+use crate::llm::{
+    ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, ModelTraits, Role,
+    ToolCall,
+};
+use crate::skill::registry::ToolDefinition;
+
+/// Model files smaller than this hold a few hundred million parameters: too few to
+/// choose among skills from their descriptions (see [`ModelTraits::small`]).
+const SMALL_MODEL_BYTES: u64 = 1 << 30;
 
 /// SHA-256 of the file at `path`, in hex.
 fn sha256_of(path: &Path) -> Result<String> {
@@ -75,6 +83,8 @@ pub fn install(data_dir: &Path, source: Option<&Path>) -> Result<PathBuf> {
 /// A local model as a provider: loaded on its first request.
 pub struct LocalProvider {
     path: PathBuf,
+    /// Whether the file is a small model's (under [`SMALL_MODEL_BYTES`]).
+    small: bool,
     /// Shared with the threads that generate, which load it (a second or so) off the
     /// caller's thread.
     model: Arc<OnceLock<std::result::Result<Arc<LocalModel>, String>>>,
@@ -97,8 +107,10 @@ impl LocalProvider {
                 path,
             });
         }
+        let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
         Ok(Self {
             path,
+            small: bytes < SMALL_MODEL_BYTES,
             model: Arc::default(),
         })
     }
@@ -136,6 +148,86 @@ pub fn chat_prompt(messages: &[Message]) -> String {
     prompt
 }
 
+/// What a model offered `tools` answers: one JSON object, either a call
+/// `{"tool": NAME, "arguments": {…}}` whose arguments match that tool's input schema, or
+/// `{"answer": TEXT}`. Constrained to this, a local model's tool calls are always well
+/// formed, to a tool that exists.
+pub fn tool_schema(tools: &[ToolDefinition]) -> serde_json::Value {
+    let mut options: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|tool| {
+            serde_json::json!({
+                "type": "object",
+                "properties": { "tool": { "const": tool.name }, "arguments": tool.parameters },
+                "required": ["tool", "arguments"]
+            })
+        })
+        .collect();
+    options.push(serde_json::json!({
+        "type": "object",
+        "properties": { "answer": { "type": "string" } },
+        "required": ["answer"]
+    }));
+    serde_json::json!({ "anyOf": options })
+}
+
+/// The system prompt's part about `tools`: each tool's name, description and input
+/// schema, and the two shapes of an answer.
+fn tool_instructions(tools: &[ToolDefinition]) -> String {
+    let mut text = String::from(
+        "You can call these tools. To call one, answer only {\"tool\": its name, \"arguments\": its input}; once you have what you need, answer {\"answer\": your reply to the user}.\n",
+    );
+    for tool in tools {
+        text.push_str(&format!(
+            "- {}: {} Input: {}\n",
+            tool.name, tool.description, tool.parameters
+        ));
+    }
+    text
+}
+
+/// `messages` with the tools' instructions at the end of the system message (one is
+/// added when there is none).
+fn with_tools_prompt(mut messages: Vec<Message>, tools: &[ToolDefinition]) -> Vec<Message> {
+    let instructions = tool_instructions(tools);
+    match messages.first_mut() {
+        Some(first) if first.role == Role::System => first.content.push(ContentBlock::Text {
+            text: format!("\n\n{instructions}"),
+        }),
+        _ => messages.insert(0, Message::text(Role::System, instructions)),
+    }
+    messages
+}
+
+/// The events of a finished answer to a request that offered tools: the call it made,
+/// or its answer's text.
+fn tool_answer(text: &str, round: usize) -> Vec<LlmEvent> {
+    let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    if let Some(name) = value["tool"].as_str() {
+        return vec![
+            LlmEvent::ToolCall {
+                calls: vec![ToolCall {
+                    id: format!("call_{round}"),
+                    name: name.to_owned(),
+                    arguments: value["arguments"].clone(),
+                }],
+            },
+            LlmEvent::Done {
+                full_response: String::new(),
+            },
+        ];
+    }
+    let answer = value["answer"].as_str().unwrap_or(text).to_owned();
+    vec![
+        LlmEvent::Token {
+            content: answer.clone(),
+        },
+        LlmEvent::Done {
+            full_response: answer,
+        },
+    ]
+}
+
 /// The model in `cell`, loaded from `path` by the first caller.
 fn loaded(
     cell: &OnceLock<std::result::Result<Arc<LocalModel>, String>>,
@@ -162,15 +254,37 @@ impl LlmProvider for LocalProvider {
         format!("local:{file}")
     }
 
+    fn traits(&self) -> ModelTraits {
+        ModelTraits {
+            constrained_output: true,
+            small: self.small,
+        }
+    }
+
     fn chat(&self, messages: Vec<Message>, options: ChatOptions) -> EventStream {
         let (tx, rx) = crate::llm::event_channel();
         let (cell, path) = (self.model.clone(), self.path.clone());
+        // With tools, the answer is a call or a reply, constrained to those shapes; the
+        // JSON is not streamed as text, its reply is handed out whole at the end.
+        let with_tools = !options.tools.is_empty();
+        let (messages, schema) = if with_tools {
+            let schema = tool_schema(&options.tools);
+            (with_tools_prompt(messages, &options.tools), Some(schema))
+        } else {
+            (messages, options.output_schema.clone())
+        };
+        let round = messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter(|b| matches!(b, ContentBlock::ToolUse { .. }))
+            .count()
+            + 1;
         let prompt = chat_prompt(&messages);
         let generate = GenerateOptions {
             max_tokens: options.max_tokens.map_or(512, |n| n as usize),
             temperature: f64::from(options.temperature.unwrap_or(0.0)),
             deadline: Some(Instant::now() + DEADLINE),
-            schema: options.output_schema.clone(),
+            schema,
             ..GenerateOptions::default()
         };
         let constrained = generate.schema.is_some();
@@ -188,6 +302,9 @@ impl LlmProvider for LocalProvider {
             // A reader that stops reading (dropped the stream: cancelled) stops the
             // generation at the next token.
             let made = model.generate(&prompt, &generate, |piece| {
+                if with_tools {
+                    return !tx.is_closed();
+                }
                 tx.blocking_send(LlmEvent::Token {
                     content: piece.to_owned(),
                 })
@@ -221,6 +338,14 @@ impl LlmProvider for LocalProvider {
                     ),
                     code: "TIMEOUT",
                 },
+                Ok(made) if with_tools => {
+                    for event in tool_answer(&made.text, round) {
+                        if tx.blocking_send(event).is_err() {
+                            return;
+                        }
+                    }
+                    return;
+                }
                 Ok(made) => LlmEvent::Done {
                     full_response: made.text,
                 },
@@ -232,5 +357,89 @@ impl LlmProvider for LocalProvider {
             let _ = tx.blocking_send(last);
         });
         rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::llm::constrain::Grammar;
+
+    fn tools() -> Vec<ToolDefinition> {
+        vec![
+            ToolDefinition {
+                name: "calculate".into(),
+                description: "Evaluates an arithmetic expression.".into(),
+                parameters: json!({ "type": "object", "properties": { "expression": { "type": "string" } }, "required": ["expression"] }),
+            },
+            ToolDefinition {
+                name: "memory_search".into(),
+                description: "Searches memory.".into(),
+                parameters: json!({ "type": "object", "properties": { "query": { "type": "string" }, "limit": { "type": "integer", "minimum": 1 } }, "required": ["query"] }),
+            },
+        ]
+    }
+
+    fn accepts(text: &str) -> bool {
+        let mut machine = Grammar::new(&tool_schema(&tools())).start();
+        machine.feed_str(text) && machine.complete()
+    }
+
+    #[test]
+    fn a_model_offered_tools_can_only_call_one_of_them_with_its_input_or_answer() {
+        assert!(accepts(r#"{"tool":"calculate","arguments":{"expression":"1+1"}}"#));
+        assert!(accepts(r#"{"arguments":{"query":"dog","limit":3},"tool":"memory_search"}"#));
+        assert!(accepts(r#"{"answer":"It is 22."}"#));
+        // A tool that was not offered, another tool's input, a missing argument.
+        assert!(!accepts(r#"{"tool":"bash","arguments":{}}"#));
+        assert!(!accepts(r#"{"tool":"calculate","arguments":{"query":"dog"}}"#));
+        assert!(!accepts(r#"{"tool":"memory_search","arguments":{}}"#));
+        assert!(!accepts("It is 22."));
+    }
+
+    #[test]
+    fn a_call_becomes_a_tool_call_event_and_an_answer_its_text() {
+        let events = tool_answer(r#"{"tool":"calculate","arguments":{"expression":"1+1"}}"#, 2);
+        assert_eq!(
+            events,
+            vec![
+                LlmEvent::ToolCall {
+                    calls: vec![ToolCall {
+                        id: "call_2".into(),
+                        name: "calculate".into(),
+                        arguments: json!({ "expression": "1+1" }),
+                    }],
+                },
+                LlmEvent::Done {
+                    full_response: String::new()
+                },
+            ]
+        );
+        let events = tool_answer(r#"{"answer":"It is 22."}"#, 1);
+        assert_eq!(
+            events.last(),
+            Some(&LlmEvent::Done {
+                full_response: "It is 22.".into()
+            })
+        );
+    }
+
+    #[test]
+    fn the_tools_are_described_at_the_end_of_the_system_message() {
+        let messages = with_tools_prompt(
+            vec![
+                Message::text(Role::System, "You are Evo."),
+                Message::text(Role::User, "hi"),
+            ],
+            &tools(),
+        );
+        let system = messages[0].joined_text();
+        assert!(system.starts_with("You are Evo.\n\nYou can call these tools."), "{system}");
+        assert!(system.contains("- calculate: Evaluates an arithmetic expression. Input: {"));
+        let added = with_tools_prompt(vec![Message::text(Role::User, "hi")], &tools());
+        assert_eq!(added.len(), 2);
+        assert_eq!(added[0].role, Role::System);
     }
 }
