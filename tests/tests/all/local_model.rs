@@ -120,6 +120,72 @@ fn installed_weights_are_checked_and_answer_llm_skills_with_json_their_schema_ta
     }
 }
 
+/// The events of `evo --json agent run MESSAGE`: the skills called with their input and
+/// output, and the answer.
+struct AgentRun {
+    calls: Vec<(String, Value)>,
+    results: Vec<(String, Value)>,
+    answer: String,
+}
+
+fn agent_run(home: &Path, message: &str) -> AgentRun {
+    let out = evo(home, &["--json", "agent", "run", message]);
+    assert!(out.status.success(), "{message}: {}", stderr(&out));
+    let mut run = AgentRun {
+        calls: Vec::new(),
+        results: Vec::new(),
+        answer: String::new(),
+    };
+    for line in stdout(&out).lines() {
+        let event: Value = serde_json::from_str(line).unwrap();
+        let skill = event["skill"].as_str().unwrap_or_default().to_owned();
+        match event["type"].as_str() {
+            Some("skill_call") => run.calls.push((skill, event["input"].clone())),
+            Some("skill_result") => run.results.push((skill, event["output"].clone())),
+            Some("done") => run.answer = event["content"].as_str().unwrap().to_owned(),
+            _ => {}
+        }
+    }
+    run
+}
+
+#[test]
+fn the_agent_routes_and_answers_offline_with_the_installed_model() {
+    let root = tempfile::tempdir().unwrap();
+    let home = home_with_model(root.path());
+    let stored = evo(&home, &["memory", "store", "My dog is called Rex"]);
+    assert!(stored.status.success(), "{}", stderr(&stored));
+
+    // Arithmetic: calculate, its input written by the model under calculate's schema.
+    let run = agent_run(&home, "what is sqrt(144) + 10?");
+    assert_eq!(run.calls.len(), 1, "one skill: {:?}", run.calls);
+    assert_eq!(run.calls[0].0, "calculate");
+    assert_eq!(run.results[0].1, json!({ "result": 22 }), "{:?}", run.calls);
+    assert!(!run.answer.trim().is_empty());
+
+    // A question about what the user said: memory_search finds it.
+    let run = agent_run(&home, "search my memory for the dog");
+    assert_eq!(run.calls.len(), 1, "one skill: {:?}", run.calls);
+    assert_eq!(run.calls[0].0, "memory_search");
+    assert!(run.calls[0].1["query"].is_string(), "{:?}", run.calls);
+    assert!(
+        run.results[0]
+            .1
+            .to_string()
+            .contains("My dog is called Rex"),
+        "{:?}",
+        run.results
+    );
+    assert!(!run.answer.trim().is_empty());
+
+    // Small talk: no skill, the model answers.
+    for message in ["hello, how are you?", "what is the capital of France?"] {
+        let run = agent_run(&home, message);
+        assert!(run.calls.is_empty(), "{message}: {:?}", run.calls);
+        assert!(!run.answer.trim().is_empty(), "{message}");
+    }
+}
+
 #[test]
 fn a_missing_or_damaged_model_says_what_is_wrong_and_how_to_install_it() {
     let root = tempfile::tempdir().unwrap();
