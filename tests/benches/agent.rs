@@ -26,6 +26,7 @@ use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::kernel::Kernel;
 use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::BuiltinTools;
+use evo_tests::catalogue::{catalogue, generated_skill};
 use serde_json::json;
 
 const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"single_skill","skills":[{"name":"calculate","input":{"expression":"sqrt(144) + 10"},"reason":"math"}]}}"#;
@@ -174,72 +175,6 @@ fn run_overhead(c: &mut Criterion) {
     group.finish();
 }
 
-/// What one skill of a generated catalogue does: `(name, description, a message that
-/// asks for it)`. Domains × actions × variants give distinct skills with realistic
-/// descriptions (and an input schema each), so that the shortlist has to find the one a
-/// message means among many that share words with it.
-fn generated_skill(i: usize) -> (String, String, String) {
-    const DOMAINS: [&str; 25] = [
-        "invoices",
-        "weather forecasts",
-        "calendar events",
-        "git commits",
-        "docker images",
-        "kubernetes pods",
-        "emails",
-        "pdf documents",
-        "photos",
-        "spreadsheets",
-        "sql tables",
-        "server logs",
-        "metrics dashboards",
-        "support tickets",
-        "contracts",
-        "recipes",
-        "flight bookings",
-        "hotel bookings",
-        "stock quotes",
-        "expense reports",
-        "meeting notes",
-        "job applications",
-        "customer orders",
-        "shipping labels",
-        "podcast episodes",
-    ];
-    const ACTIONS: [(&str, &str); 10] = [
-        ("search", "finds"),
-        ("summarize", "summarizes"),
-        ("create", "creates"),
-        ("convert", "converts the format of"),
-        ("validate", "checks for errors in"),
-        ("compare", "compares two versions of"),
-        ("export", "exports to CSV"),
-        ("schedule", "schedules reminders about"),
-        ("translate", "translates"),
-        ("archive", "archives old"),
-    ];
-    const VARIANTS: [&str; 4] = ["", " for a team", " in bulk", " from a shared folder"];
-    let domain = DOMAINS[i % DOMAINS.len()];
-    let (action, does) = ACTIONS[(i / DOMAINS.len()) % ACTIONS.len()];
-    let variant = VARIANTS[(i / (DOMAINS.len() * ACTIONS.len())) % VARIANTS.len()];
-    let slug = domain.replace(' ', "-");
-    let name = format!("{action}-{slug}-{}", i / (DOMAINS.len() * ACTIONS.len()));
-    let description = format!(
-        "{} {domain}{variant}: {does} {domain} the user names, with options for the period, the format and the level of detail.",
-        capitalize(action)
-    );
-    let message = format!("please {action} my {domain}{variant} from last week");
-    (name, description, message)
-}
-
-fn capitalize(word: &str) -> String {
-    let mut chars = word.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
 /// Bytes of one request as it goes on the wire: every message's text and the tool
 /// definitions (name, description, input schema) offered with it.
 fn request_bytes(messages: &[Message], options: &ChatOptions) -> usize {
@@ -266,29 +201,7 @@ fn tokens(_: &mut Criterion) {
         .build()
         .expect("runtime");
     for total in [60usize, 1_000] {
-        let registry = Arc::new(SkillRegistry::new());
-        BuiltinTools::default()
-            .register(&registry)
-            .expect("builtins");
-        let builtins = registry.list().len();
-        let generated = total.saturating_sub(builtins);
-        for i in 0..generated {
-            let (name, description, _) = generated_skill(i);
-            evo_tests::kernel::register(
-                &registry,
-                json!({ "name": name, "description": description, "input": {
-                    "type": "object",
-                    "properties": {
-                        "query": { "type": "string", "description": "What to work on, in the user's words." },
-                        "period": { "type": "string", "description": "A date range such as 2026-11-01..2026-11-07." },
-                        "format": { "type": "string", "enum": ["text", "json", "csv"] },
-                        "detail": { "type": "integer", "minimum": 1, "maximum": 5 }
-                    },
-                    "required": ["query"]
-                } }),
-                |input, _ctx| async move { Ok(input) },
-            );
-        }
+        let (registry, generated) = catalogue(total);
         let memory_dir = tempfile::tempdir().expect("tempdir");
         let index = || {
             evo_host::packages::index::SkillIndex::new(

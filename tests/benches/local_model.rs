@@ -4,16 +4,30 @@
 //! `scripts/smollm.sh` installs): reading a prompt and writing tokens through Evo's
 //! `LocalModel` (weights held as Q8_0, the sampler, the constrained sampler), next to
 //! candle's own forward pass on the same file as shipped (Q4_1), in the same run.
+//!
+//! Also prints routing accuracy on the agent bench's scenario messages (which skill was
+//! chosen against the one the message asks for) at 60 skills: the skill index's first
+//! pick alone, Evo's routing for a small model, and the local model in the router's
+//! place shown the shortlist or every skill; and the share of the router's answers that
+//! are valid JSON its schema accepts, with and without constrained decoding.
 
 use std::hint::black_box;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 use criterion::{Criterion, criterion_group, criterion_main};
+use evo_host::agent::{Agent, AgentOptions};
+use evo_host::llm::{ChatOptions, EventStream, LlmEvent, LlmProvider, Message, event_channel};
+use evo_host::local::LocalProvider;
 use evo_host::local::model::{GenerateOptions, LocalModel};
-use serde_json::json;
+use evo_host::skill::events::{EventKind, EventSink};
+use evo_host::skill::kernel::Kernel;
+use evo_tests::catalogue::{catalogue, generated_skill};
+use serde_json::{Value, json};
 
 /// The weights file of the package `scripts/smollm.sh` installed.
 fn weights() -> PathBuf {
@@ -128,5 +142,181 @@ fn local_model(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, local_model);
+/// The local model in the router's place: requests with an output schema (the
+/// router's) go to it, held to the schema or not; its answers are kept. Any other
+/// request (the answer after the routed skill) gets "ok" at once: only routing is judged.
+#[derive(Debug)]
+struct RouterOnly {
+    local: Arc<LocalProvider>,
+    constrained: bool,
+    /// Each routing answer: its text, or `None` when the model failed.
+    answers: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl LlmProvider for RouterOnly {
+    fn describe(&self) -> String {
+        self.local.describe()
+    }
+
+    fn chat(&self, messages: Vec<Message>, mut options: ChatOptions) -> EventStream {
+        let (tx, rx) = event_channel();
+        if options.output_schema.is_none() {
+            let done = LlmEvent::Done {
+                full_response: "ok".into(),
+            };
+            tx.try_send(done).expect("room for one event");
+            return rx;
+        }
+        if !self.constrained {
+            options.output_schema = None;
+        }
+        let mut inner = self.local.chat(messages, options);
+        let answers = self.answers.clone();
+        tokio::spawn(async move {
+            while let Some(event) = inner.recv().await {
+                match &event {
+                    LlmEvent::Done { full_response } => {
+                        answers.lock().unwrap().push(Some(full_response.clone()));
+                    }
+                    LlmEvent::Error { .. } => answers.lock().unwrap().push(None),
+                    _ => {}
+                }
+                if tx.send(event).await.is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+}
+
+/// Of `scenarios` (generated skill numbers), how many runs called the skill the message
+/// asks for first; and the mean time of a run.
+fn route_all(
+    agent: &Agent,
+    rt: &tokio::runtime::Runtime,
+    scenarios: &[usize],
+) -> (usize, Duration) {
+    let mut right = 0;
+    let started = Instant::now();
+    for &i in scenarios {
+        let (name, _, message) = generated_skill(i);
+        let called = Arc::new(Mutex::new(Vec::new()));
+        let sink = {
+            let called = called.clone();
+            EventSink::new(move |e| {
+                if e.kind() == EventKind::SkillCall
+                    && let Some(skill) = e.skill()
+                    && skill != evo_host::ROUTER_SKILL
+                {
+                    called.lock().unwrap().push(skill.to_owned());
+                }
+            })
+        };
+        rt.block_on(agent.run(&message, sink)).expect("runs");
+        right += usize::from(called.lock().unwrap().first() == Some(&name));
+    }
+    (right, started.elapsed() / scenarios.len() as u32)
+}
+
+/// Routing accuracy and valid JSON on the agent bench's scenarios at 60 skills (one
+/// message per generated skill, every second one): printed, not timed by criterion.
+fn routing(_: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let local = Arc::new(LocalProvider::new(weights()).expect("the weights"));
+    let (registry, generated) = catalogue(60);
+    let scenarios: Vec<usize> = (0..generated).step_by(2).collect();
+    let n = scenarios.len();
+    let percent = |k: usize| 100.0 * k as f64 / n as f64;
+    let index_dir = tempfile::tempdir().expect("tempdir");
+    let index = || {
+        evo_host::packages::index::SkillIndex::new(
+            evo_host::db::Db::open(index_dir.path()).expect("db"),
+            Arc::new(evo_host::memory::HashEmbedder),
+        )
+    };
+
+    // An agent brings the index up to date with the catalogue and registers the router.
+    Agent::new(Kernel::new(registry.clone()), local.clone())
+        .expect("agent")
+        .with_skill_index(index())
+        .expect("index syncs");
+    let router_output = registry
+        .get(evo_host::ROUTER_SKILL)
+        .expect("registered")
+        .meta
+        .output
+        .clone();
+    let schema = evo_host::skill::validate::Schema::compile(&router_output)
+        .expect("the router's output schema compiles");
+
+    // The skill index alone: its first pick, and Evo's small-model routing (that pick
+    // when it scores at least the threshold, else a direct answer).
+    let mut searched = index();
+    let (mut first, mut small) = (0, 0);
+    for &i in &scenarios {
+        let (name, _, message) = generated_skill(i);
+        let hit = searched
+            .search_skills_where(&message, 1, |_| true)
+            .expect("searches")
+            .into_iter()
+            .next();
+        if let Some(hit) = hit.filter(|h| h.name == name) {
+            first += 1;
+            small += usize::from(hit.score >= evo_host::agent::intent::SMALL_MODEL_MIN_SCORE);
+        }
+    }
+    println!(
+        "routing, 60 skills, {n} scenario messages: the skill index's first pick (keywords + embedding, no model): {first} of {n} ({:.0} %)",
+        percent(first)
+    );
+    println!(
+        "routing, 60 skills: Evo with the local model (the index's first pick at a score of {} or more, the model writing its input): {small} of {n} ({:.0} %)",
+        evo_host::agent::intent::SMALL_MODEL_MIN_SCORE,
+        percent(small)
+    );
+
+    // The local model as the router (intent_recognize), shown the shortlist or every
+    // skill, held to the router's schema or not.
+    for (label, shortlist, constrained) in [
+        ("shown the shortlist of 12, constrained", 12, true),
+        ("shown the shortlist of 12, unconstrained", 12, false),
+        ("shown all 60 skills, constrained", usize::MAX, true),
+    ] {
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        let provider = Arc::new(RouterOnly {
+            local: local.clone(),
+            constrained,
+            answers: answers.clone(),
+        });
+        let agent = Agent::new(Kernel::new(registry.clone()), provider)
+            .expect("agent")
+            .with_options(AgentOptions {
+                shortlist,
+                ..AgentOptions::default()
+            })
+            .with_skill_index(index())
+            .expect("index syncs");
+        let (right, each) = route_all(&agent, &rt, &scenarios);
+        let answers = answers.lock().unwrap();
+        let valid = answers
+            .iter()
+            .flatten()
+            .filter(|text| {
+                serde_json::from_str::<Value>(text).is_ok_and(|value| schema.is_valid(&value))
+            })
+            .count();
+        println!(
+            "routing, 60 skills: the local model as the router, {label}: {right} of {n} ({:.0} %); {valid} of {} answers valid JSON the router's schema accepts; {:.1} s per message",
+            percent(right),
+            answers.len(),
+            each.as_secs_f64()
+        );
+    }
+}
+
+criterion_group!(benches, local_model, routing);
 criterion_main!(benches);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
 
+pub mod catalogue;
 pub mod crash;
 
 /// The median and the 99th percentile of `times` (nearest rank), for the benches that

@@ -3,8 +3,15 @@
 //!
 //! Tool-call arguments arrive as string fragments spread over many chunks, keyed by the
 //! call's `index`; they are joined and parsed once the stream says the turn is over.
+//!
+//! A request with an output schema (an llm skill's) asks for it as `response_format`
+//! (`json_schema`, not strict: the server's own constrained decoding where it has
+//! one); a server that refuses the field with a 400 is asked again without it, and
+//! not asked with it again.
 
 use std::io::BufReader;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 
@@ -25,6 +32,9 @@ pub struct OpenAiProvider {
     api_key: Option<String>,
     model: String,
     label: &'static str,
+    /// Set when the server refused `response_format`: output schemas are then checked
+    /// after the answer only.
+    no_response_format: Arc<AtomicBool>,
 }
 
 impl OpenAiProvider {
@@ -35,6 +45,7 @@ impl OpenAiProvider {
             api_key,
             model: model.to_owned(),
             label: "openai",
+            no_response_format: Arc::default(),
         }
     }
 
@@ -71,6 +82,13 @@ impl OpenAiProvider {
                 })
                 .collect();
         }
+        if let Some(schema) = &options.output_schema
+            && options.tools.is_empty()
+            && !self.no_response_format.load(Ordering::Relaxed)
+        {
+            body["response_format"] = json!({ "type": "json_schema", "json_schema": {
+                "name": "output", "schema": schema, "strict": false } });
+        }
         body
     }
 
@@ -86,7 +104,19 @@ impl OpenAiProvider {
             headers.push(("Authorization", format!("Bearer {key}")));
         }
         let hint = "set OPENAI_API_KEY (or point OPENAI_BASE_URL at a server that needs none)";
-        let response = http::post(&url, &headers, &self.body(messages, options), hint)?;
+        let body = self.body(messages, options);
+        let response = match http::post(&url, &headers, &body, hint) {
+            // An older model or server that does not take `response_format`: the
+            // schema is checked after the answer instead, as for any other provider.
+            Err(failure)
+                if failure.code == "LLM_BAD_REQUEST" && body.get("response_format").is_some() =>
+            {
+                tracing::debug!(target: "evo::llm", "{url} refused response_format ({}); asking without it", failure.message);
+                self.no_response_format.store(true, Ordering::Relaxed);
+                http::post(&url, &headers, &self.body(messages, options), hint)?
+            }
+            response => response?,
+        };
         let mut turn = Turn::new(send);
         let mut bad: Option<String> = None;
         let reader = BufReader::new(response.into_body().into_reader());

@@ -513,3 +513,49 @@ async fn the_scripted_provider_replays_and_drives_llm_skills() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn openai_is_asked_for_the_output_schema_and_not_again_once_it_refuses_it() {
+    let schema = json!({ "type": "object", "properties": { "sentiment": { "enum": ["positive", "negative"] } }, "required": ["sentiment"] });
+    let (base, requests) = serve_replies(|request| {
+        if request.body.contains("response_format") && request.body.contains("refuse") {
+            return Reply::json(
+                400,
+                r#"{"error":{"message":"Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model."}}"#,
+            );
+        }
+        Reply::sse([
+            openai_chunk(json!({ "content": "{\"sentiment\":\"positive\"}" })),
+            "data: [DONE]\n\n".to_owned(),
+        ])
+    });
+    let provider = OpenAiProvider::new(&base, "gpt-test", None);
+    let ask = |text: &str| {
+        provider.chat(
+            vec![Message::text(Role::User, text)],
+            ChatOptions {
+                output_schema: Some(schema.clone()),
+                ..ChatOptions::default()
+            },
+        )
+    };
+    let answer = collect(ask("good"), |_| {}).await.unwrap();
+    assert_eq!(answer.text, r#"{"sentiment":"positive"}"#);
+    let body: Value = serde_json::from_str(&requests.lock().unwrap()[0].body).unwrap();
+    assert_eq!(
+        body["response_format"],
+        json!({ "type": "json_schema", "json_schema": { "name": "output", "schema": schema, "strict": false } })
+    );
+
+    // A server that refuses the field: asked again without it, and never with it again.
+    let answer = collect(ask("refuse"), |_| {}).await.unwrap();
+    assert_eq!(answer.text, r#"{"sentiment":"positive"}"#);
+    collect(ask("good"), |_| {}).await.unwrap();
+    let bodies: Vec<bool> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.body.contains("response_format"))
+        .collect();
+    assert_eq!(bodies, [true, true, false, false]);
+}
