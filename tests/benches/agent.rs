@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use evo_host::agent::{Agent, AgentOptions};
+use evo_host::agent::Agent;
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::llm::{
     ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel,
@@ -26,7 +26,7 @@ use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::kernel::Kernel;
 use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::BuiltinTools;
-use evo_tests::catalogue::{catalogue, generated_skill};
+use evo_tests::catalogue::{catalogue, generated_skill, shortlisting_agent};
 use serde_json::json;
 
 const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"single_skill","skills":[{"name":"calculate","input":{"expression":"sqrt(144) + 10"},"reason":"math"}]}}"#;
@@ -203,12 +203,6 @@ fn tokens(_: &mut Criterion) {
     for total in [60usize, 1_000] {
         let (registry, generated) = catalogue(total);
         let memory_dir = tempfile::tempdir().expect("tempdir");
-        let index = || {
-            evo_host::packages::index::SkillIndex::new(
-                evo_host::db::Db::open(memory_dir.path()).expect("db"),
-                Arc::new(evo_host::memory::HashEmbedder),
-            )
-        };
         // One run with a shortlist of `shortlist`, the router answering `routing`: the
         // requests the model got.
         let run_once = |shortlist: usize, routing: &str, message: &str| {
@@ -217,14 +211,8 @@ fn tokens(_: &mut Criterion) {
                 &json!({ "responses": [routing, "It is 22."] }).to_string(),
             )
             .expect("script");
-            let agent = Agent::new(Kernel::new(registry.clone()), provider.clone())
-                .expect("agent")
-                .with_options(AgentOptions {
-                    shortlist,
-                    ..AgentOptions::default()
-                })
-                .with_skill_index(index())
-                .expect("index syncs");
+            let agent =
+                shortlisting_agent(&registry, provider.clone(), shortlist, memory_dir.path());
             rt.block_on(agent.run(message, EventSink::new(|_| {})))
                 .expect("runs");
             provider.requests()

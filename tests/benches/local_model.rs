@@ -20,13 +20,12 @@ use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 use criterion::{Criterion, criterion_group, criterion_main};
-use evo_host::agent::{Agent, AgentOptions};
+use evo_host::agent::Agent;
 use evo_host::llm::{ChatOptions, EventStream, LlmEvent, LlmProvider, Message, event_channel};
 use evo_host::local::LocalProvider;
 use evo_host::local::model::{GenerateOptions, LocalModel};
 use evo_host::skill::events::{EventKind, EventSink};
-use evo_host::skill::kernel::Kernel;
-use evo_tests::catalogue::{catalogue, generated_skill};
+use evo_tests::catalogue::{catalogue, generated_skill, shortlisting_agent, skill_index};
 use serde_json::{Value, json};
 
 /// The weights file of the package `scripts/smollm.sh` installed.
@@ -232,18 +231,9 @@ fn routing(_: &mut Criterion) {
     let n = scenarios.len();
     let percent = |k: usize| 100.0 * k as f64 / n as f64;
     let index_dir = tempfile::tempdir().expect("tempdir");
-    let index = || {
-        evo_host::packages::index::SkillIndex::new(
-            evo_host::db::Db::open(index_dir.path()).expect("db"),
-            Arc::new(evo_host::memory::HashEmbedder),
-        )
-    };
 
     // An agent brings the index up to date with the catalogue and registers the router.
-    Agent::new(Kernel::new(registry.clone()), local.clone())
-        .expect("agent")
-        .with_skill_index(index())
-        .expect("index syncs");
+    shortlisting_agent(&registry, local.clone(), 12, index_dir.path());
     let router_output = registry
         .get(evo_host::ROUTER_SKILL)
         .expect("registered")
@@ -255,7 +245,7 @@ fn routing(_: &mut Criterion) {
 
     // The skill index alone: its first pick, and Evo's small-model routing (that pick
     // when it scores at least the threshold, else a direct answer).
-    let mut searched = index();
+    let mut searched = skill_index(index_dir.path());
     let (mut first, mut small) = (0, 0);
     for &i in &scenarios {
         let (name, _, message) = generated_skill(i);
@@ -292,14 +282,7 @@ fn routing(_: &mut Criterion) {
             constrained,
             answers: answers.clone(),
         });
-        let agent = Agent::new(Kernel::new(registry.clone()), provider)
-            .expect("agent")
-            .with_options(AgentOptions {
-                shortlist,
-                ..AgentOptions::default()
-            })
-            .with_skill_index(index())
-            .expect("index syncs");
+        let agent = shortlisting_agent(&registry, provider, shortlist, index_dir.path());
         let (right, each) = route_all(&agent, &rt, &scenarios);
         let answers = answers.lock().unwrap();
         let valid = answers

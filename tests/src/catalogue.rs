@@ -2,8 +2,13 @@
 //! tools and skills made of domains × actions × variants, each with a realistic
 //! description, a 4-field input schema, and a message that asks for it.
 
+use std::path::Path;
 use std::sync::Arc;
 
+use evo_host::agent::{Agent, AgentOptions};
+use evo_host::llm::LlmProvider;
+use evo_host::packages::index::SkillIndex;
+use evo_host::skill::kernel::Kernel;
 use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::BuiltinTools;
 use serde_json::json;
@@ -102,4 +107,30 @@ pub fn catalogue(total: usize) -> (Arc<SkillRegistry>, usize) {
         );
     }
     (registry, generated)
+}
+
+/// The skill index kept in `dir`, ranking with the built-in embedder.
+pub fn skill_index(dir: &Path) -> SkillIndex {
+    SkillIndex::new(
+        evo_host::db::Db::open(dir).expect("db"),
+        Arc::new(evo_host::memory::HashEmbedder),
+    )
+}
+
+/// An agent over `registry` thinking with `provider`, offering the router `shortlist`
+/// skills ranked by the skill index in `index_dir` (brought up to date).
+pub fn shortlisting_agent(
+    registry: &Arc<SkillRegistry>,
+    provider: Arc<dyn LlmProvider>,
+    shortlist: usize,
+    index_dir: &Path,
+) -> Agent {
+    Agent::new(Kernel::new(registry.clone()), provider)
+        .expect("agent")
+        .with_options(AgentOptions {
+            shortlist,
+            ..AgentOptions::default()
+        })
+        .with_skill_index(skill_index(index_dir))
+        .expect("index syncs")
 }
