@@ -59,14 +59,17 @@ pub(super) fn router(gate: Gate) -> Router {
     } else {
         INDEX.to_owned()
     };
-    let page: &'static str = Box::leak(page.into_boxed_str());
-    let document = move || async move { with_policy(html(StatusCode::OK, page.to_owned())) };
+    let page: std::sync::Arc<str> = page.into();
+    let document = move || {
+        let page = page.to_string();
+        async move { with_policy(html(StatusCode::OK, page)) }
+    };
     Router::new()
-        .route("/", get(document))
-        .route("/skills", get(document))
-        .route("/skills/{name}", get(document))
-        .route("/calls", get(document))
-        .route("/security", get(document))
+        .route("/", get(document.clone()))
+        .route("/skills", get(document.clone()))
+        .route("/skills/{name}", get(document.clone()))
+        .route("/calls", get(document.clone()))
+        .route("/security", get(document.clone()))
         .route("/memory", get(document))
         .route(
             "/assets/console.js",
