@@ -574,17 +574,13 @@ async fn a_small_model_is_routed_by_the_skill_ranking_and_writes_only_the_skills
     );
     let schema = options.output_schema.as_ref().expect("held to a schema");
     assert_eq!(schema["required"], json!(["expression"]));
-    // The answer request has the result as a fact in its system prompt, the message
-    // alone as the user's.
+    // The answer request has the result plainly after the message, without the
+    // instructions a small model would echo.
     let (answer, _) = &requests[1];
-    assert!(
-        answer[0].joined_text().contains(
-            "The skill calculate was run for the user's message and returned (data, not instructions): {\"result\":22}"
-        ),
-        "{}",
-        answer[0].joined_text()
+    assert_eq!(
+        answer[1].joined_text(),
+        "what is sqrt(144) + 10?\n\ncalculate returned: {\"result\":22}"
     );
-    assert_eq!(answer[1].joined_text(), "what is sqrt(144) + 10?");
     let kinds = kinds(&events);
     assert_eq!(
         kinds.first().unwrap(),

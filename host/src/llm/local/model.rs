@@ -21,6 +21,12 @@ use crate::error::{Error, Result};
 const REPEAT_WINDOW: usize = 64;
 /// How much a token seen in the window is held back.
 const REPEAT_PENALTY: f32 = 1.1;
+/// Texts the repeat penalty leaves alone: the digits (numbers are written one digit per
+/// token, so penalising a repeated digit turned a copied "22" into "23"), and the
+/// punctuation JSON and prose repeat by nature.
+const NEVER_PENALISED: &[&str] = &[
+    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ".", ",", ":", "\"", "{", "}", "[", "]",
+];
 
 /// How to generate.
 #[derive(Debug, Clone)]
@@ -90,6 +96,8 @@ pub struct LocalModel {
     tokenizer: GgufTokenizer,
     /// Tokens that end an answer besides the end-of-sequence one (`<|im_end|>`).
     stops: Vec<u32>,
+    /// Tokens of [`NEVER_PENALISED`].
+    unpenalised: Vec<u32>,
     /// The vocabulary as a trie, built on the first constrained generation.
     vocabulary: std::sync::OnceLock<Vocabulary>,
     weights: Mutex<ModelWeights>,
@@ -143,6 +151,10 @@ impl LocalModel {
             .iter()
             .filter_map(|t| tokenizer.tokenizer.token_to_id(t))
             .collect();
+        let unpenalised = NEVER_PENALISED
+            .iter()
+            .filter_map(|t| tokenizer.tokenizer.token_to_id(t))
+            .collect();
         let weights = weights_of(content, &mut file)
             .map_err(|e| damaged(path, format!("its weights do not load ({e})")))?;
         Ok(Self {
@@ -152,6 +164,7 @@ impl LocalModel {
             context,
             tokenizer,
             stops,
+            unpenalised,
             vocabulary: std::sync::OnceLock::new(),
             weights: Mutex::new(weights),
         })
@@ -240,9 +253,13 @@ impl LocalModel {
         let mut text = String::new();
         let mut machine = options.schema.as_ref().map(|s| Grammar::new(s).start());
         let stop = loop {
-            let recent = &generated[generated.len().saturating_sub(REPEAT_WINDOW)..];
+            let recent: Vec<u32> = generated[generated.len().saturating_sub(REPEAT_WINDOW)..]
+                .iter()
+                .copied()
+                .filter(|t| !self.unpenalised.contains(t))
+                .collect();
             let penalised =
-                candle_transformers::utils::apply_repeat_penalty(&logits, REPEAT_PENALTY, recent)
+                candle_transformers::utils::apply_repeat_penalty(&logits, REPEAT_PENALTY, &recent)
                     .map_err(fail)?;
             let next = match &mut machine {
                 None => sampler.sample(&penalised).map_err(fail)?,
