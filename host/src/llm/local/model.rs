@@ -21,12 +21,11 @@ use crate::error::{Error, Result};
 const REPEAT_WINDOW: usize = 64;
 /// How much a token seen in the window is held back.
 const REPEAT_PENALTY: f32 = 1.1;
-/// Texts the repeat penalty leaves alone: the digits (numbers are written one digit per
-/// token, so penalising a repeated digit turned a copied "22" into "23"), and the
-/// punctuation JSON and prose repeat by nature.
-const NEVER_PENALISED: &[&str] = &[
-    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ".", ",", ":", "\"", "{", "}", "[", "]",
-];
+/// Texts the repeat penalty leaves alone: the digits. Numbers are written one digit per
+/// token, so penalising a repeated digit turned a copied "22" into "23". (JSON's
+/// punctuation stays penalised: exempt, the router's constrained answers ran on in
+/// repeated array items until their token budget.)
+const NEVER_PENALISED: &[&str] = &["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
 
 /// How to generate.
 #[derive(Debug, Clone)]
