@@ -2,7 +2,8 @@
 //!
 //! [`Agent::run`] takes one message through the lifecycle: recall (memory → scratch) →
 //! prompt compile (skills, long-term memory, recalled memories marked as data, within a
-//! budget) → intent recognition (the built-in `intent_recognize` llm skill) → execution
+//! budget) → intent recognition (the built-in `intent_recognize` llm skill; for a small
+//! model, the skill index's first pick, see [`crate::llm::ModelTraits::small`]) → execution
 //! by strategy (`direct_answer`, `single_skill`, `pipeline`, `multi_skill` with only the
 //! routed skills, `clarify`) → capture → `done`. Every step reports [`RunEvent`]s.
 //!
@@ -12,6 +13,7 @@
 
 pub mod intent;
 mod memory;
+mod rank;
 pub mod prompt;
 pub mod tool_loop;
 
@@ -352,27 +354,6 @@ impl Agent {
         })
     }
 
-    /// Routing for a small model, which cannot tell skills apart by their descriptions:
-    /// the skill the index ranks first, when it ranks it at least
-    /// [`intent::SMALL_MODEL_MIN_SCORE`], with its input written by the model (held to
-    /// the skill's input schema); else a direct answer.
-    async fn route_small(&self, ctx: &SkillContext, message: &str) -> Routing {
-        let skills = self.offered(ctx);
-        let best = self.ranked(message, &skills, 1).into_iter().next();
-        tracing::debug!(
-            target: "evo::agent",
-            best = ?best.map(|(i, score)| (skills[i].meta.name.as_str(), score)),
-            "small-model routing"
-        );
-        match best {
-            Some((i, score)) if score >= intent::SMALL_MODEL_MIN_SCORE => {
-                intent::route_to(ctx, self.provider.as_ref(), self.chat_options(), message, &skills[i], score)
-                    .await
-            }
-            _ => Routing::direct(),
-        }
-    }
-
     /// Execution: the routed strategy carried out; the answer and the memory writes the
     /// skills suggested.
     async fn execute(
@@ -553,91 +534,5 @@ impl Agent {
         )
         .await?;
         Ok(answer.text)
-    }
-
-    /// The skills the model may be offered: exposed, and allowed by the permissions.
-    fn offered(&self, ctx: &SkillContext) -> Vec<Arc<RegisteredSkill>> {
-        self.kernel
-            .registry()
-            .list()
-            .into_iter()
-            .filter(|s| s.is_exposed() && self.options.permissions.allows(ctx, &s.meta.name))
-            .collect()
-    }
-
-    /// The `limit` skills of `skills` most relevant to `message`, best first, with their
-    /// relevance in [0, 1]: ranked by the skill index when the agent has one, else by
-    /// the built-in embedding. Skills nothing in the message points to may be missing.
-    fn ranked(
-        &self,
-        message: &str,
-        skills: &[Arc<RegisteredSkill>],
-        limit: usize,
-    ) -> Vec<(usize, f32)> {
-        let offered: std::collections::HashMap<&str, usize> = skills
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.meta.name.as_str(), i))
-            .collect();
-        let ranked: Vec<(f32, String)> = match &self.index {
-            Some(index) => {
-                let mut index = index
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match index.search_skills_where(message, limit, |name| offered.contains_key(name)) {
-                    Ok(hits) => hits.into_iter().map(|h| (h.score, h.name)).collect(),
-                    Err(e) => {
-                        tracing::warn!("skill index: {e}; offering skills in name order");
-                        Vec::new()
-                    }
-                }
-            }
-            None => {
-                use crate::retrieval::embed::{dot, hash_embed};
-                let query = hash_embed(message);
-                let scored = skills.iter().map(|s| {
-                    let text = format!(
-                        "{} {}",
-                        s.meta.name.replace(['_', '-'], " "),
-                        s.meta.description
-                    );
-                    (dot(&query, &hash_embed(&text)), s.meta.name.clone())
-                });
-                crate::retrieval::rank::top(scored, limit)
-            }
-        };
-        ranked
-            .into_iter()
-            .filter_map(|(score, name)| offered.get(name.as_str()).map(|&i| (i, score)))
-            .collect()
-    }
-
-    /// The exposed skills most relevant to `message`, at most `options.shortlist` (see
-    /// [`Self::ranked`]). Skills nothing in the message points to fill the remaining
-    /// places in name order.
-    fn shortlist(&self, ctx: &SkillContext, message: &str) -> Vec<ToolDefinition> {
-        // Definitions are built only for the chosen: schemas are not cloned for a
-        // catalogue of a thousand.
-        let skills = self.offered(ctx);
-        let mut limit = self.options.shortlist;
-        if self.provider.traits().small {
-            limit = limit.min(SMALL_MODEL_SHORTLIST);
-        }
-        if skills.len() <= limit {
-            return skills.iter().map(|s| s.to_tool_definition()).collect();
-        }
-        let mut chosen: Vec<usize> = self
-            .ranked(message, &skills, limit)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect();
-        // Skills nothing pointed to fill the remaining places, in name order (the
-        // registry lists by name).
-        let rest: Vec<usize> = (0..skills.len()).filter(|i| !chosen.contains(i)).collect();
-        chosen.extend(rest.into_iter().take(limit.saturating_sub(chosen.len())));
-        chosen
-            .into_iter()
-            .map(|i| skills[i].to_tool_definition())
-            .collect()
     }
 }
