@@ -71,6 +71,7 @@ pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), 
         } => {
             let (host, agent) = open(globals, &sources, &grants, |options| {
                 options.model = model;
+                options.confirmer = crate::confirm::terminal();
                 if no_routing {
                     options.intent_recognition = false;
                 }
@@ -97,6 +98,7 @@ pub(crate) async fn run(command: AgentCommand, globals: &Globals) -> Result<(), 
         } => {
             let (host, agent) = open(globals, &sources, &grants, |options| {
                 options.model = model;
+                options.confirmer = crate::confirm::terminal();
                 options.permissions = permissions(read_only);
             })
             .await?;

@@ -201,15 +201,25 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
                 "installed, and no other model is configured".to_owned()
             };
             let measured = tokio::task::spawn_blocking(move || {
-                let model = evo_host::local::model::LocalModel::load(&path)?;
+                let model = evo_host::local::model::LocalModel::open(&path)?;
                 let speed = evo_host::local::model::measure(&model)?;
+                if model.is_noise(speed.perplexity) {
+                    return Err(evo_host::Error::LocalModel {
+                        path,
+                        reason: format!(
+                            "it loads, but what it writes is noise (perplexity {:.0} on a plain English sentence, where a working model scores under 100): the file is damaged or holds no trained weights",
+                            speed.perplexity
+                        ),
+                    });
+                }
                 Ok::<_, evo_host::Error>(format!(
-                    "local {} ({:.1} MB, {}-token context): {:.0} prompt tokens/s, {:.1} tokens/s here",
+                    "local {} ({:.1} MB, {}-token context): {:.0} prompt tokens/s, {:.1} tokens/s here, perplexity {:.1}",
                     model.name(),
                     model.bytes() as f64 / 1e6,
                     model.context(),
                     speed.prompt_per_second,
-                    speed.generated_per_second
+                    speed.generated_per_second,
+                    speed.perplexity
                 ))
             })
             .await;

@@ -12,6 +12,7 @@
 mod agent;
 mod args;
 mod config;
+mod confirm;
 mod db;
 mod doctor;
 mod memory;

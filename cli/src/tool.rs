@@ -1,6 +1,6 @@
 //! `evo tool …`: the tool registry — list, describe, call, and the call history.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use clap::Subcommand;
 use evo_host::Host;
 use evo_host::RunOptions;
 use evo_host::ToolCall;
-use evo_host::{Always, Confirmation, Confirmer};
+use evo_host::{Always, Confirmer};
 use evo_host::{CallFilter as Filter, CallRecord as Record, CallStatus as Status};
 use serde_json::json;
 
@@ -131,10 +131,8 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
             let host = args::host(globals, &sources, &grants).await?;
             let confirmer: Option<Arc<dyn Confirmer>> = if yes {
                 Some(Arc::new(Always(true)))
-            } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-                Some(Arc::new(Terminal))
             } else {
-                None
+                crate::confirm::terminal()
             };
             let result = host
                 .execute_tool(
@@ -438,28 +436,4 @@ fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
     temp.write_all(bytes).map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
-}
-
-/// Asks on the terminal.
-#[derive(Debug)]
-struct Terminal;
-
-impl Confirmer for Terminal {
-    fn confirm<'a>(&'a self, request: &'a Confirmation) -> evo_host::BoxFuture<'a, bool> {
-        let prompt = format!(
-            "\n⚠ {} wants to run (risk {}):\n  {}\n  arguments: {}\nProceed? [y/N] ",
-            request.tool, request.risk, request.warning, request.arguments
-        );
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                eprint!("{prompt}");
-                let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line).is_ok()
-                    && matches!(line.trim(), "y" | "Y" | "yes" | "YES")
-            })
-            .await
-            .unwrap_or(false)
-        })
-    }
 }

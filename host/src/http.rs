@@ -19,8 +19,10 @@ const QUOTED_BODY_CHARS: usize = 300;
 /// What went wrong with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Problem {
-    /// No answer: the connection failed or timed out.
+    /// No connection: refused, reset, or the host could not be found.
     Unreachable,
+    /// The server took the request and did not answer within the wait.
+    NoAnswer,
     /// HTTP 400: the server refused the request.
     BadRequest,
     /// HTTP 401 or 403: the key was refused.
@@ -64,7 +66,9 @@ pub struct Hints<'a> {
 }
 
 /// POSTs `body` as JSON to `url` with `headers`, retrying rate limits, server errors and
-/// connection failures up to [`MAX_ATTEMPTS`] times; returns the 200 response.
+/// connection failures up to [`MAX_ATTEMPTS`] times; returns the 200 response. A server
+/// that took the request and gave no answer within the agent's wait is not asked again:
+/// it would be waited for as long again, so the request fails after one wait.
 pub fn post_json(
     agent: &ureq::Agent,
     url: &str,
@@ -107,6 +111,14 @@ pub fn post_json(
                     return Err(failure);
                 }
                 (failure, retry_after)
+            }
+            Err(ureq::Error::Timeout(what)) => {
+                return Err(Failure {
+                    problem: Problem::NoAnswer,
+                    message: format!(
+                        "{url}: no answer ({what} timed out); the server took the request and did not answer: is it overloaded or stuck?"
+                    ),
+                });
             }
             Err(e) => {
                 let failure = Failure {
@@ -198,5 +210,35 @@ mod tests {
         assert_eq!(backoff.next(None), ms(6_000));
         assert_eq!(backoff.next(Some(ms(0))), ms(0));
         assert_eq!(backoff.next(None), ms(500));
+    }
+
+    #[test]
+    fn a_server_that_takes_the_request_and_never_answers_is_asked_once() {
+        // A listener that accepts connections, reads nothing and answers nothing.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(stream);
+            }
+        });
+        let agent = ureq::Agent::config_builder()
+            .timeout_recv_response(Some(Duration::from_millis(200)))
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        let hints = Hints {
+            auth: "",
+            not_found: "",
+        };
+        let failure = post_json(&agent, &url, &[], &serde_json::json!({}), hints).unwrap_err();
+        assert_eq!(failure.problem, Problem::NoAnswer, "{}", failure.message);
+        assert!(!failure.is_transient());
+        assert!(failure.message.contains("did not answer"), "{}", failure.message);
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once");
     }
 }

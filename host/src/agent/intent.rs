@@ -73,6 +73,27 @@ impl Routing {
         }
     }
 
+    /// A `single_skill` call of `skill` with `input`, for `reason`.
+    pub fn single(skill: &str, input: Value, reason: String) -> Self {
+        Self {
+            strategy: Strategy::SingleSkill,
+            skills: vec![RoutedSkill {
+                name: skill.to_owned(),
+                input: Some(input),
+                reason,
+            }],
+            ..Self::fallback()
+        }
+    }
+
+    /// A direct answer that is `text`, without asking the model.
+    pub fn answer(text: String) -> Self {
+        Self {
+            direct_response: Some(text),
+            ..Self::direct()
+        }
+    }
+
     /// What the agent does when routing is off or fails: the tool loop with all tools.
     pub fn fallback() -> Self {
         Self {
@@ -117,7 +138,8 @@ const SMALL_MODEL_INPUT_TOKENS: u32 = 256;
 
 /// A small model's routing to `skill` (ranked first by the skill index at `score`): a
 /// `single_skill` call whose input the model writes, held to the skill's input schema.
-/// If the model fails, the message is answered directly.
+/// If the model cannot write it, the answer says so: answered by the model instead, the
+/// message would get a fact nobody computed.
 pub async fn route_to(
     ctx: &SkillContext,
     provider: &dyn LlmProvider,
@@ -142,27 +164,24 @@ pub async fn route_to(
         |_| {},
     )
     .await;
-    let input = match answer.map(|a| serde_json::from_str::<Value>(&a.text)) {
-        Ok(Ok(input)) => input,
-        Ok(Err(e)) => {
-            ctx.log(&format!("the model's input for {} is not JSON ({e}); answering directly", tool.name));
-            return Routing::direct();
+    let why = match answer.map(|a| serde_json::from_str::<Value>(&a.text)) {
+        Ok(Ok(input)) => {
+            return Routing::single(
+                &tool.name,
+                input,
+                format!("the skill index ranks it first for the message ({score:.2})"),
+            );
         }
-        Err(e) => {
-            ctx.log(&format!("the model wrote no input for {} ({e}); answering directly", tool.name));
-            return Routing::direct();
-        }
+        Ok(Err(e)) => format!("what the model wrote is not JSON ({e})"),
+        Err(e) => format!("the model wrote nothing usable ({e})"),
     };
-    Routing {
-        strategy: Strategy::SingleSkill,
-        skills: vec![RoutedSkill {
-            name: tool.name.clone(),
-            input: Some(input),
-            reason: format!("the skill index ranks it first for the message ({score:.2})"),
-        }],
-        direct_response: None,
-        clarification: None,
-    }
+    ctx.log(&format!("no input for {}: {why}", tool.name));
+    // The description's first sentence says what the tool needs.
+    let needs = tool.description.split_inclusive(". ").next().unwrap_or_default().trim();
+    Routing::answer(format!(
+        "I could not do it: {} looked like the tool for this, but the local model could not write its input. Say it with the details the tool needs ({}: {needs})",
+        tool.name, tool.name
+    ))
 }
 
 /// `schema` (a skill's input schema) with only its required properties: a small model

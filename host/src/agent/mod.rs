@@ -14,6 +14,7 @@
 pub mod intent;
 mod memory;
 mod rank;
+mod small;
 pub mod prompt;
 pub mod tool_loop;
 
@@ -304,6 +305,9 @@ impl Agent {
                 reason: "the message is empty".into(),
             });
         }
+        // A model that cannot work (a damaged local file) fails the run now, with its
+        // own error, not as a request that fails halfway.
+        self.provider.ready()?;
         // Redaction, normalisation, language detection: before anything reads it.
         let message = ctx.preprocess_message(message.to_owned()).await?;
         let message = message.as_str();
@@ -379,6 +383,7 @@ impl Agent {
                         turn.token(reply);
                         reply.to_owned()
                     }
+                    None if self.provider.traits().small => self.answer_small(turn).await?,
                     None => self.reply(turn, None).await?,
                 };
                 Ok((response, Vec::new()))
@@ -393,6 +398,15 @@ impl Agent {
                     });
                 turn.token(&question);
                 Ok((question, Vec::new()))
+            }
+            // A small model's routing is a guess: one call, guarded, its result quoted.
+            // (Its pick need not be on the shortlist: arithmetic goes to `calculate`
+            // whatever the index ranks.)
+            Strategy::SingleSkill | Strategy::Pipeline if self.provider.traits().small => {
+                match routing.skills.first() {
+                    Some(step) => self.run_guessed(turn, step).await,
+                    None => Ok((self.answer_small(turn).await?, Vec::new())),
+                }
             }
             Strategy::SingleSkill | Strategy::Pipeline if !routed.is_empty() => {
                 self.run_routed(turn, routing, &routed).await
@@ -454,9 +468,13 @@ impl Agent {
         routed: &[&str],
         candidates: &[ToolDefinition],
     ) -> Result<(String, Vec<MemoryWriteOutcome>)> {
+        // A small model choosing its own tools guesses as its routing does: it is
+        // offered only those that read (see `small`).
+        let small = self.provider.traits().small;
         let tools: Vec<ToolDefinition> = candidates
             .iter()
             .filter(|t| routed.is_empty() || routed.contains(&t.name.as_str()))
+            .filter(|t| !small || self.only_reads(turn.ctx, &t.name))
             .cloned()
             .collect();
         let messages = conversation(turn.system, turn.history, turn.message.to_owned());

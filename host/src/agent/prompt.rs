@@ -46,11 +46,17 @@ impl Default for ContextBudget {
 impl ContextBudget {
     /// 1,200 characters, about 300 tokens: for a small model (see
     /// [`ModelTraits::small`](crate::llm::ModelTraits::small)), which reads a prompt
-    /// at a few hundred tokens a second and attends poorly to a long one.
+    /// at a few hundred tokens a second and attends poorly to a long one. A prompt
+    /// compiled to this budget opens with a small model's instructions (it can see no
+    /// live or personal data, and says so rather than make it up).
     pub fn small_model() -> Self {
         Self { total_chars: 1_200 }
     }
 }
+
+/// What a small model is told first instead of [`INSTRUCTIONS`]: it has no tools in
+/// an answer, and makes up what it does not know unless told it may say so.
+const SMALL_MODEL_INSTRUCTIONS: &str = "You are Evo, a small assistant running offline. You cannot see the internet, the weather, the news, email, calendars, photos or the user's files. When asked about them, say you cannot. Never make up numbers, dates, names or results: if you do not know, say so. Answer in one or two short sentences.";
 
 /// The default compiler: instructions, then skills, recalled memories (marked as data),
 /// long-term memory and today's log, in that order of relevance to the message; each
@@ -87,7 +93,11 @@ fn push_section(prompt: &mut String, left: &mut usize, title: &str, mut body: St
 
 impl PromptCompiler for DefaultPromptCompiler {
     fn compile(&self, input: &PromptInput<'_>) -> String {
-        let mut prompt = String::from(INSTRUCTIONS);
+        let mut prompt = String::from(if self.budget == ContextBudget::small_model() {
+            SMALL_MODEL_INSTRUCTIONS
+        } else {
+            INSTRUCTIONS
+        });
         let mut left = self.budget.total_chars.saturating_sub(prompt.len());
         // In order of relevance to the message: what it can do, what was recalled for
         // it, then everything remembered.

@@ -1,31 +1,11 @@
 //! Which skills a message is about: the skills the model may be offered, ranked by the
 //! skill index (or the built-in embedding); the shortlist the router and the tool loop
-//! see; and a small model's routing, which is the ranking's first pick.
+//! see (a small model's routing, which starts from the ranking's first pick, is in
+//! `small`).
 
 use super::*;
 
 impl Agent {
-    /// Routing for a small model, which cannot tell skills apart by their descriptions:
-    /// the skill the index ranks first, when it ranks it at least
-    /// [`intent::SMALL_MODEL_MIN_SCORE`], with its input written by the model (held to
-    /// the skill's input schema); else a direct answer.
-    pub(super) async fn route_small(&self, ctx: &SkillContext, message: &str) -> Routing {
-        let skills = self.offered(ctx);
-        let best = self.ranked(message, &skills, 1).into_iter().next();
-        tracing::debug!(
-            target: "evo::agent",
-            best = ?best.map(|(i, score)| (skills[i].meta.name.as_str(), score)),
-            "small-model routing"
-        );
-        match best {
-            Some((i, score)) if score >= intent::SMALL_MODEL_MIN_SCORE => {
-                intent::route_to(ctx, self.provider.as_ref(), self.chat_options(), message, &skills[i], score)
-                    .await
-            }
-            _ => Routing::direct(),
-        }
-    }
-
     /// The skills the model may be offered: exposed, and allowed by the permissions.
     pub(super) fn offered(&self, ctx: &SkillContext) -> Vec<Arc<RegisteredSkill>> {
         self.kernel

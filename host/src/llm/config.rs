@@ -76,8 +76,17 @@ fn local(
     spec: Option<&str>,
     data_dir: Option<&std::path::Path>,
 ) -> Result<Option<Arc<dyn LlmProvider>>> {
+    let installed = data_dir.and_then(super::local::installed);
     let file = match spec {
-        Some("local") => Some(super::local::MODEL_FILE),
+        // The model installed last, else the default's name (for the message saying
+        // how to install it).
+        Some("local") => Some(
+            installed
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .and_then(|n| n.to_str())
+                .unwrap_or(super::local::MODEL_FILE),
+        ),
         Some(spec) => match spec.strip_prefix("local:") {
             Some(file) => Some(file),
             None => return Ok(None),
@@ -94,7 +103,7 @@ fn local(
                 transient: false,
             });
         }
-        (None, Some(dir)) => match super::local::installed(dir) {
+        (None, Some(_)) => match installed.clone() {
             Some(path) => path,
             None => return Ok(None),
         },

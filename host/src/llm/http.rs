@@ -26,6 +26,7 @@ impl From<crate::http::Failure> for Failure {
         use crate::http::Problem;
         let code = match failure.problem {
             Problem::Unreachable | Problem::ServerError => "LLM_UNAVAILABLE",
+            Problem::NoAnswer => "LLM_TIMEOUT",
             Problem::BadRequest => "LLM_BAD_REQUEST",
             Problem::Auth => "LLM_AUTH",
             Problem::NotFound => "LLM_MODEL_NOT_FOUND",

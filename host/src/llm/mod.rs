@@ -201,6 +201,14 @@ pub trait LlmProvider: Send + Sync + fmt::Debug {
 
     /// Streams the answer to `messages`.
     fn chat(&self, messages: Vec<Message>, options: ChatOptions) -> EventStream;
+
+    /// Whether the model can be used at all, checked cheaply before a run starts (the
+    /// local model: its file is there and unchanged since it was installed), so a
+    /// model that cannot work fails with its own error and code rather than as a
+    /// failed request mid-run. Ok by default.
+    fn ready(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// What one finished request produced.
@@ -259,6 +267,9 @@ impl crate::skill::kernel::Llm for ProviderLlm {
             output_schema: request.output_schema,
             ..ChatOptions::default()
         };
+        if let Err(e) = self.0.ready() {
+            return Box::pin(std::future::ready(Err(e)));
+        }
         let stream = self.0.chat(messages, options);
         Box::pin(async move { collect(stream, |_| {}).await.map(|a| a.text) })
     }

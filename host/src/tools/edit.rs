@@ -3,7 +3,10 @@
 //!
 //! `{ file_path, old_string, new_string, replace_all? }` → `{ file_path, replacements }`.
 //! `old_string` must occur exactly once unless `replace_all` is set; otherwise the error
-//! says how many times it was found, so the caller can add context. The write is atomic.
+//! says how many times it was found, so the caller can add context. An edit changes a
+//! file that exists, so it needs the user's confirmation as `write`'s replacing one
+//! does (risk medium; refused where nobody can be asked unless `[tools] confirm =
+//! "allow"`). The write is atomic.
 
 use std::path::PathBuf;
 
@@ -11,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::permission::Locale;
+use super::confirm::{Confirmation, Risk};
 use super::project::{Project, write_atomic};
 use super::{BoxFuture, TypedTool, invalid};
 use crate::error::Result;
@@ -57,8 +60,9 @@ impl Edit {
         }
     }
 
-    /// Applies the replacement `input` describes.
-    pub fn edit(&self, input: &EditInput, locale: Locale) -> Result<EditOutput> {
+    /// Applies the replacement `input` describes, once the user confirms it.
+    async fn edit(&self, input: &EditInput, ctx: &SkillContext) -> Result<EditOutput> {
+        let locale = ctx.locale();
         let requested = input.file_path.as_str();
         let old = input.old_string.as_str();
         let new = input.new_string.as_str();
@@ -99,6 +103,18 @@ impl Edit {
                 ));
             }
         };
+        ctx.confirm(Confirmation {
+            tool: "edit".into(),
+            arguments: json!({ "file_path": requested, "old_string": old, "new_string": new, "replace_all": all }),
+            risk: Risk::Medium,
+            warning: format!(
+                "{requested} will be changed: {found} occurrence{} of {} replaced by {}",
+                if found == 1 { "" } else { "s" },
+                preview(old),
+                preview(new)
+            ),
+        })
+        .await?;
         write_atomic(&dir, &relative, replaced.as_bytes()).map_err(io)?;
         Ok(EditOutput {
             file_path: requested.to_owned(),
@@ -114,7 +130,7 @@ impl TypedTool for Edit {
 
     fn describe(&self) -> Value {
         json!({
-            "description": "Replaces an exact piece of text in a project file with new text. old_string must occur exactly once (copy it from read's output, with enough surrounding lines to be unique) unless replace_all is true.",
+            "description": "Replaces an exact piece of text in a project file with new text (after the user confirms). old_string must occur exactly once (copy it from read's output, with enough surrounding lines to be unique) unless replace_all is true.",
             "category": "file",
             "tags": ["file", "write"],
             "permission": "read_write",
@@ -127,6 +143,7 @@ impl TypedTool for Edit {
             "notes": [
                 "An old_string found more than once is an error that says how many times it was found, unless replace_all is set; one found 0 times is an error too.",
                 "Paths are resolved inside the project directory; others are refused: 文件路径超出项目目录范围.",
+                "An edit changes an existing file, so it asks the user first (risk medium); where nobody can be asked, it is refused unless [tools] confirm = \"allow\".",
                 "The write is atomic: a crash leaves the old file or the new one."
             ]
         })
@@ -137,6 +154,19 @@ impl TypedTool for Edit {
     }
 
     fn run(&self, input: EditInput, ctx: SkillContext) -> BoxFuture<'_, Result<EditOutput>> {
-        Box::pin(std::future::ready(self.edit(&input, ctx.locale())))
+        Box::pin(async move { self.edit(&input, &ctx).await })
     }
+}
+
+/// Characters of old and new text a confirmation shows: enough to recognise the change
+/// on one terminal line.
+const PREVIEW_CHARS: usize = 60;
+
+/// `text` quoted for a confirmation, cut to [`PREVIEW_CHARS`].
+fn preview(text: &str) -> String {
+    let mut shown: String = text.chars().take(PREVIEW_CHARS).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    format!("{shown:?}")
 }

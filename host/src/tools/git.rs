@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::confirm::{Confirmation, Risk};
 use super::permission::Permission;
 use super::{BoxFuture, TypedTool, invalid};
 use crate::engine::native::NativeSandbox;
@@ -505,6 +506,7 @@ impl TypedTool for Git {
             ],
             "notes": [
                 "status, diff, log, show and listing branches need read_only; add, commit and creating a branch need read_write.",
+                "add, commit and creating a branch ask the user first (risk low; a commit, medium); where nobody can be asked, they are refused unless [tools] confirm = \"allow\".",
                 "Runs in the native sandbox with hooks and fsmonitor off: a repository's configuration cannot run programs outside the sandbox.",
                 "Commits use the repository's [user], else your global git identity, else `Evo <evo@localhost>`; no network (push, fetch) is offered."
             ]
@@ -528,9 +530,52 @@ impl TypedTool for Git {
         })
     }
 
-    fn run(&self, input: GitInput, _ctx: SkillContext) -> BoxFuture<'_, Result<GitOutput>> {
-        Box::pin(self.execute(input))
+    fn run(&self, input: GitInput, ctx: SkillContext) -> BoxFuture<'_, Result<GitOutput>> {
+        Box::pin(async move {
+            if let Some(request) = confirmation(&input) {
+                ctx.confirm(request).await?;
+            }
+            self.execute(input).await
+        })
     }
+}
+
+/// What the user confirms before `input` changes the repository (writes confirm, as
+/// `write` and `edit` do; reads do not): staging and a new branch are undone by one
+/// command (risk low), a commit enters the history (risk medium).
+fn confirmation(input: &GitInput) -> Option<Confirmation> {
+    let arguments = json!({
+        "action": input.action, "paths": input.paths, "message": input.message,
+        "all": input.all, "name": input.name,
+    });
+    let (risk, warning) = match input.action {
+        Action::Add => (
+            Risk::Low,
+            format!(
+                "git add will stage {}",
+                input.paths.as_deref().unwrap_or_default().join(", ")
+            ),
+        ),
+        Action::Commit => (
+            Risk::Medium,
+            format!(
+                "git commit{} will record the staged changes as {:?}",
+                if input.all == Some(true) { " --all" } else { "" },
+                input.message.as_deref().unwrap_or_default()
+            ),
+        ),
+        Action::Branch => (
+            Risk::Low,
+            format!("git branch will create {:?}", input.name.as_deref()?),
+        ),
+        Action::Status | Action::Diff | Action::Log | Action::Show => return None,
+    };
+    Some(Confirmation {
+        tool: "git".into(),
+        arguments,
+        risk,
+        warning,
+    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::confirm::{Confirmation, Risk};
 use super::{BoxFuture, TypedTool};
 use crate::error::{Error, FailureKind, Result};
 use crate::memory::{Category, Source};
@@ -233,7 +234,8 @@ impl TypedTool for MemoryForget {
             "notes": [
                 "Matches by id or by search; the older versions of a forgotten fact go with it; the answer counts what was deleted.",
                 "MEMORY.md and the daily logs are files: edit them to remove what they say.",
-                "Writes long-term memory: needs read_write."
+                "Writes long-term memory: needs read_write.",
+                "Deleting asks the user first (risk high); where nobody can be asked, it is refused unless [tools] confirm = \"allow\"."
             ],
             "examples": [
                 { "description": "Forget a preference", "input": { "query": "dark mode" } },
@@ -245,6 +247,18 @@ impl TypedTool for MemoryForget {
 
     fn run(&self, input: ForgetInput, ctx: SkillContext) -> BoxFuture<'_, Result<ForgetOutput>> {
         Box::pin(async move {
+            // Forgetting destroys the fact and its history: the user says yes first,
+            // as for replacing a file.
+            ctx.confirm(Confirmation {
+                tool: Self::NAME.into(),
+                arguments: json!({ "query": input.query }),
+                risk: Risk::High,
+                warning: format!(
+                    "the memories matching {:?} will be deleted, with their older versions",
+                    input.query
+                ),
+            })
+            .await?;
             let deleted = memory(&ctx)?.forget(input.query).await?;
             Ok(ForgetOutput { deleted })
         })

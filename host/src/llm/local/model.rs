@@ -1,5 +1,6 @@
-//! A quantised Llama-family model from one GGUF file, run in this process with candle:
-//! the weights and the tokenizer both come from the file. One generation at a time per
+//! A quantised model from one GGUF file (Llama, Qwen2/3, Phi-3, Gemma; see
+//! [`arch::SUPPORTED`]), run in this process with candle: the weights, the tokenizer
+//! and the chat layout all come from the file. One generation at a time per
 //! model (its attention cache is one conversation's); tokens are handed out as they are
 //! made, and generation stops at the end token, the token budget, the context's end, a
 //! deadline, or when whoever reads the tokens stops reading.
@@ -11,8 +12,9 @@ use std::time::{Duration, Instant};
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::quantized_llama::ModelWeights;
 
+use super::arch::{self, Weights};
+use super::template::ChatTemplate;
 use super::tokenizer::{self, GgufTokenizer};
 use crate::llm::constrain::{Grammar, Machine, Vocabulary};
 use crate::error::{Error, Result};
@@ -99,7 +101,9 @@ pub struct LocalModel {
     unpenalised: Vec<u32>,
     /// The vocabulary as a trie, built on the first constrained generation.
     vocabulary: std::sync::OnceLock<Vocabulary>,
-    weights: Mutex<ModelWeights>,
+    /// How a conversation is laid out for this model.
+    template: ChatTemplate,
+    weights: Mutex<Weights>,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -119,7 +123,15 @@ fn damaged(path: &Path, reason: impl std::fmt::Display) -> Error {
 }
 
 impl LocalModel {
-    /// Loads the GGUF file at `path`; the error says what is wrong with it.
+    /// Loads the model file at `path` after checking it has not changed since it was
+    /// installed (see [`super::verify`]): how the agent, `evo model show` and `evo
+    /// doctor` load a model.
+    pub fn open(path: &Path) -> Result<Self> {
+        super::verify::verify(path)?;
+        Self::load(path)
+    }
+
+    /// Loads the GGUF file at `path` as it is; the error says what is wrong with it.
     pub fn load(path: &Path) -> Result<Self> {
         let mut file = std::fs::File::open(path).map_err(|e| damaged(path, e))?;
         let bytes = file.metadata().map_err(|e| damaged(path, e))?.len();
@@ -130,23 +142,25 @@ impl LocalModel {
             .and_then(|v| v.to_string().ok())
             .cloned()
             .unwrap_or_default();
-        if architecture != "llama" {
+        let Some(family) = arch::family(&architecture) else {
             return Err(damaged(
                 path,
                 format!(
-                    "its architecture is {architecture:?}; only Llama-family models are run"
+                    "its architecture is {architecture:?}; Evo runs {}",
+                    arch::SUPPORTED
                 ),
             ));
-        }
+        };
         // The file's name: GGUF's `general.name` is often a training run's label.
         let name = path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let context = meta("llama.context_length")
+        let context = meta(&format!("{architecture}.context_length"))
             .and_then(|v| v.to_u32().ok())
             .unwrap_or(2048) as usize;
         let tokenizer = tokenizer::from_gguf(&content).map_err(|e| damaged(path, e))?;
-        let stops = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>"]
+        let template = ChatTemplate::from_gguf(&content, &tokenizer);
+        let stops = END_OF_TURN
             .iter()
             .filter_map(|t| tokenizer.tokenizer.token_to_id(t))
             .collect();
@@ -154,7 +168,7 @@ impl LocalModel {
             .iter()
             .filter_map(|t| tokenizer.tokenizer.token_to_id(t))
             .collect();
-        let weights = weights_of(content, &mut file)
+        let weights = weights_of(path, family, content, &mut file)
             .map_err(|e| damaged(path, format!("its weights do not load ({e})")))?;
         Ok(Self {
             path: path.to_owned(),
@@ -165,6 +179,7 @@ impl LocalModel {
             stops,
             unpenalised,
             vocabulary: std::sync::OnceLock::new(),
+            template,
             weights: Mutex::new(weights),
         })
     }
@@ -192,6 +207,13 @@ impl LocalModel {
     /// The tokenizer.
     pub fn tokenizer(&self) -> &GgufTokenizer {
         &self.tokenizer
+    }
+
+    /// `messages` laid out as this model was trained to read a conversation (the
+    /// file's chat template, or ChatML without one), ending where the assistant's
+    /// answer begins.
+    pub fn chat_prompt(&self, messages: &[crate::llm::Message]) -> String {
+        self.template.render(messages)
     }
 
     /// The ids of `text` (special tokens such as `<|im_start|>` read as themselves).
@@ -239,14 +261,8 @@ impl LocalModel {
             .weights
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        weights.clear_kv_cache();
-        let input = Tensor::new(prompt_ids.as_slice(), &Device::Cpu)
-            .and_then(|t| t.unsqueeze(0))
-            .map_err(fail)?;
-        let mut logits = weights
-            .forward(&input, 0)
-            .and_then(|l| l.squeeze(0))
-            .map_err(fail)?;
+        weights.clear();
+        let mut logits = weights.forward(&prompt_ids, 0).map_err(fail)?;
         let prompt_time = started.elapsed();
         let mut generated: Vec<u32> = Vec::new();
         let mut text = String::new();
@@ -291,12 +307,8 @@ impl LocalModel {
             if options.deadline.is_some_and(|d| Instant::now() >= d) {
                 break Stop::Deadline;
             }
-            let input = Tensor::new(&[next], &Device::Cpu)
-                .and_then(|t| t.unsqueeze(0))
-                .map_err(fail)?;
             logits = weights
-                .forward(&input, prompt_ids.len() + generated.len() - 1)
-                .and_then(|l| l.squeeze(0))
+                .forward(&[next], prompt_ids.len() + generated.len() - 1)
                 .map_err(fail)?;
         };
         Ok(Generation {
@@ -310,24 +322,71 @@ impl LocalModel {
     }
 }
 
+/// Tokens that end a turn besides the end-of-sequence one, across the families'
+/// chat layouts (ChatML, Llama 3, Phi-3, Gemma).
+const END_OF_TURN: &[&str] = &["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"];
+
 /// The model's weights, with those stored as Q4_1 held as Q8_0 instead: candle
 /// multiplies Q8_0 with the CPU's vector instructions and Q4_1 without, which makes
 /// reading a prompt several times faster for 45 MB more memory (the Q4_1 file's 98 MB
-/// become ~145 MB).
+/// become ~145 MB). The converted file is kept beside the model (see
+/// [`converted_path`]), so only the first load converts; the conversion writes it
+/// tensor by tensor to disk rather than into memory, so at most one copy of the
+/// weights is held at a time.
 fn weights_of(
+    path: &Path,
+    family: &str,
     content: gguf_file::Content,
     file: &mut std::fs::File,
-) -> candle_core::Result<ModelWeights> {
-    use candle_core::quantized::{GgmlDType, QTensor};
+) -> Result<Weights> {
+    use candle_core::quantized::GgmlDType;
+    let fail = |e: candle_core::Error| damaged(path, format!("its weights do not load ({e})"));
     let slow = |t: &gguf_file::TensorInfo| t.ggml_dtype == GgmlDType::Q4_1;
     if !content.tensor_infos.values().any(slow) {
-        return ModelWeights::from_gguf(content, file, &Device::Cpu);
+        return Weights::read(family, content, file).map_err(fail);
     }
+    let converted = converted_path(path)?;
+    if !super::verify::unchanged(&converted) {
+        convert(path, &content, file, &converted)?;
+    }
+    let mut held = std::fs::File::open(&converted).map_err(Error::io_at(&converted))?;
+    let content = gguf_file::Content::read(&mut held).map_err(fail)?;
+    Weights::read(family, content, &mut held).map_err(fail)
+}
+
+/// Where the Q8_0 copy of the model at `path` is kept: beside it, named after the
+/// file's size and time, so a model installed again is converted again.
+fn converted_path(path: &Path) -> Result<PathBuf> {
+    let meta = std::fs::metadata(path).map_err(Error::io_at(path))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    Ok(path.with_file_name(format!(".{name}.{}-{modified}.q8_0.gguf", meta.len())))
+}
+
+/// Writes the weights of `content` to `target` with the Q4_1 tensors as Q8_0, one at
+/// a time, through a temporary file and a rename; records the result's checksum and
+/// removes the copies of earlier versions of the model.
+fn convert(
+    path: &Path,
+    content: &gguf_file::Content,
+    file: &mut std::fs::File,
+    target: &Path,
+) -> Result<()> {
+    use candle_core::quantized::{GgmlDType, QTensor};
+    let fail = |e: candle_core::Error| damaged(path, format!("its weights do not convert ({e})"));
+    let dir = target.parent().unwrap_or(Path::new("."));
     let mut tensors = Vec::with_capacity(content.tensor_infos.len());
     for (name, info) in &content.tensor_infos {
-        let tensor = content.tensor(file, name, &Device::Cpu)?;
-        let tensor = if slow(info) {
-            QTensor::quantize(&tensor.dequantize(&Device::Cpu)?, GgmlDType::Q8_0)?
+        let tensor = content.tensor(file, name, &Device::Cpu).map_err(fail)?;
+        let tensor = if info.ggml_dtype == GgmlDType::Q4_1 {
+            let values = tensor.dequantize(&Device::Cpu).map_err(fail)?;
+            QTensor::quantize(&values, GgmlDType::Q8_0).map_err(fail)?
         } else {
             tensor
         };
@@ -338,12 +397,30 @@ fn weights_of(
         .iter()
         .map(|(k, v)| (k.as_str(), v))
         .collect();
-    let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
-    let mut held = std::io::Cursor::new(Vec::new());
-    gguf_file::write(&mut held, &metadata, &tensors)?;
-    held.set_position(0);
-    let content = gguf_file::Content::read(&mut held)?;
-    ModelWeights::from_gguf(content, &mut held, &Device::Cpu)
+    let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
+    let staging = tempfile::NamedTempFile::new_in(dir).map_err(Error::io_at(dir))?;
+    let mut out = std::io::BufWriter::new(staging.as_file());
+    gguf_file::write(&mut out, &metadata, &refs).map_err(fail)?;
+    std::io::Write::flush(&mut out).map_err(Error::io_at(staging.path()))?;
+    drop(out);
+    drop(refs);
+    drop(tensors);
+    staging
+        .persist(target)
+        .map_err(|e| Error::io_at(target)(e.error))?;
+    super::verify::record(target, &super::verify::sha256_of(target)?)?;
+    // Copies made for earlier versions of this model, and their records.
+    let file_name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let (model, kept) = (file_name(path), file_name(target));
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let copy = name.trim_start_matches('.').starts_with(&format!("{model}."))
+            && (name.ends_with(".q8_0.gguf") || name.ends_with(".q8_0.gguf.verified"));
+        if copy && name != kept && name != format!(".{kept}.verified") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
 }
 
 impl LocalModel {
@@ -398,25 +475,82 @@ impl LocalModel {
     }
 }
 
-/// How fast a model runs here.
+/// How fast a model runs here, and whether what it makes is language.
 #[derive(Debug, Clone, Copy)]
 pub struct Speed {
     /// Prompt tokens read per second.
     pub prompt_per_second: f64,
     /// Tokens generated per second.
     pub generated_per_second: f64,
+    /// The model's perplexity on a plain English sentence (see
+    /// [`LocalModel::perplexity`]).
+    pub perplexity: f64,
 }
 
-/// Measures `model` on a short fixed prompt and 32 generated tokens (`evo model show`,
-/// `evo doctor`).
+/// A sentence any language model has read the like of many times.
+const PLAIN_TEXT: &str = "The cat sat on the mat. It was a sunny day, and the children played in the park until it was time for dinner.";
+
+/// The share of its vocabulary's size above which a model's perplexity on
+/// [`PLAIN_TEXT`] means noise. Weights of random numbers are about as unsure as a
+/// uniform guess (a perplexity near the vocabulary's size, 49,152 for SmolLM2); a
+/// working model, even of 135M parameters, is below 50 on such text; a tenth of the
+/// vocabulary lies far from both.
+const NOISE_SHARE: f64 = 0.1;
+
+impl LocalModel {
+    /// How surprised the model is by `text`: e to the mean negative log-likelihood of
+    /// each of its tokens after the ones before. Low for language the model knows;
+    /// near the vocabulary's size for weights of noise.
+    pub fn perplexity(&self, text: &str) -> Result<f64> {
+        let ids = self.encode(text)?;
+        let fail = |e: candle_core::Error| damaged(&self.path, format!("reading failed: {e}"));
+        let mut weights = self
+            .weights
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        weights.clear();
+        let mut total = 0.0;
+        for (at, pair) in ids.windows(2).enumerate() {
+            let logits: Vec<f32> = weights
+                .forward(&pair[..1], at)
+                .and_then(|l| l.to_vec1())
+                .map_err(fail)?;
+            let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
+            let chosen = logits.get(pair[1] as usize).copied().unwrap_or(f32::NEG_INFINITY);
+            total += sum.ln() - f64::from(chosen - max);
+        }
+        let tokens = ids.len().saturating_sub(1).max(1);
+        Ok((total / tokens as f64).exp())
+    }
+
+    /// Whether `perplexity` (on plain text) means the model makes noise: not a number,
+    /// or above [`NOISE_SHARE`] of its vocabulary's size.
+    pub fn is_noise(&self, perplexity: f64) -> bool {
+        !perplexity.is_finite() || perplexity > NOISE_SHARE * self.tokenizer.pieces.len() as f64
+    }
+}
+
+/// Measures `model` on a short fixed prompt and 32 generated tokens, and its
+/// perplexity on plain text (`evo model show`, `evo doctor`).
 pub fn measure(model: &LocalModel) -> Result<Speed> {
     // A prompt of a few hundred tokens, as an agent's are, so the figure is the
     // model's reading speed rather than its start-up.
     let facts = "Mercury is closest to the Sun. Venus is the hottest planet. Earth has liquid water. Mars is red. Jupiter is the largest. Saturn has bright rings. Uranus rotates on its side. Neptune has the strongest winds. ";
-    let prompt = format!(
-        "<|im_start|>system\n{}<|im_end|>\n<|im_start|>user\nWhich planet is the largest?<|im_end|>\n<|im_start|>assistant\n",
-        facts.repeat(6)
-    );
+    use crate::llm::{Message, Role};
+    // In the model's own chat layout, as long as its context leaves room for the answer.
+    let prompt_of = |repeats: usize| {
+        model.chat_prompt(&[
+            Message::text(Role::System, facts.repeat(repeats)),
+            Message::text(Role::User, "Which planet is the largest?"),
+        ])
+    };
+    let fits = |prompt: &String| model.encode(prompt).is_ok_and(|ids| ids.len() + 64 < model.context);
+    let prompt = (1..=6)
+        .rev()
+        .map(prompt_of)
+        .find(fits)
+        .unwrap_or_else(|| prompt_of(1));
     let prompt = prompt.as_str();
     let made = model.generate(
         prompt,
@@ -430,5 +564,6 @@ pub fn measure(model: &LocalModel) -> Result<Speed> {
     Ok(Speed {
         prompt_per_second: per_second(made.prompt_tokens, made.prompt_time),
         generated_per_second: per_second(made.tokens, made.generation_time),
+        perplexity: model.perplexity(PLAIN_TEXT)?,
     })
 }

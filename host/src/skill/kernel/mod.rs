@@ -405,6 +405,7 @@ impl Kernel {
                 model: options.model,
                 input_failures: std::sync::Mutex::default(),
                 asking: std::sync::Mutex::default(),
+                approval: std::sync::Mutex::default(),
             }),
             depth: 0,
             parent: None,
@@ -470,6 +471,9 @@ struct Run {
     /// The time the run has spent waiting for its user's answers, which no deadline
     /// counts.
     asking: std::sync::Mutex<AskClock>,
+    /// A tool whose next confirmation the user already gave (see
+    /// [`SkillContext::approve_once`]).
+    approval: std::sync::Mutex<Option<String>>,
 }
 
 /// The time a run has spent waiting for its user (several questions may be open at
@@ -485,6 +489,17 @@ struct AskClock {
 }
 
 impl Run {
+    fn approval(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.approval
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the user already confirmed `tool`'s call; the approval is used up either way.
+    fn take_approval(&self, tool: &str) -> bool {
+        self.approval().take().is_some_and(|approved| approved == tool)
+    }
+
     fn clock(&self) -> std::sync::MutexGuard<'_, AskClock> {
         // A poisoned lock still holds a valid clock (each update is whole).
         self.asking
