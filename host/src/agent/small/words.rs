@@ -14,7 +14,7 @@
 fn clauses(message: &str) -> Vec<Vec<String>> {
     let lower = message.to_lowercase().replace(['\'', '’'], "");
     lower
-        .split(|c: char| matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '\n' | '—' | '-'))
+        .split([',', '.', '!', '?', ';', ':', '\n', '—', '-'])
         .map(|clause| {
             clause
                 .split(|c: char| !c.is_alphanumeric())

@@ -1,5 +1,5 @@
-//! A quantised model from one GGUF file (Llama, Qwen2/3, Phi-3, Gemma; see
-//! [`arch::SUPPORTED`]), run in this process with candle: the weights, the tokenizer
+//! A quantised model from one GGUF file (Llama, Qwen2/3, Phi-3, Gemma), run in this
+//! process with candle: the weights, the tokenizer
 //! and the chat layout all come from the file. One generation at a time per
 //! model (its attention cache is one conversation's); tokens are handed out as they are
 //! made, and generation stops at the end token, the token budget, the context's end, a
@@ -525,7 +525,7 @@ impl LocalModel {
     }
 
     /// Whether `perplexity` (on plain text) means the model makes noise: not a number,
-    /// or above [`NOISE_SHARE`] of its vocabulary's size.
+    /// or above a tenth of its vocabulary's size.
     pub fn is_noise(&self, perplexity: f64) -> bool {
         !perplexity.is_finite() || perplexity > NOISE_SHARE * self.tokenizer.pieces.len() as f64
     }
