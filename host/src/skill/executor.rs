@@ -68,6 +68,14 @@ pub trait Executor: Send + Sync + fmt::Debug {
     /// the skill's own frame: its `call`s run one level deeper, on its behalf.
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>>;
 
+    /// Makes the skill ready to run — a Wasm component compiled, or loaded from the
+    /// compile cache — before the call's clock starts: compiling has a deadline of its
+    /// own, and a 20 MB JavaScript or Python component compiling on a busy machine must
+    /// not spend the call's. Ready at once by default.
+    fn prepare(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// True when the executor enforces the skill's timeout itself and reports it in its
     /// own words (a native script's `Execution timeout`); the kernel then waits a little
     /// longer before it gives up, so the executor's report is the one the caller sees.

@@ -143,7 +143,9 @@ impl Agent {
         if !ctx.can_ask() {
             // The model's input, when it is short enough to be worth copying.
             let shown = input.to_string();
-            let command = if shown.len() <= MAX_SHOWN_INPUT {
+            // Inside single quotes the shell reads nothing but a single quote: an input
+            // holding one (the model's text, perhaps steered) is not offered to copy.
+            let command = if shown.len() <= MAX_SHOWN_INPUT && !shown.contains('\'') {
                 format!("evo tool call {name} --input '{shown}'")
             } else {
                 format!("evo tool call {name} --input '{{…}}'")

@@ -37,6 +37,10 @@ impl Executor for WasmExecutor {
         Some(self)
     }
 
+    fn prepare(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { self.skill.prepare().await.map(drop) })
+    }
+
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
         Box::pin(async move {
             let outcome = self.skill.call(&input.to_string(), &ctx).await?;

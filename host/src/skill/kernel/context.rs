@@ -429,6 +429,8 @@ async fn execute_with_retry(
     if skill.executor.owns_deadline() {
         timeout += DEADLINE_GRACE;
     }
+    // Compiling (on a cache miss) is bounded by the compile deadline, not the call's.
+    skill.executor.prepare().await?;
     let mut backoff = ctx.kernel.config.retry_backoff;
     let mut attempt = 0;
     let mut input = Some(input);
