@@ -58,6 +58,17 @@ pub(super) fn chatml(messages: &[Message]) -> String {
     prompt
 }
 
+/// What the published chat templates expect of Jinja: Python's string methods
+/// (`.strip()`) and `raise_exception`.
+fn environment() -> minijinja::Environment<'static> {
+    let mut env = minijinja::Environment::new();
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
+        Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message))
+    });
+    env
+}
+
 impl ChatTemplate {
     /// The layout `content` describes; ChatML if its template does not compile.
     pub(super) fn from_gguf(content: &Content, tokenizer: &GgufTokenizer) -> Self {
@@ -75,11 +86,7 @@ impl ChatTemplate {
             .and_then(|v| v.to_string().ok())
             .cloned();
         let env = source.and_then(|source| {
-            let mut env = minijinja::Environment::new();
-            env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-            env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
-                Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message))
-            });
+            let mut env = environment();
             match env.add_template_owned(NAME, source) {
                 Ok(()) => Some(env),
                 Err(e) => {
@@ -152,11 +159,7 @@ mod tests {
     use super::*;
 
     fn template(source: &str) -> ChatTemplate {
-        let mut env = minijinja::Environment::new();
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message))
-        });
+        let mut env = environment();
         env.add_template_owned(NAME, source.to_owned()).unwrap();
         ChatTemplate {
             env: Some(env),
