@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::agent::Agent;
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::llm::{
@@ -27,6 +27,7 @@ use evo_host::skill::kernel::Kernel;
 use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::BuiltinTools;
 use evo_tests::catalogue::{catalogue, generated_skill, shortlisting_agent};
+use evo_tests::figures::Recorder;
 use serde_json::json;
 
 const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"single_skill","skills":[{"name":"calculate","input":{"expression":"sqrt(144) + 10"},"reason":"math"}]}}"#;
@@ -175,8 +176,26 @@ fn run_overhead(c: &mut Criterion) {
     group.finish();
 }
 
-/// Bytes of one request as it goes on the wire: every message's text and the tool
-/// definitions (name, description, input schema) offered with it.
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/agent",
+    "host/src/llm",
+    "host/src/skill",
+    "host/src/memory",
+    "host/src/packages/index",
+    "tests/benches/agent.rs",
+    "tests/src/catalogue.rs",
+];
+
+/// Where this bench's printed figures are recorded: `bench-results/agent.json`.
+fn recorder() -> Recorder {
+    Recorder::new("agent", "./scripts/bench agent", PATHS)
+}
+
+/// Bytes of one request as it goes on the wire: every message's text, the tool
+/// definitions (name, description, input schema) offered with it, and the output
+/// schema a request without tools carries (as the OpenAI-compatible provider sends it,
+/// `response_format`).
 fn request_bytes(messages: &[Message], options: &ChatOptions) -> usize {
     let text: usize = messages.iter().map(|m| m.joined_text().len()).sum();
     let tools: usize = options
@@ -188,7 +207,16 @@ fn request_bytes(messages: &[Message], options: &ChatOptions) -> usize {
                 .len()
         })
         .sum();
-    text + tools
+    let schema = options
+        .output_schema
+        .as_ref()
+        .filter(|_| options.tools.is_empty())
+        .map_or(0, |schema| {
+            json!({ "type": "json_schema", "json_schema": { "name": "output", "schema": schema, "strict": false } })
+                .to_string()
+                .len()
+        });
+    text + tools + schema
 }
 
 /// Progressive disclosure, in bytes per message (router request + answer request), at
@@ -196,6 +224,7 @@ fn request_bytes(messages: &[Message], options: &ChatOptions) -> usize {
 /// skill a message asks for is on the shortlist (the router can only route to what it
 /// is shown).
 fn tokens(_: &mut Criterion) {
+    let rec = recorder();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -234,12 +263,25 @@ fn tokens(_: &mut Criterion) {
                 if baseline == 0 {
                     baseline = router + answer;
                 }
+                let saved = 100.0 * (1.0 - (router + answer) as f64 / baseline as f64);
                 println!(
-                    "tokens, {total} skills, {strategy}, {label}: router {router} B, answer {answer} B (tools: {}), total {} B, saved {:.1} % against {strategy} with every skill offered",
+                    "tokens, {total} skills, {strategy}, {label}: router {router} B, answer {answer} B (tools: {}), total {} B, saved {saved:.1} % against {strategy} with every skill offered",
                     requests[1].1.tools.len(),
                     router + answer,
-                    100.0 * (1.0 - (router + answer) as f64 / baseline as f64)
                 );
+                let key = format!(
+                    "bytes-{total}-{strategy}-{}",
+                    if shortlist == usize::MAX {
+                        "all"
+                    } else {
+                        "shortlist"
+                    }
+                );
+                rec.value(&key, (router + answer) as f64, "B");
+                rec.value(&format!("{key}-router"), router as f64, "B");
+                if shortlist != usize::MAX {
+                    rec.value(&format!("saved-{total}-{strategy}"), saved, "%");
+                }
             }
         }
         // Routing accuracy's precondition: the skill a message asks for is shown.
@@ -251,6 +293,11 @@ fn tokens(_: &mut Criterion) {
             let offered = &requests[1].1.tools;
             shown += usize::from(offered.iter().any(|t| t.name == name));
         }
+        rec.value(
+            &format!("shown-{total}"),
+            100.0 * shown as f64 / scenarios.len() as f64,
+            "%",
+        );
         println!(
             "tokens, {total} skills: the asked-for skill on the shortlist of {} for {shown} of {} scenario messages ({:.0} %)",
             evo_host::agent::DEFAULT_SHORTLIST,
@@ -261,4 +308,4 @@ fn tokens(_: &mut Criterion) {
 }
 
 criterion_group!(benches, run_overhead, tokens);
-criterion_main!(benches);
+evo_tests::recorded_main!("agent", PATHS, benches);

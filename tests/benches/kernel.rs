@@ -4,7 +4,7 @@
 //!
 //! - `ctx.call` on a no-op built-in (lookup, defaults, gate 1, timeout, gate 2, stats,
 //!   events) vs calling the same executor directly. Budget: < 5 µs p50 of overhead.
-//! - Rendering the §5.4 pipeline's step inputs and output mapping (compiled once).
+//! - Rendering the research-and-summarise pipeline's step inputs and output mapping (compiled once).
 //! - Validating a 20-field input: gate 1 with its report vs `jsonschema`'s bare
 //!   `is_valid` on the same compiled schema.
 //!
@@ -13,7 +13,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::skill::executor::SkillOutput;
 use evo_host::skill::kernel::{Kernel, RunOptions};
 use evo_host::skill::registry::SkillRegistry;
@@ -79,7 +79,7 @@ fn call_overhead(c: &mut Criterion) {
 }
 
 fn template_render(c: &mut Criterion) {
-    // The §5.4 research_and_summarize step inputs and output mapping.
+    // The research_and_summarize pipeline's step inputs and output mapping.
     let pipeline = json!({
         "search": { "query": "{{input.topic}}", "limit": "{{input.limit}}" },
         "summarize": { "text": "{{steps.search.results | pluck:snippet | join:\\n\\n}}" },
@@ -109,10 +109,10 @@ fn template_render(c: &mut Criterion) {
     assert_eq!(rendered["outputMapping"]["summary"], "a summary");
     assert_eq!(rendered["outputMapping"]["count"], 10);
     let mut group = c.benchmark_group("template");
-    group.bench_function("render §5.4 (compiled once)", |b| {
+    group.bench_function("render research_and_summarize (compiled once)", |b| {
         b.iter(|| black_box(compiled.render(black_box(&scope)).expect("renders")));
     });
-    group.bench_function("compile + render §5.4", |b| {
+    group.bench_function("compile + render research_and_summarize", |b| {
         b.iter(|| {
             let compiled = ValueTemplate::compile(black_box(&pipeline)).expect("compiles");
             black_box(compiled.render(&scope).expect("renders"))
@@ -175,4 +175,7 @@ fn validation(c: &mut Criterion) {
 }
 
 criterion_group!(benches, call_overhead, template_render, validation);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &["host/src/skill", "expr", "tests/benches/kernel.rs"];
+
+evo_tests::recorded_main!("kernel", PATHS, benches);

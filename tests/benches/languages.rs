@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine};
 use evo_host::host::Host;
@@ -103,7 +103,7 @@ fn languages(c: &mut Criterion) {
         group.bench_function(format!("{lang}: evo, WasmSkill::call"), |b| {
             b.iter(|| rt.block_on(skill.call(&input, &run)).unwrap())
         });
-        // What reusing an instance could save at most (issue 42, item 4): the same
+        // What reusing an instance could save at most: the same
         // instance called again, its answer still right on the third call.
         let mut warm = rt.block_on(floor.warm());
         for _ in 0..3 {
@@ -211,4 +211,16 @@ fn node_script(c: &mut Criterion) {
 }
 
 criterion_group!(benches, languages, node_script);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/engine",
+    "host/src/skill",
+    "skills-wasm",
+    "guest-sdk",
+    "scripts/componentize-js.sh",
+    "scripts/componentize-py.sh",
+    "tests/benches/languages.rs",
+    "tests/benches/common",
+];
+
+evo_tests::recorded_main!("languages", PATHS, benches);

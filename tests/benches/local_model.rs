@@ -19,13 +19,16 @@ use std::time::{Duration, Instant};
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::agent::Agent;
 use evo_host::llm::{ChatOptions, EventStream, LlmEvent, LlmProvider, Message, event_channel};
 use evo_host::local::LocalProvider;
 use evo_host::local::model::{GenerateOptions, LocalModel};
 use evo_host::skill::events::{EventKind, EventSink};
-use evo_tests::catalogue::{catalogue, generated_skill, shortlisting_agent, skill_index};
+use evo_tests::catalogue::{
+    PARAPHRASES, catalogue, generated_skill, shortlisting_agent, skill_index,
+};
+use evo_tests::figures::Recorder;
 use serde_json::{Value, json};
 
 /// The weights file of the package `scripts/smollm.sh` installed.
@@ -48,11 +51,14 @@ fn local_model(c: &mut Criterion) {
     let model = LocalModel::load(&path).expect("the weights load");
     let long = prompt(200);
     let ids = model.encode(&long).expect("encodes");
-    let mut raw = {
-        let mut file = std::fs::File::open(&path).expect("opens");
+    let candle = |path: &std::path::Path| {
+        let mut file = std::fs::File::open(path).expect("opens");
         let content = gguf_file::Content::read(&mut file).expect("reads");
         ModelWeights::from_gguf(content, &mut file, &Device::Cpu).expect("loads")
     };
+    let mut raw = candle(&path);
+    // The floor: candle on the very weights Evo runs, the Q8_0 copy its load wrote.
+    let mut same = candle(&converted(&path));
     let input = Tensor::new(ids.as_slice(), &Device::Cpu)
         .and_then(|t| t.unsqueeze(0))
         .expect("a tensor");
@@ -72,6 +78,12 @@ fn local_model(c: &mut Criterion) {
             )
         });
     });
+    group.bench_function("floor: candle forward, the same Q8_0 weights", |b| {
+        b.iter(|| {
+            same.clear_kv_cache();
+            black_box(same.forward(&input, 0).expect("forward"))
+        });
+    });
     group.bench_function("peer: candle forward, Q4_1 as shipped", |b| {
         b.iter(|| {
             raw.clear_kv_cache();
@@ -79,6 +91,7 @@ fn local_model(c: &mut Criterion) {
         });
     });
     group.finish();
+    recorder().value("prompt-tokens", ids.len() as f64, "count");
 
     // An answer longer than 32 tokens, so every variant writes all 32.
     let short = "<|im_start|>user\nCount from one to fifty in words, separated by commas.<|im_end|>\n<|im_start|>assistant\n".to_owned();
@@ -117,26 +130,33 @@ fn local_model(c: &mut Criterion) {
             });
         },
     );
-    group.bench_function("peer: candle forward, Q4_1, prompt then 32 steps", |b| {
+    let steps = |raw: &mut ModelWeights| {
         let input = Tensor::new(short_ids.as_slice(), &Device::Cpu)
             .and_then(|t| t.unsqueeze(0))
             .expect("a tensor");
-        b.iter(|| {
-            raw.clear_kv_cache();
-            let mut logits = raw.forward(&input, 0).expect("forward");
-            for step in 0..32 {
-                let next = logits
-                    .squeeze(0)
-                    .and_then(|l| l.argmax(0))
-                    .and_then(|t| t.to_scalar::<u32>())
-                    .expect("a token");
-                let one = Tensor::new(&[next], &Device::Cpu)
-                    .and_then(|t| t.unsqueeze(0))
-                    .expect("a tensor");
-                logits = raw.forward(&one, short_ids.len() + step).expect("forward");
-            }
-            black_box(logits)
-        });
+        raw.clear_kv_cache();
+        let mut logits = raw.forward(&input, 0).expect("forward");
+        for step in 0..32 {
+            let next = logits
+                .squeeze(0)
+                .and_then(|l| l.argmax(0))
+                .and_then(|t| t.to_scalar::<u32>())
+                .expect("a token");
+            let one = Tensor::new(&[next], &Device::Cpu)
+                .and_then(|t| t.unsqueeze(0))
+                .expect("a tensor");
+            logits = raw.forward(&one, short_ids.len() + step).expect("forward");
+        }
+        logits
+    };
+    group.bench_function(
+        "floor: candle forward, the same Q8_0 weights, prompt then 32 steps",
+        |b| {
+            b.iter(|| black_box(steps(&mut same)));
+        },
+    );
+    group.bench_function("peer: candle forward, Q4_1, prompt then 32 steps", |b| {
+        b.iter(|| black_box(steps(&mut raw)));
     });
     group.finish();
 }
@@ -193,17 +213,16 @@ impl LlmProvider for RouterOnly {
     }
 }
 
-/// Of `scenarios` (generated skill numbers), how many runs called the skill the message
-/// asks for first; and the mean time of a run.
+/// Of `messages` (the skill each asks for, the message), how many runs called that
+/// skill first; and the mean time of a run.
 fn route_all(
     agent: &Agent,
     rt: &tokio::runtime::Runtime,
-    scenarios: &[usize],
+    messages: &[(String, String)],
 ) -> (usize, Duration) {
     let mut right = 0;
     let started = Instant::now();
-    for &i in scenarios {
-        let (name, _, message) = generated_skill(i);
+    for (name, message) in messages {
         let called = Arc::new(Mutex::new(Vec::new()));
         let sink = {
             let called = called.clone();
@@ -216,24 +235,50 @@ fn route_all(
                 }
             })
         };
-        rt.block_on(agent.run(&message, sink)).expect("runs");
-        right += usize::from(called.lock().unwrap().first() == Some(&name));
+        rt.block_on(agent.run(message, sink)).expect("runs");
+        right += usize::from(called.lock().unwrap().first() == Some(name));
     }
-    (right, started.elapsed() / scenarios.len() as u32)
+    (right, started.elapsed() / messages.len() as u32)
 }
 
-/// Routing accuracy and valid JSON on the agent bench's scenarios at 60 skills (one
-/// message per generated skill, every third one): printed, not timed by criterion.
+/// Routing accuracy at 60 skills on two sets of messages: the agent bench's scenarios
+/// (one per generated skill, every third one; each says its skill's own words) and
+/// paraphrases that avoid them (one per generated skill). For each: the skill index's
+/// first pick alone; Evo's agent with the local model as a user runs it (the small
+/// model's routing, the model writing the input); and the local model in the router's
+/// place, shown the shortlist. On the scenarios also: the router unconstrained and
+/// shown every skill, with the share of its answers that are valid JSON its schema
+/// accepts. Printed and recorded, not timed by criterion.
 fn routing(_: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    let rec = recorder();
     let local = Arc::new(LocalProvider::new(weights()).expect("the weights"));
     let (registry, generated) = catalogue(60);
-    let scenarios: Vec<usize> = (0..generated).step_by(3).collect();
-    let n = scenarios.len();
-    let percent = |k: usize| 100.0 * k as f64 / n as f64;
+    assert_eq!(
+        generated,
+        PARAPHRASES.len(),
+        "a paraphrase per generated skill"
+    );
+    let name = |i: usize| generated_skill(i).0;
+    let sets: [(&str, Vec<(String, String)>); 2] = [
+        (
+            "words",
+            (0..generated)
+                .step_by(3)
+                .map(|i| (name(i), generated_skill(i).2))
+                .collect(),
+        ),
+        (
+            "paraphrases",
+            PARAPHRASES
+                .iter()
+                .map(|(i, m)| (name(*i), (*m).to_owned()))
+                .collect(),
+        ),
+    ];
     let index_dir = tempfile::tempdir().expect("tempdir");
 
     // An agent brings the index up to date with the catalogue and registers the router.
@@ -251,64 +296,131 @@ fn routing(_: &mut Criterion) {
     let schema = evo_host::skill::validate::Schema::compile(&router_output)
         .expect("the router's output schema compiles");
 
-    // The skill index alone: its first pick, and Evo's small-model routing (that pick
-    // when it scores at least the threshold, else a direct answer).
-    let mut searched = skill_index(index_dir.path());
-    let (mut first, mut small) = (0, 0);
-    for &i in &scenarios {
-        let (name, _, message) = generated_skill(i);
-        let hit = searched
-            .search_skills_where(&message, 1, |_| true)
-            .expect("searches")
-            .into_iter()
-            .next();
-        if let Some(hit) = hit.filter(|h| h.name == name) {
-            first += 1;
-            small += usize::from(hit.score >= evo_host::agent::intent::SMALL_MODEL_MIN_SCORE);
-        }
-    }
-    println!(
-        "routing, 60 skills, {n} scenario messages: the skill index's first pick (keywords + embedding, no model): {first} of {n} ({:.0} %)",
-        percent(first)
-    );
-    println!(
-        "routing, 60 skills: Evo with the local model (the index's first pick at a score of {} or more, the model writing its input): {small} of {n} ({:.0} %)",
-        evo_host::agent::intent::SMALL_MODEL_MIN_SCORE,
-        percent(small)
-    );
+    for (set, messages) in &sets {
+        let n = messages.len();
+        let percent = |k: usize| 100.0 * k as f64 / n as f64;
+        rec.value(&format!("routing-{set}-messages"), n as f64, "count");
 
-    // The local model as the router (intent_recognize), shown the shortlist or every
-    // skill, held to the router's schema or not.
-    for (label, shortlist, constrained) in [
-        ("shown the shortlist of 12, constrained", 12, true),
-        ("shown the shortlist of 12, unconstrained", 12, false),
-        ("shown all 60 skills, constrained", usize::MAX, true),
-    ] {
-        let answers = Arc::new(Mutex::new(Vec::new()));
-        let provider = Arc::new(RouterOnly {
-            local: local.clone(),
-            constrained,
-            answers: answers.clone(),
-            asked: Default::default(),
-        });
-        let agent = shortlisting_agent(&registry, provider.clone(), shortlist, index_dir.path());
-        let (right, each) = route_all(&agent, &rt, &scenarios);
-        let answers = answers.lock().unwrap();
-        let valid = answers
-            .iter()
-            .flatten()
-            .filter(|text| {
-                serde_json::from_str::<Value>(text).is_ok_and(|value| schema.is_valid(&value))
-            })
-            .count();
-        let asked = provider.asked.load(std::sync::atomic::Ordering::Relaxed);
+        // The skill index alone: its first pick.
+        let mut searched = skill_index(index_dir.path());
+        let mut first = 0;
+        for (name, message) in messages {
+            let hit = searched
+                .search_skills_where(message, 1, |_| true)
+                .expect("searches")
+                .into_iter()
+                .next();
+            first += usize::from(hit.is_some_and(|h| &h.name == name));
+        }
         println!(
-            "routing, 60 skills: the local model as the router, {label}: {right} of {n} ({:.0} %); of {asked} routing requests (a retry is one more), {valid} answered valid JSON the router's schema accepts; {:.1} s per message",
+            "routing, 60 skills, {n} {set} messages: the skill index's first pick (keywords + embedding, no model): {first} of {n} ({:.0} %)",
+            percent(first)
+        );
+        rec.value(&format!("routing-{set}-index"), percent(first), "%");
+
+        // Evo's agent as a user runs it with the local model: every request to it.
+        let agent = shortlisting_agent(&registry, local.clone(), 12, index_dir.path());
+        let (right, each) = route_all(&agent, &rt, messages);
+        println!(
+            "routing, 60 skills, {set}: Evo's agent with the local model (its routing for a small model, the model writing the input and the answer): {right} of {n} ({:.0} %); {:.1} s per message",
             percent(right),
             each.as_secs_f64()
         );
+        rec.value(&format!("routing-{set}-evo"), percent(right), "%");
+
+        // The local model as the router (intent_recognize), shown the shortlist or every
+        // skill, held to the router's schema or not.
+        let configs: &[(&str, &str, usize, bool)] = if *set == "words" {
+            &[
+                (
+                    "shortlist-constrained",
+                    "shown the shortlist of 12, constrained",
+                    12,
+                    true,
+                ),
+                (
+                    "shortlist-unconstrained",
+                    "shown the shortlist of 12, unconstrained",
+                    12,
+                    false,
+                ),
+                (
+                    "all-constrained",
+                    "shown all 60 skills, constrained",
+                    usize::MAX,
+                    true,
+                ),
+            ]
+        } else {
+            &[(
+                "shortlist-constrained",
+                "shown the shortlist of 12, constrained",
+                12,
+                true,
+            )]
+        };
+        for &(key, label, shortlist, constrained) in configs {
+            let answers = Arc::new(Mutex::new(Vec::new()));
+            let provider = Arc::new(RouterOnly {
+                local: local.clone(),
+                constrained,
+                answers: answers.clone(),
+                asked: Default::default(),
+            });
+            let agent =
+                shortlisting_agent(&registry, provider.clone(), shortlist, index_dir.path());
+            let (right, each) = route_all(&agent, &rt, messages);
+            let answers = answers.lock().unwrap();
+            let valid = answers
+                .iter()
+                .flatten()
+                .filter(|text| {
+                    serde_json::from_str::<Value>(text).is_ok_and(|value| schema.is_valid(&value))
+                })
+                .count();
+            let asked = provider.asked.load(std::sync::atomic::Ordering::Relaxed);
+            println!(
+                "routing, 60 skills, {set}: the local model as the router, {label}: {right} of {n} ({:.0} %); of {asked} routing requests (a retry is one more), {valid} answered valid JSON the router's schema accepts; {:.1} s per message",
+                percent(right),
+                each.as_secs_f64()
+            );
+            rec.value(&format!("routing-{set}-router-{key}"), percent(right), "%");
+            rec.value(
+                &format!("routing-{set}-router-{key}-valid-json"),
+                100.0 * valid as f64 / asked.max(1) as f64,
+                "%",
+            );
+        }
     }
 }
 
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/llm",
+    "host/src/agent",
+    "host/src/packages/index",
+    "tests/benches/local_model.rs",
+    "tests/src/catalogue.rs",
+];
+
+/// Where this bench's printed figures are recorded: `bench-results/local_model.json`.
+fn recorder() -> Recorder {
+    Recorder::new("local_model", "./scripts/bench local_model", PATHS)
+}
+
+/// The Q8_0 copy of the model at `path` that loading it wrote beside it.
+fn converted(path: &std::path::Path) -> PathBuf {
+    let prefix = format!(".{}.", path.file_name().expect("a file").to_string_lossy());
+    std::fs::read_dir(path.parent().expect("a directory"))
+        .expect("lists")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with(".q8_0.gguf")
+        })
+        .expect("loading the model wrote its Q8_0 copy beside it")
+}
+
 criterion_group!(benches, local_model, routing);
-criterion_main!(benches);
+evo_tests::recorded_main!("local_model", PATHS, benches);

@@ -259,6 +259,8 @@ fn main() {
         skills.join("kinds/skill.wasm"),
     )
     .unwrap();
+    let recorder =
+        evo_tests::figures::Recorder::new("mcp_stdio", "./scripts/bench mcp_stdio", PATHS);
     let mut targets = targets(&home, &skills);
     let mut sessions: Vec<Session> = targets.iter_mut().map(Session::start).collect();
     for session in &mut sessions {
@@ -289,6 +291,14 @@ fn main() {
         let wall = started.elapsed();
         let cpu = session.cpu() - cpu;
         let (p50, p99) = evo_tests::percentiles(times);
+        let ns = |d: Duration| d.as_secs_f64() * 1e9;
+        recorder.value(&format!("{}: p50", target.label), ns(p50), "ns");
+        recorder.value(&format!("{}: p99", target.label), ns(p99), "ns");
+        recorder.value(
+            &format!("{}: server CPU per call", target.label),
+            ns(cpu) / f64::from(CALLS),
+            "ns",
+        );
         println!(
             "{:<26} p50 {:>6.1} µs  p99 {:>6.1} µs  mean {:>6.1} µs  server CPU {:>5.1} µs/call",
             target.label,
@@ -298,4 +308,14 @@ fn main() {
             cpu.as_secs_f64() * 1e6 / f64::from(CALLS),
         );
     }
+    recorder.criterion_all();
 }
+
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/serve",
+    "host/src/engine/wasm",
+    "host/src/skill",
+    "cli",
+    "tests/benches/mcp_stdio.rs",
+];

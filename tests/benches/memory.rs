@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group};
 use evo_host::memory::index::VectorIndex;
 use evo_host::memory::{Category, MemoryManager, Source};
 use evo_host::retrieval::embed::hash_embed;
@@ -174,4 +174,12 @@ fn store_and_recall(c: &mut Criterion) {
 }
 
 criterion_group!(benches, search, store_and_recall);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/memory",
+    "host/src/db.rs",
+    "host/src/storage",
+    "tests/benches/memory.rs",
+];
+
+evo_tests::recorded_main!("memory", PATHS, benches);

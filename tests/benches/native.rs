@@ -5,7 +5,7 @@
 //! started the way the sandbox starts its child (tokio `Command`, PATH-only environment,
 //! piped stdin/stdout/stderr, own process group, an empty working directory). Then each layer of the confined call,
 //! added one at a time through the launcher (`evo __native-exec --layers …`), and the
-//! whole call through [`NativeSandbox`]. Budget (issue 13): confined call ≤ 1.15× bare
+//! whole call through [`NativeSandbox`]. Budget: confined call ≤ 1.15× bare
 //! node. Every row checks its answer once before it is timed.
 //! Also: ten calls at maxConcurrency 1 vs 2.
 
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::engine::native::cgroup::{CallCgroup, Limits};
 use evo_host::engine::native::{ExecutionResult, NativeConfig, NativeSandbox};
 use serde_json::{Value, json};
@@ -166,7 +166,7 @@ fn native(c: &mut Criterion) {
         "evo: confined call (every layer, no heap flag; launcher started ahead)",
         |b| b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs"))),
     );
-    // Where the confined call's cost is (issue 42, item 2): not the cap of one core on
+    // Where the confined call's cost is: not the cap of one core on
     // the call's CPU; the calls spaced apart, timed without the pause (the floor
     // likewise), still start the next launcher beside each call.
     let uncapped = NativeSandbox::new(
@@ -256,7 +256,14 @@ fn which(program: &str) -> PathBuf {
 }
 
 criterion_group!(benches, native);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/engine/native",
+    "host/src/engine/native_limits.rs",
+    "tests/benches/native.rs",
+];
+
+evo_tests::recorded_main!("native", PATHS, benches);
 
 /// The time of `n` runs of `call`, each 60 ms after the last ended (the pause not
 /// counted).

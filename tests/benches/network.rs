@@ -18,7 +18,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::Host;
 use serde_json::{Value, json};
 
@@ -227,4 +227,14 @@ fn remote(c: &mut Criterion) {
 }
 
 criterion_group!(benches, outbound, remote);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/engine",
+    "host/src/http.rs",
+    "host/src/remote",
+    "host/src/serve",
+    "skills-wasm",
+    "tests/benches/network.rs",
+];
+
+evo_tests::recorded_main!("network", PATHS, benches);

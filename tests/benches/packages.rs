@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::io::{Cursor, Write as _};
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::db::Db;
 use evo_host::memory::HashEmbedder;
 use evo_host::packages::index::SkillIndex;
@@ -240,4 +240,11 @@ fn catalogue(c: &mut Criterion) {
 }
 
 criterion_group!(benches, install, catalogue);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/packages",
+    "host/src/skill/package",
+    "tests/benches/packages.rs",
+];
+
+evo_tests::recorded_main!("packages", PATHS, benches);

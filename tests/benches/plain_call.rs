@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::path::Path;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, PlainComponent, WasmEngine, WasmFile};
 use evo_host::skill::kernel::SkillContext;
@@ -201,4 +201,11 @@ fn base64_of(bytes: &[u8]) -> String {
 }
 
 criterion_group!(benches, same_work, conversion);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/engine/wasm",
+    "skills-wasm",
+    "tests/benches/plain_call.rs",
+];
+
+evo_tests::recorded_main!("plain_call", PATHS, benches);

@@ -15,7 +15,7 @@
 use std::hint::black_box;
 use std::io::Read as _;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use evo_host::host::{Host, RegistryInstall};
 use evo_host::oci::{Caps, Kind, Reference, Registries, Registry, RegistrySettings, TrustSettings};
 use evo_host::packages::InstallOptions;
@@ -178,4 +178,13 @@ fn pull(c: &mut Criterion) {
 }
 
 criterion_group!(benches, install, pull);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/oci",
+    "host/src/packages",
+    "host/src/host",
+    "scripts/registry.sh",
+    "tests/benches/registry.rs",
+];
+
+evo_tests::recorded_main!("registry", PATHS, benches);

@@ -75,6 +75,22 @@ fn fill(
 }
 
 fn row(label: &str, scores: Scores, lost: usize, per_store_ms: f64, per_query_ms: f64) {
+    let recorder = recorder();
+    for (key, value, unit) in [
+        ("recall@1", scores.recall_at_1 * 100.0, "%"),
+        ("recall@5", scores.recall_at_5 * 100.0, "%"),
+        ("MRR", scores.mrr, "count"),
+        ("kept@20", scores.kept_at_20 * 100.0, "%"),
+        ("facts lost", lost as f64, "count"),
+        ("stale@1", scores.stale_at_1 * 100.0, "%"),
+        ("per store", per_store_ms * 1e6, "ns"),
+        ("per query", per_query_ms * 1e6, "ns"),
+    ] {
+        recorder.value(&format!("{label}: {key}"), value, unit);
+    }
+    if let Some(k) = scores.all_found_at {
+        recorder.value(&format!("{label}: all found at k"), k as f64, "count");
+    }
     println!(
         "| {label} | {:.1} % | {:.1} % | {:.3} | {:.1} % | {} | {lost} | {:.1} % | {per_store_ms:.2} | {per_query_ms:.2} |",
         scores.recall_at_1 * 100.0,
@@ -241,7 +257,20 @@ fn cost(c: &mut Criterion, set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
     group.finish();
 }
 
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/memory",
+    "host/src/retrieval",
+    "tests/src/retrieval.rs",
+    "tests/benches/retrieval.rs",
+];
+
+fn recorder() -> evo_tests::figures::Recorder {
+    evo_tests::figures::Recorder::new("retrieval", "./scripts/bench retrieval", PATHS)
+}
+
 fn main() {
+    let recorder = recorder();
     let set = retrieval::generate(2026);
     let mut embedders: Vec<(&str, Arc<dyn Embedder>)> = vec![("hash", Arc::new(HashEmbedder))];
     match evo_host::memory::local::find_minilm()
@@ -255,4 +284,5 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     cost(&mut criterion, &set, &embedders);
     criterion.final_summary();
+    recorder.criterion_all();
 }

@@ -18,9 +18,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use evo_tests::figures::Recorder;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -160,6 +161,7 @@ fn main() {
         skills.join("calculate/skill.wasm"),
     )
     .unwrap();
+    let recorder = Recorder::new("serve", "./scripts/bench serve", PATHS);
     let targets = targets(&home, &skills);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     // Warm the compile cache.
@@ -238,6 +240,16 @@ fn main() {
             })
             .collect();
         let (p50, p99) = evo_tests::percentiles(times);
+        recorder.value(
+            &format!("rust client, {}: p50", target.label),
+            ns(p50),
+            "ns",
+        );
+        recorder.value(
+            &format!("rust client, {}: p99", target.label),
+            ns(p99),
+            "ns",
+        );
         println!(
             "rust client, {:<26} p50 {:>7.1} µs  p99 {:>7.1} µs",
             target.label,
@@ -248,12 +260,27 @@ fn main() {
             let _ = client.cancel().await;
         });
     }
-    python_client(&targets);
-    http_load(&home, &skills);
+    python_client(&targets, &recorder);
+    http_load(&home, &skills, &recorder);
+    recorder.criterion_all();
+}
+
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/serve",
+    "host/src/engine/wasm",
+    "host/src/skill",
+    "cli",
+    "tests/benches/serve.rs",
+    "tests/mcp/bench.py",
+];
+
+fn ns(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e9
 }
 
 /// The same round trips with the official Python SDK.
-fn python_client(targets: &[Target]) {
+fn python_client(targets: &[Target], recorder: &Recorder) {
     let Some(python) = std::env::var_os("EVO_TEST_PYTHON") else {
         println!("python client: not measured (set EVO_TEST_PYTHON to a Python with `mcp`)");
         return;
@@ -278,6 +305,14 @@ fn python_client(targets: &[Target]) {
             String::from_utf8_lossy(&out.stderr)
         );
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for p in ["p50", "p99"] {
+            let us = report[format!("{p}_us")].as_f64().unwrap();
+            recorder.value(
+                &format!("python client, {}: {p}", target.label),
+                us * 1e3,
+                "ns",
+            );
+        }
         println!(
             "python client, {:<24} p50 {:>7.1} µs  p99 {:>7.1} µs",
             target.label,
@@ -288,7 +323,7 @@ fn python_client(targets: &[Target]) {
 }
 
 /// 10,000 calls over HTTP at concurrency 64.
-fn http_load(home: &Path, skills: &Path) {
+fn http_load(home: &Path, skills: &Path, recorder: &Recorder) {
     let mut child = std::process::Command::new(evo_tests::evo_bin())
         .args(["serve", "--http", "127.0.0.1:0", "--skills-dir"])
         .arg(skills)
@@ -350,6 +385,23 @@ fn http_load(home: &Path, skills: &Path) {
         .to_owned();
     let calls = times.len();
     let (p50, p99) = evo_tests::percentiles(times);
+    let peak_kib: f64 = peak
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap_or(f64::NAN);
+    recorder.value("http: calls", calls as f64, "count");
+    recorder.value("http: errors", errors as f64, "count");
+    recorder.value(
+        "http: calls per second",
+        calls as f64 / elapsed.as_secs_f64(),
+        "/s",
+    );
+    recorder.value("http: p50", ns(p50), "ns");
+    recorder.value("http: p99", ns(p99), "ns");
+    recorder.value("http: server peak RSS", peak_kib * 1024.0, "B");
     println!(
         "http, {calls} calls at concurrency 64: {errors} errors, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, server peak RSS {}",
         calls as f64 / elapsed.as_secs_f64(),

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::engine::wasm::with_manifest;
 use evo_tests::skills;
 use serde_json::Value;
@@ -251,4 +251,15 @@ fn in_flight(_: &mut Criterion) {
 }
 
 criterion_group!(benches, one_shot, catalogue, in_flight);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "cli",
+    "host/src/engine",
+    "host/src/host",
+    "host/src/config",
+    "host/src/config.rs",
+    "host/src/packages",
+    "tests/benches/startup.rs",
+];
+
+evo_tests::recorded_main!("startup", PATHS, benches);

@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group};
 use evo_host::memory::{Category, Source};
 
 use evo_tests::shared::{backends, memory as open, zipf_corpus as corpus};
@@ -112,4 +112,11 @@ fn store(c: &mut Criterion) {
 }
 
 criterion_group!(benches, search, store);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/storage",
+    "host/src/memory",
+    "tests/benches/storage.rs",
+];
+
+evo_tests::recorded_main!("storage", PATHS, benches);

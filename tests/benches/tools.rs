@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use evo_host::skill::kernel::{Kernel, RunOptions, SkillContext};
 use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::Tool;
@@ -226,4 +226,11 @@ fn glob(c: &mut Criterion) {
 }
 
 criterion_group!(benches, read, grep, glob);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/tools",
+    "host/src/skill/kernel",
+    "tests/benches/tools.rs",
+];
+
+evo_tests::recorded_main!("tools", PATHS, benches);

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine, WasmSkill};
 use evo_host::skill::kernel::SkillContext;
@@ -252,4 +252,12 @@ fn parallel(iters: u64, make: impl Fn() -> Work) -> Duration {
 }
 
 criterion_group!(benches, fresh_instance_call, load, two_threads);
-criterion_main!(benches);
+/// The code this bench measures: a change under these paths makes its record stale.
+const PATHS: &[&str] = &[
+    "host/src/engine/wasm",
+    "skills-wasm",
+    "tests/benches/wasm_call.rs",
+    "tests/benches/common",
+];
+
+evo_tests::recorded_main!("wasm_call", PATHS, benches);

@@ -1,4 +1,4 @@
-//! Crash safety (issue 19): `evo` run as a subprocess and killed with SIGKILL at a random
+//! Crash safety: `evo` run as a subprocess and killed with SIGKILL at a random
 //! moment of an install, an uninstall, a description update, a memory store or forget,
 //! a daily-log line, a MEMORY.md re-index, a call that writes statistics and history,
 //! or a component compile that writes the cache — many times over, from a seed. After

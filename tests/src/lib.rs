@@ -8,6 +8,7 @@ use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
 
 pub mod catalogue;
 pub mod crash;
+pub mod figures;
 
 /// The median and the 99th percentile of `times` (nearest rank), for the benches that
 /// print what criterion does not.

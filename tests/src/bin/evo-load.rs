@@ -1,4 +1,4 @@
-//! Load with misbehaving neighbours (issue 19): `./scripts/load [CALLS] [CONCURRENCY]`.
+//! Load with misbehaving neighbours: `./scripts/load [CALLS] [CONCURRENCY]`.
 //!
 //! Good calls (a Wasm component answering a small request) run at a concurrency, first
 //! alone, then with 5 % of the calls being runaway loops, memory bombs and output floods

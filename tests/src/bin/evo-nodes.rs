@@ -1,4 +1,4 @@
-//! Several `evo serve --http` nodes on one PostgreSQL database (issue 20):
+//! Several `evo serve --http` nodes on one PostgreSQL database:
 //! `./scripts/nodes [CALLS] [CONCURRENCY]`.
 //!
 //! For one, two and three nodes on this machine, each on a fresh database: a Wasm skill

@@ -68,7 +68,7 @@ async fn an_llm_skill_heals_its_output_on_the_second_attempt() {
         intent_manifest(),
         "Route this message: {{input.message}}",
     );
-    // §13.5's flow: "answer_directly" is not a strategy; the model fixes it when told.
+    // A self-correcting route: "answer_directly" is not a strategy; the model fixes it when told.
     let llm = ScriptedLlm::new([
         r#"{"intents":[{"confidence":"high"}],"routing":{"strategy":"answer_directly"}}"#,
         "```json\n{\"intents\":[{\"confidence\":0.95}],\"routing\":{\"strategy\":\"direct_answer\"}}\n```",
@@ -196,7 +196,7 @@ fn research_and_summarize() -> Value {
     })
 }
 
-/// A memory_search test skill over a fixed list, and the §5.3 summarize llm skill.
+/// A memory_search test skill over a fixed list, and a summarize llm skill.
 fn research_registry(snippets: &'static [&'static str]) -> Arc<SkillRegistry> {
     let registry = Arc::new(SkillRegistry::new());
     register(

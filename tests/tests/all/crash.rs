@@ -1,4 +1,4 @@
-//! `evo` killed at random moments of its writes (issue 19): a short seeded run here,
+//! `evo` killed at random moments of its writes: a short seeded run here,
 //! `./scripts/crash` at length.
 
 #[test]

@@ -1,4 +1,4 @@
-//! Faults around the data directory (issue 19), through `evo` as a user meets them: a
+//! Faults around the data directory, through `evo` as a user meets them: a
 //! corrupted database, one locked by another process, a read-only data directory, a
 //! full disk, a deleted skills directory. Each is a clear error with a code and what to
 //! do, never a panic (exit 101), and loses nothing.

@@ -95,7 +95,7 @@ async fn gate_one_applies_defaults_and_reports_every_violation() {
         .unwrap();
     assert_eq!(out, json!({ "results": [], "count": 5 }));
 
-    // §13.4: query should be a string, limit a number.
+    // memory_search's query should be a string, limit a number.
     let err = ctx
         .call("memory_search", json!({ "query": 123, "limit": "five" }))
         .await

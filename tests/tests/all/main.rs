@@ -20,6 +20,7 @@ mod examples;
 mod exfil;
 mod faults;
 mod fetch;
+mod figures;
 mod file_head;
 mod fixture_probe;
 mod guests;

@@ -366,7 +366,7 @@ async fn the_memory_skills_keep_their_contracts() {
     assert_eq!(
         err.code(),
         "SKILL_VALIDATION_FAILED",
-        "the §5.1 enum is enforced by gate 1"
+        "the category enum is enforced by gate 1"
     );
 
     let found = ctx

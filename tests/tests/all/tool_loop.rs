@@ -1,4 +1,4 @@
-//! The tool-calling loop with a scripted model: a self-correcting call (§13.4), the
+//! The tool-calling loop with a scripted model: a self-correcting call, the
 //! round limit, and a permission profile that blocks a skill.
 
 use std::collections::BTreeSet;

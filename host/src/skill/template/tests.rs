@@ -156,7 +156,7 @@ fn render_value_walks_json() {
 
 #[test]
 fn names_outside_ascii_work_with_filters_and_operators() {
-    // Found by the property tests (issue 19): splitting at `|` sliced a `str` inside a
+    // Found by the property tests: splitting at `|` sliced a `str` inside a
     // multi-byte character and panicked the host.
     let s = json!({ "input": { "名前": "Ada", "x": [1, 2] } });
     assert_eq!(eval("{{input.名前 | json}}", &s), json!("\"Ada\""));

@@ -65,7 +65,7 @@ fn intent_schema() -> Schema {
 
 #[test]
 fn an_intent_report_names_each_violation_with_a_fix() {
-    // §13.3: strategy "answer_directly" and confidence "high".
+    // A router answer with strategy "answer_directly" and confidence "high".
     let violations = intent_schema().check(&json!({
         "intents": [{ "confidence": "high" }],
         "routing": { "strategy": "answer_directly" }
@@ -113,7 +113,7 @@ fn an_intent_report_names_each_violation_with_a_fix() {
 
 #[test]
 fn missing_fields_name_the_field_and_its_description() {
-    // §13.4: memory_search called with wrong types, and without its query.
+    // memory_search called with wrong types, and without its query.
     let schema = Schema::compile(&json!({
         "type": "object",
         "properties": {

@@ -1,4 +1,4 @@
-//! Property tests of everything that reads untrusted text (issue 19): skill archives,
+//! Property tests of everything that reads untrusted text: skill archives,
 //! SKILL.md, skill.json, templates and their expressions, JSON Schemas and the values
 //! checked against them, `calculate`'s expressions, `evo.toml` and MCP frames. A few thousand
 //! generated cases each, from a fixed seed (a failure names its case and reproduces),
