@@ -80,7 +80,7 @@ fn echo_server() {
 
 /// A server to measure.
 struct Target {
-    label: &'static str,
+    label: String,
     command: Command,
 }
 
@@ -201,11 +201,11 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
         .env("EVO_HOME", home);
     let mut targets = vec![
         Target {
-            label: "hand-written echo (floor)",
+            label: "hand-written echo (floor)".into(),
             command: floor,
         },
         Target {
-            label: "evo serve",
+            label: "evo serve".into(),
             command: evo,
         },
     ];
@@ -217,12 +217,17 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
             .arg(skills)
             .env("EVO_HOME", home.join("baseline"));
         targets.push(Target {
-            label: "evo serve, baseline build",
+            label: "evo serve, baseline build".into(),
             command,
         });
     }
     match std::env::var_os(WASSETTE_ENV) {
         Some(wassette) => {
+            let Ok(version) = std::env::var("EVO_BENCH_WASSETTE_VERSION") else {
+                panic!(
+                    "{WASSETTE_ENV} is set without EVO_BENCH_WASSETTE_VERSION: build it with ./scripts/wassette SOURCE_DIR, which sets both, so the record says what was measured"
+                );
+            };
             let plugins = home.join("wassette");
             std::fs::create_dir_all(&plugins).unwrap();
             std::fs::copy(
@@ -236,11 +241,13 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
                 .arg(&plugins)
                 .env("HOME", home);
             targets.push(Target {
-                label: "wassette (peer)",
+                label: format!("wassette {version} (peer)"),
                 command,
             });
         }
-        None => println!("wassette: not measured (set {WASSETTE_ENV} to its binary)"),
+        None => println!(
+            "wassette: not measured (source <(./scripts/wassette SOURCE_DIR) builds it and sets {WASSETTE_ENV})"
+        ),
     }
     targets
 }
@@ -273,7 +280,7 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("mcp stdio, raw client: tools/call round trip");
     for (target, session) in targets.iter().zip(&mut sessions) {
-        group.bench_function(target.label, |b| b.iter(|| session.echo()));
+        group.bench_function(&target.label, |b| b.iter(|| session.echo()));
     }
     group.finish();
     c.final_summary();

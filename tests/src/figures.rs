@@ -86,7 +86,7 @@ impl Recorder {
             name: name.to_owned(),
             command: command.to_owned(),
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
-            run: run_facts(&workspace),
+            run: run_facts(&workspace, paths),
             workspace,
             since: std::time::SystemTime::now(),
             measured: Default::default(),
@@ -190,15 +190,13 @@ fn git(workspace: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// What every figure of a run carries: the commit (and whether the tree had changes
-/// beyond it), the date, the machine and the compiler.
-fn run_facts(workspace: &Path) -> Value {
+/// What every figure of a run carries: the commit (and whether the measured code had
+/// changes beyond it), the date, the machine and the compiler.
+fn run_facts(workspace: &Path, paths: &[&str]) -> Value {
     let commit = git(workspace, &["rev-parse", "HEAD"]).unwrap_or_default();
-    let dirty = git(
-        workspace,
-        &["status", "--porcelain", "--untracked-files=no"],
-    )
-    .is_some_and(|s| !s.is_empty());
+    let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--"];
+    status.extend(paths);
+    let dirty = git(workspace, &status).is_some_and(|s| !s.is_empty());
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
@@ -310,19 +308,26 @@ static MARKER: LazyLock<Regex> =
 
 /// The figure a marker vouches for: a number, its unit, and an optional `[low, high]`.
 static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(\d[\d,]*(?:\.\d+)?)(?:\s?(ns|µs|ms|s|minutes|min|B|kB|KB|KiB|MB|MiB|GB|GiB|%|×|k/s|/s))?(?:\s\[(\d[\d,]*(?:\.\d+)?),\s(\d[\d,]*(?:\.\d+)?)\])?\**$")
+    Regex::new(r"(\d[\d,]*(?:\.\d+)?)(?:\s?(ns|µs|ms|s|minutes|min|B|kB|KB|KiB|MB|MiB|GB|GiB|%|×|k/s|/s|crates))?(?:\s\[(\d[\d,]*(?:\.\d+)?),\s(\d[\d,]*(?:\.\d+)?)\])?\**$")
         .expect("regex")
 });
 
 /// A measured figure in prose: a number with a unit of time, size, share or ratio.
 static MEASURED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[^\w.§-])(\d[\d,]*(?:\.\d+)?)\s?(ns|µs|ms|MB|MiB|KiB|kB|GB|GiB|%|×|k/s|calls/s|tokens/s)(?:\W|$)")
+    Regex::new(r"(?:^|[^\w.§-])(\d[\d,]*(?:\.\d+)?)\s?(ns|µs|ms|MB|MiB|KiB|kB|GB|GiB|%|×|k/s|calls/s|tokens/s|crates)(?:\W|$)")
         .expect("regex")
 });
 
-/// Words before a number that make it a budget, a cap or a setting, not a measurement.
+/// Words right before a number that make it a budget, a cap or a setting, not a
+/// measurement.
 static NOT_MEASURED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(≤|≥|<|>|budget|cap|limit|at most|up to|default|deadline|max|--[a-z-]+)\W*$")
+    Regex::new(r"(?i)(≤|≥|<|>|budget|cap|capped at|cut at|limit|at most|at least|up to|over|past|larger than|first|every|allocating an?|default|deadline|max|--[a-z-]+)\W*$")
+        .expect("regex")
+});
+
+/// Words right after a number's unit that make it a setting or the size of an input.
+static SETTING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[\s\W]{0,4}(\w+ ){0,2}(cap|limit|budget|heap|deadline|timeout|file|files|input|read|archive|download)\b")
         .expect("regex")
 });
 
@@ -343,6 +348,7 @@ fn factor(unit: &str, base: &str) -> Option<f64> {
         ("GB", "B") => 1e9,
         ("GiB", "B") => 1024.0 * 1024.0 * 1024.0,
         ("k/s", "/s") => 1e3,
+        ("crates", "count") => 1.0,
         _ => return None,
     };
     Some(f)
@@ -535,7 +541,8 @@ pub fn check_text(file: &str, text: &str, records: &BTreeMap<String, Value>) -> 
                 let at = m.get(1).expect("number").start();
                 let lead = &plain[..at];
                 let covered = vouched.iter().any(|r| r.contains(&(offset + at)));
-                if !covered && !NOT_MEASURED.is_match(lead) {
+                let trail = &plain[m.get(2).expect("unit").end()..];
+                if !covered && !NOT_MEASURED.is_match(lead) && !SETTING.is_match(trail) {
                     problems.push(problem(
                         file,
                         text,
