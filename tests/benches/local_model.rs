@@ -246,9 +246,10 @@ fn route_all(
 /// paraphrases that avoid them (one per generated skill). For each: the skill index's
 /// first pick alone; Evo's agent with the local model as a user runs it (the small
 /// model's routing, the model writing the input); and the local model in the router's
-/// place, shown the shortlist. On the scenarios also: the router unconstrained and
-/// shown every skill, with the share of its answers that are valid JSON its schema
-/// accepts. Printed and recorded, not timed by criterion.
+/// place, shown the shortlist, with the share of its answers that are valid JSON its
+/// schema accepts. With `EVO_BENCH_SLOW_ROUTING=1`, on the scenarios also the router
+/// unconstrained and shown every skill (minutes a message on two cores). Printed and
+/// recorded, not timed by criterion.
 fn routing(_: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -330,36 +331,30 @@ fn routing(_: &mut Criterion) {
 
         // The local model as the router (intent_recognize), shown the shortlist or every
         // skill, held to the router's schema or not.
-        let configs: &[(&str, &str, usize, bool)] = if *set == "words" {
-            &[
-                (
-                    "shortlist-constrained",
-                    "shown the shortlist of 12, constrained",
-                    12,
-                    true,
-                ),
-                (
-                    "shortlist-unconstrained",
-                    "shown the shortlist of 12, unconstrained",
-                    12,
-                    false,
-                ),
-                (
-                    "all-constrained",
-                    "shown all 60 skills, constrained",
-                    usize::MAX,
-                    true,
-                ),
-            ]
-        } else {
-            &[(
-                "shortlist-constrained",
-                "shown the shortlist of 12, constrained",
+        // Unconstrained and shown every skill, the model takes minutes a message: only
+        // on the scenario messages and when asked for (EVO_BENCH_SLOW_ROUTING=1).
+        let slow = *set == "words" && std::env::var_os("EVO_BENCH_SLOW_ROUTING").is_some();
+        let mut configs = vec![(
+            "shortlist-constrained",
+            "shown the shortlist of 12, constrained",
+            12,
+            true,
+        )];
+        if slow {
+            configs.push((
+                "shortlist-unconstrained",
+                "shown the shortlist of 12, unconstrained",
                 12,
+                false,
+            ));
+            configs.push((
+                "all-constrained",
+                "shown all 60 skills, constrained",
+                usize::MAX,
                 true,
-            )]
-        };
-        for &(key, label, shortlist, constrained) in configs {
+            ));
+        }
+        for (key, label, shortlist, constrained) in configs {
             let answers = Arc::new(Mutex::new(Vec::new()));
             let provider = Arc::new(RouterOnly {
                 local: local.clone(),
@@ -369,7 +364,17 @@ fn routing(_: &mut Criterion) {
             });
             let agent =
                 shortlisting_agent(&registry, provider.clone(), shortlist, index_dir.path());
-            let (right, each) = route_all(&agent, &rt, messages);
+            // The model as the router reads a long prompt (half a minute a message on two
+            // cores): on the paraphrases, every third, as the scenarios are.
+            let routed: Vec<(String, String)> = if *set == "words" {
+                messages.clone()
+            } else {
+                messages.iter().step_by(3).cloned().collect()
+            };
+            let n = routed.len();
+            let percent = |k: usize| 100.0 * k as f64 / n as f64;
+            rec.value(&format!("routing-{set}-router-messages"), n as f64, "count");
+            let (right, each) = route_all(&agent, &rt, &routed);
             let answers = answers.lock().unwrap();
             let valid = answers
                 .iter()

@@ -82,13 +82,24 @@ impl Recorder {
     /// `paths` (what `--stale` compares with the record's commit).
     pub fn new(name: &str, command: &str, paths: &[&str]) -> Self {
         let workspace = workspace();
+        let since = std::time::SystemTime::now();
+        let mut run = run_facts(&workspace, paths);
+        // Which run a figure came from (this process's first recorder's time): a ratio
+        // divides two figures of one run.
+        static RUN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let id = RUN.get_or_init(|| {
+            since
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        });
+        run["run"] = json!(id);
         Self {
             name: name.to_owned(),
             command: command.to_owned(),
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
-            run: run_facts(&workspace, paths),
+            run,
             workspace,
-            since: std::time::SystemTime::now(),
+            since,
             measured: Default::default(),
         }
     }
@@ -260,14 +271,20 @@ fn criterion_estimate(
     ))
 }
 
-/// Where criterion writes its measurements, as criterion itself decides it.
+/// Where criterion writes its measurements, as criterion itself decides it: under the
+/// target directory of the workspace `cargo bench` runs in, or under `target/` of the
+/// working directory when the bench binary runs by itself.
 fn criterion_home(workspace: &Path) -> PathBuf {
-    std::env::var_os("CRITERION_HOME")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("criterion"))
-        })
-        .unwrap_or_else(|| workspace.join("target/criterion"))
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return home.into();
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(target).join("criterion");
+    }
+    if std::env::var_os("CARGO").is_some() {
+        return workspace.join("target/criterion");
+    }
+    PathBuf::from("target/criterion")
 }
 
 fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
@@ -392,7 +409,7 @@ fn print(value: f64, decimals: usize, like: &str) -> String {
 }
 
 /// The figure a marker names: `KEY` in the record, or for `A ÷ B` the ratio of two
-/// figures of the record measured in the same run (same commit and date), in `×`.
+/// figures of the record measured in the same run, in `×`.
 fn figure_of(record: &Value, key: &str) -> Result<Value, String> {
     let one = |k: &str| {
         let f = &record["figures"][k];
@@ -406,7 +423,7 @@ fn figure_of(record: &Value, key: &str) -> Result<Value, String> {
         return one(key);
     };
     let (a, b) = (one(a)?, one(b)?);
-    if a["commit"] != b["commit"] || a["date"] != b["date"] || a["unit"] != b["unit"] {
+    if a["run"] != b["run"] || a["commit"] != b["commit"] || a["unit"] != b["unit"] {
         return Err(format!(
             "{key}: the two sides were not measured in the same run"
         ));
@@ -710,9 +727,9 @@ mod tests {
         let mut records = records();
         let figures = &mut records.get_mut("tools").unwrap()["figures"];
         for (k, v) in [("evo", 12.0), ("floor", 10.0), ("old", 5.0)] {
-            figures[k] = json!({ "value": v, "unit": "ns", "commit": "c1", "date": "d" });
+            figures[k] = json!({ "value": v, "unit": "ns", "commit": "c1", "run": 7 });
         }
-        figures["old"]["commit"] = json!("c0");
+        figures["old"]["run"] = json!(6);
         let text = "1.20×<!--fig tools/evo ÷ floor--> and 2.4×<!--fig tools/evo ÷ old-->\n";
         assert_eq!(
             check_text("X.md", text, &records),
