@@ -98,6 +98,20 @@ fn local_model(c: &mut Criterion) {
     let short_ids = model.encode(&short).expect("encodes");
     let mut group = c.benchmark_group("local_model_32_tokens");
     group.sample_size(10);
+    // What each side writes, checked before timing: a floor that wrote more tokens
+    // than Evo would not be the same work.
+    let written = model
+        .generate(
+            &short,
+            &GenerateOptions {
+                max_tokens: 32,
+                ..GenerateOptions::default()
+            },
+            |_| true,
+        )
+        .expect("generates")
+        .tokens;
+    recorder().value("write-32-evo-tokens", written as f64, "count");
     group.bench_function("evo: write 32 tokens", |b| {
         let options = GenerateOptions {
             max_tokens: 32,

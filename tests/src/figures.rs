@@ -73,7 +73,7 @@ pub struct Recorder {
     /// When this recorder was made: criterion's files older than that are an earlier
     /// run's, not this one's.
     since: std::time::SystemTime,
-    /// The figures this run measured, which a ratio may divide.
+    /// The figures this recorder wrote.
     measured: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
@@ -117,21 +117,18 @@ impl Recorder {
         );
     }
 
-    /// Records criterion's median and 95 % interval of the benchmark `full_id` (as
-    /// criterion prints it: `group/function`) if this run measured it; a benchmark a
-    /// filter left out keeps its earlier record.
-    pub fn criterion(&self, key: &str, full_id: &str) {
-        if let Some((median, low, high)) = criterion_estimate(&self.workspace, full_id, self.since)
-        {
-            self.interval(key, median, low, high, "ns");
-        }
-    }
-
     /// Records every benchmark criterion measured since this recorder was made, each
     /// under its full id (`group/function`), and returns how many.
     pub fn criterion_all(&self) -> usize {
+        self.criterion_in(&criterion_home(&self.workspace), &|_| true)
+    }
+
+    /// Records the benchmarks whose full id `keep` accepts from criterion's files under
+    /// `home` written since this recorder was made (or since `since`, for a bench that
+    /// was stopped after its criterion groups, before it could record them itself).
+    pub fn criterion_in(&self, home: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
         let mut ids = Vec::new();
-        visit(&criterion_home(&self.workspace), &mut |path| {
+        visit(home, &mut |path| {
             if path.ends_with("new/benchmark.json")
                 && let Some(id) =
                     read_record(path).and_then(|b| b["full_id"].as_str().map(str::to_owned))
@@ -139,13 +136,22 @@ impl Recorder {
                 ids.push(id);
             }
         });
+        ids.retain(|id| keep(id));
         ids.sort();
         ids.dedup();
         let before = self.measured.lock().expect("lock").len();
         for id in &ids {
-            self.criterion(id, id);
+            if let Some((median, low, high)) = criterion_estimate(home, id, self.since) {
+                self.interval(id, median, low, high, "ns");
+            }
         }
         self.measured.lock().expect("lock").len() - before
+    }
+
+    /// Takes criterion's files written after `since` as this run's.
+    pub fn since(mut self, since: std::time::SystemTime) -> Self {
+        self.since = since;
+        self
     }
 
     fn file(&self) -> PathBuf {
@@ -245,12 +251,12 @@ fn run_facts(workspace: &Path, paths: &[&str]) -> Value {
 /// Criterion's median and its 95 % interval for `full_id`, in nanoseconds, from the
 /// files criterion wrote for a measurement made after `since`.
 fn criterion_estimate(
-    workspace: &Path,
+    home: &Path,
     full_id: &str,
     since: std::time::SystemTime,
 ) -> Option<(f64, f64, f64)> {
     let mut found = None;
-    visit(&criterion_home(workspace), &mut |path| {
+    visit(home, &mut |path| {
         if path.ends_with("new/benchmark.json")
             && read_record(path).is_some_and(|b| b["full_id"] == full_id)
         {
@@ -344,7 +350,7 @@ static NOT_MEASURED: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Words right after a number's unit that make it a setting or the size of an input.
 static SETTING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[\s\W]{0,4}(\w+ ){0,2}(cap|limit|budget|heap|deadline|timeout|file|files|input|read|archive|download)\b")
+    Regex::new(r"^[\s\W]{0,4}(\w+ ){0,2}(cap|limit|budget|heap|deadline|timeout|file|files|input|read|archive|download|component|interval)\b")
         .expect("regex")
 });
 
@@ -474,6 +480,10 @@ pub fn check_text(file: &str, text: &str, records: &BTreeMap<String, Value>) -> 
     let mut vouched = Vec::new();
     for marker in MARKER.captures_iter(text) {
         let whole = marker.get(0).expect("match");
+        if text[..whole.start()].ends_with('`') {
+            // A marker shown as code, as this file's own documentation does.
+            continue;
+        }
         let (name, key) = (&marker[1], &marker[2]);
         let figure = match records.get(name).map(|r| figure_of(r, key)) {
             Some(Ok(figure)) => figure,
@@ -595,8 +605,8 @@ fn strip_code_spans(line: &str) -> String {
 }
 
 /// Every record whose figures were taken before a change to the code it measures:
-/// `(record, figure keys, commits since)`.
-pub fn stale(workspace: &Path) -> Vec<(String, Vec<String>, usize)> {
+/// `(record, the command that measures it, figure keys, commits since)`.
+pub fn stale(workspace: &Path) -> Vec<(String, String, Vec<String>, usize)> {
     let mut out = Vec::new();
     for (name, record) in records(workspace) {
         let paths: Vec<String> = record["paths"]
@@ -625,7 +635,8 @@ pub fn stale(workspace: &Path) -> Vec<(String, Vec<String>, usize)> {
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(usize::MAX);
             if since > 0 {
-                out.push((name.clone(), keys, since));
+                let command = record["command"].as_str().unwrap_or_default().to_owned();
+                out.push((name.clone(), command, keys, since));
             }
         }
     }
@@ -645,6 +656,9 @@ pub fn quote(workspace: &Path) -> usize {
         let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
         for marker in MARKER.captures_iter(&text) {
             let whole = marker.get(0).expect("match");
+            if text[..whole.start()].ends_with('`') {
+                continue;
+            }
             let figure = records
                 .get(&marker[1])
                 .and_then(|r| figure_of(r, &marker[2]).ok());
