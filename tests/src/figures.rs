@@ -120,15 +120,9 @@ impl Recorder {
     /// Records every benchmark criterion measured since this recorder was made, each
     /// under its full id (`group/function`), and returns how many.
     pub fn criterion_all(&self) -> usize {
-        self.criterion_in(&criterion_home(&self.workspace), &|_| true)
-    }
-
-    /// Records the benchmarks whose full id `keep` accepts from criterion's files under
-    /// `home` written since this recorder was made (or since `since`, for a bench that
-    /// was stopped after its criterion groups, before it could record them itself).
-    pub fn criterion_in(&self, home: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
+        let home = criterion_home(&self.workspace);
         let mut ids = Vec::new();
-        visit(home, &mut |path| {
+        visit(&home, &mut |path| {
             if path.ends_with("new/benchmark.json")
                 && let Some(id) =
                     read_record(path).and_then(|b| b["full_id"].as_str().map(str::to_owned))
@@ -136,22 +130,15 @@ impl Recorder {
                 ids.push(id);
             }
         });
-        ids.retain(|id| keep(id));
         ids.sort();
         ids.dedup();
         let before = self.measured.lock().expect("lock").len();
         for id in &ids {
-            if let Some((median, low, high)) = criterion_estimate(home, id, self.since) {
+            if let Some((median, low, high)) = criterion_estimate(&home, id, self.since) {
                 self.interval(id, median, low, high, "ns");
             }
         }
         self.measured.lock().expect("lock").len() - before
-    }
-
-    /// Takes criterion's files written after `since` as this run's.
-    pub fn since(mut self, since: std::time::SystemTime) -> Self {
-        self.since = since;
-        self
     }
 
     fn file(&self) -> PathBuf {

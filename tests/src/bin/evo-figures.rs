@@ -7,17 +7,13 @@
 //! evo-figures quote                 rewrite each quoted number from its record
 //! evo-figures record NAME KEY VALUE UNIT --command CMD [--path P]...
 //!                                   record one figure measured by a script
-//! evo-figures criterion NAME PREFIX SINCE_EPOCH_SECONDS DIR --command CMD [--path P]...
-//!                                   record the criterion results under DIR whose id
-//!                                   starts with PREFIX, written after SINCE, for a
-//!                                   bench stopped after its criterion groups
 //! ```
 
 use std::process::ExitCode;
 
 use evo_tests::figures::{self, Recorder};
 
-const USAGE: &str = "usage: evo-figures check | stale | quote | record NAME KEY VALUE UNIT --command CMD [--path P]... | criterion NAME PREFIX SINCE_EPOCH_SECONDS DIR --command CMD [--path P]...";
+const USAGE: &str = "usage: evo-figures check | stale | quote | record NAME KEY VALUE UNIT --command CMD [--path P]...";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -63,7 +59,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("record") => record(&args[1..]),
-        Some("criterion") => criterion(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             ExitCode::from(2)
@@ -84,34 +79,6 @@ fn record(args: &[String]) -> ExitCode {
         Ok(recorder) => {
             recorder.value(key, value, unit);
             ExitCode::SUCCESS
-        }
-        Err(code) => code,
-    }
-}
-
-fn criterion(args: &[String]) -> ExitCode {
-    let [name, prefix, since, dir, rest @ ..] = args else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
-    };
-    let Ok(since) = since.parse::<u64>() else {
-        eprintln!("error: {since:?} is not a time in seconds since 1970\n{USAGE}");
-        return ExitCode::from(2);
-    };
-    let since = std::time::UNIX_EPOCH + std::time::Duration::from_secs(since);
-    match recorder(name, rest) {
-        Ok(recorder) => {
-            let n = recorder
-                .since(since)
-                .criterion_in(std::path::Path::new(dir), &|id| {
-                    id.starts_with(prefix.as_str())
-                });
-            println!("{n} figure(s) recorded in bench-results/{name}.json");
-            if n == 0 {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
         }
         Err(code) => code,
     }
