@@ -13,7 +13,10 @@
 //! - **Wassette** serving the same component, when `EVO_BENCH_WASSETTE` names its binary
 //!   (the peer: another MCP host of Wasm components, built outside this repository);
 //! - another build of `evo`, when `EVO_BENCH_BASELINE_EVO` names it (an older commit's,
-//!   to measure a change against the code before it in the same run).
+//!   to measure a change against the code before it in the same run);
+//! - the binary users install (`--profile dist`: whole-program LTO, built for size off
+//!   the measured paths), when `EVO_BENCH_DIST_EVO` names it (`./scripts/dist-size`
+//!   leaves it at `target/dist/evo`): what the size settings cost a call.
 //!
 //! Each call's answer is checked before anything is timed. Printed after criterion's
 //! figures: p50/p99 over 20,000 sequential calls and the **server's CPU per call** (user
@@ -30,6 +33,7 @@ use serde_json::{Value, json};
 const ECHO_ENV: &str = "EVO_BENCH_RAW_ECHO";
 const WASSETTE_ENV: &str = "EVO_BENCH_WASSETTE";
 const BASELINE_ENV: &str = "EVO_BENCH_BASELINE_EVO";
+const DIST_ENV: &str = "EVO_BENCH_DIST_EVO";
 /// The string every call echoes.
 const TEXT: &str = "hello, evo";
 /// Sequential calls behind the percentiles and the CPU figure.
@@ -209,17 +213,22 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
             command: evo,
         },
     ];
-    if let Some(before) = std::env::var_os(BASELINE_ENV) {
-        let mut command = Command::new(before);
-        command
-            .arg("serve")
-            .arg("--skills-dir")
-            .arg(skills)
-            .env("EVO_HOME", home.join("baseline"));
-        targets.push(Target {
-            label: "evo serve, baseline build".into(),
-            command,
-        });
+    for (env, label, dir) in [
+        (BASELINE_ENV, "evo serve, baseline build", "baseline"),
+        (DIST_ENV, "evo serve, --profile dist", "dist"),
+    ] {
+        if let Some(binary) = std::env::var_os(env) {
+            let mut command = Command::new(binary);
+            command
+                .arg("serve")
+                .arg("--skills-dir")
+                .arg(skills)
+                .env("EVO_HOME", home.join(dir));
+            targets.push(Target {
+                label: label.into(),
+                command,
+            });
+        }
     }
     match std::env::var_os(WASSETTE_ENV) {
         Some(wassette) => {
