@@ -73,8 +73,6 @@ pub struct Recorder {
     /// When this recorder was made: criterion's files older than that are an earlier
     /// run's, not this one's.
     since: std::time::SystemTime,
-    /// The figures this recorder wrote.
-    measured: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Recorder {
@@ -100,7 +98,6 @@ impl Recorder {
             run,
             workspace,
             since,
-            measured: Default::default(),
         }
     }
 
@@ -120,25 +117,21 @@ impl Recorder {
     /// Records every benchmark criterion measured since this recorder was made, each
     /// under its full id (`group/function`), and returns how many.
     pub fn criterion_all(&self) -> usize {
-        let home = criterion_home(&self.workspace);
-        let mut ids = Vec::new();
-        visit(&home, &mut |path| {
+        let mut found = BTreeMap::new();
+        visit(&criterion_home(&self.workspace), &mut |path| {
             if path.ends_with("new/benchmark.json")
                 && let Some(id) =
                     read_record(path).and_then(|b| b["full_id"].as_str().map(str::to_owned))
+                && let Some(estimate) =
+                    criterion_estimate(&path.with_file_name("estimates.json"), self.since)
             {
-                ids.push(id);
+                found.insert(id, estimate);
             }
         });
-        ids.sort();
-        ids.dedup();
-        let before = self.measured.lock().expect("lock").len();
-        for id in &ids {
-            if let Some((median, low, high)) = criterion_estimate(&home, id, self.since) {
-                self.interval(id, median, low, high, "ns");
-            }
+        for (id, (median, low, high)) in &found {
+            self.interval(id, *median, *low, *high, "ns");
         }
-        self.measured.lock().expect("lock").len() - before
+        found.len()
     }
 
     fn file(&self) -> PathBuf {
@@ -156,7 +149,6 @@ impl Recorder {
             figure[k] = v.clone();
         }
         record["figures"][key] = figure;
-        self.measured.lock().expect("lock").insert(key.to_owned());
         let text = serde_json::to_string_pretty(&sorted(record)).expect("serialises") + "\n";
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("bench-results/");
         let temp = path.with_extension("json.tmp");
@@ -235,27 +227,14 @@ fn run_facts(workspace: &Path, paths: &[&str]) -> Value {
     })
 }
 
-/// Criterion's median and its 95 % interval for `full_id`, in nanoseconds, from the
-/// files criterion wrote for a measurement made after `since`.
-fn criterion_estimate(
-    home: &Path,
-    full_id: &str,
-    since: std::time::SystemTime,
-) -> Option<(f64, f64, f64)> {
-    let mut found = None;
-    visit(home, &mut |path| {
-        if path.ends_with("new/benchmark.json")
-            && read_record(path).is_some_and(|b| b["full_id"] == full_id)
-        {
-            found = Some(path.with_file_name("estimates.json"));
-        }
-    });
-    let found = found?;
-    let written = std::fs::metadata(&found).and_then(|m| m.modified()).ok()?;
+/// Criterion's median and its 95 % interval, in nanoseconds, from the `estimates.json`
+/// at `path`, if criterion wrote it after `since` (an earlier run's is not this one's).
+fn criterion_estimate(path: &Path, since: std::time::SystemTime) -> Option<(f64, f64, f64)> {
+    let written = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
     if written < since {
         return None;
     }
-    let estimates = read_record(&found)?;
+    let estimates = read_record(path)?;
     let median = &estimates["median"];
     Some((
         median["point_estimate"].as_f64()?,
@@ -461,16 +440,20 @@ pub fn check(workspace: &Path) -> Vec<String> {
     problems
 }
 
+/// The record markers in `text`, less those shown as code (`` `<!--fig …-->` ``), as
+/// the documentation of markers does.
+fn markers(text: &str) -> impl Iterator<Item = regex::Captures<'_>> {
+    MARKER
+        .captures_iter(text)
+        .filter(|m| !text[..m.get(0).expect("match").start()].ends_with('`'))
+}
+
 /// [`check`] for one document's text.
 pub fn check_text(file: &str, text: &str, records: &BTreeMap<String, Value>) -> Vec<String> {
     let mut problems = Vec::new();
     let mut vouched = Vec::new();
-    for marker in MARKER.captures_iter(text) {
+    for marker in markers(text) {
         let whole = marker.get(0).expect("match");
-        if text[..whole.start()].ends_with('`') {
-            // A marker shown as code, as this file's own documentation does.
-            continue;
-        }
         let (name, key) = (&marker[1], &marker[2]);
         let figure = match records.get(name).map(|r| figure_of(r, key)) {
             Some(Ok(figure)) => figure,
@@ -641,11 +624,8 @@ pub fn quote(workspace: &Path) -> usize {
             continue;
         };
         let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        for marker in MARKER.captures_iter(&text) {
+        for marker in markers(&text) {
             let whole = marker.get(0).expect("match");
-            if text[..whole.start()].ends_with('`') {
-                continue;
-            }
             let figure = records
                 .get(&marker[1])
                 .and_then(|r| figure_of(r, &marker[2]).ok());
