@@ -75,17 +75,6 @@ fn record(args: &[String]) -> ExitCode {
         eprintln!("error: {value:?} is not a number\n{USAGE}");
         return ExitCode::from(2);
     };
-    match recorder(name, rest) {
-        Ok(recorder) => {
-            recorder.value(key, value, unit);
-            ExitCode::SUCCESS
-        }
-        Err(code) => code,
-    }
-}
-
-/// A recorder for `name` from `--command CMD [--path P]...`.
-fn recorder(name: &str, rest: &[String]) -> Result<Recorder, ExitCode> {
     let mut command = None;
     let mut paths = Vec::new();
     let mut rest = rest.iter();
@@ -95,13 +84,14 @@ fn recorder(name: &str, rest: &[String]) -> Result<Recorder, ExitCode> {
             ("--path", Some(p)) => paths.push(p.as_str()),
             _ => {
                 eprintln!("error: unexpected {flag:?}\n{USAGE}");
-                return Err(ExitCode::from(2));
+                return ExitCode::from(2);
             }
         }
     }
     let Some(command) = command else {
         eprintln!("error: --command is required: the command that measured the figure\n{USAGE}");
-        return Err(ExitCode::from(2));
+        return ExitCode::from(2);
     };
-    Ok(Recorder::new(name, command, &paths))
+    Recorder::new(name, command, &paths).value(key, value, unit);
+    ExitCode::SUCCESS
 }
