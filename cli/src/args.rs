@@ -133,6 +133,27 @@ impl Grants {
     }
 }
 
+impl Grants {
+    /// The flags alone, as a policy: what a one-shot run gives its target by name.
+    pub(crate) fn given(&self) -> Result<Policy, Failure> {
+        let mut given = Policy::default();
+        for (flag, values) in &self.flags.0 {
+            for value in values {
+                let value = flag.value_name.map(|_| value.as_str());
+                // Checked as `apply` checks them, which ran first.
+                given.widen(flag, value).map_err(|message| {
+                    Failure::usage(
+                        "INVALID_ARGUMENT",
+                        format!("--{}: {message}", flag.long),
+                        None,
+                    )
+                })?;
+            }
+        }
+        Ok(given)
+    }
+}
+
 /// The configuration of this invocation: evo.toml and the environment, with `sources`
 /// and `grants` on top.
 pub(crate) fn config(
@@ -178,6 +199,36 @@ pub(crate) async fn host(
         config.engine.pool_slots = config.engine.pool_slots.min(ONE_SHOT_POOL_SLOTS);
     }
     host_with(config, globals).await
+}
+
+/// The host of a run of `target` (a skill's name, a `.wasm` file, a directory): as
+/// [`host`], with the grant flags also given to `target` by name, so that a plain
+/// component with no manifest to ask with gets them. Returns the flags as a policy too.
+pub(crate) async fn host_for(
+    globals: &Globals,
+    sources: &Sources,
+    grants: &Grants,
+    target: &str,
+) -> Result<(Host, Policy), Failure> {
+    let given = grants.given()?;
+    let mut config = config(globals, sources, grants)?;
+    if given.allows_anything() {
+        config
+            .grants
+            .given
+            .insert(Host::given_name(target), given.clone());
+    }
+    if config.source("engine.pool_slots") == Source::Default {
+        config.engine.pool_slots = config.engine.pool_slots.min(ONE_SHOT_POOL_SLOTS);
+    }
+    Ok((host_with(config, globals).await?, given))
+}
+
+/// Says on stderr what of the grant flags `given` did not reach skill `name`, and why.
+pub(crate) fn warn_unapplied(host: &Host, name: &str, given: &Policy) {
+    for line in host.unapplied(name, given) {
+        eprintln!("warning: {line}");
+    }
 }
 
 /// The Wasm pool of a command that is not a server: a call, the calls it makes, and an

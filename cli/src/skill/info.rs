@@ -18,7 +18,7 @@ pub(super) async fn info(
     sources: &Sources,
     grants: &Grants,
 ) -> Result<(), Failure> {
-    let host = args::host(globals, sources, grants).await?;
+    let (host, _) = args::host_for(globals, sources, grants, skill).await?;
     // A plain component of many functions (a file, a directory, or installed, by its
     // name) is described whole: each function, and why the others are not skills.
     let component_named = |name: &str| {
@@ -150,7 +150,7 @@ pub(super) async fn info(
     if wasm.is_none() && plain.is_none() {
         // What it asks for, and what it gets here: the same rule as a Wasm skill's grant.
         print_requests(&meta.capabilities);
-        let grant = evo_host::Grant::new(&meta.capabilities, host.grants().for_skill(&name));
+        let grant = host.grant_of(&name).unwrap_or_default();
         let native = registered.kind() == evo_host::ExecutorKind::Native;
         for origin in &grant.hosts {
             if native {

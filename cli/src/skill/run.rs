@@ -17,8 +17,9 @@ pub(super) async fn run(
     grants: &Grants,
 ) -> Result<(), Failure> {
     let input = read_input(input)?;
-    let host = args::host(globals, sources, grants).await?;
+    let (host, given) = args::host_for(globals, sources, grants, skill).await?;
     let name = args::resolve(&host, skill).await?;
+    args::warn_unapplied(&host, &name, &given);
     let native = host
         .skill(&name)
         .is_some_and(|s| s.kind() == ExecutorKind::Native);

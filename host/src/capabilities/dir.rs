@@ -151,6 +151,19 @@ impl Capability for Dirs {
             .collect()
     }
 
+    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, _: &mut Vec<String>) {
+        for dir in &named.dirs {
+            // A policy's guest path is a valid request's.
+            if let Ok(request) = DirRequest::new(&dir.guest, dir.access, super::NAMED) {
+                asked.dirs.push(request);
+            }
+        }
+    }
+
+    fn add(&self, policy: &mut Policy, more: &Policy) {
+        policy.dirs.extend(more.dirs.iter().cloned());
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         for request in &requested.dirs {
             match self::grant(request, &policy.dirs) {

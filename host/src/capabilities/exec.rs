@@ -40,4 +40,10 @@ impl Capability for Exec {
     }
 
     fn grant(&self, _: &RequestedCapabilities, _: &Policy, _: &mut Grant) {}
+
+    fn stand_in(&self, _: &Policy, _: &mut RequestedCapabilities, _: &mut Vec<String>) {}
+
+    fn add(&self, policy: &mut Policy, more: &Policy) {
+        policy.exec |= more.exec;
+    }
 }

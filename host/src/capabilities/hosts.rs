@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{Capability, Grant, GrantFlag, HostPattern, Policy, RequestedCapabilities};
+use super::{Capability, Grant, GrantFlag, HostPattern, HostRequest, Policy, RequestedCapabilities};
 
 /// Outbound hosts: `[grants] hosts`, `--allow-host`.
 pub(super) struct Hosts;
@@ -43,6 +43,21 @@ impl Capability for Hosts {
 
     fn show(&self, policy: &Policy) -> serde_json::Value {
         policy.hosts.iter().map(ToString::to_string).collect()
+    }
+
+    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, _: &mut Vec<String>) {
+        asked.hosts.extend(named.hosts.iter().map(|host| HostRequest {
+            host: host.clone(),
+            reason: super::NAMED.to_owned(),
+        }));
+    }
+
+    fn add(&self, policy: &mut Policy, more: &Policy) {
+        for host in &more.hosts {
+            if !policy.hosts.contains(host) {
+                policy.hosts.push(host.clone());
+            }
+        }
     }
 
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {

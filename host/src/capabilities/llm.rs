@@ -38,6 +38,14 @@ impl Capability for Llm {
         policy.llm.into()
     }
 
+    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, _: &mut Vec<String>) {
+        asked.llm = named.llm;
+    }
+
+    fn add(&self, policy: &mut Policy, more: &Policy) {
+        policy.llm |= more.llm;
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         grant.llm = requested.llm && policy.llm;
         if requested.llm && !policy.llm {

@@ -48,6 +48,14 @@ impl Capability for Memory {
         policy.memory.as_str().into()
     }
 
+    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, _: &mut Vec<String>) {
+        asked.memory = named.memory;
+    }
+
+    fn add(&self, policy: &mut Policy, more: &Policy) {
+        policy.memory = policy.memory.max(more.memory);
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         grant.memory = requested.memory.min(policy.memory);
         if grant.memory < requested.memory {

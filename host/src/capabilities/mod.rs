@@ -35,6 +35,12 @@ pub use evo_manifest::{
 /// - no outbound hosts,
 /// - no secrets,
 /// - no per-skill entries.
+///
+/// A skill that can ask (an Evo component, a script, a plain component whose manifest
+/// has `capabilities`) gets what it asks for within [`Policy::for_skill`]. A plain
+/// component with nothing to ask with gets nothing from the policy every skill shares:
+/// only what is named for it (its `skills` entry and its `given` one) reaches it, in
+/// full ([`Grant::named`]).
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     /// Directories the operator binds to guest paths, each with the most access allowed.
@@ -57,12 +63,38 @@ pub struct Policy {
     /// Policies for named skills, each replacing this one for its skill (their own
     /// `skills` are not consulted).
     pub skills: BTreeMap<String, Policy>,
+    /// What this process was given for one skill by name and nowhere else (the flags
+    /// of `evo skill run TARGET` are given to TARGET). Added to the skill's `skills`
+    /// entry for a component that asks for nothing; what other skills' requests are
+    /// matched against does not change.
+    pub given: BTreeMap<String, Policy>,
 }
 
 impl Policy {
     /// The policy that applies to skill `name`: its own entry, else this one.
     pub fn for_skill(&self, name: &str) -> &Policy {
         self.skills.get(name).unwrap_or(self)
+    }
+
+    /// What is named for skill `name`: its `skills` entry with what was `given` to it
+    /// added; `None` when neither names it.
+    pub fn named_for(&self, name: &str) -> Option<Policy> {
+        let (entry, given) = (self.skills.get(name), self.given.get(name));
+        let mut named = entry.or(given)?.clone();
+        if let (Some(_), Some(given)) = (entry, given) {
+            for capability in ALL {
+                capability.add(&mut named, given);
+            }
+        }
+        named.skills.clear();
+        named.given.clear();
+        Some(named)
+    }
+
+    /// Whether this policy allows anything at all (its own values, not `skills`).
+    pub fn allows_anything(&self) -> bool {
+        let nothing = Policy::default();
+        ALL.iter().any(|c| c.show(self) != c.show(&nothing))
     }
 }
 
@@ -102,6 +134,56 @@ impl Grant {
             capability.grant(requested, policy, &mut grant);
         }
         grant
+    }
+
+    /// What a component with nothing to ask with gets from `named`, the grants named
+    /// for it: all of them, each as if asked for. A secret goes with every host
+    /// `named` lists (it says which hosts the skill may send it to); without one it is
+    /// refused, with the reason.
+    pub fn named(named: &Policy) -> Self {
+        let mut asked = RequestedCapabilities::default();
+        let mut refused = Vec::new();
+        for capability in ALL {
+            capability.stand_in(named, &mut asked, &mut refused);
+        }
+        let mut grant = Grant::new(&asked, named);
+        grant.refused.extend(refused);
+        grant
+    }
+
+    /// What of `given` (as [`Grant::named`] would grant it) this grant does not hold,
+    /// one line per value (`directory /srv/docs::/data`, `outbound host
+    /// https://api.example.com`): what an operator typed that did not reach the skill.
+    pub fn lacks(&self, given: &Policy) -> Vec<String> {
+        let wanted = Grant::named(given);
+        let mut lacks = Vec::new();
+        for dir in &wanted.dirs {
+            let held = self.dirs.iter().any(|d| {
+                d.guest == dir.guest && d.host == dir.host && d.access >= dir.access
+            });
+            if !held {
+                lacks.push(format!("directory {}::{}", dir.host.display(), dir.guest));
+            }
+        }
+        if wanted.llm && !self.llm {
+            lacks.push("the language model".to_owned());
+        }
+        if wanted.memory > self.memory {
+            lacks.push(format!("{} access to memory", wanted.memory.as_str()));
+        }
+        for host in wanted.hosts.iter().filter(|h| !self.hosts.contains(h)) {
+            lacks.push(format!("outbound host {host}"));
+        }
+        let names = |grant: &Grant| -> Vec<String> {
+            grant.secrets.iter().map(|s| s.name.clone()).collect()
+        };
+        let (wanted_secrets, held) = (names(&wanted), names(self));
+        for secret in given.secrets.iter().filter(|s| !held.contains(s)) {
+            if wanted_secrets.contains(secret) || given.hosts.is_empty() {
+                lacks.push(format!("secret {secret}"));
+            }
+        }
+        lacks
     }
 
     /// Whether what was granted reaches beyond the machine (the language model, an
@@ -178,11 +260,22 @@ pub(crate) trait Capability: Sync {
     /// `grant.refused` with the way to allow it.
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant);
 
+    /// Asks, in `asked`, for all that `named` allows of it: the request a component
+    /// with nothing to ask with stands for (see [`Grant::named`]); what cannot be asked
+    /// for goes to `refused` with the reason.
+    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, refused: &mut Vec<String>);
+
+    /// Adds to `policy` what `more` allows of it.
+    fn add(&self, policy: &mut Policy, more: &Policy);
+
     /// Whether what `grant` holds of it reaches beyond the machine.
     fn open_world(&self, _grant: &Grant) -> bool {
         false
     }
 }
+
+/// The reason a request stands for a grant named for a component that cannot ask.
+const NAMED: &str = "granted to it by name";
 
 /// Every kind of capability, in the order refusals are listed.
 pub(crate) const ALL: [&dyn Capability; 6] = [
@@ -272,6 +365,54 @@ mod tests {
                 host: HostPattern::parse("api.example.com").unwrap()
             }]
         );
+    }
+
+    #[test]
+    fn a_component_that_cannot_ask_gets_all_that_is_named_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = DirPolicy::new(dir.path(), "/docs", Access::Read).unwrap();
+        let api = HostPattern::parse("https://api.example.com").unwrap();
+        let mut named = Policy {
+            dirs: vec![docs.clone()],
+            llm: true,
+            memory: MemoryAccess::Read,
+            secrets: vec!["API_KEY".into()],
+            ..Policy::default()
+        };
+        let grant = Grant::named(&named);
+        assert_eq!(grant.dirs.len(), 1);
+        assert_eq!(grant.dirs[0].guest, "/docs");
+        assert!(grant.llm);
+        assert_eq!(grant.memory, MemoryAccess::Read);
+        // A secret goes only to hosts granted by name, and here there are none.
+        assert!(grant.secrets.is_empty());
+        assert_eq!(grant.refused.len(), 1, "{:?}", grant.refused);
+        assert!(grant.refused[0].starts_with("secret API_KEY: a component that asks for nothing gets a secret only for the hosts granted to it by name"));
+        assert_eq!(grant.lacks(&named), ["secret API_KEY"]);
+
+        named.hosts.push(api.clone());
+        let grant = Grant::named(&named);
+        assert_eq!(grant.hosts, std::slice::from_ref(&api));
+        assert_eq!(grant.secrets, [SecretGrant { name: "API_KEY".into(), host: api }]);
+        assert!(grant.refused.is_empty() && grant.lacks(&named).is_empty());
+        // Nothing of it reaches a grant that did not get it, value by value.
+        let lacks = Grant::default().lacks(&named);
+        assert_eq!(lacks.len(), 5, "{lacks:?}");
+        assert_eq!(lacks[0], format!("directory {}::/docs", docs.host.display()));
+    }
+
+    #[test]
+    fn what_is_named_is_the_entry_with_what_was_given_added() {
+        let api = HostPattern::parse("https://api.example.com").unwrap();
+        let mut policy = Policy { llm: true, ..Policy::default() };
+        assert!(policy.named_for("io").is_none(), "the shared policy names nobody");
+        policy.given.insert("io".into(), Policy { hosts: vec![api.clone()], ..Policy::default() });
+        assert_eq!(policy.named_for("io").unwrap().hosts, std::slice::from_ref(&api));
+        assert!(!policy.named_for("io").unwrap().llm);
+        policy.skills.insert("io".into(), Policy { memory: MemoryAccess::Read, ..Policy::default() });
+        let named = policy.named_for("io").unwrap();
+        assert_eq!((named.memory, named.hosts.as_slice()), (MemoryAccess::Read, [api].as_slice()));
+        assert!(policy.allows_anything() && !Policy::default().allows_anything());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{Capability, Grant, GrantFlag, Policy, RequestedCapabilities, SecretGrant};
+use super::{Capability, Grant, GrantFlag, Policy, RequestedCapabilities, SecretGrant, SecretRequest};
 use evo_manifest::check_secret_name as check_name;
 
 /// Secrets: `[grants] secrets`, `--allow-secret`.
@@ -43,6 +43,29 @@ impl Capability for Secrets {
 
     fn show(&self, policy: &Policy) -> serde_json::Value {
         policy.secrets.clone().into()
+    }
+
+    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, refused: &mut Vec<String>) {
+        for name in &named.secrets {
+            if named.hosts.is_empty() {
+                refused.push(format!(
+                    "secret {name}: a component that asks for nothing gets a secret only for the hosts granted to it by name, and none is; grant the host it is for too"
+                ));
+            }
+            asked.secrets.extend(named.hosts.iter().map(|host| SecretRequest {
+                name: name.clone(),
+                host: host.clone(),
+                reason: super::NAMED.to_owned(),
+            }));
+        }
+    }
+
+    fn add(&self, policy: &mut Policy, more: &Policy) {
+        for name in &more.secrets {
+            if !policy.secrets.contains(name) {
+                policy.secrets.push(name.clone());
+            }
+        }
     }
 
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {

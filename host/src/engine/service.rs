@@ -67,7 +67,6 @@ impl ServiceExecutor {
     }
 
     /// What was granted.
-    #[cfg(feature = "internals")]
     pub fn grant(&self) -> &Grant {
         &self.grant
     }

@@ -48,12 +48,14 @@ use crate::tools::Tool;
 
 mod builder;
 mod catalogue;
+mod grants;
 mod registry;
 #[cfg(feature = "postgres")]
 mod shared;
 mod tools;
 
 pub use builder::HostBuilder;
+pub use grants::Asking;
 pub use registry::{DownloadProgress, Published, RegistryInstall, RegistryInstalled, Updated};
 
 use catalogue::{Loaded, stamp};

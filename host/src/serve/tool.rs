@@ -7,7 +7,6 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::capabilities::Grant;
 use crate::error::Error;
 use crate::host::Host;
 use crate::skill::executor::{ExecutorKind, MemoryWriteOutcome, StepTrace};
@@ -64,10 +63,7 @@ pub(super) fn structured(skill: &RegisteredSkill, output: Value) -> Option<Value
 /// What a client may assume of `skill`, from its permission level: read-only only
 /// at `read_only`, destructive above it; open-world when it reaches the language model.
 pub fn annotations(skill: &RegisteredSkill, host: &Host) -> ToolAnnotations {
-    let grant = Grant::new(
-        &skill.meta.capabilities,
-        host.grants().for_skill(&skill.meta.name),
-    );
+    let grant = host.granted(skill);
     let read_only = skill.permission() == Permission::ReadOnly;
     let open_world = grant.is_open_world()
         || matches!(

@@ -60,15 +60,56 @@ fn a_plain_component_reads_a_granted_directory_and_nothing_without_the_grant() {
         error.contains("error[SKILL_FAILED]") && !error.contains("the plan"),
         "{error}"
     );
-    // Granted but not asked for: a component without a manifest has no capabilities.
+    // A component without a manifest asks for nothing: what the run gives it by name
+    // (the flags of `evo skill run` on it) it gets in full.
     std::fs::remove_file(dir.join("skill.json")).unwrap();
-    let error = run(&home, &skill, &input, &["--dir", &bind]).unwrap_err();
+    assert_eq!(
+        run(&home, &skill, &input, &["--dir", &bind]).unwrap(),
+        json!("the plan")
+    );
+    // A directory every skill shares ([grants] dirs) does not reach it, and says so.
+    let config = home.join("evo.toml");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(&config, format!("[grants]\ndirs = [{bind:?}]\n")).unwrap();
+    let error = run(&home, &skill, &input, &[]).unwrap_err();
     assert!(
         error.contains("error[SKILL_FAILED]") && !error.contains("the plan"),
         "{error}"
     );
-    // What `skill info` says of it.
+    let out = evo(&home, &["skill", "info", &skill]);
+    assert!(
+        stdout(&out).contains("not granted: the [grants] every skill shares do not reach io: a component without a manifest asks for nothing"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    // Named for it in evo.toml, it does.
+    std::fs::write(&config, format!("[grants.skill.io]\ndirs = [{bind:?}]\n")).unwrap();
+    assert_eq!(run(&home, &skill, &input, &[]).unwrap(), json!("the plan"));
+    std::fs::remove_file(&config).unwrap();
+    // What a manifest does not ask for is not granted, and the run says so.
     std::fs::write(dir.join("skill.json"), manifest.to_string()).unwrap();
+    let out = evo(
+        &home,
+        &[
+            "skill",
+            "run",
+            &skill,
+            "--input",
+            &input.to_string(),
+            "--dir",
+            &bind,
+            "--allow-host",
+            "https://api.example.com",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: outbound host https://api.example.com was not granted to io__read-file: io__read-file gets only what its manifest asks for"),
+        "{}",
+        stderr(&out)
+    );
+    // What `skill info` says of it.
     let out = evo(&home, &["skill", "info", &skill]);
     let text = stdout(&out);
     assert!(

@@ -43,7 +43,6 @@ impl NativeExecutor {
     }
 
     /// What was granted.
-    #[cfg(feature = "internals")]
     pub fn grant(&self) -> &crate::capabilities::Grant {
         &self.grant
     }

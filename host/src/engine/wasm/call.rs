@@ -106,7 +106,7 @@ impl WasmSkill {
         policy: &Policy,
         origin: Origin,
     ) -> Self {
-        let grant = grant_for(&meta, policy);
+        let grant = grant_for(&meta, policy, true);
         let remembered = matches!(origin, Origin::Record(_));
         let (prepared, file) = match origin {
             Origin::Ready(prepared) => (tokio::sync::OnceCell::new_with(Some(prepared)), None),
@@ -268,8 +268,23 @@ impl WasmSkill {
 
 /// What a Wasm component whose manifest is `meta` is granted within `policy` (its
 /// `wasi:config` values included); what is refused is logged.
-pub(super) fn grant_for(meta: &SkillMeta, policy: &Policy) -> Grant {
-    let mut grant = Grant::new(&meta.capabilities, policy.for_skill(&meta.name));
+/// What `meta`'s skill gets of `policy`: what it asks for within the policy that applies
+/// to it when it `asks` (it has a manifest to ask with), else what is named for it.
+pub(super) fn grant_for(meta: &SkillMeta, policy: &Policy, asks: bool) -> Grant {
+    let name = &meta.name;
+    let mut grant = match (asks, policy.named_for(name)) {
+        (true, _) => Grant::new(&meta.capabilities, policy.for_skill(name)),
+        (false, Some(named)) => Grant::named(&named),
+        (false, None) => {
+            let mut grant = Grant::default();
+            if policy.allows_anything() {
+                grant.refused.push(format!(
+                    "the [grants] every skill shares do not reach {name}: a component without a manifest asks for nothing, so it gets only what is granted to it by name ([grants.skill.{name}] in evo.toml, `evo skill grant {name}`, or the flags of `evo skill run` on it)"
+                ));
+            }
+            grant
+        }
+    };
     grant.config = policy.config.get(&meta.name).cloned().unwrap_or_default();
     for refused in &grant.refused {
         tracing::info!(skill = %meta.name, "not granted: {refused}");

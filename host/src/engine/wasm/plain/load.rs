@@ -139,6 +139,8 @@ impl WasmEngine {
         origin: Origin,
     ) -> Result<PlainComponent> {
         let mut sidecar = sidecar;
+        // A manifest that names no capabilities asks for none: nothing to ask with.
+        let asks = sidecar.as_ref().is_some_and(|raw| raw.capabilities.is_some());
         let described = sidecar.as_mut().and_then(|raw| raw.functions.take());
         let meta = component_meta(
             label,
@@ -172,7 +174,7 @@ impl WasmEngine {
             })
             .collect();
         let limits = Limits::resolve(&meta, &self.inner.config.limits);
-        let grant = crate::engine::wasm::call::grant_for(&meta, policy);
+        let grant = crate::engine::wasm::call::grant_for(&meta, policy, asks);
         let (ready, file) = match origin {
             Origin::Ready(ready) => (tokio::sync::OnceCell::new_with(Some(ready)), None),
             Origin::File(path) => (tokio::sync::OnceCell::new(), Some(path)),
@@ -182,6 +184,7 @@ impl WasmEngine {
                 engine: self.clone(),
                 calls: meta.calls.clone().into(),
                 grant: Arc::new(grant),
+                asks,
                 meta,
                 digest: learnt.digest.clone(),
                 limits,

@@ -43,6 +43,9 @@ struct Inner {
     digest: String,
     limits: Limits,
     grant: Arc<Grant>,
+    /// Whether its manifest names capabilities: without, it has nothing to ask with
+    /// and gets only what is granted to it by name.
+    asks: bool,
     calls: Arc<[String]>,
     functions: Vec<Function>,
     unusable: Vec<Unusable>,
@@ -111,6 +114,12 @@ impl PlainComponent {
     /// The capabilities granted (and refused).
     pub fn grant(&self) -> &Grant {
         &self.inner.grant
+    }
+
+    /// Whether it can ask for capabilities (its manifest names them); one that cannot
+    /// gets only what is granted to it by name.
+    pub fn asks(&self) -> bool {
+        self.inner.asks
     }
 
     /// SHA-256 of the component bytes.
