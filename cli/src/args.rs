@@ -36,8 +36,24 @@ pub(crate) struct Grants {
 /// One flag per kind of capability, as the library describes them (`--dir`,
 /// `--allow-llm`, `--allow-memory`, `--allow-exec`, `--allow-host`, `--allow-secret`),
 /// with the values given on the command line.
-#[derive(Debug, Default)]
-struct GrantFlags(Vec<(&'static GrantFlag, Vec<String>)>);
+#[derive(Debug, Default, Clone)]
+pub(crate) struct GrantFlags(Vec<(&'static GrantFlag, Vec<String>)>);
+
+impl GrantFlags {
+    /// Each value given, as the kind of grant it is and its value.
+    pub(crate) fn values(&self) -> Vec<evo_host::GrantValue> {
+        self.0
+            .iter()
+            .flat_map(|(flag, values)| {
+                let kind = flag.key.strip_prefix("grants.").unwrap_or(flag.key);
+                values.iter().map(move |value| evo_host::GrantValue {
+                    kind: kind.to_owned(),
+                    value: value.clone(),
+                })
+            })
+            .collect()
+    }
+}
 
 impl clap::FromArgMatches for GrantFlags {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {

@@ -93,7 +93,9 @@
 //! `EVO_NATIVE_REQUIRE_ISOLATION=1` still means `required`). Front ends put their flags
 //! on top with [`Config::set_source`].
 
+mod edit;
 mod entries;
+pub(crate) use edit::set_skill_grants;
 mod file;
 mod spans;
 
@@ -260,6 +262,13 @@ pub struct ServeSettings {
     pub max_queue: usize,
     /// The largest message a client may send, KiB.
     pub max_message_kb: usize,
+    /// Whether MCP clients get the management tools (install, uninstall, grant,
+    /// revoke, search), each change confirmed by the user (`evo serve --manage`).
+    pub manage: bool,
+    /// Host directories below which a grant made over the wire (the HTTP API, the
+    /// console, the MCP management tools) may bind a directory; none by default, so
+    /// such grants bind no directory until the operator names one.
+    pub grant_dirs: Vec<PathBuf>,
 }
 
 impl ServeSettings {
@@ -431,6 +440,8 @@ impl Default for Config {
                 max_calls: DEFAULT_MAX_SERVE_CALLS,
                 max_queue: DEFAULT_MAX_SERVE_QUEUE,
                 max_message_kb: DEFAULT_MAX_MESSAGE_KB,
+                manage: false,
+                grant_dirs: Vec::new(),
             },
             tools: ToolsSettings {
                 locale: Locale::En,

@@ -172,8 +172,8 @@ pub use error::{
     ValidationReport, Violation,
 };
 pub use host::{
-    Asking, DownloadProgress, Host, HostBuilder, LoadError, Published, RegistryInstall,
-    RegistryInstalled, Updated,
+    Asking, Change, DownloadProgress, GrantValue, Host, HostBuilder, LoadError, Operator,
+    Published, RegistryInstall, RegistryInstalled, SkillGrants, Updated,
 };
 pub use llm::config::probe as probe_llm;
 /// The local model: a GGUF file run in this process with candle (`EVO_LLM=local`, `evo

@@ -55,3 +55,21 @@ pub fn python_package_dir(python: &Path, module: &str) -> Option<PathBuf> {
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
         .filter(|dir| dir.is_dir())
 }
+
+/// Writes `bytes` to `path` whole or not at all: to a temporary file in the same
+/// directory (made if missing), then renamed over `path`.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> crate::Result<()> {
+    use crate::error::Error;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(Error::io_at(dir))?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(Error::io_at(dir))?;
+    std::io::Write::write_all(&mut file, bytes).map_err(Error::io_at(file.path()))?;
+    file.persist(path).map_err(|e| Error::Io {
+        path: path.to_owned(),
+        source: e.error,
+    })?;
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! `evo skill …`: run, install and inspect skills.
 
 mod author;
+mod grants;
 mod info;
 mod install;
 mod list;
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::args::{Grants, Sources};
+use super::args::{self, Grants, Sources};
 use super::{Failure, Globals};
 
 #[derive(Debug, Subcommand)]
@@ -142,6 +143,34 @@ pub(crate) enum SkillCommand {
         #[arg(long, short = 'n', default_value_t = 5)]
         limit: usize,
     },
+    /// Show what a skill asks for, its own entry in evo.toml ([grants.skill.NAME]) and
+    /// what it holds.
+    Grants {
+        /// The skill's name.
+        name: String,
+    },
+    /// Grant a skill more, by name: written to its own entry ([grants.skill.NAME]) in
+    /// evo.toml. A skill that asks gets what it asks for within its entry; a plain
+    /// component with no manifest gets all of it. A running `evo serve` is changed
+    /// through its API (POST /v1/skills/NAME/grants), not by this.
+    #[command(after_help = "Examples:\n  \
+        evo skill grant notes --allow-memory read-write\n  \
+        evo skill grant fs --dir ./docs::/data:ro\n  \
+        evo skill grant weather --allow-host https://api.weather.example --allow-secret WEATHER_KEY")]
+    Grant {
+        /// The skill's name.
+        name: String,
+        #[command(flatten)]
+        values: args::GrantFlags,
+    },
+    /// Take away what a skill was granted by name: the same flags as `grant`; a
+    /// directory by its guest path alone (`--dir /data`), `--allow-memory` with any level.
+    Revoke {
+        /// The skill's name.
+        name: String,
+        #[command(flatten)]
+        values: args::GrantFlags,
+    },
     /// Remove an installed skill.
     Uninstall {
         /// The skill's name.
@@ -242,6 +271,13 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             install::update_description(globals, &name, &description).await
         }
         SkillCommand::Uninstall { name } => install::uninstall(globals, &name).await,
+        SkillCommand::Grants { name } => grants::show(globals, &name).await,
+        SkillCommand::Grant { name, values } => {
+            grants::change(globals, &name, evo_host::Change::Grant, &values).await
+        }
+        SkillCommand::Revoke { name, values } => {
+            grants::change(globals, &name, evo_host::Change::Revoke, &values).await
+        }
         SkillCommand::Search { query, limit } => list::search(globals, &query, limit).await,
         SkillCommand::List {
             name,

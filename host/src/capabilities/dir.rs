@@ -164,6 +164,15 @@ impl Capability for Dirs {
         policy.dirs.extend(more.dirs.iter().cloned());
     }
 
+    fn revoke(&self, policy: &mut Policy, value: &str) -> Result<bool, String> {
+        let guest = value.split_once("::").map_or(value, |(_, guest)| guest);
+        let guest = guest.strip_suffix(":ro").unwrap_or(guest);
+        let guest = normalize_guest_path(guest)?;
+        let before = policy.dirs.len();
+        policy.dirs.retain(|d| d.guest != guest);
+        Ok(policy.dirs.len() < before)
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         for request in &requested.dirs {
             match self::grant(request, &policy.dirs) {

@@ -41,6 +41,10 @@ impl Capability for Exec {
 
     fn grant(&self, _: &RequestedCapabilities, _: &Policy, _: &mut Grant) {}
 
+    fn revoke(&self, policy: &mut Policy, _: &str) -> Result<bool, String> {
+        Ok(std::mem::take(&mut policy.exec))
+    }
+
     fn stand_in(&self, _: &Policy, _: &mut RequestedCapabilities, _: &mut Vec<String>) {}
 
     fn add(&self, policy: &mut Policy, more: &Policy) {

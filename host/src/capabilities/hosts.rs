@@ -60,6 +60,13 @@ impl Capability for Hosts {
         }
     }
 
+    fn revoke(&self, policy: &mut Policy, value: &str) -> Result<bool, String> {
+        let host = HostPattern::parse(value)?;
+        let before = policy.hosts.len();
+        policy.hosts.retain(|h| *h != host);
+        Ok(policy.hosts.len() < before)
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         for request in &requested.hosts {
             // The intersection: the request where the policy covers it, else the parts

@@ -46,6 +46,10 @@ impl Capability for Llm {
         policy.llm |= more.llm;
     }
 
+    fn revoke(&self, policy: &mut Policy, _: &str) -> Result<bool, String> {
+        Ok(std::mem::take(&mut policy.llm))
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         grant.llm = requested.llm && policy.llm;
         if requested.llm && !policy.llm {

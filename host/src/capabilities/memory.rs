@@ -56,6 +56,10 @@ impl Capability for Memory {
         policy.memory = policy.memory.max(more.memory);
     }
 
+    fn revoke(&self, policy: &mut Policy, _: &str) -> Result<bool, String> {
+        Ok(std::mem::take(&mut policy.memory) != MemoryAccess::None)
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         grant.memory = requested.memory.min(policy.memory);
         if grant.memory < requested.memory {

@@ -268,6 +268,11 @@ pub(crate) trait Capability: Sync {
     /// Adds to `policy` what `more` allows of it.
     fn add(&self, policy: &mut Policy, more: &Policy);
 
+    /// Takes out of `policy` what `value` names of it (a value of its flag; for a
+    /// directory its guest path is enough; `""` for a switch). Whether anything was
+    /// taken; the error is what is wrong with the value.
+    fn revoke(&self, policy: &mut Policy, value: &str) -> Result<bool, String>;
+
     /// Whether what `grant` holds of it reaches beyond the machine.
     fn open_world(&self, _grant: &Grant) -> bool {
         false

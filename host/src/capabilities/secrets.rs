@@ -68,6 +68,12 @@ impl Capability for Secrets {
         }
     }
 
+    fn revoke(&self, policy: &mut Policy, value: &str) -> Result<bool, String> {
+        let before = policy.secrets.len();
+        policy.secrets.retain(|s| s != value);
+        Ok(policy.secrets.len() < before)
+    }
+
     fn grant(&self, requested: &RequestedCapabilities, policy: &Policy, grant: &mut Grant) {
         for request in &requested.secrets {
             if policy.secrets.contains(&request.name) {

@@ -156,6 +156,8 @@ struct ServeFile {
     max_calls: Option<usize>,
     max_queue: Option<usize>,
     max_message_kb: Option<usize>,
+    manage: Option<bool>,
+    grant_dirs: Option<Vec<String>>,
 }
 
 /// Sets a field from the file when the key is there (checking the range, if given) and
@@ -408,6 +410,17 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, spans, f.max_calls => s.max_calls, "serve.max_calls", 1, 4_096);
         take!(noted, spans, f.max_queue => s.max_queue, "serve.max_queue", 0, 1 << 20);
         take!(noted, spans, f.max_message_kb => s.max_message_kb, "serve.max_message_kb", 1, 1 << 20);
+        take!(noted, f.manage => s.manage, "serve.manage");
+        if let Some(dirs) = f.grant_dirs {
+            let base = path.parent().unwrap_or(Path::new("."));
+            s.grant_dirs = dirs
+                .iter()
+                .map(|dir| {
+                    grant_root(base, dir).map_err(|why| spans.invalid("serve.grant_dirs", why))
+                })
+                .collect::<Result<_>>()?;
+            noted.push("serve.grant_dirs");
+        }
     }
     if let Some(f) = file.registries {
         if let Some(hosts) = f.insecure {
@@ -549,6 +562,19 @@ fn grant(
         noted.push(key);
     }
     Ok(noted)
+}
+
+/// A `[serve] grant_dirs` entry: a directory that exists (relative to the file's),
+/// canonical, so that what is below it is decided on real paths.
+fn grant_root(base: &Path, entry: &str) -> std::result::Result<PathBuf, String> {
+    let path = base.join(entry);
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}; name a directory that exists", path.display()))?;
+    if !canonical.is_dir() {
+        return Err(format!("{} is not a directory", path.display()));
+    }
+    Ok(canonical)
 }
 
 /// A `[tools] toolchains` entry: `~/…` is the home directory; the result must be an

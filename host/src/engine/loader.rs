@@ -12,7 +12,7 @@
 //! out, so a skill written in the public Agent Skills format loads as it is.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::{Value, json};
 
@@ -40,7 +40,9 @@ use crate::skill::registry::RegisteredSkill;
 #[derive(Debug, Clone)]
 pub struct Loader {
     wasm: Option<WasmEngine>,
-    policy: Policy,
+    /// The grant policy, shared by every clone: a change (a grant made on a running
+    /// host) is seen by the next load.
+    policy: Arc<RwLock<Arc<Policy>>>,
     #[cfg(feature = "native")]
     native: NativeSandbox,
 }
@@ -56,7 +58,7 @@ impl Default for Loader {
     fn default() -> Self {
         Self {
             wasm: None,
-            policy: Policy::default(),
+            policy: Arc::default(),
             #[cfg(feature = "native")]
             native: NativeSandbox::new(std::env::temp_dir(), NativeConfig::default()),
         }
@@ -72,8 +74,22 @@ impl Loader {
     /// Loads Wasm skills with `engine`, granting capabilities within `policy`.
     pub fn with_wasm(mut self, engine: WasmEngine, policy: Policy) -> Self {
         self.wasm = Some(engine);
-        self.policy = policy;
+        self.policy = Arc::new(RwLock::new(Arc::new(policy)));
         self
+    }
+
+    /// The grant policy now.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the grant policy (for every clone of this loader): loads after it grant
+    /// within `policy`; skills loaded before keep what they were granted.
+    pub fn set_policy(&self, policy: Policy) {
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
     }
 
     /// Runs native skills in `sandbox` (its limits, launcher and concurrency slots).
@@ -97,7 +113,7 @@ impl Loader {
     /// Loads a `.wasm` component file.
     pub async fn load_wasm_file(&self, path: &Path) -> Result<WasmSkill> {
         match &self.wasm {
-            Some(engine) => engine.load_file(path, &self.policy).await,
+            Some(engine) => engine.load_file(path, &self.policy()).await,
             None => Err(Error::Engine(format!(
                 "{}: this host was set up without the Wasm engine",
                 path.display()
@@ -109,7 +125,7 @@ impl Loader {
     /// functions are skills (with no capabilities: a bare file has no manifest).
     pub async fn load_any_wasm_file(&self, path: &Path) -> Result<WasmFile> {
         match &self.wasm {
-            Some(engine) => engine.load_any_file(path, || Ok(None), &self.policy).await,
+            Some(engine) => engine.load_any_file(path, || Ok(None), &self.policy()).await,
             None => Err(Error::Engine(format!(
                 "{}: this host was set up without the Wasm engine",
                 path.display()
@@ -202,7 +218,7 @@ impl Loader {
                         raw.name.get_or_insert_with(|| super::wasm::component_name(&label));
                         Ok(Some(raw))
                     };
-                    engine.load_any_file(&wasm, sidecar, &self.policy).await?
+                    engine.load_any_file(&wasm, sidecar, &self.policy()).await?
                 }
                 None => return Err(Error::Engine(format!(
                     "{}: this host was set up without the Wasm engine",
@@ -288,7 +304,7 @@ impl Loader {
                 Arc::new(crate::engine::service::ServiceExecutor::new(
                     &meta,
                     spec,
-                    &self.policy,
+                    &self.policy(),
                 ))
             }
             #[cfg(not(feature = "native"))]
@@ -309,7 +325,7 @@ impl Loader {
                 );
                 let grant = crate::capabilities::Grant::new(
                     &meta.capabilities,
-                    self.policy.for_skill(&meta.name),
+                    self.policy().for_skill(&meta.name),
                 );
                 Arc::new(
                     NativeExecutor::new(

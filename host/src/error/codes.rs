@@ -94,6 +94,7 @@ impl Error {
             Self::Embedding { .. } => "EMBEDDING_ERROR",
             Self::Config { .. } => "CONFIG_INVALID",
             Self::Secret { code, .. }
+            | Self::Grant { code, .. }
             | Self::Registry { code, .. }
             | Self::Remote { code, .. }
             | Self::Authoring { code, .. } => code,
@@ -158,6 +159,7 @@ impl Error {
                 | Self::NameTaken { .. }
                 | Self::Template { .. }
                 | Self::Config { .. }
+                | Self::Grant { .. }
                 | Self::LlmNotConfigured
                 | Self::LocalModel { .. }
                 | Self::ModelNotAllowed { .. }
@@ -268,6 +270,17 @@ impl Error {
                 "see what it now asks for with `evo skill info NAME`, then `evo skill install --overwrite` if you accept it"
             }
             Self::Registry { code, .. } => registry_hint(code),
+            Self::Grant { code, .. } => match *code {
+                "GRANT_OUTSIDE" => {
+                    "grant a directory below one of [serve] grant_dirs in the server's evo.toml, or ask its operator to add one"
+                }
+                "NOT_GRANTED" => {
+                    "`evo skill grants NAME` (or GET /v1/skills/NAME/grants) shows what the skill's entry holds"
+                }
+                _ => {
+                    "a grant is dirs (HOST::GUEST[:ro]), hosts ([scheme://]host[:port]), secrets (a name), memory (read or read-write) or llm"
+                }
+            },
             Self::Config { .. } => {
                 "fix the value at that line and key; `evo doctor` lists every other check once the file reads"
             }

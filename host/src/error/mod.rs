@@ -453,6 +453,18 @@ pub enum Error {
         transient: bool,
     },
 
+    /// A change to what a skill is granted (`evo skill grant`, the management API and
+    /// tools) was refused; nothing was changed.
+    #[error("{message}")]
+    Grant {
+        /// `GRANT_INVALID` (a value of no kind, or not one its kind takes),
+        /// `GRANT_OUTSIDE` (a directory outside those the operator lets be granted this
+        /// way) or `NOT_GRANTED` (a revocation of what the skill's entry does not hold).
+        code: &'static str,
+        /// What was refused, and why.
+        message: String,
+    },
+
     /// The configuration (`evo.toml`, an `EVO_*` variable) is not valid.
     #[error("{}{}{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default(), key.as_ref().map(|k| format!(", key {k}")).unwrap_or_default())]
     Config {

@@ -209,6 +209,7 @@ impl HostBuilder {
             }),
             storage,
             flushing: Mutex::new(()),
+            managing: tokio::sync::Mutex::new(()),
             changes: tokio::sync::watch::Sender::new(0),
             default_profile,
             follows_reindex,

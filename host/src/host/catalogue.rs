@@ -80,46 +80,65 @@ impl Host {
                 .remove(&dir);
         }
         for dir in changed {
-            let before = inner
-                .catalogue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&dir)
-                .map(|l| l.skills.clone())
-                .unwrap_or_default();
-            let skills = match inner.loader.load_package(&dir).await {
-                Ok(package) => package
-                    .skills
-                    .into_iter()
-                    .map(|skill| {
-                        let name = skill.meta.name.clone();
-                        self.registry().register(skill);
-                        tracing::info!(skill = %name, "loaded into the catalogue");
-                        name
-                    })
-                    .collect(),
-                Err(e) => {
-                    tracing::warn!("skipped {}: [{}] {e}", dir.display(), e.code());
-                    Vec::new()
-                }
-            };
-            for old in before.iter().filter(|old| !skills.contains(old)) {
-                self.registry().unregister(old);
-            }
-            inner
-                .catalogue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(
-                    dir.clone(),
-                    Loaded {
-                        stamp: stamp(&dir),
-                        skills,
-                    },
-                );
+            self.reload_dir(&dir).await;
         }
         self.changed();
         Ok(true)
+    }
+
+    /// Loads the skill directory `dir` again and puts what it holds now in the
+    /// catalogue in place of what it held (a skill that failed to load is left out,
+    /// with a warning).
+    pub(super) async fn reload_dir(&self, dir: &Path) {
+        let inner = &self.inner;
+        let before = inner
+            .catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(dir)
+            .map(|l| l.skills.clone())
+            .unwrap_or_default();
+        let skills = match inner.loader.load_package(dir).await {
+            Ok(package) => package
+                .skills
+                .into_iter()
+                .map(|skill| {
+                    let name = skill.meta.name.clone();
+                    self.registry().register(skill);
+                    tracing::info!(skill = %name, "loaded into the catalogue");
+                    name
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!("skipped {}: [{}] {e}", dir.display(), e.code());
+                Vec::new()
+            }
+        };
+        for old in before.iter().filter(|old| !skills.contains(old)) {
+            self.registry().unregister(old);
+        }
+        inner
+            .catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                dir.to_owned(),
+                Loaded {
+                    stamp: stamp(dir),
+                    skills,
+                },
+            );
+    }
+
+    /// The catalogue's directory that holds skill `name`.
+    pub(super) fn dir_of(&self, name: &str) -> Option<PathBuf> {
+        self.inner
+            .catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(_, loaded)| loaded.skills.iter().any(|s| s == name))
+            .map(|(dir, _)| dir.clone())
     }
 
     /// Ticks whenever the skills change (an install, an uninstall, a [`Host::refresh`]

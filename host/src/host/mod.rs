@@ -55,7 +55,7 @@ mod shared;
 mod tools;
 
 pub use builder::HostBuilder;
-pub use grants::Asking;
+pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
 pub use registry::{DownloadProgress, Published, RegistryInstall, RegistryInstalled, Updated};
 
 use catalogue::{Loaded, stamp};
@@ -99,6 +99,9 @@ struct Inner {
     /// Held through a statistics flush, so that a second flush (say, at shutdown)
     /// returns only once the counts the first one took are written.
     flushing: Mutex<()>,
+    /// Held through a change to what the host offers (a grant, a revocation), so that
+    /// two at once do not write evo.toml over each other.
+    managing: tokio::sync::Mutex<()>,
     /// Bumped whenever the skills change.
     changes: tokio::sync::watch::Sender<u64>,
     /// The profile of runs that name none (`[tools] profile`), resolved at build.
@@ -494,9 +497,10 @@ impl Host {
         &self.inner.config
     }
 
-    /// The standing grant policy.
-    pub fn grants(&self) -> &Policy {
-        &self.inner.config.grants
+    /// The grant policy now: the configuration's, with the grants and revocations
+    /// made on this host since ([`Host::grant`], [`Host::revoke`]).
+    pub fn grants(&self) -> Arc<Policy> {
+        self.inner.loader.policy()
     }
 
     /// The data directory.

@@ -13,7 +13,7 @@
 //! signer = "alice"              # the trusted key that signed it, if one did
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
@@ -90,16 +90,7 @@ impl Lock {
 
     /// Writes the lock file to `path` atomically (temp file, then rename).
     pub fn write(&self, path: &Path) -> Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(Error::io_at(dir))?;
-        let text = self.to_toml();
-        let mut file = tempfile::NamedTempFile::new_in(dir).map_err(Error::io_at(dir))?;
-        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(Error::io_at(file.path()))?;
-        file.persist(path).map_err(|e| Error::Io {
-            path: PathBuf::from(path),
-            source: e.error,
-        })?;
-        Ok(())
+        crate::paths::write_atomic(path, self.to_toml().as_bytes())
     }
 
     /// The file's text. TOML's basic strings escape as JSON's do, so each value is

@@ -206,16 +206,7 @@ impl SharedCatalogue {
 
     /// Writes [`Self::seen`] (atomically).
     pub fn save_seen(&self, seen: &BTreeSet<String>) -> Result<()> {
-        std::fs::create_dir_all(&self.root).map_err(Error::io_at(&self.root))?;
         let text: String = seen.iter().map(|name| format!("{name}\n")).collect();
-        let mut file =
-            tempfile::NamedTempFile::new_in(&self.root).map_err(Error::io_at(&self.root))?;
-        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(Error::io_at(file.path()))?;
-        let path = self.root.join(SEEN_FILE);
-        file.persist(&path).map_err(|e| Error::Io {
-            path,
-            source: e.error,
-        })?;
-        Ok(())
+        crate::paths::write_atomic(&self.root.join(SEEN_FILE), text.as_bytes())
     }
 }

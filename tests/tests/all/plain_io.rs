@@ -251,3 +251,96 @@ fn a_component_importing_what_the_host_lacks_is_refused_at_install_with_the_impo
     let out = evo(&home, &["skill", "list"]);
     assert!(!stdout(&out).contains("needy"), "{}", stdout(&out));
 }
+
+/// `evo skill grant`, `revoke` and `grants` on an installed component with no manifest:
+/// what is granted by name is written to its own entry of evo.toml, the next run has it,
+/// a revocation takes it away, and every change is a row of the security log.
+#[test]
+fn granting_by_name_reaches_an_installed_component_and_revoking_takes_it_away() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "the plan").unwrap();
+    let dir = component_dir(root.path(), None);
+    let home = root.path().join("home");
+    let installed = evo(&home, &["skill", "install", &dir.display().to_string()]);
+    assert!(installed.status.success(), "{}", stderr(&installed));
+    let input = json!({ "path": "/data/notes.txt" });
+    let bind = format!("{}::/data:ro", data.display());
+    assert!(
+        run(&home, "io__read-file", &input, &[]).is_err(),
+        "nothing granted yet"
+    );
+
+    let out = evo(&home, &["--json", "skill", "grant", "io", "--dir", &bind]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (shown["asking"].as_str(), shown["keptUnder"].as_str()),
+        (Some("by-name"), Some("io"))
+    );
+    assert_eq!(shown["granted"]["dirs"][0]["guest"], "/data", "{shown}");
+    let config = std::fs::read_to_string(home.join("evo.toml")).unwrap();
+    assert!(config.contains("[grants.skill.io]\ndirs = ["), "{config}");
+    assert_eq!(
+        run(&home, "io__read-file", &input, &[]).unwrap(),
+        json!("the plan")
+    );
+
+    // Bad input is coded and changes nothing.
+    for (args, code) in [
+        (
+            vec!["skill", "revoke", "io", "--dir", "/elsewhere"],
+            "NOT_GRANTED",
+        ),
+        (
+            vec!["skill", "grant", "io", "--allow-exec"],
+            "GRANT_INVALID",
+        ),
+        (
+            vec!["skill", "grant", "nosuch", "--allow-llm"],
+            "SKILL_NOT_FOUND",
+        ),
+        (
+            vec!["skill", "grant", "io", "--dir", "/no/such/dir::/x"],
+            "GRANT_INVALID",
+        ),
+    ] {
+        let out = evo(&home, &args);
+        assert!(
+            !out.status.success() && stderr(&out).contains(&format!("error[{code}]")),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join("evo.toml")).unwrap(),
+        config
+    );
+
+    let out = evo(&home, &["skill", "revoke", "io", "--dir", "/data"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(run(&home, "io__read-file", &input, &[]).is_err(), "revoked");
+    let out = evo(&home, &["skill", "grants", "io"]);
+    assert!(
+        stdout(&out).contains("entry:      none ([grants.skill.io]); nothing reaches it"),
+        "{}",
+        stdout(&out)
+    );
+    let out = evo(
+        &home,
+        &["--json", "tool", "history", "--tool", "skill_grant"],
+    );
+    let history: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = history.as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["status"] == "success" && r["caller"] == "cli"),
+        "{history}"
+    );
+    assert!(
+        rows.iter().any(|r| r["status"] == "error"
+            && r["error"].as_str().unwrap_or("").contains("GRANT_INVALID")),
+        "a refusal is logged too: {history}"
+    );
+}
