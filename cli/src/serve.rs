@@ -32,6 +32,21 @@ pub(crate) struct ServeArgs {
     /// address.
     #[arg(long, env = "EVO_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     token: Option<String>,
+    /// The bearer token that also changes the server over HTTP and in the console:
+    /// install, uninstall, update, grant and revoke. Without it the API changes nothing.
+    /// Use a different value from --token.
+    #[arg(
+        long = "admin-token",
+        env = "EVO_ADMIN_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    admin_token: Option<String>,
+    /// Offer MCP clients the management tools (install from a registry, uninstall,
+    /// list, show and change a skill's grants, search registries); the user confirms
+    /// every change. Default: `serve.manage` in evo.toml.
+    #[arg(long)]
+    manage: bool,
     /// Also accept requests from web pages of ORIGIN (e.g. `https://app.example.com`);
     /// loopback pages are always accepted. Repeat for more.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
@@ -57,6 +72,15 @@ pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failu
             },
         );
     }
+    if serve.manage {
+        config.serve.manage = true;
+        config.set_source(
+            "serve.manage",
+            evo_host::config::Source::Flag {
+                flag: "--manage".into(),
+            },
+        );
+    }
     let host = args::host_with(config, globals).await?;
     let shared = Shared::new(host);
     match serve.http {
@@ -75,8 +99,16 @@ pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failu
             let options = HttpOptions {
                 addr,
                 token: serve.token.filter(|t| !t.is_empty()),
+                admin_token: serve.admin_token.filter(|t| !t.is_empty()),
                 allowed_origins: serve.allow_origins,
             };
+            if options.admin_token.is_some() && options.admin_token == options.token {
+                return Err(Failure::usage(
+                    "INVALID_ARGUMENT",
+                    "--admin-token is the same as --token: whoever may call skills could also install and grant".into(),
+                    Some("give the admin token a value of its own, e.g. $(openssl rand -hex 32)"),
+                ));
+            }
             http(shared, options).await
         }
     }

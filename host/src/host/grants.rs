@@ -225,7 +225,7 @@ impl Host {
 
     /// Writes a change to what the host offers (or its refusal) to the security log:
     /// the `evo::security` target and a row of the call history under `tool`, by `who`.
-    pub(super) fn audit(&self, tool: &str, who: &str, arguments: Value, result: Result<(), &Error>) {
+    pub(crate) fn audit(&self, tool: &str, who: &str, arguments: Value, result: Result<(), &Error>) {
         let (status, error, hint) = match result {
             Ok(()) => (Status::Success, None, None),
             Err(e) => {

@@ -24,11 +24,10 @@ use super::http::failure;
 
 #[derive(Debug, Clone)]
 pub(super) struct Gate {
-    /// SHA-256 of the token, so comparing takes the same time whatever its length.
-    token: Option<[u8; 32]>,
-    /// The console's sign-in cookie value for the token (derived from it, see
-    /// [`session_of`]), and its SHA-256.
-    session: Option<(String, [u8; 32])>,
+    /// The token that calls skills (`--token`), if requests must carry one.
+    call: Option<Credential>,
+    /// The token that also changes the server (`--admin-token`): installs, grants.
+    admin: Option<Credential>,
     origins: Arc<Vec<String>>,
     /// Bound to loopback: the `Host` header must name loopback too.
     loopback: bool,
@@ -37,22 +36,56 @@ pub(super) struct Gate {
     cookie: String,
 }
 
+/// One token: its SHA-256, so comparing takes the same time whatever its length, and
+/// the console's sign-in cookie value for it (derived from it, see [`session_of`]) with
+/// that value's SHA-256.
+#[derive(Debug, Clone)]
+struct Credential {
+    token: [u8; 32],
+    session: String,
+    session_hash: [u8; 32],
+}
+
+impl Credential {
+    fn new(token: &str) -> Self {
+        let session = session_of(token);
+        Self {
+            token: Sha256::digest(token.as_bytes()).into(),
+            session_hash: Sha256::digest(session.as_bytes()).into(),
+            session,
+        }
+    }
+
+    /// Whether `headers` carry this token, or its sign-in cookie `cookie_name`.
+    fn carried_by(&self, headers: &HeaderMap, cookie_name: &str) -> bool {
+        same_hash(bearer(headers).unwrap_or(""), &self.token)
+            || cookie(headers, cookie_name).is_some_and(|c| same_hash(c, &self.session_hash))
+    }
+}
+
+/// What a request may do: call skills and read, or also change the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Scope {
+    /// Call skills and read what the server shows.
+    Call,
+    /// Also install, uninstall, update, grant and revoke.
+    Admin,
+}
+
 impl Gate {
     /// The checks for a server bound to loopback (`loopback`) or not on `port`, with
-    /// `token` and the browser `origins` it allows.
+    /// the `token` that calls, the `admin` token that also manages, and the browser
+    /// `origins` it allows.
     pub(super) fn new(
         token: Option<&str>,
+        admin: Option<&str>,
         origins: Vec<String>,
         loopback: bool,
         port: u16,
     ) -> Self {
         Self {
-            token: token.map(|t| Sha256::digest(t.as_bytes()).into()),
-            session: token.map(|t| {
-                let session = session_of(t);
-                let hash = Sha256::digest(session.as_bytes()).into();
-                (session, hash)
-            }),
+            call: token.map(Credential::new),
+            admin: admin.map(Credential::new),
             origins: Arc::new(origins),
             loopback,
             cookie: format!("evo_console_{port}"),
@@ -64,29 +97,42 @@ impl Gate {
         &self.cookie
     }
 
-    /// Whether requests must carry the token.
+    /// Whether the console has a sign-in: some token is set.
     pub(super) fn has_token(&self) -> bool {
-        self.token.is_some()
+        self.call.is_some() || self.admin.is_some()
     }
 
-    /// The sign-in cookie's value when `token` is this server's.
+    /// The sign-in cookie's value when `token` is one of this server's.
     pub(super) fn session_for(&self, token: &str) -> Option<String> {
-        let (expected, session) = (self.token.as_ref()?, self.session.as_ref()?);
-        same_hash(token, expected).then(|| session.0.clone())
+        [&self.admin, &self.call]
+            .into_iter()
+            .flatten()
+            .find(|c| same_hash(token, &c.token))
+            .map(|c| c.session.clone())
     }
 
-    /// Whether `request` carries the token or the sign-in cookie (always, without a
-    /// token).
-    fn admits(&self, headers: &HeaderMap) -> bool {
-        let Some(expected) = &self.token else {
-            return true;
-        };
-        if same_hash(bearer(headers).unwrap_or(""), expected) {
-            return true;
+    /// What `headers` let a request do: the admin token (or its cookie) manages; the
+    /// call token (or its cookie), or nothing when the server has no call token, calls;
+    /// `None` when a token is needed and missing or wrong.
+    fn scope(&self, headers: &HeaderMap) -> Option<Scope> {
+        if self
+            .admin
+            .as_ref()
+            .is_some_and(|a| a.carried_by(headers, &self.cookie))
+        {
+            return Some(Scope::Admin);
         }
-        let session = self.session.as_ref().map(|(_, hash)| hash);
-        session
-            .is_some_and(|hash| cookie(headers, &self.cookie).is_some_and(|c| same_hash(c, hash)))
+        match &self.call {
+            None => Some(Scope::Call),
+            Some(call) => call
+                .carried_by(headers, &self.cookie)
+                .then_some(Scope::Call),
+        }
+    }
+
+    /// Whether the server has an admin token at all.
+    pub(super) fn manages(&self) -> bool {
+        self.admin.is_some()
     }
 }
 
@@ -182,30 +228,57 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
             );
         }
     }
-    if !gate.admits(request.headers()) {
-        let path = request.uri().path();
-        if super::console::is_public(path) {
-            return next.run(request).await;
-        }
-        if request.method() == axum::http::Method::GET && super::console::is_page(path) {
-            let wanted = request.uri().path_and_query().map_or(path, |p| p.as_str());
-            return super::console::login_page(StatusCode::UNAUTHORIZED, wanted, None);
-        }
-        let mut response = failure(
-            StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
-            "a valid bearer token is required".into(),
-            Some(
-                "send `Authorization: Bearer <token>` with the token `evo serve` was given (--token or EVO_TOKEN); in a browser, sign in at /login",
-            ),
-        );
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            header::HeaderValue::from_static("Bearer"),
-        );
-        return response;
+    let mut request = request;
+    if let Some(scope) = gate.scope(request.headers()) {
+        request.extensions_mut().insert(scope);
+        return next.run(request).await;
     }
-    next.run(request).await
+    let path = request.uri().path();
+    if super::console::is_public(path) {
+        return next.run(request).await;
+    }
+    if request.method() == axum::http::Method::GET && super::console::is_page(path) {
+        let wanted = request.uri().path_and_query().map_or(path, |p| p.as_str());
+        return super::console::login_page(StatusCode::UNAUTHORIZED, wanted, None);
+    }
+    let mut response = failure(
+        StatusCode::UNAUTHORIZED,
+        "UNAUTHORIZED",
+        "a valid bearer token is required".into(),
+        Some(
+            "send `Authorization: Bearer <token>` with the token `evo serve` was given (--token or EVO_TOKEN); in a browser, sign in at /login",
+        ),
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    response
+}
+
+/// Before a route that changes the server: the request must carry the admin token
+/// (403 otherwise, saying how to get one).
+pub(super) async fn admin_only(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if request.extensions().get::<Scope>() == Some(&Scope::Admin) {
+        return next.run(request).await;
+    }
+    let (message, hint) = if gate.manages() {
+        (
+            "this route changes the server and needs the admin token; the token sent only calls skills",
+            "send `Authorization: Bearer <admin token>` (the one `evo serve` was given with --admin-token or EVO_ADMIN_TOKEN); in the console, sign in with it",
+        )
+    } else {
+        (
+            "this server takes no changes over HTTP: it was started without an admin token",
+            "start it with --admin-token (or EVO_ADMIN_TOKEN) to install, uninstall, update, grant and revoke through the API and the console",
+        )
+    };
+    failure(
+        StatusCode::FORBIDDEN,
+        "ADMIN_REQUIRED",
+        message.into(),
+        Some(hint),
+    )
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

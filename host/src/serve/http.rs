@@ -48,6 +48,9 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// The bearer token every request must carry; required for a non-loopback bind.
     pub token: Option<String>,
+    /// The token that also changes the server (install, uninstall, update, grant,
+    /// revoke); without one, the API changes nothing.
+    pub admin_token: Option<String>,
     /// Browser origins allowed besides loopback ones (`https://app.example.com`).
     pub allowed_origins: Vec<String>,
 }
@@ -157,7 +160,17 @@ pub fn router(
         Arc::new(sessions),
         config,
     );
-    let gate = Gate::new(options.token.as_deref(), origins, loopback, bound.port());
+    let gate = Gate::new(
+        options.token.as_deref(),
+        options.admin_token.as_deref(),
+        origins,
+        loopback,
+        bound.port(),
+    );
+    let manage = super::manage::router(&shared).route_layer(axum::middleware::from_fn_with_state(
+        gate.clone(),
+        gate::admin_only,
+    ));
     Router::new()
         .route("/v1/health", get(health))
         .route("/metrics", get(metrics))
@@ -174,6 +187,7 @@ pub fn router(
         .route("/v1/memory/logs/{day}", get(super::memory::log))
         .route("/v1/agent/run", post(agent_run))
         .route(crate::remote::protocol::PATH, get(super::ws::upgrade))
+        .merge(manage)
         .with_state(shared.clone())
         .merge(super::console::router(gate.clone()))
         .nest_service("/mcp", mcp)
@@ -208,10 +222,23 @@ fn status_of(error: &Error) -> StatusCode {
         Error::SkillNotFound { .. } | Error::ToolNotFound { .. } => StatusCode::NOT_FOUND,
         Error::Validation(_) if error.is_bad_input() => StatusCode::UNPROCESSABLE_ENTITY,
         Error::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        Error::Registry { code, .. } => match *code {
+            "ARTIFACT_TOO_LARGE" => StatusCode::PAYLOAD_TOO_LARGE,
+            // This server's trust refuses what the registry holds.
+            "SIGNATURE_REQUIRED" | "SIGNATURE_UNTRUSTED" => StatusCode::FORBIDDEN,
+            "ARTIFACT_NOT_FOUND" => StatusCode::NOT_FOUND,
+            "TAG_MOVED" => StatusCode::CONFLICT,
+            "REGISTRY_UNREACHABLE" | "REGISTRY_AUTH" | "REGISTRY_ERROR" => StatusCode::BAD_GATEWAY,
+            _ => StatusCode::BAD_REQUEST,
+        },
         // The server's configuration, not the request: the same request works on a node
         // with a model.
         Error::LlmNotConfigured => StatusCode::SERVICE_UNAVAILABLE,
-        Error::ModelNotAllowed { .. } => StatusCode::FORBIDDEN,
+        Error::ModelNotAllowed { .. }
+        | Error::Grant {
+            code: "GRANT_OUTSIDE",
+            ..
+        } => StatusCode::FORBIDDEN,
         Error::Remote { code, .. } => match *code {
             "SKILL_TIMEOUT" => StatusCode::GATEWAY_TIMEOUT,
             "REMOTE_UNAVAILABLE" => StatusCode::BAD_GATEWAY,

@@ -30,6 +30,7 @@ mod confirm;
 mod console;
 mod gate;
 pub mod http;
+mod manage;
 mod mcp;
 mod memory;
 mod notify;

@@ -26,6 +26,83 @@ pub struct ErrorBody {
     pub intermediate_steps: Vec<StepTrace>,
 }
 
+/// `POST /v1/skills` with a JSON body: install from a registry.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstallRequest {
+    /// `oci://REGISTRY/REPOSITORY:TAG` or `…@sha256:DIGEST`.
+    pub reference: String,
+    /// Replace an installed skill of the same name.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// `POST /v1/skills` with a component or ZIP body: its query.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct InstallQuery {
+    /// The file's name (`fs.wasm`): a component is named after it.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Replace an installed skill of the same name.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// `GET /v1/installed`: filters and paging.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct InstalledQuery {
+    /// Names containing this.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Page, from 1.
+    #[serde(default)]
+    pub page: Option<usize>,
+    /// Page size.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// What to grant a skill (`POST /v1/skills/{name}/grants`) or revoke from it
+/// (`…/grants/revoke`), with the keys and values of `[grants]` in evo.toml.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantValues {
+    /// Directories, `HOST::GUEST` or `HOST::GUEST:ro` (to revoke, the guest path is
+    /// enough). A host directory must be below one of the server's `[serve] grant_dirs`.
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    /// Outbound HTTP origins, `[scheme://]host[:port]`.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Secrets by name, put into the skill's requests to its granted hosts.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    /// Memory access: `read` or `read-write` (to revoke, any value).
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// The language model.
+    #[serde(default)]
+    pub llm: bool,
+}
+
+impl GrantValues {
+    /// Each value, as the host takes them.
+    pub fn to_values(&self) -> Vec<crate::host::GrantValue> {
+        let one = |kind: &str, value: &str| crate::host::GrantValue {
+            kind: kind.to_owned(),
+            value: value.to_owned(),
+        };
+        let mut values: Vec<_> = self.dirs.iter().map(|v| one("dirs", v)).collect();
+        values.extend(self.hosts.iter().map(|v| one("hosts", v)));
+        values.extend(self.secrets.iter().map(|v| one("secrets", v)));
+        values.extend(self.memory.iter().map(|v| one("memory", v)));
+        if self.llm {
+            values.push(one("llm", ""));
+        }
+        values
+    }
+}
+
 /// `GET /v1/health`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Health {
@@ -386,6 +463,11 @@ pub fn openapi_document() -> Value {
     add("Stats", generator.subschema_for::<Stats>());
     add("LogDays", generator.subschema_for::<LogDays>());
     add("DailyLog", generator.subschema_for::<DailyLog>());
+    add(
+        "InstallRequest",
+        generator.subschema_for::<InstallRequest>(),
+    );
+    add("GrantValues", generator.subschema_for::<GrantValues>());
     let schemas = generator.take_definitions(true);
     let r = |name: &str| json!({ "$ref": format!("#/components/schemas/{name}") });
     let error = |description: &str| json!({ "description": description, "content": { "application/json": { "schema": r("ErrorBody") } } });
@@ -416,8 +498,43 @@ pub fn openapi_document() -> Value {
         "security": [{ "bearer": [] }],
         "paths": {
             "/v1/health": { "get": { "summary": "Whether the server is up and reaches its storage", "responses": { "200": ok(r("Health")), "503": { "description": "Draining (stopping), or the shared storage does not answer", "content": { "application/json": { "schema": r("Health") } } } } } },
-            "/v1/skills": { "get": { "summary": "The served skills", "responses": { "200": ok(json!({ "type": "array", "items": r("SkillSummary") })), "401": error("No valid token") } } },
-            "/v1/skills/{name}": { "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillDetail")), "404": error("SKILL_NOT_FOUND") } } },
+            "/v1/skills": {
+                "get": { "summary": "The served skills", "responses": { "200": ok(json!({ "type": "array", "items": r("SkillSummary") })), "401": error("No valid token") } },
+                "post": {
+                    "summary": "Installs a skill (admin token): a registry reference as JSON, or a component (application/wasm) or skill ZIP (application/zip) as the body, named by ?file=NAME.wasm; ?overwrite=true replaces one of the same name. Answers what was installed: its name, digest, what it asks for, and for a registry its source and signer",
+                    "parameters": [
+                        { "name": "file", "in": "query", "required": false, "schema": { "type": "string" } },
+                        { "name": "overwrite", "in": "query", "required": false, "schema": { "type": "boolean" } }
+                    ],
+                    "requestBody": { "required": true, "content": {
+                        "application/json": { "schema": r("InstallRequest") },
+                        "application/wasm": { "schema": { "type": "string", "format": "binary" } },
+                        "application/zip": { "schema": { "type": "string", "format": "binary" } }
+                    } },
+                    "responses": {
+                        "201": { "description": "Installed", "content": { "application/json": { "schema": { "type": "object" } } } },
+                        "400": error("Bad input: INVALID_REFERENCE, INVALID_SKILL_STRUCTURE, SKILL_ALREADY_EXISTS, SKILL_NAME_TAKEN, SIGNATURE_REQUIRED, …"),
+                        "403": error("ADMIN_REQUIRED"),
+                        "413": error("MESSAGE_TOO_LARGE: over the largest component the server installs"),
+                        "415": error("Not JSON, a component or a ZIP")
+                    }
+                }
+            },
+            "/v1/skills/{name}": {
+                "get": { "summary": "One skill", "parameters": name, "responses": { "200": ok(r("SkillDetail")), "404": error("SKILL_NOT_FOUND") } },
+                "delete": { "summary": "Uninstalls a skill (admin token); with shared storage, on every node", "parameters": name, "responses": { "200": ok(json!({ "type": "object" })), "403": error("ADMIN_REQUIRED"), "404": error("SKILL_NOT_FOUND") } }
+            },
+            "/v1/skills/{name}/update": { "post": { "summary": "Follows the tag a skill was installed from (admin token): { name, reference, from, to, signer, moved }", "parameters": name, "responses": { "200": ok(json!({ "type": "object" })), "400": error("NOT_FROM_REGISTRY, SIGNATURE_REQUIRED, …"), "403": error("ADMIN_REQUIRED") } } },
+            "/v1/skills/{name}/grants": {
+                "get": { "summary": "What a skill asks for, its own entry ([grants.skill.NAME]) and what it holds (admin token)", "parameters": name, "responses": { "200": ok(json!({ "type": "object" })), "403": error("ADMIN_REQUIRED"), "404": error("SKILL_NOT_FOUND") } },
+                "post": { "summary": "Grants a skill more by name (admin token), written to [grants.skill.NAME] of the server's evo.toml; its next call has it", "parameters": name, "requestBody": { "required": true, "content": { "application/json": { "schema": r("GrantValues") } } }, "responses": { "200": ok(json!({ "type": "object" })), "400": error("GRANT_INVALID, GRANT_OUTSIDE"), "403": error("ADMIN_REQUIRED"), "404": error("SKILL_NOT_FOUND") } }
+            },
+            "/v1/skills/{name}/grants/revoke": { "post": { "summary": "Takes away what a skill was granted by name (admin token)", "parameters": name, "requestBody": { "required": true, "content": { "application/json": { "schema": r("GrantValues") } } }, "responses": { "200": ok(json!({ "type": "object" })), "400": error("GRANT_INVALID, NOT_GRANTED"), "403": error("ADMIN_REQUIRED"), "404": error("SKILL_NOT_FOUND") } } },
+            "/v1/installed": { "get": { "summary": "The installed skills with where each came from: registry reference, manifest digest, signer (admin token)", "parameters": [
+                { "name": "name", "in": "query", "required": false, "schema": { "type": "string" } },
+                { "name": "page", "in": "query", "required": false, "schema": { "type": "integer" } },
+                { "name": "limit", "in": "query", "required": false, "schema": { "type": "integer" } }
+            ], "responses": { "200": ok(json!({ "type": "object" })), "403": error("ADMIN_REQUIRED") } } },
             "/v1/skills/{name}/call": { "post": {
                 "summary": "Calls a skill with its input (`?events=true` also returns what the call reported as it ran)",
                 "parameters": [name[0].clone(), json!({ "name": "events", "in": "query", "required": false, "schema": { "type": "boolean" } })],

@@ -33,6 +33,7 @@ mod kernel;
 mod layering;
 mod llm;
 mod local_model;
+mod manage;
 mod mcp_confirm;
 mod memory;
 mod metrics;

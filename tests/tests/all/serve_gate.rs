@@ -20,6 +20,13 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/skills"),
     ("GET", "/v1/skills/calculate"),
     ("POST", "/v1/skills/calculate/call"),
+    ("POST", "/v1/skills"),
+    ("DELETE", "/v1/skills/calculate"),
+    ("POST", "/v1/skills/calculate/update"),
+    ("GET", "/v1/skills/calculate/grants"),
+    ("POST", "/v1/skills/calculate/grants"),
+    ("POST", "/v1/skills/calculate/grants/revoke"),
+    ("GET", "/v1/installed"),
     ("POST", "/v1/memory/search"),
     ("POST", "/v1/agent/run"),
     ("GET", "/v1/ws"),
@@ -210,7 +217,7 @@ fn refusals_below_the_handlers_have_the_api_error_shape() {
         "{err}"
     );
 
-    let (status, err) = raw(&server.base, "DELETE", "/v1/skills", host, "");
+    let (status, err) = raw(&server.base, "DELETE", "/v1/calls", host, "");
     assert_eq!(
         (status, err["code"].as_str()),
         (405, Some("METHOD_NOT_ALLOWED")),

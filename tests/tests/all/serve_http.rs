@@ -191,6 +191,10 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         "/v1/agent/run",
         "/v1/calls",
         "/v1/calls/live",
+        "/v1/skills/{name}/update",
+        "/v1/skills/{name}/grants",
+        "/v1/skills/{name}/grants/revoke",
+        "/v1/installed",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} documented");
     }

@@ -1,0 +1,373 @@
+//! Managing a running `evo serve` over the wire: installing from the loopback registry
+//! and from an upload, granting and revoking by name, updating and uninstalling,
+//! through the HTTP API with the admin token, and what is refused (no admin token, a
+//! directory outside `[serve] grant_dirs`, an upload over the cap, an unsigned artifact
+//! under `require_signature`), each leaving the server as it was.
+
+use std::path::Path;
+
+use evo_tests::cli::HttpServer;
+use evo_tests::skills;
+use serde_json::{Value, json};
+
+use crate::registry::{home, ok, open};
+
+const CALL: &str = "call-token-0123456789abcdef";
+const ADMIN: &str = "admin-token-0123456789abcdef";
+
+/// A request with the token `token` (none for `""`): (status, body as JSON or text).
+fn request(method: &str, url: &str, token: &str, kind: &str, body: &[u8]) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let bearer = format!("Bearer {token}");
+    let response = match method {
+        "GET" => {
+            let mut r = agent.get(url);
+            if !token.is_empty() {
+                r = r.header("authorization", &bearer);
+            }
+            r.call()
+        }
+        "DELETE" => {
+            let mut r = agent.delete(url);
+            if !token.is_empty() {
+                r = r.header("authorization", &bearer);
+            }
+            r.call()
+        }
+        _ => {
+            let mut r = agent.post(url).header("content-type", kind);
+            if !token.is_empty() {
+                r = r.header("authorization", &bearer);
+            }
+            r.send(body)
+        }
+    }
+    .unwrap();
+    let status = response.status().as_u16();
+    let text = response.into_body().read_to_string().unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn post_json(url: &str, token: &str, body: &Value) -> (u16, Value) {
+    request(
+        "POST",
+        url,
+        token,
+        "application/json",
+        body.to_string().as_bytes(),
+    )
+}
+
+fn read_file(base: &str, skill: &str) -> (u16, Value) {
+    post_json(
+        &format!("{base}/v1/skills/{skill}/call"),
+        CALL,
+        &json!({ "path": "/data/notes.txt" }),
+    )
+}
+
+/// Publishes the plain-io component (no manifest: it asks for nothing) to the open
+/// registry; its reference.
+fn published(home: &Path, tag: &str) -> String {
+    let reference = format!("oci://{}/manage/io:{tag}", open());
+    ok(home, &["skill", "publish", skills::PLAIN_IO, &reference]);
+    reference
+}
+
+#[test]
+fn the_admin_token_installs_grants_revokes_and_uninstalls_over_http_and_nothing_else_does() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "the plan").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let home = home(&format!(
+        "[serve]\ngrant_dirs = [{:?}]\n[engine]\nmax_component_mb = 1\n",
+        root.path().display().to_string()
+    ));
+    let reference = published(home.path(), "v1");
+    let server = HttpServer::start(home.path(), &["--token", CALL, "--admin-token", ADMIN]);
+    let base = &server.base;
+    let install = json!({ "reference": reference });
+
+    // The token that calls does not change the server; no token is not let in at all.
+    let (status, body) = post_json(&format!("{base}/v1/skills"), CALL, &install);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("ADMIN_REQUIRED")),
+        "{body}"
+    );
+    let (status, _) = post_json(&format!("{base}/v1/skills"), "", &install);
+    assert_eq!(status, 401);
+    let (status, body) = request(
+        "GET",
+        &format!("{base}/v1/skills/calculate/grants"),
+        CALL,
+        "",
+        b"",
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("ADMIN_REQUIRED")),
+        "{body}"
+    );
+
+    // Installed from the registry: listed and callable at once, with nothing granted.
+    let (status, body) = post_json(&format!("{base}/v1/skills"), ADMIN, &install);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["name"], "io");
+    assert!(
+        body["source"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:"),
+        "{body}"
+    );
+    let (status, body) = read_file(base, "io__read-file");
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (500, Some("SKILL_FAILED")),
+        "{body}"
+    );
+
+    // A directory outside [serve] grant_dirs is refused and nothing is written.
+    let config = std::fs::read_to_string(home.path().join("evo.toml")).unwrap();
+    let far = json!({ "dirs": [format!("{}::/data:ro", outside.path().display())] });
+    let (status, body) = post_json(&format!("{base}/v1/skills/io/grants"), ADMIN, &far);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("GRANT_OUTSIDE")),
+        "{body}"
+    );
+    for (bad, code) in [
+        (json!({ "dirs": ["/no/such::/data"] }), "GRANT_INVALID"),
+        (json!({ "hosts": ["not a host at all"] }), "GRANT_INVALID"),
+        (json!({}), "GRANT_INVALID"),
+    ] {
+        let (status, body) = post_json(&format!("{base}/v1/skills/io/grants"), ADMIN, &bad);
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (400, Some(code)),
+            "{bad}: {body}"
+        );
+    }
+    let (status, body) = post_json(
+        &format!("{base}/v1/skills/nosuch/grants"),
+        ADMIN,
+        &json!({ "llm": true }),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("SKILL_NOT_FOUND")),
+        "{body}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("evo.toml")).unwrap(),
+        config
+    );
+
+    // Granted by name: the next call sees the directory; revoked: it no longer does.
+    let grant = json!({ "dirs": [format!("{}::/data:ro", data.display())] });
+    let (status, body) = post_json(&format!("{base}/v1/skills/io/grants"), ADMIN, &grant);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (
+            body["asking"].as_str(),
+            body["granted"]["dirs"][0]["guest"].as_str()
+        ),
+        (Some("by-name"), Some("/data"))
+    );
+    let (status, body) = read_file(base, "io__read-file");
+    assert_eq!(
+        (status, &body["output"]),
+        (200, &json!("the plan")),
+        "{body}"
+    );
+    let config = std::fs::read_to_string(home.path().join("evo.toml")).unwrap();
+    assert!(config.contains("[grants.skill.io]"), "{config}");
+    let (status, body) = post_json(
+        &format!("{base}/v1/skills/io/grants/revoke"),
+        ADMIN,
+        &json!({ "dirs": ["/data"] }),
+    );
+    assert_eq!((status, &body["entry"]), (200, &Value::Null), "{body}");
+    let (status, _) = read_file(base, "io__read-file");
+    assert_eq!(status, 500, "revoked");
+    let (status, body) = post_json(
+        &format!("{base}/v1/skills/io/grants/revoke"),
+        ADMIN,
+        &json!({ "dirs": ["/data"] }),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("NOT_GRANTED")),
+        "{body}"
+    );
+
+    // An upload installs as a local file would, under the same cap.
+    let bytes = std::fs::read(skills::PLAIN_IO).unwrap();
+    let (status, body) = request(
+        "POST",
+        &format!("{base}/v1/skills?file=up.wasm"),
+        ADMIN,
+        "application/wasm",
+        &bytes,
+    );
+    assert_eq!((status, body["name"].as_str()), (201, Some("up")), "{body}");
+    let big = vec![0u8; (1 << 20) + 1];
+    let (status, body) = request(
+        "POST",
+        &format!("{base}/v1/skills?file=big.wasm"),
+        ADMIN,
+        "application/wasm",
+        &big,
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (413, Some("ARTIFACT_TOO_LARGE")),
+        "{body}"
+    );
+    let (status, body) = request(
+        "POST",
+        &format!("{base}/v1/skills?file=../x.wasm"),
+        ADMIN,
+        "application/wasm",
+        &bytes,
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("INVALID_INPUT")),
+        "{body}"
+    );
+    let (status, body) = request(
+        "POST",
+        &format!("{base}/v1/skills"),
+        ADMIN,
+        "text/plain",
+        b"hello",
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (415, Some("INVALID_INPUT")),
+        "{body}"
+    );
+
+    // Listed with where each came from; updated (the tag has not moved); uninstalled.
+    let (status, body) = request("GET", &format!("{base}/v1/installed"), ADMIN, "", b"");
+    assert_eq!(status, 200, "{body}");
+    let listed = body["skills"].as_array().unwrap();
+    let io = listed.iter().find(|s| s["name"] == "io").unwrap();
+    let bare = reference.strip_prefix("oci://").unwrap();
+    assert_eq!(io["source"]["reference"], bare, "{body}");
+    assert!(
+        listed
+            .iter()
+            .any(|s| s["name"] == "up" && s.get("source").is_none()),
+        "{body}"
+    );
+    let (status, body) = post_json(&format!("{base}/v1/skills/io/update"), ADMIN, &json!({}));
+    assert_eq!((status, &body["moved"]), (200, &json!(false)), "{body}");
+    for name in ["io", "up"] {
+        let (status, body) = request(
+            "DELETE",
+            &format!("{base}/v1/skills/{name}"),
+            ADMIN,
+            "",
+            b"",
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = read_file(base, "io__read-file");
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("SKILL_NOT_FOUND")),
+        "{body}"
+    );
+
+    // Every change, and every refusal of one, is a row of the security log by `http`.
+    let (_, calls) = request(
+        "GET",
+        &format!("{base}/v1/calls?caller=http&limit=100"),
+        ADMIN,
+        "",
+        b"",
+    );
+    let rows: Vec<(String, String)> = calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["skill"].as_str().unwrap().to_owned(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("skill_install", "success"),
+        ("skill_grant", "success"),
+        ("skill_grant", "error"),
+        ("skill_revoke", "success"),
+        ("skill_revoke", "error"),
+        ("skill_update", "success"),
+        ("skill_uninstall", "success"),
+        ("skill_install", "error"),
+    ] {
+        assert!(
+            rows.iter()
+                .any(|(s, st)| s == expected.0 && st == expected.1),
+            "{expected:?} not in {rows:?}"
+        );
+    }
+}
+
+#[test]
+fn an_unsigned_artifact_under_require_signature_is_refused_over_http_too_with_nothing_installed() {
+    let home = home("[trust]\nrequire_signature = true\n");
+    let reference = published(home.path(), "unsigned");
+    let server = HttpServer::start(home.path(), &["--admin-token", ADMIN]);
+    let (status, body) = post_json(
+        &format!("{}/v1/skills", server.base),
+        ADMIN,
+        &json!({ "reference": reference }),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("SIGNATURE_REQUIRED")),
+        "{body}"
+    );
+    let (_, skills) = request("GET", &format!("{}/v1/skills", server.base), ADMIN, "", b"");
+    assert!(
+        !skills
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "io__read-file"),
+        "nothing installed: {skills}"
+    );
+    // A server started without an admin token changes nothing over HTTP.
+    let plain = HttpServer::start(home.path(), &[]);
+    let (status, body) = post_json(
+        &format!("{}/v1/skills", plain.base),
+        "",
+        &json!({ "reference": reference }),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("ADMIN_REQUIRED")),
+        "{body}"
+    );
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("started without an admin token"),
+        "{body}"
+    );
+}
