@@ -172,7 +172,7 @@ pub use error::{
     ValidationReport, Violation,
 };
 pub use host::{
-    Asking, Change, DownloadProgress, GrantValue, Host, HostBuilder, LoadError, Operator,
+    Asking, Change, DownloadProgress, GrantValue, Host, HostBuilder, LoadError, Operator, Preview,
     Published, RegistryInstall, RegistryInstalled, SkillGrants, Updated,
 };
 pub use llm::config::probe as probe_llm;

@@ -87,6 +87,7 @@ pub(super) async fn install(
         overwrite,
         locked,
         progress,
+        expect_digest: None,
     };
     let installed = host.install_from_registry(reference, options).await?;
     report(globals, &host, &installed)

@@ -130,13 +130,26 @@ impl Host {
         result
     }
 
-    async fn change_grants_now(
+    /// Checks that `change` of `values` could be made to skill `name` by `by`, without
+    /// making it: what a front end asks before it asks its user to confirm.
+    pub fn check_grants(
         &self,
         name: &str,
         change: Change,
         values: &[GrantValue],
         by: &Operator,
-    ) -> Result<SkillGrants> {
+    ) -> Result<()> {
+        self.planned(name, change, values, by).map(drop)
+    }
+
+    /// Skill `name`'s own entry after `change`, every value checked; nothing written.
+    fn planned(
+        &self,
+        name: &str,
+        change: Change,
+        values: &[GrantValue],
+        by: &Operator,
+    ) -> Result<Planned> {
         let (asking, kept_under) = self.asking(name).ok_or_else(|| Error::SkillNotFound {
             name: name.to_owned(),
         })?;
@@ -186,6 +199,27 @@ impl Host {
                 }
             }
         }
+        Ok(Planned {
+            asking,
+            kept_under,
+            entry,
+            policy,
+        })
+    }
+
+    async fn change_grants_now(
+        &self,
+        name: &str,
+        change: Change,
+        values: &[GrantValue],
+        by: &Operator,
+    ) -> Result<SkillGrants> {
+        let Planned {
+            asking,
+            kept_under,
+            entry,
+            policy,
+        } = self.planned(name, change, values, by)?;
         // A component that asks for nothing and is named for nothing needs no entry; a
         // skill that asks keeps an empty one, or the shared policy would apply again.
         let keep = asking == Asking::Asks || entry.allows_anything();
@@ -203,6 +237,12 @@ impl Host {
         }
         tracing::info!(target: "evo::security", skill = %kept_under, by = %by.who, ?change, "grants changed");
         self.skill_grants(name)
+    }
+
+    /// The install record of the installed skill `name` (its digest, what it asked for,
+    /// where it came from); `None` for one not installed.
+    pub fn installed_record(&self, name: &str) -> Option<crate::packages::InstallRecord> {
+        crate::packages::InstallRecord::read(&crate::paths::skills_dir(&self.inner.data_dir).join(name))
     }
 
     /// The configuration file a change is written to: the one read at start, else
@@ -339,6 +379,15 @@ impl Host {
             .map(|value| format!("{value} was not granted to {name}: {why}"))
             .collect()
     }
+}
+
+/// A change to one skill's entry, checked and not yet made.
+struct Planned {
+    asking: Asking,
+    kept_under: String,
+    entry: Policy,
+    /// The policy it was planned on.
+    policy: std::sync::Arc<Policy>,
 }
 
 /// A policy's own values as evo.toml writes them.

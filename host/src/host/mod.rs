@@ -56,7 +56,7 @@ mod tools;
 
 pub use builder::HostBuilder;
 pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
-pub use registry::{DownloadProgress, Published, RegistryInstall, RegistryInstalled, Updated};
+pub use registry::{DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled, Updated};
 
 use catalogue::{Loaded, stamp};
 

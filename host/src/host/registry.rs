@@ -23,6 +23,9 @@ pub struct RegistryInstall {
     pub locked: bool,
     /// Told how the download goes (bytes so far, bytes in all).
     pub progress: Option<DownloadProgress>,
+    /// The manifest digest the reference must name (what a user was shown and
+    /// confirmed): another is refused with `TAG_MOVED` and nothing is installed.
+    pub expect_digest: Option<String>,
 }
 
 /// Called as a download goes: bytes so far, bytes in all.
@@ -33,6 +36,7 @@ impl std::fmt::Debug for RegistryInstall {
         f.debug_struct("RegistryInstall")
             .field("overwrite", &self.overwrite)
             .field("locked", &self.locked)
+            .field("expect_digest", &self.expect_digest)
             .finish_non_exhaustive()
     }
 }
@@ -64,6 +68,18 @@ pub struct Published {
     pub digest: String,
     /// Whether a signature was pushed beside it.
     pub signed: bool,
+}
+
+/// What installing a reference would install: pulled, its signature checked under
+/// `[trust]`, and checked as an install is, in a scratch directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Preview {
+    /// The skill (or component) it installs as.
+    pub name: String,
+    /// Where it comes from: the reference, the manifest digest it names now, the signer.
+    pub source: RegistrySource,
+    /// What would be installed, with what it asks for.
+    pub skill: InstallRecord,
 }
 
 /// What following a tag did.
@@ -250,6 +266,15 @@ impl Host {
                 (digest, None)
             }
         };
+        if let Some(expected) = options.expect_digest.as_deref().filter(|e| *e != digest) {
+            return Err(Error::Registry {
+                code: "TAG_MOVED",
+                message: format!(
+                    "{r} names {digest} now, not {expected}, the one shown before the install: nothing was installed"
+                ),
+                transient: false,
+            });
+        }
         let installed = self
             .pull_and_install(session, &r, &digest, options.overwrite, options.progress)
             .await?;
@@ -275,6 +300,31 @@ impl Host {
             outcome,
             source: installed.source,
             tag_moved_to: moved,
+        })
+    }
+
+    /// What installing `reference` would install, without installing it (see
+    /// [`Preview`]): shown to a user before they confirm an install, which then names
+    /// the digest shown ([`RegistryInstall::expect_digest`]).
+    pub async fn preview_from_registry(&self, reference: &str) -> Result<Preview> {
+        let r = Reference::parse(reference)?;
+        let session = self.registry_session()?;
+        let digest = match &r.digest {
+            Some(digest) => digest.clone(),
+            None => {
+                let (session, asked) = (session.clone(), r.clone());
+                blocking(move || session.resolve(&asked)).await?
+            }
+        };
+        let scratch = tempfile::tempdir().map_err(Error::io_at(&std::env::temp_dir()))?;
+        let checker = SkillManager::new(scratch.path()).with_loader(self.inner.loader.clone());
+        let (outcome, source) = self
+            .pull_into(&checker, session, &r, &digest, InstallOptions::default(), None)
+            .await?;
+        Ok(Preview {
+            name: outcome.name,
+            source,
+            skill: outcome.skill.unwrap_or_default(),
         })
     }
 

@@ -32,10 +32,9 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::{Refusal, Shared};
+use super::Refusal;
 use crate::skill::confirm::{Confirmation, Confirmer};
 use crate::skill::context::BoxFuture;
-use crate::skill::events::EventSink;
 use crate::skill::executor::SkillOutput;
 use crate::skill::kernel::CONFIRM_WAIT;
 
@@ -166,6 +165,9 @@ impl Confirmer for AskLater {
     }
 }
 
+/// The work of one `tools/call`: what it came to, or why it did not run.
+pub type Call = std::pin::Pin<Box<dyn Future<Output = Result<SkillOutput, Refusal>> + Send>>;
+
 /// A call whose questions go back to the client as input-required results. It runs
 /// on the request that drives it ([`Suspended::drive`]); between the question and the
 /// client's answer it waits in [`Pending`], unpolled, as it would wait for the answer
@@ -173,7 +175,7 @@ impl Confirmer for AskLater {
 pub struct Suspended {
     tool: String,
     arguments: Value,
-    call: std::pin::Pin<Box<dyn Future<Output = Result<SkillOutput, Refusal>> + Send>>,
+    call: Call,
     questions: mpsc::Receiver<Question>,
     /// Where the answer to the question the client holds now goes.
     answer: Option<oneshot::Sender<bool>>,
@@ -188,31 +190,18 @@ pub enum Leg {
 }
 
 impl Suspended {
-    /// `tool` with `arguments` on `shared`, its questions held for the client; it
-    /// starts when driven.
-    pub fn start(
-        shared: &Arc<Shared>,
+    /// The work `call` makes (given who answers its questions) for `tool` with
+    /// `arguments`, its questions held for the client; it starts when driven.
+    pub fn start_with(
         tool: &str,
         arguments: Value,
-        events: Option<EventSink>,
+        call: impl FnOnce(Arc<dyn Confirmer>) -> Call,
     ) -> Self {
         let (asks, questions) = mpsc::channel(1);
-        let call = {
-            let shared = shared.clone();
-            let (tool, arguments) = (tool.to_owned(), arguments.clone());
-            Box::pin(async move {
-                // Stopped by being dropped (a cancelled request, an abandoned question).
-                let never = CancellationToken::new();
-                let confirmer: Arc<dyn Confirmer> = Arc::new(AskLater(asks));
-                shared
-                    .call(&tool, arguments, events, Some(confirmer), &never)
-                    .await
-            })
-        };
         Self {
             tool: tool.to_owned(),
             arguments,
-            call,
+            call: call(Arc::new(AskLater(asks))),
             questions,
             answer: None,
         }

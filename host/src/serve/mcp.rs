@@ -30,10 +30,13 @@ use crate::skill::executor::ExecutorKind;
 use crate::skill::executor::SkillOutput;
 use crate::skill::registry::RegisteredSkill;
 
-use super::confirm::{self, AskPeer, Asker, Leg, Suspended};
+use super::confirm::{self, AskPeer, Asker, Call, Leg, Suspended};
+use super::gate::Scope;
 use super::notify::{self, LoggingLevelRank, Progress, rank_of};
 use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};
+use crate::error::Error;
+use tokio_util::sync::CancellationToken;
 
 /// Resources per `resources/list` page.
 pub const RESOURCES_PAGE: usize = 100;
@@ -65,39 +68,121 @@ impl Server {
     /// Runs the tool `name` for one `tools/call`, its dangerous calls confirmed by
     /// whoever can answer (see [`confirm`](super::confirm)): a retry carrying
     /// `request_state` resumes the call that asked, with the answer in `responses`.
+    /// `make` makes the work, given who answers its questions (`None`: nobody can, the
+    /// host's policy does) and what cancels it.
     async fn run(
         &self,
         name: &str,
         request_state: Option<&str>,
         responses: Option<&InputResponses>,
-        input: Value,
-        events: Option<EventSink>,
+        input: &Value,
         context: &RequestContext<RoleServer>,
+        make: impl FnOnce(Option<Arc<dyn Confirmer>>, CancellationToken) -> Call,
     ) -> Result<Result<SkillOutput, Refusal>, Ask> {
         let suspended = match (request_state, confirm::asker(context)) {
             (Some(state), _) => self
                 .shared
                 .pending
-                .resume(state, name, &input, responses)
+                .resume(state, name, input, responses)
                 .map_err(Ask::Invalid)?,
-            (None, Asker::InputRequired) => Suspended::start(&self.shared, name, input, events),
+            (None, Asker::InputRequired) => Suspended::start_with(name, input.clone(), |asks| {
+                // Stopped by being dropped (a cancelled request, an abandoned question).
+                make(Some(asks), CancellationToken::new())
+            }),
             (None, Asker::Peer(peer)) => {
                 let confirmer: Arc<dyn Confirmer> = Arc::new(AskPeer(peer));
-                return Ok(self
-                    .shared
-                    .call(name, input, events, Some(confirmer), &context.ct)
-                    .await);
+                return Ok(make(Some(confirmer), context.ct.clone()).await);
             }
-            (None, Asker::Nobody) => {
-                return Ok(self
-                    .shared
-                    .call(name, input, events, None, &context.ct)
-                    .await);
-            }
+            (None, Asker::Nobody) => return Ok(make(None, context.ct.clone()).await),
         };
         match suspended.drive(&self.shared.pending, &context.ct).await {
             Leg::Done(result) => Ok(result),
             Leg::Asks(result) => Err(Ask::Client(result)),
+        }
+    }
+
+    /// [`Server::run`] for skill `name`.
+    async fn run_skill(
+        &self,
+        name: &str,
+        request: &CallToolRequestParams,
+        input: Value,
+        events: Option<EventSink>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Result<SkillOutput, Refusal>, Ask> {
+        let (shared, skill, arguments) = (self.shared.clone(), name.to_owned(), input.clone());
+        self.run(
+            name,
+            request.request_state.as_deref(),
+            request.input_responses.as_ref(),
+            &input,
+            context,
+            move |confirmer, cancelled| {
+                Box::pin(async move {
+                    shared
+                        .call(&skill, arguments, events, confirmer, &cancelled)
+                        .await
+                })
+            },
+        )
+        .await
+    }
+
+    /// Whether this request's session gets the management tools: the operator enabled
+    /// them, and over HTTP the request carries the admin token (over stdio the client
+    /// is the local process that started the server).
+    fn may_manage(&self, context: &RequestContext<RoleServer>) -> bool {
+        self.shared.settings.manage
+            && context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .is_none_or(|parts| parts.extensions.get::<Scope>() == Some(&Scope::Admin))
+    }
+
+    /// A call of a management tool (`--manage`), its changes confirmed by the user.
+    async fn manage(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let input = Value::Object(request.arguments.clone().unwrap_or_default());
+        let client = context
+            .peer
+            .peer_info()
+            .map_or_else(|| "client".to_owned(), |info| info.client_info.name.clone());
+        let (shared, tool, arguments) = (self.shared.clone(), name.clone(), input.clone());
+        let result = self
+            .run(
+                &name,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+                &input,
+                context,
+                move |confirmer, _| {
+                    Box::pin(super::manage_tools::run(
+                        shared, tool, arguments, client, confirmer,
+                    ))
+                },
+            )
+            .await;
+        match result {
+            Ok(Ok(out)) => {
+                let text = serde_json::to_string(&out.output).unwrap_or_default();
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(json!({ "result": out.output }));
+                Ok(result.into())
+            }
+            Ok(Err(Refusal::Failed(error))) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(failure_text(&error))]).into())
+            }
+            Ok(Err(_)) => Err(McpError::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the change was cancelled, or the server is stopping",
+                None,
+            )),
+            Err(Ask::Client(result)) => Ok((*result).into()),
+            Err(Ask::Invalid(error)) => Err(error),
         }
     }
 
@@ -165,18 +250,26 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self
+        let mut tools: Vec<Tool> = self
             .shared
             .served_skills()
             .iter()
             .map(|s| self.tool(s))
             .collect();
+        if self.may_manage(&context) {
+            tools.extend(super::manage_tools::tools());
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.shared.settings.manage && super::manage_tools::is_tool(name) {
+            return super::manage_tools::tools()
+                .into_iter()
+                .find(|t| t.name == name);
+        }
         self.shared.served(name).map(|s| self.tool(&s))
     }
 
@@ -186,13 +279,26 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.as_ref();
+        if self.shared.settings.manage && super::manage_tools::is_tool(name) {
+            if !self.may_manage(&context) {
+                let error = Error::Blocked {
+                    tool: name.to_owned(),
+                    message: "over HTTP, the management tools need the admin token (evo serve --admin-token); this session sent another".into(),
+                    reason: crate::error::BlockReason::Profile,
+                };
+                return Ok(
+                    CallToolResult::error(vec![ContentBlock::text(failure_text(&error))]).into(),
+                );
+            }
+            return self.manage(&request, &context).await;
+        }
         let Some(skill) = self.shared.served(name) else {
             return Err(McpError::invalid_params(
                 format!("Unknown tool: {name}; tools/list shows the tools this server has"),
                 Some(json!({ "tool": name })),
             ));
         };
-        let input = Value::Object(request.arguments.unwrap_or_default());
+        let input = Value::Object(request.arguments.clone().unwrap_or_default());
         let level = context.meta.log_level().map(rank_of).or(*self
             .log_level
             .lock()
@@ -221,14 +327,7 @@ impl ServerHandler for Server {
             guard
         });
         let result = match self
-            .run(
-                &skill.meta.name,
-                request.request_state.as_deref(),
-                request.input_responses.as_ref(),
-                input,
-                events,
-                &context,
-            )
+            .run_skill(&skill.meta.name, &request, input, events, &context)
             .await
         {
             Ok(result) => result,

@@ -31,6 +31,7 @@ mod console;
 mod gate;
 pub mod http;
 mod manage;
+mod manage_tools;
 mod mcp;
 mod memory;
 mod notify;

@@ -371,3 +371,174 @@ fn an_unsigned_artifact_under_require_signature_is_refused_over_http_too_with_no
         "{body}"
     );
 }
+
+fn manage_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/manage.py")
+}
+
+/// The Python SDK as an agent with `evo serve --http --manage`: (mode, answer) → report.
+fn agent(
+    server: &HttpServer,
+    token: &str,
+    mode: &str,
+    answer: &str,
+    reference: &str,
+    data: &str,
+) -> Value {
+    crate::serve::run_python(
+        &manage_script(),
+        &[
+            &format!("{}/mcp", server.base),
+            token,
+            mode,
+            answer,
+            reference,
+            data,
+        ],
+    )
+}
+
+#[test]
+fn an_agent_installs_grants_and_revokes_over_mcp_with_its_user_confirming_each_change() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "the plan").unwrap();
+    let bind = format!("{}::/data:ro", data.display());
+    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let home = home(&format!(
+            "[serve]\ngrant_dirs = [{:?}]\n",
+            root.path().display().to_string()
+        ));
+        let reference = published(home.path(), mode);
+        let server = HttpServer::start(home.path(), &["--manage", "--admin-token", ADMIN]);
+        let report = agent(&server, ADMIN, mode, "accept", &reference, &bind);
+        assert_eq!(report["protocol"], protocol, "{report:#}");
+        let before = report["tools_before"].as_array().unwrap();
+        for tool in [
+            "evo_install_skill",
+            "evo_uninstall_skill",
+            "evo_list_skills",
+            "evo_skill_grants",
+            "evo_grant",
+            "evo_revoke",
+        ] {
+            assert!(before.iter().any(|t| t == tool), "{tool}: {report:#}");
+        }
+        // install → tools/list_changed → the new tool is listed and answers.
+        assert_eq!(report["install"]["isError"], false, "{report:#}");
+        assert!(
+            ["ToolsListChanged", "ToolListChangedNotification"]
+                .contains(&report["event"].as_str().unwrap_or("")),
+            "{report:#}"
+        );
+        assert!(
+            report["tools_after"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "io__read-file"),
+            "{report:#}"
+        );
+        assert_eq!(
+            report["read_before"]["isError"], true,
+            "nothing granted yet: {report:#}"
+        );
+        // grant → the call sees the directory; revoke → it does not.
+        assert_eq!(report["grant"]["isError"], false, "{report:#}");
+        assert_eq!(report["read_granted"]["text"], "\"the plan\"", "{report:#}");
+        assert_eq!(report["revoke"]["isError"], false, "{report:#}");
+        assert_eq!(report["read_revoked"]["isError"], true, "{report:#}");
+        // A directory the operator did not open to grants is refused before asking.
+        assert!(
+            report["outside"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("error[GRANT_OUTSIDE]"),
+            "{report:#}"
+        );
+        assert_eq!(report["uninstall"]["isError"], false, "{report:#}");
+        assert!(
+            !report["tools_end"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "io__read-file"),
+            "{report:#}"
+        );
+        // The user was asked four times (install, grant, revoke, uninstall), and the
+        // install's question named the digest, the signer and what it asks for.
+        let asked: Vec<&str> = report["asked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(asked.len(), 4, "{asked:#?}");
+        assert!(
+            asked[0].starts_with("evo_install_skill wants to run (high risk): install io from ")
+                && asked[0].contains("digest sha256:")
+                && asked[0].contains("signed by nobody (unsigned)")
+                && asked[0].contains("it asks for: nothing"),
+            "{}",
+            asked[0]
+        );
+        assert!(
+            asked[1].contains("grant io") && asked[1].contains(&bind),
+            "{}",
+            asked[1]
+        );
+    }
+}
+
+#[test]
+fn a_declined_or_unaskable_change_over_mcp_changes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let home = home("");
+    let reference = published(home.path(), "declined");
+    let server = HttpServer::start(
+        home.path(),
+        &["--manage", "--admin-token", ADMIN, "--token", CALL],
+    );
+    for answer in ["decline", "none"] {
+        let report = agent(&server, ADMIN, "auto", answer, &reference, "/x::/data");
+        let text = report["install"]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("error[TOOL_BLOCKED]: evo_install_skill: not done: "),
+            "{answer}: {text}"
+        );
+        let why = if answer == "decline" {
+            "the user declined it"
+        } else {
+            "this client cannot be asked"
+        };
+        assert!(text.contains(why), "{answer}: {text}");
+        assert!(
+            !report["tools_after"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "io__read-file"),
+            "{report:#}"
+        );
+    }
+    // Over HTTP the tools are the admin token's: a session with the call token does not
+    // see them, and calling one is refused.
+    let report = agent(&server, CALL, "auto", "accept", &reference, "/x::/data");
+    assert!(
+        !report["tools_before"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "evo_install_skill"),
+        "{report:#}"
+    );
+    assert!(
+        report["direct"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("need the admin token"),
+        "{report:#}"
+    );
+    assert!(!root.path().join("home").exists());
+}
