@@ -91,6 +91,29 @@ impl Policy {
         Some(named)
     }
 
+    /// This policy's own values as `[grants]` keys and values (JSON), as evo.toml and
+    /// `evo config show` write them.
+    pub fn shown(&self) -> serde_json::Value {
+        ALL.iter()
+            .map(|c| (c.key().to_owned(), c.show(self)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    /// The policy [`Policy::shown`] wrote; the error names the key that does not read.
+    pub fn from_shown(shown: &serde_json::Value) -> Result<Policy, String> {
+        let mut policy = Policy::default();
+        for (key, value) in shown.as_object().into_iter().flatten() {
+            let capability = by_key(key).ok_or_else(|| format!("{key}: not a kind of grant"))?;
+            let value: toml::Value = serde_json::from_value(value.clone())
+                .map_err(|e| format!("{key}: {e}"))?;
+            capability
+                .configure(&mut policy, &value, Path::new("/"))
+                .map_err(|e| format!("{key}: {e}"))?;
+        }
+        Ok(policy)
+    }
+
     /// Whether this policy allows anything at all (its own values, not `skills`).
     pub fn allows_anything(&self) -> bool {
         let nothing = Policy::default();

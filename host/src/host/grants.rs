@@ -97,7 +97,7 @@ impl Host {
         let policy = self.grants();
         Ok(SkillGrants {
             skill: if kept_under == name { kept_under.clone() } else { skill.meta.name.clone() },
-            entry: policy.skills.get(&kept_under).map(show),
+            entry: policy.skills.get(&kept_under).map(Policy::shown),
             kept_under,
             asking,
             asked: skill.meta.capabilities.clone(),
@@ -223,18 +223,13 @@ impl Host {
         // A component that asks for nothing and is named for nothing needs no entry; a
         // skill that asks keeps an empty one, or the shared policy would apply again.
         let keep = asking == Asking::Asks || entry.allows_anything();
-        let file = self.config_path();
-        crate::config::set_skill_grants(&file, &kept_under, keep.then_some(&entry))?;
-        let mut now = (*policy).clone();
-        if keep {
-            now.skills.insert(kept_under.clone(), entry);
-        } else {
-            now.skills.remove(&kept_under);
+        let entry = keep.then_some(entry);
+        // The nodes first: a change they cannot hear is not made here either.
+        #[cfg(feature = "postgres")]
+        if let Some(shared) = &self.inner.shared_catalogue {
+            shared.set_grants(&kept_under, entry.as_ref().map(Policy::shown).as_ref())?;
         }
-        self.inner.loader.set_policy(now);
-        if let Some(skill) = self.skill_or_component(name) {
-            self.reload_skill(&skill.meta.name).await;
-        }
+        self.set_entry(&kept_under, entry, &policy).await?;
         tracing::info!(target: "evo::security", skill = %kept_under, by = %by.who, ?change, "grants changed");
         self.skill_grants(name)
     }
@@ -243,6 +238,27 @@ impl Host {
     /// where it came from); `None` for one not installed.
     pub fn installed_record(&self, name: &str) -> Option<crate::packages::InstallRecord> {
         crate::packages::InstallRecord::read(&crate::paths::skills_dir(&self.inner.data_dir).join(name))
+    }
+
+    /// Makes `entry` skill `kept_under`'s own (none: removes it) in evo.toml and in the
+    /// policy now (`policy`), and loads the skills it applies to again.
+    pub(super) async fn set_entry(
+        &self,
+        kept_under: &str,
+        entry: Option<Policy>,
+        policy: &Policy,
+    ) -> Result<()> {
+        crate::config::set_skill_grants(&self.config_path(), kept_under, entry.as_ref())?;
+        let mut now = policy.clone();
+        match entry {
+            Some(entry) => now.skills.insert(kept_under.to_owned(), entry),
+            None => now.skills.remove(kept_under),
+        };
+        self.inner.loader.set_policy(now);
+        if let Some(skill) = self.skill_or_component(kept_under) {
+            self.reload_skill(&skill.meta.name).await;
+        }
+        Ok(())
     }
 
     /// The configuration file a change is written to: the one read at start, else
@@ -388,15 +404,6 @@ struct Planned {
     entry: Policy,
     /// The policy it was planned on.
     policy: std::sync::Arc<Policy>,
-}
-
-/// A policy's own values as evo.toml writes them.
-fn show(policy: &Policy) -> Value {
-    crate::capabilities::ALL
-        .iter()
-        .map(|c| (c.key().to_owned(), c.show(policy)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
 }
 
 /// The policy every skill shares, without the entries of named skills.

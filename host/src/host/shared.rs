@@ -61,8 +61,33 @@ impl Host {
             }
         }
         shared.save_seen(&seen)?;
+        self.sync_grants(shared).await?;
         if complete {
             shared.synced(heard);
+        }
+        Ok(())
+    }
+
+    /// Brings each skill's own grants in line with what the nodes share: an entry
+    /// another node changed is written here too (evo.toml and the policy now). One
+    /// this node cannot take (a directory it does not have) is left as it was, with a
+    /// warning.
+    async fn sync_grants(&self, shared: &SharedCatalogue) -> Result<()> {
+        for (name, entry) in shared.grants()? {
+            let policy = self.grants();
+            let here = policy.skills.get(&name).map(crate::capabilities::Policy::shown);
+            if here == entry {
+                continue;
+            }
+            let entry = match entry.as_ref().map(crate::capabilities::Policy::from_shown).transpose() {
+                Ok(entry) => entry,
+                Err(why) => {
+                    tracing::warn!(skill = %name, "could not take the grants another node made: {why}");
+                    continue;
+                }
+            };
+            self.set_entry(&name, entry, &policy).await?;
+            tracing::info!(target: "evo::security", skill = %name, "grants changed on another node");
         }
         Ok(())
     }

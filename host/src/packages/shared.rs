@@ -194,6 +194,36 @@ impl SharedCatalogue {
         })
     }
 
+    /// Every skill's own grants as the nodes share them: its entry (the `[grants]`
+    /// keys and values, as JSON), or `None` where a node removed it.
+    pub fn grants(&self) -> Result<BTreeMap<String, Option<serde_json::Value>>> {
+        let rows: Vec<(String, Option<String>)> = self.pg.run(|client| async move {
+            let rows = client.query("SELECT name, entry FROM skill_grants", &[]).await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, entry)| (name, entry.and_then(|e| serde_json::from_str(&e).ok())))
+            .collect())
+    }
+
+    /// Sets skill `name`'s own grants for every node (`None` removes its entry).
+    pub fn set_grants(&self, name: &str, entry: Option<&serde_json::Value>) -> Result<()> {
+        let (name, entry) = (name.to_owned(), entry.map(ToString::to_string));
+        let now = i64::try_from(crate::unix_millis()).unwrap_or(i64::MAX);
+        self.pg.run(move |client| async move {
+            client
+                .execute(
+                    "INSERT INTO skill_grants (name, entry, changed_at) VALUES ($1, $2, $3)
+                     ON CONFLICT (name) DO UPDATE SET entry = excluded.entry,
+                         changed_at = excluded.changed_at",
+                    &[&name, &entry, &now],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
     /// The skills this node took from the shared catalogue.
     pub fn seen(&self) -> Result<BTreeSet<String>> {
         let path = self.root.join(SEEN_FILE);

@@ -109,4 +109,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 7: what each `evo serve` node is running, written every few seconds, so any
     // node's console shows every node's gauges.
     "CREATE TABLE serve_nodes (node TEXT PRIMARY KEY, seen_ms BIGINT NOT NULL, gauges TEXT NOT NULL);",
+    // 8: each skill's own grants, as a node changed them over the wire (announced on
+    // the catalogue's channel): the entry's `[grants]` keys and values as JSON, or
+    // NULL where the entry was removed.
+    "CREATE TABLE skill_grants (name TEXT PRIMARY KEY, entry TEXT, changed_at BIGINT NOT NULL);
+    CREATE TRIGGER skill_grants_changed AFTER INSERT OR UPDATE OR DELETE ON skill_grants
+        FOR EACH STATEMENT EXECUTE FUNCTION catalogue_changed();",
 ];

@@ -542,3 +542,83 @@ fn a_declined_or_unaskable_change_over_mcp_changes_nothing() {
     );
     assert!(!root.path().join("home").exists());
 }
+
+#[test]
+fn a_change_made_on_one_node_is_seen_by_every_node_sharing_the_catalogue() {
+    use evo_tests::shared::eventually;
+    let url = crate::storage::postgres_url();
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "the plan").unwrap();
+    let settings = format!(
+        "[registries]\ninsecure = [{:?}]\n[serve]\ngrant_dirs = [{:?}]\n",
+        open(),
+        root.path().display().to_string()
+    );
+    let homes: Vec<_> = ["one", "two"]
+        .iter()
+        .map(|name| {
+            let home = crate::nodes::node_home(root.path(), name, &url);
+            let mut config = std::fs::read_to_string(home.join("evo.toml")).unwrap();
+            config.push_str(&settings);
+            std::fs::write(home.join("evo.toml"), config).unwrap();
+            home
+        })
+        .collect();
+    let reference = published(&homes[0], "nodes");
+    let nodes: Vec<HttpServer> = homes
+        .iter()
+        .map(|h| HttpServer::start(h, &["--token", CALL, "--admin-token", ADMIN]))
+        .collect();
+    let (one, two) = (&nodes[0].base, &nodes[1].base);
+
+    // Installed through node one: node two pulls the same digest and serves it.
+    let (status, body) = post_json(
+        &format!("{one}/v1/skills"),
+        ADMIN,
+        &json!({ "reference": reference }),
+    );
+    assert_eq!(status, 201, "{body}");
+    eventually("node two serves the skill node one installed", || {
+        let (status, _) = read_file(two, "io__read-file");
+        (status != 404).then_some(())
+    });
+    let (status, _) = read_file(two, "io__read-file");
+    assert_eq!(status, 500, "nothing granted yet");
+
+    // Granted through node one: the call through node two sees the directory.
+    let grant = json!({ "dirs": [format!("{}::/data:ro", data.display())] });
+    let (status, body) = post_json(&format!("{one}/v1/skills/io/grants"), ADMIN, &grant);
+    assert_eq!(status, 200, "{body}");
+    let read = eventually("node two has the grant node one made", || {
+        let (status, body) = read_file(two, "io__read-file");
+        (status == 200).then_some(body)
+    });
+    assert_eq!(read["output"], "the plan");
+    let config = std::fs::read_to_string(homes[1].join("evo.toml")).unwrap();
+    assert!(
+        config.contains("[grants.skill.io]"),
+        "kept in node two's evo.toml: {config}"
+    );
+
+    // Revoked through node two: node one refuses it.
+    let (status, body) = post_json(
+        &format!("{two}/v1/skills/io/grants/revoke"),
+        ADMIN,
+        &json!({ "dirs": ["/data"] }),
+    );
+    assert_eq!(status, 200, "{body}");
+    eventually("node one no longer has the grant", || {
+        let (status, _) = read_file(one, "io__read-file");
+        (status == 500).then_some(())
+    });
+
+    // Uninstalled through node two: gone from node one.
+    let (status, body) = request("DELETE", &format!("{two}/v1/skills/io"), ADMIN, "", b"");
+    assert_eq!(status, 200, "{body}");
+    eventually("node one no longer serves it", || {
+        let (status, _) = read_file(one, "io__read-file");
+        (status == 404).then_some(())
+    });
+}

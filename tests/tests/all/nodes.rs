@@ -11,7 +11,7 @@ use crate::serve_http::http;
 use crate::storage::postgres_url;
 
 /// A node's data directory, configured for the shared database at `url`.
-fn node_home(root: &Path, name: &str, url: &str) -> std::path::PathBuf {
+pub(crate) fn node_home(root: &Path, name: &str, url: &str) -> std::path::PathBuf {
     let home = root.join(name);
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(
