@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
 
-use super::gate::Gate;
+use super::gate::{Gate, Scope};
 
 const INDEX: &str = include_str!("console/index.html");
 const LOGIN: &str = include_str!("console/login.html");
@@ -60,8 +60,17 @@ pub(super) fn router(gate: Gate) -> Router {
         INDEX.to_owned()
     };
     let page: std::sync::Arc<str> = page.into();
-    let document = move || {
-        let page = page.to_string();
+    let manages = gate.manages();
+    // What the page may offer: changing the server is the admin token's, and only on a
+    // server that has one.
+    let document = move |scope: Option<axum::Extension<Scope>>| {
+        let admin = scope.is_some_and(|s| s.0 == Scope::Admin);
+        let access = match (manages, admin) {
+            (false, _) => "none",
+            (true, false) => "call",
+            (true, true) => "admin",
+        };
+        let page = page.replace("<body>", &format!(r#"<body data-manage="{access}">"#));
         async move { with_policy(html(StatusCode::OK, page)) }
     };
     Router::new()

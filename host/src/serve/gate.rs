@@ -29,6 +29,9 @@ pub(super) struct Gate {
     /// The token that also changes the server (`--admin-token`): installs, grants.
     admin: Option<Credential>,
     origins: Arc<Vec<String>>,
+    /// The origins the operator allowed (`--allow-origin`), without the loopback ones:
+    /// the only pages besides the server's own that may change it.
+    operator_origins: Arc<Vec<String>>,
     /// Bound to loopback: the `Host` header must name loopback too.
     loopback: bool,
     /// The console's cookie, named after the port bound: browsers send a cookie to
@@ -80,6 +83,7 @@ impl Gate {
         token: Option<&str>,
         admin: Option<&str>,
         origins: Vec<String>,
+        operator_origins: Vec<String>,
         loopback: bool,
         port: u16,
     ) -> Self {
@@ -87,6 +91,7 @@ impl Gate {
             call: token.map(Credential::new),
             admin: admin.map(Credential::new),
             origins: Arc::new(origins),
+            operator_origins: Arc::new(operator_origins),
             loopback,
             cookie: format!("evo_console_{port}"),
         }
@@ -259,6 +264,21 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
 /// Before a route that changes the server: the request must carry the admin token
 /// (403 otherwise, saying how to get one).
 pub(super) async fn admin_only(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    // A page of another origin (another port of this machine included) never changes
+    // the server, whatever cookie its browser sends along.
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !same_origin(origin, &request) && !origin_allowed(origin, &gate.operator_origins) {
+            return failure(
+                StatusCode::FORBIDDEN,
+                "ORIGIN_REFUSED",
+                format!("a page at {origin} may not change this server"),
+                Some(
+                    "change it from its own console, the CLI, or a client that sends no Origin; `evo serve --allow-origin` lists other pages that may",
+                ),
+            );
+        }
+    }
     if request.extensions().get::<Scope>() == Some(&Scope::Admin) {
         return next.run(request).await;
     }

@@ -164,6 +164,7 @@ pub fn router(
         options.token.as_deref(),
         options.admin_token.as_deref(),
         origins,
+        options.allowed_origins.clone(),
         loopback,
         bound.port(),
     );

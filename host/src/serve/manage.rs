@@ -190,8 +190,13 @@ async fn uninstall(State(shared): State<Arc<Shared>>, Path(name): Path<String>) 
     }
 }
 
-/// `POST /v1/skills/{name}/update`: follows the tag it was installed from.
-async fn update(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
+/// `POST /v1/skills/{name}/update` with a JSON body (`{}`: a form a page of another
+/// site could send is not one): follows the tag it was installed from.
+async fn update(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    Json(_): Json<Value>,
+) -> Response {
     let host = &shared.host;
     let result = host.update_from_registry(&name).await;
     host.audit(

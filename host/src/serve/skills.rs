@@ -47,9 +47,12 @@ pub(super) async fn get(State(shared): State<Arc<Shared>>, Path(name): Path<Stri
     let Some(skill) = shared.served(&name) else {
         return not_found(&name);
     };
-    let data_dir = shared.host.data_dir().to_owned();
-    let skill_dir = crate::paths::skills_dir(&data_dir).join(&skill.meta.name);
-    let installed = crate::skill::package::InstallRecord::read(&skill_dir);
+    // A function of a plain component was installed with it, under its name.
+    let package = shared
+        .host
+        .asking(&skill.meta.name)
+        .map_or_else(|| skill.meta.name.clone(), |(_, kept_under)| kept_under);
+    let installed = shared.host.installed_record(&package);
     let any = skill.executor.as_any();
     let wasm = any
         .and_then(|a| a.downcast_ref::<crate::engine::wasm::WasmExecutor>())
@@ -59,13 +62,13 @@ pub(super) async fn get(State(shared): State<Arc<Shared>>, Path(name): Path<Stri
         .map(crate::engine::wasm::PlainExecutor::component);
     let (granted, limits, digest, loaded_from) = match (wasm, plain) {
         (Some(w), _) => (
-            Some(value_of(w.grant())),
+            Some(value_of(&shared.host.granted(&skill))),
             Some(value_of(w.limits())),
             Some(w.digest().to_owned()),
             Some(value_of(&w.load_source())),
         ),
         (None, Some(c)) => (
-            Some(value_of(c.grant())),
+            Some(value_of(&shared.host.granted(&skill))),
             Some(value_of(c.limits())),
             Some(c.digest().to_owned()),
             Some(value_of(&c.load_source())),

@@ -622,3 +622,115 @@ fn a_change_made_on_one_node_is_seen_by_every_node_sharing_the_catalogue() {
         (status == 404).then_some(())
     });
 }
+
+#[test]
+fn the_console_installs_grants_revokes_and_uninstalls_with_the_admin_token_only() {
+    use crate::browser::Browser;
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "the plan").unwrap();
+    let home = home(&format!(
+        "[serve]\ngrant_dirs = [{:?}]\n",
+        root.path().display().to_string()
+    ));
+    let reference = published(home.path(), "console");
+    let server = HttpServer::start(home.path(), &["--token", CALL, "--admin-token", ADMIN]);
+    let base = server.base.clone();
+    let mut browser = Browser::start(1280, 900);
+    let sign_in = |browser: &mut Browser, token: &str, next: &str| {
+        browser.open(&format!("{base}/login?next={next}"));
+        browser.wait_for("document.querySelector('#token')");
+        browser.eval("document.querySelector('#token').focus(); true");
+        browser.type_text(token);
+        browser.press("Enter", 0);
+        browser.wait_for(&format!(
+            "location.pathname === {} && document.querySelector('main h1')",
+            json!(next)
+        ));
+    };
+
+    // Signed in with the token that calls: no form to change anything, and the way out.
+    sign_in(&mut browser, CALL, "/skills");
+    browser
+        .wait_for_text("Changing the server needs the admin token: sign out and sign in with it.");
+    assert_eq!(
+        browser.eval("document.querySelector('#install-reference') === null"),
+        json!(true)
+    );
+    browser.open(&format!("{base}/skills/calculate"));
+    browser.wait_for("document.querySelector('#manage')");
+    browser.wait_for_text("Changing the server needs the admin token");
+
+    // Signed in with the admin token: install, grant, call, revoke, uninstall.
+    browser.eval("fetch('/logout', { method: 'POST' }).then(() => true)");
+    sign_in(&mut browser, ADMIN, "/skills");
+    browser.wait_for("document.querySelector('#install-reference')");
+    browser.eval(&format!(
+        "document.querySelector('#install-reference').value = {}; true",
+        json!(reference)
+    ));
+    browser.eval("document.querySelector('#install-form button').click(); true");
+    browser.wait_for_text("Installed io");
+    browser.open(&format!("{base}/skills/io__read-file"));
+    browser.wait_for("document.querySelector('#grant-form')");
+    browser.wait_for_text("it gets all that is granted to io by name");
+    let bind = format!("{}::/data:ro", data.display());
+    browser.eval(&format!(
+        "document.querySelector('#grant-kind').value = 'dirs'; document.querySelector('#grant-value').value = {}; document.querySelector('#grant-form button').click(); true",
+        json!(bind)
+    ));
+    browser.wait_for_text("Done: the next call has it.");
+    browser.wait_for_text(&format!("dirs: {bind}"));
+    let (status, body) = read_file(&base, "io__read-file");
+    assert_eq!(
+        (status, &body["output"]),
+        (200, &json!("the plan")),
+        "{body}"
+    );
+    browser.screenshot(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots/manage.png"),
+    );
+    browser.eval("document.querySelector('#grant-values button').click(); true");
+    browser.wait_for_text("Nothing granted to it by name.");
+    let (status, _) = read_file(&base, "io__read-file");
+    assert_eq!(status, 500, "revoked");
+    // Outside [serve] grant_dirs: refused on the page, with the code.
+    browser.eval("document.querySelector('#grant-value').value = '/etc::/data:ro'; document.querySelector('#grant-form button').click(); true");
+    browser.wait_for_text("[GRANT_OUTSIDE]");
+    browser.eval("document.querySelector('#uninstall').click(); true");
+    browser.wait_for_text("Click again to uninstall io");
+    browser.eval("document.querySelector('#uninstall').click(); true");
+    browser.wait_for("location.pathname === '/skills' && document.querySelector('main h1')");
+    let (status, _) = read_file(&base, "io__read-file");
+    assert_eq!(status, 404, "uninstalled");
+    let errors: Vec<_> = browser
+        .take_errors()
+        .into_iter()
+        .filter(|e| {
+            !e.contains("status of 401")
+                && !e.contains("status of 403")
+                && !e.contains("status of 400")
+        })
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+
+    // A page of another origin (another port of this machine) cannot change the
+    // server, even with the admin session's cookie.
+    let port = base.rsplit(':').next().unwrap();
+    let other = if port == "1" { "2" } else { "1" };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let response = agent
+        .post(&format!("{base}/v1/skills"))
+        .header("authorization", &format!("Bearer {ADMIN}"))
+        .header("origin", &format!("http://localhost:{other}"))
+        .header("content-type", "application/json")
+        .send(json!({ "reference": reference }).to_string())
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    let text = response.into_body().read_to_string().unwrap();
+    assert!(text.contains("ORIGIN_REFUSED"), "{text}");
+}

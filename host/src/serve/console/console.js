@@ -3,6 +3,17 @@
 // skill's name, input or error cannot inject markup.
 
 const main = document.getElementById("main");
+/** Whether this session may change the server: `admin`; `call` (signed in with the
+ * token that only calls); `none` (the server takes no changes over HTTP). */
+const manage = document.body.dataset.manage || "none";
+
+/** Why this session cannot change the server, and what to do, or null when it can. */
+function cannotManage() {
+  if (manage === "admin") return null;
+  return manage === "call"
+    ? h("p", { class: "muted" }, "Changing the server needs the admin token: sign out and sign in with it.")
+    : h("p", { class: "muted" }, "This server takes no changes over HTTP: it was started without an admin token (evo serve --admin-token).");
+}
 
 /** An element: `h("td", { class: "num" }, "12")`. Strings become text nodes. */
 function h(tag, attrs = {}, ...children) {
@@ -311,7 +322,7 @@ async function skills(params) {
   };
   const count = h("p", { class: "muted", "aria-live": "polite" });
   filter.addEventListener("input", render);
-  main.append(h("h1", {}, "Skills"),
+  main.append(h("h1", {}, "Skills"), installPanel(),
     h("form", { class: "filters", role: "search", onsubmit: (e) => e.preventDefault() },
       h("label", { for: "skill-filter" }, "Filter", filter)),
     count,
@@ -319,6 +330,112 @@ async function skills(params) {
       h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Kind"), h("th", {}, "Version"), h("th", {}, "Description"))),
       body)));
   render();
+}
+
+/** Installing from a registry (the admin token's): a reference, and what came of it. */
+function installPanel() {
+  const refused = cannotManage();
+  if (refused) return h("section", { class: "panel", id: "install" }, h("h2", {}, "Install from a registry"), refused);
+  const reference = h("input", { id: "install-reference", type: "text", size: 48, required: true,
+    placeholder: "oci://registry.example.com/skills/name:1.0" });
+  const overwrite = h("input", { id: "install-overwrite", type: "checkbox" });
+  const button = h("button", { type: "submit" }, "Install");
+  const result = h("div", { id: "install-result", "aria-live": "polite" });
+  const submit = async (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    fill(result, h("p", { class: "muted" }, "Pulling, checking the signature, installing…"));
+    try {
+      const out = await api("/v1/skills", { json: { reference: reference.value.trim(), overwrite: overwrite.checked } });
+      catalogue = null;
+      fill(result, h("p", {}, "Installed ", h("a", { href: "/skills" }, out.name), ` (${out.source?.digest || "sha256:" + out.digest}, signed by ${out.source?.signer?.key || "nobody"}).`),
+        out.warnings?.length ? h("p", { class: "muted" }, out.warnings.join(" ")) : null);
+    } catch (error) {
+      fill(result, problem(error));
+    } finally {
+      button.disabled = false;
+    }
+  };
+  return h("section", { class: "panel" }, h("h2", {}, "Install from a registry"),
+    h("form", { id: "install-form", onsubmit: submit },
+      h("label", { for: "install-reference" }, "Reference"), reference, " ",
+      h("label", {}, overwrite, " replace one of the same name"), " ", button),
+    h("p", { class: "muted" }, "Needs the admin token. The signature is checked as the server's [trust] says."),
+    result);
+}
+
+/** What a skill is granted by name, with a form to grant more and a button per value to
+ * revoke it, and uninstalling it (the admin token's). */
+async function managePanel(name) {
+  const panel = h("section", { class: "panel", id: "manage" });
+  const refused = cannotManage();
+  if (refused) {
+    fill(panel, h("h2", {}, "Manage"), refused);
+    return panel;
+  }
+  const result = h("div", { id: "manage-result", "aria-live": "polite" });
+  const path = "/v1/skills/" + encodeURIComponent(name) + "/grants";
+  const change = async (url, body) => {
+    try {
+      render(await api(url, { json: body }));
+      const granted = document.getElementById("granted");
+      if (granted) fill(granted, grantList((await api("/v1/skills/" + encodeURIComponent(name))).granted));
+      fill(result, h("p", {}, "Done: the next call has it."));
+    } catch (error) {
+      fill(result, problem(error));
+    }
+  };
+  const render = (g) => {
+    const values = [];
+    for (const [key, value] of Object.entries(g.entry || {})) {
+      if (Array.isArray(value)) value.forEach((v) => values.push([key, v, { [key]: [v] }]));
+      else if (key === "memory" && value !== "none") values.push([key, value, { memory: value }]);
+      else if (key === "llm" && value === true) values.push([key, "the language model", { llm: true }]);
+    }
+    const kind = h("select", { id: "grant-kind" },
+      ["dirs", "hosts", "secrets", "memory", "llm"].map((k) => h("option", { value: k }, k)));
+    const value = h("input", { id: "grant-value", type: "text", size: 40, placeholder: "/srv/docs::/data:ro, https://api.example.com, API_KEY, read" });
+    const grant = (event) => {
+      event.preventDefault();
+      const k = kind.value, v = value.value.trim();
+      const body = k === "llm" ? { llm: true } : k === "memory" ? { memory: v || "read" } : { [k]: [v] };
+      change(path, body);
+    };
+    let armed = false;
+    const uninstall = h("button", { type: "button", class: "plain", id: "uninstall" }, "Uninstall…");
+    uninstall.addEventListener("click", async () => {
+      if (!armed) {
+        armed = true;
+        uninstall.textContent = `Click again to uninstall ${g.keptUnder}`;
+        return;
+      }
+      try {
+        await api("/v1/skills/" + encodeURIComponent(g.keptUnder), { method: "DELETE" });
+        catalogue = null;
+        go("/skills");
+      } catch (error) {
+        fill(result, problem(error));
+      }
+    });
+    fill(panel, h("h2", {}, "Manage"),
+      h("p", {}, g.asking === "by-name"
+        ? `It has no manifest to ask with: it gets all that is granted to ${g.keptUnder} by name.`
+        : `It gets what its manifest asks for, within its own grants ([grants.skill.${g.keptUnder}]) or, without them, the server's.`),
+      values.length
+        ? h("ul", { id: "grant-values" }, values.map(([k, v, body]) => h("li", {}, `${k}: ${v} `,
+          h("button", { type: "button", class: "plain", onclick: () => change(path + "/revoke", body) }, "Revoke"))))
+        : h("p", { class: "muted", id: "grant-values" }, "Nothing granted to it by name."),
+      h("form", { id: "grant-form", onsubmit: grant },
+        h("label", { for: "grant-kind" }, "Grant"), kind, " ", value, " ", h("button", { type: "submit" }, "Grant")),
+      h("p", {}, uninstall),
+      result);
+  };
+  try {
+    render(await api(path));
+  } catch (error) {
+    fill(panel, h("h2", {}, "Manage"), problem(error));
+  }
+  return panel;
 }
 
 /** An input to start from: each required property (and any with a default or example). */
@@ -383,7 +500,8 @@ async function skill(params, name) {
       ])),
       h("section", { class: "panel" }, h("h2", {}, "Grants"),
         h("h3", {}, "Asked for"), grantList(s.asked),
-        h("h3", {}, "Granted"), s.granted === undefined ? h("p", { class: "muted" }, "Not a sandboxed component: its kind decides what it can reach.") : grantList(s.granted))));
+        h("h3", {}, "Granted"), s.granted === undefined ? h("p", { class: "muted" }, "Not a sandboxed component: its kind decides what it can reach.") : h("div", { id: "granted" }, grantList(s.granted)))),
+    await managePanel(s.name));
   const schemas = h("div", { class: "grid" },
     h("section", { class: "panel" }, h("h2", {}, "Input schema"), h("pre", {}, json(s.inputSchema))),
     h("section", { class: "panel" }, h("h2", {}, "Output schema"), h("pre", {}, json(s.outputSchema))));
