@@ -498,7 +498,7 @@ impl Host {
     }
 
     /// The grant policy now: the configuration's, with the grants and revocations
-    /// made on this host since ([`Host::grant`], [`Host::revoke`]).
+    /// made on this host since ([`Host::change_grants`], and those another node made).
     pub fn grants(&self) -> Arc<Policy> {
         self.inner.loader.policy()
     }
