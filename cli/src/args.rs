@@ -226,8 +226,9 @@ pub(crate) async fn host_for(
     grants: &Grants,
     target: &str,
 ) -> Result<(Host, Policy), Failure> {
-    let given = grants.given()?;
     let mut config = config(globals, sources, grants)?;
+    // After `config`, which reports a bad flag value with the value named.
+    let given = grants.given()?;
     if given.allows_anything() {
         config
             .grants

@@ -283,7 +283,7 @@ impl ServerHandler for Server {
             if !self.may_manage(&context) {
                 let error = Error::Blocked {
                     tool: name.to_owned(),
-                    message: "over HTTP, the management tools need the admin token (evo serve --admin-token); this session sent another".into(),
+                    message: "over HTTP, the management tools need the admin token (evo serve --admin-token); the token sent with this request only calls skills".into(),
                     reason: crate::error::BlockReason::Profile,
                 };
                 return Ok(

@@ -3,11 +3,11 @@
 // skill's name, input or error cannot inject markup.
 
 const main = document.getElementById("main");
-/** Whether this session may change the server: `admin`; `call` (signed in with the
+/** Whether the signed-in browser may change the server: `admin`; `call` (signed in with the
  * token that only calls); `none` (the server takes no changes over HTTP). */
 const manage = document.body.dataset.manage || "none";
 
-/** Why this session cannot change the server, and what to do, or null when it can. */
+/** Why the signed-in browser cannot change the server, and what to do, or null when it can. */
 function cannotManage() {
   if (manage === "admin") return null;
   return manage === "call"
