@@ -172,8 +172,9 @@ pub use error::{
     ValidationReport, Violation,
 };
 pub use host::{
-    Asking, Change, DownloadProgress, GrantValue, Host, HostBuilder, LoadError, Operator, Preview,
-    Published, RegistryInstall, RegistryInstalled, SkillGrants, Updated,
+    Asking, Change, DownloadProgress, GrantValue, Host, HostBuilder, LISTING_TTL, LoadError,
+    Operator, Preview, Published, RegistryInstall, RegistryInstalled, RegistrySearch, SkillGrants,
+    Updated,
 };
 pub use llm::config::probe as probe_llm;
 /// The local model: a GGUF file run in this process with candle (`EVO_LLM=local`, `evo
@@ -190,7 +191,8 @@ pub use memory::{
 };
 pub use oci::reference::SCHEME as REGISTRY_SCHEME;
 pub use oci::{
-    CredentialSettings, Kind as ArtifactKind, RegistrySettings, TrustSettings, generate_signing_key,
+    CredentialSettings, Kind as ArtifactKind, Listed, RegistrySettings, TrustSettings,
+    generate_signing_key,
 };
 pub use packages::{
     DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,

@@ -111,6 +111,49 @@ pub(super) async fn search(globals: &Globals, query: &str, limit: usize) -> Resu
     Ok(())
 }
 
+pub(super) async fn search_registries(
+    globals: &Globals,
+    query: &str,
+    limit: usize,
+    refresh: bool,
+) -> Result<(), Failure> {
+    let host = args::bare_host(globals).await?;
+    let mut found = host.search_registries(query, refresh).await?;
+    found.hits.truncate(limit);
+    for note in &found.notes {
+        eprintln!("note: {note}");
+    }
+    if globals.json {
+        out!("{}", serde_json::to_value(&found).map_err(internal)?);
+        return Ok(());
+    }
+    if found.registries.is_empty() {
+        return Err(Failure::usage(
+            "NO_REGISTRIES",
+            "no registry to search: evo.toml names none, and no installed skill came from one"
+                .into(),
+            Some(
+                "list a registry under [registries] insecure (plain HTTP) or [registries.credentials.\"HOST\"], or install one skill from it by reference",
+            ),
+        ));
+    }
+    if found.hits.is_empty() {
+        out!("nothing in {} matches", found.registries.join(", "));
+    }
+    for hit in &found.hits {
+        let title = hit
+            .title
+            .as_deref()
+            .map(|t| format!("  {t}"))
+            .unwrap_or_default();
+        out!("{}{title}", hit.reference);
+        if let Some(description) = &hit.description {
+            out!("    {description}");
+        }
+    }
+    Ok(())
+}
+
 pub(super) async fn stats(
     globals: &Globals,
     skill: Option<&str>,

@@ -142,6 +142,14 @@ pub(crate) enum SkillCommand {
         /// How many results.
         #[arg(long, short = 'n', default_value_t = 5)]
         limit: usize,
+        /// Search the configured registries instead of what is installed: the
+        /// repositories they list (`/v2/_catalog`) by name, title, description and
+        /// keywords. Listings are kept for 10 minutes.
+        #[arg(long)]
+        registry: bool,
+        /// With --registry: read the listings again now.
+        #[arg(long, requires = "registry")]
+        refresh: bool,
     },
     /// Show what a skill asks for, its own entry in evo.toml ([grants.skill.NAME]) and
     /// what it holds.
@@ -278,7 +286,13 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
         SkillCommand::Revoke { name, values } => {
             grants::change(globals, &name, evo_host::Change::Revoke, &values).await
         }
-        SkillCommand::Search { query, limit } => list::search(globals, &query, limit).await,
+        SkillCommand::Search {
+            query,
+            limit,
+            registry: true,
+            refresh,
+        } => list::search_registries(globals, &query, limit, refresh).await,
+        SkillCommand::Search { query, limit, .. } => list::search(globals, &query, limit).await,
         SkillCommand::List {
             name,
             tags,

@@ -56,7 +56,10 @@ mod tools;
 
 pub use builder::HostBuilder;
 pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
-pub use registry::{DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled, Updated};
+pub use registry::{
+    DownloadProgress, LISTING_TTL, Preview, Published, RegistryInstall, RegistryInstalled, RegistrySearch,
+    Updated,
+};
 
 use catalogue::{Loaded, stamp};
 

@@ -55,6 +55,21 @@ fn fail(code: &'static str, message: String, transient: bool) -> Error {
 enum Access {
     Pull,
     Push,
+    /// The registry's list of repositories (`/v2/_catalog`).
+    Catalog,
+}
+
+/// A page of `/v2/_catalog`.
+#[derive(serde::Deserialize)]
+struct Catalog {
+    #[serde(default)]
+    repositories: Vec<String>,
+}
+
+/// `/v2/NAME/tags/list`.
+#[derive(serde::Deserialize)]
+struct Tags {
+    tags: Option<Vec<String>>,
 }
 
 impl Client {
@@ -94,11 +109,11 @@ impl Client {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Result<http::Response<ureq::Body>> {
-        let scope = format!(
-            "repository:{}:{}",
-            r.repository,
-            if access == Access::Push { "pull,push" } else { "pull" }
-        );
+        let scope = match access {
+            Access::Catalog => "registry:catalog:*".to_owned(),
+            Access::Push => format!("repository:{}:pull,push", r.repository),
+            Access::Pull => format!("repository:{}:pull", r.repository),
+        };
         let key = (r.registry.clone(), scope.clone());
         let mut tried = false;
         loop {
@@ -264,6 +279,62 @@ impl Client {
             format!("{what}: the registry answered HTTP {status}: {}", text.trim()),
             status >= 500 || status == 429,
         )
+    }
+
+    /// The repositories of `registry`, as its `/v2/_catalog` lists them (at most
+    /// `limit`, following its pages); `None` when it offers no listing (many public
+    /// registries do not).
+    pub fn catalog(&self, registry: &str, limit: usize) -> Result<Option<Vec<String>>> {
+        let r = Reference {
+            registry: registry.to_owned(),
+            repository: String::new(),
+            tag: None,
+            digest: None,
+        };
+        let mut names = Vec::new();
+        let mut next = Some(format!("{}/v2/_catalog?n=100", self.base(&r)));
+        while let Some(url) = next.take() {
+            let response = self.send(&r, Access::Catalog, http::Method::GET, &url, &[], &[])?;
+            match response.status().as_u16() {
+                200 => {}
+                404 | 405 | 501 => return Ok(None),
+                _ => return Err(self.unexpected(&format!("{registry}'s catalog"), response)),
+            }
+            let link = header(&response, "link");
+            let page: Catalog = response
+                .into_body()
+                .with_config()
+                .limit(MAX_MANIFEST_BYTES)
+                .read_json()
+                .map_err(|e| fail("REGISTRY_ERROR", format!("{registry}'s catalog is not a list of repositories: {e}"), false))?;
+            names.extend(page.repositories);
+            if names.len() >= limit {
+                names.truncate(limit);
+                break;
+            }
+            // `Link: </v2/_catalog?last=…&n=100>; rel="next"`, relative to the registry.
+            next = link
+                .and_then(|l| l.split_once('<').and_then(|(_, rest)| rest.split_once('>')).map(|(path, _)| path.to_owned()))
+                .filter(|path| path.starts_with("/v2/_catalog"))
+                .map(|path| format!("{}{path}", self.base(&r)));
+        }
+        Ok(Some(names))
+    }
+
+    /// The tags of `r`'s repository.
+    pub fn tags(&self, r: &Reference) -> Result<Vec<String>> {
+        let url = format!("{}/v2/{}/tags/list?n=1000", self.base(r), r.repository);
+        let response = self.send(r, Access::Pull, http::Method::GET, &url, &[], &[])?;
+        if response.status().as_u16() != 200 {
+            return Err(self.unexpected(&format!("{}'s tags", r.repository), response));
+        }
+        let tags: Tags = response
+            .into_body()
+            .with_config()
+            .limit(MAX_MANIFEST_BYTES)
+            .read_json()
+            .map_err(|e| fail("REGISTRY_ERROR", format!("{}'s tags are not a list: {e}", r.repository), false))?;
+        Ok(tags.tags.unwrap_or_default())
     }
 
     /// The manifest `r` names (its digest and bytes checked), following an index to

@@ -19,6 +19,32 @@ pub use sign::{SigningKey, TrustedKey};
 
 use crate::error::{Error, Result};
 
+/// The annotation naming an artifact (the skill's name, when Evo publishes it).
+const TITLE: &str = "org.opencontainers.image.title";
+/// The annotation describing an artifact.
+const DESCRIPTION: &str = "org.opencontainers.image.description";
+/// The annotation with a skill's tags, comma-separated.
+const KEYWORDS: &str = "dev.evo.keywords";
+/// Most repositories of one registry a search reads.
+pub const MAX_LISTED: usize = 500;
+
+/// One repository of a registry as a search sees it: a reference to its newest tag
+/// (`latest`, else the last in order) and what that artifact says of itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Listed {
+    /// `oci://REGISTRY/REPOSITORY:TAG`.
+    pub reference: String,
+    /// Its title annotation (the skill's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its description annotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its keywords (an Evo skill's tags).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+}
+
 /// A new key pair to sign published skills with: the private key (ECDSA P-256, PKCS#8
 /// PEM) and its public key (SubjectPublicKeyInfo PEM, what `[trust] keys` lists).
 pub fn generate_signing_key() -> Result<(String, String)> {
@@ -151,10 +177,25 @@ impl Registry {
         key: Option<&SigningKey>,
     ) -> Result<String> {
         let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let (manifest, config, layer) = match kind {
+        let (mut manifest, config, layer) = match kind {
             Kind::Component => artifact::component(bytes, &created),
             Kind::Skill => artifact::skill(bytes, about),
         };
+        // What a search of the registry reads (`evo skill search --registry`), in the
+        // OCI annotations other tools read too.
+        for (key, field) in [
+            (TITLE, "name"),
+            (DESCRIPTION, "description"),
+            ("org.opencontainers.image.version", "version"),
+        ] {
+            if let Some(text) = about[field].as_str().filter(|t| !t.is_empty()) {
+                manifest.annotations.insert(key.to_owned(), text.to_owned());
+            }
+        }
+        if let Some(tags) = about["tags"].as_array().filter(|t| !t.is_empty()) {
+            let tags: Vec<&str> = tags.iter().filter_map(serde_json::Value::as_str).collect();
+            manifest.annotations.insert(KEYWORDS.to_owned(), tags.join(","));
+        }
         let config_descriptor = manifest.config.clone().unwrap_or_else(|| layer.clone());
         self.client.push_blob(r, &layer, bytes)?;
         self.client.push_blob(r, &config_descriptor, &config)?;
@@ -164,6 +205,54 @@ impl Registry {
             self.sign(r, &digest, key)?;
         }
         Ok(digest)
+    }
+
+    /// The repositories of `registry` with what their newest artifact says of itself
+    /// (at most [`MAX_LISTED`]); `None` when the registry offers no listing.
+    pub fn listing(&self, registry: &str) -> Result<Option<Vec<Listed>>> {
+        let Some(repositories) = self.client.catalog(registry, MAX_LISTED)? else {
+            return Ok(None);
+        };
+        let mut listed = Vec::new();
+        for repository in repositories {
+            let r = Reference {
+                registry: registry.to_owned(),
+                repository,
+                tag: None,
+                digest: None,
+            };
+            // Signatures (`sha256-….sig`) are not versions.
+            let mut tags: Vec<String> = self
+                .client
+                .tags(&r)?
+                .into_iter()
+                .filter(|t| !t.starts_with("sha256-"))
+                .collect();
+            tags.sort();
+            let Some(tag) = tags.iter().find(|t| *t == "latest").or(tags.last()).cloned() else {
+                continue;
+            };
+            let at = Reference {
+                tag: Some(tag),
+                ..r
+            };
+            let annotations = match self.client.manifest(&at) {
+                Ok((_, manifest)) => manifest.annotations,
+                // Not an artifact Evo reads (an index of images, say): listed by name.
+                Err(Error::Registry { code: "ARTIFACT_INVALID", .. }) => Default::default(),
+                Err(e) => return Err(e),
+            };
+            let text = |key: &str| annotations.get(key).cloned().filter(|t| !t.is_empty());
+            listed.push(Listed {
+                reference: format!("{}{at}", reference::SCHEME),
+                title: text(TITLE),
+                description: text(DESCRIPTION),
+                keywords: text(KEYWORDS)
+                    .map(|k| k.split(',').map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect())
+                    .unwrap_or_default(),
+            });
+        }
+        Ok(Some(listed))
     }
 
     /// Adds `key`'s signature of `digest` to `r`'s repository (beside any others).

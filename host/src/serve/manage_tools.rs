@@ -1,7 +1,7 @@
 //! The MCP management tools (`evo serve --manage`): an agent extends the server it
-//! uses — installs a skill from a configured registry, uninstalls one, lists what is
-//! installed, shows and changes what a skill is granted — with its user confirming
-//! every change.
+//! uses — searches the configured registries, installs a skill from one, uninstalls
+//! one, lists what is installed, shows and changes what a skill is granted — with its
+//! user confirming every change.
 //!
 //! A change is asked of the user as a dangerous call is (see [`super::confirm`]): the
 //! question names the skill, the digest and signer of what would be installed or is
@@ -29,10 +29,11 @@ const LIST: &str = "evo_list_skills";
 const GRANTS: &str = "evo_skill_grants";
 const GRANT: &str = "evo_grant";
 const REVOKE: &str = "evo_revoke";
+const SEARCH: &str = "evo_search_registries";
 
 /// Whether `name` is one of the management tools.
 pub(super) fn is_tool(name: &str) -> bool {
-    [INSTALL, UNINSTALL, LIST, GRANTS, GRANT, REVOKE].contains(&name)
+    [INSTALL, UNINSTALL, LIST, GRANTS, GRANT, REVOKE, SEARCH].contains(&name)
 }
 
 /// The management tools, as `tools/list` shows them.
@@ -56,6 +57,9 @@ pub(super) fn tools() -> Vec<Tool> {
         (GRANTS, "Show what a skill asks for, what it holds, and its own grants.", name_only, vec!["name"], true),
         (GRANT, "Grant a skill a directory, an outbound host, a secret, memory or the language model, by name (the user confirms). A plain component with no manifest gets all of it; a skill with a manifest gets what it asks for within it.", grant_values.clone(), vec!["name"], false),
         (REVOKE, "Take away what a skill was granted by name (the user confirms).", grant_values, vec!["name"], false),
+        (SEARCH, "Search the server's configured OCI registries for skills to install: each repository's name, title, description and keywords. Answers references to pass to evo_install_skill, and which registries offer no listing.", json!({
+            "query": { "type": "string", "description": "What the skill should do, in a few words" }
+        }), vec!["query"], true),
     ]
     .into_iter()
     .map(|(name, description, properties, required, read_only)| {
@@ -70,7 +74,7 @@ pub(super) fn tools() -> Vec<Tool> {
             ToolAnnotations::new()
                 .read_only(read_only)
                 .destructive(!read_only)
-                .open_world(name == INSTALL),
+                .open_world(name == INSTALL || name == SEARCH),
         )
     })
     .collect()
@@ -82,6 +86,12 @@ struct Install {
     reference: String,
     #[serde(default)]
     overwrite: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Search {
+    query: String,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +142,12 @@ async fn act(ask: &Ask<'_>, by: &Operator, input: Value) -> crate::Result<Value>
                 .manager()
                 .and_then(|m| m.list_skills(&Default::default()));
             listing.map(|l| json!(l))
+        }
+        SEARCH => {
+            let Search { query } = parse(tool, input)?;
+            host.search_registries(&query, false)
+                .await
+                .map(|found| json!(found))
         }
         GRANTS => {
             let Named { name } = parse(tool, input)?;

@@ -734,3 +734,95 @@ fn the_console_installs_grants_revokes_and_uninstalls_with_the_admin_token_only(
     let text = response.into_body().read_to_string().unwrap();
     assert!(text.contains("ORIGIN_REFUSED"), "{text}");
 }
+
+#[test]
+fn a_search_of_the_registries_finds_what_was_published_and_says_which_offer_no_listing() {
+    use evo_tests::cli::{evo, stderr, stdout};
+    let unique = format!("findme{}", std::process::id());
+    let home = home("");
+    let reference = format!("oci://{}/manage/{unique}-io:1.0", open());
+    ok(
+        home.path(),
+        &["skill", "publish", skills::PLAIN_IO, &reference],
+    );
+    // Another HTTP server that is no registry: it offers no listing.
+    let elsewhere = HttpServer::start(home.path(), &[]);
+    let elsewhere_host = elsewhere.base.trim_start_matches("http://").to_owned();
+    let mut config = std::fs::read_to_string(home.path().join("evo.toml")).unwrap();
+    config = config.replace("insecure = [", &format!("insecure = [{elsewhere_host:?}, "));
+    std::fs::write(home.path().join("evo.toml"), config).unwrap();
+
+    let search = |words: &str, refresh: bool| -> (Value, String) {
+        let mut args = vec!["--json", "skill", "search", "--registry", words, "-n", "50"];
+        if refresh {
+            args.push("--refresh");
+        }
+        let out = evo(home.path(), &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        (serde_json::from_str(&stdout(&out)).unwrap(), stderr(&out))
+    };
+    let (found, notes) = search(&format!("{unique} webassembly"), false);
+    let hit = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["reference"] == reference.as_str());
+    let hit = hit.unwrap_or_else(|| panic!("{found:#}"));
+    // Named after the repository it was published to, as publishing names a component.
+    let name = format!("{unique}-io");
+    assert_eq!(hit["title"], name.as_str(), "{hit}");
+    assert_eq!(
+        hit["description"],
+        format!("The WebAssembly component {name}."),
+        "{hit}"
+    );
+    assert_eq!(
+        found["hits"][0]["reference"],
+        reference.as_str(),
+        "best first: {found:#}"
+    );
+    assert!(
+        notes.contains(&format!(
+            "note: {elsewhere_host} offers no listing of its repositories"
+        )),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("[REGISTRY_AUTH]"),
+        "the guarded registry refused: {notes}"
+    );
+
+    // The listing is kept: a repository pushed since shows after --refresh.
+    let later = format!("oci://{}/manage/{unique}-later:1.0", open());
+    ok(home.path(), &["skill", "publish", skills::PLAIN_IO, &later]);
+    let (found, _) = search(&unique, false);
+    assert!(
+        !found["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["reference"] == later.as_str()),
+        "cached: {found:#}"
+    );
+    let (found, _) = search(&unique, true);
+    assert!(
+        found["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["reference"] == later.as_str()),
+        "{found:#}"
+    );
+
+    // What it found installs.
+    let out = evo(home.path(), &["skill", "install", &reference]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // No registry configured at all: said, with how to name one.
+    let bare = tempfile::tempdir().unwrap();
+    let out = evo(bare.path(), &["skill", "search", "--registry", "anything"]);
+    assert!(
+        stderr(&out).contains("error[NO_REGISTRIES]"),
+        "{}",
+        stderr(&out)
+    );
+}
