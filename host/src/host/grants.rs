@@ -224,12 +224,21 @@ impl Host {
         // skill that asks keeps an empty one, or the shared policy would apply again.
         let keep = asking == Asking::Asks || entry.allows_anything();
         let entry = keep.then_some(entry);
-        // The nodes first: a change they cannot hear is not made here either.
+        // This node's file first: a change it cannot keep is made nowhere. Then the
+        // other nodes; if they cannot hear it, the file is put back.
+        let file = self.config_path();
+        crate::config::set_skill_grants(&file, &kept_under, entry.as_ref())?;
         #[cfg(feature = "postgres")]
-        if let Some(shared) = &self.inner.shared_catalogue {
-            shared.set_grants(&kept_under, entry.as_ref().map(Policy::shown).as_ref())?;
+        if let Some(shared) = &self.inner.shared_catalogue
+            && let Err(e) = shared.set_grants(&kept_under, entry.as_ref().map(Policy::shown).as_ref())
+        {
+            let before = policy.skills.get(&kept_under);
+            if let Err(undo) = crate::config::set_skill_grants(&file, &kept_under, before) {
+                tracing::warn!("{}: [grants.skill.{kept_under}] could not be put back: {undo}", file.display());
+            }
+            return Err(e);
         }
-        self.set_entry(&kept_under, entry, &policy).await?;
+        self.apply_entry(&kept_under, entry, &policy).await;
         tracing::info!(target: "evo::security", skill = %kept_under, by = %by.who, ?change, "grants changed");
         self.skill_grants(name)
     }
@@ -240,15 +249,9 @@ impl Host {
         crate::packages::InstallRecord::read(&crate::paths::skills_dir(&self.inner.data_dir).join(name))
     }
 
-    /// Makes `entry` skill `kept_under`'s own (none: removes it) in evo.toml and in the
-    /// policy now (`policy`), and loads the skills it applies to again.
-    pub(super) async fn set_entry(
-        &self,
-        kept_under: &str,
-        entry: Option<Policy>,
-        policy: &Policy,
-    ) -> Result<()> {
-        crate::config::set_skill_grants(&self.config_path(), kept_under, entry.as_ref())?;
+    /// Makes `entry` skill `kept_under`'s own (none: removes it) in the policy now
+    /// (`policy` with it), and loads the skills it applies to again.
+    pub(super) async fn apply_entry(&self, kept_under: &str, entry: Option<Policy>, policy: &Policy) {
         let mut now = policy.clone();
         match entry {
             Some(entry) => now.skills.insert(kept_under.to_owned(), entry),
@@ -258,7 +261,6 @@ impl Host {
         if let Some(skill) = self.skill_or_component(kept_under) {
             self.reload_skill(&skill.meta.name).await;
         }
-        Ok(())
     }
 
     /// The configuration file a change is written to: the one read at start, else

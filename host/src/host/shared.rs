@@ -86,7 +86,12 @@ impl Host {
                     continue;
                 }
             };
-            self.set_entry(&name, entry, &policy).await?;
+            // Kept in this node's evo.toml too, for its next start; a file it cannot
+            // write does not keep the change from applying now.
+            if let Err(e) = crate::config::set_skill_grants(&self.config_path(), &name, entry.as_ref()) {
+                tracing::warn!(skill = %name, "the grants another node made apply, but could not be kept in evo.toml: {e}");
+            }
+            self.apply_entry(&name, entry, &policy).await;
             tracing::info!(target: "evo::security", skill = %name, "grants changed on another node");
         }
         Ok(())
