@@ -419,7 +419,7 @@ fn shared_part(policy: &Policy) -> Policy {
 }
 
 /// Refuses `dir` unless it is below a directory `by` may grant from.
-fn within(dir: &Path, by: &Operator) -> Result<()> {
+pub(super) fn within(dir: &Path, by: &Operator) -> Result<()> {
     let Some(roots) = &by.dirs else {
         return Ok(());
     };

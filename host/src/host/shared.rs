@@ -73,6 +73,8 @@ impl Host {
     /// this node cannot take (a directory it does not have) is left as it was, with a
     /// warning.
     async fn sync_grants(&self, shared: &SharedCatalogue) -> Result<()> {
+        // Who a refusal of the database's grants is logged as made by.
+        const SHARED: &str = "shared storage";
         for (name, entry) in shared.grants()? {
             let policy = self.grants();
             let here = policy.skills.get(&name).map(crate::capabilities::Policy::shown);
@@ -86,6 +88,19 @@ impl Host {
                     continue;
                 }
             };
+            // A directory is bound here only below this node's own [serve] grant_dirs,
+            // whoever wrote the row: the database does not widen what a node allows.
+            let bound = super::grants::Operator {
+                who: "a node".into(),
+                dirs: Some(self.config().serve.grant_dirs.clone()),
+            };
+            let outside = entry.iter().flat_map(|e| &e.dirs).find_map(|d| super::grants::within(&d.host, &bound).err());
+            if let Some(refusal) = outside {
+                let values = entry.as_ref().map(crate::capabilities::Policy::shown);
+                let arguments = serde_json::json!({ "skill": name, "entry": values });
+                self.audit("skill_grant", SHARED, arguments, Err(&refusal));
+                continue;
+            }
             // Kept in this node's evo.toml too, for its next start; a file it cannot
             // write does not keep the change from applying now.
             if let Err(e) = crate::config::set_skill_grants(&self.config_path(), &name, entry.as_ref()) {

@@ -614,6 +614,40 @@ fn a_change_made_on_one_node_is_seen_by_every_node_sharing_the_catalogue() {
         (status == 500).then_some(())
     });
 
+    // A row written straight into the database, binding a directory outside the
+    // nodes' [serve] grant_dirs, binds nothing.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("notes.txt"), "planted").unwrap();
+    let planted =
+        json!({ "dirs": [format!("{}::/data:ro", outside.path().display())] }).to_string();
+    let pg = evo_host::storage::Pg::connect(&url, None).unwrap();
+    pg.run(move |client| async move {
+        client
+            .execute(
+                "UPDATE skill_grants SET entry = $1, changed_at = changed_at + 1 WHERE name = 'io'",
+                &[&planted],
+            )
+            .await
+    })
+    .unwrap();
+    // Refused, and written to the security log; the call still finds no directory.
+    eventually("node two refuses the planted row", || {
+        let (_, rows) = request(
+            "GET",
+            &format!("{two}/v1/calls?skill=skill_grant&caller=shared%20storage"),
+            ADMIN,
+            "",
+            b"",
+        );
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["status"] == "error" && r["code"] == "GRANT_OUTSIDE")
+            .then_some(())
+    });
+    let (status, body) = read_file(two, "io__read-file");
+    assert_eq!(status, 500, "the planted directory is not bound: {body}");
+
     // Uninstalled through node two: gone from node one.
     let (status, body) = request("DELETE", &format!("{two}/v1/skills/io"), ADMIN, "", b"");
     assert_eq!(status, 200, "{body}");
