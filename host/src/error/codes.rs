@@ -71,6 +71,7 @@ impl Error {
             Self::Capability(_) => "CAPABILITY_DENIED",
             Self::Engine(_) => "ENGINE_ERROR",
             Self::SkillNotFound { .. } => "SKILL_NOT_FOUND",
+            Self::MemoryEntryNotFound { .. } => "MEMORY_ENTRY_NOT_FOUND",
             Self::ChooseFunction { .. } => "FUNCTION_NOT_CHOSEN",
             Self::ToolNotFound { .. } => "TOOL_NOT_FOUND",
             Self::Blocked { .. } => "TOOL_BLOCKED",
@@ -150,6 +151,7 @@ impl Error {
                 | Self::InvalidInput { .. }
                 | Self::Capability(_)
                 | Self::SkillNotFound { .. }
+                | Self::MemoryEntryNotFound { .. }
                 | Self::ChooseFunction { .. }
                 | Self::ToolNotFound { .. }
                 | Self::Blocked { .. }
@@ -270,6 +272,9 @@ impl Error {
                 "see what it now asks for with `evo skill info NAME`, then `evo skill install --overwrite` if you accept it"
             }
             Self::Registry { code, .. } => registry_hint(code),
+            Self::MemoryEntryNotFound { .. } => {
+                "ids come from a search of memory (`evo memory search`, POST /v1/memory/search; --all shows superseded entries too)"
+            }
             Self::Grant { code, .. } => match *code {
                 "GRANT_OUTSIDE" => {
                     "grant a directory below one of [serve] grant_dirs in the server's evo.toml, or ask its operator to add one"

@@ -453,6 +453,13 @@ pub enum Error {
         transient: bool,
     },
 
+    /// No memory entry has this id, and no decision names it.
+    #[error("no memory entry has the id {id:?}, and no decision names it")]
+    MemoryEntryNotFound {
+        /// The id asked for.
+        id: String,
+    },
+
     /// A change to what a skill is granted (`evo skill grant`, the management API and
     /// tools) was refused; nothing was changed.
     #[error("{message}")]

@@ -240,9 +240,7 @@ impl MemoryManager {
         events.sort_by_key(|(rowid, _)| *rowid);
         let events: Vec<HistoryEvent> = events.into_iter().map(|(_, e)| e).collect();
         if versions.is_empty() && events.is_empty() {
-            return Err(invalid(&format!(
-                "no memory entry has the id {id:?}; ids come from `evo memory search` (--all shows superseded entries too)"
-            )));
+            return Err(Error::MemoryEntryNotFound { id: id.to_owned() });
         }
         Ok(EntryHistory { versions, events })
     }

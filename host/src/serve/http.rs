@@ -220,7 +220,9 @@ pub(super) fn failure(
 /// The status that fits `error`.
 fn status_of(error: &Error) -> StatusCode {
     match error {
-        Error::SkillNotFound { .. } | Error::ToolNotFound { .. } => StatusCode::NOT_FOUND,
+        Error::SkillNotFound { .. }
+        | Error::ToolNotFound { .. }
+        | Error::MemoryEntryNotFound { .. } => StatusCode::NOT_FOUND,
         Error::Validation(_) if error.is_bad_input() => StatusCode::UNPROCESSABLE_ENTITY,
         Error::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
         Error::Registry { code, .. } => match *code {

@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::Shared;
-use super::http::{blocking, failure};
+use super::http::blocking;
 use super::openapi::{DailyLog, LogDays, MemoryHitBody, MemorySearch};
 use crate::memory::{SearchOptions, Source};
 
@@ -54,17 +53,7 @@ pub(super) async fn search(
 pub(super) async fn entry(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     let memory = shared.host.memory().clone();
     blocking("reading the entry's history", move || {
-        let story = memory.history(&id)?;
-        Ok(if story.versions.is_empty() && story.events.is_empty() {
-            failure(
-                StatusCode::NOT_FOUND,
-                "MEMORY_ENTRY_NOT_FOUND",
-                format!("no memory entry has the id {id:?}, and no decision names it"),
-                Some("search memory (`POST /v1/memory/search`) for the entry and use the id it returns"),
-            )
-        } else {
-            Json(story).into_response()
-        })
+        Ok(Json(memory.history(&id)?))
     })
     .await
 }

@@ -908,12 +908,16 @@ fn facts_of_one_template_are_all_kept_and_each_is_found() {
     assert!(gone.versions.is_empty());
     assert_eq!(gone.events.len(), 3, "the decisions stay on record");
     let unknown = memory.history("mem-0000000000000000").unwrap_err();
-    assert_eq!(unknown.code(), "INVALID_INPUT");
+    assert_eq!(unknown.code(), "MEMORY_ENTRY_NOT_FOUND");
     assert!(
         unknown
             .to_string()
             .contains("no memory entry has the id \"mem-0000000000000000\""),
         "{unknown}"
+    );
+    assert!(
+        unknown.hint().unwrap().contains("evo memory search"),
+        "{unknown:?}"
     );
 }
 

@@ -167,6 +167,25 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         "{err}"
     );
 
+    // A memory entry nobody has: 404 with its own code, as the OpenAPI document says,
+    // and the CLI says the same with a hint that leads to an id.
+    for id in ["UNKNOWN", "mem-0000000000000000"] {
+        let (status, err) = http("GET", &format!("{base}/v1/memory/entries/{id}"), &[], None);
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (404, Some("MEMORY_ENTRY_NOT_FOUND")),
+            "{err}"
+        );
+    }
+    let out = evo_tests::cli::evo(&root.path().join("home"), &["memory", "history", "mem-x"]);
+    let said = stderr(&out);
+    assert!(
+        said.contains("error[MEMORY_ENTRY_NOT_FOUND]")
+            && said.contains("evo memory search")
+            && !said.contains("tool describe"),
+        "{said}"
+    );
+
     // No model configured: the agent endpoint says so with the CLI's code.
     let (status, err) = http(
         "POST",
