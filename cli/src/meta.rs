@@ -7,8 +7,45 @@ use super::{Cli, Failure, out};
 /// Prints the completion script for `shell`.
 pub(super) fn completions(shell: clap_complete::Shell) {
     let mut buffer = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "evo", &mut buffer);
+    clap_complete::generate(shell, &mut visible(&Cli::command()), "evo", &mut buffer);
     out!("{}", String::from_utf8_lossy(&buffer).trim_end());
+}
+
+/// `command` without the subcommands and flags `--help` hides (the internal
+/// `__native-*` subcommands): clap_complete would offer them at a TAB. clap cannot take
+/// a subcommand out of a command, so the command is made again from its visible parts.
+fn visible(command: &clap::Command) -> clap::Command {
+    let mut shown = clap::Command::new(command.get_name().to_owned())
+        .args(
+            command
+                .get_arguments()
+                .filter(|a| !a.is_hide_set())
+                .cloned(),
+        )
+        .subcommands(
+            command
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(visible),
+        );
+    if let Some(about) = command.get_about() {
+        shown = shown.about(about.clone());
+    }
+    if let Some(about) = command.get_long_about() {
+        shown = shown.long_about(about.clone());
+    }
+    if let Some(version) = command.get_version() {
+        shown = shown.version(version.to_owned());
+    }
+    if command.is_propagate_version_set() {
+        shown = shown.propagate_version(true);
+    }
+    shown.visible_aliases(
+        command
+            .get_visible_aliases()
+            .map(str::to_owned)
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// Prints the man page: the top-level command, then a section for every subcommand

@@ -896,3 +896,20 @@ fn agent_run_read_only_keeps_the_model_from_writing() {
         "hi\n"
     );
 }
+
+#[test]
+fn completions_offer_what_help_shows_and_never_the_internal_subcommands() {
+    let home = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = evo(home.path(), &["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        assert!(
+            !script.contains("__native"),
+            "{shell} offers an internal subcommand"
+        );
+        for offered in ["skill", "serve", "data-dir", "allow-host", "grants"] {
+            assert!(script.contains(offered), "{shell}: {offered}");
+        }
+    }
+}
