@@ -8,7 +8,7 @@ use crate::{Failure, Globals, internal, out};
 
 pub(super) async fn show(globals: &Globals, name: &str) -> Result<(), Failure> {
     let host = args::host(globals, &Sources::default(), &Grants::default()).await?;
-    print(globals, &host.skill_grants(name)?)
+    print(globals, &host.skill_grants(name)?, &host.secrets())
 }
 
 pub(super) async fn change(
@@ -42,10 +42,14 @@ pub(super) async fn change(
             grants.kept_under
         );
     }
-    print(globals, &grants)
+    print(globals, &grants, &host.secrets())
 }
 
-fn print(globals: &Globals, grants: &SkillGrants) -> Result<(), Failure> {
+fn print(
+    globals: &Globals,
+    grants: &SkillGrants,
+    secrets: &evo_host::Secrets,
+) -> Result<(), Failure> {
     if globals.json {
         out!("{}", serde_json::to_value(grants).map_err(internal)?);
         return Ok(());
@@ -70,33 +74,7 @@ fn print(globals: &Globals, grants: &SkillGrants) -> Result<(), Failure> {
             }
         ),
     }
-    let g = &grants.granted;
-    for dir in &g.dirs {
-        let access = match dir.access {
-            evo_host::Access::Read => "read-only",
-            evo_host::Access::ReadWrite => "read-write",
-        };
-        out!(
-            "  granted:    {} → {} ({access})",
-            dir.host.display(),
-            dir.guest
-        );
-    }
-    for host in &g.hosts {
-        out!("  granted:    outbound HTTP to {host}");
-    }
-    for secret in &g.secrets {
-        out!("  granted:    secret {} for {}", secret.name, secret.host);
-    }
-    if g.llm {
-        out!("  granted:    the language model");
-    }
-    if g.memory != evo_host::MemoryAccess::None {
-        out!("  granted:    memory ({})", g.memory.as_str());
-    }
-    for refused in &g.refused {
-        out!("  not granted: {refused}");
-    }
+    super::info::print_held(&grants.granted, &secrets);
     Ok(())
 }
 

@@ -348,6 +348,11 @@ fn print_grant(
     secrets: &evo_host::Secrets,
 ) {
     print_requests(requested);
+    print_held(grant, secrets);
+}
+
+/// What `grant` gives a skill here, and what it asked for and was not given.
+pub(super) fn print_held(grant: &evo_host::Grant, secrets: &evo_host::Secrets) {
     for dir in &grant.dirs {
         let access = match dir.access {
             Access::Read => "read-only",

@@ -50,6 +50,7 @@ mod builder;
 mod catalogue;
 mod grants;
 mod registry;
+mod search;
 #[cfg(feature = "postgres")]
 mod shared;
 mod tools;
@@ -57,9 +58,9 @@ mod tools;
 pub use builder::HostBuilder;
 pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
 pub use registry::{
-    DownloadProgress, LISTING_TTL, Preview, Published, RegistryInstall, RegistryInstalled, RegistrySearch,
-    Updated,
+    DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled, Updated,
 };
+pub use search::{LISTING_TTL, RegistrySearch};
 
 use catalogue::{Loaded, stamp};
 
