@@ -74,7 +74,7 @@ fn print(
             }
         ),
     }
-    super::info::print_held(&grants.granted, &secrets);
+    super::info::print_held(&grants.granted, secrets);
     Ok(())
 }
 
