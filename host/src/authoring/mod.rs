@@ -214,7 +214,13 @@ async fn build_described(
     }
     let component = with_short_names(label, &component)?;
     let described = with_manifest(label, &component, &manifest)?;
-    std::fs::write(staged, described).map_err(Error::io_at(staged))
+    std::fs::write(staged, &described).map_err(Error::io_at(staged))?;
+    // The bytes written, compiled into the cache as a run will load them (with fuel if
+    // the limits give it), so that the first `evo skill run` reads them from there.
+    let built = engine
+        .load_bytes(label, described, &crate::capabilities::Policy::default())
+        .await?;
+    built.prepare().await.map(drop)
 }
 
 /// Runs `language`'s toolchain in `dir`, writing the component to `staged`.

@@ -153,6 +153,8 @@ export const skill = defineSkill({
   },
   execute({ name }) {
     if (name.trim() === '') throw SkillError.invalidInput('the name is empty: say who to greet');
+    // What a skill prints goes to the host's log: `evo -vv skill run` shows it.
+    console.log(`greeting ${name.trim()}`);
     return { greeting: `Hello, ${name.trim()}!` };
   },
 });

@@ -39,6 +39,47 @@ fn new_project_round_trip(lang: &str) {
     let info = evo_host::engine::wasm::inspect("skill.wasm", &built).unwrap();
     let manifest: serde_json::Value = serde_json::from_str(&info.manifest.unwrap()).unwrap();
     assert_eq!(manifest["name"], "greet");
+    // The build compiled the very bytes it wrote: the first run reads them from the
+    // compile cache.
+    let out = evo_in(
+        &project,
+        &home,
+        &["-v", "skill", "run", ".", "--input", r#"{"name":"Ada"}"#],
+    );
+    assert!(out.status.success(), "{lang}: {}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("later loads come from the compile cache"),
+        "{lang}: the first run after the build compiled: {}",
+        stderr(&out)
+    );
+    // Compiling never counts against a call's deadline: with no compiled code at hand
+    // (another data directory, its own cache) and calls cut at 1.5 s, far less than a
+    // JavaScript or Python component takes to compile, the first call compiles, then
+    // runs in time.
+    let cold = work.path().join("cold-home");
+    std::fs::create_dir_all(&cold).unwrap();
+    std::fs::write(
+        cold.join("evo.toml"),
+        "[engine]\nmax_timeout_ms = 1500\ncompile_deadline_ms = 900000\n",
+    )
+    .unwrap();
+    let out = author_command(
+        &project,
+        &cold,
+        &["-v", "skill", "run", ".", "--input", r#"{"name":"Ada"}"#],
+    )
+    .env_remove("EVO_CACHE_DIR")
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{lang}: {}", stderr(&out));
+    assert_eq!(
+        stderr(&out)
+            .matches("later loads come from the compile cache")
+            .count(),
+        1,
+        "{lang}: compiled once: {}",
+        stderr(&out)
+    );
     if lang == "rust" {
         // Built a second time with the manifest as text, without the schema generator:
         // the issue's bound for a hello-world Rust skill.

@@ -1,6 +1,7 @@
 //! Compiling a component (or loading it from the compile cache) and linking it to the
 //! host's imports: what loading a skill and its first call both need.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -37,40 +38,46 @@ impl WasmEngine {
         fuel: bool,
         ready: fn(&str, InstancePre<HostState>) -> Result<P>,
     ) -> Result<(P, LoadSource)> {
-        let engine = self.clone();
-        let digest = digest.to_owned();
-        let label_owned = label.to_owned();
         let deadline = self.inner.config.compile_deadline;
-        // A cache hit maps the artifact and links it in about 0.1 ms: less than a trip
-        // to the blocking pool and back would add. A compile goes there.
-        if let Some(cache) = &self.inner.cache {
-            let flavor = self.flavor(fuel)?;
-            if let Some(component) = cache.load(&flavor.engine, flavor.key, &digest) {
-                let loaded = ready(label, link(flavor, label, &component)?)?;
-                self.inner.from_cache.fetch_add(1, Ordering::Relaxed);
-                return Ok((loaded, LoadSource::Cache));
-            }
+        if let Some(hit) = self.cached(label, digest, fuel, ready)? {
+            return Ok(hit);
         }
-        self.inner.config.on_compile.tell(label, code.len());
-        let compile = tokio::task::spawn_blocking(move || {
-            let flavor = engine.flavor(fuel)?;
-            let compiled = code
-                .bytes(&digest)
-                .and_then(|bytes| match &engine.inner.cache {
-                    Some(cache) => cache.compile(&flavor.engine, flavor.key, &digest, &bytes),
-                    None => wasmtime::component::Component::new(&flavor.engine, &bytes[..]),
-                });
-            let component = compiled.map_err(|e| Error::InvalidComponent {
-                skill: label_owned.clone(),
-                reason: format!("{e:#}"),
-            })?;
-            let linked = link(flavor, &label_owned, &component)?;
-            let loaded = ready(&label_owned, linked)?;
-            engine.inner.compiled.fetch_add(1, Ordering::Relaxed);
-            Ok((loaded, LoadSource::Compiled))
-        });
-        match tokio::time::timeout(deadline, compile).await {
-            Ok(joined) => joined.map_err(|e| Error::Engine(e.to_string()))?,
+        let gate = self.inner.compiling.gate(fuel, digest);
+        let (engine, label_owned, digest_owned) = (self.clone(), label.to_owned(), digest.to_owned());
+        let compile = async move {
+            let turn = gate.lock_owned().await;
+            // Whoever held the turn before may have compiled these very bytes.
+            if let Some(hit) = engine.cached(&label_owned, &digest_owned, fuel, ready)? {
+                return Ok(hit);
+            }
+            engine.inner.config.on_compile.tell(&label_owned, code.len());
+            tokio::task::spawn_blocking(move || {
+                // Held until the compile ends, even past the deadline: the next caller
+                // then reads what it wrote to the cache instead of compiling again.
+                let _turn = turn;
+                let flavor = engine.flavor(fuel)?;
+                let compiled =
+                    code.bytes(&digest_owned)
+                        .and_then(|bytes| match &engine.inner.cache {
+                            Some(cache) => {
+                                cache.compile(&flavor.engine, flavor.key, &digest_owned, &bytes)
+                            }
+                            None => wasmtime::component::Component::new(&flavor.engine, &bytes[..]),
+                        });
+                let component = compiled.map_err(|e| Error::InvalidComponent {
+                    skill: label_owned.clone(),
+                    reason: format!("{e:#}"),
+                })?;
+                let linked = link(flavor, &label_owned, &component)?;
+                let loaded = ready(&label_owned, linked)?;
+                engine.inner.compiled.fetch_add(1, Ordering::Relaxed);
+                Ok((loaded, LoadSource::Compiled))
+            })
+            .await
+            .map_err(|e| Error::Engine(e.to_string()))?
+        };
+        let outcome = match tokio::time::timeout(deadline, compile).await {
+            Ok(outcome) => outcome,
             Err(_) => Err(Error::ComponentLimit {
                 skill: label.to_owned(),
                 message: format!(
@@ -78,6 +85,54 @@ impl WasmEngine {
                     deadline.as_millis()
                 ),
             }),
+        };
+        self.inner.compiling.done(fuel, digest);
+        outcome
+    }
+
+    /// The component from the compile cache, linked and made ready, if it is there.
+    /// A hit maps the artifact and links it in about 0.1 ms: less than a trip to the
+    /// blocking pool and back would add.
+    fn cached<P>(
+        &self,
+        label: &str,
+        digest: &str,
+        fuel: bool,
+        ready: fn(&str, InstancePre<HostState>) -> Result<P>,
+    ) -> Result<Option<(P, LoadSource)>> {
+        let Some(cache) = &self.inner.cache else {
+            return Ok(None);
+        };
+        let flavor = self.flavor(fuel)?;
+        let Some(component) = cache.load(&flavor.engine, flavor.key, digest) else {
+            return Ok(None);
+        };
+        let loaded = ready(label, link(flavor, label, &component)?)?;
+        self.inner.from_cache.fetch_add(1, Ordering::Relaxed);
+        Ok(Some((loaded, LoadSource::Cache)))
+    }
+}
+
+/// One turn to compile: whoever holds it compiles, the others wait, then read the cache.
+type Turn = Arc<tokio::sync::Mutex<()>>;
+
+/// The turns to compile, one per flavor (with fuel or not) and digest being compiled.
+#[derive(Default)]
+pub(super) struct Gates(std::sync::Mutex<HashMap<(bool, String), Turn>>);
+
+impl Gates {
+    /// The turn to compile the component `digest` with or without fuel.
+    fn gate(&self, fuel: bool, digest: &str) -> Turn {
+        let mut gates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        gates.entry((fuel, digest.to_owned())).or_default().clone()
+    }
+
+    /// Forgets the turn once nobody waits for it or holds it.
+    fn done(&self, fuel: bool, digest: &str) {
+        let mut gates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = (fuel, digest.to_owned());
+        if gates.get(&key).is_some_and(|gate| Arc::strong_count(gate) == 1) {
+            gates.remove(&key);
         }
     }
 }

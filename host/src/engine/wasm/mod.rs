@@ -62,6 +62,7 @@ pub(crate) use http::send_checked;
 #[cfg(feature = "internals")]
 pub use inspect::API_VERSION;
 pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
+pub(crate) use inspect::check_component_header;
 pub use names::with_short_names;
 pub use limits::{LimitPolicy, Limits};
 pub use plain::{PlainComponent, PlainExecutor, SEPARATOR, Unusable, component_name};
@@ -381,6 +382,10 @@ struct Inner {
     plain: Flavor,
     fuel: OnceLock<Result<Flavor, String>>,
     cache: Option<ArtifactCache>,
+    /// One turn per component being compiled (by flavor and digest): a call that finds
+    /// another compiling the same bytes waits for it and reads the cache, so a
+    /// component is compiled once however many calls race for it.
+    compiling: compile::Gates,
     /// What was learnt from the component files loaded before (beside the cache).
     known: Option<known::KnownFiles>,
     /// The places for calls' instances: the pool, the nested reserve, the long lane.
@@ -424,6 +429,7 @@ impl WasmEngine {
                 plain,
                 fuel: OnceLock::new(),
                 cache,
+                compiling: compile::Gates::default(),
                 known,
                 slots,
                 live: Arc::default(),

@@ -76,13 +76,18 @@ impl PlainComponent {
             }
             let mut message = cut(text, MAX_ERROR_BYTES);
             // A component's own error says only that a request was denied; the host
-            // knows which and why.
-            if let Some(reason) = guest.refusal() {
-                message.push_str(&format!(" (the host refused a request: {reason})"));
-            }
+            // knows which and why, and the failure is that refusal (PERMISSION_DENIED,
+            // as for an Evo skill or a service skill refused the same request).
+            let kind = match guest.refusal() {
+                Some(reason) => {
+                    message.push_str(&format!(" (the host refused a request: {reason})"));
+                    FailureKind::Denied
+                }
+                None => FailureKind::Failed,
+            };
             return Err(Error::Skill {
                 skill: skill.to_owned(),
-                kind: FailureKind::Failed,
+                kind,
                 message: guest.scrub.text("error", message),
             });
         }
@@ -167,6 +172,10 @@ impl Executor for PlainExecutor {
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
+    }
+
+    fn prepare(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { self.component.prepare().await.map(drop) })
     }
 
     fn execute(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
