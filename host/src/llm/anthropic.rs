@@ -97,6 +97,9 @@ impl AnthropicProvider {
         if let Some(t) = options.temperature {
             body["temperature"] = json!(t);
         }
+        if !options.stop.is_empty() {
+            body["stop_sequences"] = json!(options.stop);
+        }
         if !options.tools.is_empty() {
             body["tools"] = options
                 .tools

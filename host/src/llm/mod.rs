@@ -122,6 +122,10 @@ pub struct ChatOptions {
     /// The JSON Schema the answer must match: a provider that can constrain its output
     /// (the local model) writes only JSON it accepts; others are checked after.
     pub output_schema: Option<Value>,
+    /// Text that ends the answer where it first appears, left out of it (at most 4:
+    /// what OpenAI's API takes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
 }
 
 /// A tool call the model made.

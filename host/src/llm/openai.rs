@@ -72,6 +72,9 @@ impl OpenAiProvider {
         if let Some(t) = options.temperature {
             body["temperature"] = json!(t);
         }
+        if !options.stop.is_empty() {
+            body["stop"] = json!(options.stop);
+        }
         if !options.tools.is_empty() {
             body["tools"] = options
                 .tools

@@ -189,8 +189,11 @@ impl Agent {
             ));
         }
         let messages = conversation(turn.answer_system, turn.history, turn.message.to_owned());
+        // The answer is a sentence or two: a blank line ends it, where a small model
+        // starts on something else ("This is a special case of …").
         let options = ChatOptions {
             max_tokens: Some(SMALL_MODEL_ANSWER_TOKENS),
+            stop: vec!["\n\n".into()],
             ..self.chat_options()
         };
         let answer = collect(self.provider.chat(messages, options), |_| {}).await?;

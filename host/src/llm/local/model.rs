@@ -44,6 +44,8 @@ pub struct GenerateOptions {
     /// A JSON Schema the text must match: only tokens that keep it a prefix of such JSON
     /// are sampled, and it ends when the JSON does.
     pub schema: Option<serde_json::Value>,
+    /// Text that ends the answer where it first appears (left out of it).
+    pub stop: Vec<String>,
 }
 
 impl Default for GenerateOptions {
@@ -54,6 +56,7 @@ impl Default for GenerateOptions {
             deadline: None,
             seed: 299_792_458,
             schema: None,
+            stop: Vec::new(),
         }
     }
 }
@@ -291,10 +294,17 @@ impl LocalModel {
                 .decode(&generated, true)
                 .unwrap_or_default();
             if so_far.len() > text.len() && so_far.starts_with(&text) && !so_far.ends_with('\u{fffd}') {
-                let piece = so_far[text.len()..].to_owned();
+                let (so_far, ended) = match first_stop(&so_far, &options.stop) {
+                    Some(at) => (so_far[..at].to_owned(), true),
+                    None => (so_far, false),
+                };
+                let piece = so_far.get(text.len()..).unwrap_or_default().to_owned();
                 text = so_far;
-                if !on_text(&piece) {
+                if !piece.is_empty() && !on_text(&piece) {
                     break Stop::Cancelled;
+                }
+                if ended {
+                    break Stop::End;
                 }
             }
             if machine.as_ref().is_some_and(Machine::closed) {
@@ -320,6 +330,15 @@ impl LocalModel {
             generation_time: started.elapsed() - prompt_time,
         })
     }
+}
+
+/// Where the first of `stops` starts in `text`.
+fn first_stop(text: &str, stops: &[String]) -> Option<usize> {
+    stops
+        .iter()
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| text.find(s.as_str()))
+        .min()
 }
 
 /// Tokens that end a turn besides the end-of-sequence one, across the families'
@@ -566,4 +585,21 @@ pub fn measure(model: &LocalModel) -> Result<Speed> {
         generated_per_second: per_second(made.tokens, made.generation_time),
         perplexity: model.perplexity(PLAIN_TEXT)?,
     })
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use super::first_stop;
+
+    #[test]
+    fn an_answer_ends_where_the_first_stop_text_starts() {
+        let stops = ["\n\n".to_owned(), "User:".to_owned()];
+        assert_eq!(first_stop("The answer is: 22.", &stops), None);
+        assert_eq!(
+            first_stop("The answer is: 22.\n\nThis is a special case", &stops),
+            Some(18)
+        );
+        assert_eq!(first_stop("Yes. User: and", &stops), Some(5));
+        assert_eq!(first_stop("text", &[String::new()]), None);
+    }
 }

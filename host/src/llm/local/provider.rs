@@ -269,6 +269,7 @@ impl LlmProvider for LocalProvider {
             temperature: f64::from(options.temperature.unwrap_or(0.0)),
             deadline: Some(Instant::now() + DEADLINE),
             schema,
+            stop: options.stop.clone(),
             ..GenerateOptions::default()
         };
         let constrained = generate.schema.is_some();
@@ -309,21 +310,7 @@ impl LlmProvider for LocalProvider {
             }
             let last = match made {
                 Ok(made) if made.stop == Stop::Cancelled => return,
-                Ok(made) if constrained && made.stop == Stop::Length => LlmEvent::Error {
-                    error: format!(
-                        "the local model used its {} tokens before its JSON was whole; allow more (max_tokens) or ask for less",
-                        made.tokens
-                    ),
-                    code: "LLM_ERROR",
-                },
-                Ok(made) if made.stop == Stop::Deadline => LlmEvent::Error {
-                    error: format!(
-                        "the local model did not finish within {} s; ask for a shorter answer",
-                        DEADLINE.as_secs()
-                    ),
-                    code: "TIMEOUT",
-                },
-                Ok(made) if with_tools => {
+                Ok(made) if with_tools && made.stop == Stop::End => {
                     for event in tool_answer(&made.text, round) {
                         if tx.blocking_send(event).is_err() {
                             return;
@@ -331,9 +318,7 @@ impl LlmProvider for LocalProvider {
                     }
                     return;
                 }
-                Ok(made) => LlmEvent::Done {
-                    full_response: made.text,
-                },
+                Ok(made) => ended(made, constrained || with_tools),
                 Err(e) => LlmEvent::Error {
                     error: e.to_string(),
                     code: e.code(),
@@ -345,11 +330,78 @@ impl LlmProvider for LocalProvider {
     }
 }
 
+/// The last event of a generation that was not cancelled and is no tool call: its text,
+/// or why there is none. JSON (`constrained`) cut short is no answer; prose cut by the
+/// deadline after it started is kept, with a warning, since the reader has seen it.
+fn ended(made: super::model::Generation, constrained: bool) -> LlmEvent {
+    match made.stop {
+        Stop::Length if constrained => LlmEvent::Error {
+            error: format!(
+                "the local model used its {} tokens before its JSON was whole; allow more (max_tokens) or ask for less",
+                made.tokens
+            ),
+            code: "LLM_ERROR",
+        },
+        Stop::Deadline if constrained || made.text.trim().is_empty() => LlmEvent::Error {
+            error: format!(
+                "the local model did not finish within {} s; ask for a shorter answer",
+                DEADLINE.as_secs()
+            ),
+            code: "TIMEOUT",
+        },
+        Stop::Deadline => {
+            tracing::warn!(
+                target: "evo::llm",
+                "the local model's answer was cut at its {} s deadline after {} tokens: what it said so far is the answer",
+                DEADLINE.as_secs(),
+                made.tokens
+            );
+            LlmEvent::Done {
+                full_response: made.text,
+            }
+        }
+        _ => LlmEvent::Done {
+            full_response: made.text,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn made(text: &str, stop: Stop) -> super::super::model::Generation {
+        super::super::model::Generation {
+            text: text.into(),
+            prompt_tokens: 10,
+            tokens: 7,
+            stop,
+            prompt_time: std::time::Duration::ZERO,
+            generation_time: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_answer_cut_by_the_deadline_after_it_started_is_kept() {
+        // "When a deadline cuts an answer that has started, keep what was said."
+        let kept = ended(made("The answer is: 22.", Stop::Deadline), false);
+        assert!(
+            matches!(&kept, LlmEvent::Done { full_response } if full_response == "The answer is: 22."),
+            "{kept:?}"
+        );
+        // Nothing said yet, or JSON that is not whole: no answer.
+        for (text, constrained) in [(" ", false), ("{\"a\": ", true)] {
+            let event = ended(made(text, Stop::Deadline), constrained);
+            assert!(
+                matches!(&event, LlmEvent::Error { code: "TIMEOUT", .. }),
+                "{event:?}"
+            );
+        }
+        let event = ended(made("{\"a\": ", Stop::Length), true);
+        assert!(matches!(&event, LlmEvent::Error { code: "LLM_ERROR", .. }), "{event:?}");
+    }
     use crate::llm::constrain::Grammar;
 
     fn tools() -> Vec<ToolDefinition> {
