@@ -65,8 +65,47 @@ pub(super) fn man() -> Result<(), Failure> {
         .render(&mut buffer)
         .map_err(failed)?;
     subcommand_sections(&command, "evo", &mut buffer).map_err(failed)?;
-    out!("{}", String::from_utf8_lossy(&buffer).trim_end());
+    out!("{}", one_page(&String::from_utf8_lossy(&buffer)).trim_end());
     Ok(())
+}
+
+/// The page clap_mangen renders made one manual: the subcommands it lists as pages of
+/// their own (`evo-skill(1)`, which no one installs) named as the sections below, and
+/// the examples kept as lines (unfilled) under EXAMPLES.
+fn one_page(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    let mut examples = false;
+    for line in page.lines() {
+        if examples && line.starts_with(".SH ") {
+            out.push_str(".fi\n");
+            examples = false;
+        }
+        if line == ".SH EXTRA" {
+            out.push_str(".SH EXAMPLES\n.nf\n");
+            examples = true;
+            continue;
+        }
+        if examples && line == "Examples:" {
+            continue;
+        }
+        match line
+            .strip_prefix("evo\\-")
+            .and_then(|name| name.strip_suffix("(1)"))
+        {
+            Some("help") => out.push_str("\\fBevo help\\fR"),
+            Some(name) => out.push_str(&format!(
+                "\\fBevo {}\\fR (section EVO {} below)",
+                name.replace("\\-", "-"),
+                name.replace("\\-", "-").to_uppercase()
+            )),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    if examples {
+        out.push_str(".fi\n");
+    }
+    out
 }
 
 /// Appends a section for each visible subcommand of `command` (named `path`), depth
@@ -77,7 +116,11 @@ fn subcommand_sections(
     out: &mut Vec<u8>,
 ) -> std::io::Result<()> {
     use std::io::Write as _;
-    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+    // `help` repeats, as a command, what each section says already.
+    for sub in command
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
         let name = format!("{path} {}", sub.get_name());
         writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
         let man = clap_mangen::Man::new(sub.clone().bin_name(&name).display_name(&name));

@@ -28,6 +28,12 @@ pub const STATS_EVERY: u32 = 20;
 /// Catalogue ticks between two writes of the calls and gauges of a node whose
 /// storage is shared with other nodes (2 s).
 pub const BEAT_EVERY: u32 = 4;
+
+/// Ticks of [`CATALOGUE_POLL`] between two samples of this node's gauges (2 s).
+const GAUGE_EVERY: u32 = 4;
+
+/// Gauge samples kept: an hour of them, the longest window the console charts.
+const GAUGE_SAMPLES: usize = 1800;
 /// A call that takes longer than this counts as long (a model call, a big computation,
 /// a runaway): a skill whose last two calls were long has its next calls wait for the
 /// long lane, half as many slots as `serve.max_calls`, so that calls that take seconds
@@ -56,6 +62,8 @@ pub struct Shared {
     pub(super) abort: CancellationToken,
     /// Calls waiting for their MCP client's answer to a question.
     pub(super) pending: Pending,
+    /// This node's gauges, sampled every [`GAUGE_EVERY`] ticks, the last hour of them.
+    gauge_samples: std::sync::Mutex<std::collections::VecDeque<super::openapi::GaugeSample>>,
 }
 
 impl Shared {
@@ -73,6 +81,7 @@ impl Shared {
             draining: CancellationToken::new(),
             abort: CancellationToken::new(),
             pending: Pending::default(),
+            gauge_samples: std::sync::Mutex::default(),
         })
     }
 
@@ -153,6 +162,9 @@ impl Shared {
                 tracing::warn!("could not rescan the skills: [{}] {e}", e.code());
             }
             ticks += 1;
+            if ticks.is_multiple_of(GAUGE_EVERY) {
+                self.sample_gauges();
+            }
             if self.host.storage().shared().is_some() && ticks.is_multiple_of(BEAT_EVERY) {
                 // Nodes sharing a database: this one's calls and gauges reach the
                 // others' consoles within seconds.
@@ -162,6 +174,38 @@ impl Shared {
                 self.flush_stats().await;
             }
         }
+    }
+
+    /// Keeps this node's gauges now among the samples the console charts.
+    fn sample_gauges(&self) {
+        let gauges = self.gauges();
+        let sample = super::openapi::GaugeSample {
+            at_ms: crate::unix_millis() as i64,
+            wasm_instances: gauges.wasm_instances,
+            calls_running: gauges.calls_running,
+            call_slots: gauges.call_slots,
+        };
+        let mut samples = self
+            .gauge_samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if samples.len() >= GAUGE_SAMPLES {
+            samples.pop_front();
+        }
+        samples.push_back(sample);
+    }
+
+    /// This node's gauge samples taken at or after `since_ms`, oldest first.
+    pub(super) fn gauge_history(&self, since_ms: i64) -> Vec<super::openapi::GaugeSample> {
+        let samples = self
+            .gauge_samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        samples
+            .iter()
+            .filter(|s| s.at_ms >= since_ms)
+            .copied()
+            .collect()
     }
 
     /// Adds the calls made so far to the statistics in the data directory.

@@ -35,6 +35,7 @@ pub(super) async fn stats(
     let start_ms = now_ms - (steps * step_s * 1000) as i64;
     let here = shared.host.kernel().node().to_owned();
     let gauges = shared.gauges();
+    let history = shared.gauge_history(start_ms);
     let others = peers(&shared, &here, now_ms).await;
     let skills_served = shared.served_skills().len();
     let host = shared.host.clone();
@@ -45,6 +46,7 @@ pub(super) async fn stats(
             ..Filter::default()
         })?;
         let mut stats = summarise(&calls, start_ms, step_s, steps as usize, &here);
+        stats.nodes[0].gauge_history = history;
         for (name, gauges) in std::iter::once((here, gauges)).chain(others) {
             match stats.nodes.iter_mut().find(|n| n.node == name) {
                 Some(node) => node.gauges = Some(gauges),
@@ -53,6 +55,7 @@ pub(super) async fn stats(
                     calls_per_step: vec![0; steps as usize],
                     errors_per_step: vec![0; steps as usize],
                     gauges: Some(gauges),
+                    gauge_history: Vec::new(),
                 }),
             }
         }
@@ -134,6 +137,7 @@ fn summarise(calls: &[Record], start_ms: i64, step_s: u64, steps: usize, here: &
         calls_per_step: vec![0; steps],
         errors_per_step: vec![0; steps],
         gauges: None,
+        gauge_history: Vec::new(),
     };
     nodes.insert(here, empty(here));
     let mut durations: BTreeMap<&str, (Vec<f64>, u64)> = BTreeMap::new();

@@ -102,6 +102,8 @@ pub struct Filter {
     pub status: Option<Status>,
     /// Only calls at or after this time (Unix milliseconds).
     pub since_ms: Option<i64>,
+    /// Only calls that failed with this error code (`PERMISSION_DENIED`, …).
+    pub code: Option<String>,
     /// At most this many (newest first); all when `None`.
     pub limit: Option<u64>,
 }
@@ -291,7 +293,8 @@ impl CallStore for SqliteCalls {
                  FROM tool_history
                  WHERE (?1 IS NULL OR tool = ?1) AND (?2 IS NULL OR status = ?2)
                    AND (?3 IS NULL OR at_ms >= ?3) AND (?5 IS NULL OR caller = ?5)
-                 ORDER BY id DESC LIMIT ?4",
+                   AND (?6 IS NULL OR substr(error, 1, length(?6) + 2) = '[' || ?6 || ']')
+                 ORDER BY at_ms DESC, id DESC LIMIT ?4",
             )?;
             let rows = query.query_map(
                 rusqlite::params![
@@ -299,7 +302,8 @@ impl CallStore for SqliteCalls {
                     filter.status.map(Status::name),
                     filter.since_ms,
                     limit(filter),
-                    filter.caller
+                    filter.caller,
+                    filter.code
                 ],
                 |row| {
                     let status: String = row.get(6)?;
@@ -459,13 +463,15 @@ impl CallStore for PgCalls {
                      FROM tool_history
                      WHERE ($1::TEXT IS NULL OR tool = $1) AND ($2::TEXT IS NULL OR status = $2)
                        AND ($3::BIGINT IS NULL OR at_ms >= $3) AND ($5::TEXT IS NULL OR caller = $5)
-                     ORDER BY id DESC LIMIT $4",
+                       AND ($6::TEXT IS NULL OR left(error, length($6) + 2) = '[' || $6 || ']')
+                     ORDER BY at_ms DESC, id DESC LIMIT $4",
                     &[
                         &filter.tool,
                         &filter.status.map(Status::name),
                         &filter.since_ms,
                         &limit(&filter),
                         &filter.caller,
+                        &filter.code,
                     ],
                 )
                 .await?;
@@ -502,5 +508,63 @@ impl CallStore for PgCalls {
                 .map(|row| (row.get(0), row.get(1), row.get(2)))
                 .collect())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(at_ms: i64, node: &str) -> Record {
+        Record {
+            id: 0,
+            at_ms,
+            caller: "cli".into(),
+            task_id: "t".into(),
+            tool: "calculate".into(),
+            arguments: "{}".into(),
+            status: Status::Success,
+            duration_ms: 1.0,
+            error: None,
+            hint: None,
+            node: node.into(),
+        }
+    }
+
+    #[test]
+    fn the_history_is_newest_first_whoever_wrote_last() {
+        // Writers flush their buffered calls at their own pace: a node's batch of earlier
+        // calls can land after another's later ones.
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteCalls::new(dir.path());
+        store
+            .append_calls(&[call(3_000, "b"), call(4_000, "b")], 100)
+            .unwrap();
+        store
+            .append_calls(&[call(1_000, "a"), call(5_000, "a")], 100)
+            .unwrap();
+        let listed: Vec<i64> = store
+            .calls(&Filter::default())
+            .unwrap()
+            .iter()
+            .map(|r| r.at_ms)
+            .collect();
+        assert_eq!(listed, [5_000, 4_000, 3_000, 1_000]);
+
+        let mut denied = call(6_000, "a");
+        denied.status = Status::Error;
+        denied.error = Some("[PERMISSION_DENIED] fetch: refused".into());
+        let mut similar = call(7_000, "a");
+        similar.status = Status::Error;
+        similar.error = Some("[PERMISSIONXDENIED] not the same code".into());
+        store.append_calls(&[denied, similar], 100).unwrap();
+        let by_code = store
+            .calls(&Filter {
+                code: Some("PERMISSION_DENIED".into()),
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(by_code.len(), 1);
+        assert_eq!(by_code[0].at_ms, 6_000);
     }
 }

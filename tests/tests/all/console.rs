@@ -54,6 +54,18 @@ fn every_page_loads_clean_and_a_call_made_in_the_form_is_seen_live_in_the_histor
     assert!(stored.status.success(), "{}", stdout(&stored));
     let logged = evo(&home, &["memory", "log", "--add", "deployed the console"]);
     assert!(logged.status.success());
+    // A call from a terminal writes to the same history, but is no node.
+    let ran = evo(
+        &home,
+        &[
+            "skill",
+            "run",
+            "calculate",
+            "--input",
+            r#"{"expression":"1"}"#,
+        ],
+    );
+    assert!(ran.status.success(), "{}", stdout(&ran));
     let server = HttpServer::start(&home, &[]);
     let base = server.base.clone();
     // Not granted any host: refused inside the sandbox, before a connection is made.
@@ -81,7 +93,29 @@ fn every_page_loads_clean_and_a_call_made_in_the_form_is_seen_live_in_the_histor
     );
     browser.wait_for(&format!("{counted} > {before}"));
     browser.wait_for("document.querySelector('canvas').getAttribute('aria-label').includes('now')");
+    browser.wait_for_text("Served by");
+    let note = browser.eval("document.querySelector('main').innerText");
+    assert!(
+        !note.as_str().unwrap().contains("nodes share this history"),
+        "one server, counted as several nodes: {note}"
+    );
     browser.screenshot(&shots.join("overview.png"));
+    // The server samples its gauges on its own: a chart opened later starts with them.
+    let sampled = || {
+        let (_, _, body) = get(&format!("{base}/v1/stats"), &[]);
+        let stats: serde_json::Value = serde_json::from_str(&body).unwrap();
+        stats["nodes"][0]["gauge_history"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let waited = std::time::Instant::now();
+    while sampled() < 2 {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(120),
+            "no gauge samples in /v1/stats"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 
     browser.open(&format!("{base}/skills"));
     browser.wait_for("document.querySelector('a[href=\"/skills/calculate\"]')");
@@ -136,7 +170,10 @@ fn every_page_loads_clean_and_a_call_made_in_the_form_is_seen_live_in_the_histor
 
     browser.open(&format!("{base}/security"));
     browser.wait_for_text("outbound request refused");
-    browser.wait_for_text("PERMISSION_DENIED");
+    // The sandbox's refusal inside `fetch` is a row of the page, not only its intro.
+    browser.wait_for(
+        "[...document.querySelectorAll('main tbody tr')].some(r => r.innerText.includes('fetch') && r.innerText.includes('PERMISSION_DENIED'))",
+    );
     browser.screenshot(&shots.join("security.png"));
 
     browser.open(&format!("{base}/memory?q=staging%20database"));

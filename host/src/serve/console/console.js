@@ -261,8 +261,11 @@ async function overview() {
       ["Skills", stats.skills_served], ["Calls running", g.calls_running], ["Queued", g.calls_queued],
       ["Call slots", g.call_slots], ["Wasm instances", g.wasm_instances], ["Calls (5 min)", stats.total_calls],
     ].map(([label, value]) => h("div", { class: "card" }, label, h("b", {}, value ?? "–"))));
-    fill(note, stats.nodes.length > 1
-      ? `${stats.nodes.length} nodes share this history; this page is served by ${stats.node}.`
+    // Nodes serving now report gauges; the history's other writers (`evo` runs on a
+    // terminal) are not nodes.
+    const serving = stats.nodes.filter((n) => n.gauges).length;
+    fill(note, serving > 1
+      ? `${serving} nodes share this history; this page is served by ${stats.node}.`
       : `Served by ${stats.node}. The last ${stats.window_s / 60} minutes, in ${stats.step_s}-second steps.`);
     const from = stats.now_ms - stats.window_s * 1000, to = stats.now_ms;
     const rateSeries = stats.nodes.map((n) => ({
@@ -272,7 +275,10 @@ async function overview() {
     fill(rate.key, legend(rateSeries));
     for (const n of stats.nodes) {
       if (!n.gauges) continue;
-      const list = samples.get(n.node) || [];
+      // The answering node's samples since it started; the others' as this page saw them.
+      const list = n.gauge_history?.length
+        ? n.gauge_history.map((g) => [g.at_ms, g.wasm_instances, g.calls_running, g.call_slots])
+        : samples.get(n.node) || [];
       list.push([stats.now_ms, n.gauges.wasm_instances, n.gauges.calls_running, n.gauges.call_slots]);
       while (list.length && list[0][0] < from) list.shift();
       samples.set(n.node, list);
@@ -663,7 +669,11 @@ async function security() {
   const body = h("div", { "aria-live": "polite" });
   main.append(body);
   const load = async () => {
-    const rows = await api("/v1/calls?status=blocked&limit=1000");
+    // Refused before it ran (blocked), and refused by the sandbox inside a skill.
+    const [blocked, denied] = await Promise.all([
+      api("/v1/calls?status=blocked&limit=1000"), api("/v1/calls?code=PERMISSION_DENIED&limit=1000"),
+    ]);
+    const rows = [...blocked, ...denied].sort((a, b) => b.at_ms - a.at_ms || b.id - a.id).slice(0, 1000);
     const count = (key) => [...rows.reduce((m, r) => m.set(key(r), (m.get(key(r)) || 0) + 1), new Map())].sort((a, b) => b[1] - a[1]);
     fill(body,
       h("div", { class: "grid" },
@@ -675,7 +685,7 @@ async function security() {
   await load();
   let reload = null;
   live((kind, event) => {
-    if (kind === "finished" && event.status === "blocked") {
+    if (kind === "finished" && (event.status === "blocked" || event.code === "PERMISSION_DENIED")) {
       clearTimeout(reload);
       reload = setTimeout(() => load().catch((e) => body.prepend(problem(e))), 400);
     }
