@@ -183,7 +183,9 @@ pub(crate) fn config(
             return Err(Failure::usage(
                 "INVALID_ARGUMENT",
                 format!("--skills-dir {}: not a directory", dir.display()),
-                None,
+                Some(
+                    "name a directory holding skill directories (each with a SKILL.md, skill.json, prompt.md or skill.wasm), e.g. --skills-dir docs/authoring/examples in Evo's checkout; to run one skill directory, `evo skill run DIR`",
+                ),
             ));
         }
         config.skill_dirs.push(dir.clone());

@@ -56,9 +56,9 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 #[derive(Debug, Parser)]
 #[command(name = "evo", version, propagate_version = true, max_term_width = 100)]
 #[command(after_help = "Examples:\n  \
-    evo skill run calculate.wasm --input '{\"expression\":\"sqrt(144) + 10\"}'\n  \
-    evo skill run file_head.wasm --dir ./docs::/data:ro --input '{\"path\":\"sandbox.md\"}'\n  \
-    evo skill info calculate.wasm --json\n  \
+    evo skill run examples/calculate.wasm --input '{\"expression\":\"sqrt(144) + 10\"}'\n  \
+    evo skill run examples/file_head.wasm --dir ./docs::/data:ro --input '{\"path\":\"sandbox.md\"}'\n  \
+    evo skill info examples/calculate.wasm --json\n  \
     evo tool call read --input '{\"file_path\":\"README.md\",\"limit\":20}'\n  \
     evo tool call bash --input '{\"command\":\"git status\"}'\n  \
     evo tool history --tool read --limit 10\n  \
@@ -220,7 +220,10 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failure(&e),
+    };
     // Before any runtime or thread exists: the launcher replaces itself with the script.
     if let Command::NativeExec {
         workspace,
@@ -317,20 +320,82 @@ fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     }
 }
 
+/// What clap found wrong with the command line, as every other failure is reported:
+/// `error[INVALID_ARGUMENT]: …` and its hint (clap's tip, else `--help`), and with
+/// `--json` the same as JSON on stdout. Help and the version print as clap prints them.
+fn parse_failure(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+    }
+    let text = error.render().to_string();
+    // The message is the first paragraph (a list of missing arguments runs on over
+    // lines); tips and the usage follow.
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .iter()
+        .position(|l| l.trim().is_empty())
+        .unwrap_or(lines.len());
+    let message = lines[..end]
+        .iter()
+        .map(|l| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = message
+        .strip_prefix("error: ")
+        .unwrap_or(&message)
+        .to_owned();
+    let rest = &lines[end..];
+    let hint = rest
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("tip: "))
+        .map_or_else(
+            || {
+                "`evo --help` (or `evo COMMAND --help`) lists the commands and their flags"
+                    .to_owned()
+            },
+            str::to_owned,
+        );
+    let json = std::env::args_os().any(|a| a == "--json");
+    let failure = Failure::Usage {
+        code: "INVALID_ARGUMENT",
+        message,
+        hint: Some(hint),
+    };
+    let status = report(&failure, json);
+    // Clap's usage line, for the reader at a terminal.
+    if let Some(usage) = rest.iter().position(|l| l.starts_with("Usage:")) {
+        eprintln!("\n{}", rest[usage..].join("\n").trim_end());
+    }
+    status
+}
+
 fn report(failure: &Failure, json: bool) -> ExitCode {
     let (code, message, hint, exit) = match failure {
         Failure::Reported(status) => return ExitCode::from(*status),
+        // The exit status every front end agrees on for the code (`docs/errors.md`).
         Failure::Evo(e) => (
             e.code(),
             e.to_string(),
             e.hint().map(str::to_owned),
-            if e.is_bad_input() { 2 } else { 1 },
+            e.answer().exit,
         ),
         Failure::Usage {
             code,
             message,
             hint,
-        } => (*code, message.clone(), hint.clone(), 2),
+        } => (
+            *code,
+            message.clone(),
+            hint.clone(),
+            evo_host::answer_for(code, false).exit,
+        ),
     };
     if json {
         let mut value = serde_json::json!({

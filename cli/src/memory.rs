@@ -159,6 +159,17 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
         MemoryCommand::Reindex { .. } => unreachable!("handled before the host is built"),
         MemoryCommand::Forget { query } => {
             let outcome = memory.forget(&query)?;
+            if outcome.deleted == 0 {
+                return Err(Failure::usage(
+                    "MEMORY_ENTRY_NOT_FOUND",
+                    format!(
+                        "nothing was forgotten: no entry has the id {query:?} or is close enough to it as a description"
+                    ),
+                    Some(
+                        "`evo memory search WORDS` lists entries with their ids; forget one by its id",
+                    ),
+                ));
+            }
             print(json!(outcome), &|| {
                 out!(
                     "forgot {} entr{}",

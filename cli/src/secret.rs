@@ -32,8 +32,11 @@ pub(crate) fn run(command: SecretCommand, globals: &Globals) -> Result<(), Failu
     let store = SecretStore::new(&globals.data_dir);
     match command {
         SecretCommand::Set { name } => {
-            evo_host::check_secret_name(&name)
-                .map_err(|message| Failure::usage("SECRET_INVALID", message, None))?;
+            // Checked before the value is read, with the library's own error and hint.
+            evo_host::check_secret_name(&name).map_err(|message| evo_host::Error::Secret {
+                code: "SECRET_INVALID",
+                message,
+            })?;
             let value = read_value(&name)?;
             store.set(&name, &value)?;
             if globals.json {

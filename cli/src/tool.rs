@@ -89,6 +89,10 @@ pub(crate) struct FilterArgs {
     /// Only calls in this last period (e.g. 30m, 24h, 7d).
     #[arg(long, value_name = "PERIOD")]
     since: Option<String>,
+    /// Only calls that failed with this error code (e.g. PERMISSION_DENIED: what the
+    /// sandbox refused from inside a skill).
+    #[arg(long, value_name = "CODE")]
+    code: Option<String>,
     /// At most this many (history: 20 unless given; export: all).
     #[arg(long)]
     limit: Option<u64>,
@@ -153,7 +157,10 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
                 eprintln!("warning: could not record the call: {e}");
             }
             if globals.json {
-                out!("{}", serde_json::to_string(&result).map_err(internal)?);
+                // `success` as every other command's JSON has it.
+                let mut value = serde_json::to_value(&result).map_err(internal)?;
+                value["success"] = serde_json::json!(result.status == Status::Success);
+                out!("{value}");
             } else if result.status == Status::Success {
                 match result.output.get("content").and_then(|c| c.as_str()) {
                     Some(content) if result.metadata["tool"] == "read" => {
@@ -178,13 +185,13 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
                         eprintln!("  hint: {hint}");
                     }
                     // 3 refused before it ran, 2 a request at fault (an unknown tool, a
-                    // missing parameter), 1 a tool that failed, as for `evo skill run`.
-                    Err(Failure::Reported(if status == Status::Blocked {
-                        3
-                    } else if result.bad_input {
-                        2
-                    } else {
-                        1
+                    // missing parameter), 1 a tool that failed: the code's answer, as
+                    // for `evo skill run` and the HTTP API.
+                    Err(Failure::Reported(match (status, result.code.as_deref()) {
+                        (Status::Blocked, _) => 3,
+                        (_, Some(code)) => evo_host::answer_for(code, false).exit,
+                        (_, None) if result.bad_input => 2,
+                        (_, None) => 1,
                     }))
                 }
             }
@@ -327,6 +334,7 @@ impl FilterArgs {
             caller: self.caller,
             status,
             since_ms: self.since.as_deref().map(since_ms).transpose()?,
+            code: self.code,
             limit: self.limit,
         })
     }

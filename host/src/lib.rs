@@ -168,8 +168,8 @@ pub use engine::wasm::{
     component_name,
 };
 pub use error::{
-    BlockReason, Direction, Error, FailureKind, Problem, Result, ScriptRun, TemplateError,
-    ValidationReport, Violation,
+    Answer, BlockReason, Direction, Error, FailureKind, Problem, Result, ScriptRun, TemplateError,
+    ValidationReport, Violation, answer_for, error_codes_table,
 };
 pub use host::{
     Asking, Change, DownloadProgress, GrantValue, Host, HostBuilder, LISTING_TTL, LoadError,

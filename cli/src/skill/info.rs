@@ -149,7 +149,7 @@ pub(super) async fn info(
     }
     if wasm.is_none() && plain.is_none() {
         // What it asks for, and what it gets here: the same rule as a Wasm skill's grant.
-        print_requests(&meta.capabilities);
+        print_requests(&meta.capabilities, registered.kind().as_str());
         let grant = host.grant_of(&name).unwrap_or_default();
         let native = registered.kind() == evo_host::ExecutorKind::Native;
         for origin in &grant.hosts {
@@ -196,7 +196,7 @@ pub(super) async fn info(
         )
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_default();
-        out!("  installed:  {when}, sha256:{}", record.digest);
+        out!("  installed:  {when}, files sha256:{}", record.digest);
         if let Some(source) = &record.source {
             print_source(source);
         }
@@ -278,9 +278,19 @@ pub(super) fn print_source(source: &evo_host::RegistrySource) {
     }
 }
 
-/// `requests:` lines: what the manifest asks for, before any grant.
-pub(super) fn print_requests(caps: &RequestedCapabilities) {
-    let lines = requests(caps);
+/// `requests:` lines: what the manifest asks for, before any grant, and what a skill of
+/// `kind` uses by being one (an llm skill the model, a native script the programs its
+/// sandbox holds).
+pub(super) fn print_requests(caps: &RequestedCapabilities, kind: &str) {
+    let mut lines = requests(caps);
+    match kind {
+        "llm" if !caps.llm => lines.push("the language model (an llm skill is a prompt for it)".into()),
+        "native" => lines.push(
+            "a Node process, which may run the programs of its sandbox (git, …; `evo doctor` shows how it is confined)"
+                .into(),
+        ),
+        _ => {}
+    }
     if lines.is_empty() {
         out!("  requests:   nothing (pure computation)");
     }
@@ -347,7 +357,7 @@ fn print_grant(
     requested: &RequestedCapabilities,
     secrets: &evo_host::Secrets,
 ) {
-    print_requests(requested);
+    print_requests(requested, "wasm");
     print_held(grant, secrets);
 }
 

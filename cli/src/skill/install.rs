@@ -93,7 +93,7 @@ pub(super) fn report(
             outcome.name
         );
     }
-    super::info::print_requests(&record.capabilities);
+    super::info::print_requests(&record.capabilities, &record.kind);
     if record.kind == "native" {
         out!(
             "  trust:      native script: runs as a Node process, less isolated than a Wasm skill"
@@ -102,7 +102,20 @@ pub(super) fn report(
     if let Some(runs_as) = record.runs_as_text() {
         out!("  runs as:    {runs_as}");
     }
-    out!("  digest:     sha256:{}", record.digest);
+    // `digest:` is what `skill info` prints and `sha256sum` gives for the component
+    // installed (not for one built from a script at install, which is no file of the
+    // user's); `files:` covers every file the skill was installed with.
+    let shipped = record.runs_as.is_empty();
+    let component = host.skill(&outcome.name).filter(|_| shipped).and_then(|s| {
+        s.executor
+            .as_any()
+            .and_then(|any| any.downcast_ref::<evo_host::WasmExecutor>())
+            .map(|wasm| wasm.skill().digest().to_owned())
+    });
+    if let Some(digest) = component {
+        out!("  digest:     sha256:{digest}");
+    }
+    out!("  files:      sha256:{}", record.digest);
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }

@@ -77,7 +77,8 @@ fn show(event: RunEvent) {
 }
 
 pub(crate) fn read_input(input: String) -> Result<serde_json::Value, Failure> {
-    let input = if input == "-" {
+    let from_stdin = input == "-";
+    let input = if from_stdin {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).map_err(|e| {
             Failure::usage(
@@ -91,10 +92,18 @@ pub(crate) fn read_input(input: String) -> Result<serde_json::Value, Failure> {
         input
     };
     serde_json::from_str(&input).map_err(|e| {
-        Failure::usage(
-            "INVALID_INPUT",
-            format!("--input is not valid JSON: {e}"),
-            Some("quote the JSON for your shell, e.g. --input '{\"expression\":\"1+2\"}'"),
-        )
+        if from_stdin {
+            Failure::usage(
+                "INVALID_INPUT",
+                format!("the input read from stdin (--input -) is not valid JSON: {e}"),
+                Some("send one JSON value on stdin, e.g. echo '{\"expression\":\"1+2\"}' | evo skill run calculate --input -"),
+            )
+        } else {
+            Failure::usage(
+                "INVALID_INPUT",
+                format!("--input is not valid JSON: {e}"),
+                Some("quote the JSON for your shell, e.g. --input '{\"expression\":\"1+2\"}'"),
+            )
+        }
     })
 }

@@ -237,6 +237,9 @@ impl Error {
             Self::ComponentLimit { .. } => {
                 "if you trust the component, raise `max_component_mb` or `compile_deadline_ms` under [engine] in evo.toml"
             }
+            Self::InvalidComponent { reason, .. } if reason == "it is a core module" => {
+                "build it for the wasm32-wasip2 target (`cargo build --target wasm32-wasip2`), or make the core module a component (`wasm-tools component new`)"
+            }
             Self::NotASkill { .. } | Self::InvalidComponent { .. } => {
                 "a skill is a component exporting functions whose WIT types have JSON forms (docs/authoring/components.md), or one implementing the `plugin` world of wit/skill.wit (guest-sdk/README.md)"
             }
@@ -290,7 +293,7 @@ impl Error {
                 "fix the value at that line and key; `evo doctor` lists every other check once the file reads"
             }
             Self::InvalidSkillStructure(_) => {
-                "a skill archive holds one directory named like the skill, with a SKILL.md (name, description) inside"
+                "a skill is a directory holding a SKILL.md (name and description in its front matter), a skill.json, a prompt.md or a skill.wasm component, or a .wasm component file; a .zip holds one such directory"
             }
             Self::Blocked { reason, .. } => match reason {
                 BlockReason::Profile => {

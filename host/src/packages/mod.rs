@@ -253,6 +253,8 @@ impl SkillManager {
         file_name: &str,
         options: InstallOptions<'_>,
     ) -> Result<Outcome> {
+        // Named as the user named it, not as the `skill.wasm` it would be staged as.
+        crate::engine::wasm::check_component_header(file_name, component)?;
         self.install_staged(options, true, |staging, progress| {
             let dir = staging.join(crate::engine::wasm::component_name(file_name));
             std::fs::create_dir(&dir).map_err(Error::io_at(&dir))?;

@@ -200,7 +200,6 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
             Some(host) if names_loopback(&host) => {}
             Some(host) => {
                 return failure(
-                    StatusCode::FORBIDDEN,
                     "HOST_REFUSED",
                     format!(
                         "requests for the host {host} are refused: this server listens on loopback"
@@ -211,9 +210,9 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
                 );
             }
             None => {
+                // Not a refusal: a request without a Host is not HTTP/1.1.
                 return failure(
-                    StatusCode::BAD_REQUEST,
-                    "HOST_REFUSED",
+                    "INVALID_REQUEST",
                     "the request names no host (or an unreadable one)".into(),
                     Some("send a `Host` header naming localhost, 127.0.0.1 or [::1]"),
                 );
@@ -224,7 +223,6 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
         let origin = origin.to_str().unwrap_or("");
         if !origin_allowed(origin, &gate.origins) && !same_origin(origin, &request) {
             return failure(
-                StatusCode::FORBIDDEN,
                 "ORIGIN_REFUSED",
                 format!("requests from the web page at {origin} are refused"),
                 Some(
@@ -247,7 +245,6 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
         return super::console::login_page(StatusCode::UNAUTHORIZED, wanted, None);
     }
     let mut response = failure(
-        StatusCode::UNAUTHORIZED,
         "UNAUTHORIZED",
         "a valid bearer token is required".into(),
         Some(
@@ -270,7 +267,6 @@ pub(super) async fn admin_only(State(gate): State<Gate>, request: Request, next:
         let origin = origin.to_str().unwrap_or("");
         if !same_origin(origin, &request) && !origin_allowed(origin, &gate.operator_origins) {
             return failure(
-                StatusCode::FORBIDDEN,
                 "ORIGIN_REFUSED",
                 format!("a page at {origin} may not change this server"),
                 Some(
@@ -293,12 +289,7 @@ pub(super) async fn admin_only(State(gate): State<Gate>, request: Request, next:
             "start it with --admin-token (or EVO_ADMIN_TOKEN) to install, uninstall, update, grant and revoke through the API and the console",
         )
     };
-    failure(
-        StatusCode::FORBIDDEN,
-        "ADMIN_REQUIRED",
-        message.into(),
-        Some(hint),
-    )
+    failure("ADMIN_REQUIRED", message.into(), Some(hint))
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -419,7 +410,7 @@ pub(super) async fn as_error_body(response: Response) -> Response {
     } else {
         text
     };
-    let mut response = failure(status, code, message, Some(hint));
+    let mut response = failure(code, message, Some(hint));
     for (name, value) in &parts.headers {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
             response.headers_mut().insert(name, value.clone());

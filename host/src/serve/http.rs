@@ -197,13 +197,11 @@ pub fn router(
         .layer(axum::middleware::from_fn_with_state(gate, gate::check))
 }
 
-/// An error as JSON with its status: `{ code, error, hint }`.
-pub(super) fn failure(
-    status: StatusCode,
-    code: &str,
-    message: String,
-    hint: Option<&str>,
-) -> Response {
+/// An error as JSON, `{ code, error, hint }`, with the status its code is answered with
+/// everywhere ([`crate::answer_for`]).
+pub(super) fn failure(code: &str, message: String, hint: Option<&str>) -> Response {
+    let status = StatusCode::from_u16(crate::error::answer_for(code, false).http)
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
         status,
         Json(ErrorBody {
@@ -217,41 +215,9 @@ pub(super) fn failure(
         .into_response()
 }
 
-/// The status that fits `error`.
+/// The status `error` is answered with everywhere ([`Error::answer`]).
 fn status_of(error: &Error) -> StatusCode {
-    match error {
-        Error::SkillNotFound { .. }
-        | Error::ToolNotFound { .. }
-        | Error::MemoryEntryNotFound { .. } => StatusCode::NOT_FOUND,
-        Error::Validation(_) if error.is_bad_input() => StatusCode::UNPROCESSABLE_ENTITY,
-        Error::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-        Error::Registry { code, .. } => match *code {
-            "ARTIFACT_TOO_LARGE" => StatusCode::PAYLOAD_TOO_LARGE,
-            // This server's trust refuses what the registry holds.
-            "SIGNATURE_REQUIRED" | "SIGNATURE_UNTRUSTED" => StatusCode::FORBIDDEN,
-            "ARTIFACT_NOT_FOUND" => StatusCode::NOT_FOUND,
-            "TAG_MOVED" => StatusCode::CONFLICT,
-            "REGISTRY_UNREACHABLE" | "REGISTRY_AUTH" | "REGISTRY_ERROR" => StatusCode::BAD_GATEWAY,
-            _ => StatusCode::BAD_REQUEST,
-        },
-        // The server's configuration, not the request: the same request works on a node
-        // with a model.
-        Error::LlmNotConfigured => StatusCode::SERVICE_UNAVAILABLE,
-        Error::ModelNotAllowed { .. }
-        | Error::Grant {
-            code: "GRANT_OUTSIDE",
-            ..
-        } => StatusCode::FORBIDDEN,
-        Error::Remote { code, .. } => match *code {
-            "SKILL_TIMEOUT" => StatusCode::GATEWAY_TIMEOUT,
-            "REMOTE_UNAVAILABLE" => StatusCode::BAD_GATEWAY,
-            "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND" => StatusCode::NOT_FOUND,
-            _ if error.is_bad_input() => StatusCode::BAD_REQUEST,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        },
-        _ if error.is_bad_input() => StatusCode::BAD_REQUEST,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    StatusCode::from_u16(error.answer().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 pub(super) fn evo_failure(error: &Error) -> Response {
@@ -278,12 +244,7 @@ pub(super) async fn blocking<T: IntoResponse + Send + 'static>(
     match tokio::task::spawn_blocking(read).await {
         Ok(Ok(value)) => value.into_response(),
         Ok(Err(error)) => evo_failure(&error),
-        Err(e) => failure(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL_ERROR",
-            format!("{what} stopped: {e}"),
-            None,
-        ),
+        Err(e) => failure("INTERNAL_ERROR", format!("{what} stopped: {e}"), None),
     }
 }
 
@@ -377,7 +338,6 @@ async fn list_calls(
     let status = match query.status.as_deref().map(|s| (s, Status::parse(s))) {
         Some((name, None)) => {
             return failure(
-                StatusCode::BAD_REQUEST,
                 "INVALID_INPUT",
                 format!("status={name}: not a status"),
                 Some("use success, error or blocked"),
@@ -391,6 +351,7 @@ async fn list_calls(
         caller: query.caller,
         status,
         since_ms: query.since_ms,
+        code: query.code,
         limit: Some(query.limit.unwrap_or(100).min(MAX_LISTED_CALLS)),
     };
     let host = shared.host.clone();

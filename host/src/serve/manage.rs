@@ -74,7 +74,6 @@ async fn install(
             Ok(request) => request,
             Err(e) => {
                 return failure(
-                    StatusCode::BAD_REQUEST,
                     "INVALID_INPUT",
                     format!("the request body is not an install request: {e}"),
                     Some(
@@ -100,7 +99,6 @@ async fn install(
     let upload = kind.starts_with("application/wasm") || kind.starts_with("application/zip");
     if !upload {
         return failure(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "INVALID_INPUT",
             format!(
                 "an install is JSON (a registry reference), a component (application/wasm) or a skill ZIP (application/zip), not {kind:?}"
@@ -141,7 +139,6 @@ async fn install(
     // Only a file name: what the component is called after, never a path to write.
     if file.is_empty() || file.contains(['/', '\\']) || file.starts_with('.') {
         return failure(
-            StatusCode::BAD_REQUEST,
             "INVALID_INPUT",
             format!("file={file:?}: give a plain file name, like fs.wasm"),
             Some("the component is named after the file (without .wasm)"),

@@ -295,7 +295,9 @@ impl ServerHandler for Server {
         let Some(skill) = self.shared.served(name) else {
             return Err(McpError::invalid_params(
                 format!("Unknown tool: {name}; tools/list shows the tools this server has"),
-                Some(json!({ "tool": name })),
+                // The protocol's error for an unknown tool, with the code the CLI and the
+                // HTTP API answer with.
+                Some(json!({ "tool": name, "code": "SKILL_NOT_FOUND" })),
             ));
         };
         let input = Value::Object(request.arguments.clone().unwrap_or_default());

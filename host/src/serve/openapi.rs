@@ -246,6 +246,10 @@ pub struct CallsQuery {
     /// Only calls at or after this time (Unix milliseconds).
     #[serde(default)]
     pub since_ms: Option<i64>,
+    /// Only calls that failed with this error code (`PERMISSION_DENIED`: what the
+    /// sandbox refused from inside a skill).
+    #[serde(default)]
+    pub code: Option<String>,
     /// At most this many (default 100, at most 1,000).
     #[serde(default)]
     pub limit: Option<u64>,
@@ -336,6 +340,24 @@ pub struct NodeStats {
     /// Its gauges now (only the node answering knows its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gauges: Option<Gauges>,
+    /// The node answering: its gauges as sampled every 2 seconds over the window
+    /// (since it started, at most the last hour), oldest first, so that a chart opened
+    /// now starts with the past.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gauge_history: Vec<GaugeSample>,
+}
+
+/// A node's gauges at one moment.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+pub struct GaugeSample {
+    /// When, Unix milliseconds.
+    pub at_ms: i64,
+    /// Wasm instances alive.
+    pub wasm_instances: u64,
+    /// Calls running (call slots in use).
+    pub calls_running: u64,
+    /// Calls that may run at once.
+    pub call_slots: u64,
 }
 
 /// What a node is running now.
@@ -479,6 +501,7 @@ pub fn openapi_document() -> Value {
         ("caller", "string"),
         ("status", "string"),
         ("since_ms", "integer"),
+        ("code", "string"),
         ("limit", "integer"),
     ]
     .iter()
@@ -513,10 +536,9 @@ pub fn openapi_document() -> Value {
                     } },
                     "responses": {
                         "201": { "description": "Installed", "content": { "application/json": { "schema": { "type": "object" } } } },
-                        "400": error("Bad input: INVALID_REFERENCE, INVALID_SKILL_STRUCTURE, SKILL_ALREADY_EXISTS, SKILL_NAME_TAKEN, SIGNATURE_REQUIRED, …"),
-                        "403": error("ADMIN_REQUIRED"),
-                        "413": error("MESSAGE_TOO_LARGE: over the largest component the server installs"),
-                        "415": error("Not JSON, a component or a ZIP")
+                        "400": error("Bad input: INVALID_INPUT (not JSON, a component or a ZIP), INVALID_REFERENCE, INVALID_SKILL_STRUCTURE, SKILL_ALREADY_EXISTS, SKILL_NAME_TAKEN, …"),
+                        "403": error("ADMIN_REQUIRED, SIGNATURE_REQUIRED, SIGNATURE_UNTRUSTED"),
+                        "413": error("ARTIFACT_TOO_LARGE: over the largest component the server installs")
                     }
                 }
             },
@@ -542,7 +564,8 @@ pub fn openapi_document() -> Value {
                 "responses": {
                     "200": ok(r("CallResult")),
                     "400": error("Bad input"),
-                    "404": error("SKILL_NOT_FOUND"),
+                    "403": error("PERMISSION_DENIED (the sandbox refused what the skill asked for), TOOL_BLOCKED"),
+                    "404": error("SKILL_NOT_FOUND; NOT_FOUND (what the input named does not exist)"),
                     "422": error("SKILL_VALIDATION_FAILED, with the report"),
                     "500": error("The skill failed"),
                     "503": error("The server is shutting down"),
@@ -550,7 +573,7 @@ pub fn openapi_document() -> Value {
                 }
             } },
             "/v1/calls": { "get": {
-                "summary": "The call history, newest first (skill, caller, status, since_ms and limit as query parameters)",
+                "summary": "The call history, newest first (skill, caller, status, since_ms, code and limit as query parameters)",
                 "parameters": call_parameters,
                 "responses": { "200": ok(json!({ "type": "array", "items": r("CallRow") })), "400": error("A status that is not one") }
             } },

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -118,7 +117,6 @@ pub(super) async fn call(
             Ok(input) => input,
             Err(e) => {
                 return failure(
-                    StatusCode::BAD_REQUEST,
                     "INVALID_INPUT",
                     format!("the request body is not JSON: {e}"),
                     Some("send the skill's input as a JSON object"),
@@ -160,7 +158,6 @@ pub(super) async fn call(
         Err(Refusal::Failed(error)) => evo_failure(&error),
         Err(Refusal::Busy { waiting }) => {
             let mut response = failure(
-                StatusCode::SERVICE_UNAVAILABLE,
                 "SERVER_BUSY",
                 format!(
                     "the server is busy: every slot is taken and {waiting} calls already wait for one"
@@ -176,7 +173,6 @@ pub(super) async fn call(
             response
         }
         Err(Refusal::Cancelled | Refusal::ShuttingDown) => failure(
-            StatusCode::SERVICE_UNAVAILABLE,
             "SHUTTING_DOWN",
             "the server is shutting down and takes no more calls".into(),
             Some("retry against a running server"),

@@ -211,7 +211,7 @@ fn help_lists_the_commands() {
     let out = evo(home.path(), &["skill", "frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).starts_with("error: unrecognized subcommand 'frobnicate'\n"),
+        stderr(&out).starts_with("error[INVALID_ARGUMENT]: unrecognized subcommand 'frobnicate'\n"),
         "{}",
         stderr(&out)
     );

@@ -318,22 +318,74 @@ fn pages() -> Vec<PathBuf> {
     pages
 }
 
-/// What the commands of README.md and docs/ work on: the example components under the
-/// names the README gives them, a copy of docs/, a skill directory, a native skill, and
-/// a small Cargo project in a git repository (the built-in tools' project).
+/// Where README.md's commands run: what a clone of this repository holds (its files
+/// as `git ls-files` lists them, committed afresh), and the example components
+/// `./scripts/demo` builds into `examples/`. Nothing else: a path the README names
+/// that a clone does not have fails here.
+fn clean_clone(dir: &Path) {
+    let listed = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(workspace())
+        .output()
+        .expect("git runs");
+    assert!(listed.status.success(), "git ls-files: {}", stderr(&listed));
+    for file in listed.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()) {
+        let file = std::str::from_utf8(file).expect("the repository's paths are UTF-8");
+        let from = workspace().join(file);
+        // Listed but deleted in this working tree: a clone of it would not have it.
+        if !from.is_file() {
+            continue;
+        }
+        let to = dir.join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+    // As `./scripts/demo` leaves them.
+    for (built, name) in [
+        (skills::CALCULATE, "calculate.wasm"),
+        (skills::FILE_HEAD, "file_head.wasm"),
+        (skills::NOTES, "notes.wasm"),
+    ] {
+        std::fs::copy(built, dir.join("examples").join(name)).unwrap();
+    }
+    let demo = std::fs::read_to_string(workspace().join("scripts/demo")).unwrap();
+    assert!(
+        demo.contains("cp \"$skills\"/{calculate,file_head,notes}.wasm examples/"),
+        "scripts/demo no longer builds the components README.md runs into examples/"
+    );
+    commit_all(dir, "a clone");
+}
+
+/// `git init` in `dir` and one commit of everything there.
+fn commit_all(dir: &Path, message: &str) {
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=Docs", "-c", "user.email=docs@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", message]);
+}
+
+/// What the commands of docs/ work on: the example components under the names the
+/// pages give them, a copy of docs/, and a small Cargo project in a git repository (the
+/// built-in tools' project).
 fn fixtures(dir: &Path) {
     std::fs::copy(skills::CALCULATE, dir.join("calculate.wasm")).unwrap();
     std::fs::copy(skills::FILE_HEAD, dir.join("file_head.wasm")).unwrap();
     std::fs::copy(skills::NOTES, dir.join("notes.wasm")).unwrap();
     copy_dir(&workspace().join("docs"), &dir.join("docs"));
-    copy_dir(
-        &workspace().join("docs/authoring/examples/sum-of-squares"),
-        &dir.join("my-skills/squares"),
-    );
-    copy_dir(
-        &workspace().join("skills-native/git-commit"),
-        &dir.join("git-commit"),
-    );
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
@@ -348,23 +400,7 @@ fn fixtures(dir: &Path) {
     main.push_str("#[test]\nfn adds() {\n    assert_eq!(add(1, 2), 3);\n}\n");
     std::fs::write(dir.join("src/main.rs"), main).unwrap();
     std::fs::write(dir.join(".gitignore"), "target/\n.evo-home/\n").unwrap();
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(["-c", "user.name=Docs", "-c", "user.email=docs@example.com"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-    };
-    git(&["init", "-q"]);
-    git(&["add", "."]);
-    git(&[
-        "commit",
-        "-q",
-        "-m",
-        "the project the docs' examples work on",
-    ]);
+    commit_all(dir, "the project the docs' examples work on");
 }
 
 #[test]
@@ -379,16 +415,20 @@ fn every_code_block_in_the_readme_and_the_docs_is_checked() {
             .to_string();
         let text = std::fs::read_to_string(&path).unwrap();
         let work = tempfile::tempdir().unwrap();
-        copy_dir(
-            &workspace().join("docs/authoring/examples"),
-            &work.path().join("examples"),
-        );
-        // The plain components docs/authoring/components.md builds from their sources.
-        std::fs::copy(skills::PLAIN_KINDS, work.path().join("plain_kinds.wasm")).unwrap();
-        std::fs::create_dir_all(work.path().join("io")).unwrap();
-        std::fs::copy(skills::PLAIN_IO, work.path().join("io/skill.wasm")).unwrap();
-        if !name.starts_with("docs/authoring/") {
-            fixtures(work.path());
+        if name == "README.md" {
+            clean_clone(work.path());
+        } else {
+            copy_dir(
+                &workspace().join("docs/authoring/examples"),
+                &work.path().join("examples"),
+            );
+            // The plain components docs/authoring/components.md builds from their sources.
+            std::fs::copy(skills::PLAIN_KINDS, work.path().join("plain_kinds.wasm")).unwrap();
+            std::fs::create_dir_all(work.path().join("io")).unwrap();
+            std::fs::copy(skills::PLAIN_IO, work.path().join("io/skill.wasm")).unwrap();
+            if !name.starts_with("docs/authoring/") {
+                fixtures(work.path());
+            }
         }
         let mut page = Page {
             name: name.clone(),

@@ -64,7 +64,8 @@ fn secrets_are_set_listed_and_removed_without_showing_a_value() {
     let out = set_secret(home.path(), "bad-name", VALUE);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).starts_with("error[SECRET_INVALID]: \"bad-name\" is not a secret name"),
+        stderr(&out)
+            .starts_with("error[SECRET_INVALID]: secret: \"bad-name\" is not a secret name"),
         "{}",
         stderr(&out)
     );

@@ -1,6 +1,7 @@
 //! Evo's integration tests: one binary, one module per area.
 
 mod agent;
+mod answers;
 mod attack;
 mod authoring;
 mod auto_wasm;

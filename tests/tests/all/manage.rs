@@ -254,7 +254,7 @@ fn the_admin_token_installs_grants_revokes_and_uninstalls_over_http_and_nothing_
     );
     assert_eq!(
         (status, body["code"].as_str()),
-        (415, Some("INVALID_INPUT")),
+        (400, Some("INVALID_INPUT")),
         "{body}"
     );
 

@@ -139,13 +139,14 @@ fn a_plain_component_fetches_inside_the_host_allowlist_only() {
         json!(r#"200 {"pong":true}"#)
     );
     assert_eq!(seen.lock().unwrap().len(), 1);
-    // Not granted by the operator: refused before a connection is made.
+    // Not granted by the operator: refused before a connection is made, and the
+    // failure is that refusal.
     let error = run(&home, &skill, &input, &[]).unwrap_err();
-    assert!(error.contains("error[SKILL_FAILED]"), "{error}");
+    assert!(error.contains("error[PERMISSION_DENIED]"), "{error}");
     // Outside what the manifest asks for, even when the operator allows any host.
     let elsewhere = json!({ "url": "http://localhost:9/x" });
     let error = run(&home, &skill, &elsewhere, &["--allow-host", "*"]).unwrap_err();
-    assert!(error.contains("error[SKILL_FAILED]"), "{error}");
+    assert!(error.contains("error[PERMISSION_DENIED]"), "{error}");
     assert_eq!(
         seen.lock().unwrap().len(),
         1,

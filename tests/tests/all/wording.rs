@@ -2,6 +2,8 @@
 //! reports that show what was sent, statistics of use rather than of rehearsals, and
 //! warnings about what is actually wrong.
 
+use std::path::Path;
+
 use evo_tests::cli::{evo, stderr, stdout};
 use evo_tests::skills;
 use serde_json::Value;
@@ -28,6 +30,27 @@ fn the_man_page_covers_every_subcommand() {
         "evo skill run's --allow-host"
     );
     assert!(!page.contains("__native"), "internal commands stay out");
+    // One page: no pointer at pages that are not installed, no `help` sections that
+    // repeat the others, and the examples as lines, not one filled paragraph.
+    assert!(!page.contains("(1)"), "a reference to another man page");
+    assert!(page.contains("\\fBevo skill\\fR (section EVO SKILL below)"));
+    assert!(!page.contains(" HELP"), "help sections");
+    let examples = page
+        .split(".SH EXAMPLES\n")
+        .nth(1)
+        .expect("an EXAMPLES section");
+    assert!(examples.starts_with(".nf\n"), "{examples}");
+    assert!(
+        examples
+            .split(".SH ")
+            .next()
+            .unwrap()
+            .trim_end()
+            .ends_with(".fi"),
+        "{examples}"
+    );
+    let sections = page.matches("\n.SH ").count();
+    assert!(sections < 80, "{sections} sections");
 }
 
 #[test]
@@ -199,4 +222,83 @@ fn one_remote_that_does_not_answer_is_named_alone() {
     assert!(!err.contains("skipped"), "not the whole file: {err}");
     // The built-in tools are listed all the same.
     assert!(stdout(&out).contains("calculate"), "{}", stdout(&out));
+}
+
+/// The hints a new user meets in the first hour, each saying what fits the case.
+#[test]
+fn the_first_hours_mistakes_get_hints_that_fit_them() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = evo_tests::cli::command(home.path(), args)
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        (out.status.code(), stderr(&out), stdout(&out))
+    };
+
+    // A core module is named as the user named it, with how to make it a component.
+    std::fs::write(work.path().join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let (code, err, _) = run(&["skill", "install", "core.wasm"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("error[INVALID_COMPONENT]: core.wasm: "),
+        "{err}"
+    );
+    assert!(err.contains("wasm-tools component new"), "{err}");
+    assert!(!err.contains("SKILL.md"), "{err}");
+    // A directory with nothing of a skill: every file that would make one is named.
+    std::fs::create_dir(work.path().join("empty")).unwrap();
+    let (_, err, _) = run(&["skill", "install", "empty"]);
+    for file in ["SKILL.md", "skill.json", "prompt.md", "skill.wasm"] {
+        assert!(err.contains(file), "{file}: {err}");
+    }
+    // Not installed at all is not "not installed from a registry".
+    let (code, err, _) = run(&["skill", "update", "nosuch"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.starts_with("error[SKILL_NOT_FOUND]"), "{err}");
+    // Each of these has a hint.
+    for args in [
+        &["skill", "list", "--skills-dir", "nowhere"][..],
+        &["secret", "set", "lower"],
+    ] {
+        let (_, err, _) = run(args);
+        assert!(err.contains("\n  hint: "), "{args:?}: {err}");
+    }
+    // Input read from stdin is not quoted for a shell.
+    let mut child =
+        evo_tests::cli::command(home.path(), &["skill", "run", "calculate", "--input", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    {
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(b"{bad").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(stderr(&out).contains("stdin"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("quote the JSON"), "{}", stderr(&out));
+
+    // What a skill uses by being what it is: git-commit runs programs, an llm skill the
+    // model; and `digest:` is the same line in `install` and `info`.
+    let git_commit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills-native/git-commit");
+    let (code, err, out) = run(&["skill", "install", git_commit.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.contains("nothing (pure computation)"), "{out}");
+    assert!(out.contains("requests:   a Node process"), "{out}");
+    let tagline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/authoring/examples/tagline");
+    let (code, err, out) = run(&["skill", "install", tagline.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("requests:   the language model"), "{out}");
+    let (code, err, out) = run(&["skill", "install", skills::FILE_HEAD]);
+    assert_eq!(code, Some(0), "{err}");
+    let digest = |text: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("digest:"))
+            .map(|d| d.trim().to_owned())
+    };
+    let installed = digest(&out).unwrap_or_else(|| panic!("{out}"));
+    let (_, _, info) = run(&["skill", "info", "file-head"]);
+    assert_eq!(digest(&info), Some(installed), "{info}");
 }

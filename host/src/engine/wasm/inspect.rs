@@ -60,19 +60,26 @@ pub fn inspect(skill: &str, bytes: &[u8]) -> Result<ComponentInfo> {
     checked(skill, scan(skill, bytes)?)
 }
 
+/// Refuses `bytes` unless they start as a component does (not a core module, not
+/// another kind of file); `skill` names them in the error.
+pub(crate) fn check_component_header(skill: &str, bytes: &[u8]) -> Result<()> {
+    if Parser::is_component(bytes) {
+        return Ok(());
+    }
+    let reason = if Parser::is_core_wasm(bytes) {
+        "it is a core module".to_owned()
+    } else {
+        "the file does not start with the WebAssembly magic number".to_owned()
+    };
+    Err(Error::InvalidComponent {
+        skill: skill.to_owned(),
+        reason,
+    })
+}
+
 /// Reads the top level of the component in `bytes`.
 pub(super) fn scan(skill: &str, bytes: &[u8]) -> Result<Scan> {
-    if !Parser::is_component(bytes) {
-        let reason = if Parser::is_core_wasm(bytes) {
-            "it is a core module".to_owned()
-        } else {
-            "the file does not start with the WebAssembly magic number".to_owned()
-        };
-        return Err(Error::InvalidComponent {
-            skill: skill.to_owned(),
-            reason,
-        });
-    }
+    check_component_header(skill, bytes)?;
 
     let mut exports = Vec::new();
     let mut imports = Vec::new();
