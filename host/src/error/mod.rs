@@ -10,7 +10,7 @@ mod answers;
 mod codes;
 pub mod report;
 
-pub use answers::{Answer, CODES, answer_for, table as error_codes_table};
+pub use answers::{Answer, answer_for, table as error_codes_table};
 
 pub use report::{
     Direction, Problem, ScriptRun, StepTrace, TemplateError, ValidationReport, Violation,

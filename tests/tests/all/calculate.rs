@@ -196,3 +196,45 @@ async fn the_default_engine_pools_instances() {
     use evo_host::engine::wasm::Allocator;
     assert_eq!(engine().allocator(), Allocator::Pooling);
 }
+
+#[tokio::test]
+async fn calls_racing_for_one_uncompiled_component_compile_it_once() {
+    use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig {
+        cache_dir: Some(dir.path().to_owned()),
+        max_concurrent_calls: 4,
+        ..EngineConfig::default()
+    };
+    // The file is known (described from its record) but its compiled code is gone.
+    load(
+        &WasmEngine::new(config.clone()).unwrap(),
+        skills::CALCULATE,
+        &Policy::default(),
+    )
+    .await;
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "cwasm") {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let engine = WasmEngine::new(config).unwrap();
+    let (a, b) = (
+        load(&engine, skills::CALCULATE, &Policy::default()).await,
+        load(&engine, skills::CALCULATE, &Policy::default()).await,
+    );
+    assert_eq!(
+        (a.load_source(), b.load_source()),
+        (LoadSource::Deferred, LoadSource::Deferred)
+    );
+    let input = r#"{"expression":"2 + 2"}"#;
+    let (ctx_a, ctx_b) = (SkillContext::detached(), SkillContext::detached());
+    let (first, second) = tokio::join!(a.call(input, &ctx_a), b.call(input, &ctx_b));
+    assert_eq!(first.unwrap().output, json!({ "result": 4 }));
+    assert_eq!(second.unwrap().output, json!({ "result": 4 }));
+    // One compiled it; the other waited for it and read what it wrote.
+    assert_eq!(engine.loads(), (1, 1));
+    let mut sources = [a.load_source(), b.load_source()];
+    sources.sort_by_key(|s| format!("{s:?}"));
+    assert_eq!(sources, [LoadSource::Cache, LoadSource::Compiled]);
+}

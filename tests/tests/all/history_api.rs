@@ -43,8 +43,13 @@ fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_co
     let (status, all) = get(&format!("{base}/v1/calls"));
     assert_eq!(status, 200, "{all}");
     let all = all.as_array().unwrap();
-    let ids: Vec<i64> = all.iter().map(|c| c["id"].as_i64().unwrap()).collect();
-    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+    // Newest first by when each call started, whichever was written first (a refusal
+    // inside `fetch` is written before the call that made it ends).
+    let started: Vec<i64> = all.iter().map(|c| c["at_ms"].as_i64().unwrap()).collect();
+    assert!(
+        started.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {started:?}"
+    );
     // `evo serve`'s own calls are the client's; a refusal inside a skill is that
     // skill's.
     assert!(
@@ -108,7 +113,7 @@ fn the_history_is_listed_newest_first_and_filtered_by_skill_caller_status_and_co
 
     let (_, one) = get(&format!("{base}/v1/calls?limit=1"));
     assert_eq!(one.as_array().unwrap().len(), 1);
-    assert_eq!(one[0]["id"].as_i64(), ids.first().copied());
+    assert_eq!(one[0]["id"], all[0]["id"]);
     let (_, by_fetch) = get(&format!("{base}/v1/calls?caller=fetch"));
     assert_eq!(by_fetch.as_array().unwrap().len(), 1, "{by_fetch}");
     assert_eq!(by_fetch[0]["skill"], "http");
