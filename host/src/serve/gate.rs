@@ -193,8 +193,34 @@ fn names_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// What is wrong with the request's `Host` header when it is not one `host[:port]`:
+/// several headers (a proxy and the server could each read another), or user
+/// information (`evil.example@127.0.0.1`, which a URL parser reads as the host after
+/// the `@` and a person as the one before it).
+fn malformed_host(request: &Request) -> Option<&'static str> {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let first = hosts.next()?;
+    if hosts.next().is_some() {
+        return Some("the request has several Host headers");
+    }
+    match first.to_str() {
+        Ok(value) if value.contains('@') => {
+            Some("the Host header holds user information (`…@`), which a host never has")
+        }
+        Ok(_) => None,
+        Err(_) => Some("the Host header is not text"),
+    }
+}
+
 /// The Host, token and origin checks, before anything else.
 pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if let Some(problem) = malformed_host(&request) {
+        return failure(
+            "INVALID_REQUEST",
+            problem.to_owned(),
+            Some("send one `Host: HOST[:PORT]` header, as HTTP/1.1 clients do"),
+        );
+    }
     if gate.loopback {
         match requested_host(&request) {
             Some(host) if names_loopback(&host) => {}

@@ -139,6 +139,27 @@ fn on_loopback_a_host_that_is_not_loopback_is_refused_on_every_route_and_method(
             (400, Some("INVALID_REQUEST")),
             "{method} {path} without a Host: {err}"
         );
+        // A Host that is not one `host[:port]`: user information before a loopback name
+        // (read as the loopback host by a URL parser), or a second Host header after a
+        // loopback one (the first read, the second seen by whatever else reads it).
+        for odd in [
+            format!("evil.example@127.0.0.1:{port}"),
+            format!("127.0.0.1:{port}\r\nHost: evil.example"),
+            format!("evil.example\r\nHost: 127.0.0.1:{port}"),
+        ] {
+            let (status, err) = raw(
+                &server.base,
+                method,
+                path,
+                Some(&odd),
+                body_for(method, path),
+            );
+            assert_eq!(
+                (status, err["code"].as_str()),
+                (400, Some("INVALID_REQUEST")),
+                "{method} {path} with Host {odd:?}: {err}"
+            );
+        }
         // The names of this machine pass the check (what the route then answers is its
         // own business: 404 for the unknown ones, a stream for GET /mcp, …).
         for host in [
