@@ -47,8 +47,9 @@ pub(crate) struct ServeArgs {
     /// every change. Default: `serve.manage` in evo.toml.
     #[arg(long)]
     manage: bool,
-    /// Also accept requests from web pages of ORIGIN (e.g. `https://app.example.com`);
-    /// loopback pages are always accepted. Repeat for more.
+    /// Also accept calls and changes from web pages of ORIGIN (e.g.
+    /// `https://app.example.com`, `http://localhost:6274`); loopback pages on other ports
+    /// may only read. Repeat for more.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
     /// Serve only skill NAME (a trailing * matches a prefix); repeat for more.

@@ -247,14 +247,32 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        if !origin_allowed(origin, &gate.origins) && !same_origin(origin, &request) {
-            return failure(
-                "ORIGIN_REFUSED",
-                format!("requests from the web page at {origin} are refused"),
-                Some(
+        // A page of this server, or one the operator named, may do anything its token
+        // allows. Other loopback pages (another port of this machine, where anything
+        // may be listening) may only read: a cross-origin form post or `no-cors` fetch
+        // needs no preflight, so it would otherwise call skills with the browser's
+        // cookie, or with no token at all on loopback.
+        let own = same_origin(origin, &request) || origin_allowed(origin, &gate.operator_origins);
+        let reads = matches!(
+            *request.method(),
+            axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+        );
+        let may_read = reads && origin_allowed(origin, &gate.origins);
+        if !(own || may_read) {
+            let (message, hint) = if origin_allowed(origin, &gate.origins) {
+                (
+                    format!(
+                        "a page at {origin} may read from this server but not call skills or change anything"
+                    ),
+                    "call it from this server's own pages (its console), the CLI or a client that sends no Origin; `evo serve --allow-origin ORIGIN` lets another page do so",
+                )
+            } else {
+                (
+                    format!("requests from the web page at {origin} are refused"),
                     "a browser page may call Evo only from an origin the operator allows (`evo serve --allow-origin`)",
-                ),
-            );
+                )
+            };
+            return failure("ORIGIN_REFUSED", message, Some(hint));
         }
     }
     let mut request = request;

@@ -243,6 +243,23 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
         None,
     );
     assert_eq!(status, 200);
+    // A page on another port of this machine may read, not call a skill: a form post or
+    // a `no-cors` fetch from it needs no preflight. The server's own pages may.
+    let call = format!("{base}/v1/skills/calculate/call");
+    let input = r#"{"expression":"1 + 1"}"#;
+    let (status, err) = http(
+        "POST",
+        &call,
+        &[("origin", "http://localhost:3000")],
+        Some(input),
+    );
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (403, Some("ORIGIN_REFUSED")),
+        "{err}"
+    );
+    let (status, body) = http("POST", &call, &[("origin", base.as_str())], Some(input));
+    assert_eq!(status, 200, "the server's own page: {body}");
 }
 
 #[test]
