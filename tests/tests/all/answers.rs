@@ -9,18 +9,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use evo_tests::cli::{HttpServer, evo, stderr, stdout};
+use evo_tests::figures::workspace;
 use evo_tests::skills;
 use serde_json::{Value, json};
 
 use crate::serve::Raw;
 use crate::serve_http::http;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
 
 /// Where docs/errors.md's generated table starts and ends.
 const BEGIN: &str = "<!-- the table below is generated from evo_host::error_codes_table -->\n";

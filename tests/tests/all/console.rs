@@ -101,21 +101,10 @@ fn every_page_loads_clean_and_a_call_made_in_the_form_is_seen_live_in_the_histor
     );
     browser.screenshot(&shots.join("overview.png"));
     // The server samples its gauges on its own: a chart opened later starts with them.
-    let sampled = || {
-        let (_, _, body) = get(&format!("{base}/v1/stats"), &[]);
-        let stats: serde_json::Value = serde_json::from_str(&body).unwrap();
-        stats["nodes"][0]["gauge_history"]
-            .as_array()
-            .map_or(0, Vec::len)
-    };
-    let waited = std::time::Instant::now();
-    while sampled() < 2 {
-        assert!(
-            waited.elapsed() < std::time::Duration::from_secs(120),
-            "no gauge samples in /v1/stats"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    browser.eval(
+        "window.sampled = 0; setInterval(async () => { const s = await (await fetch('/v1/stats')).json(); window.sampled = (s.nodes[0].gauge_history || []).length; }, 200); true",
+    );
+    browser.wait_for("window.sampled >= 2");
 
     browser.open(&format!("{base}/skills"));
     browser.wait_for("document.querySelector('a[href=\"/skills/calculate\"]')");

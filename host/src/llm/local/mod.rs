@@ -13,6 +13,8 @@ mod arch;
 #[cfg(feature = "local-llm")]
 pub mod model;
 #[cfg(feature = "local-llm")]
+mod stop;
+#[cfg(feature = "local-llm")]
 mod template;
 #[cfg(feature = "local-llm")]
 mod provider;

@@ -294,7 +294,7 @@ impl LocalModel {
                 .decode(&generated, true)
                 .unwrap_or_default();
             if so_far.len() > text.len() && so_far.starts_with(&text) && !so_far.ends_with('\u{fffd}') {
-                let (so_far, ended) = match first_stop(&so_far, &options.stop) {
+                let (so_far, ended) = match super::stop::first_stop(&so_far, &options.stop) {
                     Some(at) => (so_far[..at].to_owned(), true),
                     None => (so_far, false),
                 };
@@ -330,15 +330,6 @@ impl LocalModel {
             generation_time: started.elapsed() - prompt_time,
         })
     }
-}
-
-/// Where the first of `stops` starts in `text`.
-fn first_stop(text: &str, stops: &[String]) -> Option<usize> {
-    stops
-        .iter()
-        .filter(|s| !s.is_empty())
-        .filter_map(|s| text.find(s.as_str()))
-        .min()
 }
 
 /// Tokens that end a turn besides the end-of-sequence one, across the families'
@@ -585,21 +576,4 @@ pub fn measure(model: &LocalModel) -> Result<Speed> {
         generated_per_second: per_second(made.tokens, made.generation_time),
         perplexity: model.perplexity(PLAIN_TEXT)?,
     })
-}
-
-#[cfg(test)]
-mod stop_tests {
-    use super::first_stop;
-
-    #[test]
-    fn an_answer_ends_where_the_first_stop_text_starts() {
-        let stops = ["\n\n".to_owned(), "User:".to_owned()];
-        assert_eq!(first_stop("The answer is: 22.", &stops), None);
-        assert_eq!(
-            first_stop("The answer is: 22.\n\nThis is a special case", &stops),
-            Some(18)
-        );
-        assert_eq!(first_stop("Yes. User: and", &stops), Some(5));
-        assert_eq!(first_stop("text", &[String::new()]), None);
-    }
 }
