@@ -138,66 +138,11 @@ impl Error {
     }
 
     /// True when the caller's input (a file, a manifest, a flag) is at fault rather than
-    /// the skill's run; the CLI exits with 2 for these and 1 for the rest.
+    /// the skill's run (or a call was refused before it ran).
     pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            Self::Io { .. }
-                | Self::InvalidComponent { .. }
-                | Self::ComponentLimit { .. }
-                | Self::NotASkill { .. }
-                | Self::IncompatibleApi { .. }
-                | Self::InvalidManifest { .. }
-                | Self::InvalidInput { .. }
-                | Self::Capability(_)
-                | Self::SkillNotFound { .. }
-                | Self::MemoryEntryNotFound { .. }
-                | Self::ChooseFunction { .. }
-                | Self::ToolNotFound { .. }
-                | Self::Blocked { .. }
-                | Self::ScriptNotFound { .. }
-                | Self::InvalidSkillStructure(_)
-                | Self::SkillAlreadyExists { .. }
-                | Self::NameTaken { .. }
-                | Self::Template { .. }
-                | Self::Config { .. }
-                | Self::Grant { .. }
-                | Self::LlmNotConfigured
-                | Self::LocalModel { .. }
-                | Self::ModelNotAllowed { .. }
-                | Self::FeatureNotBuilt { .. }
-                | Self::ToolUnavailable { .. }
-                | Self::Secret { .. }
-                | Self::Skill {
-                    kind: FailureKind::InvalidInput,
-                    ..
-                }
-                | Self::Script {
-                    kind: FailureKind::InvalidInput,
-                    ..
-                }
-        ) || matches!(self, Self::Validation(report) if report.direction == Direction::Input)
-            || matches!(
-                self,
-                Self::Remote { code, .. } if matches!(
-                    *code,
-                    "INVALID_INPUT" | "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND" | "TOOL_BLOCKED" | "CAPABILITY_DENIED"
-                )
-            )
-            || matches!(
-                self,
-                Self::Registry { code, .. } if matches!(
-                    *code,
-                    "INVALID_REFERENCE" | "ARTIFACT_NOT_FOUND" | "KEY_INVALID" | "NOT_LOCKED" | "NOT_FROM_REGISTRY"
-                )
-            )
-            || matches!(
-                self,
-                Self::Authoring { code, .. } if matches!(
-                    *code,
-                    "INVALID_SKILL_NAME" | "PROJECT_EXISTS" | "NOT_A_SKILL_PROJECT" | "NOT_BUILT" | "INVALID_TEST_CASE"
-                )
-            )
+        // The table every front end answers with decides it (`docs/errors.md`): exit 2,
+        // or 3 for a call refused before it ran.
+        self.answer().exit >= 2
     }
 
     /// What to do next. Every error has one (the type is an `Option` so that an error
