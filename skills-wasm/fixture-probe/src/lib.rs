@@ -67,6 +67,9 @@ struct Input {
     /// What to write to `write_file`.
     #[serde(default)]
     write_text: String,
+    /// Create a symbolic link in the first preopened directory: `[link, target]`.
+    #[serde(default)]
+    symlink: Option<(String, String)>,
     /// Panic with this message after everything else.
     #[serde(default)]
     panic: Option<String>,
@@ -102,6 +105,8 @@ struct Output {
     recursion_error: Option<String>,
     /// What an earlier call left in this instance's memory (`leave`), if anything.
     left: Option<String>,
+    /// How creating `symlink` ended: `linked` or the error.
+    symlink: Option<String>,
 }
 
 /// Text a call leaves behind (`leave`): its length, then its bytes, in one static.
@@ -290,6 +295,15 @@ impl Skill for FixtureProbe {
                 Err(e) => e.to_string(),
             }
         });
+        let symlink =
+            input.symlink.map(
+                |(link, target)| match wasip2::filesystem::preopens::get_directories().first() {
+                    Some((dir, _)) => dir
+                        .symlink_at(&target, &link)
+                        .map_or_else(|e| e.to_string(), |()| "linked".to_owned()),
+                    None => "no directory was granted".to_owned(),
+                },
+            );
         let (depth, recursion_error) = if input.recurse {
             let again = serde_json::json!({ "recurse": true });
             match evo_guest::call::<_, serde_json::Value>("fixture-probe", &again) {
@@ -321,6 +335,7 @@ impl Skill for FixtureProbe {
             depth,
             recursion_error,
             left,
+            symlink,
         })
     }
 }

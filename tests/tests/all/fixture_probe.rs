@@ -537,6 +537,50 @@ fn through_the_cli_a_read_write_grant_takes_writes_and_a_read_only_one_refuses_t
     );
 }
 
+/// A skill may create a symbolic link in a read-write grant only if it points down: the
+/// next reader of the directory (a native script, a built-in tool, the user) would
+/// follow a link that leaves it, though WASI would not.
+#[test]
+fn through_the_cli_a_skill_cannot_plant_a_link_that_leaves_its_grant() {
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "not granted\n").unwrap();
+    let data = outside.path().join("granted");
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    std::fs::write(data.join("sub/notes.txt"), "granted\n").unwrap();
+    let grant = format!("{}::/data:rw", data.display());
+    let link = |name: &str, target: &str| {
+        let input = json!({ "symlink": [name, target] }).to_string();
+        let (out, value) = probe_cli(home.path(), &["--dir", &grant], &input);
+        assert!(out.status.success(), "{value}");
+        value["output"]["symlink"].as_str().unwrap().to_owned()
+    };
+
+    for (name, target) in [
+        ("up", "../secret.txt"),
+        ("climb", "sub/../../secret.txt"),
+        ("dots", ".."),
+        ("absolute", "/etc/passwd"),
+    ] {
+        let refused = link(name, target);
+        assert!(
+            refused.to_lowercase().contains("not-permitted")
+                || refused.to_lowercase().contains("not permitted"),
+            "{name} -> {target}: {refused}"
+        );
+        assert!(
+            std::fs::symlink_metadata(data.join(name)).is_err(),
+            "{name} -> {target} was created"
+        );
+    }
+    // A link down into the grant is still made, and reads what it names.
+    assert_eq!(link("down", "sub/notes.txt"), "linked");
+    assert_eq!(
+        std::fs::read_to_string(data.join("down")).unwrap(),
+        "granted\n"
+    );
+}
+
 #[test]
 fn through_the_cli_a_self_calling_skill_is_stopped_by_the_depth_limit_not_by_slots() {
     let home = tempfile::tempdir().unwrap();

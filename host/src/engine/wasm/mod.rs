@@ -35,6 +35,7 @@ mod http;
 mod inspect;
 mod names;
 mod known;
+mod links;
 pub mod limits;
 mod load;
 mod plain;
@@ -336,6 +337,7 @@ impl Flavor {
         };
         let mut linker = Linker::new(&engine);
         state::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
+        links::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         since_v0_1_0::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         start_epoch_ticker(&engine, page_scan && allocator == Allocator::Pooling);
         Ok(Self {
