@@ -40,6 +40,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Resources per `resources/list` page.
 pub const RESOURCES_PAGE: usize = 100;
+/// What a call the server can no longer take is answered (`-32603`).
+pub(super) const SHUTTING_DOWN: &str =
+    "the server is shutting down and takes no more calls; reconnect to a running one";
 /// How often a session's change forwarder checks that the session is still open.
 const SESSION_CHECK: Duration = Duration::from_secs(5);
 /// How often a call with a progress token hears that it is still running.
@@ -366,7 +369,7 @@ impl ServerHandler for Server {
             )),
             Err(Refusal::ShuttingDown) => Err(McpError::new(
                 ErrorCode::INTERNAL_ERROR,
-                "the server is shutting down and takes no more calls; reconnect to a running one",
+                SHUTTING_DOWN,
                 None,
             )),
         }

@@ -4,8 +4,12 @@
 //! answers it with a parse error, and a client (or a person typing) should learn that
 //! its line was lost. This transport answers every line it cannot take — not JSON
 //! (`-32700`), not a JSON-RPC message (`-32600`), too long (`-32600`) — and goes on.
-//! It also reports end of input at once, so the server can stop its calls and exit.
+//! It also reports end of input at once, so the server can stop its calls and exit,
+//! and keeps the requests it read until each is answered: on SIGTERM, every request
+//! read before the signal runs to its answer (within [`GRACE`]) and every one read after
+//! it is refused as it is read.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
@@ -13,7 +17,8 @@ use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequest, ClientRequest, JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+    CallToolRequest, ClientNotification, ClientRequest, ErrorCode, JsonRpcMessage, JsonRpcRequest,
+    JsonRpcVersion2_0, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -21,9 +26,10 @@ use rustix::fs::{FileType, OFlags, fcntl_getfl, fcntl_setfl, fstat};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::mcp::SHUTTING_DOWN;
 use super::{Server, Shared};
 
 /// How long calls still running get to finish after SIGTERM before they are stopped.
@@ -40,6 +46,39 @@ type SharedWriter = Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
 pub struct LineTransport {
     messages: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
     writer: SharedWriter,
+    requests: Requests,
+}
+
+/// The requests read and not yet answered, and whether new ones are still taken.
+#[derive(Clone)]
+struct Requests {
+    unanswered: Arc<watch::Sender<HashSet<RequestId>>>,
+    closed: CancellationToken,
+}
+
+impl Requests {
+    fn new() -> Self {
+        Self {
+            unanswered: Arc::new(watch::Sender::new(HashSet::new())),
+            closed: CancellationToken::new(),
+        }
+    }
+
+    fn read(&self, id: &RequestId) {
+        self.unanswered.send_modify(|ids| {
+            ids.insert(id.clone());
+        });
+    }
+
+    fn answered(&self, id: &RequestId) {
+        self.unanswered.send_if_modified(|ids| ids.remove(id));
+    }
+
+    /// Resolves once every request read has been answered.
+    async fn all_answered(&self) {
+        let mut ids = self.unanswered.subscribe();
+        let _ = ids.wait_for(HashSet::is_empty).await;
+    }
 }
 
 impl std::fmt::Debug for LineTransport {
@@ -59,14 +98,21 @@ impl LineTransport {
         let writer: SharedWriter = Arc::new(Mutex::new(Box::new(write)));
         let (tx, messages) = mpsc::channel(64);
         let eof = CancellationToken::new();
+        let requests = Requests::new();
         tokio::spawn(read_lines(
             BufReader::new(read),
             max_bytes,
             tx,
             writer.clone(),
+            requests.clone(),
             eof.clone(),
         ));
-        (Self { messages, writer }, eof)
+        let transport = Self {
+            messages,
+            writer,
+            requests,
+        };
+        (transport, eof)
     }
 }
 
@@ -148,6 +194,7 @@ async fn read_lines(
     max_bytes: usize,
     messages: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     writer: SharedWriter,
+    requests: Requests,
     eof: CancellationToken,
 ) {
     let mut line = Vec::new();
@@ -180,12 +227,15 @@ async fn read_lines(
             match call_request(text)
                 .map_or_else(|| serde_json::from_slice(text), Ok::<_, serde_json::Error>)
             {
-                Ok(message) => {
-                    if messages.send(message).await.is_err() {
-                        break;
+                Ok(message) => match taken(&message, &requests) {
+                    Err(refused) => Some(refused),
+                    Ok(()) => {
+                        if messages.send(message).await.is_err() {
+                            break;
+                        }
+                        None
                     }
-                    None
-                }
+                },
                 Err(_) => Some(refusal(text)),
             }
         };
@@ -196,6 +246,31 @@ async fn read_lines(
         }
     }
     eof.cancel();
+}
+
+/// Notes a request read (or a cancelled one given up); a request read once the session
+/// is closing is refused instead, with the answer to write.
+fn taken(message: &RxJsonRpcMessage<RoleServer>, requests: &Requests) -> Result<(), Value> {
+    match message {
+        JsonRpcMessage::Request(request) if requests.closed.is_cancelled() => Err(error(
+            serde_json::to_value(&request.id).unwrap_or(Value::Null),
+            ErrorCode::INTERNAL_ERROR.0,
+            SHUTTING_DOWN.to_owned(),
+        )),
+        JsonRpcMessage::Request(request) => {
+            requests.read(&request.id);
+            Ok(())
+        }
+        JsonRpcMessage::Notification(notification) => {
+            if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                && let Some(id) = &cancelled.params.request_id
+            {
+                requests.answered(id);
+            }
+            Ok(())
+        }
+        JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => Ok(()),
+    }
 }
 
 /// Reads one line into `line`, keeping at most `max` bytes: `Some(true)` when it was
@@ -234,7 +309,19 @@ impl Transport<RoleServer> for LineTransport {
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
-        async move { write_line(&writer, &item).await }
+        let answer = match &item {
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+        };
+        let requests = self.requests.clone();
+        async move {
+            let written = write_line(&writer, &item).await;
+            if let Some(id) = answer {
+                requests.answered(&id);
+            }
+            written
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -249,8 +336,8 @@ impl Transport<RoleServer> for LineTransport {
 
 /// Serves one MCP session on `read`/`write` until the input ends or `shutdown`
 /// resolves. At the end of input the calls still running are stopped (nobody is
-/// left to answer); on `shutdown` no new call is taken and those running get
-/// [`GRACE`] to finish.
+/// left to answer); on `shutdown` a request read from then on is refused, and those
+/// read before it (running or waiting for a slot) get [`GRACE`] to be answered.
 pub async fn serve(
     shared: Arc<Shared>,
     read: impl AsyncRead + Send + Unpin + 'static,
@@ -259,6 +346,7 @@ pub async fn serve(
 ) {
     let max_bytes = shared.settings.max_message_kb << 10;
     let (transport, eof) = LineTransport::new(read, write, max_bytes);
+    let requests = transport.requests.clone();
     let stop = CancellationToken::new();
     tokio::spawn(shared.clone().watch_catalogue(stop.clone()));
     let session = {
@@ -281,11 +369,8 @@ pub async fn serve(
             false
         }
         () = shutdown => {
-            shared.drain();
-            let deadline = tokio::time::Instant::now() + GRACE;
-            while !shared.idle() && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            requests.closed.cancel();
+            let _ = tokio::time::timeout(GRACE, requests.all_answered()).await;
             shared.abort();
             false
         }

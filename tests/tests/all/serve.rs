@@ -211,6 +211,23 @@ impl Raw {
         );
     }
 
+    /// Sends SIGTERM to `evo serve`.
+    fn terminate(&self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+    }
+
+    /// Waits for call `id` of a skill that answers `{"done": true}`, which it must.
+    fn expect_done(&mut self, id: u64) {
+        let answer = self.expect_id(id);
+        assert_eq!(
+            answer["result"]["structuredContent"],
+            json!({ "done": true }),
+            "call {id}: {answer}"
+        );
+    }
+
     /// Moves the messages already written into [`Raw::early`].
     fn read_pending(&mut self) {
         while let Ok(message) = self.lines.try_recv() {
@@ -447,14 +464,7 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
         "the native script never started",
         || live_processes(&format!("sleep {marker}")) == 0,
     );
-    let pid = raw.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    raw.terminate();
     std::thread::sleep(Duration::from_millis(100));
     raw.call(2, "calculate", json!({ "expression": "1" }));
     let refused = raw.expect_id(2);
@@ -465,16 +475,48 @@ fn sigterm_finishes_the_calls_in_flight_and_refuses_new_ones() {
             .starts_with("the server is shutting down"),
         "{refused}"
     );
-    let done = raw.expect_id(1);
-    assert_eq!(
-        done["result"]["structuredContent"],
-        json!({ "done": true }),
-        "{done}"
-    );
+    raw.expect_done(1);
     let status = exit_within(
         &mut raw.child,
         Duration::from_secs(5),
         "evo serve still runs after SIGTERM",
+    );
+    assert!(status.success(), "{status}");
+}
+
+/// "Every request read before the signal finishes (with a bounded drain time) or is
+/// refused before it is read": under load, calls waiting for one of two slots when
+/// SIGTERM comes were answered `-32603 shutting down`; now they run.
+#[test]
+fn sigterm_answers_every_call_read_before_it_even_those_waiting_for_a_slot() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("skills");
+    native_skill(
+        &dir,
+        "slow",
+        "Answers after a fifth of a second.",
+        "setTimeout(() => { console.log(JSON.stringify({ done: true })); process.exit(0); }, 200);\n",
+    );
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("evo.toml"), "[serve]\nmax_calls = 2\n").unwrap();
+    let mut raw = Raw::start(&home, &["--skills-dir", dir.to_str().unwrap()]);
+    let calls = 1..=6;
+    for id in calls.clone() {
+        raw.call(id, "slow", json!({}));
+    }
+    // Lines are read in order: the answer to a ping written after the calls says that
+    // all of them were read.
+    raw.send_line(r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#);
+    raw.expect_id(99);
+    raw.terminate();
+    for id in calls {
+        raw.expect_done(id);
+    }
+    let status = exit_within(
+        &mut raw.child,
+        evo_host::serve::stdio::GRACE,
+        "evo serve still runs after answering every call",
     );
     assert!(status.success(), "{status}");
 }
