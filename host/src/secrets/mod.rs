@@ -242,7 +242,8 @@ pub fn not_set(name: &str) -> Error {
 }
 
 /// The values of every secret, and a scanner that finds any of them, in the clear or in
-/// disguise: base64 and base64url at each alignment, hex, percent-encoding.
+/// disguise: base64, base64url and base32 at each alignment, hex, and escaped one byte
+/// or every byte at a time (percent-encoding, JSON's `\u00XX`, quoted-printable).
 #[derive(Debug, Default)]
 pub struct Secrets {
     names: Vec<String>,
@@ -266,7 +267,19 @@ impl Secrets {
                 owners.push(owner);
             }
         }
-        let longest = patterns.iter().map(String::len).max().unwrap_or(0);
+        // An escaped value takes up to 6 bytes a byte (`\u0041`), and quoted-printable
+        // breaks its lines (3 bytes each) every 76 characters.
+        let escaped = values
+            .iter()
+            .map(|v| 6 * v.len() + 3 * (v.len() / 12 + 1))
+            .max()
+            .unwrap_or(0);
+        let longest = patterns
+            .iter()
+            .map(String::len)
+            .max()
+            .unwrap_or(0)
+            .max(escaped);
         let scanner = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&patterns)
@@ -299,77 +312,105 @@ impl Secrets {
             .map(|i| self.values[i].as_str())
     }
 
-    /// The longest form of a value the scanner looks for, in bytes (0 when there are
-    /// none): how much of a stream to hold back to find one split across chunks.
+    /// The longest form of a value the scanner looks for, escaped ones included, in
+    /// bytes (0 when there are none): how much of a stream to hold back to find one
+    /// split across chunks.
     pub fn longest(&self) -> usize {
         self.longest
     }
 
-    /// The name of the first secret whose value is in `bytes`.
+    /// The name of the first secret whose value is in `bytes`, as written or escaped.
     pub fn find(&self, bytes: &[u8]) -> Option<&str> {
-        let found = self.scanner.as_ref()?.find(bytes)?;
+        let scanner = self.scanner.as_ref()?;
+        if let Some(found) = scanner.find(bytes) {
+            return Some(self.name_of(found.pattern()));
+        }
+        let view = disguise::unescape(bytes)?;
+        let found = scanner.find(&view.bytes)?;
         Some(self.name_of(found.pattern()))
     }
 
-    /// `text` with every secret value replaced by `[REDACTED:NAME]`; the names of the
-    /// secrets found.
-    pub fn redact<'a>(&self, text: &'a str) -> (Cow<'a, str>, Vec<&str>) {
-        let Some(scanner) = &self.scanner else {
-            return (Cow::Borrowed(text), Vec::new());
-        };
-        let mut found = Vec::new();
-        let mut out = String::new();
-        let mut last = 0;
-        for hit in scanner.find_iter(text) {
-            let name = self.name_of(hit.pattern());
-            out.push_str(&text[last..hit.start()]);
-            out.push_str(&format!("[REDACTED:{name}]"));
-            last = hit.end();
-            if !found.contains(&name) {
-                found.push(name);
-            }
-        }
-        if found.is_empty() {
-            return (Cow::Borrowed(text), found);
-        }
-        out.push_str(&text[last..]);
-        (Cow::Owned(out), found)
-    }
-
-    /// Overwrites every secret value in `bytes` with `*`, keeping the length (a body
-    /// whose `content-length` was already sent); the names of the secrets found.
-    pub fn mask(&self, bytes: &mut [u8]) -> Vec<&str> {
+    /// Where the secrets are in `bytes`, as written or escaped: ranges of `bytes` in
+    /// order, not overlapping, each with the name of the secret found there.
+    fn hits(&self, bytes: &[u8]) -> Vec<(std::ops::Range<usize>, &str)> {
         let Some(scanner) = &self.scanner else {
             return Vec::new();
         };
-        let hits: Vec<_> = scanner.find_iter(&*bytes).collect();
-        let mut found = Vec::new();
-        for hit in hits {
-            bytes[hit.range()].fill(b'*');
-            let name = self.name_of(hit.pattern());
-            if !found.contains(&name) {
-                found.push(name);
+        let mut hits: Vec<_> = scanner
+            .find_iter(bytes)
+            .map(|hit| (hit.range(), hit.pattern()))
+            .collect();
+        if let Some(view) = disguise::unescape(bytes) {
+            hits.extend(scanner.find_iter(&view.bytes).map(|hit| {
+                let range = view.from[hit.start()].0..view.from[hit.end() - 1].1;
+                (range, hit.pattern())
+            }));
+            hits.sort_by_key(|(range, _)| (range.start, std::cmp::Reverse(range.end)));
+        }
+        let mut merged: Vec<(std::ops::Range<usize>, &str)> = Vec::new();
+        for (range, pattern) in hits {
+            match merged.last_mut() {
+                Some((last, _)) if range.start < last.end => last.end = last.end.max(range.end),
+                _ => merged.push((range, self.name_of(pattern))),
             }
         }
-        found
+        merged
     }
 
-    /// `bytes` with every secret value replaced by `[REDACTED:NAME]`.
-    pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
-        let scanner = self.scanner.as_ref()?;
-        scanner.find(bytes)?;
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut last = 0;
-        for hit in scanner.find_iter(bytes) {
-            out.extend_from_slice(&bytes[last..hit.start()]);
-            out.extend_from_slice(
-                format!("[REDACTED:{}]", self.name_of(hit.pattern())).as_bytes(),
-            );
-            last = hit.end();
+    /// `text` with every secret value (as written or escaped) replaced by
+    /// `[REDACTED:NAME]`; the names of the secrets found.
+    pub fn redact<'a>(&self, text: &'a str) -> (Cow<'a, str>, Vec<&str>) {
+        let hits = self.hits(text.as_bytes());
+        if hits.is_empty() {
+            return (Cow::Borrowed(text), Vec::new());
         }
-        out.extend_from_slice(&bytes[last..]);
-        Some(out)
+        let out = replaced(text.as_bytes(), &hits);
+        let text = String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        (Cow::Owned(text), names(&hits))
     }
+
+    /// Overwrites every secret value in `bytes` (as written or escaped) with `*`,
+    /// keeping the length (a body whose `content-length` was already sent); the names of
+    /// the secrets found.
+    pub fn mask(&self, bytes: &mut [u8]) -> Vec<&str> {
+        let hits = self.hits(bytes);
+        for (range, _) in &hits {
+            bytes[range.clone()].fill(b'*');
+        }
+        names(&hits)
+    }
+
+    /// `bytes` with every secret value (as written or escaped) replaced by
+    /// `[REDACTED:NAME]`.
+    pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let hits = self.hits(bytes);
+        (!hits.is_empty()).then(|| replaced(bytes, &hits))
+    }
+}
+
+/// `bytes` with each of the `hits` replaced by `[REDACTED:NAME]`.
+fn replaced(bytes: &[u8], hits: &[(std::ops::Range<usize>, &str)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut last = 0;
+    for (range, name) in hits {
+        out.extend_from_slice(&bytes[last..range.start]);
+        out.extend_from_slice(format!("[REDACTED:{name}]").as_bytes());
+        last = range.end;
+    }
+    out.extend_from_slice(&bytes[last..]);
+    out
+}
+
+/// The names of the secrets `hits` found, each once.
+fn names<'a>(hits: &[(std::ops::Range<usize>, &'a str)]) -> Vec<&'a str> {
+    let mut found = Vec::new();
+    for (_, name) in hits {
+        if !found.contains(name) {
+            found.push(*name);
+        }
+    }
+    found
 }
 
 /// Replaces every `{{secret:NAME}}` in `text` with `value(NAME)`, or says why one may not
@@ -453,8 +494,30 @@ mod tests {
             }
         }
         assert_eq!(s.find(b"an ordinary answer, 0123456789abcdef"), None);
-        // A stream holds back enough to find the longest form (hex is twice the value).
-        assert_eq!(s.longest(), 2 * value.len());
+        // A stream holds back enough to find the longest form: the value with every
+        // byte a JSON escape (`\u0041`), with room for quoted-printable's line breaks.
+        assert_eq!(s.longest(), 6 * value.len() + 3 * (value.len() / 12 + 1));
+    }
+
+    #[test]
+    fn a_value_escaped_byte_by_byte_is_redacted_in_place() {
+        let s = secrets(&[("API_KEY", "sk-0123456789")]);
+        let every_byte: String = "sk-0123456789".bytes().map(|b| format!("%{b:02x}")).collect();
+        let text = format!("before {every_byte} after");
+        let (text, found) = s.redact(&text);
+        assert_eq!(text, "before [REDACTED:API_KEY] after");
+        assert_eq!(found, ["API_KEY"]);
+        // JSON escapes and quoted-printable, mixed with plain bytes, in one text with the
+        // plain value: each is found where it is.
+        let text = "a=\\u0073k-0123456789 b=sk-0123=\r\n456789=2E c=sk-0123456789";
+        let (redacted, _) = s.redact(text);
+        assert_eq!(
+            redacted,
+            "a=[REDACTED:API_KEY] b=[REDACTED:API_KEY]=2E c=[REDACTED:API_KEY]"
+        );
+        let mut body = b"x%73%6B-0123456789y".to_vec();
+        assert_eq!(s.mask(&mut body), ["API_KEY"]);
+        assert_eq!(body, b"x*****************y");
     }
 
     #[test]

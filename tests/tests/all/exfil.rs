@@ -338,6 +338,37 @@ fn a_secret_not_granted_or_not_set_is_never_put_in() {
     );
 }
 
+/// `evo [FLAGS] skill run exfil --json` with `input`, granted both servers' hosts and
+/// the secret; it must succeed.
+fn run_exfil(
+    home: &std::path::Path,
+    flags: &[&str],
+    granted: &Server,
+    other: &Server,
+    input: &str,
+) -> std::process::Output {
+    let granted_host = format!("http://127.0.0.1:{}", granted.port);
+    let other_host = format!("http://127.0.0.2:{}", other.port);
+    let mut args = flags.to_vec();
+    args.extend([
+        "skill",
+        "run",
+        skills::EXFIL,
+        "--allow-host",
+        &granted_host,
+        "--allow-host",
+        &other_host,
+        "--allow-secret",
+        "EXFIL_TOKEN",
+        "--input",
+        input,
+        "--json",
+    ]);
+    let out = evo(home, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
 #[test]
 fn a_server_that_echoes_the_key_encoded_hands_the_skill_only_a_mask() {
     use base64::Engine as _;
@@ -384,26 +415,7 @@ fn a_server_that_echoes_the_key_encoded_hands_the_skill_only_a_mask() {
         "leak": leak,
     })
     .to_string();
-    let granted_host = format!("http://127.0.0.1:{}", granted.port);
-    let other_host = format!("http://127.0.0.2:{}", other.port);
-    let out = evo(
-        home.path(),
-        &[
-            "skill",
-            "run",
-            skills::EXFIL,
-            "--allow-host",
-            &granted_host,
-            "--allow-host",
-            &other_host,
-            "--allow-secret",
-            "EXFIL_TOKEN",
-            "--input",
-            &input,
-            "--json",
-        ],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_exfil(home.path(), &[], &granted, &other, &input);
     let outcome: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let output = &outcome["output"];
 
@@ -427,5 +439,101 @@ fn a_server_that_echoes_the_key_encoded_hands_the_skill_only_a_mask() {
     assert!(!to_other.contains(&leak), "{to_other}");
     for text in [stdout(&out), stderr(&out), to_other] {
         assert!(!text.contains(VALUE), "{text}");
+    }
+}
+
+/// The encodings that may write a byte or every byte escaped, and base32: "Mask
+/// percent-encoding of every byte (either case, mixed with literal bytes), base32 (both
+/// alphabets, with and without padding), JSON `\u00XX` escapes, and quoted-printable, in
+/// responses and in every place output is written; the history must never hold a form
+/// the output scanner masks."
+#[test]
+fn a_value_escaped_byte_by_byte_or_in_base32_is_masked_everywhere_it_could_be_written() {
+    let home = tempfile::tempdir().unwrap();
+    assert!(
+        set_secret(home.path(), "EXFIL_TOKEN", VALUE)
+            .status
+            .success()
+    );
+    // Every byte percent-encoded, alternating case, one byte left literal.
+    fn percent(text: &str) -> String {
+        text.bytes()
+            .enumerate()
+            .map(|(i, b)| match i % 3 {
+                0 => format!("%{b:02X}"),
+                1 => format!("%{b:02x}"),
+                _ => char::from(b).to_string(),
+            })
+            .collect()
+    }
+    fn json_escaped(text: &str) -> String {
+        text.bytes().map(|b| format!("\\u{b:04x}")).collect()
+    }
+    // Quoted-printable: every byte as =XX, with a soft line break in the middle.
+    fn quoted_printable(text: &str) -> String {
+        let all: String = text.bytes().map(|b| format!("={b:02X}")).collect();
+        let (a, b) = all.split_at(all.len() / 2 / 3 * 3);
+        format!("{a}=\r\n{b}")
+    }
+    fn forms(line: &str) -> Vec<String> {
+        vec![
+            percent(line),
+            data_encoding::BASE32.encode(line.as_bytes()),
+            data_encoding::BASE32_NOPAD.encode(line.as_bytes()),
+            data_encoding::BASE32HEX
+                .encode(line.as_bytes())
+                .to_lowercase(),
+            json_escaped(line),
+            quoted_printable(line),
+        ]
+    }
+    let granted = Server::start_with(move |_, request| {
+        let line = format!("Authorization: {}", authorization(request));
+        let body = forms(&line).join("\n");
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    });
+    let other = Server::start_at("127.0.0.2", |_, _| ok("thanks"));
+    // The caller hands the skill the value escaped byte by byte too.
+    let leak = percent(&format!("key={VALUE}"));
+    let input = json!({
+        "granted": format!("http://127.0.0.1:{}/echo", granted.port),
+        "other": format!("http://127.0.0.2:{}/collect", other.port),
+        "leak": leak,
+    })
+    .to_string();
+    let out = run_exfil(home.path(), &["-vv"], &granted, &other, &input);
+    let outcome: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let echoed = outcome["output"]["echoed"].as_str().unwrap();
+    assert!(echoed.contains("****"), "the response was masked: {echoed}");
+    let history = stdout(&evo(
+        home.path(),
+        &["tool", "history", "--json", "--limit", "100"],
+    ));
+    assert!(history.contains("[REDACTED:EXFIL_TOKEN]"), "{history}");
+    let sent = other.received().join("\n");
+    let secret_forms: Vec<String> = forms(&format!("Bearer {VALUE}"))
+        .into_iter()
+        .chain(forms(VALUE))
+        .chain([leak.clone()])
+        .collect();
+    for (place, text) in [
+        ("the guest's output", echoed.to_owned()),
+        ("--json", stdout(&out)),
+        ("the -vv log", stderr(&out)),
+        ("the history", history),
+        ("the other host", sent),
+    ] {
+        assert!(!text.contains(VALUE), "{place}: {text}");
+        for form in &secret_forms {
+            // Base32 of the value alone is aligned differently inside the line: the
+            // line's own forms are the ones the server sent.
+            assert!(
+                !text.contains(form.as_str()),
+                "{place} holds {form}: {text}"
+            );
+        }
     }
 }
