@@ -132,6 +132,15 @@ async fn http(shared: Arc<Shared>, options: HttpOptions) -> Result<(), Failure> 
                 "set a token (--token or EVO_TOKEN) that clients send as `Authorization: Bearer …`, or bind 127.0.0.1",
             ),
         )),
+        Err(e @ StartError::WeakToken { which, .. }) => Err(Failure::usage(
+            "TOKEN_WEAK",
+            e.to_string(),
+            Some(if which == "admin token" {
+                "generate one, e.g. EVO_ADMIN_TOKEN=$(openssl rand -hex 16) (32 hex digits, 128 bits)"
+            } else {
+                "generate one, e.g. EVO_TOKEN=$(openssl rand -hex 16) (32 hex digits, 128 bits)"
+            }),
+        )),
         Err(e @ StartError::Bind { .. }) => Err(Failure::usage(
             "BIND_FAILED",
             e.to_string(),

@@ -326,7 +326,7 @@ impl Pending {
 
 /// 128 random bits, in hex: a handle nobody can guess; `None` if the system has no
 /// randomness to give.
-fn random_handle() -> Option<String> {
+pub(super) fn random_handle() -> Option<String> {
     use ring::rand::SecureRandom as _;
     let mut bytes = [0u8; 16];
     ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;

@@ -5,18 +5,23 @@
 //! On a server with a token, a browser cannot send `Authorization: Bearer` when it
 //! loads a page, so the console signs in once: `POST /login` with the token sets a
 //! cookie (`HttpOnly`, `SameSite=Strict`, this server's path `/` only) that the gate
-//! accepts in place of the header. The cookie holds a value derived from the token, not
-//! the token, so it cannot be replayed as a bearer token to another front end. A page
-//! asked for without either answers 401 with the sign-in form.
+//! accepts in place of the header. The cookie holds a random session id the server
+//! keeps for 12 hours, not the token nor anything derived from it; signing out ends the
+//! session, and "Sign out everywhere" ends them all. Five wrong tokens in a minute from
+//! one address make it wait out the minute. A page asked for without either answers
+//! 401 with the sign-in form.
 
 use axum::Router;
-use axum::extract::{Form, FromRequest, Request, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Form, FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
 
 use super::gate::{Gate, Scope};
+use super::signin::{Refused, SESSION_LIFETIME};
 
 const INDEX: &str = include_str!("console/index.html");
 const LOGIN: &str = include_str!("console/login.html");
@@ -54,7 +59,7 @@ pub(super) fn router(gate: Gate) -> Router {
     let page = if gate.has_token() {
         INDEX.replace(
             "<!--SIGN-OUT-->",
-            r#"<form method="post" action="/logout"><button type="submit" class="plain">Sign out</button></form>"#,
+            r#"<form method="post" action="/logout"><button type="submit" class="plain">Sign out</button> <button type="submit" class="plain" name="everywhere" value="1" title="End every browser's sign-in to this server">Sign out everywhere</button></form>"#,
         )
     } else {
         INDEX.to_owned()
@@ -202,6 +207,10 @@ struct SignIn {
 
 async fn login(State(gate): State<Gate>, request: Request) -> Response {
     let secure = forwarded_https(request.headers());
+    let client = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
     let Ok(Form(form)) = Form::<SignIn>::from_request(request, &()).await else {
         return login_page(
             StatusCode::BAD_REQUEST,
@@ -210,20 +219,39 @@ async fn login(State(gate): State<Gate>, request: Request) -> Response {
         );
     };
     let next = form.next.as_deref().unwrap_or("/");
-    let Some(session) = gate.session_for(&form.token) else {
-        tracing::warn!(target: "evo::security", "console sign-in with a wrong token");
-        return login_page(
-            StatusCode::UNAUTHORIZED,
-            next,
-            Some(
-                "That is not the token this server was started with (evo serve --token or EVO_TOKEN).",
-            ),
-        );
+    let session = match gate.sign_in(&form.token, client).await {
+        Ok(session) => session,
+        Err(Refused::WrongToken) => {
+            tracing::warn!(target: "evo::security", client = ?client, "console sign-in with a wrong token");
+            return login_page(
+                StatusCode::UNAUTHORIZED,
+                next,
+                Some(
+                    "That is not the token this server was started with (evo serve --token or EVO_TOKEN).",
+                ),
+            );
+        }
+        Err(Refused::Throttled(wait)) => {
+            tracing::warn!(target: "evo::security", client = ?client, "console sign-in refused: too many wrong tokens");
+            let seconds = wait.as_secs() + 1;
+            let mut response = login_page(
+                StatusCode::TOO_MANY_REQUESTS,
+                next,
+                Some(&format!(
+                    "Too many wrong tokens from this address: try again in {seconds} s."
+                )),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            return response;
+        }
     };
     let mut response = Redirect::to(local_path(next)).into_response();
     let cookie = format!(
-        "{}={session}; Path=/; HttpOnly; SameSite=Strict{}",
+        "{}={session}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict{}",
         gate.cookie_name(),
+        SESSION_LIFETIME.as_secs(),
         if secure { "; Secure" } else { "" }
     );
     if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -232,7 +260,40 @@ async fn login(State(gate): State<Gate>, request: Request) -> Response {
     response
 }
 
-async fn logout(State(gate): State<Gate>) -> Response {
+#[derive(Deserialize)]
+struct SignOut {
+    #[serde(default)]
+    everywhere: Option<String>,
+}
+
+/// `POST /logout` ends this browser's session; with `everywhere=1`, every session (for
+/// whoever holds the server's highest token).
+async fn logout(
+    State(gate): State<Gate>,
+    scope: Option<axum::Extension<Scope>>,
+    headers: HeaderMap,
+    form: Result<Form<SignOut>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    // A sign-out sent without a form (`curl -X POST`) signs this browser out.
+    if form.is_ok_and(|Form(form)| form.everywhere.is_some()) {
+        let scope = scope.map_or(Scope::Call, |s| s.0);
+        match gate.sign_out_everywhere(scope).await {
+            Some(ended) => {
+                tracing::warn!(target: "evo::security", ended, "console: signed out everywhere");
+            }
+            None => {
+                return super::http::failure(
+                    "ADMIN_REQUIRED",
+                    "signing every browser out needs the admin token".into(),
+                    Some(
+                        "sign in with the admin token (--admin-token or EVO_ADMIN_TOKEN), or restart the server",
+                    ),
+                );
+            }
+        }
+    } else {
+        gate.sign_out(&headers).await;
+    }
     let mut response = Redirect::to(if gate.has_token() { "/login" } else { "/" }).into_response();
     let cleared = format!(
         "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",

@@ -7,11 +7,12 @@
 //!   or the page's own server (an `Origin` naming the `Host` the request is sent to: the
 //!   console's own pages);
 //! - with a token, every request carries it (`Authorization: Bearer …`, compared in
-//!   constant time) or the console's sign-in cookie; a console page asked for without
-//!   either answers 401 with the sign-in form;
+//!   constant time) or the cookie of a console session ([`super::signin`]); a console
+//!   page asked for without either answers 401 with the sign-in form;
 //! - a refusal made below the handlers (the body limit, the JSON reader, an unknown route)
 //!   is the API's `{ code, error, hint }`.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -21,6 +22,7 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 
 use super::http::failure;
+use super::signin::{Refused, SignIns};
 
 #[derive(Debug, Clone)]
 pub(super) struct Gate {
@@ -37,32 +39,26 @@ pub(super) struct Gate {
     /// The console's cookie, named after the port bound: browsers send a cookie to
     /// every port of a host, and two servers on one machine must not sign each other out.
     cookie: String,
+    /// The console's sessions and the wrong guesses of its sign-in form.
+    sign_ins: Arc<SignIns>,
 }
 
-/// One token: its SHA-256, so comparing takes the same time whatever its length, and
-/// the console's sign-in cookie value for it (derived from it, see [`session_of`]) with
-/// that value's SHA-256.
+/// One token: its SHA-256, so comparing takes the same time whatever its length.
 #[derive(Debug, Clone)]
 struct Credential {
     token: [u8; 32],
-    session: String,
-    session_hash: [u8; 32],
 }
 
 impl Credential {
     fn new(token: &str) -> Self {
-        let session = session_of(token);
         Self {
             token: Sha256::digest(token.as_bytes()).into(),
-            session_hash: Sha256::digest(session.as_bytes()).into(),
-            session,
         }
     }
 
-    /// Whether `headers` carry this token, or its sign-in cookie `cookie_name`.
-    fn carried_by(&self, headers: &HeaderMap, cookie_name: &str) -> bool {
-        same_hash(bearer(headers).unwrap_or(""), &self.token)
-            || cookie(headers, cookie_name).is_some_and(|c| same_hash(c, &self.session_hash))
+    /// Whether `given` is this token.
+    fn is(&self, given: &str) -> bool {
+        same_hash(given, &self.token)
     }
 }
 
@@ -77,8 +73,8 @@ pub(super) enum Scope {
 
 impl Gate {
     /// The checks for a server bound to loopback (`loopback`) or not on `port`, with
-    /// the `token` that calls, the `admin` token that also manages, and the browser
-    /// `origins` it allows.
+    /// the `token` that calls, the `admin` token that also manages, the browser
+    /// `origins` it allows, and the console's `sign_ins` (made for the same tokens).
     pub(super) fn new(
         token: Option<&str>,
         admin: Option<&str>,
@@ -86,6 +82,7 @@ impl Gate {
         operator_origins: Vec<String>,
         loopback: bool,
         port: u16,
+        sign_ins: SignIns,
     ) -> Self {
         Self {
             call: token.map(Credential::new),
@@ -94,6 +91,7 @@ impl Gate {
             operator_origins: Arc::new(operator_origins),
             loopback,
             cookie: format!("evo_console_{port}"),
+            sign_ins: Arc::new(sign_ins),
         }
     }
 
@@ -107,31 +105,56 @@ impl Gate {
         self.call.is_some() || self.admin.is_some()
     }
 
-    /// The sign-in cookie's value when `token` is one of this server's.
-    pub(super) fn session_for(&self, token: &str) -> Option<String> {
-        [&self.admin, &self.call]
-            .into_iter()
-            .flatten()
-            .find(|c| same_hash(token, &c.token))
-            .map(|c| c.session.clone())
+    /// A console sign-in by `client` with `token`: a new session's id (the cookie's
+    /// value), unless the token is none of this server's or the client guessed too often.
+    pub(super) async fn sign_in(
+        &self,
+        token: &str,
+        client: Option<IpAddr>,
+    ) -> Result<String, Refused> {
+        self.sign_ins.sign_in(client, token).await
     }
 
-    /// What `headers` let a request do: the admin token (or its cookie) manages; the
-    /// call token (or its cookie), or nothing when the server has no call token, calls;
-    /// `None` when a token is needed and missing or wrong.
-    fn scope(&self, headers: &HeaderMap) -> Option<Scope> {
-        if self
-            .admin
-            .as_ref()
-            .is_some_and(|a| a.carried_by(headers, &self.cookie))
-        {
+    /// Ends the session whose cookie `headers` carry, if any.
+    pub(super) async fn sign_out(&self, headers: &HeaderMap) {
+        if let Some(id) = cookie(headers, &self.cookie) {
+            self.sign_ins.sign_out(id).await;
+        }
+    }
+
+    /// Ends every console session, if `scope` is the highest this server gives (the
+    /// admin token's, or the call token's on a server without one); how many this node
+    /// knew of.
+    pub(super) async fn sign_out_everywhere(&self, scope: Scope) -> Option<usize> {
+        let highest = if self.manages() {
+            Scope::Admin
+        } else {
+            Scope::Call
+        };
+        if scope < highest {
+            return None;
+        }
+        Some(self.sign_ins.sign_out_everywhere().await)
+    }
+
+    /// What `headers` let a request do: the admin token (or a session it opened)
+    /// manages; the call token (or a session it opened), or nothing when the server has
+    /// no call token, calls; `None` when a token is needed and missing or wrong.
+    async fn scope(&self, headers: &HeaderMap) -> Option<Scope> {
+        let given = bearer(headers).unwrap_or("");
+        if self.admin.as_ref().is_some_and(|a| a.is(given)) {
+            return Some(Scope::Admin);
+        }
+        let session = match cookie(headers, &self.cookie) {
+            Some(id) => self.sign_ins.scope(id).await,
+            None => None,
+        };
+        if session == Some(Scope::Admin) {
             return Some(Scope::Admin);
         }
         match &self.call {
             None => Some(Scope::Call),
-            Some(call) => call
-                .carried_by(headers, &self.cookie)
-                .then_some(Scope::Call),
+            Some(call) => (call.is(given) || session.is_some()).then_some(Scope::Call),
         }
     }
 
@@ -139,13 +162,6 @@ impl Gate {
     pub(super) fn manages(&self) -> bool {
         self.admin.is_some()
     }
-}
-
-/// The console's cookie value for `token`: a hash of it under a label of its own, so
-/// the cookie proves the token was given without being the token.
-fn session_of(token: &str) -> String {
-    let digest = Sha256::digest(format!("evo console session\n{token}").as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether SHA-256 of `given` is `expected`, compared in constant time.
@@ -187,10 +203,7 @@ fn requested_host(request: &Request) -> Option<String> {
 /// Whether `host` (no port) can only mean this machine: `localhost` or a loopback
 /// address. A rebound DNS name is neither, whatever it resolves to.
 fn names_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// What is wrong with the request's `Host` header when it is not one `host[:port]`:
@@ -276,7 +289,7 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
         }
     }
     let mut request = request;
-    if let Some(scope) = gate.scope(request.headers()) {
+    if let Some(scope) = gate.scope(request.headers()).await {
         request.extensions_mut().insert(scope);
         return next.run(request).await;
     }

@@ -31,10 +31,11 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::gate::{self, Gate};
+use super::gate::{self, Gate, Scope};
 use super::openapi::{
     AgentRun, CallRow, CallsQuery, ErrorBody, Health, StorageHealth, openapi_document,
 };
+use super::signin::SignIns;
 use super::{Server, Shared};
 use crate::error::Error;
 
@@ -63,6 +64,17 @@ pub enum StartError {
         "refusing to serve on {0} without a token: anyone who can reach it could run your skills"
     )]
     TokenRequired(SocketAddr),
+    /// A token short or plain enough to be guessed.
+    #[error(
+        "the {which} carries about {bits} bits; at least {min} are needed so that it cannot be guessed",
+        min = super::signin::MIN_TOKEN_BITS
+    )]
+    WeakToken {
+        /// Which: `call token` or `admin token`.
+        which: &'static str,
+        /// About how many bits it carries.
+        bits: u32,
+    },
     /// The address could not be bound.
     #[error("could not listen on {addr}: {source}")]
     Bind {
@@ -83,6 +95,15 @@ pub async fn serve(
 ) -> Result<(), StartError> {
     if !options.addr.ip().is_loopback() && options.token.is_none() {
         return Err(StartError::TokenRequired(options.addr));
+    }
+    for (which, token) in [
+        ("call token", &options.token),
+        ("admin token", &options.admin_token),
+    ] {
+        let bits = token.as_deref().map_or(u32::MAX, super::signin::token_bits);
+        if bits < super::signin::MIN_TOKEN_BITS {
+            return Err(StartError::WeakToken { which, bits });
+        }
     }
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
@@ -115,6 +136,8 @@ pub async fn serve(
             stop.cancel();
         }
     };
+    // The console's sign-in throttles wrong tokens by the client's address.
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(graceful)
         .await
@@ -160,6 +183,13 @@ pub fn router(
         Arc::new(sessions),
         config,
     );
+    let sign_ins = SignIns::new(&[
+        (options.token.as_deref(), Scope::Call),
+        (options.admin_token.as_deref(), Scope::Admin),
+    ]);
+    // Nodes behind a load balancer: a browser signed in on one is signed in on all.
+    #[cfg(feature = "postgres")]
+    let sign_ins = sign_ins.shared(shared.host.storage().shared().cloned());
     let gate = Gate::new(
         options.token.as_deref(),
         options.admin_token.as_deref(),
@@ -167,6 +197,7 @@ pub fn router(
         options.allowed_origins.clone(),
         loopback,
         bound.port(),
+        sign_ins,
     );
     let manage = super::manage::router(&shared).route_layer(axum::middleware::from_fn_with_state(
         gate.clone(),

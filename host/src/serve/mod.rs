@@ -39,6 +39,7 @@ pub mod openapi;
 #[cfg(feature = "postgres")]
 mod sessions;
 mod shared;
+mod signin;
 mod skills;
 mod stats;
 pub mod stdio;

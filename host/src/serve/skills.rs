@@ -97,6 +97,26 @@ fn value_of<T: serde::Serialize + ?Sized>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// The type `headers` declare for a body, quoted, unless it is JSON (`application/json`
+/// or `application/…+json`, parameters allowed).
+fn not_json(headers: &axum::http::HeaderMap) -> Option<String> {
+    let Some(declared) = headers.get(axum::http::header::CONTENT_TYPE) else {
+        return Some("nothing (no Content-Type)".to_owned());
+    };
+    let text = String::from_utf8_lossy(declared.as_bytes());
+    let essence = text
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let json = essence == "application/json"
+        || essence
+            .strip_prefix("application/")
+            .is_some_and(|subtype| subtype.ends_with("+json"));
+    (!json).then(|| format!("`{}`", text.trim()))
+}
+
 /// The most events one call returns with `?events=true`; a skill that emits more has
 /// the rest dropped (and says so in the last one).
 const MAX_CALL_EVENTS: usize = 1_000;
@@ -105,11 +125,26 @@ pub(super) async fn call(
     State(shared): State<Arc<Shared>>,
     Path(name): Path<String>,
     axum::extract::Query(options): axum::extract::Query<CallOptions>,
+    headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
     let Some(skill) = shared.served(&name) else {
         return not_found(&name);
     };
+    // A form or a `text/plain` post is what a page of another site can send without
+    // asking first; a body declared JSON needs the browser's preflight, which this
+    // server does not grant to other origins.
+    if !body.is_empty()
+        && let Some(declared) = not_json(&headers)
+    {
+        return failure(
+            "INVALID_INPUT",
+            format!("the request body is declared as {declared}, not JSON"),
+            Some(
+                "send the skill's input as a JSON object with `Content-Type: application/json` (curl: --json)",
+            ),
+        );
+    }
     let input: Value = if body.is_empty() {
         json!({})
     } else {

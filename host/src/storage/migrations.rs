@@ -115,4 +115,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "CREATE TABLE skill_grants (name TEXT PRIMARY KEY, entry TEXT, changed_at BIGINT NOT NULL);
     CREATE TRIGGER skill_grants_changed AFTER INSERT OR UPDATE OR DELETE ON skill_grants
         FOR EACH STATEMENT EXECUTE FUNCTION catalogue_changed();",
+    // 9: the console's sign-in sessions, so a browser signed in on one node is on every
+    // node with the same tokens: the session id's SHA-256, the token's fingerprint (a
+    // session of a token the nodes no longer have is over), when it expires.
+    "CREATE TABLE console_sessions (id TEXT PRIMARY KEY, token TEXT NOT NULL, expires_ms BIGINT NOT NULL);",
 ];

@@ -235,11 +235,14 @@ fn get(url: &str, headers: &[(&str, &str)]) -> (u16, Option<String>, String) {
     )
 }
 
+/// The console's token: 32 hex digits, as `openssl rand -hex 16` makes them.
+const TOKEN: &str = "c0ffee0123456789abcdef0123456789";
+
 #[test]
 fn with_a_token_every_console_page_answers_401_until_the_browser_signs_in() {
     let root = tempfile::tempdir().unwrap();
     let home = home_with_components(root.path(), &[("calculate", skills::CALCULATE)]);
-    let server = HttpServer::start_at(&home, "0.0.0.0:0", &["--token", "s3cret-console"]);
+    let server = HttpServer::start_at(&home, "0.0.0.0:0", &["--token", TOKEN]);
     let port = server.base.rsplit(':').next().unwrap().to_owned();
     let base = format!("http://127.0.0.1:{port}");
 
@@ -284,7 +287,7 @@ fn with_a_token_every_console_page_answers_401_until_the_browser_signs_in() {
     };
     let (status, cookie, _) = sign_in("wrong");
     assert_eq!((status, cookie), (401, None));
-    let (status, cookie, location) = sign_in("s3cret-console");
+    let (status, cookie, location) = sign_in(TOKEN);
     assert_eq!((status, location.as_deref()), (303, Some("/calls")));
     let cookie = cookie.expect("a cookie");
     assert!(
@@ -292,7 +295,11 @@ fn with_a_token_every_console_page_answers_401_until_the_browser_signs_in() {
         "{cookie}"
     );
     assert!(
-        !cookie.contains("s3cret-console"),
+        cookie.contains("Max-Age=43200"),
+        "a session expires: {cookie}"
+    );
+    assert!(
+        !cookie.contains(TOKEN),
         "the cookie is not the token: {cookie}"
     );
     assert!(
@@ -317,13 +324,42 @@ fn with_a_token_every_console_page_answers_401_until_the_browser_signs_in() {
     );
     assert_eq!(status, 403);
 
+    // "Make the session a random server-side id with an expiry, and sign out
+    // everywhere": each sign-in is a session of its own, which signing out ends.
+    let session_of = |token: &str| {
+        let (status, cookie, _) = sign_in(token);
+        assert_eq!(status, 303);
+        cookie.unwrap().split(';').next().unwrap().to_owned()
+    };
+    let other = session_of(TOKEN);
+    assert_ne!(other, session, "each sign-in is a new session");
+    let sign_out = |session: &str, form: &str| {
+        agent()
+            .post(&format!("{base}/logout"))
+            .header("cookie", session)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .send(form)
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let stats = |session: &str| get(&format!("{base}/v1/stats"), &[("cookie", session)]).0;
+    assert_eq!(sign_out(&other, ""), 303);
+    assert_eq!(stats(&other), 401, "a session signed out is over");
+    assert_eq!(stats(&session), 200, "another browser's is not");
+    let third = session_of(TOKEN);
+    assert_eq!(sign_out(&third, "everywhere=1"), 303);
+    assert_eq!(stats(&session), 401, "signed out everywhere");
+    assert_eq!(stats(&third), 401);
+    let session = session_of(TOKEN);
+
     // The same in a browser: the page asked for shows the form; signing in opens it.
     let mut browser = Browser::start(1280, 800);
     browser.open(&format!("{base}/calls"));
     browser.wait_for("document.querySelector('#token')");
     browser.screenshot(&screenshots().join("sign-in.png"));
     browser.eval("document.querySelector('#token').focus(); true");
-    browser.type_text("s3cret-console");
+    browser.type_text(TOKEN);
     browser.press("Enter", 0);
     browser.wait_for("location.pathname === '/calls' && document.querySelector('#history table')");
     browser.wait_for_text("Live: calls appear here as they end.");
@@ -334,4 +370,147 @@ fn with_a_token_every_console_page_answers_401_until_the_browser_signs_in() {
         .filter(|e| !e.contains("status of 401"))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(stats(&session), 200);
+}
+
+/// "Throttle failed sign-ins per client": five wrong tokens, then even the right one
+/// waits out the minute (a guesser cannot tell it was right); a session already open
+/// goes on.
+#[test]
+fn a_client_that_guesses_wrong_five_times_waits_out_the_minute() {
+    let root = tempfile::tempdir().unwrap();
+    let home = home_with_components(root.path(), &[("calculate", skills::CALCULATE)]);
+    let server = HttpServer::start(&home, &["--token", TOKEN]);
+    let sign_in = |token: &str| {
+        agent()
+            .post(&format!("{}/login", server.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .send(format!("token={token}&next=%2F"))
+            .unwrap()
+    };
+    let opened = sign_in(TOKEN);
+    assert_eq!(opened.status().as_u16(), 303);
+    let session = opened.headers()["set-cookie"].to_str().unwrap();
+    let session = session.split(';').next().unwrap().to_owned();
+    for _ in 0..5 {
+        assert_eq!(sign_in("wrong").status().as_u16(), 401);
+    }
+    let response = sign_in(TOKEN);
+    assert_eq!(response.status().as_u16(), 429);
+    let wait: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert!(
+        response
+            .into_body()
+            .read_to_string()
+            .unwrap()
+            .contains("Too many wrong tokens from this address"),
+    );
+    let (status, _, _) = get(
+        &format!("{}/v1/stats", server.base),
+        &[("cookie", &session)],
+    );
+    assert_eq!(status, 200, "a session already open goes on");
+}
+
+/// Serves `page` to every request on a port of loopback of its own: another site's page
+/// on this machine. Its address.
+fn serve_page(page: String) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    format!("http://localhost:{port}")
+}
+
+/// "A page on another localhost port drives a signed-in console": with the console
+/// signed in at localhost:A, a page at localhost:B posts a `text/plain` form and sends
+/// `no-cors` fetches (with and without a body type) to call a skill. The browser sends
+/// them with the cookie (`SameSite=Strict` counts ports as one site); the server runs
+/// none of them, while the console's own page still calls.
+#[test]
+fn a_page_on_another_port_cannot_call_skills_through_a_signed_in_console() {
+    let root = tempfile::tempdir().unwrap();
+    let home = home_with_components(root.path(), &[("calculate", skills::CALCULATE)]);
+    let server = HttpServer::start(&home, &["--token", TOKEN]);
+    let port = server.base.rsplit(':').next().unwrap().to_owned();
+    let console = format!("http://localhost:{port}");
+    let call = format!("{console}/v1/skills/calculate/call");
+    let attacker = serve_page(format!(
+        r#"<!doctype html><html><body>
+<iframe name="sink" id="sink"></iframe>
+<form id="form" method="post" action="{call}" enctype="text/plain" target="sink">
+<input name='{{"expression":"1+1","padding":"' value='"}}'></form>
+<script>
+window.results = [];
+const sent = (what) => (r) => results.push(what + ":" + (r && r.type || "error"));
+document.getElementById("sink").onload = () => results.push("form");
+document.getElementById("form").submit();
+fetch("{call}", {{ method: "POST", mode: "no-cors", credentials: "include", body: '{{"expression":"2+2"}}' }})
+  .then(sent("text"), sent("text"));
+fetch("{call}", {{ method: "POST", mode: "no-cors", credentials: "include", body: new Blob(['{{"expression":"3+3"}}']) }})
+  .then(sent("untyped"), sent("untyped"));
+fetch("{call}", {{ method: "POST", mode: "no-cors", credentials: "include", headers: {{ "Content-Type": "application/x-www-form-urlencoded" }}, body: '{{"expression":"4+4"}}' }})
+  .then(sent("form-encoded"), sent("form-encoded"));
+</script></body></html>"#
+    ));
+
+    let mut browser = Browser::start(1280, 800);
+    browser.open(&format!("{console}/calls"));
+    browser.wait_for("document.querySelector('#token')");
+    browser.eval("document.querySelector('#token').focus(); true");
+    browser.type_text(TOKEN);
+    browser.press("Enter", 0);
+    browser.wait_for("location.pathname === '/calls' && document.querySelector('#history table')");
+
+    browser.open(&format!("{attacker}/"));
+    browser.wait_for("window.results && window.results.length >= 4");
+    let results = browser.eval("window.results.join(' ')");
+    // Each request reached the server and was answered (an opaque response, not a
+    // network error).
+    for sent in [
+        "form",
+        "text:opaque",
+        "untyped:opaque",
+        "form-encoded:opaque",
+    ] {
+        assert!(results.as_str().unwrap().contains(sent), "{results}");
+    }
+    let calls = |status: &str| {
+        let (code, _, body) = get(
+            &format!("{}/v1/calls?skill=calculate&status={status}", server.base),
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+        );
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    assert_eq!(
+        calls("success").as_array().unwrap().len(),
+        0,
+        "a page of another port made calls: {}",
+        calls("success")
+    );
+
+    // The console's own page, in the same browser, still calls.
+    browser.open(&format!("{console}/skills/calculate"));
+    let made = browser.eval(
+        r#"fetch("/v1/skills/calculate/call", { method: "POST", headers: { "Content-Type": "application/json" }, body: '{"expression":"6*7"}' }).then(r => r.status)"#,
+    );
+    assert_eq!(made, 200);
+    assert_eq!(calls("success").as_array().unwrap().len(), 1);
 }

@@ -26,6 +26,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 /// `POST body` to `url`: the status.
 pub(crate) fn post(url: &str, body: &str) -> u16 {
     ureq::post(url)
+        .header("content-type", "application/json")
         .config()
         .http_status_as_error(false)
         .build()

@@ -282,3 +282,103 @@ fn every_nodes_calls_and_gauges_are_charted_by_any_node_under_its_name() {
         "the node answering comes first"
     );
 }
+
+/// "Make the session a random server-side id with an expiry, and sign out everywhere":
+/// behind a load balancer a browser reaches any node, so a session opened on one is
+/// open on all, and one ended on one is over on all; a node with another token does
+/// not take it.
+#[test]
+fn a_console_session_is_every_nodes_and_ends_on_every_node() {
+    const TOKEN: &str = "9e1f0c2b3a4d5e6f708192a3b4c5d6e7";
+    let url = postgres_url();
+    let root = tempfile::tempdir().unwrap();
+    let nodes: Vec<HttpServer> = ["one", "two"]
+        .iter()
+        .map(|name| HttpServer::start(&node_home(root.path(), name, &url), &["--token", TOKEN]))
+        .collect();
+    let other = HttpServer::start(
+        &node_home(root.path(), "other", &url),
+        &["--token", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"],
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let port = |node: &HttpServer| node.base.rsplit(':').next().unwrap().to_owned();
+    // The cookie as the balancer's one origin would carry it to `node`.
+    let cookie = |node: &HttpServer, id: &str| format!("evo_console_{}={id}", port(node));
+    let stats = |node: &HttpServer, id: &str| {
+        agent
+            .get(format!("{}/v1/stats", node.base))
+            .header("cookie", cookie(node, id))
+            .call()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let sign_in = || {
+        let response = agent
+            .post(format!("{}/login", nodes[0].base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .send(format!("token={TOKEN}&next=%2F"))
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 303);
+        let set = response.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        set.split(';')
+            .next()
+            .unwrap()
+            .split_once('=')
+            .unwrap()
+            .1
+            .to_owned()
+    };
+
+    let session = sign_in();
+    assert_eq!(stats(&nodes[0], &session), 200);
+    assert_eq!(
+        stats(&nodes[1], &session),
+        200,
+        "open on the other node too"
+    );
+    assert_eq!(
+        stats(&other, &session),
+        401,
+        "not on a node with another token"
+    );
+
+    // Signed out on node two: over on node one within the bound a node trusts what it
+    // knows.
+    let status = agent
+        .post(format!("{}/logout", nodes[1].base))
+        .header("cookie", cookie(&nodes[1], &session))
+        .send("")
+        .unwrap()
+        .status()
+        .as_u16();
+    assert_eq!(status, 303);
+    assert_eq!(stats(&nodes[1], &session), 401);
+    eventually("the session ended on node one", || {
+        (stats(&nodes[0], &session) == 401).then_some(())
+    });
+
+    // Signed out everywhere on node one: every session is over on node two as well.
+    let (first, second) = (sign_in(), sign_in());
+    assert_eq!(stats(&nodes[1], &first), 200);
+    assert_eq!(stats(&nodes[1], &second), 200);
+    let status = agent
+        .post(format!("{}/logout", nodes[0].base))
+        .header("cookie", cookie(&nodes[0], &first))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .send("everywhere=1")
+        .unwrap()
+        .status()
+        .as_u16();
+    assert_eq!(status, 303);
+    eventually("every session ended on node two", || {
+        (stats(&nodes[1], &first) == 401 && stats(&nodes[1], &second) == 401).then_some(())
+    });
+}

@@ -262,6 +262,10 @@ fn the_http_api_calls_skills_and_answers_errors_with_codes() {
     assert_eq!(status, 200, "the server's own page: {body}");
 }
 
+/// Tokens of 32 hex digits, as `openssl rand -hex 16` makes them.
+const TOKEN: &str = "5f0c2a9e81d34b7c9a6e0f1d2c3b4a59";
+const TOKEN_ADMIN: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
+
 #[test]
 fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
     let home = tempfile::tempdir().unwrap();
@@ -276,10 +280,28 @@ fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
         "{err}"
     );
 
+    // "Require a token of at least 128 bits": a word is refused, for either token.
+    for flags in [
+        ["--token", "s3cret", "--admin-token", TOKEN_ADMIN],
+        ["--token", TOKEN, "--admin-token", "admin-password1"],
+    ] {
+        let mut args = vec!["serve", "--http", "0.0.0.0:0"];
+        args.extend(flags);
+        let out = command(home.path(), &args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert!(err.starts_with("error[TOKEN_WEAK]: the "), "{err}");
+        assert!(
+            err.contains("at least 128 are needed so that it cannot be guessed")
+                && err.contains("openssl rand -hex 16"),
+            "{err}"
+        );
+    }
+
     // Bound to every address, reached here on loopback.
     let mut child = command(
         home.path(),
-        &["serve", "--http", "0.0.0.0:0", "--token", "s3cret"],
+        &["serve", "--http", "0.0.0.0:0", "--token", TOKEN],
     )
     .stderr(Stdio::piped())
     .spawn()
@@ -305,7 +327,7 @@ fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
     let (status, _) = http(
         "GET",
         &format!("{base}/v1/skills"),
-        &[("authorization", "Bearer s3cret")],
+        &[("authorization", &format!("Bearer {TOKEN}"))],
         None,
     );
     assert_eq!(status, 200);
@@ -321,7 +343,7 @@ fn a_non_loopback_bind_needs_a_token_and_every_request_must_carry_it() {
     let (status, _) = http(
         "GET",
         &format!("{base}/metrics"),
-        &[("authorization", "Bearer s3cret")],
+        &[("authorization", &format!("Bearer {TOKEN}"))],
         None,
     );
     assert_eq!(status, 200);
