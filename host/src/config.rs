@@ -36,6 +36,7 @@
 //! compile_cache = true
 //! max_component_mb = 64               # larger components are refused
 //! compile_deadline_ms = 120000        # a longer compile fails the load
+//! symlinks = false                    # skills make no symbolic links at all
 //!
 //! [native]
 //! concurrency = 4
@@ -185,6 +186,9 @@ pub struct EngineSettings {
     pub max_component_mb: u64,
     /// Longest wait for a component to compile, ms.
     pub compile_deadline_ms: u64,
+    /// Whether a skill may make symbolic links in a read-write grant (only ones that
+    /// point down, into the directory that holds them); `false` refuses every link.
+    pub symlinks: bool,
 }
 
 /// Whether native skills may run without file-system isolation.
@@ -413,6 +417,7 @@ impl Default for Config {
                     crate::engine::wasm::DEFAULT_COMPILE_DEADLINE.as_millis(),
                 )
                 .unwrap_or(u64::MAX),
+                symlinks: true,
             },
             native: NativeSettings {
                 concurrency: std::thread::available_parallelism().map_or(1, usize::from),

@@ -110,6 +110,7 @@ struct EngineFile {
     max_fuel: Option<u64>,
     max_component_mb: Option<u64>,
     compile_deadline_ms: Option<u64>,
+    symlinks: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -358,6 +359,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, spans, f.pool_slots => e.pool_slots, "engine.pool_slots", 1, MAX_POOL_SLOTS.into());
         take!(noted, f.pooling => e.pooling, "engine.pooling");
         take!(noted, f.compile_cache => e.compile_cache, "engine.compile_cache");
+        take!(noted, f.symlinks => e.symlinks, "engine.symlinks");
         take!(noted, spans, f.max_memory_mib => e.max_memory_mib, "engine.max_memory_mib", 1, 1 << 20);
         take!(noted, spans, f.max_output_bytes => e.max_output_bytes, "engine.max_output_bytes", 1, u64::MAX);
         take!(noted, spans, f.max_timeout_ms => e.max_timeout_ms, "engine.max_timeout_ms", 1, u64::MAX);

@@ -294,6 +294,7 @@ fn loader(
             .then(|| crate::paths::wasm_cache_dir(data_dir)),
         max_concurrent_calls: e.pool_slots,
         pooling: e.pooling,
+        symlinks: e.symlinks,
         limits: LimitPolicy {
             max_memory_mib: e.max_memory_mib,
             max_output_bytes: e.max_output_bytes,

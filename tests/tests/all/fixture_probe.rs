@@ -539,7 +539,8 @@ fn through_the_cli_a_read_write_grant_takes_writes_and_a_read_only_one_refuses_t
 
 /// A skill may create a symbolic link in a read-write grant only if it points down: the
 /// next reader of the directory (a native script, a built-in tool, the user) would
-/// follow a link that leaves it, though WASI would not.
+/// follow a link that leaves it, though WASI would not. `[engine] symlinks = false`
+/// refuses every link.
 #[test]
 fn through_the_cli_a_skill_cannot_plant_a_link_that_leaves_its_grant() {
     let home = tempfile::tempdir().unwrap();
@@ -579,6 +580,11 @@ fn through_the_cli_a_skill_cannot_plant_a_link_that_leaves_its_grant() {
         std::fs::read_to_string(data.join("down")).unwrap(),
         "granted\n"
     );
+    // "Or all links, where the operator says so."
+    std::fs::write(home.path().join("evo.toml"), "[engine]\nsymlinks = false\n").unwrap();
+    let refused = link("again", "sub/notes.txt");
+    assert!(refused.to_lowercase().contains("permitted"), "{refused}");
+    assert!(std::fs::symlink_metadata(data.join("again")).is_err());
 }
 
 #[test]

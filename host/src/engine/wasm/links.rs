@@ -19,21 +19,27 @@ use super::state::HostState;
 /// defines; guests importing an older 0.2 version are linked to it).
 const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
-/// Replaces WASI's `symlink-at` with one that refuses links leaving their directory.
-/// Call after WASI is added to `linker` ([`super::state::add_to_linker`]).
-pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+/// Replaces WASI's `symlink-at` with one that refuses links leaving their directory,
+/// or every link unless `allowed` (the operator's `[engine] symlinks`). Call after WASI
+/// is added to `linker` ([`super::state::add_to_linker`]).
+pub(super) fn add_to_linker(linker: &mut Linker<HostState>, allowed: bool) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let replaced = linker.instance(FILESYSTEM_TYPES)?.func_wrap_async(
         "[method]descriptor.symlink-at",
-        |mut store, (dir, target, link): (Resource<Descriptor>, String, String)| {
+        move |mut store, (dir, target, link): (Resource<Descriptor>, String, String)| {
             Box::new(async move {
                 let state = store.data_mut();
-                if !points_down(&target) {
+                if !allowed || !points_down(&target) {
                     tracing::warn!(
                         skill = %state.skill,
                         link,
                         target,
-                        "refused a symbolic link that points up or out of its directory"
+                        "refused a symbolic link: {}",
+                        if allowed {
+                            "it points up or out of its directory"
+                        } else {
+                            "[engine] symlinks = false"
+                        }
                     );
                     return Ok((Err(ErrorCode::NotPermitted),));
                 }

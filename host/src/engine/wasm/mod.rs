@@ -168,6 +168,9 @@ pub struct EngineConfig {
     pub pooling: bool,
     /// The most any skill may ask for.
     pub limits: LimitPolicy,
+    /// Whether a skill may make symbolic links in a read-write grant (only ones that
+    /// point down, into the directory that holds them); `false` refuses every link.
+    pub symlinks: bool,
 }
 
 impl Default for EngineConfig {
@@ -176,7 +179,8 @@ impl Default for EngineConfig {
     /// - no cache (set `cache_dir` to keep compiled components across runs),
     /// - [`DEFAULT_MAX_CONCURRENT_CALLS`] concurrent calls,
     /// - the pooling allocator,
-    /// - the default [`LimitPolicy`].
+    /// - the default [`LimitPolicy`],
+    /// - symbolic links that point down allowed.
     fn default() -> Self {
         Self {
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
@@ -186,6 +190,7 @@ impl Default for EngineConfig {
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             pooling: true,
             limits: LimitPolicy::default(),
+            symlinks: true,
         }
     }
 }
@@ -337,7 +342,8 @@ impl Flavor {
         };
         let mut linker = Linker::new(&engine);
         state::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
-        links::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
+        links::add_to_linker(&mut linker, config.symlinks)
+            .map_err(|e| Error::Engine(e.to_string()))?;
         since_v0_1_0::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         start_epoch_ticker(&engine, page_scan && allocator == Allocator::Pooling);
         Ok(Self {
