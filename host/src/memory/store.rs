@@ -45,6 +45,9 @@ mod files_index;
 mod postgres;
 mod sqlite;
 
+#[cfg(all(feature = "postgres", feature = "internals"))]
+pub use postgres::FRESH_FOR as SHARED_FRESH_FOR;
+
 use backend::{Changes, Decision, MemoryDb};
 
 /// How often a search looks at every daily log for changes made by hand or by another

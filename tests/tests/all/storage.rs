@@ -180,6 +180,9 @@ fn nodes_storing_at_once_lose_nothing_and_store_a_fact_once() {
             1,
             "{name}: {actions:?}"
         );
+        // A search never misses a commit another node made more than the stated bound
+        // before it began (the last notification may still be on its way).
+        std::thread::sleep(evo_host::memory::store::SHARED_FRESH_FOR);
         for node in &nodes {
             assert_eq!(
                 node.status().unwrap().entries,
@@ -188,6 +191,58 @@ fn nodes_storing_at_once_lose_nothing_and_store_a_fact_once() {
             );
         }
     }
+}
+
+/// "Make it impossible to miss one: each node follows a sequence ... and catches up
+/// from its last seen number after a missed or reconnected listener": a commit whose
+/// notification never comes (the trigger made silent) and one made after every
+/// listener was cut off are both seen by a search that begins the stated bound later.
+#[test]
+fn a_node_sees_a_commit_whose_notice_never_came_or_came_to_no_listener() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = postgres_url();
+    let pg = Pg::connect(&url, None).unwrap();
+    let storage = evo_host::storage::Storage::Shared(pg.clone());
+    let (writer, reader) = (memory(&storage, dir.path()), memory(&storage, dir.path()));
+    let bound = evo_host::memory::store::SHARED_FRESH_FOR;
+    let seen = |expected: usize| {
+        std::thread::sleep(bound);
+        assert_eq!(reader.status().unwrap().entries, expected);
+    };
+    writer
+        .store("The staging database is db-stage-1", None)
+        .unwrap();
+    seen(1);
+
+    // Silent commits: the trigger numbers the change but announces nothing.
+    let sql = pg.conn().unwrap();
+    sql.batch(
+        "CREATE OR REPLACE FUNCTION memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             INSERT INTO memory_changes (entry)
+                 VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.rowid ELSE NEW.rowid END);
+             RETURN NULL;
+         END $$;",
+    )
+    .unwrap();
+    writer.store("The build server is ci-7", None).unwrap();
+    seen(2);
+    writer.store("Deploys happen on Tuesdays", None).unwrap();
+    seen(3);
+
+    // Every listener of this database cut off mid-stream.
+    let cut = sql
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND query ILIKE 'LISTEN%'",
+            &[],
+        )
+        .unwrap();
+    assert!(!cut.is_empty(), "the nodes were listening");
+    writer
+        .store("The on-call phone is in the top drawer", None)
+        .unwrap();
+    seen(4);
 }
 
 #[test]

@@ -158,6 +158,7 @@ fn a_call_never_finds_memory_of_an_earlier_call_that_was_swapped_out() {
         // long enough for its pages to be moved to swap before the call ends.
         let input = json!({ "leave": format!("secret of call {i}"), "stdout_bytes": 60_000 });
         let response = ureq::post(&url)
+            .header("content-type", "application/json")
             .config()
             .http_status_as_error(false)
             .build()

@@ -5,10 +5,12 @@
 //! Each node keeps its own in-process vector index. A commit notifies the `evo_memory`
 //! channel; a node that heard something since it last looked reads the changes after
 //! the last number it applied and reloads those entries' vectors (also after it was
-//! disconnected: the numbers are in the database). With nothing heard, a search asks
-//! the database nothing about changes. Writers take one advisory lock, so entries are
-//! numbered in the order they commit, and a node that applied number `n` has seen
-//! every commit up to it.
+//! disconnected: the numbers are in the database). A notification can come late (or,
+//! with a listener cut off unnoticed, never), so a node that heard nothing reads the
+//! changes anyway once [`FRESH_FOR`] has passed since it last did: a search never
+//! misses a commit made more than that before it began. Writers take one advisory
+//! lock, so entries are numbered in the order they commit, and a node that applied
+//! number `n` has seen every commit up to it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,6 +32,10 @@ const WRITE_LOCK: i64 = 0x006d_656d;
 const KEEP_CHANGES: i64 = 100_000;
 /// Commits between two trims of the change log.
 const TRIM_EVERY: u32 = 1_000;
+/// How long a node on a shared database trusts silence: past this since it last read
+/// the changes, it reads them again though no notification came. A search never misses
+/// a commit another node made more than this before it began.
+pub const FRESH_FOR: Duration = Duration::from_millis(50);
 /// How long the keyword index's statistics are used before they are read again.
 const SHARES_FOR: Duration = Duration::from_secs(10);
 
@@ -74,6 +80,8 @@ pub(in crate::memory) struct Postgres {
     applied: i64,
     /// Notifications heard when the changes were last read.
     heard: u64,
+    /// When the changes were last read.
+    read_at: Instant,
     commits: u32,
 }
 
@@ -88,6 +96,7 @@ impl Postgres {
             shares: std::cell::RefCell::new(None),
             applied: 0,
             heard: 0,
+            read_at: Instant::now(),
             commits: 0,
         })
     }
@@ -180,10 +189,12 @@ impl MemoryDb for Postgres {
     fn changes(&mut self) -> Result<Changes> {
         let notices = self.listening.notices();
         let heard = notices.heard();
-        if notices.live() && heard == self.heard {
+        if notices.live() && heard == self.heard && self.read_at.elapsed() < FRESH_FOR {
             return Ok(Changes::None);
         }
         self.reconnect()?;
+        // Before the query: a commit made from here on may be missed by it.
+        let read_at = Instant::now();
         let before = self.applied;
         let rows = self.conn.query(
             "SELECT seq, entry, (SELECT min(seq) FROM memory_changes) FROM memory_changes
@@ -191,6 +202,7 @@ impl MemoryDb for Postgres {
             &[&self.applied],
         )?;
         self.heard = heard;
+        self.read_at = read_at;
         let Some(last) = rows.last() else {
             return Ok(Changes::None);
         };
@@ -210,6 +222,7 @@ impl MemoryDb for Postgres {
     fn mark_current(&mut self) -> Result<()> {
         self.reconnect()?;
         self.heard = self.listening.notices().heard();
+        self.read_at = Instant::now();
         self.applied = self.latest()?;
         Ok(())
     }
