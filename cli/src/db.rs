@@ -2,7 +2,9 @@
 //! data directory migrate themselves whenever they are opened).
 
 use clap::Subcommand;
-use evo_host::{Pg, Storage};
+#[cfg(feature = "full")]
+use evo_host::Pg;
+use evo_host::Storage;
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -18,21 +20,30 @@ pub(crate) enum DbCommand {
 
 pub(crate) fn run(command: DbCommand, globals: &Globals) -> Result<(), Failure> {
     let storage = storage(globals)?;
-    let Some(pg) = storage.shared() else {
-        let message = format!(
-            "storage is SQLite in {} ([storage] url is not set): its files migrate themselves when opened, nothing to do",
-            globals.data_dir.display()
+    #[cfg(feature = "full")]
+    if let Some(pg) = storage.shared() {
+        return shared(command, globals, pg);
+    }
+    #[cfg(not(feature = "full"))]
+    let _ = (command, storage);
+    let message = format!(
+        "storage is SQLite in {} ([storage] url is not set): its files migrate themselves when opened, nothing to do",
+        globals.data_dir.display()
+    );
+    if globals.json {
+        out!(
+            "{}",
+            json!({ "kind": "sqlite", "dataDir": globals.data_dir, "message": message })
         );
-        if globals.json {
-            out!(
-                "{}",
-                json!({ "kind": "sqlite", "dataDir": globals.data_dir, "message": message })
-            );
-        } else {
-            out!("{message}");
-        }
-        return Ok(());
-    };
+    } else {
+        out!("{message}");
+    }
+    Ok(())
+}
+
+/// `evo db` on the shared database `pg`.
+#[cfg(feature = "full")]
+fn shared(command: DbCommand, globals: &Globals, pg: &Pg) -> Result<(), Failure> {
     let version = pg.schema_version()?;
     let (available, installed) = pg.pgvector()?;
     if globals.json {
@@ -76,6 +87,7 @@ pub(crate) fn storage(globals: &Globals) -> Result<Storage, Failure> {
 }
 
 /// How vectors are searched, for `evo db status` and `evo doctor`.
+#[cfg(feature = "full")]
 pub(crate) fn vectors(available: bool) -> &'static str {
     if available {
         "bytea in the database, searched in each node's process (the server offers pgvector; this version of Evo does not use it yet)"

@@ -148,6 +148,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
                 dir.display()
             ),
         ),
+        #[cfg(feature = "full")]
         evo_host::Storage::Shared(pg) => {
             let pg = pg.clone();
             let probe = tokio::task::spawn_blocking(move || {

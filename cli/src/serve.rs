@@ -1,12 +1,7 @@
 //! `evo serve`: every skill as an MCP tool, over stdio or streamable HTTP.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
-
-use evo_host::serve::Shared;
-use evo_host::serve::http::{HttpOptions, StartError};
-
-use crate::args::{self, Grants, Sources};
+use crate::args::{Grants, Sources};
+#[cfg(not(feature = "full"))]
 use crate::{Failure, Globals};
 
 /// Serve the skills to MCP clients: over stdio (what desktop and IDE agents start),
@@ -21,6 +16,10 @@ Examples:\n  \
     evo serve --tool calculate --tool 'pdf*'\n  \
     evo serve --http 127.0.0.1:8765\n  \
     EVO_TOKEN=$(openssl rand -hex 32) evo serve --http 0.0.0.0:8765"
+)]
+#[cfg_attr(
+    not(feature = "full"),
+    allow(dead_code, reason = "read only by `evo serve`, which this build lacks")
 )]
 pub(crate) struct ServeArgs {
     /// Serve over streamable HTTP at ADDR (MCP at /mcp, the API at /v1, the web console
@@ -62,127 +61,153 @@ pub(crate) struct ServeArgs {
     grants: Grants,
 }
 
-pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failure> {
-    let mut config = args::config(globals, &serve.sources, &serve.grants)?;
-    if !serve.tools.is_empty() {
-        config.serve.tools = serve.tools.clone();
-        config.set_source(
-            "serve.tools",
-            evo_host::config::Source::Flag {
-                flag: "--tool".into(),
-            },
-        );
+/// `evo serve` in a build without it.
+#[cfg(not(feature = "full"))]
+pub(crate) async fn run(_serve: ServeArgs, _globals: &Globals) -> Result<(), Failure> {
+    Err(evo_host::Error::FeatureNotBuilt {
+        feature: "serve",
+        what: "`evo serve`".into(),
     }
-    if serve.manage {
-        config.serve.manage = true;
-        config.set_source(
-            "serve.manage",
-            evo_host::config::Source::Flag {
-                flag: "--manage".into(),
-            },
-        );
-    }
-    let host = args::host_with(config, globals).await?;
-    let shared = Shared::new(host);
-    match serve.http {
-        None => {
-            let (read, write, streams) = evo_host::serve::stdio::std_streams();
-            evo_host::serve::stdio::serve(shared, read, write, terminated()).await;
-            // Standard input and output as they were (blocking), for whoever shares them.
-            drop(streams);
-            // The runtime would wait for its thread blocked reading stdin (when it is not
-            // a pipe), which only the client can end: the session is over, so exit now.
-            crate::write_stdout(format_args!(""));
-            std::process::exit(0);
+    .into())
+}
+
+#[cfg(feature = "full")]
+pub(crate) use served::run;
+
+#[cfg(feature = "full")]
+mod served {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    use evo_host::serve::Shared;
+    use evo_host::serve::http::{HttpOptions, StartError};
+
+    use super::ServeArgs;
+    use crate::args;
+    use crate::{Failure, Globals};
+
+    pub(crate) async fn run(serve: ServeArgs, globals: &Globals) -> Result<(), Failure> {
+        let mut config = args::config(globals, &serve.sources, &serve.grants)?;
+        if !serve.tools.is_empty() {
+            config.serve.tools = serve.tools.clone();
+            config.set_source(
+                "serve.tools",
+                evo_host::config::Source::Flag {
+                    flag: "--tool".into(),
+                },
+            );
         }
-        Some(addr) => {
-            let addr = resolve(&addr).await?;
-            let options = HttpOptions {
-                addr,
-                token: serve.token.filter(|t| !t.is_empty()),
-                admin_token: serve.admin_token.filter(|t| !t.is_empty()),
-                allowed_origins: serve.allow_origins,
-            };
-            if options.admin_token.is_some() && options.admin_token == options.token {
-                return Err(Failure::usage(
-                    "INVALID_ARGUMENT",
-                    "--admin-token is the same as --token: whoever may call skills could also install and grant".into(),
-                    Some("give the admin token a value of its own, e.g. $(openssl rand -hex 32)"),
-                ));
+        if serve.manage {
+            config.serve.manage = true;
+            config.set_source(
+                "serve.manage",
+                evo_host::config::Source::Flag {
+                    flag: "--manage".into(),
+                },
+            );
+        }
+        let host = args::host_with(config, globals).await?;
+        let shared = Shared::new(host);
+        match serve.http {
+            None => {
+                let (read, write, streams) = evo_host::serve::stdio::std_streams();
+                evo_host::serve::stdio::serve(shared, read, write, terminated()).await;
+                // Standard input and output as they were (blocking), for whoever shares them.
+                drop(streams);
+                // The runtime would wait for its thread blocked reading stdin (when it is not
+                // a pipe), which only the client can end: the session is over, so exit now.
+                crate::write_stdout(format_args!(""));
+                std::process::exit(0);
             }
-            http(shared, options).await
-        }
-    }
-}
-
-async fn http(shared: Arc<Shared>, options: HttpOptions) -> Result<(), Failure> {
-    let skills = shared.served_skills().len();
-    let result = evo_host::serve::http::serve(shared, options, terminated(), |addr| {
-        eprintln!(
-            "evo serve: {skills} tools; MCP at http://{addr}/mcp, the API at http://{addr}/v1 (OpenAPI: /v1/openapi.json), the console at http://{addr}/"
-        );
-    })
-    .await;
-    match result {
-        Ok(()) => Ok(()),
-        Err(e @ StartError::TokenRequired(_)) => Err(Failure::usage(
-            "TOKEN_REQUIRED",
-            e.to_string(),
-            Some(
-                "set a token (--token or EVO_TOKEN) that clients send as `Authorization: Bearer …`, or bind 127.0.0.1",
-            ),
-        )),
-        Err(e @ StartError::WeakToken { which, .. }) => Err(Failure::usage(
-            "TOKEN_WEAK",
-            e.to_string(),
-            Some(if which == "admin token" {
-                "generate one, e.g. EVO_ADMIN_TOKEN=$(openssl rand -hex 16) (32 hex digits, 128 bits)"
-            } else {
-                "generate one, e.g. EVO_TOKEN=$(openssl rand -hex 16) (32 hex digits, 128 bits)"
-            }),
-        )),
-        Err(e @ StartError::Bind { .. }) => Err(Failure::usage(
-            "BIND_FAILED",
-            e.to_string(),
-            Some("pick a free port, or stop what is listening there"),
-        )),
-    }
-}
-
-/// `HOST:PORT` (a name or an address), or a bare `PORT` on loopback.
-async fn resolve(addr: &str) -> Result<SocketAddr, Failure> {
-    let spec = if addr.parse::<u16>().is_ok() {
-        format!("127.0.0.1:{addr}")
-    } else {
-        addr.to_owned()
-    };
-    let bad = |why: String| {
-        Failure::usage(
-            "INVALID_ARGUMENT",
-            format!("--http {addr}: {why}"),
-            Some("give HOST:PORT, e.g. 127.0.0.1:8765 or localhost:8765, or only a port"),
-        )
-    };
-    let mut found = tokio::net::lookup_host(&spec)
-        .await
-        .map_err(|e| bad(e.to_string()))?;
-    found
-        .next()
-        .ok_or_else(|| bad("the name has no address".into()))
-}
-
-/// Resolves on SIGTERM or Ctrl-C.
-async fn terminated() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
+            Some(addr) => {
+                let addr = resolve(&addr).await?;
+                let options = HttpOptions {
+                    addr,
+                    token: serve.token.filter(|t| !t.is_empty()),
+                    admin_token: serve.admin_token.filter(|t| !t.is_empty()),
+                    allowed_origins: serve.allow_origins,
+                };
+                if options.admin_token.is_some() && options.admin_token == options.token {
+                    return Err(Failure::usage(
+                        "INVALID_ARGUMENT",
+                        "--admin-token is the same as --token: whoever may call skills could also install and grant".into(),
+                        Some("give the admin token a value of its own, e.g. $(openssl rand -hex 32)"),
+                    ));
+                }
+                http(shared, options).await
             }
         }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+    }
+
+    async fn http(shared: Arc<Shared>, options: HttpOptions) -> Result<(), Failure> {
+        let skills = shared.served_skills().len();
+        let result = evo_host::serve::http::serve(shared, options, terminated(), |addr| {
+            eprintln!(
+                "evo serve: {skills} tools; MCP at http://{addr}/mcp, the API at http://{addr}/v1 (OpenAPI: /v1/openapi.json), the console at http://{addr}/"
+            );
+        })
+        .await;
+        match result {
+            Ok(()) => Ok(()),
+            Err(e @ StartError::TokenRequired(_)) => Err(Failure::usage(
+                "TOKEN_REQUIRED",
+                e.to_string(),
+                Some(
+                    "set a token (--token or EVO_TOKEN) that clients send as `Authorization: Bearer …`, or bind 127.0.0.1",
+                ),
+            )),
+            Err(e @ StartError::WeakToken { which, .. }) => Err(Failure::usage(
+                "TOKEN_WEAK",
+                e.to_string(),
+                Some(if which == "admin token" {
+                    "generate one, e.g. EVO_ADMIN_TOKEN=$(openssl rand -hex 16) (32 hex digits, 128 bits)"
+                } else {
+                    "generate one, e.g. EVO_TOKEN=$(openssl rand -hex 16) (32 hex digits, 128 bits)"
+                }),
+            )),
+            Err(e @ StartError::Bind { .. }) => Err(Failure::usage(
+                "BIND_FAILED",
+                e.to_string(),
+                Some("pick a free port, or stop what is listening there"),
+            )),
+        }
+    }
+
+    /// `HOST:PORT` (a name or an address), or a bare `PORT` on loopback.
+    async fn resolve(addr: &str) -> Result<SocketAddr, Failure> {
+        let spec = if addr.parse::<u16>().is_ok() {
+            format!("127.0.0.1:{addr}")
+        } else {
+            addr.to_owned()
+        };
+        let bad = |why: String| {
+            Failure::usage(
+                "INVALID_ARGUMENT",
+                format!("--http {addr}: {why}"),
+                Some("give HOST:PORT, e.g. 127.0.0.1:8765 or localhost:8765, or only a port"),
+            )
+        };
+        let mut found = tokio::net::lookup_host(&spec)
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        found
+            .next()
+            .ok_or_else(|| bad("the name has no address".into()))
+    }
+
+    /// Resolves on SIGTERM or Ctrl-C.
+    async fn terminated() {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }

@@ -165,7 +165,11 @@ impl Shared {
             if ticks.is_multiple_of(GAUGE_EVERY) {
                 self.sample_gauges();
             }
-            if self.host.storage().shared().is_some() && ticks.is_multiple_of(BEAT_EVERY) {
+            #[cfg(feature = "postgres")]
+            let shared_storage = self.host.storage().shared().is_some();
+            #[cfg(not(feature = "postgres"))]
+            let shared_storage = false;
+            if shared_storage && ticks.is_multiple_of(BEAT_EVERY) {
                 // Nodes sharing a database: this one's calls and gauges reach the
                 // others' consoles within seconds.
                 self.flush_stats().await;

@@ -69,6 +69,7 @@ pub(super) async fn stats(
 }
 
 /// A node not heard from for this long (stopped, or cut off) is left off.
+#[cfg(feature = "postgres")]
 const SILENT_MS: i64 = 10_000;
 
 /// Writes this node's gauges where the other nodes read them (shared storage only).
