@@ -1248,14 +1248,24 @@ async fn a_terminal_session_keeps_its_shell_judges_the_prompt_and_stops_everythi
         (Status::Success, &json!(true)),
         "{sent:?}"
     );
-    let screen = terminal(json!({ "action": "read", "session_id": id, "wait_ms": 3_000 })).await;
-    assert!(
-        screen.output["screen"]
-            .as_str()
-            .unwrap()
-            .contains("\nhello-terminal"),
-        "{screen:?}"
-    );
+    // Each read waits for output up to `wait_ms`; on a loaded machine the shell may need
+    // several: read until the screen shows `text`.
+    let read_until = |text: &'static str| {
+        let terminal = &terminal;
+        let id = id.clone();
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let screen =
+                    terminal(json!({ "action": "read", "session_id": id, "wait_ms": 1_000 })).await;
+                if screen.output["screen"].as_str().unwrap().contains(text) {
+                    return screen;
+                }
+                assert!(std::time::Instant::now() < deadline, "{text:?}: {screen:?}");
+            }
+        }
+    };
+    let screen = read_until("\nhello-terminal").await;
     assert_eq!(
         std::fs::read_to_string(project.path().join("made.txt")).unwrap(),
         "hello-terminal\n"
@@ -1289,7 +1299,7 @@ async fn a_terminal_session_keeps_its_shell_judges_the_prompt_and_stops_everythi
 
     // A program in the foreground gets what is typed, unjudged.
     terminal(json!({ "action": "send", "session_id": id, "input": "python3 -q" })).await;
-    terminal(json!({ "action": "read", "session_id": id, "wait_ms": 3_000 })).await;
+    read_until("\n>>>").await;
     let typed =
         terminal(json!({ "action": "send", "session_id": id, "input": "print(6 * 7)" })).await;
     assert_eq!(
@@ -1297,11 +1307,7 @@ async fn a_terminal_session_keeps_its_shell_judges_the_prompt_and_stops_everythi
         (Status::Success, &json!(false)),
         "{typed:?}"
     );
-    let screen = terminal(json!({ "action": "read", "session_id": id, "wait_ms": 3_000 })).await;
-    assert!(
-        screen.output["screen"].as_str().unwrap().contains("\n42"),
-        "{screen:?}"
-    );
+    read_until("\n42").await;
     terminal(json!({ "action": "send", "session_id": id, "input": "", "keys": ["ctrl-d"] })).await;
 
     // Stop kills the shell and what runs in it.
@@ -1309,7 +1315,15 @@ async fn a_terminal_session_keeps_its_shell_judges_the_prompt_and_stops_everythi
     terminal(json!({ "action": "read", "session_id": id, "wait_ms": 1_000 })).await;
     terminal(json!({ "action": "send", "session_id": id, "input": format!("sleep {marker}") }))
         .await;
-    terminal(json!({ "action": "read", "session_id": id, "wait_ms": 500 })).await;
+    // On a loaded machine the shell may take a while to start it: wait for it to run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while live_processes(&marker) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        terminal(json!({ "action": "read", "session_id": id, "wait_ms": 100 })).await;
+    }
     assert_eq!(live_processes(&marker), 1, "the command runs");
     let stopped = terminal(json!({ "action": "stop", "session_id": id })).await;
     assert_eq!(stopped.status, Status::Success);
