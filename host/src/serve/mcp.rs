@@ -33,6 +33,7 @@ use crate::skill::registry::RegisteredSkill;
 use super::confirm::{self, AskPeer, Asker, Call, Leg, Suspended};
 use super::gate::Scope;
 use super::notify::{self, LoggingLevelRank, Progress, rank_of};
+use super::stdio::SHUTTING_DOWN;
 use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};
 use crate::error::Error;
@@ -40,9 +41,6 @@ use tokio_util::sync::CancellationToken;
 
 /// Resources per `resources/list` page.
 pub const RESOURCES_PAGE: usize = 100;
-/// What a call the server can no longer take is answered (`-32603`).
-pub(super) const SHUTTING_DOWN: &str =
-    "the server is shutting down and takes no more calls; reconnect to a running one";
 /// How often a session's change forwarder checks that the session is still open.
 const SESSION_CHECK: Duration = Duration::from_secs(5);
 /// How often a call with a progress token hears that it is still running.
