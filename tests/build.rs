@@ -35,40 +35,26 @@ fn main() {
 
     let skills = skill_crates(&workspace.join("skills-wasm"));
     let target_dir = out_dir.join("skills-target");
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .current_dir(workspace)
-        .args(["build", "--release", "--target", TARGET, "--target-dir"])
-        .arg(&target_dir)
-        // Flags meant for the host build must not leak into the guest build.
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("CARGO_TARGET_DIR")
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
-        // Keep the name section so guest traps name the function that trapped.
-        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
-        // Built for size, as `evo new`'s template is: optimised for size and linked
-        // with LTO (calculate: 406 KB → 279 KB; codegen-units = 1 and panic = "abort"
-        // changed nothing measurable, see BENCHMARKS.md).
-        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "s")
-        .env("CARGO_PROFILE_RELEASE_LTO", "true");
-    for (package, _) in &skills {
-        command.args(["-p", package]);
+    // `cargo clippy` runs this script too (under its own fingerprint, so it would build
+    // every guest a second time, minutes on CI); the lints need the constants' names, not
+    // the files they name.
+    let lint_only = env::var_os("RUSTC_WORKSPACE_WRAPPER").is_some_and(|wrapper| {
+        Path::new(&wrapper)
+            .file_stem()
+            .is_some_and(|stem| stem.to_string_lossy().starts_with("clippy-driver"))
+    });
+    if !lint_only {
+        build_skill_crates(workspace, &skills, &target_dir);
     }
-    let status = command
-        .status()
-        .expect("could not run cargo to build the Wasm skills");
-    assert!(
-        status.success(),
-        "building skills-wasm/* for {TARGET} failed; if the target is missing, run `rustup target add {TARGET}`"
-    );
 
     let mut code = String::new();
     let mut names = Vec::new();
     let guests = [JS, PYTHON].map(|guests| {
-        let built = guests.build(workspace, &out_dir);
+        let built = if lint_only {
+            guests.outputs(workspace, &out_dir)
+        } else {
+            guests.build(workspace, &out_dir)
+        };
         (guests, built)
     });
     for (guests, built) in guests {
@@ -97,7 +83,11 @@ fn main() {
             .join(TARGET)
             .join("release")
             .join(format!("{file}.wasm"));
-        assert!(wasm.exists(), "{} was not produced", wasm.display());
+        assert!(
+            lint_only || wasm.exists(),
+            "{} was not produced",
+            wasm.display()
+        );
         writeln!(code, "/// `skills-wasm/{package}`, built for {TARGET}.").unwrap();
         writeln!(
             code,
@@ -123,6 +113,39 @@ fn main() {
     }
     writeln!(code, "    }};\n}}").unwrap();
     fs::write(out_dir.join("skills.rs"), code).expect("could not write skills.rs");
+}
+
+/// Builds the crates in `skills-wasm/` for [`TARGET`] into `target_dir`.
+fn build_skill_crates(workspace: &Path, skills: &[(String, PathBuf)], target_dir: &Path) {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace)
+        .args(["build", "--release", "--target", TARGET, "--target-dir"])
+        .arg(target_dir)
+        // Flags meant for the host build must not leak into the guest build.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        // Keep the name section so guest traps name the function that trapped.
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
+        // Built for size, as `evo new`'s template is: optimised for size and linked
+        // with LTO (calculate: 406 KB → 279 KB; codegen-units = 1 and panic = "abort"
+        // changed nothing measurable, see BENCHMARKS.md).
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "s")
+        .env("CARGO_PROFILE_RELEASE_LTO", "true");
+    for (package, _) in skills {
+        command.args(["-p", package]);
+    }
+    let status = command
+        .status()
+        .expect("could not run cargo to build the Wasm skills");
+    assert!(
+        status.success(),
+        "building skills-wasm/* for {TARGET} failed; if the target is missing, run `rustup target add {TARGET}`"
+    );
 }
 
 /// A language whose skills live in `skills-wasm/LANG/NAME/` and are componentized by
@@ -202,12 +225,8 @@ impl Guests {
         command
     }
 
-    /// Componentizes every `skills-wasm/LANG/NAME/SOURCE` against `wit/` into
-    /// `OUT_DIR/LANG/NAME.wasm`; returns `(NAME, component)`. A component is rebuilt
-    /// only when its source, the helper, the WIT or the toolchain changed (each build
-    /// takes seconds).
-    fn build(&self, workspace: &Path, out_dir: &Path) -> Vec<(String, PathBuf)> {
-        println!("cargo:rerun-if-env-changed={}", self.tool_env);
+    /// The names of the skills in `skills-wasm/LANG/`, sorted.
+    fn names(&self, workspace: &Path) -> Vec<String> {
         let dir = workspace.join("skills-wasm").join(self.lang);
         let mut skills: Vec<String> = fs::read_dir(&dir)
             .map(|entries| {
@@ -221,6 +240,29 @@ impl Guests {
             })
             .unwrap_or_default();
         skills.sort();
+        skills
+    }
+
+    /// What [`Guests::build`] returns, without building anything.
+    fn outputs(&self, workspace: &Path, out_dir: &Path) -> Vec<(String, PathBuf)> {
+        let out = out_dir.join(self.lang);
+        self.names(workspace)
+            .into_iter()
+            .map(|name| {
+                let wasm = out.join(format!("{name}.wasm"));
+                (name, wasm)
+            })
+            .collect()
+    }
+
+    /// Componentizes every `skills-wasm/LANG/NAME/SOURCE` against `wit/` into
+    /// `OUT_DIR/LANG/NAME.wasm`; returns `(NAME, component)`. A component is rebuilt
+    /// only when its source, the helper, the WIT or the toolchain changed (each build
+    /// takes seconds).
+    fn build(&self, workspace: &Path, out_dir: &Path) -> Vec<(String, PathBuf)> {
+        println!("cargo:rerun-if-env-changed={}", self.tool_env);
+        let dir = workspace.join("skills-wasm").join(self.lang);
+        let skills = self.names(workspace);
         if skills.is_empty() {
             return Vec::new();
         }

