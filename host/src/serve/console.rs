@@ -282,7 +282,7 @@ async fn logout(
                 tracing::warn!(target: "evo::security", ended, "console: signed out everywhere");
             }
             None => {
-                return super::http::failure(
+                return super::reply::failure(
                     "ADMIN_REQUIRED",
                     "signing every browser out needs the admin token".into(),
                     Some(

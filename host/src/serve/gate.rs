@@ -21,7 +21,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
 
-use super::http::failure;
+use super::reply::failure;
 use super::signin::{Refused, SignIns};
 
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::http::{evo_failure, failure};
+use super::reply::{evo_failure, failure};
 use super::openapi::{GrantValues, InstallQuery, InstallRequest, InstalledQuery};
 use crate::error::Error;
 use crate::host::RegistryInstall;
@@ -254,7 +254,7 @@ async fn installed(
     Query(query): Query<InstalledQuery>,
 ) -> Response {
     let host = shared.host.clone();
-    super::http::blocking("listing the installed skills", move || {
+    super::reply::blocking("listing the installed skills", move || {
         let listing = host.manager()?.list_skills(&crate::packages::ListQuery {
             name: query.name,
             tags: Vec::new(),

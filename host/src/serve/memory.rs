@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 
 use super::Shared;
-use super::http::blocking;
+use super::reply::blocking;
 use super::openapi::{DailyLog, LogDays, MemoryHitBody, MemorySearch};
 use crate::memory::{SearchOptions, Source};
 

@@ -36,6 +36,7 @@ mod mcp;
 mod memory;
 mod notify;
 pub mod openapi;
+mod reply;
 #[cfg(feature = "postgres")]
 mod sessions;
 mod shared;

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{evo_failure, failure};
+use super::reply::{evo_failure, failure};
 use super::openapi::{CallOptions, CallResult, Provenance, SkillDetail, SkillSummary};
 use super::{Refusal, Shared};
 use crate::error::Error;

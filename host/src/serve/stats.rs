@@ -9,7 +9,7 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 
 use super::Shared;
-use super::http::blocking;
+use super::reply::blocking;
 use super::openapi::{ErrorCount, Gauges, NodeStats, SkillLatency, Stats, StatsQuery};
 use crate::skill::calls::{Filter, Record, Status};
 
