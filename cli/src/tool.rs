@@ -365,30 +365,13 @@ fn since_ms(period: &str) -> Result<i64, Failure> {
     Ok(now - count.saturating_mul(seconds).saturating_mul(1_000))
 }
 
-/// `at_ms` as `YYYY-MM-DD HH:MM:SS` (UTC).
+/// `at_ms` as `YYYY-MM-DD HH:MM:SS` (UTC); a time chrono cannot hold (beyond year
+/// 262,143) as its milliseconds.
 fn when(at_ms: i64) -> String {
-    let secs = at_ms.div_euclid(1_000);
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rest / 3_600,
-        rest % 3_600 / 60,
-        rest % 60
+    chrono::DateTime::from_timestamp_millis(at_ms).map_or_else(
+        || format!("{at_ms} ms"),
+        |at| at.format("%Y-%m-%d %H:%M:%S").to_string(),
     )
-}
-
-/// Howard Hinnant's days-to-civil algorithm.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 fn csv(records: &[Record]) -> Result<Vec<u8>, Failure> {
