@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::Refusal;
+use super::refusal::Refusal;
 use crate::skill::confirm::{Confirmation, Confirmer};
 use crate::skill::context::BoxFuture;
 use crate::skill::executor::SkillOutput;

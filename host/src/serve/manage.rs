@@ -12,8 +12,8 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::reply::{evo_failure, failure};
 use super::openapi::{GrantValues, InstallQuery, InstallRequest, InstalledQuery};
+use super::reply::{evo_failure, failure};
 use crate::error::Error;
 use crate::host::RegistryInstall;
 use crate::host::{Change, Operator};

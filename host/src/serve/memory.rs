@@ -8,8 +8,8 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 
 use super::Shared;
-use super::reply::blocking;
 use super::openapi::{DailyLog, LogDays, MemoryHitBody, MemorySearch};
+use super::reply::blocking;
 use crate::memory::{SearchOptions, Source};
 
 pub(super) async fn search(

@@ -36,6 +36,7 @@ mod mcp;
 mod memory;
 mod notify;
 pub mod openapi;
+mod refusal;
 mod reply;
 #[cfg(feature = "postgres")]
 mod sessions;
@@ -48,5 +49,6 @@ mod tool;
 mod ws;
 
 pub use mcp::{RESOURCES_PAGE, Server};
-pub use shared::{CATALOGUE_POLL, Refusal, STATS_EVERY, Shared};
+pub use refusal::Refusal;
+pub use shared::{CATALOGUE_POLL, STATS_EVERY, Shared};
 pub use tool::{annotations, failure_text, tool_of};

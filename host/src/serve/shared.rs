@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::confirm::Pending;
+use super::refusal::Refusal;
 use crate::config::ServeSettings;
 use crate::error::Error;
 use crate::host::Host;
@@ -352,20 +353,4 @@ impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// Why a call gave no result.
-#[derive(Debug)]
-pub enum Refusal {
-    /// The skill failed.
-    Failed(Error),
-    /// The client cancelled it.
-    Cancelled,
-    /// The server is stopping.
-    ShuttingDown,
-    /// Every slot is taken and `waiting` calls already wait for one.
-    Busy {
-        /// How many wait.
-        waiting: usize,
-    },
 }

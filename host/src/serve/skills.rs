@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::reply::{evo_failure, failure};
 use super::openapi::{CallOptions, CallResult, Provenance, SkillDetail, SkillSummary};
+use super::reply::{evo_failure, failure};
 use super::{Refusal, Shared};
 use crate::error::Error;
 

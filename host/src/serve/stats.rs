@@ -9,8 +9,8 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 
 use super::Shared;
-use super::reply::blocking;
 use super::openapi::{ErrorCount, Gauges, NodeStats, SkillLatency, Stats, StatsQuery};
+use super::reply::blocking;
 use crate::skill::calls::{Filter, Record, Status};
 
 /// The longest window asked for: a day.

@@ -13,7 +13,8 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::shared::{Refusal, Shared};
+use super::refusal::Refusal;
+use super::shared::Shared;
 use crate::error::Error;
 use crate::remote::protocol::{RemoteError, Reply, Request, SkillInfo};
 
