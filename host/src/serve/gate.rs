@@ -22,7 +22,7 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 
 use super::reply::failure;
-use super::signin::{Refused, SignIns};
+use super::signin::{Refused, Scope, SignIns};
 
 #[derive(Debug, Clone)]
 pub(super) struct Gate {
@@ -60,15 +60,6 @@ impl Credential {
     fn is(&self, given: &str) -> bool {
         same_hash(given, &self.token)
     }
-}
-
-/// What a request may do: call skills and read, or also change the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Scope {
-    /// Call skills and read what the server shows.
-    Call,
-    /// Also install, uninstall, update, grant and revoke.
-    Admin,
 }
 
 impl Gate {
@@ -294,12 +285,12 @@ pub(super) async fn check(State(gate): State<Gate>, request: Request, next: Next
         return next.run(request).await;
     }
     let path = request.uri().path();
-    if super::console::is_public(path) {
+    if super::pages::is_public(path) {
         return next.run(request).await;
     }
-    if request.method() == axum::http::Method::GET && super::console::is_page(path) {
+    if request.method() == axum::http::Method::GET && super::pages::is_page(path) {
         let wanted = request.uri().path_and_query().map_or(path, |p| p.as_str());
-        return super::console::login_page(StatusCode::UNAUTHORIZED, wanted, None);
+        return super::pages::login_page(StatusCode::UNAUTHORIZED, wanted, None);
     }
     let mut response = failure(
         "UNAUTHORIZED",

@@ -31,9 +31,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::gate::{self, Gate, Scope};
+use super::gate::{self, Gate};
 use super::openapi::{AgentRun, CallRow, CallsQuery, Health, StorageHealth, openapi_document};
 use super::reply::{blocking, evo_failure, failure};
+use super::signin::Scope;
 use super::signin::SignIns;
 use super::{Server, Shared};
 use crate::error::Error;

@@ -31,8 +31,8 @@ use crate::skill::executor::SkillOutput;
 use crate::skill::registry::RegisteredSkill;
 
 use super::confirm::{self, AskPeer, Asker, Call, Leg, Suspended};
-use super::gate::Scope;
 use super::notify::{self, LoggingLevelRank, Progress, rank_of};
+use super::signin::Scope;
 use super::stdio::SHUTTING_DOWN;
 use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};

@@ -36,6 +36,7 @@ mod mcp;
 mod memory;
 mod notify;
 pub mod openapi;
+mod pages;
 mod refusal;
 mod reply;
 #[cfg(feature = "postgres")]

@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::gate::Scope;
-
 /// The fewest bits a token may carry: `openssl rand -hex 16` gives 128.
 pub const MIN_TOKEN_BITS: u32 = 128;
 
@@ -360,6 +358,15 @@ fn fingerprint(token: &str) -> [u8; 32] {
 /// the ids kept, and the shared database holds nothing a browser could send.
 fn key(id: &str) -> [u8; 32] {
     Sha256::digest(id.as_bytes()).into()
+}
+
+/// What a request may do: call skills and read, or also change the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Scope {
+    /// Call skills and read what the server shows.
+    Call,
+    /// Also install, uninstall, update, grant and revoke.
+    Admin,
 }
 
 #[cfg(test)]
