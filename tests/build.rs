@@ -262,7 +262,7 @@ impl Guests {
     fn build(&self, workspace: &Path, out_dir: &Path) -> Vec<(String, PathBuf)> {
         println!("cargo:rerun-if-env-changed={}", self.tool_env);
         let dir = workspace.join("skills-wasm").join(self.lang);
-        let skills = self.names(workspace);
+        let skills = self.outputs(workspace, out_dir);
         if skills.is_empty() {
             return Vec::new();
         }
@@ -290,9 +290,8 @@ impl Guests {
         fs::create_dir_all(&out).expect("could not create the output directory");
         let mut running = Vec::new();
         let mut built = Vec::new();
-        for name in skills {
+        for (name, wasm) in skills {
             let source = dir.join(&name).join(self.source);
-            let wasm = out.join(format!("{name}.wasm"));
             let stamp = out.join(format!("{name}.stamp"));
             let mut inputs = fs::read(&source).expect("could not read the skill's source");
             inputs.extend_from_slice(&shared);
