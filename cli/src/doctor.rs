@@ -125,7 +125,15 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
             "off (engine.compile_cache = false): every run compiles".into(),
         )
     } else {
-        let cached = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+        // One compiled artifact per component (beside them, what is learnt of the files
+        // and the functions shared between components).
+        let cached = std::fs::read_dir(&cache)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                    .count()
+            })
+            .unwrap_or(0);
         let writable = std::fs::create_dir_all(&cache)
             .and_then(|()| tempfile::NamedTempFile::new_in(&cache).map(drop));
         match writable {

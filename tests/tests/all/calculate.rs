@@ -125,11 +125,15 @@ async fn a_second_engine_loads_from_the_disk_cache() {
     files.sort();
     assert_eq!(
         files.len(),
-        2,
-        "one artifact and the record of the file: {files:?}"
+        3,
+        "one artifact, the functions compiled and the record of the file: {files:?}"
     );
     assert!(files[0].ends_with(".cwasm"), "{files:?}");
-    assert_eq!(files[1], "known", "no temp files left behind");
+    assert_eq!(
+        files[1..],
+        ["functions.sqlite3", "known"],
+        "no temp files left behind"
+    );
 
     // The second engine describes the skill from the record, and loads the compiled
     // code from the cache on the first call.

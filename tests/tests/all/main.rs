@@ -63,6 +63,7 @@ mod serve_gate;
 mod serve_http;
 mod serve_stdio;
 mod service;
+mod shared_functions;
 mod short_names;
 mod skill_scripts;
 mod storage;

@@ -9,14 +9,19 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Where compiled artifacts live, one file per (component, engine) pair.
+use super::functions::FunctionCache;
+
+/// Where compiled artifacts live, one file per (component, engine) pair, beside the
+/// functions they were compiled from (shared between components).
 #[derive(Debug, Clone)]
 pub struct ArtifactCache {
     dir: PathBuf,
+    functions: Arc<FunctionCache>,
 }
 
 /// Whether a component was compiled now or loaded from the cache.
@@ -35,7 +40,14 @@ pub enum LoadSource {
 impl ArtifactCache {
     /// A cache in `dir` (created on first store).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        let dir = dir.into();
+        let functions = Arc::new(FunctionCache::new(&dir));
+        Self { dir, functions }
+    }
+
+    /// The compiled functions shared between components, for the engines' compilers.
+    pub(super) fn functions(&self) -> &Arc<FunctionCache> {
+        &self.functions
     }
 
     /// The cache directory.
@@ -69,7 +81,10 @@ impl ArtifactCache {
         digest: &str,
         bytes: &[u8],
     ) -> wasmtime::Result<Component> {
-        let component = Component::new(engine, bytes)?;
+        let component = Component::new(engine, bytes);
+        // Even a component that failed to compile had functions that did.
+        self.functions.flush();
+        let component = component?;
         if let Err(e) = self.store(&self.path(engine_key, digest), &component) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "could not cache the compiled component");
         }

@@ -30,6 +30,7 @@ mod call;
 mod compile;
 mod contract;
 mod executor;
+mod functions;
 mod guest;
 mod http;
 mod inspect;
@@ -312,14 +313,29 @@ struct Flavor {
 }
 
 impl Flavor {
-    fn new(config: &EngineConfig, fuel: bool) -> Result<Self> {
+    /// The engine with or without fuel; with `functions`, Cranelift reuses the
+    /// functions compiled before (for any component) from there.
+    fn new(
+        config: &EngineConfig,
+        fuel: bool,
+        functions: Option<&Arc<functions::FunctionCache>>,
+    ) -> Result<Self> {
         let page_scan = !swap::is_on();
+        let wasmtime_config = |config: &EngineConfig| {
+            let mut wasmtime_config = config.config_with(fuel, page_scan);
+            if let Some(functions) = functions {
+                wasmtime_config
+                    .enable_incremental_compilation(functions.clone())
+                    .map_err(|e| Error::Engine(e.to_string()))?;
+            }
+            Ok::<_, Error>(wasmtime_config)
+        };
         if !page_scan && config.pooling {
             tracing::debug!(
                 "swap is on: the pool puts every page of a call's memory back, not only those the kernel reports written"
             );
         }
-        let (engine, allocator) = match Engine::new(&config.config_with(fuel, page_scan)) {
+        let (engine, allocator) = match Engine::new(&wasmtime_config(config)?) {
             Ok(engine) => (
                 engine,
                 if config.pooling {
@@ -334,7 +350,7 @@ impl Flavor {
                     pooling: false,
                     ..config.clone()
                 };
-                let engine = Engine::new(&fallback.config_with(fuel, page_scan))
+                let engine = Engine::new(&wasmtime_config(&fallback)?)
                     .map_err(|e| Error::Engine(e.to_string()))?;
                 (engine, Allocator::OnDemand)
             }
@@ -424,8 +440,8 @@ impl WasmEngine {
     /// Builds the engine; with `config.pooling`, falls back to on-demand allocation
     /// (logged) if the pool's address space cannot be reserved.
     pub fn new(config: EngineConfig) -> Result<Self> {
-        let plain = Flavor::new(&config, false)?;
         let cache = config.cache_dir.clone().map(ArtifactCache::new);
+        let plain = Flavor::new(&config, false, cache.as_ref().map(ArtifactCache::functions))?;
         let known = config
             .cache_dir
             .as_ref()
@@ -473,6 +489,14 @@ impl WasmEngine {
         state::Live::new(&self.inner.live)
     }
 
+    /// Functions of the components compiled since the engine started that were found
+    /// in the compiled-function cache, and that were compiled; `None` without a cache.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn function_counts(&self) -> Option<(u64, u64)> {
+        self.inner.cache.as_ref().map(|c| c.functions().counts())
+    }
+
     /// The allocator in use.
     pub fn allocator(&self) -> Allocator {
         self.inner.plain.allocator
@@ -491,7 +515,10 @@ impl WasmEngine {
         }
         self.inner
             .fuel
-            .get_or_init(|| Flavor::new(&self.inner.config, true).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                let functions = self.inner.cache.as_ref().map(ArtifactCache::functions);
+                Flavor::new(&self.inner.config, true, functions).map_err(|e| e.to_string())
+            })
             .as_ref()
             .map_err(|e| Error::Engine(e.clone()))
     }
