@@ -174,9 +174,33 @@ impl Shared {
                 // Nodes sharing a database: this one's calls and gauges reach the
                 // others' consoles within seconds.
                 self.flush_stats().await;
-                super::stats::beat(&self).await;
+                self.beat().await;
             } else if ticks.is_multiple_of(STATS_EVERY) {
                 self.flush_stats().await;
+            }
+        }
+    }
+
+    /// Writes this node's gauges where the other nodes read them (shared storage only).
+    async fn beat(&self) {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = self.host.storage().shared() {
+            let node = self.host.kernel().node().to_owned();
+            let gauges = serde_json::to_string(&self.gauges()).unwrap_or_default();
+            let now = crate::unix_millis() as i64;
+            let written = pg
+                .run_async(move |client| async move {
+                    client
+                        .execute(
+                            "INSERT INTO serve_nodes (node, seen_ms, gauges) VALUES ($1, $2, $3)
+                             ON CONFLICT (node) DO UPDATE SET seen_ms = $2, gauges = $3",
+                            &[&node, &now, &gauges],
+                        )
+                        .await
+                })
+                .await;
+            if let Err(e) = written {
+                tracing::warn!("could not share this node's gauges: [{}] {e}", e.code());
             }
         }
     }

@@ -72,32 +72,6 @@ pub(super) async fn stats(
 #[cfg(feature = "postgres")]
 const SILENT_MS: i64 = 10_000;
 
-/// Writes this node's gauges where the other nodes read them (shared storage only).
-pub(super) async fn beat(shared: &Shared) {
-    #[cfg(feature = "postgres")]
-    if let Some(pg) = shared.host.storage().shared() {
-        let node = shared.host.kernel().node().to_owned();
-        let gauges = serde_json::to_string(&shared.gauges()).unwrap_or_default();
-        let now = crate::unix_millis() as i64;
-        let written = pg
-            .run_async(move |client| async move {
-                client
-                    .execute(
-                        "INSERT INTO serve_nodes (node, seen_ms, gauges) VALUES ($1, $2, $3)
-                         ON CONFLICT (node) DO UPDATE SET seen_ms = $2, gauges = $3",
-                        &[&node, &now, &gauges],
-                    )
-                    .await
-            })
-            .await;
-        if let Err(e) = written {
-            tracing::warn!("could not share this node's gauges: [{}] {e}", e.code());
-        }
-    }
-    #[cfg(not(feature = "postgres"))]
-    let _ = shared;
-}
-
 /// The other nodes on the shared storage heard from lately, with their gauges.
 async fn peers(shared: &Shared, here: &str, now_ms: i64) -> Vec<(String, Gauges)> {
     #[cfg(feature = "postgres")]
