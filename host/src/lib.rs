@@ -235,6 +235,14 @@ pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings
 pub use tools::registry::{ToolCall, ToolDescriptor, ToolResult};
 pub use tools::{BoxFuture, Tool, TypedTool};
 
+/// Locks `mutex`, also when a thread panicked holding it: Evo's shared tables are each
+/// changed by one insert or assignment, so a poisoned one is still whole.
+pub(crate) fn lock<T: ?Sized>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Milliseconds since the Unix epoch, now (0 if the clock is before 1970).
 pub(crate) fn unix_millis() -> u64 {
     std::time::SystemTime::now()

@@ -13,6 +13,7 @@
 //!
 //! Needs the `dev-tools` feature of evo-host (on by default).
 
+use crate::lock;
 use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
@@ -394,11 +395,6 @@ fn key_bytes(key: &str) -> Option<&'static [u8]> {
     })
 }
 
-fn lock<T: ?Sized>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 fn failed(message: String) -> Error {
     Error::Skill {

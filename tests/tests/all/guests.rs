@@ -16,23 +16,29 @@ fn evo(home: &Path, args: &[&str]) -> Output {
     evo_shared_cache(home, args)
 }
 
+/// Two lines for the text-stats skills to count, and what every language answers.
+pub const TEXT_STATS_INPUT: &str = r#"{"text":"the cat and the hat\nthe end","top":2}"#;
+
+/// What the text-stats skills answer to [`TEXT_STATS_INPUT`].
+pub fn text_stats_answer() -> Value {
+    json!({
+        "lines": 2,
+        "words": 7,
+        "characters": 27,
+        "top": [{ "word": "the", "count": 3 }, { "word": "and", "count": 1 }],
+    })
+}
+
 /// The text-stats skill (`js-text-stats`, `py-text-stats`) at `path` counts words.
 pub fn text_stats_counts_words(name: &str, path: &str) {
     let home = tempfile::tempdir().unwrap();
-    let input = r#"{"text":"the cat and the hat\nthe end","top":2}"#;
-    let out = evo(home.path(), &["skill", "run", path, "--input", input]);
+    let out = evo(
+        home.path(),
+        &["skill", "run", path, "--input", TEXT_STATS_INPUT],
+    );
     assert!(out.status.success(), "{name}: {}", stderr(&out));
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(
-        value,
-        json!({
-            "lines": 2,
-            "words": 7,
-            "characters": 27,
-            "top": [{ "word": "the", "count": 3 }, { "word": "and", "count": 1 }],
-        }),
-        "{name}"
-    );
+    assert_eq!(value, text_stats_answer(), "{name}");
 }
 
 /// The text-stats skill's own error keeps its kind and message, and the host refuses

@@ -7,7 +7,7 @@ use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine};
 use evo_tests::cli::{allow_slow_compiles, command, stderr, stdout};
 use evo_tests::{load, skills};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// What `engine` reused and compiled while `f` ran.
 async fn counted<F: Future>(engine: &WasmEngine, f: F) -> (u64, u64) {
@@ -52,7 +52,6 @@ async fn a_second_skill_of_a_language_reuses_the_functions_of_the_first() {
 fn a_skill_compiled_from_reused_functions_answers_as_one_compiled_whole() {
     let home = tempfile::tempdir().unwrap();
     allow_slow_compiles(home.path());
-    let input = r#"{"text":"the cat and the hat\nthe end","top":2}"#;
     for (first, path) in [
         (skills::JS_RECALL, skills::JS_TEXT_STATS),
         (skills::PY_RECALL, skills::PY_TEXT_STATS),
@@ -68,20 +67,20 @@ fn a_skill_compiled_from_reused_functions_answers_as_one_compiled_whole() {
             "{first}: {}",
             stderr(&out)
         );
-        let out = command(home.path(), &["skill", "run", path, "--input", input])
-            .output()
-            .unwrap();
+        let out = command(
+            home.path(),
+            &[
+                "skill",
+                "run",
+                path,
+                "--input",
+                crate::guests::TEXT_STATS_INPUT,
+            ],
+        )
+        .output()
+        .unwrap();
         assert!(out.status.success(), "{path}: {}", stderr(&out));
         let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
-        assert_eq!(
-            value,
-            json!({
-                "lines": 2,
-                "words": 7,
-                "characters": 27,
-                "top": [{ "word": "the", "count": 3 }, { "word": "and", "count": 1 }],
-            }),
-            "{path}"
-        );
+        assert_eq!(value, crate::guests::text_stats_answer(), "{path}");
     }
 }

@@ -14,6 +14,7 @@
 //! A cache that cannot be opened, read or written is logged and skipped: it never
 //! stops a compile.
 
+use crate::lock;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -180,10 +181,6 @@ fn evict(db: &Connection, max: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// A poisoned lock only means another compile panicked; the map is still usable.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@
 //! (`workspace/configuration`, `window/workDoneProgress/create`, …) answered at once so
 //! it never waits on us.
 
+use crate::lock;
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
@@ -292,12 +293,6 @@ impl Server {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Each update is one insert or assignment: a poisoned table is still whole.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// `file://` URI of `path` (absolute), with the characters URIs reserve escaped.
 pub fn file_uri(path: &Path) -> String {

@@ -11,6 +11,7 @@
 
 mod client;
 
+use crate::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -327,11 +328,6 @@ impl Lsp {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 fn failed(message: String) -> Error {
     Error::Skill {
