@@ -4,7 +4,7 @@
 //!
 //! | layer | modules |
 //! | --- | --- |
-//! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`) |
+//! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`, `lock`) |
 //! | 1 | `paths`, `capabilities`, `db`, `storage` (the connection to PostgreSQL), `http`, `retrieval` (embedders, vectors, ranking) |
 //! | 2 | `skill` (the kernel) |
 //! | 3 | `llm`, `memory`, `engine`, `oci` (registries: the install record's types are the kernel's) |
@@ -20,11 +20,12 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 24] = [
+const LAYERS: [(&str, u8); 25] = [
     ("error", 0),
     ("Error", 0),
     ("Result", 0),
     ("unix_millis", 0),
+    ("lock", 0),
     ("paths", 1),
     ("capabilities", 1),
     ("db", 1),
