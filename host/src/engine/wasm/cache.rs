@@ -81,9 +81,21 @@ impl ArtifactCache {
         digest: &str,
         bytes: &[u8],
     ) -> wasmtime::Result<Component> {
+        let (reused, compiled) = self.functions.counts();
+        let started = std::time::Instant::now();
         let component = Component::new(engine, bytes);
         // Even a component that failed to compile had functions that did.
         self.functions.flush();
+        let (reused_after, compiled_after) = self.functions.counts();
+        // Counted across the process's compiles: two at once share the figures.
+        tracing::info!(
+            target: "evo::skill",
+            "compiled {} in {} ms: {} functions from the function cache, {} compiled",
+            &digest[..digest.len().min(12)],
+            started.elapsed().as_millis(),
+            reused_after - reused,
+            compiled_after - compiled,
+        );
         let component = component?;
         if let Err(e) = self.store(&self.path(engine_key, digest), &component) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "could not cache the compiled component");

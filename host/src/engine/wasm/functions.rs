@@ -62,7 +62,6 @@ impl FunctionCache {
     }
 
     /// Functions found here, and compiled, since the cache was made.
-    #[cfg(any(test, feature = "internals"))]
     pub fn counts(&self) -> (u64, u64) {
         (
             self.reused.load(Ordering::Relaxed),

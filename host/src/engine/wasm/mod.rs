@@ -489,14 +489,6 @@ impl WasmEngine {
         state::Live::new(&self.inner.live)
     }
 
-    /// Functions of the components compiled since the engine started that were found
-    /// in the compiled-function cache, and that were compiled; `None` without a cache.
-    #[cfg(feature = "internals")]
-    #[doc(hidden)]
-    pub fn function_counts(&self) -> Option<(u64, u64)> {
-        self.inner.cache.as_ref().map(|c| c.functions().counts())
-    }
-
     /// The allocator in use.
     pub fn allocator(&self) -> Allocator {
         self.inner.plain.allocator
