@@ -32,8 +32,8 @@ use crate::skill::registry::RegisteredSkill;
 
 use super::confirm::{self, AskPeer, Asker, Call, Leg, Suspended};
 use super::notify::{self, LoggingLevelRank, Progress, rank_of};
+use super::refusal::SHUTTING_DOWN;
 use super::signin::Scope;
-use super::stdio::SHUTTING_DOWN;
 use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};
 use crate::error::Error;

@@ -17,3 +17,8 @@ pub enum Refusal {
         waiting: usize,
     },
 }
+
+/// What a call the server can no longer take is answered, over either transport
+/// (`-32603`).
+pub(super) const SHUTTING_DOWN: &str =
+    "the server is shutting down and takes no more calls; reconnect to a running one";

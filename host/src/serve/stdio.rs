@@ -29,14 +29,11 @@ use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::refusal::SHUTTING_DOWN;
 use super::{Server, Shared};
 
 /// How long calls still running get to finish after SIGTERM before they are stopped.
 pub const GRACE: Duration = Duration::from_secs(10);
-
-/// What a call the server can no longer take is answered (`-32603`).
-pub(super) const SHUTTING_DOWN: &str =
-    "the server is shutting down and takes no more calls; reconnect to a running one";
 
 /// JSON-RPC's "Parse error".
 const PARSE_ERROR: i32 = -32700;

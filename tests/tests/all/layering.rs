@@ -482,8 +482,16 @@ fn circle_in(room: &str, allowed: &[(&str, &str)]) -> Option<Vec<String>> {
 fn the_files_of_a_room_do_not_import_each_other_in_a_circle() {
     // Loading builds a skill, a skill's call compiles on first use: `load` → `call` →
     // `compile`, never back. The call store holds the rows that statistics and the
-    // history flush to: `stats`/`history` → `calls`, never back.
-    for room in ["engine/wasm", "memory", "capabilities", "retrieval"] {
+    // history flush to: `stats`/`history` → `calls`, never back. The server's
+    // transports (`stdio`, `http`, `ws`) serve the MCP server (`mcp`), never the other
+    // way; what both answer a refused call lives below them (`refusal`).
+    for room in [
+        "engine/wasm",
+        "memory",
+        "capabilities",
+        "retrieval",
+        "serve",
+    ] {
         assert_eq!(
             circle_in(room, &[]),
             None,
