@@ -5,9 +5,11 @@
 //! hybrid search at 100k entries (p50 and p99 over mixed queries, rare to very
 //! common words), a store with its duplicate check, and the time until a store on one
 //! node is found by a search on another (the NOTIFY path; for SQLite, another process's
-//! connection on the same file).
+//! connection on the same file), idle and while two more nodes store without pause:
+//! its p50 and p99 are recorded in bench-results/storage.json.
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group};
@@ -86,29 +88,85 @@ fn store(c: &mut Criterion) {
             });
         });
         // From a store through one manager to a search through another (same process,
-        // own connections) that finds it.
+        // own connections) that finds it: on an otherwise idle store, then while two
+        // more nodes store as fast as they can (each write another notification every
+        // node hears, another commit in the log the searching node follows).
         let other = open(&storage, dir.path());
-        let times = (0..100)
-            .map(|k| {
-                let text = format!("seen elsewhere {name} {k} w4999x{k}");
-                let started = Instant::now();
-                memory.store(&text, None).expect("stores");
-                let query = format!("w4999x{k}");
-                while other
-                    .search(&query, 1)
-                    .expect("searches")
-                    .first()
-                    .is_none_or(|h| h.text != text)
-                {
-                    std::thread::sleep(Duration::from_micros(100));
-                }
-                started.elapsed()
-            })
-            .collect();
-        let (p50, p99) = evo_tests::percentiles(times);
-        println!("{name}: store on one node until found on another: p50 {p50:?}, p99 {p99:?}");
+        let idle = visibility(&memory, &other, "w4999x");
+        let stop = AtomicBool::new(false);
+        let writes = AtomicU64::new(0);
+        let loaded = std::thread::scope(|scope| {
+            for node in 0..2 {
+                let (storage, stop, writes) = (&storage, &stop, &writes);
+                let dir = dir.path();
+                scope.spawn(move || {
+                    let writer = open(storage, dir);
+                    let mut i = 0_u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        i += 1;
+                        writer
+                            .store(&format!("load {node} fact {i} about w00{node}1x"), None)
+                            .expect("stores");
+                        writes.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            let started = Instant::now();
+            let times = visibility(&memory, &other, "w4998x");
+            stop.store(true, Ordering::Relaxed);
+            let rate = writes.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+            println!("{name}: {rate:.0} stores/s from two other nodes meanwhile");
+            recorder().value(
+                &format!("{name}-background-stores-per-second"),
+                rate,
+                "count",
+            );
+            times
+        });
+        for (load, times) in [("idle", idle), ("loaded", loaded)] {
+            let (p50, p99) = evo_tests::percentiles(times);
+            println!(
+                "{name}: store on one node until found on another, {load}: p50 {p50:?}, p99 {p99:?}"
+            );
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let rec = recorder();
+            rec.value(&format!("{name}-visible-{load}-p50"), ms(p50), "ms");
+            rec.value(&format!("{name}-visible-{load}-p99"), ms(p99), "ms");
+        }
     }
     group.finish();
+}
+
+/// How long each of 100 stores through `from` takes to be found by a search through
+/// `to`, searching every 100 µs until it is; each store is the only text with its word
+/// (`word` and a number).
+fn visibility(
+    from: &evo_host::memory::MemoryManager,
+    to: &evo_host::memory::MemoryManager,
+    word: &str,
+) -> Vec<Duration> {
+    (0..100)
+        .map(|k| {
+            let text = format!("seen elsewhere {k} {word}{k}");
+            let started = Instant::now();
+            from.store(&text, None).expect("stores");
+            let query = format!("{word}{k}");
+            while to
+                .search(&query, 1)
+                .expect("searches")
+                .first()
+                .is_none_or(|h| h.text != text)
+            {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            started.elapsed()
+        })
+        .collect()
+}
+
+/// Where this bench's printed figures are recorded: `bench-results/storage.json`.
+fn recorder() -> evo_tests::figures::Recorder {
+    evo_tests::figures::Recorder::new("storage", "./scripts/bench storage", PATHS)
 }
 
 criterion_group!(benches, search, store);
