@@ -88,42 +88,21 @@ fn store(c: &mut Criterion) {
             });
         });
         // From a store through one manager to a search through another (same process,
-        // own connections) that finds it: on an otherwise idle store, then while two
-        // more nodes store as fast as they can (each write another notification every
-        // node hears, another commit in the log the searching node follows).
+        // own connections) that finds it: on an otherwise idle store, then (PostgreSQL,
+        // the store several nodes share) while two more nodes store as fast as they can,
+        // each write another notification every node hears and another commit in the
+        // log the searching node follows. SQLite is one machine's store: its writers
+        // take turns on one file, and three writing without pause starve one past the
+        // busy timeout (an error marked transient, saying to try again).
         let other = open(&storage, dir.path());
-        let idle = visibility(&memory, &other, "w4999x");
-        let stop = AtomicBool::new(false);
-        let writes = AtomicU64::new(0);
-        let loaded = std::thread::scope(|scope| {
-            for node in 0..2 {
-                let (storage, stop, writes) = (&storage, &stop, &writes);
-                let dir = dir.path();
-                scope.spawn(move || {
-                    let writer = open(storage, dir);
-                    let mut i = 0_u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        i += 1;
-                        writer
-                            .store(&format!("load {node} fact {i} about w00{node}1x"), None)
-                            .expect("stores");
-                        writes.fetch_add(1, Ordering::Relaxed);
-                    }
-                });
-            }
-            let started = Instant::now();
-            let times = visibility(&memory, &other, "w4998x");
-            stop.store(true, Ordering::Relaxed);
-            let rate = writes.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
-            println!("{name}: {rate:.0} stores/s from two other nodes meanwhile");
-            recorder().value(
-                &format!("{name}-background-stores-per-second"),
-                rate,
-                "count",
-            );
-            times
-        });
-        for (load, times) in [("idle", idle), ("loaded", loaded)] {
+        let mut runs = vec![("idle", visibility(&memory, &other, "w4999x"))];
+        if name == "postgres" {
+            runs.push((
+                "loaded",
+                under_load(&storage, dir.path(), &memory, &other, name),
+            ));
+        }
+        for (load, times) in runs {
             let (p50, p99) = evo_tests::percentiles(times);
             println!(
                 "{name}: store on one node until found on another, {load}: p50 {p50:?}, p99 {p99:?}"
@@ -135,6 +114,45 @@ fn store(c: &mut Criterion) {
         }
     }
     group.finish();
+}
+
+/// [`visibility`] while two more nodes on `storage` store without pause.
+fn under_load(
+    storage: &evo_host::storage::Storage,
+    dir: &std::path::Path,
+    from: &evo_host::memory::MemoryManager,
+    to: &evo_host::memory::MemoryManager,
+    name: &str,
+) -> Vec<Duration> {
+    let stop = AtomicBool::new(false);
+    let writes = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for node in 0..2 {
+            let (stop, writes) = (&stop, &writes);
+            scope.spawn(move || {
+                let writer = open(storage, dir);
+                let mut i = 0_u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    writer
+                        .store(&format!("load {node} fact {i} about w00{node}1x"), None)
+                        .expect("stores");
+                    writes.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let started = Instant::now();
+        let times = visibility(from, to, "w4998x");
+        stop.store(true, Ordering::Relaxed);
+        let rate = writes.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+        println!("{name}: {rate:.0} stores/s from two other nodes meanwhile");
+        recorder().value(
+            &format!("{name}-background-stores-per-second"),
+            rate,
+            "count",
+        );
+        times
+    })
 }
 
 /// How long each of 100 stores through `from` takes to be found by a search through
