@@ -107,10 +107,17 @@ fn store(c: &mut Criterion) {
             println!(
                 "{name}: store on one node until found on another, {load}: p50 {p50:?}, p99 {p99:?}"
             );
-            let ms = |d: Duration| d.as_secs_f64() * 1e3;
             let rec = recorder();
-            rec.value(&format!("{name}-visible-{load}-p50"), ms(p50), "ms");
-            rec.value(&format!("{name}-visible-{load}-p99"), ms(p99), "ms");
+            rec.value(
+                &format!("{name}-visible-{load}-p50"),
+                p50.as_nanos() as f64,
+                "ns",
+            );
+            rec.value(
+                &format!("{name}-visible-{load}-p99"),
+                p99.as_nanos() as f64,
+                "ns",
+            );
         }
     }
     group.finish();
@@ -146,11 +153,7 @@ fn under_load(
         stop.store(true, Ordering::Relaxed);
         let rate = writes.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
         println!("{name}: {rate:.0} stores/s from two other nodes meanwhile");
-        recorder().value(
-            &format!("{name}-background-stores-per-second"),
-            rate,
-            "count",
-        );
+        recorder().value(&format!("{name}-background-stores-per-second"), rate, "/s");
         times
     })
 }
