@@ -196,8 +196,14 @@ async fn build_described(
             .map_err(|e| Error::Engine(e.to_string()))?
         }
     };
-    let read = || std::fs::read(staged).map_err(Error::io_at(staged));
     let label = "skill.wasm";
+    // Short names first: the manifest is read by compiling the very code that is
+    // written, so that the compile serves the first run too.
+    let read = || {
+        std::fs::read(staged)
+            .map_err(Error::io_at(staged))
+            .and_then(|bytes| with_short_names(label, &bytes))
+    };
     toolchain(None).await?;
     let mut component = read()?;
     let manifest = engine.exported_manifest(label, component.clone()).await?;
@@ -212,11 +218,12 @@ async fn build_described(
             ));
         }
     }
-    let component = with_short_names(label, &component)?;
     let described = with_manifest(label, &component, &manifest)?;
     std::fs::write(staged, &described).map_err(Error::io_at(staged))?;
-    // The bytes written, compiled into the cache as a run will load them (with fuel if
-    // the limits give it), so that the first `evo skill run` reads them from there.
+    // The bytes written, in the cache as a run will load them (with fuel if the limits
+    // give it), so that the first `evo skill run` reads them from there: without fuel,
+    // the code compiled to read the manifest.
+    engine.share_compiled(label, &component, &described)?;
     let built = engine
         .load_bytes(label, described, &crate::capabilities::Policy::default())
         .await?;

@@ -26,13 +26,21 @@ fn new_project_round_trip(lang: &str) {
     );
     let project = work.path().join("greet");
 
-    let out = evo_in(&project, &home, &["skill", "build"]);
+    let out = evo_in(&project, &home, &["-v", "skill", "build"]);
     assert!(out.status.success(), "{lang}: {}", stderr(&out));
     assert!(
         stdout(&out).starts_with("built ./skill.wasm ("),
         "{}",
         stdout(&out)
     );
+    // Reading the manifest compiled the code written, and nothing else: at most once per
+    // run of the toolchain (Rust builds twice, the second time with the manifest as
+    // text); none when the shared compile cache already has the same bytes.
+    let builds = if lang == "rust" { 2 } else { 1 };
+    let compiles = stderr(&out)
+        .matches("later loads come from the compile cache")
+        .count();
+    assert!(compiles <= builds, "{lang}: {}", stderr(&out));
     // The build embedded the manifest, so that hosts describe the skill without
     // instantiating it (install checks it is the export's own).
     let built = std::fs::read(project.join("skill.wasm")).unwrap();

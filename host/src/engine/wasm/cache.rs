@@ -133,6 +133,41 @@ impl ArtifactCache {
         }
     }
 
+    /// Makes the artifacts of the component with SHA-256 `from` (one per engine
+    /// configuration that compiled it) serve the component `to` too, as hard links (a
+    /// copy where the file system refuses links), each put in place atomically. The
+    /// caller vouches that compiling the two gives the same code. A failure costs only a
+    /// compile later, so it is logged.
+    pub fn share(&self, from: &str, to: &str) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        let prefix = format!("{from}-");
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(engine) = name.strip_prefix(&prefix) else {
+                continue;
+            };
+            let target = self.dir.join(format!("{to}-{engine}"));
+            if let Err(e) = self.link(&entry.path(), &target) {
+                tracing::warn!(path = %target.display(), error = %e, "could not share a compiled artifact");
+            }
+        }
+    }
+
+    /// `target` as a hard link to (or else a copy of) `source`, via a temporary name.
+    fn link(&self, source: &Path, target: &Path) -> std::io::Result<()> {
+        let tmp = tempfile::Builder::new()
+            .prefix(".share")
+            .tempfile_in(&self.dir)?
+            .into_temp_path();
+        fs::remove_file(&tmp)?;
+        if fs::hard_link(source, &tmp).is_err() {
+            fs::copy(source, &tmp)?;
+        }
+        tmp.persist(target).map_err(|e| e.error)
+    }
+
     /// Writes atomically (temp file + rename), so a crash or a concurrent writer never
     /// leaves a torn artifact under the final name.
     fn store(&self, path: &Path, component: &Component) -> wasmtime::Result<()> {

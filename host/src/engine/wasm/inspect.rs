@@ -195,7 +195,22 @@ fn checked(skill: &str, scan: Scan) -> Result<ComponentInfo> {
 /// section is a custom section at the top level, after everything else: it changes
 /// nothing the component does.
 pub fn with_manifest(skill: &str, component: &[u8], manifest: &str) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(component.len() + manifest.len() + 32);
+    let mut out = without_manifest(skill, component, manifest.len() + 32)?;
+    let name = MANIFEST_SECTION.as_bytes();
+    let mut body = Vec::with_capacity(manifest.len() + name.len() + 5);
+    leb128(&mut body, name.len());
+    body.extend_from_slice(name);
+    body.extend_from_slice(manifest.as_bytes());
+    out.push(0);
+    leb128(&mut out, body.len());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// `component` without its top-level [`MANIFEST_SECTION`], if it has one, with room for
+/// `more` bytes after it: the component as its compiled code sees it.
+pub(super) fn without_manifest(skill: &str, component: &[u8], more: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(component.len() + more);
     let mut kept = 0;
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(component) {
@@ -218,14 +233,6 @@ pub fn with_manifest(skill: &str, component: &[u8], manifest: &str) -> Result<Ve
         }
     }
     out.extend_from_slice(&component[kept..]);
-    let name = MANIFEST_SECTION.as_bytes();
-    let mut body = Vec::with_capacity(manifest.len() + name.len() + 5);
-    leb128(&mut body, name.len());
-    body.extend_from_slice(name);
-    body.extend_from_slice(manifest.as_bytes());
-    out.push(0);
-    leb128(&mut out, body.len());
-    out.extend_from_slice(&body);
     Ok(out)
 }
 

@@ -273,6 +273,25 @@ impl WasmEngine {
         Ok(read_manifest(self, label, &pre).await?.0)
     }
 
+    /// Lets the code compiled for `compiled` serve `described`, the same component with
+    /// its manifest embedded ([`super::with_manifest`]), so that a build compiles what
+    /// it writes once: the manifest is a custom section, which compiled code never
+    /// reads. Does nothing when the two differ in anything else, or without a compile
+    /// cache.
+    pub(crate) fn share_compiled(&self, label: &str, compiled: &[u8], described: &[u8]) -> Result<()> {
+        let Some(cache) = &self.inner.cache else {
+            return Ok(());
+        };
+        if inspect::without_manifest(label, compiled, 0)?
+            != inspect::without_manifest(label, described, 0)?
+        {
+            return Ok(());
+        }
+        let digest = |bytes: &[u8]| hex::encode(Sha256::digest(bytes));
+        cache.share(&digest(compiled), &digest(described));
+        Ok(())
+    }
+
     /// Refuses a component whose embedded manifest (`MANIFEST_SECTION`) says something
     /// other than its `manifest` export: a host reads the section without instantiating
     /// the component, so the two must tell the same story. The skill manager checks this
