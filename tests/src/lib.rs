@@ -121,6 +121,11 @@ pub mod cli {
             command.env_remove(var);
         }
         command.env("EVO_HOME", home);
+        // The local model's matrix products on one thread. The suite runs two tests at
+        // a time on two cores, and candle's pool (a thread per core) spins while it
+        // waits for a thread that another process holds: 32 offline agent runs, two at
+        // a time, took 96 s (172 CPU-s) with the pool and 45 s (75 CPU-s) without.
+        command.env("CANDLE_NUM_THREADS", "1");
         command
     }
 
