@@ -123,8 +123,8 @@ pub mod cli {
         command.env("EVO_HOME", home);
         // The local model's matrix products on one thread. The suite runs two tests at
         // a time on two cores, and candle's pool (a thread per core) spins while it
-        // waits for a thread that another process holds: 32 offline agent runs, two at
-        // a time, took 96 s (172 CPU-s) with the pool and 45 s (75 CPU-s) without.
+        // waits for a thread that another process holds (the offline agent's 32 runs,
+        // two at a time, took twice the time and CPU with it).
         command.env("CANDLE_NUM_THREADS", "1");
         command
     }
