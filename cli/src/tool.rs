@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Subcommand;
 use evo_host::Host;
 use evo_host::RunOptions;
-use evo_host::ToolCall;
+use evo_host::ToolRequest;
 use evo_host::{Always, Confirmer};
 use evo_host::{CallFilter as Filter, CallRecord as Record, CallStatus as Status};
 use serde_json::json;
@@ -140,7 +140,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
             };
             let result = host
                 .execute_tool(
-                    ToolCall {
+                    ToolRequest {
                         id,
                         tool_name: name,
                         arguments,

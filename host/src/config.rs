@@ -102,7 +102,6 @@ mod spans;
 
 use std::collections::BTreeMap;
 
-use crate::skill::kernel::Preprocess;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -112,8 +111,11 @@ use serde::Serialize;
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
 pub use crate::llm::config::LlmSettings;
-use crate::skill::confirm::ConfirmPolicy;
+// The types of settings whose meaning lives with the code that acts on them, named here
+// with the settings that hold them.
+pub use crate::skill::confirm::ConfirmPolicy;
 pub use crate::skill::kernel::HOW_TO_CONFIGURE_LLM;
+pub use crate::skill::kernel::{Fallback, Preprocess};
 use crate::skill::permission::{Locale, Profile};
 
 /// Name of the configuration file in the data directory.
@@ -234,9 +236,8 @@ pub struct KernelSettings {
     pub max_input_attempts: u32,
     /// Tries an llm skill gets to produce valid output.
     pub max_output_attempts: u32,
-    /// What an llm skill returns when its output is still invalid: `throw`,
-    /// `return_raw` or `return_partial`.
-    pub fallback: String,
+    /// What an llm skill returns when its output is still invalid.
+    pub fallback: Fallback,
     /// First wait before a retry, ms (doubled each time).
     pub retry_backoff_ms: u64,
 }
@@ -432,7 +433,7 @@ impl Default for Config {
                 max_depth: kernel::DEFAULT_MAX_DEPTH,
                 max_input_attempts: kernel::DEFAULT_MAX_INPUT_ATTEMPTS,
                 max_output_attempts: kernel::DEFAULT_MAX_OUTPUT_ATTEMPTS,
-                fallback: "throw".into(),
+                fallback: Fallback::Throw,
                 retry_backoff_ms: millis(kernel::DEFAULT_RETRY_BACKOFF),
             },
             agent: AgentSettings {

@@ -11,6 +11,7 @@ use super::{Config, Isolation, MAX_POOL_SLOTS};
 use crate::capabilities::{self, Policy};
 use crate::error::{Error, Result};
 use crate::skill::confirm::ConfirmPolicy;
+use crate::skill::kernel::Fallback;
 use crate::skill::permission::{Locale, Permission, Profile};
 
 #[derive(Debug, Default, Deserialize)]
@@ -387,15 +388,19 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, spans, f.max_input_attempts => k.max_input_attempts, "kernel.max_input_attempts", 1, 100);
         take!(noted, spans, f.max_output_attempts => k.max_output_attempts, "kernel.max_output_attempts", 1, 100);
         if let Some(fallback) = f.fallback {
-            if !["throw", "return_raw", "return_partial"].contains(&fallback.as_str()) {
-                return Err(spans.invalid(
-                    "kernel.fallback",
-                    format!(
-                        "{fallback:?} is not a fallback; use throw, return_raw or return_partial"
-                    ),
-                ));
-            }
-            k.fallback = fallback;
+            k.fallback = match fallback.as_str() {
+                "throw" => Fallback::Throw,
+                "return_raw" => Fallback::ReturnRaw,
+                "return_partial" => Fallback::ReturnPartial,
+                _ => {
+                    return Err(spans.invalid(
+                        "kernel.fallback",
+                        format!(
+                            "{fallback:?} is not a fallback; use throw, return_raw or return_partial"
+                        ),
+                    ));
+                }
+            };
             noted.push("kernel.fallback");
         }
         take!(noted, spans, f.retry_backoff_ms => k.retry_backoff_ms, "kernel.retry_backoff_ms", 0, 60_000);

@@ -344,11 +344,7 @@ fn kernel_config(config: &Config, cwd: &Path) -> KernelConfig {
         max_depth: k.max_depth,
         max_input_attempts: k.max_input_attempts,
         max_output_attempts: k.max_output_attempts,
-        fallback: match k.fallback.as_str() {
-            "return_raw" => Fallback::ReturnRaw,
-            "return_partial" => Fallback::ReturnPartial,
-            _ => Fallback::Throw,
-        },
+        fallback: k.fallback,
         retry_backoff: std::time::Duration::from_millis(k.retry_backoff_ms),
         locale: config.tools.locale,
         confirm: config.tools.confirm,

@@ -42,7 +42,7 @@ use crate::packages::index::SkillIndex;
 use crate::packages::{InstallOptions, Outcome, SkillManager};
 use crate::skill::events::EventSink;
 use crate::skill::executor::SkillOutput;
-use crate::skill::kernel::{Fallback, Kernel, KernelConfig, RunOptions, SkillContext};
+use crate::skill::kernel::{Kernel, KernelConfig, RunOptions, SkillContext};
 use crate::skill::registry::{RegisteredSkill, SkillRegistry};
 use crate::tools::Tool;
 

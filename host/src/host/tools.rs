@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::skill::history::{Filter, History, Record, ToolStats};
 use crate::skill::kernel::{RunOptions, SkillContext};
 use crate::skill::permission::Profile;
-use crate::tools::registry::{ToolCall, ToolDescriptor, ToolResult, missing_parameter};
+use crate::tools::registry::{ToolRequest, ToolDescriptor, ToolResult, missing_parameter};
 
 impl Host {
     /// `list_tools`: every tool the model may see, by name.
@@ -66,7 +66,7 @@ impl Host {
     /// reports it as a [`ToolResult`] (never an `Err`: a failure is `status: error` or
     /// `blocked` with the message). A required parameter that is missing is reported as
     /// worded `缺少必需参数: file_path` (or its English form) before the tool runs.
-    pub async fn execute_tool(&self, call: ToolCall, options: RunOptions) -> ToolResult {
+    pub async fn execute_tool(&self, call: ToolRequest, options: RunOptions) -> ToolResult {
         let started = Instant::now();
         let elapsed = || started.elapsed().as_secs_f64() * 1000.0;
         let locale = self.kernel().config().locale;

@@ -191,7 +191,7 @@ fn cell(text: &str) -> String {
 
 /// An `execute_tool` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
+pub struct ToolRequest {
     /// The caller's id for the call, echoed as `call_id`.
     #[serde(default)]
     pub id: String,

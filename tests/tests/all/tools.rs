@@ -12,7 +12,7 @@ use evo_host::skill::kernel::RunOptions;
 use evo_host::tools::confirm::{Always, Confirmation, Confirmer, Risk};
 use evo_host::tools::history::{Filter, Status};
 use evo_host::tools::permission::{Locale, Permission};
-use evo_host::tools::registry::ToolCall;
+use evo_host::tools::registry::ToolRequest;
 use evo_tests::cli::{command, stderr, stdout};
 use serde_json::{Value, json};
 
@@ -227,7 +227,7 @@ async fn execute_tool_returns_the_seeds_tool_result() {
 
     let missing = host
         .execute_tool(
-            ToolCall {
+            ToolRequest {
                 id: "call_456".into(),
                 tool_name: "read".into(),
                 arguments: json!({}),
@@ -513,7 +513,7 @@ async fn dangerous_calls_wait_for_the_users_confirmation() {
     let home = tempfile::tempdir().unwrap();
     let project = project();
     let host = host(project.path(), home.path(), Locale::En).await;
-    let rm = || ToolCall {
+    let rm = || ToolRequest {
         id: "rm".into(),
         tool_name: "bash".into(),
         arguments: json!({ "command": "rm -rf src" }),
@@ -561,7 +561,7 @@ async fn dangerous_calls_wait_for_the_users_confirmation() {
         confirmer: Some(yes.clone()),
         ..RunOptions::default()
     };
-    let write = |path: &str| ToolCall {
+    let write = |path: &str| ToolRequest {
         id: "w".into(),
         tool_name: "write".into(),
         arguments: json!({ "file_path": path, "content": "fn new() {}\n" }),
@@ -873,7 +873,7 @@ async fn the_history_filters_newest_first_and_exports() {
             caller: Some("explore-agent".into()),
             ..RunOptions::default()
         };
-        let call = ToolCall {
+        let call = ToolRequest {
             id: i.to_string(),
             tool_name: tool.into(),
             arguments,
@@ -1132,7 +1132,7 @@ async fn lsp_answers_from_rust_analyzer_reuses_it_and_stops_it_when_idle() {
         async move {
             let result = host
                 .execute_tool(
-                    ToolCall {
+                    ToolRequest {
                         id: "lsp".into(),
                         tool_name: "lsp".into(),
                         arguments: input,
@@ -1200,7 +1200,7 @@ async fn lsp_answers_from_rust_analyzer_reuses_it_and_stops_it_when_idle() {
     std::fs::write(project.path().join("main.go"), "package main\n").unwrap();
     let missing = host
         .execute_tool(
-            ToolCall {
+            ToolRequest {
                 id: "go".into(),
                 tool_name: "LSP".into(),
                 arguments: json!({ "action": "diagnostics", "file_path": "main.go" }),
@@ -1229,7 +1229,7 @@ async fn a_terminal_session_keeps_its_shell_judges_the_prompt_and_stops_everythi
         let host = host.clone();
         async move {
             host.execute_tool(
-                ToolCall {
+                ToolRequest {
                     id: "t".into(),
                     tool_name: "terminal".into(),
                     arguments: input,
@@ -1394,7 +1394,7 @@ async fn every_built_in_tools_examples_run() {
         for example in &tool.examples {
             let result = host
                 .execute_tool(
-                    ToolCall {
+                    ToolRequest {
                         id: tool.name.clone(),
                         tool_name: tool.name.clone(),
                         arguments: example.input.clone(),

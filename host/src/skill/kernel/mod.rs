@@ -79,7 +79,7 @@ pub const CONFIRM_WAIT: Duration = Duration::from_secs(10 * 60);
 pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(5);
 
 /// What an llm skill returns when its output is still invalid after the last attempt
-///.
+/// (`[kernel] fallback` in evo.toml: `throw`, `return_raw` or `return_partial`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fallback {
