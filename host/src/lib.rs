@@ -232,7 +232,7 @@ pub use skill::stats::SkillStats;
 #[cfg(feature = "postgres")]
 pub use storage::Pg;
 pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings};
-pub use tools::registry::{ToolDescriptor, ToolRequest, ToolResult};
+pub use tools::descriptor::{ToolDescriptor, ToolRequest, ToolResult};
 pub use tools::{BoxFuture, Tool, TypedTool};
 
 /// Locks `mutex`, also when a thread panicked holding it: Evo's shared tables are each

@@ -49,7 +49,7 @@ use crate::tools::Tool;
 mod builder;
 mod catalogue;
 mod grants;
-mod registry;
+mod oci;
 mod search;
 #[cfg(feature = "postgres")]
 mod shared;
@@ -57,7 +57,7 @@ mod tools;
 
 pub use builder::HostBuilder;
 pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
-pub use registry::{
+pub use oci::{
     DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled, Updated,
 };
 pub use search::{LISTING_TTL, RegistrySearch};

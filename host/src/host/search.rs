@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Host;
-use super::registry::blocking;
+use super::oci::blocking;
 use crate::error::Result;
 use crate::oci::Reference;
 use crate::oci::lock::Lock;

@@ -23,6 +23,7 @@ pub use crate::skill::history;
 /// Permission levels and profiles (defined with the kernel, which checks them).
 pub use crate::skill::permission;
 pub mod calculate;
+pub mod descriptor;
 pub mod edit;
 #[cfg(feature = "dev-tools")]
 pub mod git;
@@ -33,7 +34,6 @@ pub mod lsp;
 pub mod memory;
 pub mod project;
 pub mod read;
-pub mod registry;
 pub mod search;
 #[cfg(feature = "dev-tools")]
 pub mod shell;

@@ -10,9 +10,9 @@ use evo_host::Host;
 use evo_host::skill::context::BoxFuture;
 use evo_host::skill::kernel::RunOptions;
 use evo_host::tools::confirm::{Always, Confirmation, Confirmer, Risk};
+use evo_host::tools::descriptor::ToolRequest;
 use evo_host::tools::history::{Filter, Status};
 use evo_host::tools::permission::{Locale, Permission};
-use evo_host::tools::registry::ToolRequest;
 use evo_tests::cli::{command, stderr, stdout};
 use serde_json::{Value, json};
 
