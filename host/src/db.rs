@@ -5,7 +5,7 @@
 //! writer, and [`BUSY_TIMEOUT`] makes a writer wait for another instead of failing.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, Transaction};
 
@@ -107,12 +107,32 @@ pub(crate) fn open_sqlite(path: &Path, migrations: &[&str]) -> Result<Connection
     let fail = |e: rusqlite::Error| database_error(path, &e);
     let mut conn = Connection::open(path).map_err(fail)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(fail)?;
+    use_wal(&conn).map_err(fail)?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(fail)?;
     migrate(&mut conn, migrations).map_err(fail)?;
     Ok(conn)
+}
+
+/// Switches the file to WAL. SQLite answers a switch that meets another connection's
+/// lock (two `evo` opening a new data directory at once) with "database is locked"
+/// straight away, without the busy handler, so the switch is tried again until
+/// [`BUSY_TIMEOUT`]. A file already in WAL stays as it is.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && Instant::now() + pause < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            done => return done,
+        }
+    }
 }
 
 fn migrate(conn: &mut Connection, migrations: &[&str]) -> rusqlite::Result<()> {
@@ -189,5 +209,28 @@ mod tests {
             .read(|c| c.pragma_query_value(None, "journal_mode", |r| r.get(0)))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn processes_opening_a_new_database_at_once_all_open_it() {
+        // Two `evo` started together on a new data directory both switch the new file
+        // to WAL; SQLite answers the second "database is locked" at once, without waiting.
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let start = std::sync::Barrier::new(4);
+            std::thread::scope(|scope| {
+                let opened: Vec<_> = (0..4)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            start.wait();
+                            Db::open(dir.path()).map(drop)
+                        })
+                    })
+                    .collect();
+                for open in opened {
+                    open.join().unwrap().unwrap();
+                }
+            });
+        }
     }
 }
