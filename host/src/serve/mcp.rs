@@ -506,6 +506,17 @@ impl ServerHandler for Server {
         Ok(result.into())
     }
 
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(super::mcp_params::unreadable(
+            &request.method,
+            request.params.as_ref(),
+        ))
+    }
+
     async fn set_level(
         &self,
         request: SetLevelRequestParams,

@@ -33,6 +33,7 @@ pub mod http;
 mod manage;
 mod manage_tools;
 mod mcp;
+mod mcp_params;
 mod memory;
 mod notify;
 pub mod openapi;

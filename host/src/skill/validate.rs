@@ -32,6 +32,8 @@ use std::sync::OnceLock;
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::engine::wasm::wit_json::EXACT_INTEGER;
+
 pub use crate::error::report::{Direction, ValidationReport, Violation};
 
 /// A compiled JSON Schema.
@@ -358,6 +360,15 @@ fn expectation(
         "const" => (get("const"), format!("Set {field} to {}.", get("const"))),
         // A choice of schemas says nothing readable by itself; its description does.
         "anyOf" | "oneOf" => match schema.get("description").and_then(Value::as_str) {
+            // An integer past 2^53 where its decimal string is also taken (a WIT u64 or
+            // s64): in range or not, JSON readers (JavaScript's among them) round such a
+            // number, so the schema takes it only as a string.
+            Some(description) if past_exact(actual) && takes_a_string(schema) => (
+                description.to_owned(),
+                format!(
+                    "{field} must be {description}. {actual} is past {EXACT_INTEGER}, the largest integer a JSON number carries exactly: send it as a decimal string, \"{actual}\" (a client may already have rounded it)."
+                ),
+            ),
             Some(description) => (
                 description.to_owned(),
                 format!("{field} must be {description}."),
@@ -366,6 +377,22 @@ fn expectation(
         },
         _ => (message.to_owned(), format!("Fix {field}: {message}.")),
     }
+}
+
+/// Whether `value` is an integer past 2^53 - 1 either way, where readers that hold
+/// numbers as 64-bit floats round (one past u64 or i64 is read as a float, not here).
+fn past_exact(value: &Value) -> bool {
+    value.as_u64().is_some_and(|n| n > EXACT_INTEGER)
+        || value.as_i64().is_some_and(|n| n.unsigned_abs() > EXACT_INTEGER)
+}
+
+/// Whether one of the schemas of an `anyOf` or `oneOf` takes a string.
+fn takes_a_string(schema: &Value) -> bool {
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema.get(key).and_then(Value::as_array))
+        .flatten()
+        .any(|branch| branch.get("type").and_then(Value::as_str) == Some("string"))
 }
 
 /// How alike two enum values are, in [0, 1]: the better of edit distance and shared

@@ -24,7 +24,7 @@ pub(crate) fn node_home(root: &Path, name: &str, url: &str) -> std::path::PathBu
 
 /// One MCP message to `base/mcp` in `session`: the session id the node answered with,
 /// and the JSON-RPC answer (`null` for a notification).
-fn mcp(base: &str, session: Option<&str>, message: &Value) -> (Option<String>, Value) {
+pub(crate) fn mcp(base: &str, session: Option<&str>, message: &Value) -> (Option<String>, Value) {
     let mut request = ureq::post(format!("{base}/mcp"))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream");

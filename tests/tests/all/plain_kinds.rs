@@ -145,6 +145,23 @@ fn a_bad_input_for_each_kind_is_refused_with_where_and_what_was_expected() {
             || error.contains("error[INVALID_INPUT]") && error.contains("at v");
         assert!(reported, "{function} {input}: {error}");
     }
+    // "A u64 above 2^53 given as a JSON number ... say to send it as a string"; "a float
+    // that overflows f32 becomes Infinity silently; refuse it."
+    let error = run(home.path(), "kinds/echo-u64", &json!({ "v": u64::MAX })).unwrap_err();
+    assert!(
+        error.contains("send it as a decimal string, \"18446744073709551615\""),
+        "{error}"
+    );
+    let error = run(home.path(), "kinds/echo-f32", &json!({ "v": 1e39 })).unwrap_err();
+    assert!(
+        error.contains("error[SKILL_VALIDATION_FAILED]")
+            && error.contains("a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float)"),
+        "{error}"
+    );
+    assert_eq!(
+        run(home.path(), "kinds/echo-f32", &json!({ "v": 3.4e38 })).unwrap(),
+        json!(3.4e38_f32)
+    );
     let error = run(home.path(), "kinds/divide", &json!({ "a": 1 })).unwrap_err();
     assert!(
         error.contains("error[SKILL_VALIDATION_FAILED]") && error.contains("\"b\""),

@@ -347,6 +347,31 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
         "{error}"
     );
 
+    // Params of the wrong shape are invalid params that say which field and what it
+    // must be, whether the SDK could read the line as a request or not.
+    raw.send_line(
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"calculate","arguments":"str"}}"#,
+    );
+    let error = raw.expect_id(9);
+    assert_eq!(error["error"]["code"], -32602, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"arguments\" is a string: it must be an object"),
+        "{error}"
+    );
+    raw.send_line(r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":"x"}"#);
+    let error = raw.expect_id(10);
+    assert_eq!(error["error"]["code"], -32602, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("params must be an object (\"name\", \"arguments\"), not a string"),
+        "{error}"
+    );
+
     // A runaway call is cut at its deadline while other calls are answered meanwhile.
     let marker = format!("sleep {}", forever_marker());
     raw.call(10, "spin", json!({}));

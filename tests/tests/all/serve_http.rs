@@ -10,6 +10,7 @@ use evo_tests::cli::{HttpServer, command, stderr};
 use evo_tests::evo_bin;
 use serde_json::{Value, json};
 
+use crate::nodes::mcp;
 use crate::serve::{catalogue, check_report, run_client};
 
 #[test]
@@ -448,4 +449,76 @@ fn health_when(base: &str, done: &dyn Fn(&Value) -> bool) -> Value {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn an_mcp_request_of_the_wrong_shape_is_told_which_field_and_what_it_must_be() {
+    // "tools/call with "arguments":"str" answers -32601 "tools/call"; it is invalid
+    // params (-32602) with what was expected."
+    let home = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(home.path(), &[]);
+    let base = &server.base;
+    let (session, _) = mcp(
+        base,
+        None,
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": { "name": "shape-test", "version": "1" } } }),
+    );
+    let session = session.expect("a session starts");
+    mcp(
+        base,
+        Some(&session),
+        &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    );
+    let ask = |id: u64, method: &str, params: Value| {
+        mcp(
+            base,
+            Some(&session),
+            &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+        )
+        .1
+    };
+    let answer = ask(
+        2,
+        "tools/call",
+        json!({ "name": "calculate", "arguments": "str" }),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "the params of tools/call are wrong: \"arguments\" is a string: it must be an object, the tool's inputs, as its inputSchema says"
+    );
+    let answer = ask(
+        3,
+        "tools/call",
+        json!({ "arguments": { "expression": "1" } }),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"name\" is missing"),
+        "{answer}"
+    );
+    let answer = ask(4, "tools/run", json!({}));
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("there is no method \"tools/run\"; this server answers initialize"),
+        "{answer}"
+    );
+    // The session goes on.
+    let answer = ask(
+        5,
+        "tools/call",
+        json!({ "name": "calculate", "arguments": { "expression": "6 * 7" } }),
+    );
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], 42,
+        "{answer}"
+    );
 }

@@ -117,8 +117,16 @@ pub(super) fn sidecar_key(sidecar: Option<&crate::skill::meta::RawMeta>) -> Stri
     hex::encode(&Sha256::digest(text.as_bytes())[..16])
 }
 
+/// The Evo that makes records, and the way it describes a component: a record made by
+/// another release, or before that way changed (the number goes up with every change to
+/// what is learnt from a component, such as the schemas derived from its WIT types), is
+/// not used, and the file is read again.
+const MADE_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "+described.2");
+
 #[derive(Serialize, Deserialize)]
 struct Record {
+    #[serde(default)]
+    made_by: String,
     path: PathBuf,
     fingerprint: Fingerprint,
     known: Known,
@@ -149,7 +157,8 @@ impl KnownFiles {
     pub(super) fn get(&self, path: &Path, now: &Fingerprint) -> Option<Known> {
         let text = std::fs::read(self.record_path(path)).ok()?;
         let record: Record = serde_json::from_slice(&text).ok()?;
-        (record.path == path && record.fingerprint == *now).then_some(record.known)
+        (record.made_by == MADE_BY && record.path == path && record.fingerprint == *now)
+            .then_some(record.known)
     }
 
     /// Remembers `known` for the file at `path` with fingerprint `fingerprint` (taken
@@ -160,6 +169,7 @@ impl KnownFiles {
             return;
         }
         let record = Record {
+            made_by: MADE_BY.to_owned(),
             path: path.to_owned(),
             fingerprint,
             known,
@@ -243,6 +253,30 @@ mod tests {
         let other = dir.path().join("other.wasm");
         std::fs::copy(&path, &other).unwrap();
         assert_eq!(files.get(&other, &Fingerprint::of(&other).unwrap()), None);
+    }
+
+    #[test]
+    fn a_record_made_by_another_evo_is_ignored() {
+        // An upgrade may describe a component differently (a schema derived from its
+        // WIT types that changed): what an older Evo learnt is read again.
+        let dir = tempfile::tempdir().unwrap();
+        let files = settled(dir.path().to_owned());
+        let path = dir.path().join("skill.wasm");
+        std::fs::write(&path, b"x").unwrap();
+        let now = Fingerprint::of(&path).unwrap();
+        files.put(&path, now.clone(), known("a"));
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(files.record_path(&path)).unwrap()).unwrap();
+        assert_eq!(record["made_by"], MADE_BY);
+        assert_eq!(files.get(&path, &now), Some(known("a")));
+        for older in [serde_json::json!("0.0.9+described.2"), serde_json::Value::Null] {
+            match older {
+                serde_json::Value::Null => record.as_object_mut().unwrap().remove("made_by"),
+                older => record.as_object_mut().unwrap().insert("made_by".into(), older),
+            };
+            std::fs::write(files.record_path(&path), record.to_string()).unwrap();
+            assert_eq!(files.get(&path, &now), None, "{record}");
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ mod since_v0_1_0;
 mod slots;
 mod state;
 mod swap;
-mod wit_json;
+pub(crate) mod wit_json;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

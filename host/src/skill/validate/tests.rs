@@ -197,3 +197,31 @@ fn defaults_fill_missing_fields_only() {
     schema.apply_defaults(&mut empty);
     assert_eq!(empty, json!({ "limit": 10 }));
 }
+
+#[test]
+fn a_wide_integer_sent_as_a_number_is_told_to_come_as_a_string() {
+    // "A u64 above 2^53 given as a JSON number is refused with a message that calls it
+    // out of range; say to send it as a string."
+    let schema = Schema::compile(&json!({
+        "type": "object",
+        "properties": { "v": {
+            "description": "an integer from 0 to 18446744073709551615, or its decimal string",
+            "anyOf": [
+                { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991_u64 },
+                { "type": "string", "pattern": "^[0-9]{1,20}$" }
+            ]
+        } }
+    }))
+    .unwrap();
+    let violations = schema.check(&json!({ "v": 18_446_744_073_709_551_615_u64 }));
+    assert_eq!(
+        violations[0].suggestion,
+        "v must be an integer from 0 to 18446744073709551615, or its decimal string. 18446744073709551615 is past 9007199254740991, the largest integer a JSON number carries exactly: send it as a decimal string, \"18446744073709551615\" (a client may already have rounded it)."
+    );
+    // Within what a number carries exactly, the description alone.
+    let violations = schema.check(&json!({ "v": -1 }));
+    assert_eq!(
+        violations[0].suggestion,
+        "v must be an integer from 0 to 18446744073709551615, or its decimal string."
+    );
+}

@@ -36,7 +36,11 @@ pub fn to_val(ty: &Type, json: &Value, path: &str) -> Result<Val, Mismatch> {
         Type::S64 => Val::S64(wide(json).ok_or_else(|| {
             wrong("an integer from -9223372036854775808 to 9223372036854775807, or its decimal string")
         })?),
-        Type::Float32 => Val::Float32(float(json).ok_or_else(|| wrong(FLOAT))? as f32),
+        Type::Float32 => Val::Float32(
+            float(json)
+                .filter(|f| !f.is_finite() || f.abs() <= f64::from(f32::MAX))
+                .ok_or_else(|| wrong(FLOAT32))? as f32,
+        ),
         Type::Float64 => Val::Float64(float(json).ok_or_else(|| wrong(FLOAT))?),
         Type::Char => {
             let text = json.as_str().unwrap_or_default();
@@ -225,7 +229,8 @@ pub fn to_val(ty: &Type, json: &Value, path: &str) -> Result<Val, Mismatch> {
     })
 }
 
-const FLOAT: &str = "a number, or \"NaN\", \"Infinity\" or \"-Infinity\"";
+pub(super) const FLOAT: &str = "a number, or \"NaN\", \"Infinity\" or \"-Infinity\"";
+pub(super) const FLOAT32: &str = "a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float), or \"NaN\", \"Infinity\" or \"-Infinity\"";
 const BASE64: &str = "a base64 string (standard alphabet, padded)";
 
 fn small<T: TryFrom<i64>>(json: &Value) -> Option<T> {

@@ -29,8 +29,17 @@ pub fn schema(ty: &Type) -> Value {
                 { "type": "string", "pattern": "^-?[0-9]{1,19}$" }
             ]
         }),
-        Type::Float32 | Type::Float64 => json!({
-            "description": "a number, or \"NaN\", \"Infinity\" or \"-Infinity\"",
+        // A finite number past f32's range would become an infinity: refused, as the
+        // conversion refuses it.
+        Type::Float32 => json!({
+            "description": super::read::FLOAT32,
+            "anyOf": [
+                { "type": "number", "minimum": -f64::from(f32::MAX), "maximum": f64::from(f32::MAX) },
+                { "enum": ["NaN", "Infinity", "-Infinity"] }
+            ]
+        }),
+        Type::Float64 => json!({
+            "description": super::read::FLOAT,
             "anyOf": [
                 { "type": "number" },
                 { "enum": ["NaN", "Infinity", "-Infinity"] }

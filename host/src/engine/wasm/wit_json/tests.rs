@@ -139,6 +139,9 @@ fn a_value_that_does_not_fit_says_where_and_what_was_expected() {
         ("col", json!("purple"), "(root)", "one of red, green, blue"),
         ("perm", json!(["read", "fly"]), "(root)", "an array of flags from read, write, exec"),
         ("pair", json!([1]), "(root)", "an array of 2 items"),
+        // "A float that overflows f32 becomes Infinity silently; refuse it."
+        ("single", json!(1e39), "(root)", "a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float), or \"NaN\", \"Infinity\" or \"-Infinity\""),
+        ("single", json!(-1e39), "(root)", "a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float), or \"NaN\", \"Infinity\" or \"-Infinity\""),
     ] {
         let ty = param(&params, name);
         let error = to_val(&ty, &value, "(root)").unwrap_err();
@@ -159,4 +162,19 @@ fn wide_integers_beyond_what_javascript_holds_are_strings() {
         path: "(root)".into(),
         expected: "an integer from -9223372036854775808 to 9223372036854775807, or its decimal string".into(),
     }));
+}
+
+#[test]
+fn a_float_at_the_edge_of_f32_fits_and_its_schema_says_so() {
+    let (params, _) = every_kind();
+    let single = param(&params, "single");
+    let edge = f64::from(f32::MAX);
+    assert_eq!(to_val(&single, &json!(edge), "(root)").unwrap(), Val::Float32(f32::MAX));
+    assert_eq!(to_val(&single, &json!("Infinity"), "(root)").unwrap(), Val::Float32(f32::INFINITY));
+    let schema = schema(&single);
+    let validator = jsonschema::draft7::new(&schema).unwrap();
+    assert!(validator.is_valid(&json!(edge)) && validator.is_valid(&json!("-Infinity")));
+    assert!(!validator.is_valid(&json!(1e39)));
+    let double = jsonschema::draft7::new(&super::schema(&param(&params, "double"))).unwrap();
+    assert!(double.is_valid(&json!(1e39)));
 }
