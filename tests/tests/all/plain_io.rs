@@ -345,3 +345,101 @@ fn granting_by_name_reaches_an_installed_component_and_revoking_takes_it_away() 
         "a refusal is logged too: {history}"
     );
 }
+
+/// A plain component whose `count` returns how many configuration values it reads
+/// through `get-all` of `interface` (`wasi:config/store@VERSION` or `…/runtime@…`).
+fn config_reader(interface: &str) -> Vec<u8> {
+    let (package, name) = interface.split_once('/').unwrap();
+    let (name, version) = name.split_once('@').unwrap();
+    let error = if name == "runtime" {
+        "config-error"
+    } else {
+        "error"
+    };
+    let wit = format!(
+        r#"
+        package test:config;
+        world reader {{
+            import {interface};
+            export count: func() -> u32;
+        }}
+        package {package}@{version} {{
+            interface {name} {{
+                variant {error} {{ upstream(string), io(string) }}
+                get: func(key: string) -> result<option<string>, {error}>;
+                get-all: func() -> result<list<tuple<string, string>>, {error}>;
+            }}
+        }}
+        "#
+    );
+    // The result lands at 16: its case (0 ok) in the first byte, the list's address
+    // and length at 20 and 24. The host copies the list in with `cabi_realloc`.
+    let core = format!(
+        r#"(module
+        (import "{interface}" "get-all" (func $get_all (param i32)))
+        (memory (export "memory") 1)
+        (global $next (mut i32) (i32.const 1024))
+        (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+            (local $at i32)
+            (local.set $at (i32.and
+                (i32.add (global.get $next) (i32.sub (local.get 2) (i32.const 1)))
+                (i32.sub (i32.const 0) (local.get 2))))
+            (global.set $next (i32.add (local.get $at) (local.get 3)))
+            (local.get $at))
+        (func (export "count") (result i32)
+            (call $get_all (i32.const 16))
+            (if (result i32) (i32.load8_u (i32.const 16))
+                (then (i32.const 9999))
+                (else (i32.load (i32.const 24))))))"#
+    );
+    evo_tests::component_from_wat(&core, &wit, "reader")
+}
+
+#[test]
+fn a_component_reads_its_values_through_every_published_wasi_config_and_is_told_the_versions_evo_has()
+ {
+    // "Link every published wasi:config version ... and when an import is missing name
+    // the versions Evo has."
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    for (i, interface) in [
+        "wasi:config/store@0.2.0-rc.1",
+        "wasi:config/store@0.2.0-draft",
+        "wasi:config/store@0.2.0-draft-2024-09-27",
+        "wasi:config/runtime@0.2.0-draft",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let file = root.path().join(format!("reader{i}.wasm"));
+        std::fs::write(&file, config_reader(interface)).unwrap();
+        let skill = file.to_str().unwrap();
+        let out = evo(&home, &["skill", "info", skill, "--json"]);
+        assert!(out.status.success(), "{interface}: {}", stderr(&out));
+        let info: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        // A component's values are named for the component, as its grants are.
+        let name = info["component"].as_str().unwrap().to_owned();
+        std::fs::write(
+            home.join("evo.toml"),
+            format!("[skill_config.\"{name}\"]\nregion = \"eu\"\nunits = \"metric\"\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            run(&home, skill, &json!({}), &[]),
+            Ok(json!(2)),
+            "{interface}: {info}"
+        );
+    }
+
+    let file = root.path().join("future.wasm");
+    std::fs::write(&file, config_reader("wasi:config/store@0.3.0-draft")).unwrap();
+    let out = evo(&home, &["skill", "install", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let error = stderr(&out);
+    assert!(
+        error.contains("wasi:config/store@0.3.0-draft")
+            && error.contains("of that package Evo provides wasi:config/store@0.2.0-rc.1, wasi:config/store@0.2.0-draft, wasi:config/store@0.2.0-draft-2024-09-27, wasi:config/runtime@0.2.0-draft"),
+        "{error}"
+    );
+}

@@ -266,10 +266,9 @@ impl WasmSkill {
     }
 }
 
-/// What a Wasm component whose manifest is `meta` is granted within `policy` (its
-/// `wasi:config` values included); what is refused is logged.
 /// What `meta`'s skill gets of `policy`: what it asks for within the policy that applies
-/// to it when it `asks` (it has a manifest to ask with), else what is named for it.
+/// to it when it `asks` (it has a manifest to ask with), else what is named for it, and
+/// its `wasi:config` values. What is refused is logged.
 pub(super) fn grant_for(meta: &SkillMeta, policy: &Policy, asks: bool) -> Grant {
     let name = &meta.name;
     let mut grant = match (asks, policy.named_for(name)) {

@@ -145,8 +145,33 @@ fn link(
 ) -> Result<InstancePre<HostState>> {
     flavor.linker.instantiate_pre(component).map_err(|e| Error::NotASkill {
         skill: label.to_owned(),
-        reason: format!("it imports something this host does not provide ({e:#}); components may import only WASI p2 (filesystem, clocks, random, cli, sockets, http), wasi:config and evo:skill/context"),
+        reason: unprovided(&format!("{e:#}")),
     })
+}
+
+/// Why a component could not be linked (wasmtime's `error`), with the versions Evo has
+/// of the interface it lacks when Evo has any.
+fn unprovided(error: &str) -> String {
+    let named = error
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .find(|name| name.contains(':') && name.contains('/'));
+    let versions = named
+        .and_then(|name| name.split_once('/'))
+        .map(|(package, _)| {
+            super::config_store::PROVIDED
+                .iter()
+                .filter(|provided| provided.starts_with(&format!("{package}/")))
+                .copied()
+                .collect::<Vec<_>>()
+        })
+        .filter(|versions| !versions.is_empty())
+        .map(|versions| format!("; of that package Evo provides {}", versions.join(", ")))
+        .unwrap_or_default();
+    format!(
+        "it imports something this host does not provide ({error}){versions}; components may import only WASI 0.2 (filesystem, clocks, random, cli, sockets, http, at any 0.2.x), wasi:config and evo:skill/context"
+    )
 }
 
 /// An Evo skill's linked component with its `evo:skill/skill` export resolved (of any

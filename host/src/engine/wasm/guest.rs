@@ -106,9 +106,6 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         skill: skill_name,
         calls: calls.into(),
         grant: grant.clone(),
-        config: wasmtime_wasi_config::WasiConfigVariables::from_iter(
-            grant.config.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        ),
         ctx: ctx.clone(),
         chatter: 0,
         _live: engine.live(),

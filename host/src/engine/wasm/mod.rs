@@ -28,6 +28,7 @@ mod background;
 mod cache;
 mod call;
 mod compile;
+mod config_store;
 mod contract;
 mod executor;
 mod functions;

@@ -28,8 +28,6 @@ pub struct HostState {
     pub(super) skill: Arc<str>,
     pub(super) calls: Arc<[String]>,
     pub(super) grant: Arc<Grant>,
-    /// The skill's configuration values (`wasi:config/store`).
-    pub(super) config: wasmtime_wasi_config::WasiConfigVariables,
     /// The calling frame: scratch, events, skill calls, model and memory.
     pub(super) ctx: SkillContext,
     pub(super) chatter: u32,
@@ -82,14 +80,13 @@ impl WasiHttpView for HostState {
     }
 }
 
-/// Adds WASI p2, `wasi:http` (every request checked against the grant) and the
-/// current `context` interface to `linker`.
+/// Adds WASI p2, `wasi:http` (every request checked against the grant), `wasi:config`
+/// (the granted values, every published version) and the current `context` interface
+/// to `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
-    wasmtime_wasi_config::add_to_linker(linker, |state: &mut HostState| {
-        wasmtime_wasi_config::WasiConfig::from(&state.config)
-    })?;
+    super::config_store::add_to_linker(linker)?;
     context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)?;
     Ok(())
 }
