@@ -131,18 +131,47 @@ pub(super) async fn update(globals: &Globals, names: &[String]) -> Result<(), Fa
     } else {
         names.to_vec()
     };
-    let mut updates = Vec::new();
+    // Each skill on its own: one refused (unsigned, unreachable, moved to something
+    // that does not install) neither stops nor hides the others.
+    let mut results = Vec::new();
     for name in &names {
-        updates.push(host.update_from_registry(name).await?);
+        results.push((name, host.update_from_registry(name).await));
     }
+    if let [(_, Err(_))] = results.as_slice()
+        && let Some((_, Err(e))) = results.pop()
+    {
+        return Err(e.into());
+    }
+    let failed = results.iter().find_map(|(_, r)| r.as_ref().err());
+    let exit = failed.map(|e| e.answer().exit);
     if globals.json {
-        out!("{}", serde_json::to_value(&updates).map_err(internal)?);
-        return Ok(());
+        let entries = results
+            .iter()
+            .map(|(name, result)| match result {
+                Ok(update) => serde_json::to_value(update).map_err(internal),
+                Err(e) => Ok(json!({
+                    "name": name, "success": false, "error": e.to_string(),
+                    "code": e.code(), "hint": e.hint(),
+                })),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        out!("{}", serde_json::Value::Array(entries));
+        return exit.map_or(Ok(()), |status| Err(Failure::Reported(status)));
     }
-    if updates.is_empty() {
+    if results.is_empty() {
         out!("no skill was installed from a registry");
     }
-    for update in &updates {
+    for (name, result) in &results {
+        let update = match result {
+            Ok(update) => update,
+            Err(e) => {
+                eprintln!("error[{}]: {name}: {e}", e.code());
+                if let Some(hint) = e.hint() {
+                    eprintln!("  hint: {hint}");
+                }
+                continue;
+            }
+        };
         if update.from == update.to {
             out!(
                 "{}: up to date ({} is {})",
@@ -159,6 +188,14 @@ pub(super) async fn update(globals: &Globals, names: &[String]) -> Result<(), Fa
                 update.to
             );
         }
+    }
+    if let Some(status) = exit {
+        let refused = results.iter().filter(|(_, r)| r.is_err()).count();
+        eprintln!(
+            "{refused} of {} skills were not updated (each said why above)",
+            results.len()
+        );
+        return Err(Failure::Reported(status));
     }
     Ok(())
 }

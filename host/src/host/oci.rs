@@ -51,7 +51,7 @@ pub struct RegistryInstalled {
     pub source: RegistrySource,
     /// With `--locked`, the digest the tag names now when it is not the one installed:
     /// reported, not followed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "tagMovedTo", skip_serializing_if = "Option::is_none")]
     pub tag_moved_to: Option<String>,
 }
 
@@ -276,6 +276,11 @@ impl Host {
                 transient: false,
             });
         }
+        if options.locked
+            && let Some(already) = self.installed_at(&r, &digest, moved.as_deref())
+        {
+            return Ok(already);
+        }
         let installed = self
             .pull_and_install(session, &r, &digest, options.overwrite, options.progress)
             .await?;
@@ -301,6 +306,40 @@ impl Host {
             outcome,
             source: installed.source,
             tag_moved_to: moved,
+        })
+    }
+
+    /// The skill `r` installed, when it is installed at `digest` already: what a
+    /// `--locked` install of it answers, changing nothing (`moved`: the digest the tag
+    /// names now, when another).
+    fn installed_at(
+        &self,
+        r: &Reference,
+        digest: &str,
+        moved: Option<&str>,
+    ) -> Option<RegistryInstalled> {
+        let lock = Lock::read(&self.lock_path()).ok()?;
+        let name = lock.installed_from(&r.name())?.name.clone();
+        let dir = crate::paths::skills_dir(&self.inner.data_dir).join(&name);
+        let record = InstallRecord::read(&dir)?;
+        let source = record.source.clone().filter(|s| s.digest == digest)?;
+        let mut warnings = Vec::new();
+        if let Some(now) = moved {
+            warnings.push(format!(
+                "{r} now names {now}; {digest} stays installed, as the lock file pins (`evo skill update {name}` follows the tag)"
+            ));
+        }
+        Some(RegistryInstalled {
+            outcome: Outcome {
+                success: true,
+                name,
+                message: "Skill already installed at its pinned digest: nothing changed".into(),
+                digest: Some(record.digest.clone()),
+                skill: Some(record),
+                warnings,
+            },
+            source,
+            tag_moved_to: moved.map(str::to_owned),
         })
     }
 

@@ -3,7 +3,7 @@
 //! (an `evo secret`, Docker's config.json, the token flow), and several nodes each
 //! checking against their own trust. The registries are `scripts/registry.sh`'s.
 
-use evo_tests::cli::{command, stderr, stdout};
+use evo_tests::cli::{command, evo, stderr, stdout};
 use evo_tests::skills;
 use serde_json::{Value, json};
 
@@ -542,4 +542,97 @@ fn signatures_are_cosigns_format_and_openssl_checks_them_both_ways() {
         installed["source"]["signer"]["key"], "openssl",
         "{installed}"
     );
+}
+
+#[test]
+fn update_takes_each_skill_on_its_own_and_locked_leaves_a_pinned_skill_as_it_is() {
+    // "`evo skill update` stops at the first refusal: another skill's valid signed
+    // update is neither applied nor reported until named. Update each independently;
+    // report all."
+    let author = home("");
+    let keydir = tempfile::tempdir().unwrap();
+    let (alice, alice_pub) = keys(author.path(), keydir.path(), "alice");
+    let repo = |name: &str| format!("{}/updates/{name}:1.0", open());
+    let first_a = publish_signed(author.path(), skills::PLAIN_KINDS, &repo("upd-a"), &alice);
+    publish_signed(author.path(), skills::PLAIN_KINDS, &repo("upd-b"), &alice);
+    let trust = format!(
+        "[trust]\nkeys = [\"{}\"]\nrequire_signature = true\n",
+        alice_pub.display()
+    );
+    let user = home(&trust);
+    for name in ["upd-a", "upd-b"] {
+        ok(
+            user.path(),
+            &["skill", "install", &format!("oci://{}", repo(name))],
+        );
+    }
+    // upd-a's tag moves to an unsigned artifact, upd-b's to one alice signed.
+    let moved_a = ok_json(
+        author.path(),
+        &["skill", "publish", skills::PLAIN_IO, &repo("upd-a")],
+    );
+    let moved_b = publish_signed(author.path(), skills::PLAIN_IO, &repo("upd-b"), &alice);
+
+    let out = evo(user.path(), &["--json", "skill", "update"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let entry = |name: &str| {
+        report
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is reported: {report}"))
+            .clone()
+    };
+    let refused = entry("upd-a");
+    assert_eq!(refused["code"], "SIGNATURE_REQUIRED", "{report}");
+    assert_eq!(refused["success"], false, "{report}");
+    let followed = entry("upd-b");
+    assert_eq!(followed["to"], moved_b["digest"], "{report}");
+    let info = ok_json(user.path(), &["skill", "info", "upd-a"]);
+    assert_eq!(info["installed"]["source"]["digest"], first_a["digest"]);
+
+    // In words: each refusal with its code, each update, and how many were refused.
+    let out = evo(user.path(), &["skill", "update"]);
+    assert_eq!(out.status.code(), Some(2));
+    let (text, errors) = (stdout(&out), stderr(&out));
+    assert!(text.contains("upd-b: up to date"), "{text}");
+    assert!(
+        errors.contains("error[SIGNATURE_REQUIRED]: upd-a: ")
+            && errors.contains("1 of 2 skills were not updated"),
+        "{errors}"
+    );
+
+    // "`--locked REF` on a skill already at its pinned digest errors instead of doing
+    // nothing": it does nothing, and says where the tag went.
+    let locked = ok_json(
+        user.path(),
+        &[
+            "skill",
+            "install",
+            "--locked",
+            &format!("oci://{}", repo("upd-a")),
+        ],
+    );
+    assert_eq!(locked["source"]["digest"], first_a["digest"], "{locked}");
+    assert_eq!(locked["tagMovedTo"], moved_a["digest"], "{locked}");
+    // "`--locked --json` lacks `tagMovedTo`": installing everything the lock pins on
+    // another machine reports it too.
+    let other = home(&trust);
+    std::fs::copy(user.path().join("evo.lock"), other.path().join("evo.lock")).unwrap();
+    let all = ok_json(other.path(), &["skill", "install", "--locked"]);
+    let pinned_a = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "upd-a")
+        .unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(pinned_a["tagMovedTo"], moved_a["digest"], "{all}");
 }
