@@ -33,6 +33,7 @@
 //! max_timeout_ms = 300000
 //! max_output_bytes = 16777216
 //! max_fuel = 1000000000               # optional
+//! max_instances = 128                 # core instances (and tables) per component
 //! compile_cache = true
 //! max_component_mb = 64               # larger components are refused
 //! compile_deadline_ms = 120000        # a longer compile fails the load
@@ -184,6 +185,8 @@ pub struct EngineSettings {
     pub max_timeout_ms: u64,
     /// The most fuel per call, if the operator caps it.
     pub max_fuel: Option<u64>,
+    /// The most core instances (and tables) one component may create.
+    pub max_instances: u32,
     /// Largest component compiled at all, MiB.
     pub max_component_mb: u64,
     /// Longest wait for a component to compile, ms.
@@ -413,6 +416,7 @@ impl Default for Config {
                 max_output_bytes: limits.max_output_bytes,
                 max_timeout_ms: limits.max_timeout_ms,
                 max_fuel: limits.max_fuel,
+                max_instances: limits.max_instances,
                 max_component_mb: crate::engine::wasm::DEFAULT_MAX_COMPONENT_BYTES >> 20,
                 compile_deadline_ms: u64::try_from(
                     crate::engine::wasm::DEFAULT_COMPILE_DEADLINE.as_millis(),

@@ -109,6 +109,7 @@ struct EngineFile {
     max_output_bytes: Option<u64>,
     max_timeout_ms: Option<u64>,
     max_fuel: Option<u64>,
+    max_instances: Option<u32>,
     max_component_mb: Option<u64>,
     compile_deadline_ms: Option<u64>,
     symlinks: Option<bool>,
@@ -364,6 +365,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         take!(noted, spans, f.max_memory_mib => e.max_memory_mib, "engine.max_memory_mib", 1, 1 << 20);
         take!(noted, spans, f.max_output_bytes => e.max_output_bytes, "engine.max_output_bytes", 1, u64::MAX);
         take!(noted, spans, f.max_timeout_ms => e.max_timeout_ms, "engine.max_timeout_ms", 1, u64::MAX);
+        take!(noted, spans, f.max_instances => e.max_instances, "engine.max_instances", 1, 10_000);
         take!(noted, spans, f.max_component_mb => e.max_component_mb, "engine.max_component_mb", 1, 4_096);
         take!(noted, spans, f.compile_deadline_ms => e.compile_deadline_ms, "engine.compile_deadline_ms", 1, u64::MAX);
         if let Some(fuel) = f.max_fuel {

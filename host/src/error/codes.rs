@@ -179,6 +179,11 @@ impl Error {
             Self::Engine(_) => {
                 "`evo doctor` checks the set-up; `-v` shows what the engine was doing"
             }
+            Self::ComponentLimit { message, .. }
+                if message.contains("core instances") || message.contains("more tables") =>
+            {
+                "if you trust the component, raise `max_instances` under [engine] in evo.toml"
+            }
             Self::ComponentLimit { .. } => {
                 "if you trust the component, raise `max_component_mb` or `compile_deadline_ms` under [engine] in evo.toml"
             }

@@ -300,6 +300,7 @@ fn loader(
             max_output_bytes: e.max_output_bytes,
             max_timeout_ms: e.max_timeout_ms,
             max_fuel: e.max_fuel,
+            max_instances: e.max_instances,
         },
     })?;
     let loader = Loader::new().with_wasm(engine, config.grants.clone());

@@ -251,3 +251,58 @@ fn the_manifest_beside_a_hostile_component_sets_its_fuel_and_memory() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "2");
 }
+
+/// A component of `instances` core instances of one tiny module, whose `answer` (the
+/// last instance's) returns 7.
+fn many_instances(instances: usize) -> Vec<u8> {
+    let mut wat = String::from(
+        "(component\n  (core module $m (func (export \"f\") (result i32) (i32.const 7)))\n",
+    );
+    for i in 0..instances {
+        wat.push_str(&format!("  (core instance $i{i} (instantiate $m))\n"));
+    }
+    wat.push_str(&format!(
+        "  (alias core export $i{} \"f\" (core func $f))\n  (func (export \"answer\") (result u32) (canon lift (core func $f)))\n)\n",
+        instances - 1
+    ));
+    wat::parse_str(&wat).expect("the test's component parses")
+}
+
+#[test]
+fn a_component_of_many_instances_runs_within_the_cap_and_past_it_is_told_the_setting() {
+    // "componentize-py with --stub-wasi traps on every call with `instance count too
+    // high at 33` (the pool allows 32) ... make a limit hit say which limit and the
+    // setting that raises it."
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |file: &str| {
+        command(&home, &["skill", "run", file, "--input", "{}"])
+            .output()
+            .unwrap()
+    };
+    let forty = root.path().join("forty.wasm");
+    std::fs::write(&forty, many_instances(40)).unwrap();
+    let out = run(forty.to_str().unwrap());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "7");
+
+    let many = root.path().join("many.wasm");
+    std::fs::write(&many, many_instances(200)).unwrap();
+    let out = run(many.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let error = stderr(&out);
+    assert!(
+        error.contains("error[COMPONENT_LIMIT]")
+            && error.contains(
+                "the component creates more core instances than the 128 one component may have"
+            )
+            && error.contains("raise `max_instances` under [engine] in evo.toml"),
+        "{error}"
+    );
+    // The operator raises it.
+    std::fs::write(home.join("evo.toml"), "[engine]\nmax_instances = 256\n").unwrap();
+    let out = run(many.to_str().unwrap());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "7");
+}

@@ -70,3 +70,49 @@ pub fn shapes_answer(lang: &str, wasm: &str) {
 fn a_python_plain_component_runs_through_evo() {
     shapes_answer("py", evo_tests::skills::PY_PLAIN_SHAPES);
 }
+
+#[test]
+fn componentize_pys_own_start_up_function_is_not_a_tool() {
+    // "componentize-py's `exports/init` is listed as a skill (a ~300-line schema) and
+    // traps when called. Recognise toolchain-internal exports and leave them out, with
+    // the reason in `skill info`."
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("shapes.wasm");
+    std::fs::copy(evo_tests::skills::PY_PLAIN_SHAPES, &file).unwrap();
+    let file = file.display().to_string();
+    let out = evo_shared_cache(home.path(), &["--json", "skill", "info", &file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let skills: Vec<&str> = info["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        skills,
+        [
+            "shapes__greet",
+            "shapes__double",
+            "shapes__geometry__area",
+            "shapes__geometry__centroid"
+        ],
+        "{info}"
+    );
+    let text = stdout(&evo_shared_cache(home.path(), &["skill", "info", &file]));
+    assert!(
+        text.contains("exports/init") && text.contains("componentize-py's own start-up function"),
+        "{text}"
+    );
+    let out = evo_shared_cache(
+        home.path(),
+        &[
+            "skill",
+            "run",
+            &format!("{file}#exports/init"),
+            "--input",
+            "{}",
+        ],
+    );
+    assert!(!out.status.success());
+}

@@ -64,10 +64,8 @@ impl WasmEngine {
                             }
                             None => wasmtime::component::Component::new(&flavor.engine, &bytes[..]),
                         });
-                let component = compiled.map_err(|e| Error::InvalidComponent {
-                    skill: label_owned.clone(),
-                    reason: format!("{e:#}"),
-                })?;
+                let max_instances = engine.inner.config.limits.max_instances;
+                let component = compiled.map_err(|e| refused(&label_owned, &e, max_instances))?;
                 let linked = link(flavor, &label_owned, &component)?;
                 let loaded = ready(&label_owned, linked)?;
                 engine.inner.compiled.fetch_add(1, Ordering::Relaxed);
@@ -134,6 +132,28 @@ impl Gates {
         if gates.get(&key).is_some_and(|gate| Arc::strong_count(gate) == 1) {
             gates.remove(&key);
         }
+    }
+}
+
+/// Why a component did not compile: past the engine's cap on core instances or tables
+/// (the pool's words for it), else invalid.
+fn refused(label: &str, error: &wasmtime::Error, max_instances: u32) -> Error {
+    let text = format!("{error:#}");
+    match ["core module instances", "tables"]
+        .into_iter()
+        .find(|what| text.contains(&format!("{what}, which exceeds the configured maximum")))
+    {
+        Some(what) => Error::ComponentLimit {
+            skill: label.to_owned(),
+            message: format!(
+                "the component creates more {} than the {max_instances} one component may have ({text})",
+                if what == "tables" { "tables" } else { "core instances" }
+            ),
+        },
+        None => Error::InvalidComponent {
+            skill: label.to_owned(),
+            reason: text,
+        },
     }
 }
 

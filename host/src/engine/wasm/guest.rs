@@ -52,6 +52,8 @@ impl Instantiate for wasmtime::component::InstancePre<HostState> {
 pub(super) struct GuestRun {
     skill: String,
     limits: Limits,
+    /// The engine's cap on a component's core instances and tables.
+    max_instances: u32,
     memory_exceeded: bool,
     timed_out: bool,
     stdout: MemoryOutputPipe,
@@ -102,7 +104,8 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
             Some(ctx.clone()),
         ),
         table,
-        limiter: StoreLimiter::new(limits.memory_bytes()),
+        limiter: StoreLimiter::new(limits.memory_bytes())
+            .with_instances(engine.inner.config.limits.max_instances),
         skill: skill_name,
         calls: calls.into(),
         grant: grant.clone(),
@@ -170,6 +173,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     let guest = GuestRun {
         skill: skill.to_owned(),
         limits: *limits,
+        max_instances: engine.inner.config.limits.max_instances,
         memory_exceeded,
         timed_out,
         stdout,
@@ -281,6 +285,20 @@ impl GuestRun {
                 skill,
                 message: format!(
                     "the skill held more than {MAX_RESOURCES} host resources at once (open files, directories, streams), the per-call cap; close files it no longer needs"
+                ),
+            };
+        }
+        // wasmtime's words for an instance or table the store limiter refused.
+        let cause = error.root_cause().to_string();
+        if let Some(what) = ["instance", "table"]
+            .into_iter()
+            .find(|what| cause.contains(&format!("{what} count too high")))
+        {
+            return Error::Trap {
+                skill,
+                message: format!(
+                    "the component creates more than {} core {what}s, the most one component may have; if you trust it, raise `max_instances` under [engine] in evo.toml",
+                    self.max_instances
                 ),
             };
         }

@@ -121,7 +121,7 @@ pub(super) fn sidecar_key(sidecar: Option<&crate::skill::meta::RawMeta>) -> Stri
 /// another release, or before that way changed (the number goes up with every change to
 /// what is learnt from a component, such as the schemas derived from its WIT types), is
 /// not used, and the file is read again.
-const MADE_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "+described.2");
+const MADE_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "+described.3");
 
 #[derive(Serialize, Deserialize)]
 struct Record {

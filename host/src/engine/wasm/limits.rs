@@ -26,12 +26,13 @@ pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 /// pollables): each open file is a descriptor of the host's, and the host has a few
 /// thousand for every call it runs.
 pub const MAX_RESOURCES: usize = 256;
-/// Instances, tables and memories a component may create; a Rust wasip2 component has
-/// 3–4 core instances and one memory.
-pub const MAX_INSTANCES: usize = 32;
-/// See [`MAX_INSTANCES`].
-pub const MAX_TABLES: usize = 32;
-/// See [`MAX_INSTANCES`].
+/// Core instances one component may create unless the operator sets another cap
+/// (`[engine] max_instances`), and tables as many: a Rust wasip2 component has 3–4
+/// core instances, a componentize-js one about a dozen, a componentize-py one built
+/// with `--stub-wasi` 33. A component's count is fixed by its bytes: one past the cap
+/// is refused when it is loaded, with the setting named.
+pub const DEFAULT_MAX_INSTANCES: u32 = 128;
+/// Memories a component may create; a Rust wasip2 component has one.
 pub const MAX_MEMORIES: usize = 4;
 /// Deadline for each host call that can block (`call`, `llm`, `memory-*`), so a slow
 /// backend cannot hold a guest past its own deadline unnoticed.
@@ -66,6 +67,8 @@ pub struct LimitPolicy {
     pub max_timeout_ms: u64,
     /// Most fuel per call, if the operator caps it.
     pub max_fuel: Option<u64>,
+    /// Most core instances (and tables) one component may create.
+    pub max_instances: u32,
 }
 
 impl Default for LimitPolicy {
@@ -75,6 +78,7 @@ impl Default for LimitPolicy {
             max_output_bytes: MAX_OUTPUT_BYTES,
             max_timeout_ms: MAX_TIMEOUT_MS,
             max_fuel: None,
+            max_instances: DEFAULT_MAX_INSTANCES,
         }
     }
 }
@@ -137,6 +141,8 @@ impl Limits {
 #[derive(Debug)]
 pub struct StoreLimiter {
     memory_limit: usize,
+    /// Core instances and tables, each.
+    instances: usize,
     memory_used: usize,
     table_elements: usize,
     /// Set when a grow was refused, so the caller can report the limit.
@@ -152,13 +158,23 @@ pub struct MemoryLimitExceeded {
 }
 
 impl StoreLimiter {
-    /// A limiter allowing `memory_limit` bytes of linear memory in total.
+    /// A limiter allowing `memory_limit` bytes of linear memory in total, and
+    /// [`DEFAULT_MAX_INSTANCES`] core instances and tables.
     pub fn new(memory_limit: usize) -> Self {
         Self {
             memory_limit,
+            instances: DEFAULT_MAX_INSTANCES as usize,
             memory_used: 0,
             table_elements: 0,
             memory_exceeded: false,
+        }
+    }
+
+    /// The same, allowing `instances` core instances and as many tables.
+    pub fn with_instances(self, instances: u32) -> Self {
+        Self {
+            instances: instances as usize,
+            ..self
         }
     }
 }
@@ -204,11 +220,11 @@ impl wasmtime::ResourceLimiter for StoreLimiter {
     }
 
     fn instances(&self) -> usize {
-        MAX_INSTANCES
+        self.instances
     }
 
     fn tables(&self) -> usize {
-        MAX_TABLES
+        self.instances
     }
 
     fn memories(&self) -> usize {

@@ -231,6 +231,8 @@ impl EngineConfig {
             .total_tables(calls * TABLES_PER_CALL)
             .total_stacks(calls)
             .max_memories_per_component(MEMORIES_PER_CALL)
+            .max_core_instances_per_component(self.limits.max_instances)
+            .max_tables_per_component(self.limits.max_instances)
             .max_memory_size(
                 usize::try_from(self.limits.max_memory_mib << 20).unwrap_or(usize::MAX),
             )

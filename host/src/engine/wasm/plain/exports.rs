@@ -102,6 +102,10 @@ pub(super) fn exports(
         }
         let params: Vec<(String, Type)> =
             func.params().map(|(n, t)| (n.to_owned(), t)).collect();
+        if let Some(reason) = toolchain_internal(interface.map(|(full, _)| full), func_name, &params) {
+            unusable.push(refuse(reason));
+            return;
+        }
         let result = func.results().next();
         let no_json = params
             .iter()
@@ -209,6 +213,25 @@ pub(super) fn exports(
 fn short_name(interface: &str) -> &str {
     let name = interface.rsplit_once('/').map_or(interface, |(_, n)| n);
     name.split_once('@').map_or(name, |(n, _)| n)
+}
+
+/// Why `function` (of the exported `interface`, if any) is not the component's own but
+/// its toolchain's, if it is: a tool a model could call only to trap.
+///
+/// componentize-py exports `exports/init(app-name, symbols, stub-wasi)`, which it calls
+/// once while it builds the component (to load the application's code into the
+/// snapshot); called again it traps, and its `symbols` parameter alone is a schema of
+/// hundreds of lines.
+fn toolchain_internal(
+    interface: Option<&str>,
+    function: &str,
+    params: &[(String, Type)],
+) -> Option<String> {
+    let named = |name: &str| params.iter().any(|(n, _)| n == name);
+    (interface == Some("exports") && function == "init" && named("app-name") && named("symbols"))
+        .then(|| {
+            "it is componentize-py's own start-up function, which it runs while it builds the component (called again, it traps), not one of the application's".to_owned()
+        })
 }
 
 /// Why a function of a resource (`[method]counter.get`) is not a skill.
