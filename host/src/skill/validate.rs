@@ -32,8 +32,6 @@ use std::sync::OnceLock;
 use jsonschema::Validator;
 use serde_json::Value;
 
-use crate::engine::wasm::wit_json::EXACT_INTEGER;
-
 pub use crate::error::report::{Direction, ValidationReport, Violation};
 
 /// A compiled JSON Schema.
@@ -378,6 +376,10 @@ fn expectation(
         _ => (message.to_owned(), format!("Fix {field}: {message}.")),
     }
 }
+
+/// The largest integer every JSON reader holds exactly (2^53 − 1): past it, readers that
+/// hold numbers as 64-bit floats (JavaScript's among them) round.
+pub(crate) const EXACT_INTEGER: u64 = (1 << 53) - 1;
 
 /// Whether `value` is an integer past 2^53 - 1 either way, where readers that hold
 /// numbers as 64-bit floats round (one past u64 or i64 is read as a float, not here).

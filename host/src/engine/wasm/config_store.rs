@@ -5,9 +5,15 @@
 //! `runtime@0.2.0-draft`. They differ only in names; each reads the same values, and
 //! none fails (the values are in memory). Their WIT is in `wit/wasi-config/`.
 
+use std::collections::BTreeMap;
+
 use wasmtime::component::{HasData, Linker};
 
-use super::state::HostState;
+/// A store's state that holds the call's configuration values.
+pub(super) trait HasConfig: 'static {
+    /// The values the call was granted.
+    fn config_values(&self) -> &BTreeMap<String, String>;
+}
 
 /// Every `wasi:config` interface Evo provides, for the message that names what a
 /// component imports and Evo lacks.
@@ -51,7 +57,7 @@ mod first {
 }
 
 /// One call's values, as every version reads them.
-pub(super) struct Values<'a>(&'a std::collections::BTreeMap<String, String>);
+pub(super) struct Values<'a>(&'a BTreeMap<String, String>);
 
 /// The [`HasData`] of [`Values`].
 struct HasValues;
@@ -90,13 +96,13 @@ host!(first::wasi::config::runtime::Host, FirstError);
 
 /// Adds every version in [`PROVIDED`] to `linker`, each reading the call's granted
 /// values.
-pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    fn values(state: &mut HostState) -> Values<'_> {
-        Values(&state.grant.config)
+pub(super) fn add_to_linker<T: HasConfig>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    fn values<T: HasConfig>(state: &mut T) -> Values<'_> {
+        Values(state.config_values())
     }
-    rc1::wasi::config::store::add_to_linker::<HostState, HasValues>(linker, values)?;
-    draft::wasi::config::store::add_to_linker::<HostState, HasValues>(linker, values)?;
-    spin::wasi::config::store::add_to_linker::<HostState, HasValues>(linker, values)?;
-    first::wasi::config::runtime::add_to_linker::<HostState, HasValues>(linker, values)?;
+    rc1::wasi::config::store::add_to_linker::<T, HasValues>(linker, values::<T>)?;
+    draft::wasi::config::store::add_to_linker::<T, HasValues>(linker, values::<T>)?;
+    spin::wasi::config::store::add_to_linker::<T, HasValues>(linker, values::<T>)?;
+    first::wasi::config::runtime::add_to_linker::<T, HasValues>(linker, values::<T>)?;
     Ok(())
 }

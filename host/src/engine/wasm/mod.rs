@@ -46,7 +46,7 @@ mod since_v0_1_0;
 mod slots;
 mod state;
 mod swap;
-pub(crate) mod wit_json;
+mod wit_json;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

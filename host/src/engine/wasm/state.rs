@@ -70,6 +70,12 @@ impl WasiView for HostState {
     }
 }
 
+impl super::config_store::HasConfig for HostState {
+    fn config_values(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.grant.config
+    }
+}
+
 impl WasiHttpView for HostState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {

@@ -33,8 +33,8 @@ pub use read::to_val;
 pub use schema::schema;
 pub use write::to_json;
 
-/// The largest integer every JSON reader holds exactly (2^53 − 1).
-pub(crate) const EXACT_INTEGER: u64 = (1 << 53) - 1;
+/// The largest integer every JSON reader holds exactly: numbers past it are strings.
+use crate::skill::validate::EXACT_INTEGER;
 
 /// Why `ty` has no JSON form, if it has none (it or a type inside it).
 pub fn unsupported(ty: &Type) -> Option<String> {
