@@ -357,6 +357,9 @@ fn registry_hint(code: &str) -> &'static str {
         "NOT_LOCKED" => {
             "install it once without --locked, which pins it in the lock file"
         }
+        "SKILL_NAME_TAKEN" => {
+            "rename the skill (the `name` in its SKILL.md, skill.json or the component's manifest; a plain component is named after the repository, so publish it to another one) and publish it again"
+        }
         "NOT_FROM_REGISTRY" => {
             "reinstall it from a registry (`evo skill install oci://REGISTRY/REPOSITORY:TAG`) to follow a tag"
         }

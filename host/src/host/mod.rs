@@ -240,16 +240,19 @@ impl Host {
     /// loader and kept in the skill index.
     pub fn manager(&self) -> Result<SkillManager> {
         let index = self.skill_index()?;
-        let builtins = self
-            .skills()
-            .iter()
-            .filter(|s| s.kind() == crate::skill::executor::ExecutorKind::Builtin)
-            .map(|s| s.meta.name.clone())
-            .collect();
         Ok(SkillManager::new(&self.inner.data_dir)
             .with_index(index)
             .with_loader(self.inner.loader.clone())
-            .with_reserved(builtins))
+            .with_reserved(self.builtin_names()))
+    }
+
+    /// The names of the built-in tools: no skill may be installed under one.
+    pub(crate) fn builtin_names(&self) -> Vec<String> {
+        self.skills()
+            .iter()
+            .filter(|s| s.kind() == crate::skill::executor::ExecutorKind::Builtin)
+            .map(|s| s.meta.name.clone())
+            .collect()
     }
 
     /// The skill index of the data directory, ranking with memory's embedder.

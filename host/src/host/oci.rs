@@ -172,14 +172,28 @@ impl Host {
         let key = key.map(SigningKey::read).transpose()?;
         let (kind, bytes) = artifact_of(path)?;
         let scratch = tempfile::tempdir().map_err(Error::io_at(&std::env::temp_dir()))?;
-        let checker = SkillManager::new(scratch.path()).with_loader(self.inner.loader.clone());
-        let outcome = match kind {
+        // Checked as an Evo installs it, built-in names included: what is published
+        // installs.
+        let checker = SkillManager::new(scratch.path())
+            .with_loader(self.inner.loader.clone())
+            .with_reserved(self.builtin_names());
+        let checked = match kind {
             Kind::Component => {
                 let file_name = format!("{}.wasm", r.basename());
-                checker.install_component(&bytes, &file_name, InstallOptions::default()).await?
+                checker.install_component(&bytes, &file_name, InstallOptions::default()).await
             }
-            Kind::Skill => checker.install_archive(&bytes, InstallOptions::default()).await?,
+            Kind::Skill => checker.install_archive(&bytes, InstallOptions::default()).await,
         };
+        let outcome = checked.map_err(|e| match e {
+            Error::NameTaken { name } => Error::Registry {
+                code: "SKILL_NAME_TAKEN",
+                message: format!(
+                    "{name} was not published: a built-in tool of Evo is called {name}, so no Evo could install it"
+                ),
+                transient: false,
+            },
+            other => other,
+        })?;
         let record = outcome.skill.unwrap_or_default();
         let about = json!({
             "name": record.name,

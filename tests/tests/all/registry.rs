@@ -637,6 +637,38 @@ fn a_moved_tag_is_reported_and_followed_only_when_asked() {
 }
 
 #[test]
+fn a_skill_no_evo_could_install_is_not_published() {
+    // "Publishing a name the host already has: `calculate.wasm` publishes and signs, but
+    // no Evo can install it (`SKILL_NAME_TAKEN` against the built-in) ... Check at
+    // publish."
+    let author = home("");
+    for (component, repository, name) in [
+        (skills::CALCULATE, "evo/my-calculator", "calculate"),
+        (skills::PLAIN_KINDS, "evo/bash", "bash"),
+    ] {
+        let reference = format!("{}/{repository}:1.0", open());
+        let err = refused(
+            author.path(),
+            &["skill", "publish", component, &reference],
+            "SKILL_NAME_TAKEN",
+        );
+        assert!(
+            err.contains(&format!(
+                "{name} was not published: a built-in tool of Evo is called {name}, so no Evo could install it"
+            )) && err.contains("hint: rename the skill"),
+            "{err}"
+        );
+        // Nothing was pushed.
+        install_refused(
+            author.path(),
+            &format!("oci://{reference}"),
+            "ARTIFACT_NOT_FOUND",
+            "",
+        );
+    }
+}
+
+#[test]
 fn bad_references_and_keys_are_refused_with_what_to_write() {
     let user = home("");
     let err = refused(
