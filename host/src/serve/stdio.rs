@@ -175,12 +175,12 @@ fn refusal(text: &[u8]) -> Value {
         ),
         Ok(value) => {
             let id = value.get("id").cloned().unwrap_or(Value::Null);
-            // A request of the right envelope whose params the SDK cannot read at all
-            // (not an object): what is wrong with the params.
+            // A JSON-RPC 2.0 request whose params the SDK cannot read at all (not an
+            // object): what is wrong with the params.
             if let Some(refused) = value
                 .get("method")
                 .and_then(Value::as_str)
-                .filter(|_| !id.is_null())
+                .filter(|_| !id.is_null() && value["jsonrpc"] == "2.0")
                 .and_then(|method| super::mcp_params::wrong(method, value.get("params")))
             {
                 return error(id, refused.code.0, refused.message.into_owned());

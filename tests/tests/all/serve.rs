@@ -361,6 +361,10 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
             .contains("\"arguments\" is a string: it must be an object"),
         "{error}"
     );
+    // Without `"jsonrpc": "2.0"` it is no JSON-RPC 2.0 request at all.
+    raw.send_line(r#"{"id":11,"method":"tools/call","params":"x"}"#);
+    let error = raw.expect_id(11);
+    assert_eq!(error["error"]["code"], -32600, "{error}");
     raw.send_line(r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":"x"}"#);
     let error = raw.expect_id(10);
     assert_eq!(error["error"]["code"], -32602, "{error}");
