@@ -87,7 +87,26 @@ if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 
     exit 1
 fi
 registry_token_port=$(free_port)
-EVO_TEST_TOKEN_PORT=$(free_port)
+# The test binds this one itself, minutes later: a port the kernel hands out for other
+# sockets in between (any outgoing connection's, or a bind to port 0) could take it
+# ("Address already in use"), so it is one below the ephemeral range, free now.
+EVO_TEST_TOKEN_PORT=$(python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+below = (10000, low) if low > 11000 else (10000, 65536)
+for _ in range(500):
+    port = random.randrange(*below)
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    raise SystemExit("error: no free port for the token service")
+PY
+)
 start_registry token "$registry_token_port" "auth:
   token:
     realm: http://127.0.0.1:$EVO_TEST_TOKEN_PORT/token
