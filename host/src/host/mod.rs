@@ -49,6 +49,7 @@ use crate::tools::Tool;
 mod builder;
 mod catalogue;
 mod grants;
+mod follow;
 mod oci;
 mod search;
 #[cfg(feature = "postgres")]
@@ -57,9 +58,8 @@ mod tools;
 
 pub use builder::HostBuilder;
 pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
-pub use oci::{
-    DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled, Updated,
-};
+pub use follow::Updated;
+pub use oci::{DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled};
 pub use search::{LISTING_TTL, RegistrySearch};
 
 use catalogue::{Loaded, stamp};
