@@ -17,6 +17,11 @@ pub(crate) enum Lang {
     Js,
     /// Python, with evo_skill.py (componentize-py, from PyPI).
     Python,
+    /// C, with evo_skill.h and manifest.json (clang and wasi-libc).
+    C,
+    /// C++17 without exceptions, with evo_skill.h and manifest.json (clang++, wasi-libc
+    /// and libc++).
+    Cpp,
 }
 
 impl From<Lang> for Language {
@@ -25,6 +30,8 @@ impl From<Lang> for Language {
             Lang::Rust => Self::Rust,
             Lang::Js => Self::JavaScript,
             Lang::Python => Self::Python,
+            Lang::C => Self::C,
+            Lang::Cpp => Self::Cpp,
         }
     }
 }
@@ -47,6 +54,12 @@ pub(crate) fn new(globals: &Globals, name: &str, lang: Lang, parent: &Path) -> R
         }
         Language::Python => {
             "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt   # once\n"
+        }
+        Language::C => {
+            "sudo apt install clang lld wasi-libc libclang-rt-dev-wasm32   # once (or set WASI_SDK_PATH)\n"
+        }
+        Language::Cpp => {
+            "sudo apt install clang lld wasi-libc libclang-rt-dev-wasm32 libc++-dev-wasm32   # once (or set WASI_SDK_PATH)\n"
         }
     };
     out!(

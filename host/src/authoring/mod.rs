@@ -6,6 +6,8 @@
 //! against, and `tests/*.json` cases. Building writes `skill.wasm` into it, which makes
 //! the project directory itself a skill directory `evo skill run` accepts.
 
+#[cfg(feature = "c-skills")]
+mod c;
 pub mod node;
 mod templates;
 
@@ -27,15 +29,21 @@ pub enum Language {
     JavaScript,
     /// Python with `evo_skill.py`, built by componentize-py.
     Python,
+    /// C with `evo_skill.h` and `manifest.json`, built by clang against wasi-libc.
+    C,
+    /// C++ (17, without exceptions) with the same helper, built by clang++ and libc++.
+    Cpp,
 }
 
 impl Language {
-    /// `rust`, `js` or `python`.
+    /// `rust`, `js`, `python`, `c` or `cpp`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Rust => "rust",
             Self::JavaScript => "js",
             Self::Python => "python",
+            Self::C => "c",
+            Self::Cpp => "cpp",
         }
     }
 
@@ -47,11 +55,15 @@ impl Language {
             Ok(Self::JavaScript)
         } else if dir.join("skill.py").is_file() {
             Ok(Self::Python)
+        } else if dir.join("skill.c").is_file() {
+            Ok(Self::C)
+        } else if dir.join("skill.cpp").is_file() {
+            Ok(Self::Cpp)
         } else {
             Err(authoring(
                 "NOT_A_SKILL_PROJECT",
                 format!(
-                    "{} is not a skill project: it has no Cargo.toml, skill.js or skill.py; `evo new NAME --lang rust|js|python` creates one",
+                    "{} is not a skill project: it has no Cargo.toml, skill.js, skill.py, skill.c or skill.cpp; `evo new NAME --lang rust|js|python|c|cpp` creates one",
                     dir.display()
                 ),
             ))
@@ -106,7 +118,7 @@ pub fn create(parent: &Path, name: &str, language: Language) -> Result<PathBuf> 
                 "a Rust skill depends on the evo-guest SDK, which is not on crates.io yet and was not found next to this evo: set EVO_GUEST_SDK to the guest-sdk directory of an Evo checkout".into(),
             )
         })?,
-        Language::JavaScript | Language::Python => PathBuf::new(),
+        Language::JavaScript | Language::Python | Language::C | Language::Cpp => PathBuf::new(),
     };
     let staging = tempfile::Builder::new()
         .prefix(".evo-new-")
@@ -277,6 +289,15 @@ fn build_into(language: Language, dir: &Path, staged: &Path, manifest: Option<&s
                 .arg(staged);
             run_tool(dir, command, &tool.display().to_string())?;
         }
+        #[cfg(feature = "c-skills")]
+        Language::C | Language::Cpp => c::build(language, dir, staged)?,
+        #[cfg(not(feature = "c-skills"))]
+        Language::C | Language::Cpp => {
+            return Err(Error::FeatureNotBuilt {
+                feature: "c-skills",
+                what: format!("building {} skills", language.as_str()),
+            });
+        }
     }
     if !staged.is_file() {
         return Err(authoring(
@@ -300,7 +321,7 @@ fn find_tool(dir: &Path, var: &str, default: &str) -> Option<PathBuf> {
 }
 
 /// `program` on `PATH`.
-fn which(program: &str) -> Option<PathBuf> {
+pub(super) fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(program))
         .find(|p| p.is_file())
@@ -308,7 +329,7 @@ fn which(program: &str) -> Option<PathBuf> {
 
 /// Runs a toolchain command in `dir`; `what` names it when it cannot be started. What
 /// it prints goes to stderr, so that stdout carries only evo's own answer.
-fn run_tool(dir: &Path, mut command: Command, what: &str) -> Result<()> {
+pub(super) fn run_tool(dir: &Path, mut command: Command, what: &str) -> Result<()> {
     let status = command
         .current_dir(dir)
         .stdout(std::io::stderr())

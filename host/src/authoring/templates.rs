@@ -11,6 +11,8 @@ pub(super) const SKILL_WIT: &str = include_str!("../../wit/since_v0.2.0/skill.wi
 pub(super) const EVO_SKILL_JS: &str = include_str!("../../templates/evo-skill.js");
 /// The Python helper, a copy of `guest-sdk/python/evo_skill.py` in the same way.
 pub(super) const EVO_SKILL_PY: &str = include_str!("../../templates/evo_skill.py");
+/// The C and C++ helper, a copy of `guest-sdk/c/evo_skill.h` in the same way.
+pub(super) const EVO_SKILL_H: &str = include_str!("../../templates/evo_skill.h");
 
 /// `(path, contents)` of every file of a new project in `language`.
 pub(super) fn files(language: Language) -> Vec<(&'static str, &'static str)> {
@@ -41,6 +43,20 @@ pub(super) fn files(language: Language) -> Vec<(&'static str, &'static str)> {
             (".gitignore", "/.venv\n__pycache__/\n/skill.wasm\n/*.zip\n"),
             ("README.md", PY_README),
         ]),
+        Language::C | Language::Cpp => {
+            let (source, readme) = match language {
+                Language::C => (("skill.c", C_SKILL), C_README),
+                _ => (("skill.cpp", CPP_SKILL), CPP_README),
+            };
+            files.extend([
+                source,
+                ("evo_skill.h", EVO_SKILL_H),
+                ("manifest.json", C_MANIFEST),
+                ("wit/skill.wit", SKILL_WIT),
+                (".gitignore", "/build\n/skill.wasm\n/*.zip\n"),
+                ("README.md", readme),
+            ]);
+        }
     }
     files
 }
@@ -246,4 +262,135 @@ evo skill test                    # runs the cases in tests/
 evo skill run . --input '{"name":"Ada"}'
 evo skill pack                    # writes {{name}}.zip, for `evo skill install`
 ```
+"#;
+
+const C_SKILL: &str = r#"// `{{name}}`: greets someone by name.
+//
+// `evo skill build` compiles it with manifest.json to skill.wasm, `evo skill test` runs
+// the cases in tests/, and `evo skill run . --input '{"name":"Ada"}'` calls it.
+#include <ctype.h>
+
+#include "evo_skill.h"
+
+bool exports_evo_skill_skill_execute(evo_json_t *input, evo_output_t *ret, evo_error_t *err) {
+    // The input has passed manifest.json's input schema: `name` is a string.
+    char *name = evo_json_string(input, "name");
+    if (!name) {
+        return evo_fail(err, EVO_INVALID_INPUT, "the name is missing: say who to greet");
+    }
+    char *start = name;
+    while (isspace((unsigned char)*start)) {
+        start++;
+    }
+    size_t len = strlen(start);
+    while (len > 0 && isspace((unsigned char)start[len - 1])) {
+        start[--len] = '\0';
+    }
+    if (len == 0) {
+        free(name);
+        return evo_fail(err, EVO_INVALID_INPUT, "the name is empty: say who to greet");
+    }
+    // What a skill logs goes to the host's log: `evo -v skill run` shows it.
+    evo_log(EVO_LOG_INFO, "greeting someone");
+    size_t size = len + sizeof "Hello, !";
+    char *greeting = malloc(size);
+    snprintf(greeting, size, "Hello, %s!", start);
+    free(name);
+    char *quoted = evo_json_quote(greeting);
+    free(greeting);
+    size = strlen(quoted) + sizeof "{\"greeting\":}";
+    char *output = malloc(size);
+    snprintf(output, size, "{\"greeting\":%s}", quoted);
+    free(quoted);
+    bool ok = evo_ok(ret, output);
+    free(output);
+    return ok;
+}
+"#;
+
+const CPP_SKILL: &str = r#"// `{{name}}`: greets someone by name.
+//
+// `evo skill build` compiles it with manifest.json to skill.wasm, `evo skill test` runs
+// the cases in tests/, and `evo skill run . --input '{"name":"Ada"}'` calls it.
+// Built with -fno-exceptions: report a failure with `evo_fail`, never `throw`.
+#include <string>
+
+#include "evo_skill.h"
+
+// The string field `key` of the input, or "" when it has none.
+static std::string field(evo_json_t *input, const char *key) {
+    char *raw = evo_json_string(input, key);
+    std::string value = raw ? raw : "";
+    free(raw);
+    return value;
+}
+
+extern "C" bool exports_evo_skill_skill_execute(evo_json_t *input, evo_output_t *ret,
+                                                evo_error_t *err) {
+    // The input has passed manifest.json's input schema: `name` is a string.
+    std::string name = field(input, "name");
+    const char *space = " \t\r\n";
+    size_t first = name.find_first_not_of(space);
+    if (first == std::string::npos) {
+        return evo_fail(err, EVO_INVALID_INPUT, "the name is empty: say who to greet");
+    }
+    name = name.substr(first, name.find_last_not_of(space) - first + 1);
+    // What a skill logs goes to the host's log: `evo -v skill run` shows it.
+    evo_log(EVO_LOG_INFO, "greeting someone");
+    char *greeting = evo_json_quote(("Hello, " + name + "!").c_str());
+    std::string output = std::string("{\"greeting\":") + greeting + "}";
+    free(greeting);
+    return evo_ok(ret, output.c_str());
+}
+"#;
+
+const C_MANIFEST: &str = r#"{
+  "name": "{{name}}",
+  "description": "Greets someone by name.",
+  "input": {
+    "type": "object",
+    "properties": { "name": { "type": "string", "description": "Who to greet." } },
+    "required": ["name"]
+  },
+  "output": {
+    "type": "object",
+    "properties": { "greeting": { "type": "string" } },
+    "required": ["greeting"]
+  }
+}
+"#;
+
+const C_README: &str = r#"# {{name}}
+
+An Evo skill in C, built with clang and wasi-libc.
+
+```sh
+sudo apt install clang lld wasi-libc libclang-rt-dev-wasm32   # once (or set WASI_SDK_PATH)
+evo skill build                   # compiles skill.c with manifest.json to skill.wasm
+evo skill test                    # runs the cases in tests/
+evo skill run . --input '{"name":"Ada"}'
+evo skill pack                    # writes {{name}}.zip, for `evo skill install`
+```
+
+The build compiles every `.c` file in this directory with the bindings it generates
+from `wit/skill.wit` into `build/` (`plugin.h` declares the host's functions), and
+takes the manifest from `manifest.json`. `CFLAGS` adds flags.
+"#;
+
+const CPP_README: &str = r#"# {{name}}
+
+An Evo skill in C++, built with clang++, wasi-libc and libc++.
+
+```sh
+sudo apt install clang lld wasi-libc libclang-rt-dev-wasm32 libc++-dev-wasm32   # once (or set WASI_SDK_PATH)
+evo skill build                   # compiles skill.cpp with manifest.json to skill.wasm
+evo skill test                    # runs the cases in tests/
+evo skill run . --input '{"name":"Ada"}'
+evo skill pack                    # writes {{name}}.zip, for `evo skill install`
+```
+
+The build compiles every `.cpp`, `.cc`, `.cxx` and `.c` file in this directory with the
+bindings it generates from `wit/skill.wit` into `build/` (`plugin.h` declares the host's
+functions), as C++17 without exceptions, and takes the manifest from `manifest.json`.
+`CXXFLAGS` and `CFLAGS` add flags.
 "#;

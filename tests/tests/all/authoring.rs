@@ -238,6 +238,112 @@ fn a_new_python_skill_builds_tests_runs_packs_and_installs() {
 }
 
 #[test]
+fn a_new_c_skill_builds_tests_runs_packs_and_installs() {
+    new_project_round_trip("c");
+}
+
+#[test]
+fn a_new_cpp_skill_builds_tests_runs_packs_and_installs() {
+    new_project_round_trip("cpp");
+}
+
+/// A C skill reads every kind of field through `evo_skill.h` (escapes, surrogate pairs,
+/// fields after nested values), answers with what it read, and reaches the host.
+#[test]
+fn a_c_skill_reads_its_input_with_the_helper_and_reaches_the_host() {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let out = evo_in(work.path(), &home, &["new", "probe", "--lang", "c"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let project = work.path().join("probe");
+    std::fs::write(
+        project.join("manifest.json"),
+        r#"{"name": "probe", "description": "Says what it read.",
+            "input": {"type": "object"}, "output": {"type": "object"}}"#,
+    )
+    .unwrap();
+    std::fs::write(project.join("skill.c"), C_PROBE).unwrap();
+    let out = evo_in(&project, &home, &["skill", "build"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Escapes, and the field after nested values that hold the same name and a bracket
+    // in a string.
+    let input = r#"{"nested": {"text": "not me", "list": [1, {"text": "nor me"}, "]}"]},
+        "text": "tab\t \"quoted\" \\ \u00e9 \ud83d\ude00 \u0001 \/", "count": -12.5e1, "flag": true}"#;
+    let out = evo_in(&project, &home, &["skill", "run", ".", "--input", input]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let output: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        output,
+        serde_json::json!({
+            "text": "tab\t \"quoted\" \\ é 😀 \u{1} /",
+            "count": -125,
+            "flag": true,
+            "missing": null,
+            "locale": "en",
+            "pair": "😀 é/",
+        })
+    );
+    // A field of the wrong kind reads as missing, and the skill says so.
+    let out = evo_in(
+        &project,
+        &home,
+        &["skill", "run", ".", "--input", r#"{"text": 5}"#],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("error[INVALID_INPUT]: probe: invalid input: text is not a string"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The skill `a_c_skill_reads_its_input…` builds: echoes `text`, `count` and `flag`,
+/// says whether `missing` is there, asks the host for its environment (`env`) and reads
+/// a string of escapes of its own.
+const C_PROBE: &str = r#"
+#include "evo_skill.h"
+
+bool exports_evo_skill_skill_execute(evo_json_t *input, evo_output_t *ret, evo_error_t *err) {
+    char *text = evo_json_string(input, "text");
+    if (!text) {
+        return evo_fail(err, EVO_INVALID_INPUT, "text is not a string");
+    }
+    double count = 0;
+    bool flag = false;
+    if (!evo_json_number(input, "count", &count) || !evo_json_bool(input, "flag", &flag)) {
+        free(text);
+        return evo_fail(err, EVO_INVALID_INPUT, "count or flag is missing");
+    }
+    char *missing = evo_json_string(input, "missing");
+    evo_json_t env;
+    evo_skill_context_env(&env);
+    char *locale = evo_json_string(&env, "locale");
+    evo_skill_types_json_free(&env);
+    // The host sends characters as they are; JSON from elsewhere may spell them as
+    // escapes, a character outside the BMP as a surrogate pair.
+    static const char RAW[] = "{\"pair\": \"\\ud83d\\ude00 \\u00e9\\/\"}";
+    evo_json_t raw = {(uint8_t *)RAW, sizeof RAW - 1};
+    char *pair = evo_json_string(&raw, "pair");
+    char *quoted_text = evo_json_quote(text);
+    char *quoted_locale = evo_json_quote(locale ? locale : "");
+    char *quoted_pair = evo_json_quote(pair ? pair : "");
+    char output[4096];
+    snprintf(output, sizeof output,
+             "{\"text\":%s,\"count\":%g,\"flag\":%s,\"missing\":%s,\"locale\":%s,\"pair\":%s}",
+             quoted_text, count, flag ? "true" : "false", missing ? "\"there\"" : "null",
+             quoted_locale, quoted_pair);
+    free(text);
+    free(missing);
+    free(locale);
+    free(pair);
+    free(quoted_text);
+    free(quoted_locale);
+    free(quoted_pair);
+    return evo_ok(ret, output);
+}
+"#;
+
+#[test]
 fn a_bare_component_and_a_directory_named_otherwise_install_under_the_skills_name() {
     let work = tempfile::tempdir().unwrap();
     let home = work.path().join("home");
@@ -279,7 +385,7 @@ fn a_new_author_is_told_what_is_wrong_and_what_to_do() {
     let out = evo_in(work.path(), &home, &["skill", "build"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("error[NOT_A_SKILL_PROJECT]: . is not a skill project: it has no Cargo.toml, skill.js or skill.py; `evo new NAME --lang rust|js|python` creates one"),
+        stderr(&out).contains("error[NOT_A_SKILL_PROJECT]: . is not a skill project: it has no Cargo.toml, skill.js, skill.py, skill.c or skill.cpp; `evo new NAME --lang rust|js|python|c|cpp` creates one"),
         "{}",
         stderr(&out)
     );
@@ -319,6 +425,44 @@ fn a_new_author_is_told_what_is_wrong_and_what_to_do() {
     );
     assert!(!project.join("skill.wasm").exists());
     assert!(!project.join(".skill.wasm.tmp").exists());
+
+    // A C project without clang, or with a manifest that is not JSON, is told which.
+    let out = evo_in(work.path(), &home, &["new", "greet-c", "--lang", "c"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let project = work.path().join("greet-c");
+    let install = "install clang, lld and wasi-libc (Debian or Ubuntu: `apt install clang lld wasi-libc libclang-rt-dev-wasm32`, and `libc++-dev-wasm32` for C++), or set WASI_SDK_PATH to a wasi-sdk";
+    let out = command(&home, &["skill", "build"])
+        .current_dir(&project)
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!("error[TOOLCHAIN_MISSING]: a C or C++ skill is built by clang, which is not on PATH: {install}")),
+        "{}",
+        stderr(&out)
+    );
+    let out = command(&home, &["skill", "build"])
+        .current_dir(&project)
+        .env("EVO_CLANG", "/nonexistent/clang")
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains(&format!(
+            "error[TOOLCHAIN_MISSING]: there is no clang at /nonexistent/clang: {install}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(project.join("manifest.json"), "{\"name\": ").unwrap();
+    let out = evo_in(&project, &home, &["skill", "build"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("error[BUILD_FAILED]: ./manifest.json is not JSON: EOF while parsing a value at line 1 column 9; fix it and build again"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!project.join("skill.wasm").exists());
 }
 
 #[test]
@@ -330,6 +474,7 @@ fn the_helpers_evo_new_copies_are_the_ones_the_examples_are_built_with() {
             "host/templates/evo_skill.py",
             "guest-sdk/python/evo_skill.py",
         ),
+        ("host/templates/evo_skill.h", "guest-sdk/c/evo_skill.h"),
     ] {
         assert!(
             std::fs::read(root.join(vendored)).unwrap()
