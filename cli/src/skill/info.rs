@@ -197,6 +197,13 @@ pub(super) async fn info(
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_default();
         out!("  installed:  {when}, files sha256:{}", record.digest);
+        if !record.published_as.is_empty() {
+            out!(
+                "  named:      {} by its author, installed as {} (`--as`)",
+                record.published_as,
+                record.name
+            );
+        }
         if let Some(source) = &record.source {
             print_source(source);
         }

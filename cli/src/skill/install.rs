@@ -13,6 +13,7 @@ pub(super) async fn install(
     source: &Path,
     overwrite: bool,
     native: bool,
+    name: Option<String>,
 ) -> Result<(), Failure> {
     if !source.exists() {
         return Err(Failure::usage(
@@ -33,6 +34,7 @@ pub(super) async fn install(
         overwrite,
         progress: Some(&mut progress),
         native,
+        name,
         ..InstallOptions::default()
     };
     let result = host.install(source, options).await;

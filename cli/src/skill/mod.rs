@@ -100,6 +100,11 @@ pub(crate) enum SkillCommand {
         /// SOURCE); a tag that moved since is reported, not followed.
         #[arg(long)]
         locked: bool,
+        /// Install under NAME instead of the name the skill gives itself (say, beside
+        /// a built-in tool or another skill of that name). Its files are not changed;
+        /// grants, [skill_config], the lock file and `evo skill update` follow NAME.
+        #[arg(long = "as", value_name = "NAME")]
+        as_name: Option<String>,
     },
     /// Publish a skill to an OCI registry: a .wasm component (an Evo skill or a plain
     /// component) as a Wasm OCI artifact other Wasm tools pull, a skill directory or
@@ -242,19 +247,31 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             overwrite,
             native: _,
             locked,
+            as_name,
         } if source.starts_with(evo_host::REGISTRY_SCHEME) => {
-            registry::install(globals, &source, overwrite, locked).await
+            registry::install(globals, &source, overwrite, locked, as_name).await
         }
         SkillCommand::Install {
             source: None,
             locked: true,
+            as_name: None,
             ..
         } => registry::install_locked(globals).await,
+        SkillCommand::Install {
+            source: None,
+            as_name: Some(_),
+            ..
+        } => Err(Failure::usage(
+            "INVALID_ARGUMENT",
+            "--as names one skill, and --locked without SOURCE installs every skill the lock file pins (each under the name it pins)".into(),
+            Some("give the skill's SOURCE with --as"),
+        )),
         SkillCommand::Install {
             source,
             overwrite,
             native,
             locked,
+            as_name,
         } => {
             if locked {
                 return Err(Failure::usage(
@@ -266,7 +283,7 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
                 ));
             }
             let source = PathBuf::from(source.unwrap_or_default());
-            install::install(globals, &source, overwrite, native).await
+            install::install(globals, &source, overwrite, native, as_name).await
         }
         SkillCommand::Publish {
             path,

@@ -71,6 +71,7 @@ pub(super) async fn install(
     reference: &str,
     overwrite: bool,
     locked: bool,
+    name: Option<String>,
 ) -> Result<(), Failure> {
     let host = args::bare_host(globals).await?;
     let progress: Option<evo_host::DownloadProgress> = (!globals.json).then(|| {
@@ -88,6 +89,7 @@ pub(super) async fn install(
         locked,
         progress,
         expect_digest: None,
+        name,
     };
     let installed = host.install_from_registry(reference, options).await?;
     report(globals, &host, &installed)

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::engine::wasm::{WasmEngine, with_manifest, with_short_names};
 use crate::error::{Error, Result};
-use crate::skill::meta::is_valid_name;
+use crate::skill::meta::{invalid_name, is_valid_name};
 
 /// The languages a project can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,12 +94,7 @@ pub fn guest_sdk() -> Option<PathBuf> {
 /// temporary directory first and renamed into place, so a failure leaves nothing.
 pub fn create(parent: &Path, name: &str, language: Language) -> Result<PathBuf> {
     if !is_valid_name(name) {
-        return Err(authoring(
-            "INVALID_SKILL_NAME",
-            format!(
-                "{name:?} is not a valid skill name: use lowercase letters, digits, `-` and `_`, starting with a letter, at most 64 characters (e.g. `greet-user`)"
-            ),
-        ));
+        return Err(invalid_name(name));
     }
     let target = parent.join(name);
     if target.exists() {

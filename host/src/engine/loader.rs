@@ -153,8 +153,18 @@ impl Loader {
     /// installed by the skill manager may not ask for more capabilities than it did at
     /// install ([`Error::CapabilitiesChanged`]).
     pub async fn load_package(&self, dir: &Path) -> Result<Package> {
-        let package = self.load_files(dir).await?;
-        let Some(record) = crate::skill::package::InstallRecord::read(dir) else {
+        let record = crate::skill::package::InstallRecord::read(dir);
+        // Installed under another name than the one it gives itself (`--as`): loaded
+        // under the name it was installed as, granted what that name is granted.
+        let alias = record
+            .as_ref()
+            .filter(|r| !r.published_as.is_empty())
+            .map(|r| Alias {
+                published: &r.published_as,
+                name: &r.name,
+            });
+        let package = self.load_files(dir, alias).await?;
+        let Some(record) = record else {
             return Ok(package);
         };
         for skill in &package.skills {
@@ -201,7 +211,7 @@ impl Loader {
         Ok(Some(raw))
     }
 
-    async fn load_files(&self, dir: &Path) -> Result<Package> {
+    async fn load_files(&self, dir: &Path, alias: Option<Alias<'_>>) -> Result<Package> {
         let label = dir.file_name().map_or_else(
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -218,7 +228,17 @@ impl Loader {
                         raw.name.get_or_insert_with(|| super::wasm::component_name(&label));
                         Ok(Some(raw))
                     };
-                    engine.load_any_file(&wasm, sidecar, &self.policy()).await?
+                    let policy = self.policy();
+                    match engine.load_any_file(&wasm, sidecar, &policy).await? {
+                        WasmFile::Skill(skill) => match alias {
+                            Some(alias) if skill.meta().name == alias.published => {
+                                WasmFile::Skill(skill.installed_as(alias.name, &policy)?)
+                            }
+                            _ => WasmFile::Skill(skill),
+                        },
+                        // Named after its directory, which is the name installed.
+                        component => component,
+                    }
                 }
                 None => return Err(Error::Engine(format!(
                     "{}: this host was set up without the Wasm engine",
@@ -236,10 +256,17 @@ impl Loader {
                 skills: loaded.registered()?,
             });
         }
-        self.load_described(dir, label).await.map(Package::one)
+        self.load_described(dir, label, alias)
+            .await
+            .map(Package::one)
     }
 
-    async fn load_described(&self, dir: &Path, label: String) -> Result<RegisteredSkill> {
+    async fn load_described(
+        &self,
+        dir: &Path,
+        label: String,
+        alias: Option<Alias<'_>>,
+    ) -> Result<RegisteredSkill> {
         let read = |file: &str| read_optional(&dir.join(file));
         let json_text = read(SKILL_JSON)?;
         let md_text = read(SKILL_MD)?;
@@ -259,6 +286,11 @@ impl Loader {
         }
 
         let (mut raw, doc) = manifest_of(&label, json_text.as_deref(), md_text.as_deref())?;
+        if let Some(alias) = alias
+            && raw.name.as_deref() == Some(alias.published)
+        {
+            raw.name = Some(alias.name.to_owned());
+        }
         let prompt = read(PROMPT_MD)?;
         if raw.mode.is_none() && (prompt.is_some() || raw.prompt.is_some()) {
             raw.mode = Some(json!("llm"));
@@ -395,6 +427,15 @@ impl Package {
             skills: vec![skill],
         }
     }
+}
+
+/// A skill installed under another name than the one its files give (`--as`).
+#[derive(Debug, Clone, Copy)]
+struct Alias<'a> {
+    /// The name its files give.
+    published: &'a str,
+    /// The name it is installed, and served, as.
+    name: &'a str,
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>> {

@@ -208,7 +208,9 @@ impl Error {
             Self::ToolNotFound { .. } => {
                 "`evo tool list` shows every tool and its aliases; check the name's spelling"
             }
-            Self::SkillAlreadyExists { .. } => "`evo skill install --overwrite` replaces it",
+            Self::SkillAlreadyExists { .. } => {
+                "`evo skill install --overwrite` replaces it; `--as NAME` installs it beside it under another name"
+            }
             Self::Remote {
                 code: "REMOTE_UNAVAILABLE",
                 ..
@@ -219,7 +221,7 @@ impl Error {
                 "the error happened on the other node: its message says why (`evo remote list` shows the node)"
             }
             Self::NameTaken { .. } => {
-                "rename the skill (the `name` in its SKILL.md or skill.json, and its directory)"
+                "install it under another name (`evo skill install SOURCE --as NAME`), or rename the skill (the `name` in its SKILL.md or skill.json)"
             }
             Self::CapabilitiesChanged { .. } => {
                 "see what it now asks for with `evo skill info NAME`, then `evo skill install --overwrite` if you accept it"

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::Host;
-use super::oci::{RegistryInstall, RegistryInstalled, blocking};
+use super::oci::{RegistryInstall, RegistryInstalled, Target, blocking};
 use crate::error::{Error, Result};
 use crate::oci::lock::{Lock, Locked};
 use crate::oci::{Reference, Signer};
@@ -91,7 +91,12 @@ impl Host {
                 signer: source.signer,
             });
         }
-        let installed = self.pull_and_install(session, &r, &now, true, None).await?;
+        // Under the name it is installed as (its own, or the one given `--as`).
+        let target = Target {
+            overwrite: true,
+            name: Some(name.to_owned()),
+        };
+        let installed = self.pull_and_install(session, &r, &now, target, None).await?;
         let lock_path = self.lock_path();
         let mut lock = Lock::read(&lock_path)?;
         lock.put(Locked {

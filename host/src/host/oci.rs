@@ -26,6 +26,17 @@ pub struct RegistryInstall {
     /// The manifest digest the reference must name (what a user was shown and
     /// confirmed): another is refused with `TAG_MOVED` and nothing is installed.
     pub expect_digest: Option<String>,
+    /// Install under this name instead of the skill's own (`--as`); with `locked`
+    /// and none given, the name the lock file pins it under.
+    pub name: Option<String>,
+}
+
+/// Where a pulled skill goes: over an installed one or not, under which name (its own
+/// when `None`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Target {
+    pub(super) overwrite: bool,
+    pub(super) name: Option<String>,
 }
 
 /// Called as a download goes: bytes so far, bytes in all.
@@ -37,6 +48,7 @@ impl std::fmt::Debug for RegistryInstall {
             .field("overwrite", &self.overwrite)
             .field("locked", &self.locked)
             .field("expect_digest", &self.expect_digest)
+            .field("name", &self.name)
             .finish_non_exhaustive()
     }
 }
@@ -279,8 +291,19 @@ impl Host {
         {
             return Ok(already);
         }
+        // A locked install keeps the name the lock file has it under.
+        let name = options.name.or_else(|| {
+            pinned
+                .as_ref()
+                .filter(|_| options.locked)
+                .map(|entry| entry.name.clone())
+        });
+        let target = Target {
+            overwrite: options.overwrite,
+            name,
+        };
         let installed = self
-            .pull_and_install(session, &r, &digest, options.overwrite, options.progress)
+            .pull_and_install(session, &r, &digest, target, options.progress)
             .await?;
         let mut lock = Lock::read(&lock_path)?;
         lock.put(Locked {
@@ -373,12 +396,13 @@ impl Host {
         session: Registry,
         r: &Reference,
         digest: &str,
-        overwrite: bool,
+        target: Target,
         progress: Option<DownloadProgress>,
     ) -> Result<Installing> {
         let result = async {
             let options = InstallOptions {
-                overwrite,
+                overwrite: target.overwrite,
+                name: target.name,
                 ..InstallOptions::default()
             };
             let (outcome, source) = self
@@ -458,6 +482,8 @@ impl Host {
         let options = InstallOptions {
             overwrite: true,
             expect: Some(expect),
+            // Under the name the catalogue has it (the skill's own, or given `--as`).
+            name: Some(expect.name.to_owned()),
             ..InstallOptions::default()
         };
         let session = self.registry_session()?;

@@ -141,6 +141,8 @@ impl Host {
             // Checked before it replaces the installed version of any skill.
             expect: Some(expect),
             source,
+            // Under the name the catalogue has it (the skill's own, or given `--as`).
+            name: Some(name.to_owned()),
             ..Default::default()
         };
         manager.install_skill(&zip, options).await?;

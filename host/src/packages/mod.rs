@@ -103,6 +103,11 @@ pub struct InstallOptions<'a> {
     pub expect: Option<Expected<'a>>,
     /// The registry the package was pulled from, kept in its install record.
     pub source: Option<crate::skill::package::RegistrySource>,
+    /// Install under this name instead of the one the skill gives itself (`--as`):
+    /// its files are not changed; the install record keeps both names and the host
+    /// serves the skill under this one (grants, `[skill_config]`, the index and the
+    /// lock file follow it).
+    pub name: Option<String>,
 }
 
 /// The name and digest a package was stored under.
@@ -122,6 +127,7 @@ impl std::fmt::Debug for InstallOptions<'_> {
             .field("native", &self.native)
             .field("expect", &self.expect)
             .field("source", &self.source)
+            .field("name", &self.name)
             .finish()
     }
 }
@@ -296,14 +302,26 @@ impl SkillManager {
         if by_manifest_name {
             skill_dir = self.rename_to_manifest(staging.path(), skill_dir).await?;
         }
-        let name = skill_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| structure("Invalid ZIP structure: missing root directory"))?;
+        let dir_name = |dir: &Path| {
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .ok_or_else(|| structure("Invalid ZIP structure: missing root directory"))
+        };
+        // The name the files give: a SKILL.md or an Evo component names itself.
+        let published = dir_name(&skill_dir)?;
+        if let Some(wanted) = options.name.as_deref().filter(|n| *n != published) {
+            if !is_valid_name(wanted) {
+                return Err(crate::skill::meta::invalid_name(wanted));
+            }
+            let renamed = staging.path().join(wanted);
+            std::fs::rename(&skill_dir, &renamed).map_err(Error::io_at(&renamed))?;
+            skill_dir = renamed;
+        }
+        let name = dir_name(&skill_dir)?;
         if self.reserved.contains(&name) {
             return Err(Error::NameTaken { name });
         }
-        let (mut record, plain) = self.check(&skill_dir, &name).await?;
+        let (mut record, plain) = self.check(&skill_dir, &name, &published).await?;
         let target = self.root.join(&name);
         if target.exists() && !options.overwrite {
             return Err(Error::SkillAlreadyExists { name });
@@ -379,8 +397,10 @@ impl SkillManager {
 
     /// Checks the staged skill `dir` for the required layout and metadata, then loads it as the host
     /// will, and returns what it is and whether it is a plain component.
-    async fn check(&self, dir: &Path, name: &str) -> Result<(InstallRecord, bool)> {
-        let doc = check_structure(dir, name)?;
+    /// `name` is what it is installed as, `published` the name its files give (the same
+    /// unless installed `--as` another).
+    async fn check(&self, dir: &Path, name: &str, published: &str) -> Result<(InstallRecord, bool)> {
+        let doc = check_structure(dir, published)?;
         let wasm = dir.join(SKILL_WASM).is_file();
         if wasm && self.loader.wasm_engine().is_none() {
             return Err(structure(format!(
@@ -402,9 +422,10 @@ impl SkillManager {
                 .await
                 .map_err(|e| structure(format!("Invalid skill structure: {e}")))?;
         }
-        if package.meta.name != name {
+        // A plain component is named after its directory: renamed, it is the new name.
+        if package.meta.name != name && package.meta.name != published {
             return Err(structure(format!(
-                "Skill name mismatch: expected \"{name}\", got \"{}\"",
+                "Skill name mismatch: expected \"{published}\", got \"{}\"",
                 package.meta.name
             )));
         }
@@ -412,7 +433,11 @@ impl SkillManager {
             .skills
             .first()
             .map_or("wasm", |skill| skill.kind().as_str());
-        Ok((InstallRecord::from_meta(&package.meta, kind), package.plain))
+        let mut record = InstallRecord::from_meta(&package.meta, kind);
+        if package.meta.name != name {
+            record.published_as = std::mem::replace(&mut record.name, name.to_owned());
+        }
+        Ok((record, package.plain))
     }
 
     /// Removes skill `name` (`Skills not found: <name>`, `SKILL_NOT_FOUND`, if it is not

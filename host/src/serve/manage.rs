@@ -84,12 +84,13 @@ async fn install(
         };
         let options = RegistryInstall {
             overwrite: request.overwrite,
+            name: request.as_name.clone(),
             ..RegistryInstall::default()
         };
         let result = host
             .install_from_registry(&request.reference, options)
             .await;
-        let arguments = json!({ "reference": request.reference });
+        let arguments = json!({ "reference": request.reference, "as": request.as_name });
         host.audit("skill_install", WHO, arguments, result.as_ref().map(drop));
         return match result {
             Ok(installed) => (StatusCode::CREATED, Json(value_of(&installed))).into_response(),
@@ -152,13 +153,14 @@ async fn install(
             &path,
             InstallOptions {
                 overwrite: query.overwrite,
+                name: query.as_name.clone(),
                 ..InstallOptions::default()
             },
         )
         .await
     }
     .await;
-    let arguments = json!({ "file": file, "bytes": body.len() });
+    let arguments = json!({ "file": file, "bytes": body.len(), "as": query.as_name });
     host.audit("skill_install", WHO, arguments, result.as_ref().map(drop));
     match result {
         Ok(outcome) => (StatusCode::CREATED, Json(value_of(&outcome))).into_response(),

@@ -50,7 +50,8 @@ pub(super) fn tools() -> Vec<Tool> {
     [
         (INSTALL, "Install a skill from one of the server's configured OCI registries (oci://REGISTRY/REPOSITORY:TAG). The user is shown what it is (digest, signer, what it asks for) and confirms; the new tools appear in tools/list.", json!({
             "reference": { "type": "string", "description": "oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST" },
-            "overwrite": { "type": "boolean", "description": "Replace an installed skill of the same name" }
+            "overwrite": { "type": "boolean", "description": "Replace an installed skill of the same name" },
+            "as": { "type": "string", "description": "Install under this name instead of the skill's own (beside a tool or skill of that name)" }
         }), vec!["reference"], false),
         (UNINSTALL, "Uninstall a skill (the user confirms); its tools leave tools/list.", name_only.clone(), vec!["name"], false),
         (LIST, "List the installed skills with where each came from: registry reference, digest, signer.", json!({}), vec![], true),
@@ -86,6 +87,8 @@ struct Install {
     reference: String,
     #[serde(default)]
     overwrite: bool,
+    #[serde(default, rename = "as")]
+    as_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -236,7 +239,7 @@ impl Ask<'_> {
 
 async fn install(ask: &Ask<'_>, request: Install) -> crate::Result<Value> {
     let host = &ask.shared.host;
-    let arguments = json!({ "reference": request.reference });
+    let arguments = json!({ "reference": request.reference, "as": request.as_name });
     let preview = match host.preview_from_registry(&request.reference).await {
         Ok(preview) => preview,
         Err(e) => {
@@ -248,9 +251,12 @@ async fn install(ask: &Ask<'_>, request: Install) -> crate::Result<Value> {
         || "nobody (unsigned)".to_owned(),
         |s| format!("{} ({})", s.key, s.fingerprint),
     );
+    let named = match &request.as_name {
+        Some(name) => format!("{} as {name}", preview.name),
+        None => preview.name.clone(),
+    };
     let warning = format!(
-        "install {} from {} — digest {}, signed by {signer}; it asks for: {}",
-        preview.name,
+        "install {named} from {} — digest {}, signed by {signer}; it asks for: {}",
         preview.source.reference,
         preview.source.digest,
         asks(&preview.skill.capabilities)
@@ -262,6 +268,7 @@ async fn install(ask: &Ask<'_>, request: Install) -> crate::Result<Value> {
             RegistryInstall {
                 overwrite: request.overwrite,
                 expect_digest: Some(preview.source.digest.clone()),
+                name: request.as_name.clone(),
                 ..RegistryInstall::default()
             },
         )

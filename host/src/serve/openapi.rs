@@ -35,6 +35,9 @@ pub struct InstallRequest {
     /// Replace an installed skill of the same name.
     #[serde(default)]
     pub overwrite: bool,
+    /// Install under this name instead of the skill's own.
+    #[serde(default, rename = "as", skip_serializing_if = "Option::is_none")]
+    pub as_name: Option<String>,
 }
 
 /// `POST /v1/skills` with a component or ZIP body: its query.
@@ -46,6 +49,9 @@ pub struct InstallQuery {
     /// Replace an installed skill of the same name.
     #[serde(default)]
     pub overwrite: bool,
+    /// Install under this name instead of the skill's own.
+    #[serde(default, rename = "as", skip_serializing_if = "Option::is_none")]
+    pub as_name: Option<String>,
 }
 
 /// `GET /v1/installed`: filters and paging.

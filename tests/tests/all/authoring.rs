@@ -503,9 +503,106 @@ fn installing_a_skill_named_like_a_built_in_tool_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).starts_with(
-            "error[SKILL_NAME_TAKEN]: Skill calculate cannot be installed: a built-in tool is already called calculate"
+            "error[SKILL_NAME_TAKEN]: Skill calculate cannot be installed: a built-in tool is already called calculate\n  hint: install it under another name (`evo skill install SOURCE --as NAME`)"
         ),
         "{}",
         stderr(&out)
     );
+}
+
+/// "let an install rename (`--as NAME`)": a skill whose name a built-in tool has, or
+/// that is installed twice, is served, granted and described under the name given.
+#[test]
+fn a_skill_installed_as_another_name_is_served_and_granted_under_it() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let evo_ok = |args: &[&str]| {
+        let out = command(&home, args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let text = evo_ok(&["skill", "install", skills::CALCULATE, "--as", "calc"]);
+    assert!(
+        text.starts_with("calc: Skill installed successfully"),
+        "{text}"
+    );
+    let text = evo_ok(&["skill", "run", "calc", "--input", r#"{"expression":"2+3"}"#]);
+    assert_eq!(text, "{\n  \"result\": 5\n}\n");
+    // Its own errors carry the name it is installed as.
+    let out = command(
+        &home,
+        &["skill", "run", "calc", "--input", r#"{"expression":"2+"}"#],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        stderr(&out).starts_with("error[INVALID_INPUT]: calc: invalid input: "),
+        "{}",
+        stderr(&out)
+    );
+    let text = evo_ok(&["skill", "info", "calc"]);
+    assert!(
+        text.contains("named:      calculate by its author, installed as calc (`--as`)"),
+        "{text}"
+    );
+    // The built-in keeps its name.
+    let text = evo_ok(&[
+        "skill",
+        "run",
+        "calculate",
+        "--input",
+        r#"{"expression":"1+1"}"#,
+    ]);
+    assert!(text.contains('2'), "{text}");
+
+    // Grants follow the name installed, not the name the skill gives itself.
+    evo_ok(&["skill", "install", skills::FILE_HEAD, "--as", "head"]);
+    let data = root.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("present.txt"), "here\n").unwrap();
+    let input = [
+        "skill",
+        "run",
+        "head",
+        "--input",
+        r#"{"path":"present.txt"}"#,
+    ];
+    for (granted, reads) in [("file-head", false), ("head", true)] {
+        std::fs::write(
+            home.join("evo.toml"),
+            format!(
+                "[grants.skill.{granted}]\ndirs = [\"{}::/data:ro\"]\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        let out = command(&home, &input).output().unwrap();
+        assert_eq!(out.status.success(), reads, "{granted}: {}", stderr(&out));
+    }
+    // A second copy beside the first; then names a skill cannot have, and a built-in's.
+    evo_ok(&["skill", "install", skills::FILE_HEAD, "--as", "head-2"]);
+    evo_ok(&["skill", "uninstall", "head"]);
+    let text = evo_ok(&["skill", "list"]);
+    assert!(
+        text.contains("head-2") && !text.contains("file-head"),
+        "{text}"
+    );
+    for (name, code) in [
+        ("Bad Name", "INVALID_SKILL_NAME"),
+        ("bash", "SKILL_NAME_TAKEN"),
+    ] {
+        let out = command(
+            &home,
+            &["skill", "install", skills::FILE_HEAD, "--as", name],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("error[{code}]")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(!home.join("skills/bash").exists());
 }

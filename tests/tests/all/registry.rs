@@ -707,3 +707,64 @@ fn bad_references_and_keys_are_refused_with_what_to_write() {
     );
     assert!(err.contains("is not in the lock file"), "{err}");
 }
+
+#[test]
+fn a_skill_installed_as_another_name_keeps_it_through_the_lock_file_and_its_updates() {
+    // "let an install rename (`--as NAME`)"
+    let author = home("");
+    let reference = format!("{}/evo/renamed-stats:1.0", open());
+    ok(
+        author.path(),
+        &["skill", "publish", skills::TEXT_STATS, &reference],
+    );
+    let user = home("");
+    let text = ok(
+        user.path(),
+        &[
+            "skill",
+            "install",
+            &format!("oci://{reference}"),
+            "--as",
+            "stats",
+        ],
+    );
+    assert!(
+        text.contains("stats: Skill installed successfully"),
+        "{text}"
+    );
+    let words = |expected: u64| {
+        let out = ok_json(
+            user.path(),
+            &["skill", "run", "stats", "--input", r#"{"text":"a b a"}"#],
+        );
+        assert_eq!(out["output"]["words"], expected, "{out}");
+    };
+    words(3);
+    let lock = std::fs::read_to_string(user.path().join("evo.lock")).unwrap();
+    assert!(lock.contains("name = \"stats\""), "{lock}");
+
+    // Installed again from the lock file, it keeps the name the lock file has.
+    std::fs::remove_dir_all(user.path().join("skills/stats")).unwrap();
+    ok(user.path(), &["skill", "install", "--locked"]);
+    words(3);
+
+    // Following its tag installs the new version under the same name.
+    ok(
+        author.path(),
+        &["skill", "publish", skills::JS_TEXT_STATS, &reference],
+    );
+    let updated = ok_json(user.path(), &["skill", "update", "stats"]);
+    assert_eq!(updated[0]["name"], "stats", "{updated}");
+    words(3);
+    let list = ok_json(user.path(), &["skill", "list"]);
+    let names: Vec<&str> = list["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] != "builtin")
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["stats"], "{list}");
+    let info = ok_json(user.path(), &["skill", "info", "stats"]);
+    assert_eq!(info["installed"]["publishedAs"], "js-text-stats", "{info}");
+}

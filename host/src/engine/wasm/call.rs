@@ -137,7 +137,22 @@ impl WasmSkill {
         self.inner.remembered
     }
 
-    /// The manifest, as the component describes itself.
+    /// The skill served under `name` instead of the name its manifest gives (installed
+    /// `--as`), granted what `policy` gives that name. Only for a skill just loaded:
+    /// one already shared is an error.
+    pub(crate) fn installed_as(self, name: &str, policy: &Policy) -> Result<Self> {
+        let mut inner = Arc::try_unwrap(self.inner).map_err(|_| {
+            Error::Engine(format!("{name}: a skill in use cannot be renamed; load it again"))
+        })?;
+        inner.meta.name = name.to_owned();
+        inner.name = name.into();
+        inner.grant = Arc::new(grant_for(&inner.meta, policy, true));
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The manifest, as the component describes itself (or as installed, renamed).
     pub fn meta(&self) -> &SkillMeta {
         &self.inner.meta
     }

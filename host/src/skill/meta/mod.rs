@@ -250,6 +250,17 @@ pub fn is_valid_name(name: &str) -> bool {
         && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-'))
 }
 
+/// `INVALID_SKILL_NAME` for `name`, a name given for a new skill (`evo new`,
+/// `evo skill install --as`), saying what a name may hold.
+pub fn invalid_name(name: &str) -> crate::error::Error {
+    crate::error::Error::Authoring {
+        code: "INVALID_SKILL_NAME",
+        message: format!(
+            "{name:?} is not a valid skill name: use lowercase letters, digits, `-` and `_`, starting with a letter, at most {MAX_NAME_LEN} characters (e.g. `greet-user`)"
+        ),
+    }
+}
+
 impl SkillMeta {
     /// The manifest of a skill of another node, named `remote/skill` (a name no local
     /// skill can have), with the defaults; the caller fills in what the node described.

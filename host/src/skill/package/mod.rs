@@ -41,8 +41,13 @@ pub const MARKER: &str = ".vectorized";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct InstallRecord {
-    /// The skill.
+    /// The skill, as installed.
     pub name: String,
+    /// The name the skill gives itself, when it was installed under another
+    /// (`evo skill install --as NAME`); empty otherwise. The loader serves the skill
+    /// under [`Self::name`].
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub published_as: String,
     /// Its description.
     pub description: String,
     /// Its version.
