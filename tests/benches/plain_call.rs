@@ -11,7 +11,9 @@
 //!   `calculate` skill share one evaluator (crate `evo-expr`) and one input.
 //!
 //! And what the conversion costs per KB: `echo-string`, `echo-bytes` (base64) and
-//! `echo-list` (records) of 1 KiB and 64 KiB, Evo against the typed floor.
+//! `echo-list` (records) of 1 KiB and 64 KiB, Evo against the typed floor; and bulk data
+//! (`echo-string` and `echo-bytes`, which take the direct path) of 1 MiB and 10 MiB in
+//! and out.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -29,19 +31,33 @@ use common::{TypedFloor, runtime};
 
 const EXPRESSION: &str = "sqrt(144) + 10";
 
+/// Room for the 10 MiB calls: memory for the guest's copies, and the output's base64.
+const MEMORY_MIB: u64 = 256;
+const OUTPUT_BYTES: u64 = 64 << 20;
+
 fn config() -> EngineConfig {
-    EngineConfig {
+    let mut config = EngineConfig {
         max_concurrent_calls: 16,
         ..EngineConfig::default()
-    }
+    };
+    config.limits.max_memory_mib = MEMORY_MIB;
+    config.limits.max_output_bytes = OUTPUT_BYTES;
+    config
 }
 
 fn plain(rt: &tokio::runtime::Runtime) -> PlainComponent {
     let engine = WasmEngine::new(config()).unwrap();
+    // The manifest beside it asks for that room, as an operator's `skill.json` would.
+    let sidecar = || {
+        Ok(Some(evo_host::skill::meta::RawMeta {
+            limits: Some(json!({ "memoryMib": MEMORY_MIB, "outputBytes": OUTPUT_BYTES })),
+            ..Default::default()
+        }))
+    };
     let loaded = rt
         .block_on(engine.load_any_file(
             Path::new(skills::PLAIN_KINDS),
-            || Ok(None),
+            sidecar,
             &Policy::default(),
         ))
         .unwrap();
@@ -125,8 +141,12 @@ fn conversion(c: &mut Criterion) {
     let bytes = std::fs::read(skills::PLAIN_KINDS).unwrap();
     let run = SkillContext::detached();
     let mut group = c.benchmark_group("plain_conversion");
-    for size in [1 << 10, 64 << 10] {
+    for size in [1 << 10, 64 << 10, 1 << 20, 10 << 20] {
         let kib = size >> 10;
+        let bulk = size > 64 << 10;
+        if bulk {
+            group.sample_size(20);
+        }
         group.throughput(Throughput::Bytes(size as u64));
 
         let text = "x".repeat(size);
@@ -165,6 +185,10 @@ fn conversion(c: &mut Criterion) {
             })
         });
 
+        if bulk {
+            // Records are the value path's, not bulk data: measured at 1 and 64 KiB.
+            continue;
+        }
         let (json_points, typed) = points(size);
         let typed: Vec<Point> = typed
             .into_iter()

@@ -88,6 +88,17 @@ impl kinds::Guest for Component {
         a.checked_div(b)
             .ok_or_else(|| format!("cannot divide {a} by {b}"))
     }
+    fn label_bytes(data: Vec<u8>, label: String) -> Result<Vec<u8>, String> {
+        if label.is_empty() {
+            return Err("the label is empty".to_owned());
+        }
+        let mut data = data;
+        data.extend_from_slice(label.as_bytes());
+        Ok(data)
+    }
+    fn bytes_to_text(data: Vec<u8>) -> Result<String, String> {
+        String::from_utf8(data).map_err(|e| format!("not UTF-8: {e}"))
+    }
     fn nothing() {}
 }
 

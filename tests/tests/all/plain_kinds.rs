@@ -250,7 +250,7 @@ fn skill_info_lists_every_function_and_why_the_others_are_not_skills() {
     let out = evo_shared_cache(home.path(), &["skill", "info", PLAIN_KINDS, "--json"]);
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let skills = value["skills"].as_array().unwrap();
-    assert_eq!(skills.len(), 28);
+    assert_eq!(skills.len(), 30);
     assert_eq!(value["unusable"].as_array().unwrap().len(), 3);
     let divide = skills
         .iter()
@@ -387,4 +387,119 @@ fn a_component_of_one_function_runs_by_its_file_name_alone() {
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["manifest"]["name"], "echo__execute");
     assert_eq!(value["function"], "execute");
+}
+
+/// `evo skill run PLAIN_KINDS#function --input - --json` with `input` on stdin (an
+/// argument holds at most 128 KiB); its output, or its stderr.
+fn run_stdin(home: &std::path::Path, function: &str, input: &Value) -> Result<Value, String> {
+    use std::io::Write as _;
+    let skill = format!("{PLAIN_KINDS}#{function}");
+    let mut child =
+        evo_tests::cli::command(home, &["skill", "run", &skill, "--input", "-", "--json"])
+            .env("EVO_CACHE_DIR", evo_tests::cli::shared_cache_dir())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        let value: Value = serde_json::from_str(&stdout(&out)).map_err(|e| e.to_string())?;
+        Ok(value["output"].clone())
+    } else {
+        Err(stderr(&out))
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// "give byte lists and strings a direct path": a function of strings and byte lists
+/// answers exactly as through WIT values, hundreds of kilobytes each way, both cases
+/// of a `result`, an input it cannot read refused as before, and the output cap held.
+#[test]
+fn bulk_strings_and_bytes_go_through_and_back_unchanged() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let bytes: Vec<u8> = (0..600_000u32).map(|i| (i * 7 % 256) as u8).collect();
+    let encoded = base64(&bytes);
+    assert_eq!(
+        run_stdin(home, "kinds/echo-bytes", &json!({ "v": encoded })).unwrap(),
+        json!(encoded)
+    );
+    let text = "é😀\u{1}\"\\ plain ".repeat(30_000);
+    assert_eq!(
+        run_stdin(home, "kinds/echo-string", &json!({ "v": text })).unwrap(),
+        json!(text)
+    );
+    // Two parameters, and both cases of a `result`.
+    let labelled = json!({ "data": base64(b"ab"), "label": "c\u{e9}" });
+    assert_eq!(
+        run(home, "kinds/label-bytes", &labelled).unwrap(),
+        json!(base64("abc\u{e9}".as_bytes()))
+    );
+    let error = run(
+        home,
+        "kinds/label-bytes",
+        &json!({ "data": "", "label": "" }),
+    )
+    .unwrap_err();
+    assert!(
+        error.contains("error[SKILL_FAILED]") && error.contains(r#""the label is empty""#),
+        "{error}"
+    );
+    let text_of = |bytes: &[u8]| {
+        run(
+            home,
+            "kinds/bytes-to-text",
+            &json!({ "data": base64(bytes) }),
+        )
+    };
+    assert_eq!(text_of("héllo".as_bytes()).unwrap(), json!("héllo"));
+    let error = text_of(&[0x61, 0xff]).unwrap_err();
+    assert!(
+        error.contains("error[SKILL_FAILED]") && error.contains("not UTF-8"),
+        "{error}"
+    );
+    // What the direct path cannot read is refused as before, by the input schema.
+    for (input, code, says) in [
+        (
+            json!({ "data": 5, "label": "x" }),
+            "SKILL_VALIDATION_FAILED",
+            "data",
+        ),
+        (
+            json!({ "data": "YQ==" }),
+            "SKILL_VALIDATION_FAILED",
+            "label",
+        ),
+        (
+            json!({ "data": "YQ==", "label": "x", "more": 1 }),
+            "SKILL_VALIDATION_FAILED",
+            "more",
+        ),
+        (
+            json!({ "data": "not base64!", "label": "x" }),
+            "SKILL_VALIDATION_FAILED",
+            "data",
+        ),
+    ] {
+        let error = run(home, "kinds/label-bytes", &input).unwrap_err();
+        assert!(
+            error.contains(&format!("error[{code}]")) && error.contains(says),
+            "{input}: {error}"
+        );
+    }
+    // An output past the cap (1 MiB of JSON) is refused, as on the value path.
+    let big = base64(&vec![7u8; 900_000]);
+    let error = run_stdin(home, "kinds/echo-bytes", &json!({ "v": big })).unwrap_err();
+    assert!(
+        error.contains("error[OUTPUT_LIMIT]") || error.contains("OUTPUT"),
+        "{error}"
+    );
 }

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 use wasmtime::component::{Type, Val};
 
+use super::direct::{self, Arg, Direct, Returns};
 use super::exports::Export;
 use super::{Function, PlainComponent, PlainExecutor};
 use crate::engine::wasm::guest::run_guest;
@@ -32,13 +33,19 @@ impl PlainComponent {
         let skill = meta.name.as_str();
         let ready = self.ready().await?;
         let export = &ready.exports[function];
-        // Read before anything is instantiated: a wrong input costs no instance.
-        let params = params(export, input).map_err(|reason| Error::InvalidInput {
-            skill: skill.to_owned(),
-            reason,
-        })?;
+        // Read before anything is instantiated: a wrong input costs no instance. Bulk
+        // data takes the direct path; anything else, or an input the direct path cannot
+        // read (the value path says what is wrong with it), WIT values.
+        let direct = export.direct.as_ref();
+        let args = match direct.and_then(|d| Some((direct_args(export, d, input)?, d.returns))) {
+            Some((args, returns)) => Args::Direct(args, returns),
+            None => Args::Values(params(export, input).map_err(|reason| Error::InvalidInput {
+                skill: skill.to_owned(),
+                reason,
+            })?),
+        };
         let index = export.index;
-        let results = export.result.iter().map(|_| Val::Bool(false)).collect();
+        let result_type = export.result.clone();
         let (result, guest) = run_guest(
             &inner.engine,
             &ready.pre,
@@ -53,28 +60,27 @@ impl PlainComponent {
                     let func = instance.get_func(&mut *store, index).ok_or_else(|| {
                         wasmtime::Error::msg("the instance does not export the function")
                     })?;
-                    let mut results: Vec<Val> = results;
-                    func.call_async(&mut *store, &params, &mut results).await?;
-                    Ok(results)
+                    match args {
+                        Args::Direct(args, returns) => {
+                            direct::call(func, store, &args, returns).await
+                        }
+                        Args::Values(params) => {
+                            let mut results: Vec<Val> =
+                                result_type.iter().map(|_| Val::Bool(false)).collect();
+                            func.call_async(&mut *store, &params, &mut results).await?;
+                            Ok(outcome(result_type.as_ref(), results.first()))
+                        }
+                    }
                 })
             },
         )
         .await?;
-        let results = result.map_err(|e| guest.classify(e))?;
-        let (ok, value) = match (&export.result, results.first()) {
-            (Some(Type::Result(ty)), Some(Val::Result(outcome))) => match outcome {
-                Ok(val) => (true, payload(ty.ok().as_ref(), val.as_deref())),
-                Err(val) => (false, payload(ty.err().as_ref(), val.as_deref())),
-            },
-            (Some(ty), Some(val)) => (true, to_json(ty, val)),
-            _ => (true, Value::Null),
-        };
-        let text = value.to_string();
+        let (ok, value) = result.map_err(|e| guest.classify(e))?;
         if !ok {
             if let Some(exceeded) = guest.stdio_exceeded() {
                 return Err(exceeded);
             }
-            let mut message = cut(text, MAX_ERROR_BYTES);
+            let mut message = cut(value.to_string(), MAX_ERROR_BYTES);
             // A component's own error says only that a request was denied; the host
             // knows which and why, and the failure is that refusal (PERMISSION_DENIED,
             // as for an Evo skill or a service skill refused the same request).
@@ -91,16 +97,77 @@ impl PlainComponent {
                 message: guest.scrub.text("error", message),
             });
         }
-        guest.check_output(text.len())?;
+        // Counted, not written: a bulk result is not copied into text to be measured.
+        guest.check_output(json_len(&value))?;
         if guest.scrub.secrets().is_empty() {
             return Ok(value);
         }
-        let scrubbed = guest.scrub.text("output", text);
+        let scrubbed = guest.scrub.text("output", value.to_string());
         serde_json::from_str(&scrubbed).map_err(|e| Error::InvalidOutput {
             skill: skill.to_owned(),
             reason: e.to_string(),
         })
     }
+}
+
+/// The length of `value` written as JSON (as `to_string` writes it), counted without
+/// writing it anywhere.
+fn json_len(value: &Value) -> usize {
+    // A string with nothing to escape (base64, most text) is itself and two quotes.
+    if let Value::String(text) = value
+        && text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+    {
+        return text.len() + 2;
+    }
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a sink that takes everything cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// What a call is given: its arguments on the direct path (and what that returns), or
+/// as WIT values.
+enum Args {
+    Direct(Vec<Arg>, Returns),
+    Values(Vec<Val>),
+}
+
+/// Whether the call succeeded and its result (or error) as JSON, from the value it
+/// returned: a `result`'s error is a failure.
+fn outcome(ty: Option<&Type>, val: Option<&Val>) -> (bool, Value) {
+    match (ty, val) {
+        (Some(Type::Result(ty)), Some(Val::Result(outcome))) => match outcome {
+            Ok(val) => (true, payload(ty.ok().as_ref(), val.as_deref())),
+            Err(val) => (false, payload(ty.err().as_ref(), val.as_deref())),
+        },
+        (Some(ty), Some(val)) => (true, to_json(ty, val)),
+        _ => (true, Value::Null),
+    }
+}
+
+/// The arguments of `export`'s direct path, read from `input`: `None` unless it is an
+/// object holding exactly its parameters, each of the kind the path takes.
+fn direct_args(export: &Export, direct: &Direct, input: &Value) -> Option<Vec<Arg>> {
+    let object = input.as_object()?;
+    if object.len() != export.params.len() {
+        return None;
+    }
+    export
+        .params
+        .iter()
+        .zip(&direct.params)
+        .map(|((name, _), kind)| Arg::read(*kind, object.get(name)?))
+        .collect()
 }
 
 /// The JSON of a `result`'s payload; `null` when its case has none.
@@ -183,5 +250,23 @@ impl Executor for PlainExecutor {
             let output = self.component.call_at(self.function, &input, &ctx).await?;
             Ok(SkillOutput::from(output))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn the_counted_length_is_the_written_one() {
+        for value in [
+            json!(null),
+            json!("é😀\u{1}\"\\"),
+            json!({ "a": [1, 2.5, "x"], "b": { "c": false } }),
+            json!("x".repeat(70_000)),
+            json!("x\u{7f}é"),
+        ] {
+            assert_eq!(super::json_len(&value), value.to_string().len(), "{value}");
+        }
     }
 }

@@ -59,6 +59,8 @@ pub(super) struct Export {
     pub(super) index: ComponentExportIndex,
     pub(super) params: Vec<(String, Type)>,
     pub(super) result: Option<Type>,
+    /// Its direct path for bulk data, when it has one.
+    pub(super) direct: Option<super::direct::Direct>,
     pub(super) description: String,
     pub(super) input: Value,
     pub(super) output: Value,
@@ -179,6 +181,7 @@ pub(super) fn exports(
         usable.push(Export {
             input: input_schema(&params),
             output: output_schema(result.as_ref()),
+            direct: super::direct::Direct::of(&params, result.as_ref()),
             skill,
             path,
             index,

@@ -13,6 +13,7 @@
 //! declares nothing.
 
 mod call;
+mod direct;
 mod docs;
 mod exports;
 mod load;

@@ -53,7 +53,7 @@ pub fn to_val(ty: &Type, json: &Value, path: &str) -> Result<Val, Mismatch> {
         Type::String => Val::String(json.as_str().ok_or_else(|| wrong("a string"))?.to_owned()),
         Type::List(list) if list.ty() == Type::U8 => {
             let text = json.as_str().ok_or_else(|| wrong(BASE64))?;
-            let bytes = base64::engine::general_purpose::STANDARD
+            let bytes = super::base64()
                 .decode(text)
                 .map_err(|_| wrong(BASE64))?;
             Val::List(bytes.into_iter().map(Val::U8).collect())

@@ -108,7 +108,7 @@ fn bytes_json(items: &[Val]) -> Value {
             _ => None,
         })
         .collect();
-    base64::engine::general_purpose::STANDARD.encode(bytes).into()
+    super::base64().encode(bytes).into()
 }
 
 fn tagged_json(name: &str, payload: Option<(&Type, &Val)>) -> Value {
