@@ -55,11 +55,7 @@ fn plain(rt: &tokio::runtime::Runtime) -> PlainComponent {
         }))
     };
     let loaded = rt
-        .block_on(engine.load_any_file(
-            Path::new(skills::PLAIN_KINDS),
-            sidecar,
-            &Policy::default(),
-        ))
+        .block_on(engine.load_any_file(Path::new(skills::PLAIN_KINDS), sidecar, &Policy::default()))
         .unwrap();
     match loaded {
         WasmFile::Component(component) => component,
