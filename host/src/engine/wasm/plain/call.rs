@@ -114,8 +114,15 @@ impl PlainComponent {
 /// writing it anywhere.
 fn json_len(value: &Value) -> usize {
     // A string with nothing to escape (base64, most text) is itself and two quotes.
+    // Checked a block at a time without stopping inside one, which the compiler turns
+    // into vector instructions (a byte-by-byte check was a third of a 1 MiB call).
+    let plain = |block: &[u8]| {
+        block
+            .iter()
+            .fold(true, |plain, &b| plain & (b >= 0x20) & (b != b'"') & (b != b'\\'))
+    };
     if let Value::String(text) = value
-        && text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+        && text.as_bytes().chunks(4096).all(plain)
     {
         return text.len() + 2;
     }
