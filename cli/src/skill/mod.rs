@@ -102,7 +102,7 @@ pub(crate) enum SkillCommand {
         locked: bool,
         /// Install under NAME instead of the name the skill gives itself (say, beside
         /// a built-in tool or another skill of that name). Its files are not changed;
-        /// grants, [skill_config], the lock file and `evo skill update` follow NAME.
+        /// grants, `[skill_config]`, the lock file and `evo skill update` follow NAME.
         #[arg(long = "as", value_name = "NAME")]
         as_name: Option<String>,
     },
