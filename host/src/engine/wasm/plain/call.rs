@@ -46,6 +46,7 @@ impl PlainComponent {
         };
         let index = export.index;
         let result_type = export.result.clone();
+        let cap = inner.limits.output_bytes;
         let (result, guest) = run_guest(
             &inner.engine,
             &ready.pre,
@@ -62,7 +63,7 @@ impl PlainComponent {
                     })?;
                     match args {
                         Args::Direct(args, returns) => {
-                            direct::call(func, store, &args, returns).await
+                            direct::call(func, store, &args, returns, cap).await
                         }
                         Args::Values(params) => {
                             let mut results: Vec<Val> =
@@ -75,7 +76,16 @@ impl PlainComponent {
             },
         )
         .await?;
-        let (ok, value) = result.map_err(|e| guest.classify(e))?;
+        let (ok, value) = match result {
+            Ok(answer) => answer,
+            Err(e) => {
+                // Refused before it was encoded: the output cap's refusal.
+                if let Some(direct::Oversized(len)) = e.downcast_ref() {
+                    guest.check_output(*len)?;
+                }
+                return Err(guest.classify(e));
+            }
+        };
         if !ok {
             if let Some(exceeded) = guest.stdio_exceeded() {
                 return Err(exceeded);

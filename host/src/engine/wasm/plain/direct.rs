@@ -94,64 +94,108 @@ impl Arg {
     }
 }
 
+/// A result longer, as JSON, than the call's output cap: refused before it is encoded
+/// (the caller answers it as the cap's refusal).
+#[derive(Debug)]
+pub(super) struct Oversized(pub(super) usize);
+
+impl std::fmt::Display for Oversized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the result is {} bytes of JSON, over the output cap", self.0)
+    }
+}
+
+impl std::error::Error for Oversized {}
+
 /// Calls `func` with `args` through a typed function; returns whether it succeeded and
-/// its result (or error) as JSON.
+/// its result (or error) as JSON. A successful result longer than `cap` bytes of JSON
+/// is [`Oversized`], not encoded.
 pub(super) async fn call(
     func: Func,
     store: &mut Store<HostState>,
     args: &[Arg],
     returns: Returns,
+    cap: u64,
 ) -> wasmtime::Result<(bool, Value)> {
     use Arg::{Bytes, Text};
+    let call = Call {
+        func,
+        returns,
+        cap: usize::try_from(cap).unwrap_or(usize::MAX),
+    };
     match args {
-        [Text(a)] => returning(func, store, (a.as_str(),), returns).await,
-        [Bytes(a)] => returning(func, store, (a.as_slice(),), returns).await,
-        [Text(a), Text(b)] => returning(func, store, (a.as_str(), b.as_str()), returns).await,
-        [Text(a), Bytes(b)] => returning(func, store, (a.as_str(), b.as_slice()), returns).await,
-        [Bytes(a), Text(b)] => returning(func, store, (a.as_slice(), b.as_str()), returns).await,
-        [Bytes(a), Bytes(b)] => {
-            returning(func, store, (a.as_slice(), b.as_slice()), returns).await
-        }
+        [Text(a)] => call.returning(store, (a.as_str(),)).await,
+        [Bytes(a)] => call.returning(store, (a.as_slice(),)).await,
+        [Text(a), Text(b)] => call.returning(store, (a.as_str(), b.as_str())).await,
+        [Text(a), Bytes(b)] => call.returning(store, (a.as_str(), b.as_slice())).await,
+        [Bytes(a), Text(b)] => call.returning(store, (a.as_slice(), b.as_str())).await,
+        [Bytes(a), Bytes(b)] => call.returning(store, (a.as_slice(), b.as_slice())).await,
         _ => Err(wasmtime::Error::msg(
             "the direct path takes one or two parameters",
         )),
     }
 }
 
-async fn returning<P>(
+/// One call on the direct path.
+struct Call {
     func: Func,
-    store: &mut Store<HostState>,
-    params: P,
     returns: Returns,
-) -> wasmtime::Result<(bool, Value)>
-where
-    P: ComponentNamedList + Lower + Send + Sync,
-{
-    // Lifted as owned values: the function's post-return runs inside the call, so the
-    // guest's result memory is free again when it returns (a `WasmStr` or `WasmList`
-    // read then may see the allocator's writes). A byte list is one copy either way.
-    Ok(match returns {
-        Returns::Value(Bulk::Text) => {
-            let (text,) = typed::<P, (String,)>(func, store, params).await?;
-            (true, Value::String(text))
-        }
-        Returns::Value(Bulk::Bytes) => {
-            let (bytes,) = typed::<P, (Vec<u8>,)>(func, store, params).await?;
-            (true, bytes_json(&bytes))
-        }
-        Returns::Result(Bulk::Text) => {
-            match typed::<P, (Result<String, String>,)>(func, store, params).await? {
-                (Ok(text),) => (true, Value::String(text)),
-                (Err(error),) => (false, Value::String(error)),
+    /// The output cap, in bytes of JSON.
+    cap: usize,
+}
+
+impl Call {
+    async fn returning<P>(&self, store: &mut Store<HostState>, params: P) -> wasmtime::Result<(bool, Value)>
+    where
+        P: ComponentNamedList + Lower + Send + Sync,
+    {
+        let (func, cap) = (self.func, self.cap);
+        // Lifted as owned values: the function's post-return runs inside the call, so
+        // the guest's result memory is free again when it returns (a `WasmStr` or
+        // `WasmList` read then may see the allocator's writes). A byte list is one copy
+        // either way.
+        Ok(match self.returns {
+            Returns::Value(Bulk::Text) => {
+                let (text,) = typed::<P, (String,)>(func, store, params).await?;
+                (true, text_json(text, cap)?)
             }
-        }
-        Returns::Result(Bulk::Bytes) => {
-            match typed::<P, (Result<Vec<u8>, String>,)>(func, store, params).await? {
-                (Ok(bytes),) => (true, bytes_json(&bytes)),
-                (Err(error),) => (false, Value::String(error)),
+            Returns::Value(Bulk::Bytes) => {
+                let (bytes,) = typed::<P, (Vec<u8>,)>(func, store, params).await?;
+                (true, bytes_json(&bytes, cap)?)
             }
-        }
-    })
+            Returns::Result(Bulk::Text) => {
+                match typed::<P, (Result<String, String>,)>(func, store, params).await? {
+                    (Ok(text),) => (true, text_json(text, cap)?),
+                    (Err(error),) => (false, Value::String(error)),
+                }
+            }
+            Returns::Result(Bulk::Bytes) => {
+                match typed::<P, (Result<Vec<u8>, String>,)>(func, store, params).await? {
+                    (Ok(bytes),) => (true, bytes_json(&bytes, cap)?),
+                    (Err(error),) => (false, Value::String(error)),
+                }
+            }
+        })
+    }
+}
+
+/// The text as JSON; [`Oversized`] when even unescaped it is over `cap`.
+fn text_json(text: String, cap: usize) -> wasmtime::Result<Value> {
+    let least = text.len().saturating_add(2);
+    if least > cap {
+        return Err(Oversized(least).into());
+    }
+    Ok(Value::String(text))
+}
+
+/// The bytes as base64; [`Oversized`] when that is over `cap`, before it is written.
+fn bytes_json(bytes: &[u8], cap: usize) -> wasmtime::Result<Value> {
+    use base64::Engine as _;
+    let len = bytes.len().div_ceil(3).saturating_mul(4).saturating_add(2);
+    if len > cap {
+        return Err(Oversized(len).into());
+    }
+    Ok(Value::String(crate::engine::wasm::wit_json::base64().encode(bytes)))
 }
 
 async fn typed<P, R>(func: Func, store: &mut Store<HostState>, params: P) -> wasmtime::Result<R>
@@ -164,14 +208,25 @@ where
         .await
 }
 
-fn bytes_json(bytes: &[u8]) -> Value {
-    use base64::Engine as _;
-    Value::String(crate::engine::wasm::wit_json::base64().encode(bytes))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_over_the_cap_is_refused_at_its_exact_length_before_it_is_encoded() {
+        for n in 0..10 {
+            let bytes = vec![0xffu8; n];
+            let json = bytes_json(&bytes, usize::MAX).unwrap().to_string();
+            assert!(bytes_json(&bytes, json.len()).is_ok(), "{n}");
+            let refused = bytes_json(&bytes, json.len() - 1).unwrap_err();
+            let Some(Oversized(len)) = refused.downcast_ref() else {
+                panic!("{refused}");
+            };
+            assert_eq!(*len, json.len(), "{n}");
+        }
+        assert!(text_json("abc".into(), 5).is_ok());
+        assert!(text_json("abc".into(), 4).unwrap_err().downcast_ref::<Oversized>().is_some());
+    }
 
     #[test]
     fn only_strings_and_byte_lists_take_the_direct_path() {
