@@ -217,14 +217,18 @@ mod tests {
         for n in 0..10 {
             let bytes = vec![0xffu8; n];
             let json = bytes_json(&bytes, usize::MAX).unwrap().to_string();
-            assert!(bytes_json(&bytes, json.len()).is_ok(), "{n}");
+            assert_eq!(
+                bytes_json(&bytes, json.len()).unwrap().to_string(),
+                json,
+                "{n}"
+            );
             let refused = bytes_json(&bytes, json.len() - 1).unwrap_err();
             let Some(Oversized(len)) = refused.downcast_ref() else {
                 panic!("{refused}");
             };
             assert_eq!(*len, json.len(), "{n}");
         }
-        assert!(text_json("abc".into(), 5).is_ok());
+        assert_eq!(text_json("abc".into(), 5).unwrap(), Value::String("abc".into()));
         assert!(text_json("abc".into(), 4).unwrap_err().downcast_ref::<Oversized>().is_some());
     }
 
