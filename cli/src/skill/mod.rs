@@ -115,7 +115,8 @@ pub(crate) enum SkillCommand {
         /// Where: REGISTRY/REPOSITORY:TAG (with or without oci://).
         reference: String,
         /// Sign it with this ECDSA P-256 private key (PEM, PKCS#8; `evo skill keygen`
-        /// makes one): a cosign-compatible signature is pushed beside it.
+        /// makes one): pushed beside it as cosign 3 and cosign 2 write theirs (a Sigstore
+        /// bundle among its referrers, and the `.sig` tag).
         #[arg(long, value_name = "KEY")]
         sign: Option<PathBuf>,
     },

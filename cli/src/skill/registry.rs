@@ -37,7 +37,7 @@ pub(super) async fn publish(
     out!(
         "  signed:     {}",
         if published.signed {
-            "yes (cosign-compatible, beside it)"
+            "yes (a Sigstore bundle among its referrers and a cosign .sig tag)"
         } else {
             "no"
         }

@@ -98,6 +98,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("SERVER_BUSY", "the server's call queue is full"),
     ("SERVICE_UNAVAILABLE", "a service the skill calls is busy or down"),
     ("SHUTTING_DOWN", "the server is stopping and takes no new calls"),
+    ("SIGNATURE_MISMATCH", "a trusted key's signature beside the artifact was made for another one"),
     ("SIGNATURE_REQUIRED", "[trust] requires a signature and the artifact has none Evo trusts"),
     ("SIGNATURE_UNTRUSTED", "the artifact's signature is by a key [trust] does not hold"),
     ("SKILL_ALREADY_EXISTS", "a skill of that name is installed (`--overwrite` replaces it)"),
@@ -168,6 +169,7 @@ const REQUEST_AT_FAULT: &[&str] = &[
     "REMOTE_NOT_FOUND",
     "SECRET_INVALID",
     "SECRET_NOT_FOUND",
+    "SIGNATURE_MISMATCH",
     "SIGNATURE_REQUIRED",
     "SIGNATURE_UNTRUSTED",
     "SKILL_ALREADY_EXISTS",
@@ -198,7 +200,7 @@ pub fn answer_for(code: &str, output: bool) -> Answer {
         "UNAUTHORIZED" => 401,
         "ADMIN_REQUIRED" | "ORIGIN_REFUSED" | "HOST_REFUSED" | "TOOL_BLOCKED" | "PERMISSION_DENIED"
         | "CAPABILITY_DENIED" | "GRANT_OUTSIDE" | "MODEL_NOT_ALLOWED" | "SIGNATURE_REQUIRED"
-        | "SIGNATURE_UNTRUSTED" => 403,
+        | "SIGNATURE_UNTRUSTED" | "SIGNATURE_MISMATCH" => 403,
         "SKILL_NOT_FOUND" | "TOOL_NOT_FOUND" | "MEMORY_ENTRY_NOT_FOUND" | "ARTIFACT_NOT_FOUND"
         | "NOT_FOUND" | "ENOENT" | "SECRET_NOT_FOUND" | "REMOTE_NOT_FOUND" => 404,
         "METHOD_NOT_ALLOWED" => 405,

@@ -350,6 +350,9 @@ fn registry_hint(code: &str) -> &'static str {
         "SIGNATURE_UNTRUSTED" => {
             "add the publisher's public key to [trust] keys in evo.toml, if you trust them"
         }
+        "SIGNATURE_MISMATCH" => {
+            "the signature is genuine but signs other bytes: do not install this; ask the publisher which digest they signed and install that one (`oci://REPOSITORY@sha256:…`)"
+        }
         "KEY_INVALID" => {
             "give a PEM file: an ECDSA P-256 private key (PKCS#8) to sign, its public key to verify; `evo skill keygen` makes a pair"
         }

@@ -447,7 +447,7 @@ pub enum Error {
         /// `INVALID_REFERENCE`, `REGISTRY_UNREACHABLE`, `REGISTRY_AUTH`,
         /// `REGISTRY_ERROR`, `ARTIFACT_NOT_FOUND`, `ARTIFACT_INVALID`,
         /// `ARTIFACT_TOO_LARGE`, `DIGEST_MISMATCH`, `SIGNATURE_REQUIRED`,
-        /// `SIGNATURE_UNTRUSTED`, `KEY_INVALID`, `TAG_MOVED`, `NOT_LOCKED` or
+        /// `SIGNATURE_UNTRUSTED`, `SIGNATURE_MISMATCH`, `KEY_INVALID`, `TAG_MOVED`, `NOT_LOCKED` or
         /// `NOT_FROM_REGISTRY`.
         code: &'static str,
         /// What happened, naming the reference, and what to do.

@@ -520,6 +520,7 @@ impl Host {
                     e.code(),
                     "SIGNATURE_REQUIRED"
                         | "SIGNATURE_UNTRUSTED"
+                        | "SIGNATURE_MISMATCH"
                         | "DIGEST_MISMATCH"
                         | "ARTIFACT_INVALID"
                         | "ARTIFACT_TOO_LARGE"

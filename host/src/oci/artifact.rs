@@ -47,6 +47,10 @@ pub struct Descriptor {
     /// In an index: the platform of the manifest it points at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<Value>,
+    /// In an index of referrers: what the manifest it points at holds (a Sigstore
+    /// bundle's media type, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
 }
 
 impl Descriptor {
@@ -58,6 +62,7 @@ impl Descriptor {
             size: bytes.len() as u64,
             annotations: Default::default(),
             platform: None,
+            artifact_type: None,
         }
     }
 }
@@ -83,6 +88,13 @@ pub struct Manifest {
     /// Free-form notes.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub annotations: std::collections::BTreeMap<String, String>,
+    /// What an artifact manifest holds, where its config does not say (OCI 1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
+    /// The manifest this one is about (a signature's artifact): what makes it one of
+    /// that manifest's referrers (OCI 1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Descriptor>,
 }
 
 impl Manifest {
@@ -95,6 +107,22 @@ impl Manifest {
             layers,
             manifests: Vec::new(),
             annotations: Default::default(),
+            artifact_type: None,
+            subject: None,
+        }
+    }
+
+    /// An image index of `manifests`.
+    pub fn index(manifests: Vec<Descriptor>) -> Self {
+        Self {
+            schema_version: 2,
+            media_type: Some(INDEX.to_owned()),
+            config: None,
+            layers: Vec::new(),
+            manifests,
+            annotations: Default::default(),
+            artifact_type: None,
+            subject: None,
         }
     }
 

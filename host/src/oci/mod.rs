@@ -1,9 +1,11 @@
 //! Skills in OCI registries: publishing a component or a skill directory as an OCI
 //! artifact, pulling one back with every byte checked against its digest, and
-//! cosign-compatible signatures beside it ([`sign`]). What is pulled is installed by the
+//! signatures beside it in both formats cosign reads (a Sigstore bundle among its
+//! referrers, [`bundle`]; the `.sig` tag, [`sign`]). What is pulled is installed by the
 //! skill manager like any other source; the lock file ([`lock`]) pins what was.
 
 pub mod artifact;
+pub mod bundle;
 pub mod client;
 pub mod lock;
 pub mod reference;
@@ -15,7 +17,9 @@ pub use client::Client;
 pub use reference::Reference;
 pub use settings::{CredentialSettings, Registries, RegistrySettings, TrustSettings};
 pub use crate::skill::package::{RegistrySource, Signer};
-pub use sign::{SigningKey, TrustedKey};
+pub use sign::{SigningKey, TrustedKey, Verdict};
+
+use artifact::Descriptor;
 
 use crate::error::{Error, Result};
 
@@ -130,33 +134,32 @@ impl Registry {
         })
     }
 
-    /// Who of the trusted keys signed `digest` in `r`'s repository; an error when a
-    /// signature is required and none of them did.
+    /// Who of the trusted keys signed `digest` in `r`'s repository, in either format
+    /// cosign writes (a Sigstore bundle among its referrers, or the `.sig` tag); an
+    /// error when a signature is required and none of them did.
     fn check_signature(&self, r: &Reference, digest: &str) -> Result<(Option<Signer>, Vec<String>)> {
-        let signatures = match self.client.manifest(&r.tagged(&sign::tag(digest))) {
-            Ok((_, manifest)) => sign::signatures(&manifest),
-            Err(Error::Registry { code: "ARTIFACT_NOT_FOUND", .. }) => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        for (layer, signature) in &signatures {
-            let payload = self.client.blob(r, layer, sign::MAX_PAYLOAD_BYTES, None)?;
-            if let Some(signer) = sign::verify(&self.keys, digest, &payload, signature) {
-                return Ok((Some(signer), Vec::new()));
+        let mut verdicts = Vec::new();
+        for found in self.bundles(r, digest)? {
+            match found.map(|bytes| bundle::verify(&self.keys, digest, &bytes)) {
+                Ok(Verdict::Signed(signer)) => return Ok((Some(signer), Vec::new())),
+                Ok(verdict) => verdicts.push(verdict),
+                Err(why) => verdicts.push(Verdict::Unreadable(why)),
             }
         }
-        let pinned = format!("{}@{digest}", r.name());
-        let what = if signatures.is_empty() {
-            format!("{pinned} is not signed")
-        } else if self.keys.is_empty() {
-            format!("{pinned} is signed, but [trust] keys lists no key to verify it with")
-        } else {
-            format!(
-                "{pinned} is signed, but by none of the trusted keys ({})",
-                self.keys.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
-            )
-        };
+        let signatures = self
+            .client
+            .stored(&r.tagged(&sign::tag(digest)))?
+            .map(|manifest| sign::signatures(&manifest))
+            .unwrap_or_default();
+        for (layer, signature) in &signatures {
+            let payload = self.client.blob(r, layer, sign::MAX_PAYLOAD_BYTES, None)?;
+            match sign::verify(&self.keys, digest, &payload, signature) {
+                Verdict::Signed(signer) => return Ok((Some(signer), Vec::new())),
+                verdict => verdicts.push(verdict),
+            }
+        }
+        let (code, what) = self.unverified(&format!("{}@{digest}", r.name()), &verdicts);
         if self.require_signature {
-            let code = if signatures.is_empty() { "SIGNATURE_REQUIRED" } else { "SIGNATURE_UNTRUSTED" };
             return Err(Error::Registry {
                 code,
                 message: format!("{what}, and [trust] require_signature is on: nothing was installed"),
@@ -164,6 +167,103 @@ impl Registry {
             });
         }
         Ok((None, vec![what]))
+    }
+
+    /// The Sigstore bundles attached to `digest`: listed by the referrers API, or
+    /// under the fallback tag where the registry has none (at most
+    /// [`sign::MAX_SIGNATURES`]). A referrer that cannot be read is an `Err` with why,
+    /// beside the others; a registry that fails is an error.
+    fn bundles(&self, r: &Reference, digest: &str) -> Result<Vec<std::result::Result<Vec<u8>, String>>> {
+        let index = match self.client.referrers(r, digest)? {
+            Some(index) => index,
+            None => match self.client.stored(&r.tagged(&bundle::fallback_tag(digest)))? {
+                Some(index) => index,
+                None => return Ok(Vec::new()),
+            },
+        };
+        let mut bundles = Vec::new();
+        for entry in index
+            .manifests
+            .iter()
+            .filter(|m| bundle::is_bundle(m.artifact_type.as_deref()))
+            .take(sign::MAX_SIGNATURES)
+        {
+            if !reference::is_digest(&entry.digest) {
+                bundles.push(Err(format!("a referrer whose digest {:?} is not sha256: and 64 hex digits", entry.digest)));
+                continue;
+            }
+            let read = match self.client.stored(&r.at(&entry.digest)) {
+                Ok(Some(manifest)) => match manifest.layers.as_slice() {
+                    [layer] if bundle::is_bundle(Some(&layer.media_type)) => {
+                        self.client.blob(r, layer, bundle::MAX_BUNDLE_BYTES, None)
+                    }
+                    _ => {
+                        bundles.push(Err(format!("a referrer {} that is not one Sigstore bundle layer", entry.digest)));
+                        continue;
+                    }
+                },
+                Ok(None) => {
+                    bundles.push(Err(format!("a referrer {} the registry does not have", entry.digest)));
+                    continue;
+                }
+                Err(e) => Err(e),
+            };
+            match read {
+                Ok(bytes) => bundles.push(Ok(bytes)),
+                Err(e) if e.is_transient() => return Err(e),
+                Err(e) => bundles.push(Err(e.to_string())),
+            }
+        }
+        Ok(bundles)
+    }
+
+    /// Why `pinned` is not signed by a trusted key, from what its signatures said, and
+    /// the code refusing it: a trusted key's signature of another artifact is named as
+    /// such (adding keys would not help), before signatures Evo does not read and
+    /// keys it does not trust.
+    fn unverified(&self, pinned: &str, verdicts: &[Verdict]) -> (&'static str, String) {
+        let elsewhere = verdicts.iter().find_map(|v| match v {
+            Verdict::ForAnother { signer, signed } => Some((signer, signed)),
+            _ => None,
+        });
+        if let Some((signer, signed)) = elsewhere {
+            return (
+                "SIGNATURE_MISMATCH",
+                format!(
+                    "{pinned} carries a signature by {} (a trusted key) made for another artifact ({signed}): it was copied from elsewhere or the tag was moved onto other bytes, and it does not sign this one",
+                    signer.key
+                ),
+            );
+        }
+        if verdicts.is_empty() {
+            return ("SIGNATURE_REQUIRED", format!("{pinned} is not signed"));
+        }
+        let unreadable: Vec<&str> = verdicts
+            .iter()
+            .filter_map(|v| match v {
+                Verdict::Unreadable(why) => Some(why.as_str()),
+                _ => None,
+            })
+            .collect();
+        if unreadable.len() == verdicts.len() {
+            return (
+                "SIGNATURE_UNTRUSTED",
+                format!("{pinned} carries no signature Evo verifies: {}", unreadable.join("; ")),
+            );
+        }
+        if self.keys.is_empty() {
+            return (
+                "SIGNATURE_UNTRUSTED",
+                format!("{pinned} is signed, but [trust] keys lists no key to verify it with"),
+            );
+        }
+        (
+            "SIGNATURE_UNTRUSTED",
+            format!(
+                "{pinned} is signed, but by none of the trusted keys ({})",
+                self.keys.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        )
     }
 
     /// Publishes `bytes` as a `kind` artifact (a skill's is described by `about`) at
@@ -202,7 +302,7 @@ impl Registry {
         let target = r.tag.as_deref().unwrap_or(reference::DEFAULT_TAG);
         let digest = self.client.push_manifest(r, target, &manifest)?;
         if let Some(key) = key {
-            self.sign(r, &digest, key)?;
+            self.sign(r, &Descriptor::of(artifact::MANIFEST, &manifest.to_bytes()), key)?;
         }
         Ok(digest)
     }
@@ -255,23 +355,44 @@ impl Registry {
         Ok(Some(listed))
     }
 
-    /// Adds `key`'s signature of `digest` to `r`'s repository (beside any others).
-    pub fn sign(&self, r: &Reference, digest: &str, key: &SigningKey) -> Result<()> {
+    /// Adds `key`'s signature of the manifest `subject` to `r`'s repository (beside any
+    /// others) in both formats cosign reads: a Sigstore bundle among its referrers,
+    /// what cosign 3 writes and reads first, and the `.sig` tag, what cosign 2 and the
+    /// policy controllers before the referrers API read.
+    pub fn sign(&self, r: &Reference, subject: &Descriptor, key: &SigningKey) -> Result<()> {
+        self.sign_tag(r, &subject.digest, key)?;
+        self.attach_bundle(r, subject, key)
+    }
+
+    /// Adds the `.sig` tag's signature.
+    fn sign_tag(&self, r: &Reference, digest: &str, key: &SigningKey) -> Result<()> {
         let payload = sign::payload(&r.name(), digest);
         let signature = key.sign(&payload)?;
-        let tagged = r.tagged(&sign::tag(digest));
-        let existing = match self.client.manifest(&tagged) {
-            Ok((_, manifest)) => Some(manifest),
-            Err(Error::Registry { code: "ARTIFACT_NOT_FOUND", .. }) => None,
-            Err(e) => return Err(e),
-        };
+        let existing = self.client.stored(&r.tagged(&sign::tag(digest)))?;
         let (manifest, config) = sign::manifest(existing, &payload, &signature);
-        let payload_layer = artifact::Descriptor::of(sign::PAYLOAD, &payload);
+        let payload_layer = Descriptor::of(sign::PAYLOAD, &payload);
         self.client.push_blob(r, &payload_layer, &payload)?;
         if let Some(config_descriptor) = &manifest.config {
             self.client.push_blob(r, config_descriptor, &config)?;
         }
         self.client.push_manifest(r, &sign::tag(digest), &manifest)?;
+        Ok(())
+    }
+
+    /// Attaches a Sigstore bundle of `key`'s signature to `subject`: through the
+    /// referrers API where the registry has it, else listed under the fallback tag.
+    fn attach_bundle(&self, r: &Reference, subject: &Descriptor, key: &SigningKey) -> Result<()> {
+        let bytes = bundle::write(key, &subject.digest)?;
+        let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let manifest = bundle::manifest(subject.clone(), &bytes, &created);
+        self.client.push_blob(r, &Descriptor::of(bundle::MEDIA_TYPE, &bytes), &bytes)?;
+        self.client.push_blob(r, &Descriptor::of(bundle::EMPTY, bundle::EMPTY_BLOB), bundle::EMPTY_BLOB)?;
+        let (_, listed) = self.client.push_referrer(r, &manifest)?;
+        if !listed {
+            let tag = bundle::fallback_tag(&subject.digest);
+            let index = bundle::add_referrer(self.client.stored(&r.tagged(&tag))?, &manifest);
+            self.client.push_manifest(r, &tag, &index)?;
+        }
         Ok(())
     }
 }

@@ -125,18 +125,29 @@ impl SigningKey {
             &rng,
         )
         .map_err(|e| Error::Engine(format!("a generated key was refused: {e}")))?;
-        let mut spki = P256_SPKI_PREFIX.to_vec();
-        spki.extend_from_slice(pair.public_key().as_ref());
+        let spki = Self { pair }.public_key_der();
         Ok((to_pem("PRIVATE KEY", pkcs8.as_ref()), to_pem("PUBLIC KEY", &spki)))
+    }
+
+    /// The DER of its public key (SubjectPublicKeyInfo), as `[trust] keys` holds it.
+    pub fn public_key_der(&self) -> Vec<u8> {
+        let mut spki = P256_SPKI_PREFIX.to_vec();
+        spki.extend_from_slice(self.pair.public_key().as_ref());
+        spki
     }
 
     /// The base64 signature of `payload`.
     pub fn sign(&self, payload: &[u8]) -> Result<String> {
+        Ok(base64::engine::general_purpose::STANDARD.encode(self.sign_raw(payload)?))
+    }
+
+    /// The signature of `payload` (ASN.1 DER).
+    pub fn sign_raw(&self, payload: &[u8]) -> Result<Vec<u8>> {
         let signature = self
             .pair
             .sign(&SystemRandom::new(), payload)
             .map_err(|_| Error::Engine("signing failed".into()))?;
-        Ok(base64::engine::general_purpose::STANDARD.encode(signature.as_ref()))
+        Ok(signature.as_ref().to_vec())
     }
 }
 
@@ -185,7 +196,8 @@ impl TrustedKey {
         paths.iter().map(|p| Self::read(p)).collect()
     }
 
-    fn verifies(&self, payload: &[u8], signature: &str) -> bool {
+    /// Whether `signature` (base64 of ASN.1 DER) is this key's of `payload`.
+    pub(super) fn verifies(&self, payload: &[u8], signature: &str) -> bool {
         let Ok(signature) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
             return false;
         };
@@ -193,6 +205,33 @@ impl TrustedKey {
             .verify(payload, &signature)
             .is_ok()
     }
+
+    /// The signer this key names.
+    pub(super) fn signer(&self) -> Signer {
+        Signer {
+            key: self.name.clone(),
+            fingerprint: self.fingerprint.clone(),
+        }
+    }
+}
+
+/// What one signature says of an artifact, checked against the trusted keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A trusted key signed this artifact.
+    Signed(Signer),
+    /// A trusted key signed, but another artifact (`signed`, its digest): a signature
+    /// copied from elsewhere, or a tag moved onto other bytes.
+    ForAnother {
+        /// Who signed it.
+        signer: Signer,
+        /// The digest it signs.
+        signed: String,
+    },
+    /// None of the trusted keys made it.
+    Untrusted,
+    /// Not a signature Evo verifies (why: a keyless one, an attestation, …).
+    Unreadable(String),
 }
 
 /// The payload signing `digest` in `repository` (`registry/repository`).
@@ -208,16 +247,16 @@ pub fn payload(repository: &str, digest: &str) -> Vec<u8> {
     serde_json::to_vec(&payload).unwrap_or_default()
 }
 
-/// Whether `payload` signs `digest`.
-fn signs(payload: &[u8], digest: &str) -> bool {
-    let Ok(value) = serde_json::from_slice::<Value>(payload) else {
-        return false;
-    };
-    value.pointer("/critical/type").and_then(Value::as_str) == Some(PAYLOAD_TYPE)
-        && value
-            .pointer("/critical/image/docker-manifest-digest")
-            .and_then(Value::as_str)
-            == Some(digest)
+/// The digest `payload` signs, when it is a cosign signature payload.
+fn signed_digest(payload: &[u8]) -> Option<String> {
+    let value = serde_json::from_slice::<Value>(payload).ok()?;
+    if value.pointer("/critical/type").and_then(Value::as_str) != Some(PAYLOAD_TYPE) {
+        return None;
+    }
+    value
+        .pointer("/critical/image/docker-manifest-digest")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 /// The signature manifest with `payload` signed by `signature` added to `existing`'s
@@ -261,15 +300,23 @@ pub fn signatures(manifest: &Manifest) -> Vec<(Descriptor, String)> {
         .collect()
 }
 
-/// The first of `keys` that signed `digest` with `signature` over `payload`.
-pub fn verify(keys: &[TrustedKey], digest: &str, payload: &[u8], signature: &str) -> Option<Signer> {
-    if !signs(payload, digest) {
-        return None;
+/// Whether one of `keys` made `signature` over `payload`, and whether that payload
+/// signs `digest`.
+pub fn verify(keys: &[TrustedKey], digest: &str, payload: &[u8], signature: &str) -> Verdict {
+    let Some(key) = keys.iter().find(|k| k.verifies(payload, signature)) else {
+        return Verdict::Untrusted;
+    };
+    match signed_digest(payload) {
+        Some(signed) if signed == digest => Verdict::Signed(key.signer()),
+        Some(signed) => Verdict::ForAnother {
+            signer: key.signer(),
+            signed,
+        },
+        None => Verdict::Unreadable(format!(
+            "a payload signed by {} that is not a cosign signature payload",
+            key.name
+        )),
     }
-    keys.iter().find(|k| k.verifies(payload, signature)).map(|k| Signer {
-        key: k.name.clone(),
-        fingerprint: k.fingerprint.clone(),
-    })
 }
 
 #[cfg(test)]
@@ -293,14 +340,20 @@ mod tests {
         let body = payload("127.0.0.1:5000/evo/echo", &digest);
         let signature = key.sign(&body).unwrap();
 
-        let signer = verify(&[mallory.clone(), alice.clone()], &digest, &body, &signature).unwrap();
+        let Verdict::Signed(signer) = verify(&[mallory.clone(), alice.clone()], &digest, &body, &signature) else {
+            panic!("alice's signature does not verify");
+        };
         assert_eq!(signer.key, "alice");
-        assert!(verify(&[mallory], &digest, &body, &signature).is_none(), "another key");
+        assert_eq!(verify(&[mallory], &digest, &body, &signature), Verdict::Untrusted, "another key");
         let elsewhere = format!("sha256:{}", "c".repeat(64));
-        assert!(verify(std::slice::from_ref(&alice), &elsewhere, &body, &signature).is_none(), "another artifact");
+        assert_eq!(
+            verify(std::slice::from_ref(&alice), &elsewhere, &body, &signature),
+            Verdict::ForAnother { signer, signed: digest.clone() },
+            "another artifact"
+        );
         let mut forged = body.clone();
         forged[5] ^= 1;
-        assert!(verify(&[alice], &digest, &forged, &signature).is_none(), "another payload");
+        assert_eq!(verify(&[alice], &digest, &forged, &signature), Verdict::Untrusted, "another payload");
         assert_eq!(tag(&digest), format!("sha256-{}.sig", "b".repeat(64)));
     }
 

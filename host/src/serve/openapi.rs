@@ -543,7 +543,7 @@ pub fn openapi_document() -> Value {
                     "responses": {
                         "201": { "description": "Installed", "content": { "application/json": { "schema": { "type": "object" } } } },
                         "400": error("Bad input: INVALID_INPUT (not JSON, a component or a ZIP), INVALID_REFERENCE, INVALID_SKILL_STRUCTURE, SKILL_ALREADY_EXISTS, SKILL_NAME_TAKEN, …"),
-                        "403": error("ADMIN_REQUIRED, SIGNATURE_REQUIRED, SIGNATURE_UNTRUSTED"),
+                        "403": error("ADMIN_REQUIRED, SIGNATURE_REQUIRED, SIGNATURE_UNTRUSTED, SIGNATURE_MISMATCH"),
                         "413": error("ARTIFACT_TOO_LARGE: over the largest component the server installs")
                     }
                 }

@@ -55,6 +55,7 @@ mod py_recall;
 mod py_text_stats;
 mod queue;
 mod registry;
+mod registry_bundles;
 mod registry_trust;
 mod remote;
 mod results;

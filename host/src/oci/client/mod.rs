@@ -6,12 +6,13 @@
 //! the registry claims), a blob against its descriptor's digest and size while it
 //! streams in, with caps checked before a download starts.
 
+mod auth;
+
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use ureq::http;
 
@@ -19,6 +20,7 @@ use super::artifact::{self, Descriptor, Manifest};
 use super::reference::Reference;
 use super::settings::Registries;
 use crate::error::{Error, Result};
+use auth::percent;
 
 /// Largest manifest read: real ones are a few kilobytes.
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
@@ -183,83 +185,6 @@ impl Client {
             ),
             false,
         )
-    }
-
-    /// The `Authorization` value answering `challenge` (a `WWW-Authenticate` header).
-    fn authenticate(&self, r: &Reference, challenge: &str, scope: &str) -> Result<String> {
-        let credential = self.registries.credential(&r.registry)?;
-        let basic = credential.as_ref().map(|(user, password)| {
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-            )
-        });
-        let (scheme, params) = challenge.split_once(' ').unwrap_or((challenge, ""));
-        if scheme.eq_ignore_ascii_case("basic") {
-            return basic.ok_or_else(|| self.refused(r, 401, false));
-        }
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(fail(
-                "REGISTRY_ERROR",
-                format!(
-                    "the registry {} asks for {challenge:?}, an authentication Evo does not speak (basic and bearer tokens)",
-                    r.registry
-                ),
-                false,
-            ));
-        }
-        let params = challenge_params(params);
-        let Some(realm) = params.get("realm") else {
-            return Err(fail(
-                "REGISTRY_ERROR",
-                format!("the registry {} asks for a token but names no realm to get it from", r.registry),
-                false,
-            ));
-        };
-        // Credentials go to the token service: never in clear text for a registry
-        // reached over HTTPS.
-        if realm.starts_with("http://") && !self.registries.is_insecure(&r.registry) {
-            return Err(fail(
-                "REGISTRY_ERROR",
-                format!(
-                    "the registry {} asks for its tokens to be fetched from {realm} over plain HTTP: refused, the credentials would travel in clear text",
-                    r.registry
-                ),
-                false,
-            ));
-        }
-        let mut url = format!("{realm}?scope={}", percent(scope));
-        if let Some(service) = params.get("service") {
-            url.push_str(&format!("&service={}", percent(service)));
-        }
-        let mut request = self.agent.get(&url);
-        if let Some(basic) = &basic {
-            request = request.header("Authorization", basic);
-        }
-        let mut response = request.call().map_err(|e| self.unreachable(r, &e))?;
-        match response.status().as_u16() {
-            200 => {}
-            401 | 403 => return Err(self.refused(r, response.status().as_u16(), basic.is_some())),
-            status => {
-                return Err(fail(
-                    "REGISTRY_ERROR",
-                    format!("the token service {realm} answered HTTP {status}"),
-                    status >= 500,
-                ));
-            }
-        }
-        let body: serde_json::Value = response
-            .body_mut()
-            .with_config()
-            .limit(1 << 20)
-            .read_json()
-            .map_err(|e| fail("REGISTRY_ERROR", format!("the token service {realm} answered unreadably: {e}"), false))?;
-        let token = body
-            .get("token")
-            .or_else(|| body.get("access_token"))
-            .and_then(|t| t.as_str())
-            .ok_or_else(|| fail("REGISTRY_ERROR", format!("the token service {realm} gave no token"), false))?;
-        Ok(format!("Bearer {token}"))
     }
 
     /// An unexpected answer, with the registry's own words.
@@ -526,6 +451,12 @@ impl Client {
 
     /// Pushes `manifest` under `target` (a tag, or its digest); returns its digest.
     pub fn push_manifest(&self, r: &Reference, target: &str, manifest: &Manifest) -> Result<String> {
+        self.put_manifest(r, target, manifest).map(|(digest, _)| digest)
+    }
+
+    /// Pushes `manifest` under `target`; returns its digest and the `OCI-Subject` the
+    /// registry answered with.
+    fn put_manifest(&self, r: &Reference, target: &str, manifest: &Manifest) -> Result<(String, Option<String>)> {
         let bytes = manifest.to_bytes();
         let url = format!("{}/v2/{}/manifests/{target}", self.base(r), r.repository);
         let media_type = manifest.media_type.as_deref().unwrap_or(artifact::MANIFEST);
@@ -533,7 +464,49 @@ impl Client {
         if response.status().as_u16() != 201 {
             return Err(self.unexpected(&format!("{r}: storing the manifest"), response));
         }
-        Ok(artifact::digest_of(&bytes))
+        Ok((artifact::digest_of(&bytes), header(&response, "oci-subject")))
+    }
+
+    /// Pushes `manifest`, which has a subject, under its digest; returns its digest and
+    /// whether the registry listed it among its subject's referrers (a registry with
+    /// the referrers API answers `OCI-Subject`; for one without, the caller keeps the
+    /// fallback index).
+    pub fn push_referrer(&self, r: &Reference, manifest: &Manifest) -> Result<(String, bool)> {
+        let digest = artifact::digest_of(&manifest.to_bytes());
+        let (digest, subject) = self.put_manifest(r, &digest, manifest)?;
+        let listed = subject.is_some_and(|s| manifest.subject.as_ref().is_some_and(|m| m.digest == s));
+        Ok((digest, listed))
+    }
+
+    /// The referrers of `digest` in `r`'s repository, as the referrers API lists them
+    /// (an index); `None` when the registry has no referrers API (it answers 404, the
+    /// distribution spec says, and then the fallback tag holds them).
+    pub fn referrers(&self, r: &Reference, digest: &str) -> Result<Option<Manifest>> {
+        let url = format!("{}/v2/{}/referrers/{digest}", self.base(r), r.repository);
+        let response = self.send(r, Access::Pull, http::Method::GET, &url, &[("Accept", artifact::INDEX)], &[])?;
+        match response.status().as_u16() {
+            200 => {}
+            // 404 is what the spec says; some registries answer an unknown route so.
+            400 | 404 | 405 | 501 => return Ok(None),
+            _ => return Err(self.unexpected(&format!("{r}: its referrers"), response)),
+        }
+        let index: Manifest = response
+            .into_body()
+            .with_config()
+            .limit(MAX_MANIFEST_BYTES)
+            .read_json()
+            .map_err(|e| fail("REGISTRY_ERROR", format!("{r}: its referrers are not an image index: {e}"), false))?;
+        Ok(Some(index))
+    }
+
+    /// The manifest or index `r` names as stored (an index is not followed), with its
+    /// digest checked; `None` when the registry has none.
+    pub fn stored(&self, r: &Reference) -> Result<Option<Manifest>> {
+        match self.fetch_manifest(r, r.target()) {
+            Ok((_, manifest)) => Ok(Some(manifest)),
+            Err(Error::Registry { code: "ARTIFACT_NOT_FOUND", .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -568,57 +541,4 @@ fn mismatch(what: &str, expected: &str, got: &str) -> Error {
         format!("{what} {expected}, but its bytes' digest is {got}: tampered with or damaged; nothing was installed"),
         false,
     )
-}
-
-/// The `key="value"` pairs of a challenge.
-fn challenge_params(text: &str) -> HashMap<String, String> {
-    let mut params = HashMap::new();
-    let mut rest = text.trim();
-    while let Some((key, after)) = rest.split_once('=') {
-        let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
-        let after = after.trim_start();
-        let (value, next) = if let Some(quoted) = after.strip_prefix('"') {
-            match quoted.find('"') {
-                Some(end) => (&quoted[..end], &quoted[end + 1..]),
-                None => (quoted, ""),
-            }
-        } else {
-            match after.find(',') {
-                Some(end) => (&after[..end], &after[end..]),
-                None => (after, ""),
-            }
-        };
-        params.insert(key, value.to_owned());
-        rest = next.trim_start_matches(',').trim();
-    }
-    params
-}
-
-/// `text` percent-encoded for a query string.
-fn percent(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn challenges_are_read_as_registries_write_them() {
-        let params = challenge_params(
-            r#"realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/alpine:pull""#,
-        );
-        assert_eq!(params["realm"], "https://auth.docker.io/token");
-        assert_eq!(params["service"], "registry.docker.io");
-        assert_eq!(params["scope"], "repository:library/alpine:pull");
-        assert_eq!(percent("repository:a/b:pull,push"), "repository%3Aa%2Fb%3Apull%2Cpush");
-    }
 }
