@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::artifact::{self, Descriptor, Manifest};
-use super::sign::{SigningKey, TrustedKey, Verdict};
+use super::sign::{SigningKey, TrustedKey, Verdict, digest_shown, shown};
 use crate::error::Result;
 
 /// The bundle media type Evo writes and reads (cosign reads v0.3 and later only).
@@ -174,12 +174,12 @@ struct EnvelopeSignature {
 pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
     let bundle: Bundle = match serde_json::from_slice(bytes) {
         Ok(bundle) => bundle,
-        Err(e) => return Verdict::Unreadable(format!("a Sigstore bundle that does not read ({e})")),
+        Err(e) => return Verdict::Unreadable(format!("a Sigstore bundle that does not read ({})", shown(&e.to_string()))),
     };
     if bundle.media_type != MEDIA_TYPE {
         return Verdict::Unreadable(format!(
             "a Sigstore bundle of type {}; Evo reads {MEDIA_TYPE}, as cosign does",
-            bundle.media_type
+            shown(&bundle.media_type)
         ));
     }
     if bundle.verification_material.and_then(|m| m.public_key).is_none() {
@@ -191,7 +191,7 @@ pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
         return Verdict::Unreadable("a Sigstore bundle of a message signature, where cosign signs an artifact with a DSSE envelope".into());
     };
     if envelope.payload_type != PAYLOAD_TYPE {
-        return Verdict::Unreadable(format!("a DSSE envelope of {}, not of an in-toto statement", envelope.payload_type));
+        return Verdict::Unreadable(format!("a DSSE envelope of {}, not of an in-toto statement", shown(&envelope.payload_type)));
     }
     let b64 = base64::engine::general_purpose::STANDARD;
     let Ok(payload) = b64.decode(envelope.payload.trim()) else {
@@ -208,17 +208,24 @@ pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
     };
     let statement: Value = match serde_json::from_slice(&payload) {
         Ok(statement) => statement,
-        Err(e) => return Verdict::Unreadable(format!("a statement signed by {} that does not read ({e})", key.name)),
+        Err(e) => {
+            return Verdict::Unreadable(format!(
+                "a statement signed by {} that does not read ({})",
+                key.name,
+                shown(&e.to_string())
+            ));
+        }
     };
     let kind = statement["_type"].as_str().unwrap_or("");
     if kind != STATEMENT && kind != STATEMENT_V01 {
-        return Verdict::Unreadable(format!("a statement signed by {} of type {kind:?}, not in-toto's", key.name));
+        return Verdict::Unreadable(format!("a statement signed by {} of type {}, not in-toto's", key.name, shown(kind)));
     }
     let predicate = statement["predicateType"].as_str().unwrap_or("");
     if predicate != PREDICATE {
         return Verdict::Unreadable(format!(
-            "an attestation by {} (predicate {predicate}), not a signature ({PREDICATE})",
-            key.name
+            "an attestation by {} (predicate {}), not a signature ({PREDICATE})",
+            key.name,
+            shown(predicate)
         ));
     }
     let subjects: Vec<String> = statement["subject"]
@@ -233,7 +240,7 @@ pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
     }
     Verdict::ForAnother {
         signer: key.signer(),
-        signed: subjects.first().cloned().unwrap_or_else(|| "nothing".into()),
+        signed: subjects.first().map_or_else(|| "no sha256 digest".into(), |s| digest_shown(s)),
     }
 }
 
@@ -303,6 +310,17 @@ mod tests {
             panic!("a keyless bundle was read");
         };
         assert!(why.contains("keyless"), "{why}");
+
+        // What a registry sends is shown short and printable.
+        let hostile = {
+            let mut j = json.clone();
+            j["mediaType"] = format!("\u{1b}[2J{}", "x".repeat(10_000)).into();
+            serde_json::to_vec(&j).unwrap()
+        };
+        let Verdict::Unreadable(why) = verify(std::slice::from_ref(&alice), &digest, &hostile) else {
+            panic!("a bundle of another type was read");
+        };
+        assert!(why.len() < 300 && !why.contains('\u{1b}'), "{why}");
 
         // An attestation signed by alice is not her signature.
         let b64 = base64::engine::general_purpose::STANDARD;

@@ -189,7 +189,7 @@ impl Registry {
             .take(sign::MAX_SIGNATURES)
         {
             if !reference::is_digest(&entry.digest) {
-                bundles.push(Err(format!("a referrer whose digest {:?} is not sha256: and 64 hex digits", entry.digest)));
+                bundles.push(Err(format!("a referrer whose digest {}", sign::digest_shown(&entry.digest))));
                 continue;
             }
             let read = match self.client.stored(&r.at(&entry.digest)) {
@@ -238,7 +238,7 @@ impl Registry {
         if verdicts.is_empty() {
             return ("SIGNATURE_REQUIRED", format!("{pinned} is not signed"));
         }
-        let unreadable: Vec<&str> = verdicts
+        let mut unreadable: Vec<&str> = verdicts
             .iter()
             .filter_map(|v| match v {
                 Verdict::Unreadable(why) => Some(why.as_str()),
@@ -246,9 +246,13 @@ impl Registry {
             })
             .collect();
         if unreadable.len() == verdicts.len() {
+            unreadable.dedup();
+            let more = unreadable.len().saturating_sub(3);
+            unreadable.truncate(3);
+            let more = if more > 0 { format!("; and {more} more") } else { String::new() };
             return (
                 "SIGNATURE_UNTRUSTED",
-                format!("{pinned} carries no signature Evo verifies: {}", unreadable.join("; ")),
+                format!("{pinned} carries no signature Evo verifies: {}{more}", unreadable.join("; ")),
             );
         }
         if self.keys.is_empty() {

@@ -215,6 +215,24 @@ impl TrustedKey {
     }
 }
 
+/// `text` from a registry as a message may show it: at most 100 characters, quoted,
+/// control characters escaped (what a registry sends is not trusted to be short or
+/// printable).
+pub(super) fn shown(text: &str) -> String {
+    let head: String = text.chars().take(100).collect();
+    let more = if head.len() < text.len() { "…" } else { "" };
+    format!("{head:?}{more}")
+}
+
+/// `digest` if it is one (`sha256:` and 64 hex digits), else said to be none.
+pub(super) fn digest_shown(digest: &str) -> String {
+    if super::reference::is_digest(digest) {
+        digest.to_owned()
+    } else {
+        format!("{}, not a digest", shown(digest))
+    }
+}
+
 /// What one signature says of an artifact, checked against the trusted keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -310,7 +328,7 @@ pub fn verify(keys: &[TrustedKey], digest: &str, payload: &[u8], signature: &str
         Some(signed) if signed == digest => Verdict::Signed(key.signer()),
         Some(signed) => Verdict::ForAnother {
             signer: key.signer(),
-            signed,
+            signed: digest_shown(&signed),
         },
         None => Verdict::Unreadable(format!(
             "a payload signed by {} that is not a cosign signature payload",
