@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use evo_host::Host;
 use evo_host::config::{Config, Source};
-use evo_host::{GrantFlag, Policy};
+use evo_host::{grants::GrantFlag, grants::Policy};
 
 use super::{Failure, Globals};
 
@@ -41,15 +41,17 @@ pub(crate) struct GrantFlags(Vec<(&'static GrantFlag, Vec<String>)>);
 
 impl GrantFlags {
     /// Each value given, as the kind of grant it is and its value.
-    pub(crate) fn values(&self) -> Vec<evo_host::GrantValue> {
+    pub(crate) fn values(&self) -> Vec<evo_host::grants::GrantValue> {
         self.0
             .iter()
             .flat_map(|(flag, values)| {
                 let kind = flag.key.strip_prefix("grants.").unwrap_or(flag.key);
-                values.iter().map(move |value| evo_host::GrantValue {
-                    kind: kind.to_owned(),
-                    value: value.clone(),
-                })
+                values
+                    .iter()
+                    .map(move |value| evo_host::grants::GrantValue {
+                        kind: kind.to_owned(),
+                        value: value.clone(),
+                    })
             })
             .collect()
     }

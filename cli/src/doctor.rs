@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use evo_host::ExecutorKind;
-use evo_host::IsolationLevel;
+use evo_host::sandbox::IsolationLevel;
+use evo_host::skills::ExecutorKind;
 use serde_json::{Value, json};
 
 use super::args;
@@ -118,7 +118,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         None => Check::broken("wasm engine", "unavailable".into()),
     });
 
-    let cache = evo_host::wasm_cache_dir(&data_dir);
+    let cache = evo_host::config::wasm_cache_dir(&data_dir);
     checks.push(if !host.config().engine.compile_cache {
         Check::note(
             "compile cache",

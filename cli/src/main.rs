@@ -176,7 +176,7 @@ enum Command {
         cgroup: Vec<PathBuf>,
         /// Optional layers to apply: namespaces, landlock, seccomp (all), or none.
         #[arg(long, default_value = "namespaces,landlock,seccomp")]
-        layers: evo_host::SandboxLayers,
+        layers: evo_host::sandbox::SandboxLayers,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         program: Vec<std::ffi::OsString>,
@@ -234,14 +234,14 @@ fn main() -> ExitCode {
         program,
     } = &cli.command
     {
-        let spec = evo_host::LaunchSpec {
+        let spec = evo_host::sandbox::LaunchSpec {
             workspace: workspace.clone(),
             read_only: read.clone(),
             cpu_seconds: *cpu_seconds,
             cgroups: cgroup.clone(),
             layers: *layers,
         };
-        let error = evo_host::confine_and_exec(&spec, &program[0], &program[1..]);
+        let error = evo_host::sandbox::confine_and_exec(&spec, &program[0], &program[1..]);
         eprintln!(
             "Failed to spawn process: {}: {error}",
             program[0].to_string_lossy()
@@ -250,11 +250,11 @@ fn main() -> ExitCode {
     }
     if let Command::NativeWait { cgroup } = &cli.command {
         // Everything that needs no job first, while the call is not yet there.
-        let error = evo_host::wait_for_job(cgroup);
+        let error = evo_host::sandbox::wait_for_job(cgroup);
         eprintln!("Failed to spawn process: {error}");
         return ExitCode::from(127);
     }
-    let data_dir = evo_host::data_dir(cli.data_dir.as_deref());
+    let data_dir = evo_host::config::data_dir(cli.data_dir.as_deref());
     init_tracing(
         cli.verbose,
         &data_dir,
@@ -394,7 +394,7 @@ fn report(failure: &Failure, json: bool) -> ExitCode {
             *code,
             message.clone(),
             hint.clone(),
-            evo_host::answer_for(code, false).exit,
+            evo_host::errors::answer_for(code, false).exit,
         ),
     };
     if json {

@@ -294,11 +294,11 @@ fn reindex(globals: &Globals, name: &str, model: Option<&std::path::Path>) -> Re
 
 /// One line on what became of a memory write a skill suggested, e.g.
 /// `memory: kept "call Ada" as mem_…` or `memory: refused "…": why`.
-pub(crate) fn write_line(write: &evo_host::MemoryWriteOutcome) -> String {
+pub(crate) fn write_line(write: &evo_host::skills::MemoryWriteOutcome) -> String {
     let text = &write.text;
     match (write.status, &write.id) {
-        (evo_host::WriteStatus::Kept, Some(id)) => format!("memory: kept {text:?} as {id}"),
-        (evo_host::WriteStatus::Merged, Some(id)) => {
+        (evo_host::skills::WriteStatus::Kept, Some(id)) => format!("memory: kept {text:?} as {id}"),
+        (evo_host::skills::WriteStatus::Merged, Some(id)) => {
             format!("memory: merged {text:?} into {id}, which already says it")
         }
         (status, _) => format!("memory: {} {text:?}: {}", status.as_str(), write.reason),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use evo_host::SecretStore;
-use evo_host::{Remote, RemoteSpec};
+use evo_host::{remotes::Remote, remotes::RemoteSpec};
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -47,14 +47,14 @@ pub(crate) async fn run(command: RemoteCommand, globals: &Globals) -> Result<(),
                 url,
                 token_secret,
             };
-            evo_host::check_remote(&spec).map_err(|message| {
+            evo_host::remotes::check(&spec).map_err(|message| {
                 Failure::usage(
                     "INVALID_ARGUMENT",
                     message,
                     Some("evo remote add NAME http://HOST:PORT [--token-secret SECRET]"),
                 )
             })?;
-            evo_host::add_remote(data, spec.clone())?;
+            evo_host::remotes::add(data, spec.clone())?;
             // Say at once whether it answers: a typo in the URL shows now, not at the
             // first call.
             let reached = probe(globals, spec).await;
@@ -71,7 +71,7 @@ pub(crate) async fn run(command: RemoteCommand, globals: &Globals) -> Result<(),
             }
         }
         RemoteCommand::List => {
-            let remotes = evo_host::load_remotes(data)?;
+            let remotes = evo_host::remotes::load(data)?;
             let mut rows = Vec::new();
             for spec in remotes {
                 let reached = probe(globals, spec.clone()).await;
@@ -102,7 +102,7 @@ pub(crate) async fn run(command: RemoteCommand, globals: &Globals) -> Result<(),
             }
         }
         RemoteCommand::Rm { name } => {
-            if !evo_host::remove_remote(data, &name)? {
+            if !evo_host::remotes::remove(data, &name)? {
                 return Err(Failure::usage(
                     "REMOTE_NOT_FOUND",
                     format!("no remote named {name}"),

@@ -9,7 +9,9 @@ use evo_host::Host;
 use evo_host::RunOptions;
 use evo_host::ToolRequest;
 use evo_host::{Always, Confirmer};
-use evo_host::{CallFilter as Filter, CallRecord as Record, CallStatus as Status};
+use evo_host::{
+    skills::CallFilter as Filter, skills::CallRecord as Record, skills::CallStatus as Status,
+};
 use serde_json::json;
 
 use super::args::{self, Grants, Sources};
@@ -189,7 +191,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
                     // for `evo skill run` and the HTTP API.
                     Err(Failure::Reported(match (status, result.code.as_deref()) {
                         (Status::Blocked, _) => 3,
-                        (_, Some(code)) => evo_host::answer_for(code, false).exit,
+                        (_, Some(code)) => evo_host::errors::answer_for(code, false).exit,
                         (_, None) if result.bad_input => 2,
                         (_, None) => 1,
                     }))
@@ -230,7 +232,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
             let since_ms = since.as_deref().map(since_ms).transpose()?;
             let stats = host.tool_stats(since_ms)?;
             let locale = host.config().tools.locale;
-            let advice = evo_host::call_suggestions(&stats, locale);
+            let advice = evo_host::skills::call_suggestions(&stats, locale);
             if globals.json {
                 out!("{}", json!({ "tools": stats, "suggestions": advice }));
                 return Ok(());
@@ -245,7 +247,7 @@ pub(crate) async fn run(command: ToolCommand, globals: &Globals) -> Result<(), F
                 "failed"
             );
             for s in &stats {
-                let slow = if s.average_ms > evo_host::SLOW_CALL_MS {
+                let slow = if s.average_ms > evo_host::skills::SLOW_CALL_MS {
                     "  ⚠ over 500 ms"
                 } else {
                     ""

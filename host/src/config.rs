@@ -112,6 +112,8 @@ use serde::Serialize;
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
 pub use crate::llm::config::LlmSettings;
+/// Where Evo keeps its data, its installed skills and its compiled components.
+pub use crate::paths::{data_dir, skills_dir, wasm_cache_dir};
 // The types of settings whose meaning lives with the code that acts on them, named here
 // with the settings that hold them.
 pub use crate::skill::confirm::ConfirmPolicy;

@@ -42,20 +42,26 @@
 //!   schemas are generated) or [`Tool`] (a schema known only at run time) and add it
 //!   with [`HostBuilder::tool`].
 //! - The agent: [`HostBuilder::llm`] (or `EVO_LLM`), then [`Host::agent`].
-//! - What a skill may touch: [`Policy`], set by `[grants]` in `evo.toml`.
+//! - What a skill may touch: [`grants::Policy`], set by `[grants]` in `evo.toml`.
 //!
 //! `host/examples/` holds runnable programs for each (`cargo run -p evo-host --example
 //! embed_wasm`). Every error is an [`Error`] with a stable [`Error::code`].
 //!
 //! # What to name
 //!
-//! The names re-exported at the crate root are the API an embedder uses: [`Host`],
-//! [`HostBuilder`], [`Config`], [`Error`], [`Tool`], [`TypedTool`], [`SkillContext`], [`RunEvent`],
-//! [`Policy`], [`Embedder`], [`LlmProvider`], [`InstallOptions`] and what they return.
-//! The examples and the `evo` binary name nothing else, besides three modules:
-//! [`config`] (every setting of `evo.toml`), [`serve`] (MCP and the HTTP API) and
-//! [`authoring`] (`evo new`, `evo skill build`, `test`, `pack`). `host/public-api.txt`
-//! lists everything public, and a change to it is made on purpose.
+//! The crate root holds what every embedder names: [`Host`], [`HostBuilder`],
+//! [`Config`], [`Error`], [`Result`], your own tools ([`Tool`], [`TypedTool`]) and what
+//! they are given ([`SkillContext`], [`RunOptions`]), and run events ([`RunEvent`],
+//! [`EventSink`]). The rest is in modules named for what an embedder does with it:
+//! [`config`] (every setting of `evo.toml`), [`skills`] (what a skill declares, its
+//! runs and their record), [`wasm`] (components and their limits), [`grants`] (what a
+//! skill may touch), [`registry`] (OCI registries and signatures), [`remotes`] (other
+//! nodes), [`manage`] (a running host changed by its operator), [`errors`] (what an
+//! error carries and how it is answered), `sandbox` (the native sandbox, with the
+//! `native` feature), [`serve`] (MCP and the HTTP API) and [`authoring`] (`evo new`,
+//! `evo skill build`, `test`, `pack`). The agent, models, memory, storage, tools,
+//! installs and secrets are still named at the root. `host/public-api.txt` lists
+//! everything public, and a change to it is made on purpose.
 //!
 //! # Features
 //!
@@ -98,11 +104,30 @@ macro_rules! internal_pub {
     };
 }
 
-// The modules an embedder may name: the settings, and two groups of their own.
+// The modules an embedder may name: the settings, and groups named for what an
+// embedder does with them. The namespaces in `api/` re-export what the private modules
+// below define.
 pub mod authoring;
 pub mod config;
+#[path = "api/errors.rs"]
+pub mod errors;
+#[path = "api/grants.rs"]
+pub mod grants;
+#[path = "api/manage.rs"]
+pub mod manage;
+#[path = "api/registry.rs"]
+pub mod registry;
+#[path = "api/remotes.rs"]
+pub mod remotes;
+#[cfg(feature = "native")]
+#[path = "api/sandbox.rs"]
+pub mod sandbox;
 #[cfg(feature = "serve")]
 pub mod serve;
+#[path = "api/skills.rs"]
+pub mod skills;
+#[path = "api/wasm.rs"]
+pub mod wasm;
 
 /// Declares modules that are private to the crate, or — with the `internals` feature,
 /// which Evo's own tests and benchmarks enable — public but hidden from the docs and
@@ -138,44 +163,26 @@ internal_modules!(
     tools,
 );
 
-// What an embedder names, at the root: the host and its configuration, errors, your own
-// tools and what they are given, run events, what a skill may touch, memory, models,
-// installs, secrets and remotes. The modules above are where each is defined (and what
-// Evo's own tests reach into); these names are the ones to use, and the `evo` binary
-// uses nothing else (besides the `config`, `serve` and `authoring` modules).
+// What an embedder names at the root: the host and its configuration, errors, your own
+// tools and what they are given, and run events. The rest is in the namespaces above
+// and in those of the agent, models, memory, storage, tools, installs and secrets
+// below (whose modules are still the private ones, re-exported here until they are
+// namespaces of their own).
+pub use config::Config;
+pub use error::{Error, Result};
+pub use host::{Host, HostBuilder};
+/// The schemars a [`TypedTool`]'s types derive `JsonSchema` from: depend on the same
+/// major version, or derive with `#[schemars(crate = "evo_host::schemars")]`.
+pub use schemars;
+pub use skill::events::{EventSink, RunEvent};
+pub use skill::kernel::{RunOptions, SkillContext};
+pub use tools::{Tool, TypedTool};
+
 pub use agent::intent::SKILL_NAME as ROUTER_SKILL;
 pub use agent::intent::Strategy;
 pub use agent::prompt::PromptCompiler;
 pub use agent::tool_loop::Permissions;
 pub use agent::{Agent, AgentOptions, RunOutcome};
-pub use capabilities::{
-    Access, DirGrant, DirPolicy, Grant, GrantFlag, HostPattern, MemoryAccess, Policy,
-    RequestedCapabilities, SecretGrant,
-};
-pub use config::Config;
-pub use engine::loader::StaticExecutor;
-#[cfg(feature = "native")]
-pub use engine::native::IsolationLevel;
-#[cfg(feature = "native")]
-pub use engine::native::confine::{
-    Layers as SandboxLayers, Spec as LaunchSpec, confine_and_exec, wait_for_job,
-};
-#[cfg(feature = "native")]
-pub use engine::native::egress::SOCKET as EGRESS_SOCKET;
-pub use engine::wasm::{
-    Allocator, ComponentInfo, Limits as WasmLimits, LoadSource, PlainComponent, PlainExecutor,
-    SEPARATOR as COMPONENT_SEPARATOR, Unusable, WasmEngine, WasmExecutor, WasmFile, WasmSkill,
-    component_name,
-};
-pub use error::{
-    Answer, BlockReason, Direction, Error, FailureKind, Problem, Result, ScriptRun, TemplateError,
-    ValidationReport, Violation, answer_for, error_codes_table,
-};
-pub use host::{
-    Asking, Change, DownloadProgress, GrantValue, Host, HostBuilder, LISTING_TTL, LoadError,
-    Operator, Preview, Published, RegistryInstall, RegistryInstalled, RegistrySearch, SkillGrants,
-    Updated,
-};
 pub use llm::config::probe as probe_llm;
 /// The local model: a GGUF file run in this process with candle (`EVO_LLM=local`, `evo
 /// model install`).
@@ -189,51 +196,18 @@ pub use memory::{
     CaptureOutcome, Category as MemoryCategory, EntryHistory, ForgetOutcome, MemoryConfig,
     MemoryEntry, MemoryManager, MemoryStatus, SearchOptions, Source as MemorySource, StoreDecision,
 };
-pub use oci::reference::SCHEME as REGISTRY_SCHEME;
-pub use oci::{
-    CredentialSettings, Kind as ArtifactKind, Listed, RegistrySettings, TrustSettings,
-    generate_signing_key,
-};
 pub use packages::{
     DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
     SkillManager, Statistics,
 };
-pub use paths::{data_dir, skills_dir, wasm_cache_dir};
-pub use skill::package::{RegistrySource, Signer};
-
-pub use remote::{
-    Remote, RemoteSpec, add as add_remote, check as check_remote, load as load_remotes,
-    remove as remove_remote,
-};
 pub use retrieval::embed::{Embedder, HashEmbedder};
-/// The schemars a [`TypedTool`]'s types derive `JsonSchema` from: depend on the same
-/// major version, or derive with `#[schemars(crate = "evo_host::schemars")]`.
-pub use schemars;
 pub use secrets::{SecretInfo, SecretStore, Secrets, check_name as check_secret_name};
 pub use skill::confirm::{Always, Confirmation, Confirmer, Risk};
-pub use skill::context::{
-    ContextError, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome,
-};
-pub use skill::events::{EventKind, EventSink, RunEvent};
-pub use skill::executor::{
-    ExecutorKind, MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus,
-};
-pub use skill::history::{
-    Filter as CallFilter, Record as CallRecord, SLOW_CALL_MS, Status as CallStatus, ToolStats,
-    suggestions as call_suggestions,
-};
-pub use skill::kernel::{RunOptions, SkillContext};
-pub use skill::meta::SkillMeta;
-pub use skill::metrics::{Metrics, Scraped};
-pub use skill::package::disclosure::SkillFiles;
-pub use skill::permission::{Locale, Permission, Profile};
-pub use skill::registry::RegisteredSkill;
-pub use skill::stats::SkillStats;
 #[cfg(feature = "postgres")]
 pub use storage::Pg;
 pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings};
+pub use tools::BoxFuture;
 pub use tools::descriptor::{ToolDescriptor, ToolRequest, ToolResult};
-pub use tools::{BoxFuture, Tool, TypedTool};
 
 /// Locks `mutex`, also when a thread panicked holding it: Evo's shared tables are each
 /// changed by one insert or assignment, so a poisoned one is still whole.

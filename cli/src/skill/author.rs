@@ -119,7 +119,7 @@ pub(crate) async fn pack(globals: &Globals, dir: &Path, out: Option<&Path>) -> R
 }
 
 /// The host's Wasm engine, which reads a built component's manifest.
-fn engine(host: &evo_host::Host) -> Result<&evo_host::WasmEngine, Failure> {
+fn engine(host: &evo_host::Host) -> Result<&evo_host::wasm::WasmEngine, Failure> {
     host.wasm_engine().ok_or_else(|| {
         evo_host::Error::Engine("this host has no Wasm engine to read the manifest with".into())
             .into()

@@ -1,7 +1,7 @@
 //! `evo skill grants`, `evo skill grant` and `evo skill revoke`: what a skill is granted
 //! by name, in its own entry of evo.toml.
 
-use evo_host::{Asking, Change, Operator, SkillGrants};
+use evo_host::{grants::SkillGrants, manage::Asking, manage::Change, manage::Operator};
 
 use crate::args::{self, GrantFlags, Grants, Sources};
 use crate::{Failure, Globals, internal, out};

@@ -2,11 +2,11 @@
 
 use evo_host::Error;
 use evo_host::InstallRecord;
-use evo_host::IsolationLevel;
-use evo_host::StaticExecutor;
-use evo_host::{Access, MemoryAccess, RequestedCapabilities};
-use evo_host::{PlainComponent, PlainExecutor};
-use evo_host::{WasmExecutor, WasmSkill};
+use evo_host::sandbox::IsolationLevel;
+use evo_host::skills::StaticExecutor;
+use evo_host::{grants::Access, grants::MemoryAccess, grants::RequestedCapabilities};
+use evo_host::{wasm::PlainComponent, wasm::PlainExecutor};
+use evo_host::{wasm::WasmExecutor, wasm::WasmSkill};
 use serde_json::json;
 
 use crate::args::{self, Grants, Sources};
@@ -88,14 +88,14 @@ pub(super) async fn info(
             "resources": instructions.resources,
         });
     }
-    if registered.kind() == evo_host::ExecutorKind::Native {
+    if registered.kind() == evo_host::skills::ExecutorKind::Native {
         let protections = host.sandbox_protections().await;
         value["isolation"] = json!({
             "level": IsolationLevel::of(&protections),
             "protections": protections,
         });
     }
-    let record = InstallRecord::read(&evo_host::skills_dir(host.data_dir()).join(&name));
+    let record = InstallRecord::read(&evo_host::config::skills_dir(host.data_dir()).join(&name));
     if let Some(record) = &record {
         value["installed"] = json!(record);
     }
@@ -151,14 +151,14 @@ pub(super) async fn info(
         // What it asks for, and what it gets here: the same rule as a Wasm skill's grant.
         print_requests(&meta.capabilities, registered.kind().as_str());
         let grant = host.grant_of(&name).unwrap_or_default();
-        let native = registered.kind() == evo_host::ExecutorKind::Native;
+        let native = registered.kind() == evo_host::skills::ExecutorKind::Native;
         for origin in &grant.hosts {
             if native {
                 // A native script has no network of its own; granted hosts are reached
                 // through the host's proxy in its workspace.
                 out!(
                     "  granted:    outbound HTTP to {origin}, through the host's proxy at {}",
-                    evo_host::EGRESS_SOCKET
+                    evo_host::sandbox::EGRESS_SOCKET
                 );
             } else {
                 out!("  granted:    outbound HTTP to {origin}");
@@ -276,7 +276,7 @@ pub(super) fn requests(caps: &RequestedCapabilities) -> Vec<String> {
 }
 
 /// `source:` lines: the registry reference, manifest digest and signer.
-pub(super) fn print_source(source: &evo_host::RegistrySource) {
+pub(super) fn print_source(source: &evo_host::registry::RegistrySource) {
     out!("  source:     oci://{}", source.reference);
     out!("  manifest:   {}", source.digest);
     match &source.signer {
@@ -307,7 +307,7 @@ pub(super) fn print_requests(caps: &RequestedCapabilities, kind: &str) {
 }
 
 /// `granted:` lines for the secrets of `grant`, saying which are not set yet.
-fn print_secrets(grant: &evo_host::Grant, secrets: &evo_host::Secrets) {
+fn print_secrets(grant: &evo_host::grants::Grant, secrets: &evo_host::Secrets) {
     for secret in &grant.secrets {
         let set = if secrets.value(&secret.name).is_some() {
             String::new()
@@ -345,7 +345,7 @@ fn print_wasm(skill: &WasmSkill, secrets: &evo_host::Secrets) {
     out!("  digest:     sha256:{}", skill.digest());
 }
 
-fn print_limits(limits: &evo_host::WasmLimits) {
+fn print_limits(limits: &evo_host::wasm::WasmLimits) {
     out!(
         "  limits:     {} ms, {} MiB memory, {} bytes output{}",
         limits.timeout_ms,
@@ -360,7 +360,7 @@ fn print_limits(limits: &evo_host::WasmLimits) {
 
 /// What a Wasm component asks for (`requested`) and what `grant` gives it here.
 fn print_grant(
-    grant: &evo_host::Grant,
+    grant: &evo_host::grants::Grant,
     requested: &RequestedCapabilities,
     secrets: &evo_host::Secrets,
 ) {
@@ -369,7 +369,7 @@ fn print_grant(
 }
 
 /// What `grant` gives a skill here, and what it asked for and was not given.
-pub(super) fn print_held(grant: &evo_host::Grant, secrets: &evo_host::Secrets) {
+pub(super) fn print_held(grant: &evo_host::grants::Grant, secrets: &evo_host::Secrets) {
     for dir in &grant.dirs {
         let access = match dir.access {
             Access::Read => "read-only",
@@ -408,8 +408,9 @@ fn component_info(
     host: &evo_host::Host,
 ) -> Result<(), Failure> {
     let secrets = &host.secrets();
-    let record =
-        InstallRecord::read(&evo_host::skills_dir(host.data_dir()).join(&component.meta().name));
+    let record = InstallRecord::read(
+        &evo_host::config::skills_dir(host.data_dir()).join(&component.meta().name),
+    );
     let skills: Vec<_> = component
         .skills()
         .map(|meta| {

@@ -61,7 +61,7 @@ pub(super) fn report(
         .filter(|s| {
             s.executor
                 .as_any()
-                .and_then(|any| any.downcast_ref::<evo_host::PlainExecutor>())
+                .and_then(|any| any.downcast_ref::<evo_host::wasm::PlainExecutor>())
                 .is_some_and(|plain| plain.component().meta().name == outcome.name)
         })
         .map(|s| s.meta.name.clone())
@@ -111,7 +111,7 @@ pub(super) fn report(
     let component = host.skill(&outcome.name).filter(|_| shipped).and_then(|s| {
         s.executor
             .as_any()
-            .and_then(|any| any.downcast_ref::<evo_host::WasmExecutor>())
+            .and_then(|any| any.downcast_ref::<evo_host::wasm::WasmExecutor>())
             .map(|wasm| wasm.skill().digest().to_owned())
     });
     if let Some(digest) = component {

@@ -30,7 +30,7 @@ pub(super) async fn list(
     // A plain component's functions (`PACKAGE__FUNCTION`) were installed with it.
     let package = |name: &str| {
         installed.get(name).or_else(|| {
-            name.split_once(evo_host::COMPONENT_SEPARATOR)
+            name.split_once(evo_host::wasm::COMPONENT_SEPARATOR)
                 .and_then(|(package, _)| installed.get(package))
         })
     };

@@ -249,7 +249,7 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
             native: _,
             locked,
             as_name,
-        } if source.starts_with(evo_host::REGISTRY_SCHEME) => {
+        } if source.starts_with(evo_host::registry::SCHEME) => {
             registry::install(globals, &source, overwrite, locked, as_name).await
         }
         SkillCommand::Install {
@@ -299,10 +299,10 @@ pub(crate) async fn run(command: SkillCommand, globals: &Globals) -> Result<(), 
         SkillCommand::Uninstall { name } => install::uninstall(globals, &name).await,
         SkillCommand::Grants { name } => grants::show(globals, &name).await,
         SkillCommand::Grant { name, values } => {
-            grants::change(globals, &name, evo_host::Change::Grant, &values).await
+            grants::change(globals, &name, evo_host::manage::Change::Grant, &values).await
         }
         SkillCommand::Revoke { name, values } => {
-            grants::change(globals, &name, evo_host::Change::Revoke, &values).await
+            grants::change(globals, &name, evo_host::manage::Change::Revoke, &values).await
         }
         SkillCommand::Search {
             query,

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use evo_host::{RegistryInstall, RegistryInstalled};
+use evo_host::{registry::RegistryInstall, registry::RegistryInstalled};
 use serde_json::json;
 
 use crate::args;
@@ -28,8 +28,8 @@ pub(super) async fn publish(
         return Ok(());
     }
     let what = match published.kind {
-        evo_host::ArtifactKind::Component => "a Wasm component (application/wasm)",
-        evo_host::ArtifactKind::Skill => "an Evo skill directory",
+        evo_host::registry::ArtifactKind::Component => "a Wasm component (application/wasm)",
+        evo_host::registry::ArtifactKind::Skill => "an Evo skill directory",
     };
     out!("{}: published to {}", published.name, published.reference);
     out!("  artifact:   {what}");
@@ -74,7 +74,7 @@ pub(super) async fn install(
     name: Option<String>,
 ) -> Result<(), Failure> {
     let host = args::bare_host(globals).await?;
-    let progress: Option<evo_host::DownloadProgress> = (!globals.json).then(|| {
+    let progress: Option<evo_host::manage::DownloadProgress> = (!globals.json).then(|| {
         let bar = super::install::progress_bar("pulling");
         Box::new(move |done: u64, total: u64| {
             bar.set_length(total);
@@ -82,7 +82,7 @@ pub(super) async fn install(
             if done >= total {
                 bar.finish_and_clear();
             }
-        }) as evo_host::DownloadProgress
+        }) as evo_host::manage::DownloadProgress
     });
     let options = RegistryInstall {
         overwrite,
@@ -214,7 +214,7 @@ pub(super) fn keygen(globals: &Globals, path: &Path) -> Result<(), Failure> {
             ));
         }
     }
-    let (private_pem, public_pem) = evo_host::generate_signing_key()?;
+    let (private_pem, public_pem) = evo_host::registry::generate_signing_key()?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io_failure(dir, &e))?;
     }

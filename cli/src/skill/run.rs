@@ -2,7 +2,7 @@
 
 use std::io::Read as _;
 
-use evo_host::ExecutorKind;
+use evo_host::skills::ExecutorKind;
 use evo_host::{EventSink, RunEvent};
 use serde_json::json;
 

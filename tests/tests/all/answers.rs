@@ -17,7 +17,8 @@ use crate::serve::Raw;
 use crate::serve_http::http;
 
 /// Where docs/errors.md's generated table starts and ends.
-const BEGIN: &str = "<!-- the table below is generated from evo_host::error_codes_table -->\n";
+const BEGIN: &str =
+    "<!-- the table below is generated from evo_host::errors::error_codes_table -->\n";
 const END: &str = "<!-- end of the generated table -->";
 
 #[test]
@@ -30,7 +31,7 @@ fn the_table_in_the_docs_is_the_one_the_code_answers_with() {
     let (_, tail) = rest
         .split_once(END)
         .expect("docs/errors.md has the end marker");
-    let table = evo_host::error_codes_table();
+    let table = evo_host::errors::error_codes_table();
     let wanted = format!("{head}{BEGIN}\n{table}\n{END}{tail}");
     if std::env::var_os("EVO_BLESS").is_some() {
         std::fs::write(&path, &wanted).unwrap();
@@ -83,7 +84,7 @@ fn codes_in_the_source() -> BTreeMap<String, PathBuf> {
 
 #[test]
 fn every_code_the_source_can_answer_with_is_in_the_table() {
-    let table = evo_host::error_codes_table();
+    let table = evo_host::errors::error_codes_table();
     let found = codes_in_the_source();
     assert!(found.len() > 60, "the scan found only {found:?}");
     // Matched by the patterns but not error codes.

@@ -367,7 +367,7 @@ async fn a_plain_component_loaded_before_is_described_from_its_record_with_its_s
     // Another process describes it from the record: nothing read or compiled…
     let second = load(manifest.clone()).await;
     assert_eq!(second.load_source(), LoadSource::Deferred);
-    let names = |c: &evo_host::PlainComponent| c.skills().cloned().collect::<Vec<_>>();
+    let names = |c: &evo_host::wasm::PlainComponent| c.skills().cloned().collect::<Vec<_>>();
     assert_eq!(names(&second), names(&first));
     assert_eq!(second.unusable(), first.unusable());
     assert_eq!(second.digest(), first.digest());

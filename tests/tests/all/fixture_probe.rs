@@ -439,7 +439,7 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
     assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
     // ...and the result says so, with what would allow it.
     assert_eq!(out.memory.len(), 1, "{:?}", out.memory);
-    assert_eq!(out.memory[0].status, evo_host::WriteStatus::Refused);
+    assert_eq!(out.memory[0].status, evo_host::skills::WriteStatus::Refused);
     assert!(
         out.memory[0]
             .reason
@@ -459,7 +459,7 @@ async fn through_the_host_scratch_is_capped_and_suggestions_need_the_memory_gran
     // appendMemory": kept when the call returns, with its id.
     assert_eq!(
         out.memory[0].status,
-        evo_host::WriteStatus::Kept,
+        evo_host::skills::WriteStatus::Kept,
         "{:?}",
         out.memory
     );
@@ -636,7 +636,7 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
     let out = call(evo_host::Config::default()).await;
     assert_eq!(out.output, json!({ "ok": true }));
     assert!(out.memory_writes.is_empty(), "{:?}", out.memory_writes);
-    assert_eq!(out.memory[0].status, evo_host::WriteStatus::Refused);
+    assert_eq!(out.memory[0].status, evo_host::skills::WriteStatus::Refused);
 
     let out = call(memory_granted_to("suggest")).await;
     assert_eq!(out.output, json!({ "ok": true }));
@@ -648,7 +648,7 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
     assert_eq!(writes, [("call Ada", Some("todo"))]);
     assert_eq!(
         out.memory[0].status,
-        evo_host::WriteStatus::Kept,
+        evo_host::skills::WriteStatus::Kept,
         "{:?}",
         out.memory
     );

@@ -56,9 +56,9 @@ use wasmtime::component::Linker;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use cache::{ArtifactCache, LoadSource};
-pub use call::WasmSkill;
+pub use call::{SkillOutcome, WasmSkill};
 #[cfg(feature = "internals")]
-pub use call::{MemoryWrite, SkillOutcome, StepTrace};
+pub use call::{MemoryWrite, StepTrace};
 pub use executor::WasmExecutor;
 pub use http::HttpBody;
 pub(crate) use http::send_checked;
