@@ -4,10 +4,10 @@ use std::io::Write as _;
 
 use clap::Subcommand;
 use evo_host::Host;
-use evo_host::Permissions;
-use evo_host::{Agent, AgentOptions};
+use evo_host::agent::Permissions;
 use evo_host::{EventSink, RunEvent};
-use evo_host::{Message, Role};
+use evo_host::{agent::Agent, agent::AgentOptions};
+use evo_host::{llm::Message, llm::Role};
 
 use super::args::{self, Grants, Sources};
 use super::{Failure, Globals};
@@ -200,7 +200,7 @@ fn show(event: &RunEvent, json: bool) {
             input,
             depth,
             ..
-        } if skill != evo_host::ROUTER_SKILL => {
+        } if skill != evo_host::agent::ROUTER_SKILL => {
             let indent = "  ".repeat(depth.saturating_sub(1) as usize);
             eprintln!("{indent}→ {skill} {input}");
         }

@@ -4,7 +4,7 @@
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::sync::Arc;
 
-use evo_host::{Confirmation, Confirmer};
+use evo_host::{tools::Confirmation, tools::Confirmer};
 
 /// The terminal as the confirmer, when there is one to ask (stdin and stderr both a
 /// terminal); `None` otherwise, and the host's `[tools] confirm` policy answers.
@@ -18,7 +18,7 @@ pub(crate) fn terminal() -> Option<Arc<dyn Confirmer>> {
 struct Terminal;
 
 impl Confirmer for Terminal {
-    fn confirm<'a>(&'a self, request: &'a Confirmation) -> evo_host::BoxFuture<'a, bool> {
+    fn confirm<'a>(&'a self, request: &'a Confirmation) -> evo_host::tools::BoxFuture<'a, bool> {
         let prompt = format!(
             "\n⚠ {} wants to run (risk {}):\n  {}\n  arguments: {}\nProceed? [y/N] ",
             request.tool, request.risk, request.warning, request.arguments

@@ -3,8 +3,8 @@
 
 use clap::Subcommand;
 #[cfg(feature = "full")]
-use evo_host::Pg;
-use evo_host::Storage;
+use evo_host::storage::Pg;
+use evo_host::storage::Storage;
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -79,9 +79,9 @@ fn shared(command: DbCommand, globals: &Globals, pg: &Pg) -> Result<(), Failure>
 /// The storage this invocation's configuration names, connected (and migrated).
 pub(crate) fn storage(globals: &Globals) -> Result<Storage, Failure> {
     let config = super::args::config(globals, &Default::default(), &Default::default())?;
-    let secret = evo_host::SecretStore::new(&globals.data_dir)
+    let secret = evo_host::secrets::SecretStore::new(&globals.data_dir)
         .snapshot()?
-        .value(evo_host::STORAGE_PASSWORD_VAR)
+        .value(evo_host::storage::PASSWORD_VAR)
         .map(str::to_owned);
     Ok(Storage::open(&config.storage, &globals.data_dir, secret)?)
 }

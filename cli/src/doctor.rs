@@ -149,7 +149,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
     });
 
     checks.push(match host.storage() {
-        evo_host::Storage::Local(dir) => Check::ok(
+        evo_host::storage::Storage::Local(dir) => Check::ok(
             "storage",
             format!(
                 "SQLite in {} (one machine; [storage] url shares it between nodes)",
@@ -157,7 +157,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
             ),
         ),
         #[cfg(feature = "full")]
-        evo_host::Storage::Shared(pg) => {
+        evo_host::storage::Storage::Shared(pg) => {
             let pg = pg.clone();
             let probe = tokio::task::spawn_blocking(move || {
                 pg.ping()?;
@@ -202,7 +202,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
             let path = if file.contains('/') {
                 std::path::PathBuf::from(&file)
             } else {
-                evo_host::local::model_path(host.data_dir(), &file)
+                evo_host::llm::local::model_path(host.data_dir(), &file)
             };
             let source = if llm.model.is_some() {
                 format!("from {source}")
@@ -210,8 +210,8 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
                 "installed, and no other model is configured".to_owned()
             };
             let measured = tokio::task::spawn_blocking(move || {
-                let model = evo_host::local::model::LocalModel::open(&path)?;
-                let speed = evo_host::local::model::measure(&model)?;
+                let model = evo_host::llm::local::model::LocalModel::open(&path)?;
+                let speed = evo_host::llm::local::model::measure(&model)?;
                 if model.is_noise(speed.perplexity) {
                     return Err(evo_host::Error::LocalModel {
                         path,
@@ -248,7 +248,7 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
         ),
         Some(_) => {
             let settings = llm.clone();
-            match tokio::task::spawn_blocking(move || evo_host::probe_llm(&settings)).await {
+            match tokio::task::spawn_blocking(move || evo_host::llm::probe(&settings)).await {
                 Ok(Ok(detail)) => Check::ok("language model", format!("{detail} (from {source})")),
                 Ok(Err(problem)) => Check::broken(
                     "language model",

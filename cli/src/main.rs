@@ -464,7 +464,7 @@ fn init_tracing(verbose: u8, data_dir: &std::path::Path, server: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(RedactingStderr(std::sync::Arc::new(
-            evo_host::SecretStore::new(data_dir),
+            evo_host::secrets::SecretStore::new(data_dir),
         )))
         .with_target(false)
         // Colours for a person at a terminal; plain text for a file, a pipe or CI's log.
@@ -473,7 +473,7 @@ fn init_tracing(verbose: u8, data_dir: &std::path::Path, server: bool) {
 }
 
 /// Makes one [`Redacting`] writer per log event.
-struct RedactingStderr(std::sync::Arc<evo_host::SecretStore>);
+struct RedactingStderr(std::sync::Arc<evo_host::secrets::SecretStore>);
 
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
     type Writer = Redacting;
@@ -488,7 +488,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
 
 /// Collects one event's text and writes it to stderr, redacted, when dropped.
 struct Redacting {
-    secrets: std::sync::Arc<evo_host::Secrets>,
+    secrets: std::sync::Arc<evo_host::secrets::Secrets>,
     line: Vec<u8>,
 }
 

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use evo_host::{
-    MemoryCategory as Category, MemoryEntry, MemoryManager, MemorySource as Source, SearchOptions,
+    memory::Category, memory::MemoryEntry, memory::MemoryManager, memory::SearchOptions,
+    memory::Source,
 };
 use serde_json::json;
 
@@ -86,8 +87,8 @@ pub(crate) async fn run(command: MemoryCommand, globals: &Globals) -> Result<(),
         // Not through the host: it opens memory with the recorded embedder, which may be
         // the one that can no longer be loaded and is being replaced.
         let name = embedder
-            .or_else(|| evo_host::recorded_embedder(&globals.data_dir))
-            .unwrap_or_else(|| evo_host::HASH_EMBEDDER.to_owned());
+            .or_else(|| evo_host::memory::recorded_embedder(&globals.data_dir))
+            .unwrap_or_else(|| evo_host::memory::HASH_EMBEDDER.to_owned());
         return reindex(globals, &name, model.as_deref());
     }
     let host = super::args::bare_host(globals).await?;
@@ -262,7 +263,7 @@ fn when(ms: i64) -> String {
 }
 
 fn reindex(globals: &Globals, name: &str, model: Option<&std::path::Path>) -> Result<(), Failure> {
-    let embedder = evo_host::embedder_by_name(name, &globals.data_dir, model)?;
+    let embedder = evo_host::memory::embedder_by_name(name, &globals.data_dir, model)?;
     let bar = indicatif::ProgressBar::with_draw_target(
         None,
         indicatif::ProgressDrawTarget::stderr_with_hz(10),

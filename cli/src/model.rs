@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Subcommand;
-use evo_host::local;
+use evo_host::llm::local;
 use serde_json::json;
 
 use super::{Failure, Globals, out};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use clap::Subcommand;
-use evo_host::SecretStore;
+use evo_host::secrets::SecretStore;
 use evo_host::{remotes::Remote, remotes::RemoteSpec};
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 use std::io::{BufRead as _, IsTerminal as _};
 
 use clap::Subcommand;
-use evo_host::SecretStore;
+use evo_host::secrets::SecretStore;
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -33,7 +33,7 @@ pub(crate) fn run(command: SecretCommand, globals: &Globals) -> Result<(), Failu
     match command {
         SecretCommand::Set { name } => {
             // Checked before the value is read, with the library's own error and hint.
-            evo_host::check_secret_name(&name).map_err(|message| evo_host::Error::Secret {
+            evo_host::secrets::check_name(&name).map_err(|message| evo_host::Error::Secret {
                 code: "SECRET_INVALID",
                 message,
             })?;

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use clap::Subcommand;
 use evo_host::Host;
 use evo_host::RunOptions;
-use evo_host::ToolRequest;
-use evo_host::{Always, Confirmer};
+use evo_host::tools::ToolRequest;
 use evo_host::{
     skills::CallFilter as Filter, skills::CallRecord as Record, skills::CallStatus as Status,
 };
+use evo_host::{tools::Always, tools::Confirmer};
 use serde_json::json;
 
 use super::args::{self, Grants, Sources};

@@ -7,7 +7,7 @@
 //! cargo run -p evo-host --example custom_tool
 //! ```
 
-use evo_host::{BoxFuture, Host, SkillContext, TypedTool};
+use evo_host::{Host, SkillContext, TypedTool, tools::BoxFuture};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -9,7 +9,7 @@
 //! `[llm] model` in `evo.toml`.
 
 use evo_host::Host;
-use evo_host::ScriptedProvider;
+use evo_host::llm::ScriptedProvider;
 use evo_host::{EventSink, RunEvent};
 
 #[tokio::main]

@@ -72,6 +72,7 @@ impl Db {
     }
 
     /// The database file.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it"))]
     pub fn path(&self) -> &Path {
         &self.path
     }

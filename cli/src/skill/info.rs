@@ -1,7 +1,7 @@
 //! `evo skill info`: what a caller needs to know about a skill.
 
 use evo_host::Error;
-use evo_host::InstallRecord;
+use evo_host::packages::InstallRecord;
 use evo_host::sandbox::IsolationLevel;
 use evo_host::skills::StaticExecutor;
 use evo_host::{grants::Access, grants::MemoryAccess, grants::RequestedCapabilities};
@@ -307,7 +307,7 @@ pub(super) fn print_requests(caps: &RequestedCapabilities, kind: &str) {
 }
 
 /// `granted:` lines for the secrets of `grant`, saying which are not set yet.
-fn print_secrets(grant: &evo_host::grants::Grant, secrets: &evo_host::Secrets) {
+fn print_secrets(grant: &evo_host::grants::Grant, secrets: &evo_host::secrets::Secrets) {
     for secret in &grant.secrets {
         let set = if secrets.value(&secret.name).is_some() {
             String::new()
@@ -329,7 +329,7 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
-fn print_wasm(skill: &WasmSkill, secrets: &evo_host::Secrets) {
+fn print_wasm(skill: &WasmSkill, secrets: &evo_host::secrets::Secrets) {
     print_limits(skill.limits());
     print_grant(skill.grant(), &skill.meta().capabilities, secrets);
     out!(
@@ -362,14 +362,14 @@ fn print_limits(limits: &evo_host::wasm::WasmLimits) {
 fn print_grant(
     grant: &evo_host::grants::Grant,
     requested: &RequestedCapabilities,
-    secrets: &evo_host::Secrets,
+    secrets: &evo_host::secrets::Secrets,
 ) {
     print_requests(requested, "wasm");
     print_held(grant, secrets);
 }
 
 /// What `grant` gives a skill here, and what it asked for and was not given.
-pub(super) fn print_held(grant: &evo_host::grants::Grant, secrets: &evo_host::Secrets) {
+pub(super) fn print_held(grant: &evo_host::grants::Grant, secrets: &evo_host::secrets::Secrets) {
     for dir in &grant.dirs {
         let access = match dir.access {
             Access::Read => "read-only",

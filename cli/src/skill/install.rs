@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use evo_host::InstallOptions;
+use evo_host::packages::InstallOptions;
 use serde_json::json;
 
 use crate::args;
@@ -50,7 +50,7 @@ pub(super) async fn install(
 pub(super) fn report(
     globals: &Globals,
     host: &evo_host::Host,
-    outcome: &evo_host::Outcome,
+    outcome: &evo_host::packages::Outcome,
     extra: &[(&str, serde_json::Value)],
 ) -> Result<(), Failure> {
     let record = outcome.skill.clone().unwrap_or_default();
@@ -160,7 +160,7 @@ pub(super) async fn update_description(
     print_outcome(globals, &outcome)
 }
 
-fn print_outcome(globals: &Globals, outcome: &evo_host::Outcome) -> Result<(), Failure> {
+fn print_outcome(globals: &Globals, outcome: &evo_host::packages::Outcome) -> Result<(), Failure> {
     if globals.json {
         out!("{}", serde_json::to_value(outcome).map_err(internal)?);
     } else {

@@ -1,6 +1,6 @@
 //! `evo skill list`, `search` and `stats`.
 
-use evo_host::ListQuery;
+use evo_host::packages::ListQuery;
 use serde_json::json;
 
 use crate::args::{self, Grants, Sources};
@@ -20,7 +20,7 @@ pub(super) async fn list(
     sources: &Sources,
 ) -> Result<(), Failure> {
     let host = args::host(globals, sources, &Grants::default()).await?;
-    let installed: std::collections::HashMap<String, evo_host::ListedSkill> = host
+    let installed: std::collections::HashMap<String, evo_host::packages::ListedSkill> = host
         .manager()?
         .list_skills(&ListQuery::default())?
         .skills
@@ -205,7 +205,7 @@ pub(super) async fn stats(
 }
 
 fn install_stats(globals: &Globals) -> Result<(), Failure> {
-    let stats = evo_host::SkillManager::new(&globals.data_dir).statistics()?;
+    let stats = evo_host::packages::SkillManager::new(&globals.data_dir).statistics()?;
     if globals.json {
         out!("{}", serde_json::to_value(&stats).map_err(internal)?);
         return Ok(());

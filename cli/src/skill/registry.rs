@@ -124,7 +124,7 @@ pub(super) async fn update(globals: &Globals, names: &[String]) -> Result<(), Fa
     let host = args::bare_host(globals).await?;
     let names: Vec<String> = if names.is_empty() {
         host.manager()?
-            .list_skills(&evo_host::ListQuery::default())?
+            .list_skills(&evo_host::packages::ListQuery::default())?
             .skills
             .into_iter()
             .filter(|skill| skill.source.is_some())

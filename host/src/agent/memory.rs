@@ -14,7 +14,11 @@ impl Agent {
         memory
             .recall_into(ctx.scratch(), message)
             .unwrap_or_else(|e| {
-                warn(ctx, "memory could not be read, so this answer has no recall", &e);
+                warn(
+                    ctx,
+                    "memory could not be read, so this answer has no recall",
+                    &e,
+                );
                 Vec::new()
             })
     }
@@ -32,7 +36,11 @@ impl Agent {
             Some(memory) => {
                 let read = |what: &str, text: Result<String>| {
                     text.unwrap_or_else(|e| {
-                        warn(ctx, &format!("{what} could not be read, so the prompt leaves it out"), &e);
+                        warn(
+                            ctx,
+                            &format!("{what} could not be read, so the prompt leaves it out"),
+                            &e,
+                        );
                         String::new()
                     })
                 };
@@ -44,7 +52,7 @@ impl Agent {
             None => (String::new(), String::new()),
         };
         let compile = |skills| {
-            self.prompt.compile(&prompt::PromptInput {
+            self.prompt.compile(&PromptInput {
                 skills,
                 long_term: &long_term,
                 recalled,
@@ -70,7 +78,11 @@ impl Agent {
         match memory.capture(message, response, recalled) {
             Ok(outcome) => outcome.entries,
             Err(e) => {
-                warn(ctx, "memory could not be written, so nothing of this message was kept", &e);
+                warn(
+                    ctx,
+                    "memory could not be written, so nothing of this message was kept",
+                    &e,
+                );
                 Vec::new()
             }
         }

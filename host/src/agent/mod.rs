@@ -7,16 +7,18 @@
 //! by strategy (`direct_answer`, `single_skill`, `pipeline`, `multi_skill` with only the
 //! routed skills, `clarify`) → capture → `done`. Every step reports [`RunEvent`]s.
 //!
-//! - [`tool_loop::chat_with_tools`]: the bounded tool-calling loop.
-//! - [`intent`]: the `intent_recognize` skill and the routing it returns.
-//! - [`prompt`]: the default prompt compiler.
+//! - `tool_loop::chat_with_tools`: the bounded tool-calling loop.
+//! - `intent`: the `intent_recognize` skill and the routing it returns.
+//! - `prompt`: the default prompt compiler.
 
-pub mod intent;
+internal_modules!(intent, prompt, tool_loop);
 mod memory;
 mod rank;
 mod small;
-pub mod prompt;
-pub mod tool_loop;
+
+pub use intent::{SKILL_NAME as ROUTER_SKILL, Strategy};
+pub use prompt::{PromptCompiler, PromptInput};
+pub use tool_loop::Permissions;
 
 use std::sync::Arc;
 
@@ -32,9 +34,8 @@ use crate::skill::executor::{MemoryWriteOutcome, WriteStatus};
 use crate::skill::kernel::{Kernel, RunOptions, SkillContext};
 use crate::skill::permission::Profile;
 use crate::skill::registry::{RegisteredSkill, ToolDefinition};
-use intent::{Routing, Strategy};
-use prompt::PromptCompiler;
-use tool_loop::{Permissions, Stop, chat_with_tools};
+use intent::Routing;
+use tool_loop::{Stop, chat_with_tools};
 
 /// How an agent runs.
 #[derive(Debug, Clone)]
@@ -153,40 +154,44 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// An agent over `kernel` thinking with `provider`, which also answers the skills'
-    /// `llm` calls unless the kernel has a model of its own. Registers `intent_recognize`
-    /// in the kernel's registry if it is not there.
-    pub fn new(kernel: Kernel, provider: Arc<dyn LlmProvider>) -> Result<Self> {
-        let kernel = if kernel.has_llm() {
-            kernel
-        } else {
-            kernel.with_llm(Arc::new(crate::llm::ProviderLlm(provider.clone())))
-        };
-        Self::on(Arc::new(kernel), provider)
+    internal! {
+        /// An agent over `kernel` thinking with `provider`, which also answers the skills'
+        /// `llm` calls unless the kernel has a model of its own. Registers `intent_recognize`
+        /// in the kernel's registry if it is not there.
+        pub fn new(kernel: Kernel, provider: Arc<dyn LlmProvider>) -> Result<Self> {
+            let kernel = if kernel.has_llm() {
+                kernel
+            } else {
+                kernel.with_llm(Arc::new(crate::llm::ProviderLlm(provider.clone())))
+            };
+            Self::on(Arc::new(kernel), provider)
+        }
     }
 
-    /// An agent sharing `kernel` (its skills, model, memory and statistics) with the
-    /// rest of a host, thinking with `provider`. Registers `intent_recognize` in the
-    /// kernel's registry if it is not there.
-    pub fn on(kernel: Arc<Kernel>, provider: Arc<dyn LlmProvider>) -> Result<Self> {
-        if !kernel.registry().has(intent::SKILL_NAME) {
-            intent::register(kernel.registry())?;
+    internal! {
+        /// An agent sharing `kernel` (its skills, model, memory and statistics) with the
+        /// rest of a host, thinking with `provider`. Registers `intent_recognize` in the
+        /// kernel's registry if it is not there.
+        pub fn on(kernel: Arc<Kernel>, provider: Arc<dyn LlmProvider>) -> Result<Self> {
+            if !kernel.registry().has(intent::SKILL_NAME) {
+                intent::register(kernel.registry())?;
+            }
+            // A small model reads a few hundred tokens a second: a long system prompt would
+            // cost seconds per request, and dilute what it can attend to.
+            let budget = if provider.traits().small {
+                prompt::ContextBudget::small_model()
+            } else {
+                prompt::ContextBudget::default()
+            };
+            Ok(Self {
+                kernel,
+                provider,
+                memory: None,
+                prompt: Arc::new(prompt::DefaultPromptCompiler { budget }),
+                options: AgentOptions::default(),
+                index: None,
+            })
         }
-        // A small model reads a few hundred tokens a second: a long system prompt would
-        // cost seconds per request, and dilute what it can attend to.
-        let budget = if provider.traits().small {
-            prompt::ContextBudget::small_model()
-        } else {
-            prompt::ContextBudget::default()
-        };
-        Ok(Self {
-            kernel,
-            provider,
-            memory: None,
-            prompt: Arc::new(prompt::DefaultPromptCompiler { budget }),
-            options: AgentOptions::default(),
-            index: None,
-        })
     }
 
     /// Gives the agent memory: recall at the start of each run, capture at the end.
@@ -437,7 +442,10 @@ impl Agent {
             if !self.options.permissions.allows(turn.ctx, &step.name) {
                 let input = step.input.clone().unwrap_or_else(|| json!({}));
                 let message = tool_loop::refuse(turn.ctx, &step.name, &input);
-                results.insert(step.name.clone(), json!({ "error": "blocked", "message": message }));
+                results.insert(
+                    step.name.clone(),
+                    json!({ "error": "blocked", "message": message }),
+                );
                 continue;
             }
             let mut input = step.input.clone().unwrap_or_else(|| json!({}));
@@ -546,10 +554,9 @@ impl Agent {
             None => {}
         }
         let messages = conversation(turn.answer_system, turn.history, user);
-        let answer = collect(
-            self.provider.chat(messages, self.chat_options()),
-            |text| turn.token(text),
-        )
+        let answer = collect(self.provider.chat(messages, self.chat_options()), |text| {
+            turn.token(text)
+        })
         .await?;
         Ok(answer.text)
     }

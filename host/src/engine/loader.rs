@@ -398,6 +398,7 @@ impl Loader {
 
     /// Loads every skill directory directly under `root`, in name order; one broken skill
     /// does not keep the others from loading.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests call it"))]
     pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<Package>)>> {
         self.for_each_dir(root, |loader, dir| async move { loader.load_package(&dir).await })
             .await

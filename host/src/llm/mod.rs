@@ -4,29 +4,34 @@
 //! then tool calls (if the model asked for any), then `done` with the full text, or an
 //! error. Providers:
 //!
-//! - [`openai::OpenAiProvider`]: OpenAI-compatible chat completions with SSE streaming
+//! - `openai::OpenAiProvider`: OpenAI-compatible chat completions with SSE streaming
 //!   (OpenAI, Ollama, llama.cpp's server, vLLM);
-//! - [`anthropic::AnthropicProvider`]: the Anthropic Messages API with streaming;
+//! - `anthropic::AnthropicProvider`: the Anthropic Messages API with streaming;
 //! - [`scripted::ScriptedProvider`]: replays answers from a file, for tests, demos and
 //!   offline runs; it says so in every answer's model name.
 //!
-//! [`ProviderLlm`] lets skills use any provider through the kernel's one-shot
-//! [`Llm`](crate::skill::kernel::Llm) interface. Nothing here knows about skills beyond
+//! `ProviderLlm` lets skills use any provider through the kernel's one-shot
+//! `Llm` interface. Nothing here knows about skills beyond
 //! tool definitions.
 
-pub mod anthropic;
-pub mod config;
-#[cfg(feature = "local-llm")]
-pub mod constrain;
+internal_modules!(
+    anthropic,
+    config,
+    #[cfg(feature = "local-llm")]
+    constrain,
+    openai,
+    scripted,
+);
 mod http;
 pub mod local;
-pub mod openai;
-pub mod scripted;
 mod sse;
 mod turn;
 
 use std::fmt;
 use std::sync::Arc;
+
+pub use config::probe;
+pub use scripted::ScriptedProvider;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -252,10 +257,12 @@ pub async fn collect(mut stream: EventStream, mut on_token: impl FnMut(&str)) ->
     })
 }
 
-/// A provider as the kernel's one-shot [`Llm`](crate::skill::kernel::Llm): what llm
-/// skills and Wasm skills' `context.llm` use.
-#[derive(Debug, Clone)]
-pub struct ProviderLlm(pub Arc<dyn LlmProvider>);
+internal! {
+    /// A provider as the kernel's one-shot `Llm`: what llm
+    /// skills and Wasm skills' `context.llm` use.
+    #[derive(Debug, Clone)]
+    pub struct ProviderLlm(pub Arc<dyn LlmProvider>);
+}
 
 impl crate::skill::kernel::Llm for ProviderLlm {
     fn complete(&self, request: LlmRequest) -> BoxFuture<'_, Result<String>> {

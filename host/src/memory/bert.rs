@@ -151,11 +151,7 @@ impl QuantBert {
                         hidden,
                         config.intermediate_size,
                     )?,
-                    output: Linear::load(
-                        vb.pp("output.dense"),
-                        config.intermediate_size,
-                        hidden,
-                    )?,
+                    output: Linear::load(vb.pp("output.dense"), config.intermediate_size, hidden)?,
                     output_norm: layer_norm(vb.pp("output.LayerNorm"), hidden, eps)?,
                 })
             })
@@ -258,7 +254,10 @@ mod tests {
         )
         .unwrap();
         let mask = Tensor::new(
-            &[[1u32, 1, 1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 0, 0, 0, 0]],
+            &[
+                [1u32, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+                [1, 1, 1, 1, 1, 1, 0, 0, 0, 0],
+            ],
             &Device::Cpu,
         )
         .unwrap();
@@ -279,7 +278,12 @@ mod tests {
             dot / (norm(x) * norm(y))
         };
         let vector = |t: &Tensor, row: usize, token: usize| {
-            t.get(row).unwrap().get(token).unwrap().to_vec1::<f32>().unwrap()
+            t.get(row)
+                .unwrap()
+                .get(token)
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
         };
         for (row, tokens) in [(0, 10), (1, 6)] {
             for token in 0..tokens {

@@ -3,7 +3,7 @@
 //! `evo memory reindex --embedder NAME` re-embeds a store and records NAME in it, so
 //! every later open of that data directory uses the same embedder without any
 //! configuration (an `EVO_EMBED_MODEL` in the environment still wins; see
-//! [`super::configured_embedder`]).
+//! `configured_embedder`).
 //!
 //! - `hash`: [`HashEmbedder`], the default; words, not meaning; no files.
 //! - `minilm`: the MiniLM embedder (the `minilm` feature); meaning; its weights are copied into

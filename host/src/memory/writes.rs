@@ -99,8 +99,7 @@ impl MemoryManager {
                 store.reload_one(old)?;
             }
         }
-        self.decisions[decision.action as usize]
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.decisions[decision.action as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tracing::info!(
             target: "evo::memory",
             action = decision.action.as_str(),

@@ -46,12 +46,14 @@ fn indexed_text(name: &str, description: &str, tags: &[String]) -> String {
 }
 
 impl SkillIndex {
-    /// Opens the index in `db` with `embedder`.
-    pub fn new(db: Db, embedder: Arc<dyn Embedder>) -> Self {
-        Self {
-            db,
-            embedder,
-            vectors: None,
+    internal! {
+        /// Opens the index in `db` with `embedder`.
+        pub fn new(db: Db, embedder: Arc<dyn Embedder>) -> Self {
+            Self {
+                db,
+                embedder,
+                vectors: None,
+            }
         }
     }
 

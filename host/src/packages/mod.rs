@@ -17,15 +17,17 @@
 
 mod archive;
 mod as_component;
-pub mod index;
+internal_modules!(index);
 mod listing;
 mod staging;
 
 use staging::{PREVIOUS, lock};
-#[cfg(feature = "native")]
-pub mod scripts;
-#[cfg(feature = "postgres")]
-pub mod shared;
+internal_modules!(
+    #[cfg(feature = "native")]
+    scripts,
+    #[cfg(feature = "postgres")]
+    shared,
+);
 mod update;
 
 use std::path::{Path, PathBuf};
@@ -40,10 +42,11 @@ use crate::skill::meta::{DEFAULT_VERSION, is_valid_name};
 pub use crate::skill::package::{AUTO_WASM, InstallRecord, MARKER};
 use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
 
-pub use archive::Progress;
 use archive::MAX_TOTAL_BYTES;
+pub use archive::Progress;
 #[cfg(feature = "internals")]
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO};
+pub use index::{SkillHit, SkillIndex};
 pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
 
 /// Largest skill archive taken from a registry: as much as a ZIP install extracts.
@@ -148,7 +151,7 @@ pub struct SkillManager {
     root: PathBuf,
     /// Compiled Wasm artifacts ([`crate::paths::wasm_cache_dir`]).
     wasm_cache: PathBuf,
-    index: Option<std::sync::Mutex<index::SkillIndex>>,
+    index: Option<std::sync::Mutex<SkillIndex>>,
     loader: Loader,
     reserved: Vec<String>,
 }
@@ -159,7 +162,7 @@ fn structure(problem: impl Into<String>) -> Error {
 
 impl SkillManager {
     /// The manager of the skills under `data_dir`. It checks skills by loading them with
-    /// a loader without the Wasm engine; see [`SkillManager::with_loader`].
+    /// a loader without the Wasm engine; see `SkillManager::with_loader`.
     pub fn new(data_dir: &Path) -> Self {
         Self {
             root: crate::paths::skills_dir(data_dir),
@@ -171,16 +174,18 @@ impl SkillManager {
     }
 
     /// Keeps `index` up to date on install, uninstall and description changes.
-    pub fn with_index(mut self, index: index::SkillIndex) -> Self {
+    pub fn with_index(mut self, index: SkillIndex) -> Self {
         self.index = Some(std::sync::Mutex::new(index));
         self
     }
 
-    /// Checks skills at install by loading them with `loader`, as the host will; a loader
-    /// with the Wasm engine is needed to install Wasm skills.
-    pub fn with_loader(mut self, loader: Loader) -> Self {
-        self.loader = loader;
-        self
+    internal! {
+        /// Checks skills at install by loading them with `loader`, as the host will; a loader
+        /// with the Wasm engine is needed to install Wasm skills.
+        pub fn with_loader(mut self, loader: Loader) -> Self {
+            self.loader = loader;
+            self
+        }
     }
 
     /// Refuses to install skills named like one of `names` (the host's built-in tools).
@@ -203,7 +208,7 @@ impl SkillManager {
     }
 
     /// The skills most relevant to `query` (needs [`SkillManager::with_index`]).
-    pub fn search_skills(&self, query: &str, k: usize) -> Result<Vec<index::SkillHit>> {
+    pub fn search_skills(&self, query: &str, k: usize) -> Result<Vec<SkillHit>> {
         match &self.index {
             Some(index) => index
                 .lock()
@@ -229,7 +234,11 @@ impl SkillManager {
 
     /// Installs the skill in `zip` under the name its manifest gives, whatever its
     /// directory in the archive is called (a skill directory published to a registry).
-    pub async fn install_archive(&self, zip: &[u8], options: InstallOptions<'_>) -> Result<Outcome> {
+    pub async fn install_archive(
+        &self,
+        zip: &[u8],
+        options: InstallOptions<'_>,
+    ) -> Result<Outcome> {
         self.install_staged(options, true, |staging, progress| {
             archive::extract(zip, staging, progress)
         })
@@ -399,7 +408,12 @@ impl SkillManager {
     /// will, and returns what it is and whether it is a plain component.
     /// `name` is what it is installed as, `published` the name its files give (the same
     /// unless installed `--as` another).
-    async fn check(&self, dir: &Path, name: &str, published: &str) -> Result<(InstallRecord, bool)> {
+    async fn check(
+        &self,
+        dir: &Path,
+        name: &str,
+        published: &str,
+    ) -> Result<(InstallRecord, bool)> {
         let doc = check_structure(dir, published)?;
         let wasm = dir.join(SKILL_WASM).is_file();
         if wasm && self.loader.wasm_engine().is_none() {

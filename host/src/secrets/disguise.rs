@@ -41,7 +41,10 @@ pub(super) fn disguises(value: &str) -> Vec<String> {
         // Characters whose 5 bits all come from the value.
         let start = (8 * offset).div_ceil(5);
         let end = 8 * (offset + bytes.len()) / 5;
-        for encoding in [&data_encoding::BASE32_NOPAD, &data_encoding::BASE32HEX_NOPAD] {
+        for encoding in [
+            &data_encoding::BASE32_NOPAD,
+            &data_encoding::BASE32HEX_NOPAD,
+        ] {
             let encoded = encoding.encode(&padded);
             if let Some(stable) = encoded.get(start..end.min(encoded.len())) {
                 forms.push(stable.to_ascii_lowercase());
@@ -180,7 +183,10 @@ mod tests {
         assert_eq!(decoded("%42%65%61%72er tok%65n"), "Bearer token");
         assert_eq!(decoded("%4a%4A"), "JJ");
         // JSON's escapes, a surrogate pair included.
-        assert_eq!(decoded(r#"\u0042e\u0061rer \"x\" \ud83d\ude00"#), "Bearer \"x\" 😀");
+        assert_eq!(
+            decoded(r#"\u0042e\u0061rer \"x\" \ud83d\ude00"#),
+            "Bearer \"x\" 😀"
+        );
         // Quoted-printable, with a soft line break inside the value.
         assert_eq!(decoded("Bea=72=\r\ner=3D"), "Bearer=");
         assert!(unescape(b"nothing escaped").is_none());

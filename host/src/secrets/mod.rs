@@ -5,7 +5,7 @@
 //!   owner only (0600), written atomically. `evo secret set|list|rm` manage it; no
 //!   command prints a value.
 //! - A skill asks for a secret *for a host* in its manifest (`capabilities.secrets`) and
-//!   writes the placeholder [`placeholder`] (`{{secret:NAME}}`) into a header or the
+//!   writes the placeholder `placeholder` (`{{secret:NAME}}`) into a header or the
 //!   query of a request; the host replaces it only in a request to that host, after the
 //!   request was admitted (see `engine::wasm::http`).
 //! - [`Secrets`] is a snapshot of the values with a scanner over all of them: request
@@ -76,7 +76,7 @@ struct Cached {
 
 /// How long a snapshot is used before the file is looked at again: a secret set in
 /// another process reaches a running host within this.
-pub const RECHECK: Duration = Duration::from_secs(1);
+pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
 /// The secrets of one data directory.
 #[derive(Debug)]
@@ -234,7 +234,7 @@ impl SecretStore {
 }
 
 /// The error for a secret that is not in the store.
-pub fn not_set(name: &str) -> Error {
+pub(crate) fn not_set(name: &str) -> Error {
     Error::Secret {
         code: "SECRET_NOT_FOUND",
         message: format!("no secret named {name} is set; set it with `evo secret set {name}`"),
@@ -415,7 +415,7 @@ fn names<'a>(hits: &[(std::ops::Range<usize>, &'a str)]) -> Vec<&'a str> {
 
 /// Replaces every `{{secret:NAME}}` in `text` with `value(NAME)`, or says why one may not
 /// be; `None` when `text` has no placeholder.
-pub fn substitute(
+pub(crate) fn substitute(
     text: &str,
     mut value: impl FnMut(&str) -> std::result::Result<String, String>,
 ) -> std::result::Result<Option<String>, String> {

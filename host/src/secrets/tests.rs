@@ -38,7 +38,11 @@ fn a_value_is_found_in_the_common_encodings_of_any_text_that_carries_it() {
             hex::encode_upper(&text),
             percent(&text),
         ] {
-            assert_eq!(s.find(encoded.as_bytes()), Some("API_KEY"), "{prefix:?}: {encoded}");
+            assert_eq!(
+                s.find(encoded.as_bytes()),
+                Some("API_KEY"),
+                "{prefix:?}: {encoded}"
+            );
             let mut body = encoded.clone().into_bytes();
             assert_eq!(s.mask(&mut body), ["API_KEY"]);
             let masked = String::from_utf8(body).unwrap();
@@ -48,7 +52,10 @@ fn a_value_is_found_in_the_common_encodings_of_any_text_that_carries_it() {
                 .or_else(|_| URL_SAFE_NO_PAD.decode(&masked))
                 .or_else(|_| hex::decode(&masked))
                 .unwrap_or_default();
-            assert!(!String::from_utf8_lossy(&decoded).contains(value), "{masked}");
+            assert!(
+                !String::from_utf8_lossy(&decoded).contains(value),
+                "{masked}"
+            );
         }
     }
     assert_eq!(s.find(b"an ordinary answer, 0123456789abcdef"), None);
@@ -60,7 +67,10 @@ fn a_value_is_found_in_the_common_encodings_of_any_text_that_carries_it() {
 #[test]
 fn a_value_escaped_byte_by_byte_is_redacted_in_place() {
     let s = secrets(&[("API_KEY", "sk-0123456789")]);
-    let every_byte: String = "sk-0123456789".bytes().map(|b| format!("%{b:02x}")).collect();
+    let every_byte: String = "sk-0123456789"
+        .bytes()
+        .map(|b| format!("%{b:02x}"))
+        .collect();
     let text = format!("before {every_byte} after");
     let (text, found) = s.redact(&text);
     assert_eq!(text, "before [REDACTED:API_KEY] after");

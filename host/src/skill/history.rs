@@ -107,6 +107,7 @@ impl History {
     }
 
     /// Calls recorded and not yet flushed.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests call it"))]
     pub fn pending(&self) -> usize {
         self.lock().len()
     }

@@ -8,17 +8,19 @@
 //! components, materialised packages, the skill index).
 //!
 //! Each kind of state goes through a trait of its own module with both backends behind
-//! it ([`CallStore`](crate::skill::calls::CallStore) for statistics and history, the
+//! it (`CallStore` for statistics and history, the
 //! memory's `MemoryDb`, the shared catalogue); front ends never see which one is in use,
 //! and the behaviour tests run against both. This module holds what they share: the
 //! settings and the connection to PostgreSQL.
 
-#[cfg(feature = "postgres")]
-pub mod listen;
+internal_modules!(
+    #[cfg(feature = "postgres")]
+    listen,
+    #[cfg(feature = "postgres")]
+    pg,
+);
 #[cfg(feature = "postgres")]
 mod migrations;
-#[cfg(feature = "postgres")]
-pub mod pg;
 #[cfg(feature = "postgres")]
 mod tls;
 
@@ -29,7 +31,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 #[cfg(feature = "postgres")]
-pub use pg::Pg;
+pub use listen::{Listening, Notices};
+#[cfg(feature = "postgres")]
+pub use pg::{Conn, Pg};
 
 use crate::error::{Error, Result};
 

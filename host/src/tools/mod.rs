@@ -1,7 +1,7 @@
 //! In-process tools: Rust code a host runs without a sandbox process or a Wasm instance.
 //!
-//! Evo's own are registered in one place, [`register_builtins`]: [`read::Read`],
-//! [`glob::Glob`], [`grep::Grep`], [`calculate::Calculate`] and the [`memory`] tools. [`BuiltinTools::execute`] runs
+//! Evo's own are registered in one place, `register_builtins`: `read::Read`,
+//! `glob::Glob`, `grep::Grep`, `calculate::Calculate` and the `memory` tools. `BuiltinTools::execute` runs
 //! `read` or `calculate` directly, without the kernel (an unknown name is
 //! `BuiltIn tool not found: <name>`, code `TOOL_NOT_FOUND`).
 //!
@@ -14,35 +14,46 @@
 //! manifest's schemas are generated from them. Implement [`Tool`] itself only for a tool
 //! whose schema is known at run time alone (one read from a file, say).
 
-#[cfg(feature = "dev-tools")]
-pub mod bash;
-/// Confirmation of dangerous calls (defined with the kernel, which asks).
-pub use crate::skill::confirm;
-/// The call history (defined with the kernel, which records it).
-pub use crate::skill::history;
-/// Permission levels and profiles (defined with the kernel, which checks them).
-pub use crate::skill::permission;
-pub mod calculate;
-pub mod descriptor;
-pub mod edit;
-#[cfg(feature = "dev-tools")]
-pub mod git;
-pub mod glob;
-pub mod grep;
-#[cfg(feature = "dev-tools")]
-pub mod lsp;
-pub mod memory;
-pub mod project;
-pub mod read;
-pub mod search;
-#[cfg(feature = "dev-tools")]
-pub mod shell;
-#[cfg(feature = "dev-tools")]
-pub mod terminal;
+internal_modules!(
+    #[cfg(feature = "dev-tools")]
+    bash,
+    calculate,
+    descriptor,
+    edit,
+    #[cfg(feature = "dev-tools")]
+    git,
+    glob,
+    grep,
+    #[cfg(feature = "dev-tools")]
+    lsp,
+    memory,
+    project,
+    read,
+    search,
+    #[cfg(feature = "dev-tools")]
+    shell,
+    #[cfg(feature = "dev-tools")]
+    terminal,
+    write,
+);
+internal! {
+    /// Confirmation of dangerous calls (defined with the kernel, which asks).
+    pub use crate::skill::confirm;
+}
+internal! {
+    /// The call history (defined with the kernel, which records it).
+    pub use crate::skill::history;
+}
+internal! {
+    /// Permission levels and profiles (defined with the kernel, which checks them).
+    pub use crate::skill::permission;
+}
 #[cfg(feature = "dev-tools")]
 mod toolchains;
 mod typed;
-pub mod write;
+
+pub use crate::skill::confirm::{Always, Confirmation, Confirmer, Risk};
+pub use descriptor::{ToolDescriptor, ToolRequest, ToolResult};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -52,12 +63,12 @@ use serde_json::Value;
 
 use crate::error::{Error, FailureKind, Result};
 pub use crate::skill::context::BoxFuture;
-pub use typed::TypedTool;
 use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::SkillContext;
 use crate::skill::meta::SkillMeta;
 use crate::skill::registry::{RegisteredSkill, SkillRegistry};
 use permission::Permission;
+pub use typed::TypedTool;
 
 /// A skill written in Rust and run in-process.
 pub trait Tool: Send + Sync + fmt::Debug + 'static {
@@ -81,24 +92,26 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
     fn call(&self, input: Value, ctx: SkillContext) -> BoxFuture<'_, Result<Value>>;
 }
 
-/// Registers `tool` (and its aliases) in `registry`, replacing a skill of the same name.
-pub fn register(registry: &SkillRegistry, tool: Arc<dyn Tool>) -> Result<()> {
-    let manifest = tool.manifest();
-    let meta =
-        SkillMeta::from_json(&manifest.to_string()).map_err(|problems| Error::InvalidManifest {
-            skill: manifest["name"].as_str().unwrap_or("tool").to_owned(),
-            problems,
-        })?;
-    let name = meta.name.clone();
-    let aliases = tool.aliases();
-    registry.register(RegisteredSkill::new(
-        meta,
-        Arc::new(ToolExecutor(tool.clone())),
-    )?);
-    for alias in aliases {
-        registry.alias(alias, &name);
+internal! {
+    /// Registers `tool` (and its aliases) in `registry`, replacing a skill of the same name.
+    pub fn register(registry: &SkillRegistry, tool: Arc<dyn Tool>) -> Result<()> {
+        let manifest = tool.manifest();
+        let meta =
+            SkillMeta::from_json(&manifest.to_string()).map_err(|problems| Error::InvalidManifest {
+                skill: manifest["name"].as_str().unwrap_or("tool").to_owned(),
+                problems,
+            })?;
+        let name = meta.name.clone();
+        let aliases = tool.aliases();
+        registry.register(RegisteredSkill::new(
+            meta,
+            Arc::new(ToolExecutor(tool.clone())),
+        )?);
+        for alias in aliases {
+            registry.alias(alias, &name);
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[derive(Debug)]
@@ -118,26 +131,24 @@ impl Executor for ToolExecutor {
     }
 }
 
-/// Registers every built-in tool that needs no sandbox in `registry`: the file tools
-/// (`read`, `write`, `edit`, `glob`, `grep`, `search`, confined to the project at
-/// `root`), `calculate`, and the memory tools.
-pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> Result<()> {
-    let root = root.into();
-    BuiltinTools::new(root.clone()).register(registry)?;
-    register(registry, Arc::new(write::Write::new(root.clone())))?;
-    register(registry, Arc::new(edit::Edit::new(root.clone())))?;
-    register(registry, Arc::new(glob::Glob::new(root.clone())))?;
-    register(registry, Arc::new(grep::Grep::new(root.clone())))?;
-    register(registry, Arc::new(search::Search::new(root)))?;
-    memory::register(registry)
+internal! {
+    /// Registers every built-in tool that needs no sandbox in `registry`: the file tools
+    /// (`read`, `write`, `edit`, `glob`, `grep`, `search`, confined to the project at
+    /// `root`), `calculate`, and the memory tools.
+    pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> Result<()> {
+        let root = root.into();
+        BuiltinTools::new(root.clone()).register(registry)?;
+        register(registry, Arc::new(write::Write::new(root.clone())))?;
+        register(registry, Arc::new(edit::Edit::new(root.clone())))?;
+        register(registry, Arc::new(glob::Glob::new(root.clone())))?;
+        register(registry, Arc::new(grep::Grep::new(root.clone())))?;
+        register(registry, Arc::new(search::Search::new(root)))?;
+        memory::register(registry)
+    }
 }
 
 /// How the tools that run programs are set up.
 #[derive(Debug, Clone)]
-#[cfg_attr(
-    not(any(feature = "dev-tools", feature = "internals")),
-    expect(dead_code, reason = "the program tools read it, and this build has none")
-)]
 pub struct ProgramTools {
     /// The commands `bash` (and a terminal's prompt) may run.
     pub allow: Vec<String>,
@@ -171,41 +182,45 @@ impl ProgramTools {
     pub const LSP_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 }
 
-/// Registers the tools that run programs for the project at `root`: `bash`, `terminal`
-/// and `git` in `sandbox`, and `lsp`'s language servers (the `dev-tools` feature).
-#[cfg(feature = "dev-tools")]
-pub fn register_programs(
-    registry: &SkillRegistry,
-    root: impl Into<PathBuf>,
-    sandbox: &crate::engine::native::NativeSandbox,
-    settings: ProgramTools,
-) -> Result<()> {
-    let root = root.into();
-    let bash = bash::Bash::new(
-        root.clone(),
-        sandbox.clone(),
-        settings.allow,
-        settings.allowed_hosts,
-        settings.max_timeout,
-    )
-    .with_toolchains(&settings.toolchains);
-    let launcher = sandbox.config().launcher.clone();
-    let terminal = terminal::Terminal::new(root.clone(), launcher, bash.clone())
-        .with_cgroup_limits(sandbox.config().cgroup_limits());
-    register(registry, Arc::new(bash))?;
-    register(registry, Arc::new(terminal))?;
-    register(
-        registry,
-        Arc::new(git::Git::new(root.clone(), sandbox.clone())),
-    )?;
-    let lsp = lsp::Lsp::new(root).with_idle_timeout(settings.lsp_idle);
-    register(registry, Arc::new(lsp))
+internal! {
+    /// Registers the tools that run programs for the project at `root`: `bash`, `terminal`
+    /// and `git` in `sandbox`, and `lsp`'s language servers (the `dev-tools` feature).
+    #[cfg(feature = "dev-tools")]
+    pub fn register_programs(
+        registry: &SkillRegistry,
+        root: impl Into<PathBuf>,
+        sandbox: &crate::engine::native::NativeSandbox,
+        settings: ProgramTools,
+    ) -> Result<()> {
+        let root = root.into();
+        let bash = bash::Bash::new(
+            root.clone(),
+            sandbox.clone(),
+            settings.allow,
+            settings.allowed_hosts,
+            settings.max_timeout,
+        )
+        .with_toolchains(&settings.toolchains);
+        let launcher = sandbox.config().launcher.clone();
+        let terminal = terminal::Terminal::new(root.clone(), launcher, bash.clone())
+            .with_cgroup_limits(sandbox.config().cgroup_limits());
+        register(registry, Arc::new(bash))?;
+        register(registry, Arc::new(terminal))?;
+        register(
+            registry,
+            Arc::new(git::Git::new(root.clone(), sandbox.clone())),
+        )?;
+        let lsp = lsp::Lsp::new(root).with_idle_timeout(settings.lsp_idle);
+        register(registry, Arc::new(lsp))
+    }
 }
 
-/// `read` and `calculate`, reading files under one root directory.
-#[derive(Debug, Clone)]
-pub struct BuiltinTools {
-    read: read::Read,
+internal! {
+    /// `read` and `calculate`, reading files under one root directory.
+    #[derive(Debug, Clone)]
+    pub struct BuiltinTools {
+        read: read::Read,
+    }
 }
 
 impl Default for BuiltinTools {
@@ -381,8 +396,7 @@ mod tests {
             json!({ "files": ["src/lib.rs", "tests/it.rs", "src/main.rs"], "count": 3, "truncated": false })
         );
         assert_eq!(
-            find(json!({ "pattern": "*.rs", "path": "src", "limit": 1 }))
-                .unwrap(),
+            find(json!({ "pattern": "*.rs", "path": "src", "limit": 1 })).unwrap(),
             json!({ "files": ["src/lib.rs"], "count": 2, "truncated": true })
         );
         assert_eq!(
@@ -390,8 +404,7 @@ mod tests {
             json!([]),
             "`*` does not cross directories"
         );
-        let err = find(json!({ "pattern": "*", "path": ".." }))
-            .unwrap_err();
+        let err = find(json!({ "pattern": "*", "path": ".." })).unwrap_err();
         assert_eq!(err.code(), "PERMISSION_DENIED");
         assert!(
             err.to_string()
@@ -440,22 +453,20 @@ mod tests {
         );
         assert_eq!(
             search(json!({ "pattern": "todo", "case_insensitive": true, "output_mode": "count" }))
-            .unwrap()["results"],
+                .unwrap()["results"],
             json!(["notes.md:1", "src/lib.rs:2", "src/main.rs:1"])
         );
         assert_eq!(
-            search(json!({ "pattern": "TODO", "type": "rust" }))
-                .unwrap()["results"],
+            search(json!({ "pattern": "TODO", "type": "rust" })).unwrap()["results"],
             json!(["src/lib.rs", "src/main.rs"])
         );
         assert_eq!(
-            search(json!({ "pattern": "TODO", "glob": "*.md" }))
-                .unwrap()["results"],
+            search(json!({ "pattern": "TODO", "glob": "*.md" })).unwrap()["results"],
             json!(["notes.md"])
         );
         assert_eq!(
-            search(json!({ "pattern": "parse", "output_mode": "content", "context": 1 }))
-                .unwrap()["results"],
+            search(json!({ "pattern": "parse", "output_mode": "content", "context": 1 })).unwrap()
+                ["results"],
             json!([
                 "src/main.rs-1-fn main() {",
                 "src/main.rs:2:    // TODO: parse args",
@@ -463,12 +474,10 @@ mod tests {
             ])
         );
         assert_eq!(
-            search(json!({ "pattern": "TODO", "head_limit": 1 }))
-                .unwrap(),
+            search(json!({ "pattern": "TODO", "head_limit": 1 })).unwrap(),
             json!({ "results": ["notes.md"], "truncated": true })
         );
-        let err = search(json!({ "pattern": "x", "path": "../" }))
-            .unwrap_err();
+        let err = search(json!({ "pattern": "x", "path": "../" })).unwrap_err();
         assert_eq!(err.code(), "PERMISSION_DENIED");
         let err = search(json!({ "pattern": "(" })).unwrap_err();
         assert!(

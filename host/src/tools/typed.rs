@@ -6,8 +6,8 @@ use std::fmt;
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
-use serde::Serialize;
 use serde::Deserialize as _;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -188,7 +188,12 @@ fn drop_optional_nulls(schema: &mut Value) {
             let required: Vec<String> = fields
                 .get("required")
                 .and_then(Value::as_array)
-                .map(|names| names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter_map(|n| n.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default();
             if let Some(Value::Object(properties)) = fields.get_mut("properties") {
                 for (name, property) in properties.iter_mut() {

@@ -395,7 +395,7 @@ fn soak(length: Duration) {
                 .to_owned();
             // The harness is the user who asked for the forgetting.
             let confirmed = host.run_context(evo_host::RunOptions {
-                confirmer: Some(Arc::new(evo_host::Always(true))),
+                confirmer: Some(Arc::new(evo_host::tools::Always(true))),
                 ..evo_host::RunOptions::default()
             });
             let forgot = rt

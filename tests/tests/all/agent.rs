@@ -619,8 +619,11 @@ struct Counting {
     asked: Mutex<Vec<String>>,
 }
 
-impl evo_host::Confirmer for Counting {
-    fn confirm<'a>(&'a self, request: &'a evo_host::Confirmation) -> evo_host::BoxFuture<'a, bool> {
+impl evo_host::tools::Confirmer for Counting {
+    fn confirm<'a>(
+        &'a self,
+        request: &'a evo_host::tools::Confirmation,
+    ) -> evo_host::tools::BoxFuture<'a, bool> {
         self.asked.lock().unwrap().push(request.warning.clone());
         Box::pin(std::future::ready(self.yes))
     }
@@ -639,7 +642,7 @@ fn small_agent_in(
     let agent = Agent::new(Kernel::new(registry), Arc::new(Small(provider.clone())))
         .unwrap()
         .with_options(AgentOptions {
-            confirmer: confirmer.map(|c| c as Arc<dyn evo_host::Confirmer>),
+            confirmer: confirmer.map(|c| c as Arc<dyn evo_host::tools::Confirmer>),
             ..AgentOptions::default()
         });
     (agent, provider)

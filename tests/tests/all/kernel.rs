@@ -382,11 +382,11 @@ struct SlowYes {
     wait: Duration,
 }
 
-impl evo_host::Confirmer for SlowYes {
+impl evo_host::tools::Confirmer for SlowYes {
     fn confirm<'a>(
         &'a self,
-        _request: &'a evo_host::Confirmation,
-    ) -> evo_host::BoxFuture<'a, bool> {
+        _request: &'a evo_host::tools::Confirmation,
+    ) -> evo_host::tools::BoxFuture<'a, bool> {
         Box::pin(async move {
             tokio::time::sleep(self.wait).await;
             true
@@ -411,10 +411,10 @@ async fn the_time_a_user_takes_to_answer_is_not_the_calls_time() {
     };
     let asking = |work: Duration| {
         move |_input: Value, ctx: evo_host::skill::kernel::SkillContext| async move {
-            ctx.confirm(evo_host::Confirmation {
+            ctx.confirm(evo_host::tools::Confirmation {
                 tool: "replace".into(),
                 arguments: json!({}),
-                risk: evo_host::Risk::Medium,
+                risk: evo_host::tools::Risk::Medium,
                 warning: "notes.txt will be replaced".into(),
             })
             .await?;

@@ -273,7 +273,7 @@ fn a_missing_or_damaged_model_says_what_is_wrong_and_how_to_install_it() {
 
 #[test]
 fn a_reader_that_stops_reading_stops_the_generation() {
-    use evo_host::local::model::{GenerateOptions, LocalModel, Stop};
+    use evo_host::llm::local::model::{GenerateOptions, LocalModel, Stop};
     let root = tempfile::tempdir().unwrap();
     let home = home_with_model(root.path());
     let model = LocalModel::load(&home.join("models/SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap();

@@ -431,7 +431,7 @@ async fn the_memory_skills_keep_their_contracts() {
         "{refused}"
     );
     let asked = host.run_context(evo_host::RunOptions {
-        confirmer: Some(Arc::new(evo_host::Always(true))),
+        confirmer: Some(Arc::new(evo_host::tools::Always(true))),
         ..evo_host::RunOptions::default()
     });
     let forgotten = asked

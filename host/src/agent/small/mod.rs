@@ -64,7 +64,8 @@ impl Agent {
             best = ?best.map(|(i, score)| (skills[i].meta.name.as_str(), score)),
             "small-model routing"
         );
-        let Some((i, score)) = best.filter(|(_, score)| *score >= intent::SMALL_MODEL_MIN_SCORE) else {
+        let Some((i, score)) = best.filter(|(_, score)| *score >= intent::SMALL_MODEL_MIN_SCORE)
+        else {
             return Routing::direct();
         };
         let skill = &skills[i];
@@ -72,9 +73,17 @@ impl Agent {
         // not name it is the index matching other words ("what's … like … today" →
         // read; "my latest emails" → git).
         if let Some(word) = words::tool_only_word(message) {
-            let about = format!("{} {} {}", skill.meta.name, skill.meta.description, skill.meta.tags.join(" "));
+            let about = format!(
+                "{} {} {}",
+                skill.meta.name,
+                skill.meta.description,
+                skill.meta.tags.join(" ")
+            );
             // "emails" → "email", but "news" stays.
-            let stem = word.strip_suffix('s').filter(|stem| stem.len() >= 4).unwrap_or(word);
+            let stem = word
+                .strip_suffix('s')
+                .filter(|stem| stem.len() >= 4)
+                .unwrap_or(word);
             if !about.to_lowercase().contains(stem) {
                 return Routing::direct();
             }
@@ -87,10 +96,20 @@ impl Agent {
                 ctx,
                 name,
                 &json!({}),
-                format!("the local model guessed that your message asks for {name}, which runs programs, and nobody can be asked to confirm it here"),
+                format!(
+                    "the local model guessed that your message asks for {name}, which runs programs, and nobody can be asked to confirm it here"
+                ),
             ));
         }
-        intent::route_to(ctx, self.provider.as_ref(), self.chat_options(), message, skill, score).await
+        intent::route_to(
+            ctx,
+            self.provider.as_ref(),
+            self.chat_options(),
+            message,
+            skill,
+            score,
+        )
+        .await
     }
 
     /// A small model's `single_skill` run: the routed skill called (once the user
@@ -105,7 +124,10 @@ impl Agent {
         let input = step.input.clone().unwrap_or_else(|| json!({}));
         if !self.options.permissions.allows(ctx, name) {
             let refusal = tool_loop::refuse(ctx, name, &input);
-            return Ok((say(turn, format!("I did not run {name}: {refusal}.")), Vec::new()));
+            return Ok((
+                say(turn, format!("I did not run {name}: {refusal}.")),
+                Vec::new(),
+            ));
         }
         if let Some(skill) = ctx.kernel().registry().get(name)
             && let Some((what, risk)) = beyond_reading(&skill, &input)
@@ -134,9 +156,8 @@ impl Agent {
         risk: Risk,
     ) -> std::result::Result<(), String> {
         let ctx = turn.ctx;
-        let guessed = format!(
-            "the local model guessed that your message asks for {name}, which {what}"
-        );
+        let guessed =
+            format!("the local model guessed that your message asks for {name}, which {what}");
         let refuse = |message: String| refuse_guess(ctx, name, input, message);
         // A guess is not an instruction: the host's `[tools] confirm = "allow"` stands
         // for a user who asked for the call, which nobody did here.
@@ -172,7 +193,8 @@ impl Agent {
     /// in a tool loop, where it chooses the calls itself).
     pub(super) fn only_reads(&self, ctx: &SkillContext, name: &str) -> bool {
         ctx.kernel().registry().get(name).is_some_and(|skill| {
-            skill.permission() == Permission::ReadOnly && beyond_reading(&skill, &json!({})).is_none()
+            skill.permission() == Permission::ReadOnly
+                && beyond_reading(&skill, &json!({})).is_none()
         })
     }
 
@@ -218,7 +240,11 @@ fn refuse_guess(ctx: &SkillContext, name: &str, input: &Value, message: String) 
         message: message.clone(),
         reason: crate::error::BlockReason::Confirmation,
     };
-    ctx.emit(RunEvent::skill_failed(name, &error, std::time::Duration::ZERO));
+    ctx.emit(RunEvent::skill_failed(
+        name,
+        &error,
+        std::time::Duration::ZERO,
+    ));
     ctx.record_refusal(
         name,
         input,
@@ -280,7 +306,9 @@ fn bounded(mut text: String) -> String {
         }
         let left = text.len() - cut;
         text.truncate(cut);
-        text.push_str(&format!("… ({left} more bytes; `--json` shows the whole result)"));
+        text.push_str(&format!(
+            "… ({left} more bytes; `--json` shows the whole result)"
+        ));
     }
     text
 }
@@ -345,8 +373,14 @@ mod tests {
 
     #[test]
     fn a_number_the_message_did_not_give_is_found() {
-        assert_eq!(ungrounded_number("15% of 80 is 10.", "what is 15% of 80?"), Some("10".into()));
-        assert_eq!(ungrounded_number("It is 22.", "what is 20 + 2?"), Some("22".into()));
+        assert_eq!(
+            ungrounded_number("15% of 80 is 10.", "what is 15% of 80?"),
+            Some("10".into())
+        );
+        assert_eq!(
+            ungrounded_number("It is 22.", "what is 20 + 2?"),
+            Some("22".into())
+        );
         assert_eq!(ungrounded_number("Paris.", "capital of France?"), None);
         assert_eq!(ungrounded_number("You said 80.", "80 apples"), None);
     }

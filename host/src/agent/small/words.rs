@@ -40,34 +40,94 @@ enum Talk {
 const SMALL_TALK: &[(&str, Talk)] = {
     use Talk::*;
     &[
-        ("hi", Greeting), ("hello", Greeting), ("hey", Greeting), ("hiya", Greeting),
-        ("howdy", Greeting), ("yo", Greeting), ("greetings", Greeting),
-        ("good morning", Greeting), ("good afternoon", Greeting), ("good evening", Greeting),
-        ("hi there", Greeting), ("hello there", Greeting), ("hey there", Greeting),
-        ("how are you", Greeting), ("how are you doing", Greeting), ("hows it going", Greeting),
-        ("how is it going", Greeting), ("whats up", Greeting), ("how are things", Greeting),
+        ("hi", Greeting),
+        ("hello", Greeting),
+        ("hey", Greeting),
+        ("hiya", Greeting),
+        ("howdy", Greeting),
+        ("yo", Greeting),
+        ("greetings", Greeting),
+        ("good morning", Greeting),
+        ("good afternoon", Greeting),
+        ("good evening", Greeting),
+        ("hi there", Greeting),
+        ("hello there", Greeting),
+        ("hey there", Greeting),
+        ("how are you", Greeting),
+        ("how are you doing", Greeting),
+        ("hows it going", Greeting),
+        ("how is it going", Greeting),
+        ("whats up", Greeting),
+        ("how are things", Greeting),
         ("nice to meet you", Greeting),
-        ("thanks", Thanks), ("thank you", Thanks), ("thx", Thanks), ("ty", Thanks),
-        ("cheers", Thanks), ("thanks a lot", Thanks), ("thank you so much", Thanks),
-        ("thanks so much", Thanks), ("thank you very much", Thanks), ("thanks very much", Thanks),
-        ("many thanks", Thanks), ("much appreciated", Thanks), ("thanks for that", Thanks),
-        ("thanks for the help", Thanks), ("thank you for your help", Thanks),
-        ("thanks for your help", Thanks), ("thank you for the help", Thanks),
-        ("appreciate it", Thanks), ("i appreciate it", Thanks),
-        ("thats all", Closing), ("that is all", Closing), ("thatll be all", Closing),
-        ("thats it", Closing), ("that is it", Closing), ("nothing else", Closing),
-        ("im done", Closing), ("i am done", Closing), ("all done", Closing), ("done", Closing),
-        ("bye", Closing), ("goodbye", Closing), ("bye bye", Closing), ("see you", Closing),
-        ("see you later", Closing), ("see ya", Closing), ("later", Closing),
-        ("good night", Closing), ("take care", Closing), ("have a nice day", Closing),
-        ("ok", Agreeing), ("okay", Agreeing), ("great", Agreeing), ("cool", Agreeing),
-        ("nice", Agreeing), ("perfect", Agreeing), ("awesome", Agreeing), ("got it", Agreeing),
-        ("sounds good", Agreeing), ("alright", Agreeing), ("all right", Agreeing),
-        ("fine", Agreeing), ("good", Agreeing), ("understood", Agreeing), ("i see", Agreeing),
-        ("sure", Agreeing), ("yes", Agreeing), ("yep", Agreeing),
-        ("no", Agreeing), ("nope", Agreeing), ("no thanks", Agreeing), ("no thank you", Agreeing),
-        ("never mind", Agreeing), ("nevermind", Agreeing), ("forget it", Agreeing),
-        ("not now", Agreeing), ("stop", Agreeing), ("cancel", Agreeing), ("nothing", Agreeing),
+        ("thanks", Thanks),
+        ("thank you", Thanks),
+        ("thx", Thanks),
+        ("ty", Thanks),
+        ("cheers", Thanks),
+        ("thanks a lot", Thanks),
+        ("thank you so much", Thanks),
+        ("thanks so much", Thanks),
+        ("thank you very much", Thanks),
+        ("thanks very much", Thanks),
+        ("many thanks", Thanks),
+        ("much appreciated", Thanks),
+        ("thanks for that", Thanks),
+        ("thanks for the help", Thanks),
+        ("thank you for your help", Thanks),
+        ("thanks for your help", Thanks),
+        ("thank you for the help", Thanks),
+        ("appreciate it", Thanks),
+        ("i appreciate it", Thanks),
+        ("thats all", Closing),
+        ("that is all", Closing),
+        ("thatll be all", Closing),
+        ("thats it", Closing),
+        ("that is it", Closing),
+        ("nothing else", Closing),
+        ("im done", Closing),
+        ("i am done", Closing),
+        ("all done", Closing),
+        ("done", Closing),
+        ("bye", Closing),
+        ("goodbye", Closing),
+        ("bye bye", Closing),
+        ("see you", Closing),
+        ("see you later", Closing),
+        ("see ya", Closing),
+        ("later", Closing),
+        ("good night", Closing),
+        ("take care", Closing),
+        ("have a nice day", Closing),
+        ("ok", Agreeing),
+        ("okay", Agreeing),
+        ("great", Agreeing),
+        ("cool", Agreeing),
+        ("nice", Agreeing),
+        ("perfect", Agreeing),
+        ("awesome", Agreeing),
+        ("got it", Agreeing),
+        ("sounds good", Agreeing),
+        ("alright", Agreeing),
+        ("all right", Agreeing),
+        ("fine", Agreeing),
+        ("good", Agreeing),
+        ("understood", Agreeing),
+        ("i see", Agreeing),
+        ("sure", Agreeing),
+        ("yes", Agreeing),
+        ("yep", Agreeing),
+        ("no", Agreeing),
+        ("nope", Agreeing),
+        ("no thanks", Agreeing),
+        ("no thank you", Agreeing),
+        ("never mind", Agreeing),
+        ("nevermind", Agreeing),
+        ("forget it", Agreeing),
+        ("not now", Agreeing),
+        ("stop", Agreeing),
+        ("cancel", Agreeing),
+        ("nothing", Agreeing),
     ]
 };
 
@@ -167,8 +227,20 @@ const PERSONAL: &[(&str, &str)] = &[
 
 /// Words that make a thing the user's.
 const OWNED: &[&str] = &[
-    "my", "our", "mine", "i", "me", "this", "these", "here", "latest", "last", "recent",
-    "new", "yesterday", "today",
+    "my",
+    "our",
+    "mine",
+    "i",
+    "me",
+    "this",
+    "these",
+    "here",
+    "latest",
+    "last",
+    "recent",
+    "new",
+    "yesterday",
+    "today",
 ];
 
 /// The word of `message` that names what only a tool can see (`"weather"`,
@@ -177,7 +249,9 @@ pub fn tool_only_word(message: &str) -> Option<&'static str> {
     let clauses = clauses(message);
     clauses.iter().find_map(|words| {
         let find = |table: &[(&'static str, &'static str)]| {
-            words.iter().find_map(|word| table.iter().find(|(w, _)| w == word).map(|(w, _)| *w))
+            words
+                .iter()
+                .find_map(|word| table.iter().find(|(w, _)| w == word).map(|(w, _)| *w))
         };
         find(LIVE).or_else(|| {
             words
@@ -211,9 +285,26 @@ pub fn tool_only_topic(message: &str) -> Option<&'static str> {
 
 /// Numbers in words, as a small model's user types them.
 const UNITS: &[&str] = &[
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
-    "eighteen", "nineteen",
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
 ];
 const TENS: &[&str] = &[
     "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
@@ -221,15 +312,40 @@ const TENS: &[&str] = &[
 
 /// Words that ask for a calculation before the arithmetic itself.
 const ASKING: &[&str] = &[
-    "what", "whats", "is", "how", "much", "calculate", "compute", "evaluate", "work", "out",
-    "please", "tell", "me", "can", "you", "could", "the", "result", "of", "answer", "to",
-    "figure", "solve", "do", "equals", "equal", "value", "quickly",
+    "what",
+    "whats",
+    "is",
+    "how",
+    "much",
+    "calculate",
+    "compute",
+    "evaluate",
+    "work",
+    "out",
+    "please",
+    "tell",
+    "me",
+    "can",
+    "you",
+    "could",
+    "the",
+    "result",
+    "of",
+    "answer",
+    "to",
+    "figure",
+    "solve",
+    "do",
+    "equals",
+    "equal",
+    "value",
+    "quickly",
 ];
 
 /// Function names `calculate` knows, which may appear as they are.
 const FUNCTIONS: &[&str] = &[
-    "sqrt", "abs", "ln", "log", "exp", "sin", "cos", "tan", "floor", "ceil", "round", "min",
-    "max", "pow", "pi", "e",
+    "sqrt", "abs", "ln", "log", "exp", "sin", "cos", "tan", "floor", "ceil", "round", "min", "max",
+    "pow", "pi", "e",
 ];
 
 /// One piece of a message read as arithmetic.
@@ -282,9 +398,7 @@ fn lex(text: &str) -> Vec<String> {
 pub fn arithmetic(message: &str) -> Option<String> {
     let lower = message.to_lowercase().replace(['\'', '’'], "");
     let tokens = lex(&lower);
-    let start = tokens
-        .iter()
-        .position(|t| !ASKING.contains(&t.as_str()))?;
+    let start = tokens.iter().position(|t| !ASKING.contains(&t.as_str()))?;
     let tokens = &tokens[start..];
     let mut pieces: Vec<Piece> = Vec::new();
     let mut i = 0;
@@ -323,7 +437,10 @@ pub fn arithmetic(message: &str) -> Option<String> {
             continue;
         }
         // "three hundred and five", "twenty-one".
-        if (t == "and" || t == "-") && spoken.is_some() && next.is_some_and(|n| UNITS.contains(&n) || TENS.contains(&n)) {
+        if (t == "and" || t == "-")
+            && spoken.is_some()
+            && next.is_some_and(|n| UNITS.contains(&n) || TENS.contains(&n))
+        {
             i += 1;
             continue;
         }
@@ -334,7 +451,10 @@ pub fn arithmetic(message: &str) -> Option<String> {
             }
             ("%" | "percent", Some("of"), _) | ("per", Some("cent"), Some("of")) => {
                 let used = if t == "per" { 3 } else { 2 };
-                (vec![Piece::Op("/"), Piece::Number(100.0), Piece::Op("*")], used)
+                (
+                    vec![Piece::Op("/"), Piece::Number(100.0), Piece::Op("*")],
+                    used,
+                )
             }
             ("%" | "percent", _, _) | ("per", Some("cent"), _) => {
                 let used = if t == "per" { 2 } else { 1 };
@@ -448,9 +568,16 @@ mod tests {
             small_talk_reply("thanks, that's all for now").as_deref(),
             Some("You're welcome. Goodbye!")
         );
-        assert_eq!(small_talk_reply("ok thanks").as_deref(), Some("You're welcome."));
+        assert_eq!(
+            small_talk_reply("ok thanks").as_deref(),
+            Some("You're welcome.")
+        );
         assert_eq!(small_talk_reply("no thanks").as_deref(), Some("Okay."));
-        assert!(small_talk_reply("hello, how are you?").unwrap().starts_with("Hello! I am Evo"));
+        assert!(
+            small_talk_reply("hello, how are you?")
+                .unwrap()
+                .starts_with("Hello! I am Evo")
+        );
     }
 
     #[test]
@@ -460,8 +587,16 @@ mod tests {
             ("what's 15 percent of 80?", "15 / 100 * 80", 12.0),
             ("What is 15% of 80", "15 / 100 * 80", 12.0),
             ("what is sqrt(144) + 10?", "sqrt(144) + 10", 22.0),
-            ("how much is three hundred and five divided by five", "305 / 5", 61.0),
-            ("calculate the square root of 81 times 2", "sqrt(81) * 2", 18.0),
+            (
+                "how much is three hundred and five divided by five",
+                "305 / 5",
+                61.0,
+            ),
+            (
+                "calculate the square root of 81 times 2",
+                "sqrt(81) * 2",
+                18.0,
+            ),
             ("2 to the power of 10", "2 ^ 10", 1024.0),
             ("seven times six", "7 * 6", 42.0),
             ("what is 3.5 * 2", "3.5 * 2", 7.0),
@@ -486,13 +621,28 @@ mod tests {
 
     #[test]
     fn questions_only_a_tool_can_answer_are_named() {
-        assert_eq!(tool_only_topic("what's the weather like in Paris?"), Some("the weather"));
-        assert_eq!(tool_only_topic("read me my latest emails"), Some("your email"));
-        assert_eq!(tool_only_topic("what did I commit yesterday?"), Some("your repository"));
-        assert_eq!(tool_only_topic("any news about the election?"), Some("the news"));
+        assert_eq!(
+            tool_only_topic("what's the weather like in Paris?"),
+            Some("the weather")
+        );
+        assert_eq!(
+            tool_only_topic("read me my latest emails"),
+            Some("your email")
+        );
+        assert_eq!(
+            tool_only_topic("what did I commit yesterday?"),
+            Some("your repository")
+        );
+        assert_eq!(
+            tool_only_topic("any news about the election?"),
+            Some("the news")
+        );
         assert_eq!(tool_only_topic("what is the capital of France?"), None);
         assert_eq!(tool_only_topic("hello"), None);
         assert_eq!(tool_only_topic("what is a PDF file?"), None);
-        assert_eq!(tool_only_topic("list the files in my project"), Some("your files"));
+        assert_eq!(
+            tool_only_topic("list the files in my project"),
+            Some("your files")
+        );
     }
 }

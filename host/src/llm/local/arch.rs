@@ -8,7 +8,8 @@ use candle_transformers::models::{
 };
 
 /// The `general.architecture` values Evo runs, for messages.
-pub const SUPPORTED: &str = "llama (Llama 2 and 3, SmolLM, Mistral), qwen2, qwen3, phi3 and gemma (1 to 3)";
+pub const SUPPORTED: &str =
+    "llama (Llama 2 and 3, SmolLM, Mistral), qwen2, qwen3, phi3 and gemma (1 to 3)";
 
 /// A loaded model of one of the families.
 pub(super) enum Weights {
@@ -40,11 +41,21 @@ impl Weights {
     ) -> candle_core::Result<Self> {
         let cpu = &Device::Cpu;
         Ok(match family {
-            "qwen2" => Self::Qwen2(quantized_qwen2::ModelWeights::from_gguf(content, reader, cpu)?),
-            "qwen3" => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(content, reader, cpu)?),
-            "phi3" => Self::Phi3(quantized_phi3::ModelWeights::from_gguf(false, content, reader, cpu)?),
-            "gemma" => Self::Gemma(quantized_gemma3::ModelWeights::from_gguf(content, reader, cpu)?),
-            _ => Self::Llama(quantized_llama::ModelWeights::from_gguf(content, reader, cpu)?),
+            "qwen2" => Self::Qwen2(quantized_qwen2::ModelWeights::from_gguf(
+                content, reader, cpu,
+            )?),
+            "qwen3" => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(
+                content, reader, cpu,
+            )?),
+            "phi3" => Self::Phi3(quantized_phi3::ModelWeights::from_gguf(
+                false, content, reader, cpu,
+            )?),
+            "gemma" => Self::Gemma(quantized_gemma3::ModelWeights::from_gguf(
+                content, reader, cpu,
+            )?),
+            _ => Self::Llama(quantized_llama::ModelWeights::from_gguf(
+                content, reader, cpu,
+            )?),
         })
     }
 

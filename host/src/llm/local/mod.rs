@@ -13,11 +13,11 @@ mod arch;
 #[cfg(feature = "local-llm")]
 pub mod model;
 #[cfg(feature = "local-llm")]
+mod provider;
+#[cfg(feature = "local-llm")]
 mod stop;
 #[cfg(feature = "local-llm")]
 mod template;
-#[cfg(feature = "local-llm")]
-mod provider;
 #[cfg(feature = "local-llm")]
 pub mod tokenizer;
 #[cfg(feature = "local-llm")]

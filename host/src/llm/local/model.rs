@@ -16,8 +16,8 @@ use candle_transformers::generation::{LogitsProcessor, Sampling};
 use super::arch::{self, Weights};
 use super::template::ChatTemplate;
 use super::tokenizer::{self, GgufTokenizer};
-use crate::llm::constrain::{Grammar, Machine, Vocabulary};
 use crate::error::{Error, Result};
+use crate::llm::constrain::{Grammar, Machine, Vocabulary};
 
 /// Tokens looked back over for the repeat penalty: small models loop without one.
 const REPEAT_WINDOW: usize = 64;
@@ -293,7 +293,10 @@ impl LocalModel {
                 .tokenizer
                 .decode(&generated, true)
                 .unwrap_or_default();
-            if so_far.len() > text.len() && so_far.starts_with(&text) && !so_far.ends_with('\u{fffd}') {
+            if so_far.len() > text.len()
+                && so_far.starts_with(&text)
+                && !so_far.ends_with('\u{fffd}')
+            {
                 let (so_far, ended) = match super::stop::first_stop(&so_far, &options.stop) {
                     Some(at) => (so_far[..at].to_owned(), true),
                     None => (so_far, false),
@@ -334,7 +337,13 @@ impl LocalModel {
 
 /// Tokens that end a turn besides the end-of-sequence one, across the families'
 /// chat layouts (ChatML, Llama 3, Phi-3, Gemma).
-const END_OF_TURN: &[&str] = &["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"];
+const END_OF_TURN: &[&str] = &[
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end|>",
+    "<end_of_turn>",
+];
 
 /// The model's weights, with those stored as Q4_1 held as Q8_0 instead: candle
 /// multiplies Q8_0 with the CPU's vector instructions and Q4_1 without, which makes
@@ -420,11 +429,16 @@ fn convert(
         .map_err(|e| Error::io_at(target)(e.error))?;
     super::verify::record(target, &super::verify::sha256_of(target)?)?;
     // Copies made for earlier versions of this model, and their records.
-    let file_name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let file_name = |p: &Path| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
     let (model, kept) = (file_name(path), file_name(target));
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let copy = name.trim_start_matches('.').starts_with(&format!("{model}."))
+        let copy = name
+            .trim_start_matches('.')
+            .starts_with(&format!("{model}."))
             && (name.ends_with(".q8_0.gguf") || name.ends_with(".q8_0.gguf.verified"));
         if copy && name != kept && name != format!(".{kept}.verified") {
             let _ = std::fs::remove_file(entry.path());
@@ -479,7 +493,10 @@ impl LocalModel {
         let masked = Tensor::new(masked.as_slice(), &Device::Cpu).map_err(fail)?;
         let next = sampler.sample(&masked).map_err(fail)?;
         if !fits(next, machine) {
-            return Err(damaged(&self.path, "the constrained sampler chose a token outside the grammar"));
+            return Err(damaged(
+                &self.path,
+                "the constrained sampler chose a token outside the grammar",
+            ));
         }
         Ok(next)
     }
@@ -527,7 +544,10 @@ impl LocalModel {
                 .map_err(fail)?;
             let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
-            let chosen = logits.get(pair[1] as usize).copied().unwrap_or(f32::NEG_INFINITY);
+            let chosen = logits
+                .get(pair[1] as usize)
+                .copied()
+                .unwrap_or(f32::NEG_INFINITY);
             total += sum.ln() - f64::from(chosen - max);
         }
         let tokens = ids.len().saturating_sub(1).max(1);
@@ -555,7 +575,11 @@ pub fn measure(model: &LocalModel) -> Result<Speed> {
             Message::text(Role::User, "Which planet is the largest?"),
         ])
     };
-    let fits = |prompt: &String| model.encode(prompt).is_ok_and(|ids| ids.len() + 64 < model.context);
+    let fits = |prompt: &String| {
+        model
+            .encode(prompt)
+            .is_ok_and(|ids| ids.len() + 64 < model.context)
+    };
     let prompt = (1..=6)
         .rev()
         .map(prompt_of)

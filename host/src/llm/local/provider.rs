@@ -65,7 +65,9 @@ pub fn install(data_dir: &Path, source: Option<&Path>) -> Result<PathBuf> {
     if copied != digest {
         return Err(Error::LocalModel {
             path: source,
-            reason: format!("it changed while it was copied (SHA-256 {digest}, then {copied}); install it again"),
+            reason: format!(
+                "it changed while it was copied (SHA-256 {digest}, then {copied}); install it again"
+            ),
         });
     }
     staging
@@ -98,7 +100,10 @@ impl LocalProvider {
     pub fn new(path: PathBuf) -> Result<Self> {
         if !path.is_file() {
             return Err(Error::LocalModel {
-                reason: format!("there is no such file; install it with `{}`", install_command()),
+                reason: format!(
+                    "there is no such file; install it with `{}`",
+                    install_command()
+                ),
                 path,
             });
         }
@@ -239,7 +244,10 @@ impl LlmProvider for LocalProvider {
     fn ready(&self) -> Result<()> {
         if !self.path.is_file() {
             return Err(Error::LocalModel {
-                reason: format!("there is no such file; install it with `{}`", install_command()),
+                reason: format!(
+                    "there is no such file; install it with `{}`",
+                    install_command()
+                ),
                 path: self.path.clone(),
             });
         }
@@ -395,12 +403,27 @@ mod tests {
         for (text, constrained) in [(" ", false), ("{\"a\": ", true)] {
             let event = ended(made(text, Stop::Deadline), constrained);
             assert!(
-                matches!(&event, LlmEvent::Error { code: "TIMEOUT", .. }),
+                matches!(
+                    &event,
+                    LlmEvent::Error {
+                        code: "TIMEOUT",
+                        ..
+                    }
+                ),
                 "{event:?}"
             );
         }
         let event = ended(made("{\"a\": ", Stop::Length), true);
-        assert!(matches!(&event, LlmEvent::Error { code: "LLM_ERROR", .. }), "{event:?}");
+        assert!(
+            matches!(
+                &event,
+                LlmEvent::Error {
+                    code: "LLM_ERROR",
+                    ..
+                }
+            ),
+            "{event:?}"
+        );
     }
     use crate::llm::constrain::Grammar;
 
@@ -426,19 +449,28 @@ mod tests {
 
     #[test]
     fn a_model_offered_tools_can_only_call_one_of_them_with_its_input_or_answer() {
-        assert!(accepts(r#"{"tool":"calculate","arguments":{"expression":"1+1"}}"#));
-        assert!(accepts(r#"{"arguments":{"query":"dog","limit":3},"tool":"memory_search"}"#));
+        assert!(accepts(
+            r#"{"tool":"calculate","arguments":{"expression":"1+1"}}"#
+        ));
+        assert!(accepts(
+            r#"{"arguments":{"query":"dog","limit":3},"tool":"memory_search"}"#
+        ));
         assert!(accepts(r#"{"answer":"It is 22."}"#));
         // A tool that was not offered, another tool's input, a missing argument.
         assert!(!accepts(r#"{"tool":"bash","arguments":{}}"#));
-        assert!(!accepts(r#"{"tool":"calculate","arguments":{"query":"dog"}}"#));
+        assert!(!accepts(
+            r#"{"tool":"calculate","arguments":{"query":"dog"}}"#
+        ));
         assert!(!accepts(r#"{"tool":"memory_search","arguments":{}}"#));
         assert!(!accepts("It is 22."));
     }
 
     #[test]
     fn a_call_becomes_a_tool_call_event_and_an_answer_its_text() {
-        let events = tool_answer(r#"{"tool":"calculate","arguments":{"expression":"1+1"}}"#, 2);
+        let events = tool_answer(
+            r#"{"tool":"calculate","arguments":{"expression":"1+1"}}"#,
+            2,
+        );
         assert_eq!(
             events,
             vec![
@@ -473,7 +505,10 @@ mod tests {
             &tools(),
         );
         let system = messages[0].joined_text();
-        assert!(system.starts_with("You are Evo.\n\nYou can call these tools."), "{system}");
+        assert!(
+            system.starts_with("You are Evo.\n\nYou can call these tools."),
+            "{system}"
+        );
         assert!(system.contains("- calculate: Evaluates an arithmetic expression. Input: {"));
         let added = with_tools_prompt(vec![Message::text(Role::User, "hi")], &tools());
         assert_eq!(added.len(), 2);

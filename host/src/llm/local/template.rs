@@ -27,7 +27,10 @@ fn text_of(message: &Message) -> String {
         .map(|block| match block {
             ContentBlock::Text { text } => text.clone(),
             ContentBlock::ToolUse { name, input, .. } => {
-                format!("{{\"tool\":{},\"arguments\":{input}}}", serde_json::json!(name))
+                format!(
+                    "{{\"tool\":{},\"arguments\":{input}}}",
+                    serde_json::json!(name)
+                )
             }
             ContentBlock::ToolResult { content, .. } => format!("Result: {content}"),
         })
@@ -63,9 +66,15 @@ pub(super) fn chatml(messages: &[Message]) -> String {
 fn environment() -> minijinja::Environment<'static> {
     let mut env = minijinja::Environment::new();
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-    env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
-        Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message))
-    });
+    env.add_function(
+        "raise_exception",
+        |message: String| -> Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                message,
+            ))
+        },
+    );
     env
 }
 
@@ -113,7 +122,8 @@ impl ChatTemplate {
                 .map(|(role, content)| minijinja::context! { role => *role, content => content })
                 .collect()
         };
-        let plain: Vec<(&str, String)> = messages.iter().map(|m| (role_of(m), text_of(m))).collect();
+        let plain: Vec<(&str, String)> =
+            messages.iter().map(|m| (role_of(m), text_of(m))).collect();
         let render = |messages: &[(&str, String)]| {
             env.get_template(NAME).and_then(|t| {
                 t.render(minijinja::context! {

@@ -121,11 +121,15 @@ pub fn from_gguf(content: &Content) -> Result<GgufTokenizer, String> {
         }
         "llama" => {
             let scores: Vec<f32> = match content.metadata.get("tokenizer.ggml.scores") {
-                Some(Value::Array(scores)) => scores.iter().map(|s| s.to_f32().unwrap_or(0.0)).collect(),
+                Some(Value::Array(scores)) => {
+                    scores.iter().map(|s| s.to_f32().unwrap_or(0.0)).collect()
+                }
                 _ => return Err("tokenizer.ggml.scores is missing".into()),
             };
             let merges = merges_by_score(&tokens, &scores, &vocab);
-            let mut builder = BPE::builder().vocab_and_merges(vocab, merges).byte_fallback(true);
+            let mut builder = BPE::builder()
+                .vocab_and_merges(vocab, merges)
+                .byte_fallback(true);
             if tokens.iter().any(|t| t == "<unk>") {
                 builder = builder.unk_token("<unk>".into()).fuse_unk(true);
             }
@@ -133,13 +137,14 @@ pub fn from_gguf(content: &Content) -> Result<GgufTokenizer, String> {
                 .build()
                 .map_err(|e| format!("its SentencePiece tables do not load: {e}"))?;
             let mut tokenizer = Tokenizer::new(bpe);
-            tokenizer.with_normalizer(Some(tokenizers::normalizers::Sequence::new(vec![
-                Prepend::new(SPACE.to_string()).into(),
-                Replace::new(" ", SPACE.to_string())
-                    .map_err(|e| format!("its normaliser does not build: {e}"))?
-                    .into(),
-            ])))
-            .map_err(|e| format!("its normaliser does not build: {e}"))?;
+            tokenizer
+                .with_normalizer(Some(tokenizers::normalizers::Sequence::new(vec![
+                    Prepend::new(SPACE.to_string()).into(),
+                    Replace::new(" ", SPACE.to_string())
+                        .map_err(|e| format!("its normaliser does not build: {e}"))?
+                        .into(),
+                ])))
+                .map_err(|e| format!("its normaliser does not build: {e}"))?;
             tokenizer.with_decoder(Some(DecoderSequence::new(vec![
                 tokenizers::decoders::DecoderWrapper::Replace(
                     Replace::new(SPACE.to_string(), " ")
@@ -173,11 +178,16 @@ pub fn from_gguf(content: &Content) -> Result<GgufTokenizer, String> {
         .map(|id| match types.get(id as usize) {
             Some(&CONTROL) => String::new(),
             // A byte outside ASCII is part of a character, not text of its own.
-            Some(&BYTE) => u8::from_str_radix(tokens[id as usize].trim_start_matches("<0x").trim_end_matches('>'), 16)
-                .ok()
-                .filter(u8::is_ascii)
-                .map(|b| char::from(b).to_string())
-                .unwrap_or_default(),
+            Some(&BYTE) => u8::from_str_radix(
+                tokens[id as usize]
+                    .trim_start_matches("<0x")
+                    .trim_end_matches('>'),
+                16,
+            )
+            .ok()
+            .filter(u8::is_ascii)
+            .map(|b| char::from(b).to_string())
+            .unwrap_or_default(),
             // Decoding one piece alone would drop its leading space.
             _ if sentencepiece => tokens[id as usize].replace(SPACE, " "),
             _ => tokenizer.decode(&[id], false).unwrap_or_default(),

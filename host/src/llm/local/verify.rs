@@ -128,14 +128,25 @@ mod tests {
 
         // The same bytes, a new time: accepted, and recorded again.
         let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
-        std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
         verify(&path).unwrap();
-        assert_eq!(read_record(&path).unwrap().modified, stamp(&path).unwrap().1);
+        assert_eq!(
+            read_record(&path).unwrap().modified,
+            stamp(&path).unwrap().1
+        );
 
         // Other bytes of the same size.
         std::fs::write(&path, b"garbage").unwrap();
         let err = verify(&path).unwrap_err();
         assert_eq!(err.code(), "LOCAL_MODEL_UNUSABLE");
-        assert!(err.to_string().contains("changed since it was installed"), "{err}");
+        assert!(
+            err.to_string().contains("changed since it was installed"),
+            "{err}"
+        );
     }
 }

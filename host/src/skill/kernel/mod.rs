@@ -343,11 +343,13 @@ impl Kernel {
 
     /// Names this process's node in the history from now on (the first name given
     /// stays).
+    #[cfg_attr(not(any(feature = "serve", feature = "internals")), allow(dead_code, reason = "`evo serve` and Evo's own tests use it"))]
     pub fn name_node(&self, name: String) {
         let _ = self.node.set(name);
     }
 
     /// Calls as they start and finish, for watchers.
+    #[cfg_attr(not(any(feature = "serve", feature = "internals")), allow(dead_code, reason = "`evo serve` and Evo's own tests use it"))]
     pub fn live(&self) -> &crate::skill::live::LiveCalls {
         &self.live
     }
@@ -358,6 +360,7 @@ impl Kernel {
     }
 
     /// Shares `stats` (e.g. with other kernels of the process).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests call it"))]
     pub fn with_stats(mut self, stats: Arc<Stats>) -> Self {
         self.stats = stats;
         self
