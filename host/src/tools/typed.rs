@@ -26,7 +26,7 @@ use crate::skill::permission::Permission;
 /// `TypedTool` is a [`Tool`].
 ///
 /// ```
-/// use evo_host::{BoxFuture, SkillContext, TypedTool};
+/// use evo_host::{tools::BoxFuture, SkillContext, TypedTool};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 /// use serde_json::{Value, json};

@@ -58,3 +58,32 @@ fn scripted_agent_calls_a_skill_and_answers() {
     );
     assert_eq!(out, "The answer is 22.\n");
 }
+
+#[test]
+fn recall_tool_reads_the_hosts_memory_through_the_namespaces() {
+    let (out, _) = example("recall_tool", &[]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "recall — Answers a question from what the memory holds about the user."
+    );
+    let answer: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(
+        answer["fact"], "The user's favourite editor is Helix",
+        "{out}"
+    );
+    assert_eq!(lines[2], "SKILL_VALIDATION_FAILED");
+    // It names nothing but the root and the namespaces (the layering test checks every
+    // example for that); the three it was written to show are these.
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/examples/recall_tool.rs"),
+    )
+    .unwrap();
+    for namespace in [
+        "evo_host::memory::",
+        "evo_host::skills::",
+        "evo_host::tools::",
+    ] {
+        assert!(source.contains(namespace), "{namespace}");
+    }
+}
