@@ -18,6 +18,7 @@ use evo_tests::skills;
 use serde_json::{Value, json};
 
 use crate::registry::{home_with, install_refused, keys, ok_json, open, publish_signed, sha256};
+use crate::registry_trust::openssl;
 
 const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 const INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -214,6 +215,18 @@ fn serve(stream: TcpStream, upstream: &str, remembered: &Remembered) {
     respond(stream, status, &answer, &bytes, method == "HEAD");
 }
 
+/// A data directory reaching the open registry and `front` over plain HTTP, trusting
+/// `key` when given (with `require_signature` as given).
+fn home_at(front: &str, trust: Option<(&str, bool)>) -> tempfile::TempDir {
+    let trust = trust.map_or_else(String::new, |(key, require)| {
+        format!("[trust]\nkeys = [\"{key}\"]\nrequire_signature = {require}\n")
+    });
+    home_with(&format!(
+        "[registries]\ninsecure = [\"{}\", \"{front}\"]\n{trust}",
+        open()
+    ))
+}
+
 /// GET of `path` (after `/v2/`) on `registry`: the status and body.
 fn get(registry: &str, path: &str) -> (u16, Vec<u8>) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -394,29 +407,11 @@ fn delete_tag_signatures(registry: &str, repository: &str, digest: &str) {
     );
 }
 
-fn openssl(args: &[&str]) {
-    let out = std::process::Command::new("openssl")
-        .args(args)
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn sigstore_bundles_are_written_and_read_through_the_referrers_api_and_its_fallback_tag() {
     let front = Front::start(open());
     let front = front.address.as_str();
-    let config = |extra: &str| {
-        format!(
-            "[registries]\ninsecure = [\"{}\", \"{front}\"]\n{extra}",
-            open()
-        )
-    };
-    let author = home_with(&config(""));
+    let author = home_at(front, None);
     let work = tempfile::tempdir().unwrap();
     let (alice, alice_pub) = keys(author.path(), work.path(), "alice");
     let (_, mallory_pub) = keys(author.path(), work.path(), "mallory");
@@ -471,12 +466,7 @@ fn sigstore_bundles_are_written_and_read_through_the_referrers_api_and_its_fallb
     // With the `.sig` tags gone, the bundles alone make them signed.
     delete_tag_signatures(&open(), "bundles/file-head", &through_api);
     delete_tag_signatures(&open(), "bundles/text-stats", &by_tag);
-    let trusting = |key: &Path| {
-        home_with(&config(&format!(
-            "[trust]\nkeys = [\"{}\"]\nrequire_signature = true\n",
-            key.display()
-        )))
-    };
+    let trusting = |key: &Path| home_at(front, Some((key.to_str().unwrap(), true)));
     let user = trusting(&alice_pub);
     for reference in [
         format!("{front}/bundles/file-head:1.0"),
@@ -505,13 +495,7 @@ fn a_bundle_made_without_evo_verifies_and_one_copied_from_another_artifact_is_re
     let b64 = base64::engine::general_purpose::STANDARD;
     let front = Front::start(open());
     let front = front.address.as_str();
-    let config = |extra: &str| {
-        format!(
-            "[registries]\ninsecure = [\"{}\", \"{front}\"]\n{extra}",
-            open()
-        )
-    };
-    let author = home_with(&config(""));
+    let author = home_at(front, None);
     let work = tempfile::tempdir().unwrap();
     let file = |name: &str| work.path().join(name).to_str().unwrap().to_owned();
 
@@ -595,11 +579,7 @@ fn a_bundle_made_without_evo_verifies_and_one_copied_from_another_artifact_is_re
         digest,
         &serde_json::to_vec(&bundle).unwrap(),
     );
-    let trusting = |key: &str, require: bool| {
-        home_with(&config(&format!(
-            "[trust]\nkeys = [\"{key}\"]\nrequire_signature = {require}\n"
-        )))
-    };
+    let trusting = |key: &str, require: bool| home_at(front, Some((key, require)));
     let user = trusting(&file("openssl.pub"), true);
     let installed = ok_json(
         user.path(),

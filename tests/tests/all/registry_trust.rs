@@ -365,7 +365,7 @@ fn the_registry_token_flow_gets_a_token_for_the_scope_with_the_credentials() {
 }
 
 /// `openssl ARGS`, which must succeed; its stdout.
-fn openssl(args: &[&str]) -> String {
+pub(crate) fn openssl(args: &[&str]) -> String {
     let out = std::process::Command::new("openssl")
         .args(args)
         .output()
