@@ -86,9 +86,9 @@ use store::{Filter, Store, new_id, now_ms};
 /// tells an update from a different fact of the same shape.
 pub const DEFAULT_COMPARE_THRESHOLD: f32 = 0.75;
 /// Entries a new text is compared with, nearest first.
-pub const COMPARE_CANDIDATES: usize = 10;
+pub(crate) const COMPARE_CANDIDATES: usize = 10;
 /// Texts embedded per batch by [`MemoryManager::reindex`].
-pub const REINDEX_BATCH: usize = 32;
+pub(crate) const REINDEX_BATCH: usize = 32;
 /// Longest text one entry holds: a memory is a fact, not a document.
 pub const MAX_TEXT_BYTES: usize = 4 * 1024;
 /// Most results one search returns.

@@ -84,7 +84,7 @@ pub fn redact(url: &str) -> String {
 }
 
 /// Checks that `url` is a PostgreSQL URL, saying what is wrong with it.
-pub fn check_url(url: &str) -> std::result::Result<(), String> {
+pub(crate) fn check_url(url: &str) -> std::result::Result<(), String> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(format!(
             "{:?} is not a PostgreSQL URL: use postgres://USER@HOST:PORT/DATABASE (without [storage] url, Evo keeps its state in SQLite in the data directory)",
