@@ -1,11 +1,8 @@
 //! `evo remote add|list|rm`: other Evo nodes whose skills this one lists and calls as
 //! `NAME/skill`.
 
-use std::sync::Arc;
-
 use clap::Subcommand;
-use evo_host::secrets::SecretStore;
-use evo_host::{remotes::Remote, remotes::RemoteSpec};
+use evo_host::remotes::RemoteSpec;
 use serde_json::json;
 
 use super::{Failure, Globals, out};
@@ -120,15 +117,28 @@ pub(crate) async fn run(command: RemoteCommand, globals: &Globals) -> Result<(),
 }
 
 /// How many skills the node serves, or why it cannot be asked.
+#[cfg(feature = "full")]
 async fn probe(globals: &Globals, spec: RemoteSpec) -> Result<usize, String> {
-    let remote = Arc::new(Remote::new(
+    use std::sync::Arc;
+
+    let remote = Arc::new(evo_host::remotes::Remote::new(
         &globals.data_dir,
         spec,
-        Arc::new(SecretStore::new(&globals.data_dir)),
+        Arc::new(evo_host::secrets::SecretStore::new(&globals.data_dir)),
     ));
     remote
         .list()
         .await
         .map(|s| s.len())
         .map_err(|e| e.to_string())
+}
+
+/// A build without remotes keeps the list but cannot ask a node.
+#[cfg(not(feature = "full"))]
+async fn probe(_globals: &Globals, spec: RemoteSpec) -> Result<usize, String> {
+    Err(evo_host::Error::FeatureNotBuilt {
+        feature: "remotes",
+        what: format!("remote {}", spec.name),
+    }
+    .to_string())
 }

@@ -79,8 +79,14 @@
 //! [`Error::FeatureNotBuilt`].
 //!
 //! - `minilm`: the offline MiniLM embedder (`evo memory reindex --embedder minilm`).
+//! - `local-llm`: the local model, a GGUF file run with candle (`EVO_LLM=local`).
 //! - `postgres`: several nodes on one PostgreSQL database (`[storage] url`).
-//! - `serve`: MCP over stdio and HTTP, the HTTP API (the `serve` module).
+//! - `serve`: MCP over stdio and HTTP, the HTTP API (the `serve` module), `/metrics`
+//!   (it implies `metrics`).
+//! - `metrics`: figures for monitoring in the OpenMetrics format (`Host::metrics`).
+//! - `remotes`: other Evo nodes' skills, called as `NAME/skill` over a WebSocket.
+//!   Without it the remotes file is still read and written, and a configured remote is
+//!   a load error answering [`Error::FeatureNotBuilt`].
 //! - `native`: the native sandbox: script skills (`scripts/execute.js`, run by Node), an
 //!   instruction skill's helper scripts (`run_skill_script`), and the launcher that
 //!   confines them (`confine_and_exec`). Without it a script skill answers
@@ -88,6 +94,11 @@
 //!   component.
 //! - `dev-tools`: the tools that run programs: `bash`, `terminal`, `git`, `lsp` (in the
 //!   native sandbox: it implies `native`).
+//! - `c-skills`: `evo skill build` of C and C++ projects (the bindings and the component;
+//!   clang and wasi-libc compile).
+//!
+//! `./scripts/build-cost` counts the crates of each set (BENCHMARKS.md quotes its
+//! record).
 //!
 //! # Inside
 //!

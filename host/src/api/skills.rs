@@ -17,6 +17,7 @@ pub use crate::skill::history::{
 };
 pub use crate::skill::kernel::Memory;
 pub use crate::skill::meta::{Example, Mode, PipelineStep, RawMeta, ServiceSpec, SkillMeta};
+#[cfg(feature = "metrics")]
 pub use crate::skill::metrics::{Metrics, Scraped};
 pub use crate::skill::package::disclosure::{
     CodeBlock, Instructions, Listed, MAX_TEXT_RESOURCE, Resource, ResourceRef, Section, SkillFiles,

@@ -412,7 +412,8 @@ pub enum Error {
     /// that was not enabled).
     #[error("{what} is not in this build of Evo: it needs evo-host's `{feature}` feature")]
     FeatureNotBuilt {
-        /// The Cargo feature (`minilm`, `postgres`, `serve`, `native`, `dev-tools`).
+        /// The Cargo feature (`minilm`, `postgres`, `serve`, `metrics`, `remotes`, `native`,
+        /// `dev-tools`, …).
         feature: &'static str,
         /// What was asked for (`the MiniLM embedder`).
         what: String,

@@ -364,9 +364,10 @@ fn kernel_config(config: &Config, cwd: &Path) -> KernelConfig {
 }
 
 impl Inner {
-    /// Lists every remote's skills (at once, each within [`crate::remote::LIST_TIMEOUT`])
+    /// Lists every remote's skills (at once, each within `remote::client::LIST_TIMEOUT`)
     /// and registers them as `NAME/skill`; a remote that cannot be listed is a load
     /// error, and the host starts without its skills.
+    #[cfg(feature = "remotes")]
     async fn load_remotes(&mut self, secrets: &Arc<crate::secrets::SecretStore>) -> Result<()> {
         let remotes: Vec<Arc<crate::remote::Remote>> = crate::remote::load(&self.data_dir)?
             .into_iter()
@@ -414,6 +415,27 @@ impl Inner {
                     }),
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A build without the `remotes` feature: every configured remote is a load error
+    /// (`FEATURE_NOT_BUILT`), and the host starts without its skills.
+    #[cfg(not(feature = "remotes"))]
+    async fn load_remotes(&mut self, _secrets: &Arc<crate::secrets::SecretStore>) -> Result<()> {
+        let file = crate::remote::file(&self.data_dir);
+        for spec in crate::remote::load(&self.data_dir)? {
+            let e = Error::FeatureNotBuilt {
+                feature: "remotes",
+                what: format!("remote {}", spec.name),
+            };
+            self.unreachable_remotes.push((spec.name.clone(), e.to_string()));
+            self.load_errors.push(LoadError {
+                path: file.clone(),
+                remote: Some(spec.name),
+                code: e.code(),
+                error: e.to_string(),
+            });
         }
         Ok(())
     }

@@ -448,7 +448,8 @@ impl Host {
 
     /// The figures for monitoring: calls by skill, status and error code, their
     /// durations, the sandbox's refusals (what `evo serve` gives Prometheus at
-    /// `/metrics`).
+    /// `/metrics`). With the `metrics` feature.
+    #[cfg(feature = "metrics")]
     pub fn metrics(&self) -> &Arc<crate::skill::metrics::Metrics> {
         self.inner.kernel.metrics()
     }

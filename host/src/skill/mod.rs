@@ -22,6 +22,7 @@ pub mod lanes;
 pub mod live;
 pub mod llm_mode;
 pub mod meta;
+#[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod package;
 pub mod permission;

@@ -18,16 +18,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::{IntoResponse as _, Response};
+use bytes::Bytes;
+use ureq::http;
 use http_body_util::BodyExt as _;
+use http_body_util::combinators::UnsyncBoxBody;
+use wasmtime_wasi_http::io::TokioIo;
 
 use crate::capabilities::Grant;
 use crate::skill::kernel::SkillContext;
 
 /// Where the socket is, relative to the script's workspace.
 pub const SOCKET: &str = ".evo/http.sock";
+
+/// What the proxy answers with: the target's body, or its own refusal.
+type Body = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
 
 struct Proxy {
     skill: Arc<str>,
@@ -48,7 +52,8 @@ impl Drop for Egress {
 }
 
 impl Egress {
-    /// Serves the proxy for `skill` in `workspace`.
+    /// Serves the proxy for `skill` in `workspace`: one HTTP/1 connection per accepted
+    /// stream, each request through [`forward`].
     pub(super) fn start(
         workspace: &Path,
         skill: &str,
@@ -67,24 +72,49 @@ impl Egress {
             ctx,
             timeout,
         });
-        let app = axum::Router::new().fallback(forward).with_state(proxy);
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                let proxy = proxy.clone();
+                let service = hyper::service::service_fn(move |request| {
+                    let proxy = proxy.clone();
+                    async move { Ok::<_, std::convert::Infallible>(forward(&proxy, request).await) }
+                });
+                connections.spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+                // Connections that ended are reaped as others come.
+                while connections.try_join_next().is_some() {}
+            }
         });
         Ok(Self { task })
     }
 }
 
-fn refused(status: axum::http::StatusCode, message: String) -> Response {
-    (status, message).into_response()
+fn refused(status: http::StatusCode, message: String) -> http::Response<Body> {
+    let body = http_body_util::Full::new(Bytes::from(message))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut response = http::Response::new(body);
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }
 
 /// Sends one request of the script's on, through the checks.
-async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+async fn forward(
+    proxy: &Proxy,
+    request: http::Request<hyper::body::Incoming>,
+) -> http::Response<Body> {
     let (mut parts, body) = request.into_parts();
     if parts.uri.scheme().is_none() || parts.uri.authority().is_none() {
         return refused(
-            axum::http::StatusCode::BAD_REQUEST,
+            http::StatusCode::BAD_REQUEST,
             format!(
                 "{}: send the full URL as the request path (`path: 'https://host/…'`)",
                 parts.uri
@@ -98,7 +128,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
     let body = body
         .map_err(|e| wasmtime_wasi_http::Error::InternalError(Some(e.to_string())))
         .boxed_unsync();
-    let request = ureq::http::Request::from_parts(parts, body);
+    let request = http::Request::from_parts(parts, body);
     match crate::engine::wasm::send_checked(
         proxy.skill.clone(),
         &proxy.grant,
@@ -108,10 +138,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
     )
     .await
     {
-        Ok(response) => {
-            let (parts, body) = response.into_parts();
-            Response::from_parts(parts, Body::new(body))
-        }
-        Err(message) => refused(axum::http::StatusCode::FORBIDDEN, message),
+        Ok(response) => response,
+        Err(message) => refused(http::StatusCode::FORBIDDEN, message),
     }
 }

@@ -249,6 +249,7 @@ pub struct Kernel {
     llm: Option<Arc<dyn Llm>>,
     memory: Option<Arc<dyn Memory>>,
     stats: Arc<Stats>,
+    #[cfg(feature = "metrics")]
     metrics: Arc<crate::skill::metrics::Metrics>,
     live: crate::skill::live::LiveCalls,
     /// The node's name in the history, once `evo serve` has named it.
@@ -266,6 +267,7 @@ impl Kernel {
             llm: None,
             memory: None,
             stats: Arc::new(Stats::default()),
+            #[cfg(feature = "metrics")]
             metrics: Arc::default(),
             live: crate::skill::live::LiveCalls::default(),
             node: std::sync::OnceLock::new(),
@@ -327,6 +329,7 @@ impl Kernel {
                 record.error = Some(secrets.redact(error).0.into_owned());
             }
         }
+        #[cfg(feature = "metrics")]
         self.metrics.observe(&record);
         self.live.finished(call, &record);
         self.history.record(record);
@@ -355,6 +358,7 @@ impl Kernel {
     }
 
     /// The figures for monitoring (`evo serve`'s `/metrics`).
+    #[cfg(feature = "metrics")]
     pub fn metrics(&self) -> &Arc<crate::skill::metrics::Metrics> {
         &self.metrics
     }
