@@ -177,6 +177,14 @@ impl Host {
                 .iter()
                 .find(|(name, _)| name == remote)
         }) {
+            // A build without remotes lists none: asking for one's skill is asking for
+            // the feature, not for a node that may come back.
+            if cfg!(not(feature = "remotes")) {
+                return Err(Error::FeatureNotBuilt {
+                    feature: "remotes",
+                    what: format!("{skill}, a skill of remote {remote},"),
+                });
+            }
             return Err(Error::Remote {
                 remote: remote.clone(),
                 code: "REMOTE_UNAVAILABLE",

@@ -207,3 +207,43 @@ fn ws_url(url: &str) -> std::result::Result<String, String> {
 pub fn file(data_dir: &Path) -> PathBuf {
     data_dir.join(REMOTES_FILE)
 }
+
+#[cfg(test)]
+mod tests {
+    // Run by CI's build without default features.
+    #[cfg(not(feature = "remotes"))]
+    #[tokio::test]
+    async fn a_build_without_remotes_keeps_the_list_and_says_what_a_remote_needs() {
+        use serde_json::json;
+
+        use super::{RemoteSpec, add, load};
+        use crate::Host;
+
+        let data = tempfile::tempdir().unwrap();
+        let spec = RemoteSpec {
+            name: "work".into(),
+            url: "http://127.0.0.1:9".into(),
+            token_secret: None,
+        };
+        add(data.path(), spec.clone()).unwrap();
+        assert_eq!(load(data.path()).unwrap(), [spec]);
+
+        let host = Host::builder().data_dir(data.path()).build().await.unwrap();
+        let errors = host.load_errors();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].remote.as_deref(), Some("work"));
+        assert_eq!(errors[0].code, "FEATURE_NOT_BUILT");
+        assert!(errors[0].error.contains("`remotes` feature"), "{}", errors[0].error);
+
+        // What `evo skill run work/echo` asks first.
+        let err = host.resolve("work/echo").await.unwrap_err();
+        assert_eq!(err.code(), "FEATURE_NOT_BUILT");
+        assert_eq!(
+            err.to_string(),
+            "work/echo, a skill of remote work, is not in this build of Evo: it needs evo-host's `remotes` feature"
+        );
+        // The host's own skills are there as ever.
+        let out = host.call("calculate", json!({ "expression": "1 + 1" })).await.unwrap();
+        assert_eq!(out, json!({ "result": 2 }));
+    }
+}
