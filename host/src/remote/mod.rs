@@ -23,6 +23,7 @@ pub mod protocol;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "remotes")]
