@@ -693,9 +693,11 @@ function get(url, headers) {
 (async () => {
   const granted = await get(input.granted, { authorization: 'Bearer {{secret:NATIVE_TOKEN}}' });
   const other = await get(input.other, {});
+  // Not the full URL: the proxy cannot tell where it goes, so nothing is sent.
+  const relative = await get('/y', {});
   let direct;
   try { await fetch(input.granted); direct = 'connected'; } catch (e) { direct = 'refused'; }
-  console.log(JSON.stringify({ granted, other, direct }));
+  console.log(JSON.stringify({ granted, other, relative, direct }));
 })();
 "#,
     )
@@ -743,6 +745,19 @@ function get(url, headers) {
         "{value}"
     );
     assert_eq!(other.connections(), 0);
+    assert_eq!(value["relative"]["status"], 400, "{value}");
+    assert!(
+        value["relative"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("send the full URL as the request path"),
+        "{value}"
+    );
+    assert_eq!(
+        granted.received().len(),
+        1,
+        "the relative request reached no one"
+    );
     // Where the sandbox closes the network, the proxy is the only way out.
     let doctor = evo_tests::cli::stdout(&evo_tests::cli::evo(home.path(), &["doctor"]));
     if doctor.contains("no network (") {

@@ -37,102 +37,45 @@ enum Talk {
 
 /// Whole clauses of small talk, each with what it does. Matched after a leading "oh",
 /// "well" or "ok" and before a trailing "evo", "again", "now" or "for now" are dropped.
+#[rustfmt::skip]
 const SMALL_TALK: &[(&str, Talk)] = {
     use Talk::*;
     &[
-        ("hi", Greeting),
-        ("hello", Greeting),
-        ("hey", Greeting),
-        ("hiya", Greeting),
-        ("howdy", Greeting),
-        ("yo", Greeting),
-        ("greetings", Greeting),
-        ("good morning", Greeting),
-        ("good afternoon", Greeting),
-        ("good evening", Greeting),
-        ("hi there", Greeting),
-        ("hello there", Greeting),
-        ("hey there", Greeting),
-        ("how are you", Greeting),
-        ("how are you doing", Greeting),
-        ("hows it going", Greeting),
-        ("how is it going", Greeting),
-        ("whats up", Greeting),
-        ("how are things", Greeting),
+        ("hi", Greeting), ("hello", Greeting), ("hey", Greeting), ("hiya", Greeting),
+        ("howdy", Greeting), ("yo", Greeting), ("greetings", Greeting),
+        ("good morning", Greeting), ("good afternoon", Greeting), ("good evening", Greeting),
+        ("hi there", Greeting), ("hello there", Greeting), ("hey there", Greeting),
+        ("how are you", Greeting), ("how are you doing", Greeting), ("hows it going", Greeting),
+        ("how is it going", Greeting), ("whats up", Greeting), ("how are things", Greeting),
         ("nice to meet you", Greeting),
-        ("thanks", Thanks),
-        ("thank you", Thanks),
-        ("thx", Thanks),
-        ("ty", Thanks),
-        ("cheers", Thanks),
-        ("thanks a lot", Thanks),
-        ("thank you so much", Thanks),
-        ("thanks so much", Thanks),
-        ("thank you very much", Thanks),
-        ("thanks very much", Thanks),
-        ("many thanks", Thanks),
-        ("much appreciated", Thanks),
-        ("thanks for that", Thanks),
-        ("thanks for the help", Thanks),
-        ("thank you for your help", Thanks),
-        ("thanks for your help", Thanks),
-        ("thank you for the help", Thanks),
-        ("appreciate it", Thanks),
-        ("i appreciate it", Thanks),
-        ("thats all", Closing),
-        ("that is all", Closing),
-        ("thatll be all", Closing),
-        ("thats it", Closing),
-        ("that is it", Closing),
-        ("nothing else", Closing),
-        ("im done", Closing),
-        ("i am done", Closing),
-        ("all done", Closing),
-        ("done", Closing),
-        ("bye", Closing),
-        ("goodbye", Closing),
-        ("bye bye", Closing),
-        ("see you", Closing),
-        ("see you later", Closing),
-        ("see ya", Closing),
-        ("later", Closing),
-        ("good night", Closing),
-        ("take care", Closing),
-        ("have a nice day", Closing),
-        ("ok", Agreeing),
-        ("okay", Agreeing),
-        ("great", Agreeing),
-        ("cool", Agreeing),
-        ("nice", Agreeing),
-        ("perfect", Agreeing),
-        ("awesome", Agreeing),
-        ("got it", Agreeing),
-        ("sounds good", Agreeing),
-        ("alright", Agreeing),
-        ("all right", Agreeing),
-        ("fine", Agreeing),
-        ("good", Agreeing),
-        ("understood", Agreeing),
-        ("i see", Agreeing),
-        ("sure", Agreeing),
-        ("yes", Agreeing),
-        ("yep", Agreeing),
-        ("no", Agreeing),
-        ("nope", Agreeing),
-        ("no thanks", Agreeing),
-        ("no thank you", Agreeing),
-        ("never mind", Agreeing),
-        ("nevermind", Agreeing),
-        ("forget it", Agreeing),
-        ("not now", Agreeing),
-        ("stop", Agreeing),
-        ("cancel", Agreeing),
-        ("nothing", Agreeing),
+        ("thanks", Thanks), ("thank you", Thanks), ("thx", Thanks), ("ty", Thanks),
+        ("cheers", Thanks), ("thanks a lot", Thanks), ("thank you so much", Thanks),
+        ("thanks so much", Thanks), ("thank you very much", Thanks), ("thanks very much", Thanks),
+        ("many thanks", Thanks), ("much appreciated", Thanks), ("thanks for that", Thanks),
+        ("thanks for the help", Thanks), ("thank you for your help", Thanks),
+        ("thanks for your help", Thanks), ("thank you for the help", Thanks),
+        ("appreciate it", Thanks), ("i appreciate it", Thanks),
+        ("thats all", Closing), ("that is all", Closing), ("thatll be all", Closing),
+        ("thats it", Closing), ("that is it", Closing), ("nothing else", Closing),
+        ("im done", Closing), ("i am done", Closing), ("all done", Closing), ("done", Closing),
+        ("bye", Closing), ("goodbye", Closing), ("bye bye", Closing), ("see you", Closing),
+        ("see you later", Closing), ("see ya", Closing), ("later", Closing),
+        ("good night", Closing), ("take care", Closing), ("have a nice day", Closing),
+        ("ok", Agreeing), ("okay", Agreeing), ("great", Agreeing), ("cool", Agreeing),
+        ("nice", Agreeing), ("perfect", Agreeing), ("awesome", Agreeing), ("got it", Agreeing),
+        ("sounds good", Agreeing), ("alright", Agreeing), ("all right", Agreeing),
+        ("fine", Agreeing), ("good", Agreeing), ("understood", Agreeing), ("i see", Agreeing),
+        ("sure", Agreeing), ("yes", Agreeing), ("yep", Agreeing),
+        ("no", Agreeing), ("nope", Agreeing), ("no thanks", Agreeing), ("no thank you", Agreeing),
+        ("never mind", Agreeing), ("nevermind", Agreeing), ("forget it", Agreeing),
+        ("not now", Agreeing), ("stop", Agreeing), ("cancel", Agreeing), ("nothing", Agreeing),
     ]
 };
 
 /// Words a small-talk clause may start with or end with besides its phrase.
+#[rustfmt::skip]
 const SMALL_TALK_LEAD: &[&str] = &["oh", "well", "ok", "okay", "and", "so"];
+#[rustfmt::skip]
 const SMALL_TALK_TAIL: &[&str] = &["evo", "again", "now", "today", "then", "buddy", "friend"];
 
 /// The reply to `message` when it is only small talk (no clause of it asks for
@@ -183,6 +126,7 @@ fn small_talk_clause(mut words: &[String]) -> Option<Talk> {
 /// Things only a tool can see: the model's weights hold no current or personal data,
 /// and a small model asked for it makes it up. Each is a word of the message and what
 /// to call it in the answer.
+#[rustfmt::skip]
 const LIVE: &[(&str, &str)] = &[
     ("weather", "the weather"),
     ("forecast", "the weather"),
@@ -198,6 +142,7 @@ const LIVE: &[(&str, &str)] = &[
 
 /// The user's own things: named only with a word that makes them the user's ("my",
 /// "I", "latest"), so "what is a PDF file?" is still a question for the model.
+#[rustfmt::skip]
 const PERSONAL: &[(&str, &str)] = &[
     ("email", "your email"),
     ("emails", "your email"),
@@ -226,21 +171,10 @@ const PERSONAL: &[(&str, &str)] = &[
 ];
 
 /// Words that make a thing the user's.
+#[rustfmt::skip]
 const OWNED: &[&str] = &[
-    "my",
-    "our",
-    "mine",
-    "i",
-    "me",
-    "this",
-    "these",
-    "here",
-    "latest",
-    "last",
-    "recent",
-    "new",
-    "yesterday",
-    "today",
+    "my", "our", "mine", "i", "me", "this", "these", "here", "latest", "last", "recent",
+    "new", "yesterday", "today",
 ];
 
 /// The word of `message` that names what only a tool can see (`"weather"`,
@@ -284,68 +218,30 @@ pub fn tool_only_topic(message: &str) -> Option<&'static str> {
 }
 
 /// Numbers in words, as a small model's user types them.
+#[rustfmt::skip]
 const UNITS: &[&str] = &[
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+    "eighteen", "nineteen",
 ];
+#[rustfmt::skip]
 const TENS: &[&str] = &[
     "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
 ];
 
 /// Words that ask for a calculation before the arithmetic itself.
+#[rustfmt::skip]
 const ASKING: &[&str] = &[
-    "what",
-    "whats",
-    "is",
-    "how",
-    "much",
-    "calculate",
-    "compute",
-    "evaluate",
-    "work",
-    "out",
-    "please",
-    "tell",
-    "me",
-    "can",
-    "you",
-    "could",
-    "the",
-    "result",
-    "of",
-    "answer",
-    "to",
-    "figure",
-    "solve",
-    "do",
-    "equals",
-    "equal",
-    "value",
-    "quickly",
+    "what", "whats", "is", "how", "much", "calculate", "compute", "evaluate", "work", "out",
+    "please", "tell", "me", "can", "you", "could", "the", "result", "of", "answer", "to",
+    "figure", "solve", "do", "equals", "equal", "value", "quickly",
 ];
 
 /// Function names `calculate` knows, which may appear as they are.
+#[rustfmt::skip]
 const FUNCTIONS: &[&str] = &[
-    "sqrt", "abs", "ln", "log", "exp", "sin", "cos", "tan", "floor", "ceil", "round", "min", "max",
-    "pow", "pi", "e",
+    "sqrt", "abs", "ln", "log", "exp", "sin", "cos", "tan", "floor", "ceil", "round", "min",
+    "max", "pow", "pi", "e",
 ];
 
 /// One piece of a message read as arithmetic.

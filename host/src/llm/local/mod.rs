@@ -11,6 +11,8 @@
 #[cfg(feature = "local-llm")]
 mod arch;
 #[cfg(feature = "local-llm")]
+mod convert;
+#[cfg(feature = "local-llm")]
 pub mod model;
 #[cfg(feature = "local-llm")]
 mod provider;

@@ -44,6 +44,20 @@ pub struct Client {
     auth: Mutex<HashMap<(String, String), String>>,
 }
 
+/// A registry's JSON answer of at most [`MAX_MANIFEST_BYTES`], or `REGISTRY_ERROR` saying
+/// what it should have been (`what()`) and why it is not.
+fn json_of<T: serde::de::DeserializeOwned>(
+    response: http::Response<ureq::Body>,
+    what: impl FnOnce() -> String,
+) -> Result<T> {
+    response
+        .into_body()
+        .with_config()
+        .limit(MAX_MANIFEST_BYTES)
+        .read_json()
+        .map_err(|e| fail("REGISTRY_ERROR", format!("{}: {e}", what()), false))
+}
+
 fn fail(code: &'static str, message: String, transient: bool) -> Error {
     Error::Registry {
         code,
@@ -188,6 +202,21 @@ impl Client {
     }
 
     /// An unexpected answer, with the registry's own words.
+    /// `response` when the registry answered 200; `missing()` when it answered 404;
+    /// else what it said, as [`Self::unexpected`].
+    fn found(
+        &self,
+        r: &Reference,
+        response: http::Response<ureq::Body>,
+        missing: impl FnOnce() -> Error,
+    ) -> Result<http::Response<ureq::Body>> {
+        match response.status().as_u16() {
+            200 => Ok(response),
+            404 => Err(missing()),
+            _ => Err(self.unexpected(&r.to_string(), response)),
+        }
+    }
+
     fn unexpected(&self, what: &str, mut response: http::Response<ureq::Body>) -> Error {
         let status = response.status().as_u16();
         let text: String = response
@@ -226,12 +255,7 @@ impl Client {
                 _ => return Err(self.unexpected(&format!("{registry}'s catalog"), response)),
             }
             let link = header(&response, "link");
-            let page: Catalog = response
-                .into_body()
-                .with_config()
-                .limit(MAX_MANIFEST_BYTES)
-                .read_json()
-                .map_err(|e| fail("REGISTRY_ERROR", format!("{registry}'s catalog is not a list of repositories: {e}"), false))?;
+            let page: Catalog = json_of(response, || format!("{registry}'s catalog is not a list of repositories"))?;
             names.extend(page.repositories);
             if names.len() >= limit {
                 names.truncate(limit);
@@ -253,12 +277,7 @@ impl Client {
         if response.status().as_u16() != 200 {
             return Err(self.unexpected(&format!("{}'s tags", r.repository), response));
         }
-        let tags: Tags = response
-            .into_body()
-            .with_config()
-            .limit(MAX_MANIFEST_BYTES)
-            .read_json()
-            .map_err(|e| fail("REGISTRY_ERROR", format!("{}'s tags are not a list: {e}", r.repository), false))?;
+        let tags: Tags = json_of(response, || format!("{}'s tags are not a list", r.repository))?;
         Ok(tags.tags.unwrap_or_default())
     }
 
@@ -292,17 +311,9 @@ impl Client {
         let url = format!("{}/v2/{}/manifests/{target}", self.base(r), r.repository);
         let accept = [artifact::MANIFEST, artifact::DOCKER_MANIFEST, artifact::INDEX].join(", ");
         let response = self.send(r, Access::Pull, http::Method::GET, &url, &[("Accept", &accept)], &[])?;
-        match response.status().as_u16() {
-            200 => {}
-            404 => {
-                return Err(fail(
-                    "ARTIFACT_NOT_FOUND",
-                    format!("{r}: the registry has no {target} in {}", r.repository),
-                    false,
-                ));
-            }
-            _ => return Err(self.unexpected(&r.to_string(), response)),
-        }
+        let response = self.found(r, response, || {
+            fail("ARTIFACT_NOT_FOUND", format!("{r}: the registry has no {target} in {}", r.repository), false)
+        })?;
         let claimed = header(&response, "docker-content-digest");
         let content_type = header(&response, "content-type");
         let mut bytes = Vec::new();
@@ -367,17 +378,9 @@ impl Client {
         }
         let url = format!("{}/v2/{}/blobs/{}", self.base(r), r.repository, descriptor.digest);
         let response = self.send(r, Access::Pull, http::Method::GET, &url, &[], &[])?;
-        match response.status().as_u16() {
-            200 => {}
-            404 => {
-                return Err(fail(
-                    "ARTIFACT_INVALID",
-                    format!("{r}: the registry lacks the blob {} its manifest names", descriptor.digest),
-                    false,
-                ));
-            }
-            _ => return Err(self.unexpected(&r.to_string(), response)),
-        }
+        let response = self.found(r, response, || {
+            fail("ARTIFACT_INVALID", format!("{r}: the registry lacks the blob {} its manifest names", descriptor.digest), false)
+        })?;
         let mut reader = response.into_body().into_reader();
         let mut hasher = Sha256::new();
         let mut bytes = Vec::with_capacity(usize::try_from(descriptor.size).unwrap_or(0));
@@ -490,12 +493,7 @@ impl Client {
             400 | 404 | 405 | 501 => return Ok(None),
             _ => return Err(self.unexpected(&format!("{r}: its referrers"), response)),
         }
-        let index: Manifest = response
-            .into_body()
-            .with_config()
-            .limit(MAX_MANIFEST_BYTES)
-            .read_json()
-            .map_err(|e| fail("REGISTRY_ERROR", format!("{r}: its referrers are not an image index: {e}"), false))?;
+        let index: Manifest = json_of(response, || format!("{r}: its referrers are not an image index"))?;
         Ok(Some(index))
     }
 
