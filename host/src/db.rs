@@ -72,7 +72,10 @@ impl Db {
     }
 
     /// The database file.
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, reason = "Evo's own tests use it")
+    )]
     pub fn path(&self) -> &Path {
         &self.path
     }

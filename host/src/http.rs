@@ -216,7 +216,10 @@ mod tests {
     fn a_server_that_takes_the_request_and_never_answers_is_asked_once() {
         // A listener that accepts connections, reads nothing and answers nothing.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
+        let url = format!(
+            "http://{}/v1/chat/completions",
+            listener.local_addr().unwrap()
+        );
         let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = accepted.clone();
         std::thread::spawn(move || {
@@ -238,7 +241,15 @@ mod tests {
         let failure = post_json(&agent, &url, &[], &serde_json::json!({}), hints).unwrap_err();
         assert_eq!(failure.problem, Problem::NoAnswer, "{}", failure.message);
         assert!(!failure.is_transient());
-        assert!(failure.message.contains("did not answer"), "{}", failure.message);
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once");
+        assert!(
+            failure.message.contains("did not answer"),
+            "{}",
+            failure.message
+        );
+        assert_eq!(
+            accepted.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "asked once"
+        );
     }
 }

@@ -139,21 +139,6 @@ macro_rules! internal {
     };
 }
 
-/// Declares modules that are private to the crate, or — with the `internals` feature,
-/// which Evo's own tests and benchmarks enable — public but hidden from the docs and
-/// outside any promise of stability.
-macro_rules! internal_modules {
-    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {$(
-        $(#[$attr])*
-        #[cfg(feature = "internals")]
-        #[doc(hidden)]
-        pub mod $name;
-        $(#[$attr])*
-        #[cfg(not(feature = "internals"))]
-        pub(crate) mod $name;
-    )*};
-}
-
 // The modules an embedder may name: the settings, and groups named for what an
 // embedder does with them. The namespaces in `api/` re-export what the private modules
 // below define.
@@ -186,19 +171,65 @@ pub mod tools;
 #[path = "api/wasm.rs"]
 pub mod wasm;
 
-internal_modules!(
-    capabilities,
-    db,
-    engine,
-    error,
-    host,
-    http,
-    oci,
-    paths,
-    remote,
-    retrieval,
-    skill,
-);
+// The modules Evo's own tests and benchmarks reach through the `internals` feature:
+// public but hidden from the docs and outside any promise of stability; private to
+// the crate without it. (Declared one by one rather than by a macro, so that rustfmt
+// formats them.)
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod capabilities;
+#[cfg(not(feature = "internals"))]
+mod capabilities;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod db;
+#[cfg(not(feature = "internals"))]
+mod db;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod engine;
+#[cfg(not(feature = "internals"))]
+mod engine;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod error;
+#[cfg(not(feature = "internals"))]
+mod error;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod host;
+#[cfg(not(feature = "internals"))]
+mod host;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod http;
+#[cfg(not(feature = "internals"))]
+mod http;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod oci;
+#[cfg(not(feature = "internals"))]
+mod oci;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod paths;
+#[cfg(not(feature = "internals"))]
+mod paths;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod remote;
+#[cfg(not(feature = "internals"))]
+mod remote;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod retrieval;
+#[cfg(not(feature = "internals"))]
+mod retrieval;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod skill;
+#[cfg(not(feature = "internals"))]
+mod skill;
 
 // What an embedder names at the root: the host and its configuration, errors, your own
 // tools and what they are given, and run events. The rest is in the namespaces above.

@@ -118,7 +118,12 @@ impl Capability for Dirs {
         }
     }
 
-    fn configure(&self, policy: &mut Policy, value: &toml::Value, base: &Path) -> Result<(), String> {
+    fn configure(
+        &self,
+        policy: &mut Policy,
+        value: &toml::Value,
+        base: &Path,
+    ) -> Result<(), String> {
         policy.dirs = super::strings(value)?
             .into_iter()
             .map(|spec| {

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use super::{Capability, Grant, GrantFlag, HostPattern, HostRequest, Policy, RequestedCapabilities};
+use super::{
+    Capability, Grant, GrantFlag, HostPattern, HostRequest, Policy, RequestedCapabilities,
+};
 
 /// Outbound hosts: `[grants] hosts`, `--allow-host`.
 pub(super) struct Hosts;
@@ -46,10 +48,12 @@ impl Capability for Hosts {
     }
 
     fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, _: &mut Vec<String>) {
-        asked.hosts.extend(named.hosts.iter().map(|host| HostRequest {
-            host: host.clone(),
-            reason: super::NAMED.to_owned(),
-        }));
+        asked
+            .hosts
+            .extend(named.hosts.iter().map(|host| HostRequest {
+                host: host.clone(),
+                reason: super::NAMED.to_owned(),
+            }));
     }
 
     fn add(&self, policy: &mut Policy, more: &Policy) {

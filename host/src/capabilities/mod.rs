@@ -105,8 +105,8 @@ impl Policy {
         let mut policy = Policy::default();
         for (key, value) in shown.as_object().into_iter().flatten() {
             let capability = by_key(key).ok_or_else(|| format!("{key}: not a kind of grant"))?;
-            let value: toml::Value = serde_json::from_value(value.clone())
-                .map_err(|e| format!("{key}: {e}"))?;
+            let value: toml::Value =
+                serde_json::from_value(value.clone()).map_err(|e| format!("{key}: {e}"))?;
             capability
                 .configure(&mut policy, &value, Path::new("/"))
                 .map_err(|e| format!("{key}: {e}"))?;
@@ -181,9 +181,10 @@ impl Grant {
         let wanted = Grant::named(given);
         let mut lacks = Vec::new();
         for dir in &wanted.dirs {
-            let held = self.dirs.iter().any(|d| {
-                d.guest == dir.guest && d.host == dir.host && d.access >= dir.access
-            });
+            let held = self
+                .dirs
+                .iter()
+                .any(|d| d.guest == dir.guest && d.host == dir.host && d.access >= dir.access);
             if !held {
                 lacks.push(format!("directory {}::{}", dir.host.display(), dir.guest));
             }
@@ -286,7 +287,12 @@ pub(crate) trait Capability: Sync {
     /// Asks, in `asked`, for all that `named` allows of it: the request a component
     /// with nothing to ask with stands for (see [`Grant::named`]); what cannot be asked
     /// for goes to `refused` with the reason.
-    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, refused: &mut Vec<String>);
+    fn stand_in(
+        &self,
+        named: &Policy,
+        asked: &mut RequestedCapabilities,
+        refused: &mut Vec<String>,
+    );
 
     /// Adds to `policy` what `more` allows of it.
     fn add(&self, policy: &mut Policy, more: &Policy);
@@ -323,7 +329,11 @@ pub(crate) fn by_key(key: &str) -> Option<&'static dyn Capability> {
 /// What a `[grants]` value is, for an error: "an integer", "a string".
 pub(crate) fn found(value: &toml::Value) -> String {
     let kind = value.type_str();
-    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
     format!("found {article} {kind}")
 }
 
@@ -339,12 +349,7 @@ fn strings(value: &toml::Value) -> Result<Vec<&str>, String> {
     value
         .as_array()
         .and_then(|items| items.iter().map(toml::Value::as_str).collect())
-        .ok_or_else(|| {
-            format!(
-                "expected a list of strings, e.g. [\"…\"], {}",
-                found(value)
-            )
-        })
+        .ok_or_else(|| format!("expected a list of strings, e.g. [\"…\"], {}", found(value)))
 }
 
 #[cfg(test)]
@@ -421,25 +426,58 @@ mod tests {
         named.hosts.push(api.clone());
         let grant = Grant::named(&named);
         assert_eq!(grant.hosts, std::slice::from_ref(&api));
-        assert_eq!(grant.secrets, [SecretGrant { name: "API_KEY".into(), host: api }]);
+        assert_eq!(
+            grant.secrets,
+            [SecretGrant {
+                name: "API_KEY".into(),
+                host: api
+            }]
+        );
         assert!(grant.refused.is_empty() && grant.lacks(&named).is_empty());
         // Nothing of it reaches a grant that did not get it, value by value.
         let lacks = Grant::default().lacks(&named);
         assert_eq!(lacks.len(), 5, "{lacks:?}");
-        assert_eq!(lacks[0], format!("directory {}::/docs", docs.host.display()));
+        assert_eq!(
+            lacks[0],
+            format!("directory {}::/docs", docs.host.display())
+        );
     }
 
     #[test]
     fn what_is_named_is_the_entry_with_what_was_given_added() {
         let api = HostPattern::parse("https://api.example.com").unwrap();
-        let mut policy = Policy { llm: true, ..Policy::default() };
-        assert!(policy.named_for("io").is_none(), "the shared policy names nobody");
-        policy.given.insert("io".into(), Policy { hosts: vec![api.clone()], ..Policy::default() });
-        assert_eq!(policy.named_for("io").unwrap().hosts, std::slice::from_ref(&api));
+        let mut policy = Policy {
+            llm: true,
+            ..Policy::default()
+        };
+        assert!(
+            policy.named_for("io").is_none(),
+            "the shared policy names nobody"
+        );
+        policy.given.insert(
+            "io".into(),
+            Policy {
+                hosts: vec![api.clone()],
+                ..Policy::default()
+            },
+        );
+        assert_eq!(
+            policy.named_for("io").unwrap().hosts,
+            std::slice::from_ref(&api)
+        );
         assert!(!policy.named_for("io").unwrap().llm);
-        policy.skills.insert("io".into(), Policy { memory: MemoryAccess::Read, ..Policy::default() });
+        policy.skills.insert(
+            "io".into(),
+            Policy {
+                memory: MemoryAccess::Read,
+                ..Policy::default()
+            },
+        );
         let named = policy.named_for("io").unwrap();
-        assert_eq!((named.memory, named.hosts.as_slice()), (MemoryAccess::Read, [api].as_slice()));
+        assert_eq!(
+            (named.memory, named.hosts.as_slice()),
+            (MemoryAccess::Read, [api].as_slice())
+        );
         assert!(policy.allows_anything() && !Policy::default().allows_anything());
     }
 
@@ -528,12 +566,24 @@ mod tests {
         let host = dir.path().display().to_string();
         // One value of each kind, as evo.toml writes it and as its flag takes it.
         let cases: [(&str, toml::Value, Option<String>); 6] = [
-            ("dirs", toml::Value::Array(vec![format!("{host}::/data:ro").into()]), Some(format!("{host}::/data:ro"))),
+            (
+                "dirs",
+                toml::Value::Array(vec![format!("{host}::/data:ro").into()]),
+                Some(format!("{host}::/data:ro")),
+            ),
             ("llm", true.into(), None),
             ("memory", "read".into(), Some("read".into())),
             ("exec", true.into(), None),
-            ("hosts", toml::Value::Array(vec!["https://*.github.com".into()]), Some("https://*.github.com".into())),
-            ("secrets", toml::Value::Array(vec!["API_KEY".into()]), Some("API_KEY".into())),
+            (
+                "hosts",
+                toml::Value::Array(vec!["https://*.github.com".into()]),
+                Some("https://*.github.com".into()),
+            ),
+            (
+                "secrets",
+                toml::Value::Array(vec!["API_KEY".into()]),
+                Some("API_KEY".into()),
+            ),
         ];
         assert_eq!(
             cases.iter().map(|c| c.0).collect::<Vec<_>>(),
@@ -542,14 +592,22 @@ mod tests {
         );
         for (key, value, flag_value) in cases {
             let capability = by_key(key).unwrap();
-            let flag = Policy::flags().find(|f| f.key == format!("grants.{key}")).unwrap();
+            let flag = Policy::flags()
+                .find(|f| f.key == format!("grants.{key}"))
+                .unwrap();
             assert_eq!(flag.value_name.is_some(), flag_value.is_some(), "{key}");
 
             let mut configured = Policy::default();
-            capability.configure(&mut configured, &value, Path::new("/")).unwrap();
+            capability
+                .configure(&mut configured, &value, Path::new("/"))
+                .unwrap();
             let mut widened = Policy::default();
             widened.widen(flag, flag_value.as_deref()).unwrap();
-            assert_eq!(capability.show(&configured), capability.show(&widened), "{key}");
+            assert_eq!(
+                capability.show(&configured),
+                capability.show(&widened),
+                "{key}"
+            );
             assert_ne!(
                 capability.show(&configured),
                 capability.show(&Policy::default()),
@@ -562,9 +620,21 @@ mod tests {
     fn a_wrong_value_is_refused_with_what_was_expected() {
         let mut policy = Policy::default();
         for (key, value, expected) in [
-            ("llm", toml::Value::from("yes"), "expected true or false, found a string"),
-            ("hosts", toml::Value::from("https://a.example"), "expected a list of strings, e.g. [\"…\"], found a string"),
-            ("memory", toml::Value::from(2), "expected none, read or read-write, found an integer"),
+            (
+                "llm",
+                toml::Value::from("yes"),
+                "expected true or false, found a string",
+            ),
+            (
+                "hosts",
+                toml::Value::from("https://a.example"),
+                "expected a list of strings, e.g. [\"…\"], found a string",
+            ),
+            (
+                "memory",
+                toml::Value::from(2),
+                "expected none, read or read-write, found an integer",
+            ),
         ] {
             let error = by_key(key)
                 .unwrap()
@@ -582,12 +652,18 @@ mod tests {
     #[test]
     fn open_world_is_the_language_model_or_an_outbound_host() {
         assert!(!Grant::default().is_open_world());
-        let llm = Grant { llm: true, ..Grant::default() };
+        let llm = Grant {
+            llm: true,
+            ..Grant::default()
+        };
         let hosts = Grant {
             hosts: vec![HostPattern::parse("https://api.example.com").unwrap()],
             ..Grant::default()
         };
-        let memory = Grant { memory: MemoryAccess::ReadWrite, ..Grant::default() };
+        let memory = Grant {
+            memory: MemoryAccess::ReadWrite,
+            ..Grant::default()
+        };
         assert!(llm.is_open_world() && hosts.is_open_world());
         assert!(!memory.is_open_world());
     }

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use super::{Capability, Grant, GrantFlag, Policy, RequestedCapabilities, SecretGrant, SecretRequest};
+use super::{
+    Capability, Grant, GrantFlag, Policy, RequestedCapabilities, SecretGrant, SecretRequest,
+};
 use evo_manifest::check_secret_name as check_name;
 
 /// Secrets: `[grants] secrets`, `--allow-secret`.
@@ -45,18 +47,25 @@ impl Capability for Secrets {
         policy.secrets.clone().into()
     }
 
-    fn stand_in(&self, named: &Policy, asked: &mut RequestedCapabilities, refused: &mut Vec<String>) {
+    fn stand_in(
+        &self,
+        named: &Policy,
+        asked: &mut RequestedCapabilities,
+        refused: &mut Vec<String>,
+    ) {
         for name in &named.secrets {
             if named.hosts.is_empty() {
                 refused.push(format!(
                     "secret {name}: a component that asks for nothing gets a secret only for the hosts granted to it by name, and none is; grant the host it is for too"
                 ));
             }
-            asked.secrets.extend(named.hosts.iter().map(|host| SecretRequest {
-                name: name.clone(),
-                host: host.clone(),
-                reason: super::NAMED.to_owned(),
-            }));
+            asked
+                .secrets
+                .extend(named.hosts.iter().map(|host| SecretRequest {
+                    name: name.clone(),
+                    host: host.clone(),
+                    reason: super::NAMED.to_owned(),
+                }));
         }
     }
 

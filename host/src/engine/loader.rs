@@ -21,6 +21,7 @@ use std::time::Duration;
 
 #[cfg(feature = "native")]
 use super::native::{NativeConfig, NativeExecutor, NativeSandbox};
+pub use super::skill_dirs::{MAX_CATEGORY_DEPTH, skill_dirs};
 use super::wasm::{WasmEngine, WasmExecutor, WasmFile, WasmSkill};
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
@@ -32,7 +33,6 @@ use crate::skill::llm_mode::LlmExecutor;
 use crate::skill::meta::{Mode, Problem, RawMeta, SkillMeta};
 use crate::skill::package::disclosure::SkillFiles;
 pub use crate::skill::package::{EXECUTE_JS, PROMPT_MD, SKILL_JSON, SKILL_MD, SKILL_WASM};
-pub use super::skill_dirs::{MAX_CATEGORY_DEPTH, skill_dirs};
 use crate::skill::pipeline::PipelineExecutor;
 use crate::skill::registry::RegisteredSkill;
 
@@ -125,7 +125,11 @@ impl Loader {
     /// functions are skills (with no capabilities: a bare file has no manifest).
     pub async fn load_any_wasm_file(&self, path: &Path) -> Result<WasmFile> {
         match &self.wasm {
-            Some(engine) => engine.load_any_file(path, || Ok(None), &self.policy()).await,
+            Some(engine) => {
+                engine
+                    .load_any_file(path, || Ok(None), &self.policy())
+                    .await
+            }
             None => Err(Error::Engine(format!(
                 "{}: this host was set up without the Wasm engine",
                 path.display()
@@ -225,7 +229,8 @@ impl Loader {
                 Some(engine) => {
                     let sidecar = || {
                         let mut raw = Self::sidecar(dir, &label)?.unwrap_or_default();
-                        raw.name.get_or_insert_with(|| super::wasm::component_name(&label));
+                        raw.name
+                            .get_or_insert_with(|| super::wasm::component_name(&label));
                         Ok(Some(raw))
                     };
                     let policy = self.policy();
@@ -240,10 +245,12 @@ impl Loader {
                         component => component,
                     }
                 }
-                None => return Err(Error::Engine(format!(
-                    "{}: this host was set up without the Wasm engine",
-                    wasm.display()
-                ))),
+                None => {
+                    return Err(Error::Engine(format!(
+                        "{}: this host was set up without the Wasm engine",
+                        wasm.display()
+                    )));
+                }
             };
             let (meta, plain) = match &loaded {
                 WasmFile::Skill(skill) => (skill.meta().clone(), false),
@@ -398,10 +405,15 @@ impl Loader {
 
     /// Loads every skill directory directly under `root`, in name order; one broken skill
     /// does not keep the others from loading.
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests call it"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, reason = "Evo's own tests call it")
+    )]
     pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<Package>)>> {
-        self.for_each_dir(root, |loader, dir| async move { loader.load_package(&dir).await })
-            .await
+        self.for_each_dir(root, |loader, dir| async move {
+            loader.load_package(&dir).await
+        })
+        .await
     }
 }
 

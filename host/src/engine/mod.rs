@@ -14,9 +14,9 @@
 //! skills in `skill::llm_mode`, another node's skills in `remote`.
 
 pub mod loader;
-mod skill_dirs;
 #[cfg(feature = "native")]
 pub mod native;
 pub(crate) mod native_limits;
 pub mod service;
+mod skill_dirs;
 pub mod wasm;

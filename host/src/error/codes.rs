@@ -314,7 +314,9 @@ impl Error {
             },
             Self::Database {
                 transient: true, ..
-            } => "the database is busy (another evo process holds it) or out of reach; try again in a moment, and `evo doctor` checks it",
+            } => {
+                "the database is busy (another evo process holds it) or out of reach; try again in a moment, and `evo doctor` checks it"
+            }
             Self::Database { .. } => {
                 "`evo doctor` checks the data directory and its databases; a damaged file can be moved aside and is created again"
             }
@@ -359,9 +361,7 @@ fn registry_hint(code: &str) -> &'static str {
         "TAG_MOVED" => {
             "`evo skill update NAME` follows the tag to its new digest; `evo skill install --locked` installs the digest the lock file pins"
         }
-        "NOT_LOCKED" => {
-            "install it once without --locked, which pins it in the lock file"
-        }
+        "NOT_LOCKED" => "install it once without --locked, which pins it in the lock file",
         "SKILL_NAME_TAKEN" => {
             "rename the skill (the `name` in its SKILL.md, skill.json or the component's manifest; a plain component is named after the repository, so publish it to another one) and publish it again"
         }

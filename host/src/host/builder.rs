@@ -331,11 +331,7 @@ fn with_native(
 
 /// A build without the `native` feature runs no scripts: `loader` as it is.
 #[cfg(not(feature = "native"))]
-fn with_native(
-    loader: Loader,
-    _: &crate::config::NativeSettings,
-    _: Option<PathBuf>,
-) -> Loader {
+fn with_native(loader: Loader, _: &crate::config::NativeSettings, _: Option<PathBuf>) -> Loader {
     loader
 }
 
@@ -353,10 +349,7 @@ fn kernel_config(config: &Config, cwd: &Path) -> KernelConfig {
             .env
             .iter()
             .map(|(key, value)| (key.clone(), Value::String(value.clone())))
-            .chain([(
-                "cwd".to_owned(),
-                Value::String(cwd.display().to_string()),
-            )])
+            .chain([("cwd".to_owned(), Value::String(cwd.display().to_string()))])
             .collect(),
         models: config.llm.models.clone(),
         preprocess: config.preprocess.clone(),
@@ -429,7 +422,8 @@ impl Inner {
                 feature: "remotes",
                 what: format!("remote {}", spec.name),
             };
-            self.unreachable_remotes.push((spec.name.clone(), e.to_string()));
+            self.unreachable_remotes
+                .push((spec.name.clone(), e.to_string()));
             self.load_errors.push(LoadError {
                 path: file.clone(),
                 remote: Some(spec.name),

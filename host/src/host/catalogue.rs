@@ -27,7 +27,9 @@ impl Host {
             // searches here would compare vectors of two models (and fall back to words).
             let memory = self.inner.memory.clone();
             match tokio::task::spawn_blocking(move || memory.follow_reindex()).await {
-                Ok(Err(e)) => tracing::warn!("memory: could not follow a reindex: [{}] {e}", e.code()),
+                Ok(Err(e)) => {
+                    tracing::warn!("memory: could not follow a reindex: [{}] {e}", e.code())
+                }
                 Err(e) => tracing::warn!("memory: could not follow a reindex: {e}"),
                 Ok(Ok(_)) => {}
             }

@@ -48,7 +48,10 @@ impl Host {
                 locked: true,
                 ..RegistryInstall::default()
             };
-            done.push(self.install_from_registry(&entry.reference, options).await?);
+            done.push(
+                self.install_from_registry(&entry.reference, options)
+                    .await?,
+            );
         }
         Ok(done)
     }
@@ -66,7 +69,9 @@ impl Host {
             .and_then(|record| record.source)
             .ok_or_else(|| Error::Registry {
                 code: "NOT_FROM_REGISTRY",
-                message: format!("{name} was not installed from a registry: there is no tag to follow"),
+                message: format!(
+                    "{name} was not installed from a registry: there is no tag to follow"
+                ),
                 transient: false,
             })?;
         let r = Reference::parse(&source.reference)?;
@@ -96,7 +101,9 @@ impl Host {
             overwrite: true,
             name: Some(name.to_owned()),
         };
-        let installed = self.pull_and_install(session, &r, &now, target, None).await?;
+        let installed = self
+            .pull_and_install(session, &r, &now, target, None)
+            .await?;
         let lock_path = self.lock_path();
         let mut lock = Lock::read(&lock_path)?;
         lock.put(Locked {

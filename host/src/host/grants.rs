@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use super::Host;
 use crate::capabilities::{Grant, Policy, RequestedCapabilities};
+use crate::engine::wasm::{PlainExecutor, SEPARATOR, WasmExecutor, component_name};
 use crate::error::{Error, Result};
 use crate::skill::calls::{Record, Status};
-use crate::engine::wasm::{PlainExecutor, SEPARATOR, WasmExecutor, component_name};
 use crate::skill::registry::RegisteredSkill;
 
 /// How a skill takes grants.
@@ -96,7 +96,11 @@ impl Host {
         let (asking, kept_under) = self.asking(name).ok_or_else(not_found)?;
         let policy = self.grants();
         Ok(SkillGrants {
-            skill: if kept_under == name { kept_under.clone() } else { skill.meta.name.clone() },
+            skill: if kept_under == name {
+                kept_under.clone()
+            } else {
+                skill.meta.name.clone()
+            },
             entry: policy.skills.get(&kept_under).map(Policy::shown),
             kept_under,
             asking,
@@ -160,10 +164,14 @@ impl Host {
             });
         }
         let policy = self.grants();
-        let mut entry = policy.skills.get(&kept_under).cloned().unwrap_or_else(|| match asking {
-            Asking::Asks => shared_part(&policy),
-            Asking::ByName => Policy::default(),
-        });
+        let mut entry = policy
+            .skills
+            .get(&kept_under)
+            .cloned()
+            .unwrap_or_else(|| match asking {
+                Asking::Asks => shared_part(&policy),
+                Asking::ByName => Policy::default(),
+            });
         for value in values {
             let capability = crate::capabilities::by_key(&value.kind)
                 .filter(|c| c.key() != "exec")
@@ -181,13 +189,18 @@ impl Host {
             match change {
                 Change::Grant => {
                     let before = entry.dirs.len();
-                    capability.widen(&mut entry, &value.value).map_err(invalid)?;
+                    capability
+                        .widen(&mut entry, &value.value)
+                        .map_err(invalid)?;
                     for dir in &entry.dirs[before..] {
                         within(&dir.host, by)?;
                     }
                 }
                 Change::Revoke => {
-                    if !capability.revoke(&mut entry, &value.value).map_err(invalid)? {
+                    if !capability
+                        .revoke(&mut entry, &value.value)
+                        .map_err(invalid)?
+                    {
                         return Err(Error::Grant {
                             code: "NOT_GRANTED",
                             message: format!(
@@ -230,11 +243,15 @@ impl Host {
         crate::config::set_skill_grants(&file, &kept_under, entry.as_ref())?;
         #[cfg(feature = "postgres")]
         if let Some(shared) = &self.inner.shared_catalogue
-            && let Err(e) = shared.set_grants(&kept_under, entry.as_ref().map(Policy::shown).as_ref())
+            && let Err(e) =
+                shared.set_grants(&kept_under, entry.as_ref().map(Policy::shown).as_ref())
         {
             let before = policy.skills.get(&kept_under);
             if let Err(undo) = crate::config::set_skill_grants(&file, &kept_under, before) {
-                tracing::warn!("{}: [grants.skill.{kept_under}] could not be put back: {undo}", file.display());
+                tracing::warn!(
+                    "{}: [grants.skill.{kept_under}] could not be put back: {undo}",
+                    file.display()
+                );
             }
             return Err(e);
         }
@@ -246,12 +263,19 @@ impl Host {
     /// The install record of the installed skill `name` (its digest, what it asked for,
     /// where it came from); `None` for one not installed.
     pub fn installed_record(&self, name: &str) -> Option<crate::packages::InstallRecord> {
-        crate::packages::InstallRecord::read(&crate::paths::skills_dir(&self.inner.data_dir).join(name))
+        crate::packages::InstallRecord::read(
+            &crate::paths::skills_dir(&self.inner.data_dir).join(name),
+        )
     }
 
     /// Makes `entry` skill `kept_under`'s own (none: removes it) in the policy now
     /// (`policy` with it), and loads the skills it applies to again.
-    pub(super) async fn apply_entry(&self, kept_under: &str, entry: Option<Policy>, policy: &Policy) {
+    pub(super) async fn apply_entry(
+        &self,
+        kept_under: &str,
+        entry: Option<Policy>,
+        policy: &Policy,
+    ) {
         let mut now = policy.clone();
         match entry {
             Some(entry) => now.skills.insert(kept_under.to_owned(), entry),
@@ -283,12 +307,22 @@ impl Host {
 
     /// Writes a change to what the host offers (or its refusal) to the security log:
     /// the `evo::security` target and a row of the call history under `tool`, by `who`.
-    pub(crate) fn audit(&self, tool: &str, who: &str, arguments: Value, result: Result<(), &Error>) {
+    pub(crate) fn audit(
+        &self,
+        tool: &str,
+        who: &str,
+        arguments: Value,
+        result: Result<(), &Error>,
+    ) {
         let (status, error, hint) = match result {
             Ok(()) => (Status::Success, None, None),
             Err(e) => {
                 tracing::warn!(target: "evo::security", %tool, by = %who, "refused: [{}] {e}", e.code());
-                (Status::Error, Some(format!("[{}] {e}", e.code())), e.hint().map(str::to_owned))
+                (
+                    Status::Error,
+                    Some(format!("[{}] {e}", e.code())),
+                    e.hint().map(str::to_owned),
+                )
             }
         };
         self.inner.kernel.record(Record {
@@ -326,7 +360,8 @@ impl Host {
     /// or, for a skill that grants at each call (an instruction, a composite), what its
     /// manifest asks for within the policy. `None` for an unknown skill.
     pub fn grant_of(&self, name: &str) -> Option<Grant> {
-        self.skill_or_component(name).map(|skill| self.granted(&skill))
+        self.skill_or_component(name)
+            .map(|skill| self.granted(&skill))
     }
 
     /// What `skill` holds (see [`Host::grant_of`]).
@@ -372,7 +407,10 @@ impl Host {
             );
             return component_name(&label);
         }
-        target.split_once(SEPARATOR).map_or(target, |(component, _)| component).to_owned()
+        target
+            .split_once(SEPARATOR)
+            .map_or(target, |(component, _)| component)
+            .to_owned()
     }
 
     /// What of `given` (grants given to skill `name` by name, as [`Host::given_name`]
@@ -386,8 +424,12 @@ impl Host {
             Asking::Asks => format!(
                 "{name} gets only what its manifest asks for (`evo skill info {name}` lists it)"
             ),
-            Asking::ByName if given.allows_anything() && !self.grants().given.contains_key(&kept_under) => {
-                format!("it was given to another name; grants for {name} are kept under {kept_under}")
+            Asking::ByName
+                if given.allows_anything() && !self.grants().given.contains_key(&kept_under) =>
+            {
+                format!(
+                    "it was given to another name; grants for {name} are kept under {kept_under}"
+                )
             }
             Asking::ByName => format!("{name} could not take it"),
         };
@@ -431,7 +473,11 @@ pub(super) fn within(dir: &Path, by: &Operator) -> Result<()> {
     } else {
         format!(
             "the directories that may be are below {}",
-            roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+            roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
     Err(Error::Grant {

@@ -36,10 +36,10 @@ use crate::engine::native::{DEFAULT_OUTPUT_CAP, NativeConfig, NativeSandbox};
 use crate::engine::wasm::{CompileNotice, EngineConfig, LimitPolicy, WasmEngine};
 use crate::error::{Error, Result};
 use crate::llm::{LlmProvider, ProviderLlm};
-use crate::retrieval::embed::Embedder;
 use crate::memory::{MemoryConfig, MemoryManager};
-use crate::packages::index::SkillIndex;
 use crate::packages::SkillManager;
+use crate::packages::index::SkillIndex;
+use crate::retrieval::embed::Embedder;
 use crate::skill::events::EventSink;
 use crate::skill::executor::SkillOutput;
 use crate::skill::kernel::{Kernel, KernelConfig, RunOptions, SkillContext};
@@ -48,8 +48,8 @@ use crate::tools::Tool;
 
 mod builder;
 mod catalogue;
-mod grants;
 mod follow;
+mod grants;
 mod install;
 mod oci;
 mod search;
@@ -58,8 +58,8 @@ mod shared;
 mod tools;
 
 pub use builder::HostBuilder;
-pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
 pub use follow::Updated;
+pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
 pub use oci::{DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled};
 pub use search::{LISTING_TTL, RegistrySearch};
 
@@ -169,7 +169,11 @@ impl Host {
         let skills = if file.is_dir() {
             self.inner.loader.load_package(file).await?.skills
         } else if file.is_file() {
-            self.inner.loader.load_any_wasm_file(file).await?.registered()?
+            self.inner
+                .loader
+                .load_any_wasm_file(file)
+                .await?
+                .registered()?
         } else if let Some(found) = self.registry().get(skill) {
             return Ok(found.meta.name.clone());
         } else if let Some((remote, message)) = skill.split_once('/').and_then(|(remote, _)| {
@@ -417,8 +421,17 @@ impl Host {
 /// The skill of `file` that `function` names, among `skills` (each skill's name and, for
 /// a plain component's function, its WIT name): a skill name, or a WIT name (`greet`,
 /// `kinds/echo-u8`); with none, its only skill.
-fn pick(skills: &[(String, Option<String>)], file: &Path, function: Option<&str>) -> Result<String> {
-    let names = || skills.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
+fn pick(
+    skills: &[(String, Option<String>)],
+    file: &Path,
+    function: Option<&str>,
+) -> Result<String> {
+    let names = || {
+        skills
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect::<Vec<_>>()
+    };
     let Some(function) = function else {
         return match skills {
             [(only, _)] => Ok(only.clone()),

@@ -95,7 +95,9 @@ pub struct Preview {
 }
 
 /// Runs `work` (blocking network I/O) off the async threads.
-pub(super) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(super) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| Error::Engine(format!("a registry transfer stopped: {e}")))?
@@ -149,19 +151,29 @@ impl Host {
 
     /// Largest component accepted from a registry (`[engine] max_component_mb`).
     fn component_cap(&self) -> u64 {
-        self.config().engine.max_component_mb.saturating_mul(1 << 20)
+        self.config()
+            .engine
+            .max_component_mb
+            .saturating_mul(1 << 20)
     }
 
     /// Publishes the skill at `path` (a `.wasm` component, a skill directory, or a
     /// skill ZIP) to `reference` (`REGISTRY/REPOSITORY:TAG`), signed with the private
     /// key at `key` if given. It is first installed into a scratch data directory with
     /// every check an install makes, so what is published installs.
-    pub async fn publish(&self, path: &Path, reference: &str, key: Option<&Path>) -> Result<Published> {
+    pub async fn publish(
+        &self,
+        path: &Path,
+        reference: &str,
+        key: Option<&Path>,
+    ) -> Result<Published> {
         let r = Reference::parse(reference)?;
         if r.digest.is_some() {
             return Err(Error::Registry {
                 code: "INVALID_REFERENCE",
-                message: format!("{reference}: publish to a tag (REGISTRY/REPOSITORY:TAG); the digest is what publishing makes"),
+                message: format!(
+                    "{reference}: publish to a tag (REGISTRY/REPOSITORY:TAG); the digest is what publishing makes"
+                ),
                 transient: false,
             });
         }
@@ -176,9 +188,15 @@ impl Host {
         let checked = match kind {
             Kind::Component => {
                 let file_name = format!("{}.wasm", r.basename());
-                checker.install_component(&bytes, &file_name, InstallOptions::default()).await
+                checker
+                    .install_component(&bytes, &file_name, InstallOptions::default())
+                    .await
             }
-            Kind::Skill => checker.install_archive(&bytes, InstallOptions::default()).await,
+            Kind::Skill => {
+                checker
+                    .install_archive(&bytes, InstallOptions::default())
+                    .await
+            }
         };
         let outcome = checked.map_err(|e| match e {
             Error::NameTaken { name } => Error::Registry {
@@ -317,8 +335,7 @@ impl Host {
         if let Some(now) = &moved {
             let warning = format!(
                 "{} now names {now}; installed {digest}, as the lock file pins (`evo skill update {}` follows the tag)",
-                r,
-                outcome.name
+                r, outcome.name
             );
             tracing::warn!("{warning}");
             outcome.warnings.push(warning);
@@ -380,7 +397,14 @@ impl Host {
         let scratch = tempfile::tempdir().map_err(Error::io_at(&std::env::temp_dir()))?;
         let checker = SkillManager::new(scratch.path()).with_loader(self.inner.loader.clone());
         let (outcome, source) = self
-            .pull_into(&checker, session, &r, &digest, InstallOptions::default(), None)
+            .pull_into(
+                &checker,
+                session,
+                &r,
+                &digest,
+                InstallOptions::default(),
+                None,
+            )
             .await?;
         Ok(Preview {
             name: outcome.name,
@@ -444,7 +468,9 @@ impl Host {
         };
         let mut progress = progress;
         let pulled = blocking(move || {
-            let progress = progress.as_mut().map(|p| p.as_mut() as crate::oci::client::Progress<'_>);
+            let progress = progress
+                .as_mut()
+                .map(|p| p.as_mut() as crate::oci::client::Progress<'_>);
             session.pull(&pinned, caps, progress)
         })
         .await?;
@@ -460,7 +486,9 @@ impl Host {
         let mut outcome = match pulled.kind {
             Kind::Component => {
                 let file_name = format!("{}.wasm", r.basename());
-                manager.install_component(&pulled.bytes, &file_name, options).await?
+                manager
+                    .install_component(&pulled.bytes, &file_name, options)
+                    .await?
             }
             Kind::Skill => manager.install_archive(&pulled.bytes, options).await?,
         };
@@ -529,7 +557,11 @@ impl Host {
                 if refusal {
                     tracing::warn!(target: "evo::security", reference = %r, %digest, "blocked: [{}] {e}", e.code());
                 }
-                let status = if refusal { Status::Blocked } else { Status::Error };
+                let status = if refusal {
+                    Status::Blocked
+                } else {
+                    Status::Error
+                };
                 (status, Some((format!("[{}] {e}", e.code()), e.hint())))
             }
         };
@@ -540,7 +572,9 @@ impl Host {
             caller: "registry".into(),
             task_id: String::new(),
             tool: "skill_install".into(),
-            arguments: crate::skill::history::redact(&json!({ "reference": r.to_string(), "digest": digest })),
+            arguments: crate::skill::history::redact(
+                &json!({ "reference": r.to_string(), "digest": digest }),
+            ),
             status,
             duration_ms: 0.0,
             error,

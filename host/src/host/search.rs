@@ -44,7 +44,8 @@ impl Host {
     /// credentials) and those the lock file's skills came from.
     pub fn search_registries_list(&self) -> Vec<String> {
         let settings = &self.config().registries;
-        let mut hosts: std::collections::BTreeSet<String> = settings.insecure.iter().cloned().collect();
+        let mut hosts: std::collections::BTreeSet<String> =
+            settings.insecure.iter().cloned().collect();
         hosts.extend(settings.credentials.keys().cloned());
         if let Ok(lock) = Lock::read(&self.lock_path()) {
             hosts.extend(
@@ -73,7 +74,10 @@ impl Host {
         let mut notes = Vec::new();
         let mut read_now = false;
         for registry in &registries {
-            let cached = cache.registries.get(registry).filter(|l| !fresh && now.saturating_sub(l.at_ms) < ttl);
+            let cached = cache
+                .registries
+                .get(registry)
+                .filter(|l| !fresh && now.saturating_sub(l.at_ms) < ttl);
             if cached.is_some() {
                 continue;
             }
@@ -81,7 +85,13 @@ impl Host {
             let host = registry.clone();
             match blocking(move || session.listing(&host)).await {
                 Ok(repositories) => {
-                    cache.registries.insert(registry.clone(), Listing { at_ms: now, repositories });
+                    cache.registries.insert(
+                        registry.clone(),
+                        Listing {
+                            at_ms: now,
+                            repositories,
+                        },
+                    );
                     read_now = true;
                 }
                 Err(e) => notes.push(format!("{registry}: not searched: [{}] {e}", e.code())),
@@ -123,12 +133,14 @@ impl Host {
                 None => {}
             }
         }
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.reference.cmp(&b.1.reference)));
+        scored.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| a.1.reference.cmp(&b.1.reference))
+        });
         Ok(RegistrySearch {
             hits: scored.into_iter().map(|(_, item)| item).collect(),
             registries,
             notes,
         })
     }
-
 }

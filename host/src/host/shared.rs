@@ -77,11 +77,18 @@ impl Host {
         const SHARED: &str = "shared storage";
         for (name, entry) in shared.grants()? {
             let policy = self.grants();
-            let here = policy.skills.get(&name).map(crate::capabilities::Policy::shown);
+            let here = policy
+                .skills
+                .get(&name)
+                .map(crate::capabilities::Policy::shown);
             if here == entry {
                 continue;
             }
-            let entry = match entry.as_ref().map(crate::capabilities::Policy::from_shown).transpose() {
+            let entry = match entry
+                .as_ref()
+                .map(crate::capabilities::Policy::from_shown)
+                .transpose()
+            {
                 Ok(entry) => entry,
                 Err(why) => {
                     tracing::warn!(skill = %name, "could not take the grants another node made: {why}");
@@ -94,7 +101,10 @@ impl Host {
                 who: "a node".into(),
                 dirs: Some(self.config().serve.grant_dirs.clone()),
             };
-            let outside = entry.iter().flat_map(|e| &e.dirs).find_map(|d| super::grants::within(&d.host, &bound).err());
+            let outside = entry
+                .iter()
+                .flat_map(|e| &e.dirs)
+                .find_map(|d| super::grants::within(&d.host, &bound).err());
             if let Some(refusal) = outside {
                 let values = entry.as_ref().map(crate::capabilities::Policy::shown);
                 let arguments = serde_json::json!({ "skill": name, "entry": values });
@@ -103,7 +113,9 @@ impl Host {
             }
             // Kept in this node's evo.toml too, for its next start; a file it cannot
             // write does not keep the change from applying now.
-            if let Err(e) = crate::config::set_skill_grants(&self.config_path(), &name, entry.as_ref()) {
+            if let Err(e) =
+                crate::config::set_skill_grants(&self.config_path(), &name, entry.as_ref())
+            {
                 tracing::warn!(skill = %name, "the grants another node made apply, but could not be kept in evo.toml: {e}");
             }
             self.apply_entry(&name, entry, &policy).await;

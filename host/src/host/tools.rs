@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::skill::history::{Filter, History, Record, ToolStats};
 use crate::skill::kernel::{RunOptions, SkillContext};
 use crate::skill::permission::Profile;
-use crate::tools::descriptor::{ToolRequest, ToolDescriptor, ToolResult, missing_parameter};
+use crate::tools::descriptor::{ToolDescriptor, ToolRequest, ToolResult, missing_parameter};
 
 impl Host {
     /// `list_tools`: every tool the model may see, by name.

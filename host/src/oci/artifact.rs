@@ -230,7 +230,10 @@ mod tests {
         let (manifest, config, layer) = component(b"\0asm\x0d\0\x01\0", "2026-11-27T00:00:00Z");
         let json: Value = serde_json::from_slice(&manifest.to_bytes()).unwrap();
         assert_eq!(json["mediaType"], MANIFEST);
-        assert_eq!(json["config"]["mediaType"], "application/vnd.wasm.config.v0+json");
+        assert_eq!(
+            json["config"]["mediaType"],
+            "application/vnd.wasm.config.v0+json"
+        );
         assert_eq!(json["layers"][0]["mediaType"], "application/wasm");
         assert_eq!(json["config"]["digest"], digest_of(&config));
         let config: Value = serde_json::from_slice(&config).unwrap();
@@ -244,10 +247,15 @@ mod tests {
         manifest.layers[0].media_type = "application/vnd.oci.image.layer.v1.tar+gzip".into();
         let err = classify("r:1", &manifest).unwrap_err();
         assert_eq!(err.code(), "ARTIFACT_INVALID");
-        assert!(err.to_string().contains("its layer is application/vnd.oci.image.layer.v1.tar+gzip"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("its layer is application/vnd.oci.image.layer.v1.tar+gzip"),
+            "{err}"
+        );
 
         let (mut manifest, _, _) = component(b"\0asm", "");
-        manifest.config.as_mut().unwrap().media_type = "application/vnd.oci.image.config.v1+json".into();
+        manifest.config.as_mut().unwrap().media_type =
+            "application/vnd.oci.image.config.v1+json".into();
         let err = classify("r:1", &manifest).unwrap_err();
         assert!(err.to_string().contains("container image"), "{err}");
     }

@@ -63,7 +63,12 @@ pub fn is_bundle(artifact_type: Option<&str>) -> bool {
 
 /// DSSE's pre-authentication encoding: what the envelope's signature covers.
 fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = format!("DSSEv1 {} {payload_type} {} ", payload_type.len(), payload.len()).into_bytes();
+    let mut bytes = format!(
+        "DSSEv1 {} {payload_type} {} ",
+        payload_type.len(),
+        payload.len()
+    )
+    .into_bytes();
     bytes.extend_from_slice(payload);
     bytes
 }
@@ -112,7 +117,9 @@ pub fn manifest(subject: Descriptor, bundle: &[u8], created: &str) -> Manifest {
         ("dev.sigstore.bundle.predicateType", PREDICATE),
         ("org.opencontainers.image.created", created),
     ] {
-        manifest.annotations.insert(key.to_owned(), value.to_owned());
+        manifest
+            .annotations
+            .insert(key.to_owned(), value.to_owned());
     }
     manifest
 }
@@ -174,7 +181,12 @@ struct EnvelopeSignature {
 pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
     let bundle: Bundle = match serde_json::from_slice(bytes) {
         Ok(bundle) => bundle,
-        Err(e) => return Verdict::Unreadable(format!("a Sigstore bundle that does not read ({})", shown(&e.to_string()))),
+        Err(e) => {
+            return Verdict::Unreadable(format!(
+                "a Sigstore bundle that does not read ({})",
+                shown(&e.to_string())
+            ));
+        }
     };
     if bundle.media_type != MEDIA_TYPE {
         return Verdict::Unreadable(format!(
@@ -182,7 +194,11 @@ pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
             shown(&bundle.media_type)
         ));
     }
-    if bundle.verification_material.and_then(|m| m.public_key).is_none() {
+    if bundle
+        .verification_material
+        .and_then(|m| m.public_key)
+        .is_none()
+    {
         return Verdict::Unreadable(
             "a keyless Sigstore signature (a certificate instead of a key), which Evo does not verify: [trust] keys are public keys".into(),
         );
@@ -191,7 +207,10 @@ pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
         return Verdict::Unreadable("a Sigstore bundle of a message signature, where cosign signs an artifact with a DSSE envelope".into());
     };
     if envelope.payload_type != PAYLOAD_TYPE {
-        return Verdict::Unreadable(format!("a DSSE envelope of {}, not of an in-toto statement", shown(&envelope.payload_type)));
+        return Verdict::Unreadable(format!(
+            "a DSSE envelope of {}, not of an in-toto statement",
+            shown(&envelope.payload_type)
+        ));
     }
     let b64 = base64::engine::general_purpose::STANDARD;
     let Ok(payload) = b64.decode(envelope.payload.trim()) else {
@@ -218,7 +237,11 @@ pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
     };
     let kind = statement["_type"].as_str().unwrap_or("");
     if kind != STATEMENT && kind != STATEMENT_V01 {
-        return Verdict::Unreadable(format!("a statement signed by {} of type {}, not in-toto's", key.name, shown(kind)));
+        return Verdict::Unreadable(format!(
+            "a statement signed by {} of type {}, not in-toto's",
+            key.name,
+            shown(kind)
+        ));
     }
     let predicate = statement["predicateType"].as_str().unwrap_or("");
     if predicate != PREDICATE {
@@ -240,7 +263,9 @@ pub fn verify(keys: &[TrustedKey], digest: &str, bytes: &[u8]) -> Verdict {
     }
     Verdict::ForAnother {
         signer: key.signer(),
-        signed: subjects.first().map_or_else(|| "no sha256 digest".into(), |s| digest_shown(s)),
+        signed: subjects
+            .first()
+            .map_or_else(|| "no sha256 digest".into(), |s| digest_shown(s)),
     }
 }
 
@@ -252,7 +277,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (private, public) = SigningKey::generate().unwrap();
         let (_, other) = SigningKey::generate().unwrap();
-        for (name, text) in [("alice.key", &private), ("alice.pub", &public), ("mallory.pub", &other)] {
+        for (name, text) in [
+            ("alice.key", &private),
+            ("alice.pub", &public),
+            ("mallory.pub", &other),
+        ] {
             std::fs::write(dir.path().join(name), text).unwrap();
         }
         let key = SigningKey::read(&dir.path().join("alice.key")).unwrap();
@@ -264,7 +293,10 @@ mod tests {
     #[test]
     fn the_envelope_signs_the_pre_authentication_encoding() {
         // DSSE's own example: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body.
-        assert_eq!(pae("http://example.com/HelloWorld", b"hello world"), b"DSSEv1 29 http://example.com/HelloWorld 11 hello world");
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+        );
     }
 
     #[test]
@@ -272,28 +304,42 @@ mod tests {
         let (key, alice, mallory, _dir) = keys();
         let digest = format!("sha256:{}", "b".repeat(64));
         let bundle = write(&key, &digest).unwrap();
-        let Verdict::Signed(signer) = verify(&[mallory.clone(), alice.clone()], &digest, &bundle) else {
+        let Verdict::Signed(signer) = verify(&[mallory.clone(), alice.clone()], &digest, &bundle)
+        else {
             panic!("alice's bundle does not verify");
         };
         assert_eq!(signer.key, "alice");
-        assert_eq!(verify(std::slice::from_ref(&mallory), &digest, &bundle), Verdict::Untrusted);
+        assert_eq!(
+            verify(std::slice::from_ref(&mallory), &digest, &bundle),
+            Verdict::Untrusted
+        );
         let elsewhere = format!("sha256:{}", "c".repeat(64));
         assert_eq!(
             verify(std::slice::from_ref(&alice), &elsewhere, &bundle),
-            Verdict::ForAnother { signer, signed: digest.clone() }
+            Verdict::ForAnother {
+                signer,
+                signed: digest.clone()
+            }
         );
 
         // The statement is cosign's, and a changed one no longer verifies.
         let mut json: Value = serde_json::from_slice(&bundle).unwrap();
         let b64 = base64::engine::general_purpose::STANDARD;
-        let payload = b64.decode(json["dsseEnvelope"]["payload"].as_str().unwrap()).unwrap();
+        let payload = b64
+            .decode(json["dsseEnvelope"]["payload"].as_str().unwrap())
+            .unwrap();
         let statement: Value = serde_json::from_slice(&payload).unwrap();
         assert_eq!(statement["predicateType"], PREDICATE);
         assert_eq!(statement["subject"][0]["digest"]["sha256"], "b".repeat(64));
-        let forged = String::from_utf8(payload).unwrap().replace(&"b".repeat(64), &"c".repeat(64));
+        let forged = String::from_utf8(payload)
+            .unwrap()
+            .replace(&"b".repeat(64), &"c".repeat(64));
         json["dsseEnvelope"]["payload"] = b64.encode(forged).into();
         let forged = serde_json::to_vec(&json).unwrap();
-        assert_eq!(verify(std::slice::from_ref(&alice), &elsewhere, &forged), Verdict::Untrusted);
+        assert_eq!(
+            verify(std::slice::from_ref(&alice), &elsewhere, &forged),
+            Verdict::Untrusted
+        );
     }
 
     #[test]
@@ -306,7 +352,8 @@ mod tests {
             j["verificationMaterial"] = json!({ "certificate": { "rawBytes": "MIIB" } });
             serde_json::to_vec(&j).unwrap()
         };
-        let Verdict::Unreadable(why) = verify(std::slice::from_ref(&alice), &digest, &keyless) else {
+        let Verdict::Unreadable(why) = verify(std::slice::from_ref(&alice), &digest, &keyless)
+        else {
             panic!("a keyless bundle was read");
         };
         assert!(why.contains("keyless"), "{why}");
@@ -317,7 +364,8 @@ mod tests {
             j["mediaType"] = format!("\u{1b}[2J{}", "x".repeat(10_000)).into();
             serde_json::to_vec(&j).unwrap()
         };
-        let Verdict::Unreadable(why) = verify(std::slice::from_ref(&alice), &digest, &hostile) else {
+        let Verdict::Unreadable(why) = verify(std::slice::from_ref(&alice), &digest, &hostile)
+        else {
             panic!("a bundle of another type was read");
         };
         assert!(why.len() < 300 && !why.contains('\u{1b}'), "{why}");
@@ -331,10 +379,14 @@ mod tests {
             "predicate": {},
         })
         .to_string();
-        let signature = key.sign_raw(&pae(PAYLOAD_TYPE, statement.as_bytes())).unwrap();
+        let signature = key
+            .sign_raw(&pae(PAYLOAD_TYPE, statement.as_bytes()))
+            .unwrap();
         json["dsseEnvelope"]["payload"] = b64.encode(&statement).into();
         json["dsseEnvelope"]["signatures"][0]["sig"] = b64.encode(signature).into();
-        let Verdict::Unreadable(why) = verify(&[alice], &digest, &serde_json::to_vec(&json).unwrap()) else {
+        let Verdict::Unreadable(why) =
+            verify(&[alice], &digest, &serde_json::to_vec(&json).unwrap())
+        else {
             panic!("an attestation counted as a signature");
         };
         assert!(why.contains("an attestation by alice"), "{why}");
@@ -347,16 +399,31 @@ mod tests {
         let json: Value = serde_json::from_slice(&m.to_bytes()).unwrap();
         assert_eq!(json["artifactType"], MEDIA_TYPE);
         assert_eq!(json["config"]["mediaType"], EMPTY);
-        assert_eq!(json["config"]["digest"], "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+        assert_eq!(
+            json["config"]["digest"],
+            "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
         assert_eq!(json["layers"][0]["mediaType"], MEDIA_TYPE);
         assert_eq!(json["subject"]["digest"], subject.digest.as_str());
-        assert_eq!(json["annotations"]["dev.sigstore.bundle.content"], "dsse-envelope");
+        assert_eq!(
+            json["annotations"]["dev.sigstore.bundle.content"],
+            "dsse-envelope"
+        );
 
         let index = add_referrer(None, &m);
         let again = add_referrer(Some(index.clone()), &m);
-        assert_eq!(again.manifests, index.manifests, "the same referrer is listed once");
-        assert_eq!(index.manifests[0].artifact_type.as_deref(), Some(MEDIA_TYPE));
+        assert_eq!(
+            again.manifests, index.manifests,
+            "the same referrer is listed once"
+        );
+        assert_eq!(
+            index.manifests[0].artifact_type.as_deref(),
+            Some(MEDIA_TYPE)
+        );
         assert_eq!(index.media_type.as_deref(), Some(artifact::INDEX));
-        assert_eq!(fallback_tag(&subject.digest), subject.digest.replace(':', "-"));
+        assert_eq!(
+            fallback_tag(&subject.digest),
+            subject.digest.replace(':', "-")
+        );
     }
 }

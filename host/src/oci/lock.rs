@@ -82,7 +82,10 @@ impl Lock {
                 path: path.to_owned(),
                 line: Some(1),
                 key: Some("version".into()),
-                message: format!("lock file version {} is not {VERSION}, the one this evo reads", lock.version),
+                message: format!(
+                    "lock file version {} is not {VERSION}, the one this evo reads",
+                    lock.version
+                ),
             });
         }
         Ok(lock)
@@ -121,9 +124,9 @@ impl Lock {
 
     /// The entry installed from `repository` (`registry/repository`, any tag).
     pub fn installed_from(&self, repository: &str) -> Option<&Locked> {
-        self.skills.iter().find(|s| {
-            super::Reference::parse(&s.reference).is_ok_and(|r| r.name() == repository)
-        })
+        self.skills
+            .iter()
+            .find(|s| super::Reference::parse(&s.reference).is_ok_and(|r| r.name() == repository))
     }
 
     /// Records `entry`, replacing the one of the same name.
@@ -152,15 +155,31 @@ mod tests {
         assert_eq!(Lock::read(&path).unwrap(), Lock::default());
         let mut lock = Lock::default();
         let digest = format!("sha256:{}", "a".repeat(64));
-        lock.put(Locked { name: "echo".into(), reference: "127.0.0.1:5000/evo/echo:1.0".into(), digest: digest.clone(), signer: Some("alice".into()) });
-        lock.put(Locked { name: "adder".into(), reference: "127.0.0.1:5000/evo/adder:2".into(), digest, signer: None });
+        lock.put(Locked {
+            name: "echo".into(),
+            reference: "127.0.0.1:5000/evo/echo:1.0".into(),
+            digest: digest.clone(),
+            signer: Some("alice".into()),
+        });
+        lock.put(Locked {
+            name: "adder".into(),
+            reference: "127.0.0.1:5000/evo/adder:2".into(),
+            digest,
+            signer: None,
+        });
         lock.write(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("# Skills installed from registries"), "{text}");
+        assert!(
+            text.starts_with("# Skills installed from registries"),
+            "{text}"
+        );
         let read = Lock::read(&path).unwrap();
         assert_eq!(read, lock);
         assert_eq!(read.skills()[0].name, "adder", "sorted by name");
-        assert_eq!(read.installed_from("127.0.0.1:5000/evo/echo").unwrap().name, "echo");
+        assert_eq!(
+            read.installed_from("127.0.0.1:5000/evo/echo").unwrap().name,
+            "echo"
+        );
 
         std::fs::write(&path, "version = 1\n[[skill]]\nname = 3\n").unwrap();
         let err = Lock::read(&path).unwrap_err();

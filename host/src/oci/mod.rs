@@ -12,11 +12,11 @@ pub mod reference;
 pub mod settings;
 pub mod sign;
 
+pub use crate::skill::package::{RegistrySource, Signer};
 pub use artifact::Kind;
 pub use client::Client;
 pub use reference::Reference;
 pub use settings::{CredentialSettings, Registries, RegistrySettings, TrustSettings};
-pub use crate::skill::package::{RegistrySource, Signer};
 pub use sign::{SigningKey, TrustedKey, Verdict};
 
 use artifact::Descriptor;
@@ -109,7 +109,12 @@ impl Registry {
     /// when a signature is required and none verifies), then its one layer, at most
     /// `caps` bytes (a component's, a skill directory ZIP's), checked against its digest
     /// as it streams in.
-    pub fn pull(&self, r: &Reference, caps: Caps, progress: Option<client::Progress<'_>>) -> Result<Pulled> {
+    pub fn pull(
+        &self,
+        r: &Reference,
+        caps: Caps,
+        progress: Option<client::Progress<'_>>,
+    ) -> Result<Pulled> {
         let (digest, manifest) = self.client.manifest(r)?;
         let (kind, layer) = artifact::classify(&r.to_string(), &manifest)?;
         let (signer, warnings) = self.check_signature(r, &digest)?;
@@ -137,7 +142,11 @@ impl Registry {
     /// Who of the trusted keys signed `digest` in `r`'s repository, in either format
     /// cosign writes (a Sigstore bundle among its referrers, or the `.sig` tag); an
     /// error when a signature is required and none of them did.
-    fn check_signature(&self, r: &Reference, digest: &str) -> Result<(Option<Signer>, Vec<String>)> {
+    fn check_signature(
+        &self,
+        r: &Reference,
+        digest: &str,
+    ) -> Result<(Option<Signer>, Vec<String>)> {
         let mut verdicts = Vec::new();
         for found in self.bundles(r, digest)? {
             match found.map(|bytes| bundle::verify(&self.keys, digest, &bytes)) {
@@ -162,7 +171,9 @@ impl Registry {
         if self.require_signature {
             return Err(Error::Registry {
                 code,
-                message: format!("{what}, and [trust] require_signature is on: nothing was installed"),
+                message: format!(
+                    "{what}, and [trust] require_signature is on: nothing was installed"
+                ),
                 transient: false,
             });
         }
@@ -173,10 +184,17 @@ impl Registry {
     /// under the fallback tag where the registry has none (at most
     /// [`sign::MAX_SIGNATURES`]). A referrer that cannot be read is an `Err` with why,
     /// beside the others; a registry that fails is an error.
-    fn bundles(&self, r: &Reference, digest: &str) -> Result<Vec<std::result::Result<Vec<u8>, String>>> {
+    fn bundles(
+        &self,
+        r: &Reference,
+        digest: &str,
+    ) -> Result<Vec<std::result::Result<Vec<u8>, String>>> {
         let index = match self.client.referrers(r, digest)? {
             Some(index) => index,
-            None => match self.client.stored(&r.tagged(&bundle::fallback_tag(digest)))? {
+            None => match self
+                .client
+                .stored(&r.tagged(&bundle::fallback_tag(digest)))?
+            {
                 Some(index) => index,
                 None => return Ok(Vec::new()),
             },
@@ -189,7 +207,10 @@ impl Registry {
             .take(sign::MAX_SIGNATURES)
         {
             if !reference::is_digest(&entry.digest) {
-                bundles.push(Err(format!("a referrer whose digest {}", sign::digest_shown(&entry.digest))));
+                bundles.push(Err(format!(
+                    "a referrer whose digest {}",
+                    sign::digest_shown(&entry.digest)
+                )));
                 continue;
             }
             let read = match self.client.stored(&r.at(&entry.digest)) {
@@ -198,12 +219,18 @@ impl Registry {
                         self.client.blob(r, layer, bundle::MAX_BUNDLE_BYTES, None)
                     }
                     _ => {
-                        bundles.push(Err(format!("a referrer {} that is not one Sigstore bundle layer", entry.digest)));
+                        bundles.push(Err(format!(
+                            "a referrer {} that is not one Sigstore bundle layer",
+                            entry.digest
+                        )));
                         continue;
                     }
                 },
                 Ok(None) => {
-                    bundles.push(Err(format!("a referrer {} the registry does not have", entry.digest)));
+                    bundles.push(Err(format!(
+                        "a referrer {} the registry does not have",
+                        entry.digest
+                    )));
                     continue;
                 }
                 Err(e) => Err(e),
@@ -249,10 +276,17 @@ impl Registry {
             unreadable.dedup();
             let more = unreadable.len().saturating_sub(3);
             unreadable.truncate(3);
-            let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+            let more = if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            };
             return (
                 "SIGNATURE_UNTRUSTED",
-                format!("{pinned} carries no signature Evo verifies: {}{more}", unreadable.join("; ")),
+                format!(
+                    "{pinned} carries no signature Evo verifies: {}{more}",
+                    unreadable.join("; ")
+                ),
             );
         }
         if self.keys.is_empty() {
@@ -265,7 +299,11 @@ impl Registry {
             "SIGNATURE_UNTRUSTED",
             format!(
                 "{pinned} is signed, but by none of the trusted keys ({})",
-                self.keys.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+                self.keys
+                    .iter()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
     }
@@ -298,7 +336,9 @@ impl Registry {
         }
         if let Some(tags) = about["tags"].as_array().filter(|t| !t.is_empty()) {
             let tags: Vec<&str> = tags.iter().filter_map(serde_json::Value::as_str).collect();
-            manifest.annotations.insert(KEYWORDS.to_owned(), tags.join(","));
+            manifest
+                .annotations
+                .insert(KEYWORDS.to_owned(), tags.join(","));
         }
         let config_descriptor = manifest.config.clone().unwrap_or_else(|| layer.clone());
         self.client.push_blob(r, &layer, bytes)?;
@@ -306,7 +346,11 @@ impl Registry {
         let target = r.tag.as_deref().unwrap_or(reference::DEFAULT_TAG);
         let digest = self.client.push_manifest(r, target, &manifest)?;
         if let Some(key) = key {
-            self.sign(r, &Descriptor::of(artifact::MANIFEST, &manifest.to_bytes()), key)?;
+            self.sign(
+                r,
+                &Descriptor::of(artifact::MANIFEST, &manifest.to_bytes()),
+                key,
+            )?;
         }
         Ok(digest)
     }
@@ -333,7 +377,12 @@ impl Registry {
                 .filter(|t| !t.starts_with("sha256-"))
                 .collect();
             tags.sort();
-            let Some(tag) = tags.iter().find(|t| *t == "latest").or(tags.last()).cloned() else {
+            let Some(tag) = tags
+                .iter()
+                .find(|t| *t == "latest")
+                .or(tags.last())
+                .cloned()
+            else {
                 continue;
             };
             let at = Reference {
@@ -343,7 +392,10 @@ impl Registry {
             let annotations = match self.client.manifest(&at) {
                 Ok((_, manifest)) => manifest.annotations,
                 // Not an artifact Evo reads (an index of images, say): listed by name.
-                Err(Error::Registry { code: "ARTIFACT_INVALID", .. }) => Default::default(),
+                Err(Error::Registry {
+                    code: "ARTIFACT_INVALID",
+                    ..
+                }) => Default::default(),
                 Err(e) => return Err(e),
             };
             let text = |key: &str| annotations.get(key).cloned().filter(|t| !t.is_empty());
@@ -352,7 +404,12 @@ impl Registry {
                 title: text(TITLE),
                 description: text(DESCRIPTION),
                 keywords: text(KEYWORDS)
-                    .map(|k| k.split(',').map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect())
+                    .map(|k| {
+                        k.split(',')
+                            .map(|w| w.trim().to_owned())
+                            .filter(|w| !w.is_empty())
+                            .collect()
+                    })
                     .unwrap_or_default(),
             });
         }
@@ -379,7 +436,8 @@ impl Registry {
         if let Some(config_descriptor) = &manifest.config {
             self.client.push_blob(r, config_descriptor, &config)?;
         }
-        self.client.push_manifest(r, &sign::tag(digest), &manifest)?;
+        self.client
+            .push_manifest(r, &sign::tag(digest), &manifest)?;
         Ok(())
     }
 
@@ -389,8 +447,13 @@ impl Registry {
         let bytes = bundle::write(key, &subject.digest)?;
         let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let manifest = bundle::manifest(subject.clone(), &bytes, &created);
-        self.client.push_blob(r, &Descriptor::of(bundle::MEDIA_TYPE, &bytes), &bytes)?;
-        self.client.push_blob(r, &Descriptor::of(bundle::EMPTY, bundle::EMPTY_BLOB), bundle::EMPTY_BLOB)?;
+        self.client
+            .push_blob(r, &Descriptor::of(bundle::MEDIA_TYPE, &bytes), &bytes)?;
+        self.client.push_blob(
+            r,
+            &Descriptor::of(bundle::EMPTY, bundle::EMPTY_BLOB),
+            bundle::EMPTY_BLOB,
+        )?;
         let (_, listed) = self.client.push_referrer(r, &manifest)?;
         if !listed {
             let tag = bundle::fallback_tag(&subject.digest);

@@ -161,8 +161,9 @@ impl fmt::Display for Reference {
 
 /// Whether `text` is `sha256:` and 64 lower-case hex digits.
 pub fn is_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 fn is_tag(tag: &str) -> bool {
@@ -194,7 +195,12 @@ mod tests {
     fn references_read_as_docker_reads_them() {
         let r = Reference::parse("oci://127.0.0.1:5000/evo/echo:1.0").unwrap();
         assert_eq!(
-            (r.registry.as_str(), r.repository.as_str(), r.tag.as_deref(), r.digest.as_deref()),
+            (
+                r.registry.as_str(),
+                r.repository.as_str(),
+                r.tag.as_deref(),
+                r.digest.as_deref()
+            ),
             ("127.0.0.1:5000", "evo/echo", Some("1.0"), None)
         );
         assert_eq!(r.to_string(), "127.0.0.1:5000/evo/echo:1.0");
@@ -202,14 +208,23 @@ mod tests {
 
         let pinned = format!("ghcr.io/acme/echo@sha256:{}", "a".repeat(64));
         let r = Reference::parse(&pinned).unwrap();
-        assert_eq!((r.tag.as_deref(), r.target()), (None, r.digest.as_deref().unwrap()));
+        assert_eq!(
+            (r.tag.as_deref(), r.target()),
+            (None, r.digest.as_deref().unwrap())
+        );
         assert_eq!(r.to_string(), pinned);
 
         let r = Reference::parse("localhost:5000/echo").unwrap();
-        assert_eq!((r.registry.as_str(), r.target()), ("localhost:5000", "latest"));
+        assert_eq!(
+            (r.registry.as_str(), r.target()),
+            ("localhost:5000", "latest")
+        );
 
         let r = Reference::parse("alpine").unwrap();
-        assert_eq!((r.registry.as_str(), r.repository.as_str()), ("docker.io", "library/alpine"));
+        assert_eq!(
+            (r.registry.as_str(), r.repository.as_str()),
+            ("docker.io", "library/alpine")
+        );
         assert_eq!(r.api_host(), "registry-1.docker.io");
     }
 

@@ -107,7 +107,9 @@ fn docker_credential(text: &str, registry: &str) -> Option<(String, String)> {
     };
     let entry = auths.iter().find(|(key, _)| wanted(key))?.1;
     if let Some(auth) = entry.get("auth").and_then(|a| a.as_str()) {
-        let decoded = base64::engine::general_purpose::STANDARD.decode(auth).ok()?;
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(auth)
+            .ok()?;
         let text = String::from_utf8(decoded).ok()?;
         let (user, password) = text.split_once(':')?;
         return Some((user.to_owned(), password.to_owned()));

@@ -126,7 +126,10 @@ impl SigningKey {
         )
         .map_err(|e| Error::Engine(format!("a generated key was refused: {e}")))?;
         let spki = Self { pair }.public_key_der();
-        Ok((to_pem("PRIVATE KEY", pkcs8.as_ref()), to_pem("PUBLIC KEY", &spki)))
+        Ok((
+            to_pem("PRIVATE KEY", pkcs8.as_ref()),
+            to_pem("PUBLIC KEY", &spki),
+        ))
     }
 
     /// The DER of its public key (SubjectPublicKeyInfo), as `[trust] keys` holds it.
@@ -158,7 +161,10 @@ fn to_pem(label: &str, der: &[u8]) -> String {
         .chunks(64)
         .map(|c| std::str::from_utf8(c).unwrap_or(""))
         .collect();
-    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
 }
 
 /// A public key whose signatures are trusted.
@@ -175,15 +181,22 @@ impl TrustedKey {
     /// Reads the PEM public key at `path`.
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| key_invalid(path, e))?;
-        let der = pem(&text, "PUBLIC KEY")
-            .ok_or_else(|| key_invalid(path, "not a PEM public key (-----BEGIN PUBLIC KEY-----)"))?;
+        let der = pem(&text, "PUBLIC KEY").ok_or_else(|| {
+            key_invalid(path, "not a PEM public key (-----BEGIN PUBLIC KEY-----)")
+        })?;
         let point = der
             .strip_prefix(&P256_SPKI_PREFIX[..])
             .filter(|point| point.len() == 65)
-            .ok_or_else(|| key_invalid(path, "not an ECDSA P-256 public key (the kind cosign makes)"))?;
-        let name = path
-            .file_stem()
-            .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+            .ok_or_else(|| {
+                key_invalid(
+                    path,
+                    "not an ECDSA P-256 public key (the kind cosign makes)",
+                )
+            })?;
+        let name = path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
         Ok(Self {
             name,
             fingerprint: artifact::digest_of(&der),
@@ -198,7 +211,8 @@ impl TrustedKey {
 
     /// Whether `signature` (base64 of ASN.1 DER) is this key's of `payload`.
     pub(super) fn verifies(&self, payload: &[u8], signature: &str) -> bool {
-        let Ok(signature) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
+        let Ok(signature) = base64::engine::general_purpose::STANDARD.decode(signature.trim())
+        else {
             return false;
         };
         UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_ASN1, &self.point)
@@ -279,14 +293,22 @@ fn signed_digest(payload: &[u8]) -> Option<String> {
 
 /// The signature manifest with `payload` signed by `signature` added to `existing`'s
 /// signatures (another signer's stay), and its config blob.
-pub fn manifest(existing: Option<Manifest>, payload: &[u8], signature: &str) -> (Manifest, Vec<u8>) {
+pub fn manifest(
+    existing: Option<Manifest>,
+    payload: &[u8],
+    signature: &str,
+) -> (Manifest, Vec<u8>) {
     let mut layer = Descriptor::of(PAYLOAD, payload);
-    layer.annotations.insert(ANNOTATION.to_owned(), signature.to_owned());
+    layer
+        .annotations
+        .insert(ANNOTATION.to_owned(), signature.to_owned());
     let mut layers: Vec<Descriptor> = existing
         .map(|m| m.layers)
         .unwrap_or_default()
         .into_iter()
-        .filter(|l| l.media_type == PAYLOAD && l.annotations.get(ANNOTATION) != Some(&signature.to_owned()))
+        .filter(|l| {
+            l.media_type == PAYLOAD && l.annotations.get(ANNOTATION) != Some(&signature.to_owned())
+        })
         .collect();
     layers.push(layer);
     let zero = "0001-01-01T00:00:00Z";
@@ -358,20 +380,36 @@ mod tests {
         let body = payload("127.0.0.1:5000/evo/echo", &digest);
         let signature = key.sign(&body).unwrap();
 
-        let Verdict::Signed(signer) = verify(&[mallory.clone(), alice.clone()], &digest, &body, &signature) else {
+        let Verdict::Signed(signer) = verify(
+            &[mallory.clone(), alice.clone()],
+            &digest,
+            &body,
+            &signature,
+        ) else {
             panic!("alice's signature does not verify");
         };
         assert_eq!(signer.key, "alice");
-        assert_eq!(verify(&[mallory], &digest, &body, &signature), Verdict::Untrusted, "another key");
+        assert_eq!(
+            verify(&[mallory], &digest, &body, &signature),
+            Verdict::Untrusted,
+            "another key"
+        );
         let elsewhere = format!("sha256:{}", "c".repeat(64));
         assert_eq!(
             verify(std::slice::from_ref(&alice), &elsewhere, &body, &signature),
-            Verdict::ForAnother { signer, signed: digest.clone() },
+            Verdict::ForAnother {
+                signer,
+                signed: digest.clone()
+            },
             "another artifact"
         );
         let mut forged = body.clone();
         forged[5] ^= 1;
-        assert_eq!(verify(&[alice], &digest, &forged, &signature), Verdict::Untrusted, "another payload");
+        assert_eq!(
+            verify(&[alice], &digest, &forged, &signature),
+            Verdict::Untrusted,
+            "another payload"
+        );
         assert_eq!(tag(&digest), format!("sha256-{}.sig", "b".repeat(64)));
     }
 
@@ -384,6 +422,11 @@ mod tests {
         assert_eq!(err.code(), "KEY_INVALID");
         assert!(err.to_string().contains("evo skill keygen"), "{err}");
         std::fs::write(&path, "not a key").unwrap();
-        assert!(TrustedKey::read(&path).unwrap_err().to_string().contains("not a PEM public key"));
+        assert!(
+            TrustedKey::read(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("not a PEM public key")
+        );
     }
 }

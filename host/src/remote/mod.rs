@@ -17,7 +17,10 @@ mod client;
 // Both ends speak it: the client here, the server in `serve::ws`.
 #[cfg_attr(
     not(any(feature = "remotes", feature = "serve")),
-    allow(dead_code, reason = "a build with neither end has only `SkillInfo` to name")
+    allow(
+        dead_code,
+        reason = "a build with neither end has only `SkillInfo` to name"
+    )
 )]
 pub mod protocol;
 
@@ -234,7 +237,11 @@ mod tests {
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].remote.as_deref(), Some("work"));
         assert_eq!(errors[0].code, "FEATURE_NOT_BUILT");
-        assert!(errors[0].error.contains("`remotes` feature"), "{}", errors[0].error);
+        assert!(
+            errors[0].error.contains("`remotes` feature"),
+            "{}",
+            errors[0].error
+        );
 
         // What `evo skill run work/echo` asks first.
         let err = host.resolve("work/echo").await.unwrap_err();
@@ -244,7 +251,10 @@ mod tests {
             "work/echo, a skill of remote work, is not in this build of Evo: it needs evo-host's `remotes` feature"
         );
         // The host's own skills are there as ever.
-        let out = host.call("calculate", json!({ "expression": "1 + 1" })).await.unwrap();
+        let out = host
+            .call("calculate", json!({ "expression": "1 + 1" }))
+            .await
+            .unwrap();
         assert_eq!(out, json!({ "result": 2 }));
     }
 }

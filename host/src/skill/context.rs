@@ -108,7 +108,11 @@ pub fn granted_writes(
     let reason = format!(
         "{skill} may not write to memory: it needs `\"memory\": \"read-write\"` among its capabilities and that grant from the operator (`[grants] memory = \"read-write\"`, `[grants.skill.{skill}]`, or `--allow-memory read-write`)"
     );
-    tracing::info!(skill, dropped = suggested.len(), "memory suggestions refused: {reason}");
+    tracing::info!(
+        skill,
+        dropped = suggested.len(),
+        "memory suggestions refused: {reason}"
+    );
     let refused = suggested
         .iter()
         .map(|w| MemoryWriteOutcome::refused(w, reason.clone()))

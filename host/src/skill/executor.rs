@@ -10,8 +10,8 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use super::context::{MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus};
 use super::context::BoxFuture;
+pub use super::context::{MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus};
 use super::kernel::SkillContext;
 use crate::error::Result;
 

@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
-pub use crate::skill::calls::{Filter, Record, Status};
 use crate::skill::calls::CallStore;
+pub use crate::skill::calls::{Filter, Record, Status};
 
 /// Default number of calls kept: months of interactive use, a few MB on disk.
 pub const DEFAULT_HISTORY_CAP: u64 = 100_000;
@@ -107,7 +107,10 @@ impl History {
     }
 
     /// Calls recorded and not yet flushed.
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests call it"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, reason = "Evo's own tests call it")
+    )]
     pub fn pending(&self) -> usize {
         self.lock().len()
     }

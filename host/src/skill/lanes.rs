@@ -49,6 +49,9 @@ mod tests {
         assert!(streak.takes_long_lane());
         streak.ran_short();
         assert!(!streak.takes_long_lane());
-        assert_eq!((long_places(1), long_places(16), long_places(33)), (1, 8, 16));
+        assert_eq!(
+            (long_places(1), long_places(16), long_places(33)),
+            (1, 8, 16)
+        );
     }
 }

@@ -60,7 +60,10 @@ pub enum LiveCall {
 
 impl LiveCall {
     /// `started` or `finished`.
-    #[cfg_attr(not(any(feature = "serve", feature = "internals")), allow(dead_code, reason = "`evo serve` and Evo's own tests use it"))]
+    #[cfg_attr(
+        not(any(feature = "serve", feature = "internals")),
+        allow(dead_code, reason = "`evo serve` and Evo's own tests use it")
+    )]
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Started { .. } => "started",
@@ -87,7 +90,10 @@ impl Default for LiveCalls {
 
 impl LiveCalls {
     /// The calls from now on.
-    #[cfg_attr(not(any(feature = "serve", feature = "internals")), allow(dead_code, reason = "`evo serve` and Evo's own tests use it"))]
+    #[cfg_attr(
+        not(any(feature = "serve", feature = "internals")),
+        allow(dead_code, reason = "`evo serve` and Evo's own tests use it")
+    )]
     pub fn subscribe(&self) -> broadcast::Receiver<LiveCall> {
         self.sender.subscribe()
     }

@@ -185,10 +185,18 @@ impl Metrics {
         for (name, help, value) in [
             ("wasm_instances", "Wasm instances alive", scraped.instances),
             ("calls_running", "Calls running now", scraped.running),
-            ("calls_queued", "Calls waiting for a slot now", scraped.queued),
+            (
+                "calls_queued",
+                "Calls waiting for a slot now",
+                scraped.queued,
+            ),
             ("call_slots", "Calls that may run at once", scraped.slots),
             ("skills", "Skills in the catalogue", scraped.skills),
-            ("memory_entries", "Entries in long-term memory", scraped.memory_entries),
+            (
+                "memory_entries",
+                "Entries in long-term memory",
+                scraped.memory_entries,
+            ),
         ] {
             let gauge = Gauge::<u64, AtomicU64>::default();
             gauge.set(value);
@@ -197,7 +205,9 @@ impl Metrics {
         // Counted elsewhere since start: a fresh counter per scrape holds the total.
         let decisions = Family::<ActionLabel, Counter>::default();
         for (action, count) in &scraped.memory_decisions {
-            decisions.get_or_create(&ActionLabel { action }).inc_by(*count);
+            decisions
+                .get_or_create(&ActionLabel { action })
+                .inc_by(*count);
         }
         registry.register(
             "memory_decisions",
@@ -288,7 +298,10 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
         }
-        assert!(!text.contains("made-up-name") && !text.contains("secret input"), "{text}");
+        assert!(
+            !text.contains("made-up-name") && !text.contains("secret input"),
+            "{text}"
+        );
     }
 
     #[test]

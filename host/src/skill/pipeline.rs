@@ -192,13 +192,7 @@ impl PipelineExecutor {
                             .render(&scope)
                             .map_err(|e| self.template_error(label, e))?;
                         let out = self
-                            .call(
-                                step,
-                                format!("{}[{i}]", step.label),
-                                input,
-                                ctx,
-                                traces,
-                            )
+                            .call(step, format!("{}[{i}]", step.label), input, ctx, traces)
                             .await?;
                         memory_writes.extend(out.memory_writes);
                         memory.extend(out.memory);

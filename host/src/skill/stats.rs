@@ -9,10 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
-
 use crate::error::Result;
-pub use crate::skill::calls::SkillStats;
 use crate::skill::calls::CallStore;
+pub use crate::skill::calls::SkillStats;
 
 #[derive(Debug, Default)]
 struct Counts {
@@ -63,13 +62,19 @@ impl Stats {
     }
 
     /// The figures of `skill` in this process.
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, reason = "Evo's own tests use it")
+    )]
     pub fn get(&self, skill: &str) -> Option<SkillStats> {
         self.lock().totals.get(skill).cloned()
     }
 
     /// Every skill's figures in this process, by name.
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, reason = "Evo's own tests use it")
+    )]
     pub fn snapshot(&self) -> BTreeMap<String, SkillStats> {
         self.lock()
             .totals
@@ -111,7 +116,10 @@ impl Stats {
     }
 
     /// Every skill's figures as stored in `store` (all processes, all time).
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, reason = "Evo's own tests use it")
+    )]
     pub fn load(store: &dyn CallStore) -> Result<BTreeMap<String, SkillStats>> {
         store.stats()
     }

@@ -385,7 +385,9 @@ pub(crate) const EXACT_INTEGER: u64 = (1 << 53) - 1;
 /// numbers as 64-bit floats round (one past u64 or i64 is read as a float, not here).
 fn past_exact(value: &Value) -> bool {
     value.as_u64().is_some_and(|n| n > EXACT_INTEGER)
-        || value.as_i64().is_some_and(|n| n.unsigned_abs() > EXACT_INTEGER)
+        || value
+            .as_i64()
+            .is_some_and(|n| n.unsigned_abs() > EXACT_INTEGER)
 }
 
 /// Whether one of the schemas of an `anyOf` or `oneOf` takes a string.

@@ -102,8 +102,9 @@ impl CallCgroup {
                     cgroup.pids = true;
                 }
                 if quota > 0 && has("cpu") {
-                    cgroup.cpu = std::fs::write(dir.join("cpu.max"), format!("{quota} {CPU_PERIOD_US}"))
-                        .is_ok();
+                    cgroup.cpu =
+                        std::fs::write(dir.join("cpu.max"), format!("{quota} {CPU_PERIOD_US}"))
+                            .is_ok();
                     let _ = write(&dir, "cpu.weight", CPU_WEIGHT.0);
                 }
                 if dir.join("cgroup.kill").exists() {
@@ -279,9 +280,14 @@ fn hierarchies() -> &'static Hierarchies {
             return Hierarchies::default();
         };
         let found = find(&cgroups, &mounts);
-        for base in [&found.unified, &found.memory_v1, &found.pids_v1, &found.cpu_v1]
-            .into_iter()
-            .flatten()
+        for base in [
+            &found.unified,
+            &found.memory_v1,
+            &found.pids_v1,
+            &found.cpu_v1,
+        ]
+        .into_iter()
+        .flatten()
         {
             remove_stale(base);
         }

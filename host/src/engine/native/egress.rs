@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use ureq::http;
 use http_body_util::BodyExt as _;
 use http_body_util::combinators::UnsyncBoxBody;
+use ureq::http;
 use wasmtime_wasi_http::io::TokioIo;
 
 use crate::capabilities::Grant;

@@ -42,7 +42,13 @@ pub use super::native_limits::{
 /// Default cap on stdout + stderr.
 pub const DEFAULT_OUTPUT_CAP: usize = 10 * 1024 * 1024;
 /// The script each native skill runs, relative to its directory.
-#[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it (and, for some, the program tools)"))]
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        dead_code,
+        reason = "Evo's own tests use it (and, for some, the program tools)"
+    )
+)]
 pub const SCRIPT: &str = "scripts/execute.js";
 
 /// How native skills run.
@@ -223,7 +229,13 @@ pub fn interpreter_for(script: &Path) -> Option<&'static str> {
 /// What a command line of the `bash` tool may use besides the system's programs: the
 /// toolchains the operator made reachable (`[tools] toolchains`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it (and, for some, the program tools)"))]
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        dead_code,
+        reason = "Evo's own tests use it (and, for some, the program tools)"
+    )
+)]
 pub struct Toolchains {
     /// Directories bound read-only at their own paths.
     pub dirs: Vec<PathBuf>,
@@ -236,10 +248,22 @@ pub struct Toolchains {
 #[derive(Debug, Clone)]
 pub struct NativeSandbox {
     config: Arc<NativeConfig>,
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it (and, for some, the program tools)"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(
+            dead_code,
+            reason = "Evo's own tests use it (and, for some, the program tools)"
+        )
+    )]
     skills_root: PathBuf,
     slots: Arc<tokio::sync::Semaphore>,
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it (and, for some, the program tools)"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(
+            dead_code,
+            reason = "Evo's own tests use it (and, for some, the program tools)"
+        )
+    )]
     stats: Arc<Stats>,
     probe: Arc<tokio::sync::OnceCell<Vec<String>>>,
     warm: Arc<Warm>,
@@ -254,7 +278,13 @@ struct Warm {
     calls: std::sync::atomic::AtomicU64,
 }
 
-#[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests use it (and, for some, the program tools)"))]
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        dead_code,
+        reason = "Evo's own tests use it (and, for some, the program tools)"
+    )
+)]
 impl NativeSandbox {
     /// A sandbox for the skills under `skills_root` (`<root>/<name>/scripts/execute.js`).
     pub fn new(skills_root: impl Into<PathBuf>, config: NativeConfig) -> Self {

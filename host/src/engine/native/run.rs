@@ -297,7 +297,10 @@ pub async fn execute(
     let failure = if flooded.load(Ordering::SeqCst) {
         Some((
             NativeFailure::OutputLimit,
-            format!("Output size exceeded {} limit", size_limit(config.output_cap)),
+            format!(
+                "Output size exceeded {} limit",
+                size_limit(config.output_cap)
+            ),
         ))
     } else if out_of_memory || OOM_MARKERS.iter().any(|m| stderr.contains(m)) {
         Some((NativeFailure::OutOfMemory, "Out of memory".into()))

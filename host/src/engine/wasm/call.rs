@@ -10,15 +10,15 @@ use serde_json::Value;
 use super::bindings::evo::skill::types;
 use super::guest::run_guest;
 use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES, cut};
-use crate::skill::lanes::Streak;
 use super::{LoadSource, WasmEngine};
 use crate::capabilities::{Grant, MemoryAccess, Policy};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
+use crate::skill::lanes::Streak;
 use crate::skill::meta::SkillMeta;
 
-pub use crate::skill::executor::{MemoryWrite, StepTrace};
 use crate::skill::context::{MemoryWriteOutcome, granted_writes};
+pub use crate::skill::executor::{MemoryWrite, StepTrace};
 
 /// What a successful call returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -142,7 +142,9 @@ impl WasmSkill {
     /// one already shared is an error.
     pub(crate) fn installed_as(self, name: &str, policy: &Policy) -> Result<Self> {
         let mut inner = Arc::try_unwrap(self.inner).map_err(|_| {
-            Error::Engine(format!("{name}: a skill in use cannot be renamed; load it again"))
+            Error::Engine(format!(
+                "{name}: a skill in use cannot be renamed; load it again"
+            ))
         })?;
         inner.meta.name = name.to_owned();
         inner.name = name.into();
@@ -232,9 +234,7 @@ impl WasmSkill {
             &skill.calls,
             ctx,
             &skill.streak,
-            move |plugin, store| {
-                Box::pin(async move { plugin.execute(store, input).await })
-            },
+            move |plugin, store| Box::pin(async move { plugin.execute(store, input).await }),
         )
         .await?;
         let output = match result.map_err(|e| guest.classify(e))? {

@@ -43,14 +43,19 @@ impl WasmEngine {
             return Ok(hit);
         }
         let gate = self.inner.compiling.gate(fuel, digest);
-        let (engine, label_owned, digest_owned) = (self.clone(), label.to_owned(), digest.to_owned());
+        let (engine, label_owned, digest_owned) =
+            (self.clone(), label.to_owned(), digest.to_owned());
         let compile = async move {
             let turn = gate.lock_owned().await;
             // Whoever held the turn before may have compiled these very bytes.
             if let Some(hit) = engine.cached(&label_owned, &digest_owned, fuel, ready)? {
                 return Ok(hit);
             }
-            engine.inner.config.on_compile.tell(&label_owned, code.len());
+            engine
+                .inner
+                .config
+                .on_compile
+                .tell(&label_owned, code.len());
             tokio::task::spawn_blocking(move || {
                 // Held until the compile ends, even past the deadline: the next caller
                 // then reads what it wrote to the cache instead of compiling again.
@@ -121,15 +126,24 @@ pub(super) struct Gates(std::sync::Mutex<HashMap<(bool, String), Turn>>);
 impl Gates {
     /// The turn to compile the component `digest` with or without fuel.
     fn gate(&self, fuel: bool, digest: &str) -> Turn {
-        let mut gates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut gates = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         gates.entry((fuel, digest.to_owned())).or_default().clone()
     }
 
     /// Forgets the turn once nobody waits for it or holds it.
     fn done(&self, fuel: bool, digest: &str) {
-        let mut gates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut gates = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let key = (fuel, digest.to_owned());
-        if gates.get(&key).is_some_and(|gate| Arc::strong_count(gate) == 1) {
+        if gates
+            .get(&key)
+            .is_some_and(|gate| Arc::strong_count(gate) == 1)
+        {
             gates.remove(&key);
         }
     }
@@ -147,7 +161,11 @@ fn refused(label: &str, error: &wasmtime::Error, max_instances: u32) -> Error {
             skill: label.to_owned(),
             message: format!(
                 "the component creates more {} than the {max_instances} one component may have ({text})",
-                if what == "tables" { "tables" } else { "core instances" }
+                if what == "tables" {
+                    "tables"
+                } else {
+                    "core instances"
+                }
             ),
         },
         None => Error::InvalidComponent {
@@ -163,10 +181,13 @@ fn link(
     label: &str,
     component: &wasmtime::component::Component,
 ) -> Result<InstancePre<HostState>> {
-    flavor.linker.instantiate_pre(component).map_err(|e| Error::NotASkill {
-        skill: label.to_owned(),
-        reason: unprovided(&format!("{e:#}")),
-    })
+    flavor
+        .linker
+        .instantiate_pre(component)
+        .map_err(|e| Error::NotASkill {
+            skill: label.to_owned(),
+            reason: unprovided(&format!("{e:#}")),
+        })
 }
 
 /// Why a component could not be linked (wasmtime's `error`), with the versions Evo has
@@ -238,4 +259,3 @@ impl Code {
         }
     }
 }
-

@@ -52,7 +52,9 @@ impl Instantiate for SkillPre {
                     .map(SkillInstance::Current)
             }),
             Self::V0_1_0(pre) => Box::pin(async move {
-                pre.instantiate_async(store).await.map(SkillInstance::V0_1_0)
+                pre.instantiate_async(store)
+                    .await
+                    .map(SkillInstance::V0_1_0)
             }),
         }
     }
@@ -84,4 +86,3 @@ impl SkillInstance {
         }
     }
 }
-

@@ -81,8 +81,9 @@ impl FunctionCache {
         let written = self.with_db(|db| {
             let tx = db.transaction()?;
             {
-                let mut insert =
-                    tx.prepare_cached("INSERT OR IGNORE INTO functions (key, code) VALUES (?1, ?2)")?;
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR IGNORE INTO functions (key, code) VALUES (?1, ?2)",
+                )?;
                 for (key, code) in &pending {
                     insert.execute(params![key, code])?;
                 }
@@ -165,7 +166,8 @@ fn evict(db: &Connection, max: i64) -> rusqlite::Result<()> {
     }
     let mut excess = total - max;
     let mut last = None;
-    let mut oldest = db.prepare("SELECT rowid, length(key) + length(code) FROM functions ORDER BY rowid")?;
+    let mut oldest =
+        db.prepare("SELECT rowid, length(key) + length(code) FROM functions ORDER BY rowid")?;
     let mut rows = oldest.query([])?;
     while excess > 0
         && let Some(row) = rows.next()?
@@ -179,7 +181,6 @@ fn evict(db: &Connection, max: i64) -> rusqlite::Result<()> {
     }
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {

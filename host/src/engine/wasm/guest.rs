@@ -12,12 +12,12 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use super::bindings::evo::skill::types;
 use super::limits::{Limits, MAX_RESOURCES, STDIO_CAP_BYTES, StoreLimiter};
 use super::slots::Slot;
-use crate::skill::lanes::Streak;
 use super::state::HostState;
 use super::{EPOCH_TICK, WasmEngine};
 use crate::capabilities::{Access, Grant};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
+use crate::skill::lanes::Streak;
 
 /// A call's store with its slot: fields drop in order, so the slot is given back only
 /// once the instance is gone, wherever the call ends or is cancelled.
@@ -34,8 +34,10 @@ pub(super) type GuestFuture<'a, T> =
 pub(super) trait Instantiate: Clone + Send + Sync + 'static {
     /// What instantiating gives the call's body.
     type Instance: Send;
-    fn instantiate<'a>(&'a self, store: &'a mut Store<HostState>)
-    -> GuestFuture<'a, Self::Instance>;
+    fn instantiate<'a>(
+        &'a self,
+        store: &'a mut Store<HostState>,
+    ) -> GuestFuture<'a, Self::Instance>;
 }
 
 impl Instantiate for wasmtime::component::InstancePre<HostState> {
@@ -443,7 +445,10 @@ fn trap_message(error: &wasmtime::Error, stderr: &str) -> String {
 /// demangled without its hash (`skill.wasm!my_skill::parse`), as `evo skill build`
 /// writes names in the first place; other names as they are.
 fn demangled(line: &str) -> String {
-    match line.split_once(" - ").and_then(|(at, frame)| Some((at, frame.split_once('!')?))) {
+    match line
+        .split_once(" - ")
+        .and_then(|(at, frame)| Some((at, frame.split_once('!')?)))
+    {
         Some((at, (module, name))) => {
             format!("{at} - {module}!{:#}", rustc_demangle::demangle(name))
         }

@@ -51,7 +51,9 @@ impl Scan {
     /// Whether it is an Evo skill (exports `evo:skill/skill`) rather than a plain
     /// component.
     pub(super) fn is_evo_skill(&self) -> bool {
-        self.exports.iter().any(|e| e.starts_with("evo:skill/skill"))
+        self.exports
+            .iter()
+            .any(|e| e.starts_with("evo:skill/skill"))
     }
 }
 
@@ -289,15 +291,17 @@ fn is_supported(version: &str) -> bool {
         let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
         Some((parts.next()??, parts.next()??, parts.next()??))
     };
-    SUPPORTED_VERSIONS.iter().any(|ours| match (parse(version), parse(ours)) {
-        (Some((0, minor, patch)), Some((0, our_minor, our_patch))) => {
-            minor == our_minor && patch <= our_patch
-        }
-        (Some((major, _, patch)), Some((our_major, _, our_patch))) => {
-            major == our_major && patch <= our_patch
-        }
-        _ => false,
-    })
+    SUPPORTED_VERSIONS
+        .iter()
+        .any(|ours| match (parse(version), parse(ours)) {
+            (Some((0, minor, patch)), Some((0, our_minor, our_patch))) => {
+                minor == our_minor && patch <= our_patch
+            }
+            (Some((major, _, patch)), Some((our_major, _, our_patch))) => {
+                major == our_major && patch <= our_patch
+            }
+            _ => false,
+        })
 }
 
 /// The supported versions, as a sentence names them (`0.1.0 and 0.2.0`).

@@ -269,10 +269,16 @@ mod tests {
             serde_json::from_slice(&std::fs::read(files.record_path(&path)).unwrap()).unwrap();
         assert_eq!(record["made_by"], MADE_BY);
         assert_eq!(files.get(&path, &now), Some(known("a")));
-        for older in [serde_json::json!("0.0.9+described.2"), serde_json::Value::Null] {
+        for older in [
+            serde_json::json!("0.0.9+described.2"),
+            serde_json::Value::Null,
+        ] {
             match older {
                 serde_json::Value::Null => record.as_object_mut().unwrap().remove("made_by"),
-                older => record.as_object_mut().unwrap().insert("made_by".into(), older),
+                older => record
+                    .as_object_mut()
+                    .unwrap()
+                    .insert("made_by".into(), older),
             };
             std::fs::write(files.record_path(&path), record.to_string()).unwrap();
             assert_eq!(files.get(&path, &now), None, "{record}");

@@ -69,7 +69,14 @@ mod tests {
 
     #[test]
     fn a_link_may_point_down_but_not_up_or_out() {
-        for down in ["notes.txt", "sub/dir/file", "./file", "a//b", ".hidden", "..."] {
+        for down in [
+            "notes.txt",
+            "sub/dir/file",
+            "./file",
+            "a//b",
+            ".hidden",
+            "...",
+        ] {
             assert!(points_down(down), "{down} stays beneath the link");
         }
         for out in ["..", "../x", "a/../../x", "sub/..", "/etc/passwd", ""] {

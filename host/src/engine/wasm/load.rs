@@ -6,17 +6,14 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::contract::SkillPre;
 use super::compile::Code;
+use super::contract::SkillPre;
 use super::guest::run_guest;
-use super::{
-    ComponentInfo, Limits, MANIFEST_SECTION, WasmEngine, WasmSkill, call,
-    inspect, known,
-};
+use super::{ComponentInfo, Limits, MANIFEST_SECTION, WasmEngine, WasmSkill, call, inspect, known};
 use crate::capabilities::{Grant, Policy};
+use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 use crate::skill::lanes::Streak;
-use crate::error::{Error, Result};
 use crate::skill::meta::SkillMeta;
 use crate::skill::validate::Schema;
 
@@ -140,8 +137,15 @@ impl WasmEngine {
         let loaded = match &known_at {
             Some((known, path, fingerprint, seen)) => {
                 let seen = seen.clone().filter(|s| s.plain.is_none());
-                self.load_seen(known, &label, path.clone(), fingerprint.clone(), seen, policy)
-                    .await
+                self.load_seen(
+                    known,
+                    &label,
+                    path.clone(),
+                    fingerprint.clone(),
+                    seen,
+                    policy,
+                )
+                .await
             }
             None => self.load_file(path, policy).await,
         };
@@ -278,7 +282,12 @@ impl WasmEngine {
     /// it writes once: the manifest is a custom section, which compiled code never
     /// reads. Does nothing when the two differ in anything else, or without a compile
     /// cache.
-    pub(crate) fn share_compiled(&self, label: &str, compiled: &[u8], described: &[u8]) -> Result<()> {
+    pub(crate) fn share_compiled(
+        &self,
+        label: &str,
+        compiled: &[u8],
+        described: &[u8],
+    ) -> Result<()> {
         let Some(cache) = &self.inner.cache else {
             return Ok(());
         };
@@ -362,9 +371,7 @@ pub(super) async fn read_manifest(
         &[],
         &SkillContext::detached(),
         &Streak::default(),
-        |plugin, store| {
-            Box::pin(async move { plugin.manifest(store).await })
-        },
+        |plugin, store| Box::pin(async move { plugin.manifest(store).await }),
     )
     .await?;
     let json = result.map_err(|e| guest.classify(e))?;

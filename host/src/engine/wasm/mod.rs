@@ -35,11 +35,11 @@ mod functions;
 mod guest;
 mod http;
 mod inspect;
-mod names;
 mod known;
-mod links;
 pub mod limits;
+mod links;
 mod load;
+mod names;
 mod plain;
 mod scrub;
 mod since_v0_1_0;
@@ -56,18 +56,18 @@ use wasmtime::component::Linker;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use cache::{ArtifactCache, LoadSource};
-pub use call::{SkillOutcome, WasmSkill};
 #[cfg(feature = "internals")]
 pub use call::{MemoryWrite, StepTrace};
+pub use call::{SkillOutcome, WasmSkill};
 pub use executor::WasmExecutor;
 pub use http::HttpBody;
 pub(crate) use http::send_checked;
 #[cfg(feature = "internals")]
 pub use inspect::API_VERSION;
-pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
 pub(crate) use inspect::check_component_header;
-pub use names::with_short_names;
+pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
 pub use limits::{LimitPolicy, Limits};
+pub use names::with_short_names;
 pub use plain::{PlainComponent, PlainExecutor, SEPARATOR, Unusable, component_name};
 pub use slots::NESTED_RESERVE;
 pub use state::HostState;
@@ -284,11 +284,12 @@ impl WasmFile {
             Self::Component(component) => component
                 .skills()
                 .map(|meta| {
-                    let executor = component
-                        .executor(&meta.name)
-                        .ok_or_else(|| Error::SkillNotFound {
-                            name: meta.name.clone(),
-                        })?;
+                    let executor =
+                        component
+                            .executor(&meta.name)
+                            .ok_or_else(|| Error::SkillNotFound {
+                                name: meta.name.clone(),
+                            })?;
                     RegisteredSkill::new(meta.clone(), Arc::new(executor))
                 })
                 .collect(),

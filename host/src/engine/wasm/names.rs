@@ -81,8 +81,10 @@ fn short_names(data: &[u8], offset: usize) -> std::result::Result<NameSection, S
                 }
                 names.functions(&short);
             }
-            other => utils::parse_custom_name_subsection(&mut RoundtripReencoder, &mut names, other)
-                .map_err(|e| e.to_string())?,
+            other => {
+                utils::parse_custom_name_subsection(&mut RoundtripReencoder, &mut names, other)
+                    .map_err(|e| e.to_string())?
+            }
         }
     }
     Ok(names)

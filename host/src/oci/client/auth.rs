@@ -11,7 +11,12 @@ use crate::oci::reference::Reference;
 
 impl Client {
     /// The `Authorization` value answering `challenge` (a `WWW-Authenticate` header).
-    pub(super) fn authenticate(&self, r: &Reference, challenge: &str, scope: &str) -> Result<String> {
+    pub(super) fn authenticate(
+        &self,
+        r: &Reference,
+        challenge: &str,
+        scope: &str,
+    ) -> Result<String> {
         let credential = self.registries.credential(&r.registry)?;
         let basic = credential.as_ref().map(|(user, password)| {
             format!(
@@ -37,7 +42,10 @@ impl Client {
         let Some(realm) = params.get("realm") else {
             return Err(fail(
                 "REGISTRY_ERROR",
-                format!("the registry {} asks for a token but names no realm to get it from", r.registry),
+                format!(
+                    "the registry {} asks for a token but names no realm to get it from",
+                    r.registry
+                ),
                 false,
             ));
         };
@@ -78,12 +86,24 @@ impl Client {
             .with_config()
             .limit(1 << 20)
             .read_json()
-            .map_err(|e| fail("REGISTRY_ERROR", format!("the token service {realm} answered unreadably: {e}"), false))?;
+            .map_err(|e| {
+                fail(
+                    "REGISTRY_ERROR",
+                    format!("the token service {realm} answered unreadably: {e}"),
+                    false,
+                )
+            })?;
         let token = body
             .get("token")
             .or_else(|| body.get("access_token"))
             .and_then(|t| t.as_str())
-            .ok_or_else(|| fail("REGISTRY_ERROR", format!("the token service {realm} gave no token"), false))?;
+            .ok_or_else(|| {
+                fail(
+                    "REGISTRY_ERROR",
+                    format!("the token service {realm} gave no token"),
+                    false,
+                )
+            })?;
         Ok(format!("Bearer {token}"))
     }
 }
@@ -93,7 +113,11 @@ fn challenge_params(text: &str) -> HashMap<String, String> {
     let mut params = HashMap::new();
     let mut rest = text.trim();
     while let Some((key, after)) = rest.split_once('=') {
-        let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
         let after = after.trim_start();
         let (value, next) = if let Some(quoted) = after.strip_prefix('"') {
             match quoted.find('"') {
@@ -137,6 +161,9 @@ mod tests {
         assert_eq!(params["realm"], "https://auth.docker.io/token");
         assert_eq!(params["service"], "registry.docker.io");
         assert_eq!(params["scope"], "repository:library/alpine:pull");
-        assert_eq!(percent("repository:a/b:pull,push"), "repository%3Aa%2Fb%3Apull%2Cpush");
+        assert_eq!(
+            percent("repository:a/b:pull,push"),
+            "repository%3Aa%2Fb%3Apull%2Cpush"
+        );
     }
 }

@@ -149,7 +149,10 @@ impl Client {
             let request = request
                 .body(body)
                 .map_err(|e| fail("INVALID_REFERENCE", format!("{url}: {e}"), false))?;
-            let response = self.agent.run(request).map_err(|e| self.unreachable(r, &e))?;
+            let response = self
+                .agent
+                .run(request)
+                .map_err(|e| self.unreachable(r, &e))?;
             let status = response.status().as_u16();
             if status != 401 || tried {
                 if status == 401 || status == 403 {
@@ -180,7 +183,10 @@ impl Client {
         };
         fail(
             "REGISTRY_UNREACHABLE",
-            format!("the registry {} could not be reached {how}: {e}", r.registry),
+            format!(
+                "the registry {} could not be reached {how}: {e}",
+                r.registry
+            ),
             true,
         )
     }
@@ -230,7 +236,10 @@ impl Client {
             .collect();
         fail(
             "REGISTRY_ERROR",
-            format!("{what}: the registry answered HTTP {status}: {}", text.trim()),
+            format!(
+                "{what}: the registry answered HTTP {status}: {}",
+                text.trim()
+            ),
             status >= 500 || status == 429,
         )
     }
@@ -255,7 +264,9 @@ impl Client {
                 _ => return Err(self.unexpected(&format!("{registry}'s catalog"), response)),
             }
             let link = header(&response, "link");
-            let page: Catalog = json_of(response, || format!("{registry}'s catalog is not a list of repositories"))?;
+            let page: Catalog = json_of(response, || {
+                format!("{registry}'s catalog is not a list of repositories")
+            })?;
             names.extend(page.repositories);
             if names.len() >= limit {
                 names.truncate(limit);
@@ -263,7 +274,11 @@ impl Client {
             }
             // `Link: </v2/_catalog?last=…&n=100>; rel="next"`, relative to the registry.
             next = link
-                .and_then(|l| l.split_once('<').and_then(|(_, rest)| rest.split_once('>')).map(|(path, _)| path.to_owned()))
+                .and_then(|l| {
+                    l.split_once('<')
+                        .and_then(|(_, rest)| rest.split_once('>'))
+                        .map(|(path, _)| path.to_owned())
+                })
                 .filter(|path| path.starts_with("/v2/_catalog"))
                 .map(|path| format!("{}{path}", self.base(&r)));
         }
@@ -277,7 +292,9 @@ impl Client {
         if response.status().as_u16() != 200 {
             return Err(self.unexpected(&format!("{}'s tags", r.repository), response));
         }
-        let tags: Tags = json_of(response, || format!("{}'s tags are not a list", r.repository))?;
+        let tags: Tags = json_of(response, || {
+            format!("{}'s tags are not a list", r.repository)
+        })?;
         Ok(tags.tags.unwrap_or_default())
     }
 
@@ -299,7 +316,11 @@ impl Client {
             let pinned = r.at(&chosen.digest);
             let (digest, manifest) = self.fetch_manifest(&pinned, &chosen.digest)?;
             if !manifest.manifests.is_empty() {
-                return Err(fail("ARTIFACT_INVALID", format!("{r}: an index inside an index"), false));
+                return Err(fail(
+                    "ARTIFACT_INVALID",
+                    format!("{r}: an index inside an index"),
+                    false,
+                ));
             }
             return Ok((digest, manifest));
         }
@@ -309,10 +330,26 @@ impl Client {
     /// The manifest at `target` (a tag or digest) in `r`'s repository, and its digest.
     fn fetch_manifest(&self, r: &Reference, target: &str) -> Result<(String, Manifest)> {
         let url = format!("{}/v2/{}/manifests/{target}", self.base(r), r.repository);
-        let accept = [artifact::MANIFEST, artifact::DOCKER_MANIFEST, artifact::INDEX].join(", ");
-        let response = self.send(r, Access::Pull, http::Method::GET, &url, &[("Accept", &accept)], &[])?;
+        let accept = [
+            artifact::MANIFEST,
+            artifact::DOCKER_MANIFEST,
+            artifact::INDEX,
+        ]
+        .join(", ");
+        let response = self.send(
+            r,
+            Access::Pull,
+            http::Method::GET,
+            &url,
+            &[("Accept", &accept)],
+            &[],
+        )?;
         let response = self.found(r, response, || {
-            fail("ARTIFACT_NOT_FOUND", format!("{r}: the registry has no {target} in {}", r.repository), false)
+            fail(
+                "ARTIFACT_NOT_FOUND",
+                format!("{r}: the registry has no {target} in {}", r.repository),
+                false,
+            )
         })?;
         let claimed = header(&response, "docker-content-digest");
         let content_type = header(&response, "content-type");
@@ -322,7 +359,13 @@ impl Client {
             .into_reader()
             .take(MAX_MANIFEST_BYTES + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| fail("REGISTRY_UNREACHABLE", format!("{r}: reading the manifest failed: {e}"), true))?;
+            .map_err(|e| {
+                fail(
+                    "REGISTRY_UNREACHABLE",
+                    format!("{r}: reading the manifest failed: {e}"),
+                    true,
+                )
+            })?;
         if bytes.len() as u64 > MAX_MANIFEST_BYTES {
             return Err(fail(
                 "ARTIFACT_TOO_LARGE",
@@ -331,7 +374,10 @@ impl Client {
             ));
         }
         let digest = artifact::digest_of(&bytes);
-        if let Some(expected) = r.digest.as_deref().filter(|_| target.starts_with("sha256:"))
+        if let Some(expected) = r
+            .digest
+            .as_deref()
+            .filter(|_| target.starts_with("sha256:"))
             && digest != expected
         {
             return Err(mismatch(&format!("{r}: the manifest"), expected, &digest));
@@ -339,13 +385,22 @@ impl Client {
         if let Some(claimed) = claimed.filter(|c| c.starts_with("sha256:"))
             && claimed != digest
         {
-            return Err(mismatch(&format!("{r}: the manifest the registry calls"), &claimed, &digest));
+            return Err(mismatch(
+                &format!("{r}: the manifest the registry calls"),
+                &claimed,
+                &digest,
+            ));
         }
         let mut manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
-            fail("ARTIFACT_INVALID", format!("{r}: its manifest is not an OCI manifest: {e}"), false)
+            fail(
+                "ARTIFACT_INVALID",
+                format!("{r}: its manifest is not an OCI manifest: {e}"),
+                false,
+            )
         })?;
         if manifest.media_type.is_none() {
-            manifest.media_type = content_type.map(|t| t.split(';').next().unwrap_or("").trim().to_owned());
+            manifest.media_type =
+                content_type.map(|t| t.split(';').next().unwrap_or("").trim().to_owned());
         }
         Ok((digest, manifest))
     }
@@ -372,14 +427,29 @@ impl Client {
         if !super::reference::is_digest(&descriptor.digest) {
             return Err(fail(
                 "ARTIFACT_INVALID",
-                format!("{r}: a blob's digest {:?} is not sha256: and 64 hex digits", descriptor.digest),
+                format!(
+                    "{r}: a blob's digest {:?} is not sha256: and 64 hex digits",
+                    descriptor.digest
+                ),
                 false,
             ));
         }
-        let url = format!("{}/v2/{}/blobs/{}", self.base(r), r.repository, descriptor.digest);
+        let url = format!(
+            "{}/v2/{}/blobs/{}",
+            self.base(r),
+            r.repository,
+            descriptor.digest
+        );
         let response = self.send(r, Access::Pull, http::Method::GET, &url, &[], &[])?;
         let response = self.found(r, response, || {
-            fail("ARTIFACT_INVALID", format!("{r}: the registry lacks the blob {} its manifest names", descriptor.digest), false)
+            fail(
+                "ARTIFACT_INVALID",
+                format!(
+                    "{r}: the registry lacks the blob {} its manifest names",
+                    descriptor.digest
+                ),
+                false,
+            )
         })?;
         let mut reader = response.into_body().into_reader();
         let mut hasher = Sha256::new();
@@ -389,7 +459,11 @@ impl Client {
         let progress = progress.unwrap_or(&mut quiet);
         loop {
             let n = reader.read(&mut chunk).map_err(|e| {
-                fail("REGISTRY_UNREACHABLE", format!("{r}: the download of {} broke off: {e}", descriptor.digest), true)
+                fail(
+                    "REGISTRY_UNREACHABLE",
+                    format!("{r}: the download of {} broke off: {e}", descriptor.digest),
+                    true,
+                )
             })?;
             if n == 0 {
                 break;
@@ -410,7 +484,11 @@ impl Client {
         }
         let digest = format!("sha256:{}", hex::encode(hasher.finalize()));
         if digest != descriptor.digest || bytes.len() as u64 != descriptor.size {
-            return Err(mismatch(&format!("{r}: the blob"), &descriptor.digest, &digest));
+            return Err(mismatch(
+                &format!("{r}: the blob"),
+                &descriptor.digest,
+                &digest,
+            ));
         }
         Ok(bytes)
     }
@@ -429,7 +507,11 @@ impl Client {
             return Err(self.unexpected(&format!("{r}: starting an upload"), response));
         }
         let location = header(&response, "location").ok_or_else(|| {
-            fail("REGISTRY_ERROR", format!("{r}: the registry started an upload without saying where"), false)
+            fail(
+                "REGISTRY_ERROR",
+                format!("{r}: the registry started an upload without saying where"),
+                false,
+            )
         })?;
         let location = if location.starts_with('/') {
             format!("{base}{location}")
@@ -453,21 +535,42 @@ impl Client {
     }
 
     /// Pushes `manifest` under `target` (a tag, or its digest); returns its digest.
-    pub fn push_manifest(&self, r: &Reference, target: &str, manifest: &Manifest) -> Result<String> {
-        self.put_manifest(r, target, manifest).map(|(digest, _)| digest)
+    pub fn push_manifest(
+        &self,
+        r: &Reference,
+        target: &str,
+        manifest: &Manifest,
+    ) -> Result<String> {
+        self.put_manifest(r, target, manifest)
+            .map(|(digest, _)| digest)
     }
 
     /// Pushes `manifest` under `target`; returns its digest and the `OCI-Subject` the
     /// registry answered with.
-    fn put_manifest(&self, r: &Reference, target: &str, manifest: &Manifest) -> Result<(String, Option<String>)> {
+    fn put_manifest(
+        &self,
+        r: &Reference,
+        target: &str,
+        manifest: &Manifest,
+    ) -> Result<(String, Option<String>)> {
         let bytes = manifest.to_bytes();
         let url = format!("{}/v2/{}/manifests/{target}", self.base(r), r.repository);
         let media_type = manifest.media_type.as_deref().unwrap_or(artifact::MANIFEST);
-        let response = self.send(r, Access::Push, http::Method::PUT, &url, &[("Content-Type", media_type)], &bytes)?;
+        let response = self.send(
+            r,
+            Access::Push,
+            http::Method::PUT,
+            &url,
+            &[("Content-Type", media_type)],
+            &bytes,
+        )?;
         if response.status().as_u16() != 201 {
             return Err(self.unexpected(&format!("{r}: storing the manifest"), response));
         }
-        Ok((artifact::digest_of(&bytes), header(&response, "oci-subject")))
+        Ok((
+            artifact::digest_of(&bytes),
+            header(&response, "oci-subject"),
+        ))
     }
 
     /// Pushes `manifest`, which has a subject, under its digest; returns its digest and
@@ -477,7 +580,8 @@ impl Client {
     pub fn push_referrer(&self, r: &Reference, manifest: &Manifest) -> Result<(String, bool)> {
         let digest = artifact::digest_of(&manifest.to_bytes());
         let (digest, subject) = self.put_manifest(r, &digest, manifest)?;
-        let listed = subject.is_some_and(|s| manifest.subject.as_ref().is_some_and(|m| m.digest == s));
+        let listed =
+            subject.is_some_and(|s| manifest.subject.as_ref().is_some_and(|m| m.digest == s));
         Ok((digest, listed))
     }
 
@@ -486,14 +590,23 @@ impl Client {
     /// distribution spec says, and then the fallback tag holds them).
     pub fn referrers(&self, r: &Reference, digest: &str) -> Result<Option<Manifest>> {
         let url = format!("{}/v2/{}/referrers/{digest}", self.base(r), r.repository);
-        let response = self.send(r, Access::Pull, http::Method::GET, &url, &[("Accept", artifact::INDEX)], &[])?;
+        let response = self.send(
+            r,
+            Access::Pull,
+            http::Method::GET,
+            &url,
+            &[("Accept", artifact::INDEX)],
+            &[],
+        )?;
         match response.status().as_u16() {
             200 => {}
             // 404 is what the spec says; some registries answer an unknown route so.
             400 | 404 | 405 | 501 => return Ok(None),
             _ => return Err(self.unexpected(&format!("{r}: its referrers"), response)),
         }
-        let index: Manifest = json_of(response, || format!("{r}: its referrers are not an image index"))?;
+        let index: Manifest = json_of(response, || {
+            format!("{r}: its referrers are not an image index")
+        })?;
         Ok(Some(index))
     }
 
@@ -502,7 +615,10 @@ impl Client {
     pub fn stored(&self, r: &Reference) -> Result<Option<Manifest>> {
         match self.fetch_manifest(r, r.target()) {
             Ok((_, manifest)) => Ok(Some(manifest)),
-            Err(Error::Registry { code: "ARTIFACT_NOT_FOUND", .. }) => Ok(None),
+            Err(Error::Registry {
+                code: "ARTIFACT_NOT_FOUND",
+                ..
+            }) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -536,7 +652,9 @@ fn header(response: &http::Response<ureq::Body>, name: &str) -> Option<String> {
 fn mismatch(what: &str, expected: &str, got: &str) -> Error {
     fail(
         "DIGEST_MISMATCH",
-        format!("{what} {expected}, but its bytes' digest is {got}: tampered with or damaged; nothing was installed"),
+        format!(
+            "{what} {expected}, but its bytes' digest is {got}: tampered with or damaged; nothing was installed"
+        ),
         false,
     )
 }

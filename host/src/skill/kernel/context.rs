@@ -117,7 +117,10 @@ impl SkillContext {
         let mut env = self.kernel.config.env.clone();
         let session = self.run.session.as_deref().unwrap_or(&self.run.task_id);
         env.insert("session".into(), session.into());
-        env.insert("locale".into(), serde_json::to_value(self.kernel.config.locale).unwrap_or_default());
+        env.insert(
+            "locale".into(),
+            serde_json::to_value(self.kernel.config.locale).unwrap_or_default(),
+        );
         if let Some(model) = &self.run.model {
             env.insert("model".into(), model.as_str().into());
         }
@@ -214,7 +217,8 @@ impl SkillContext {
             }
             Err(e) => {
                 self.kernel.stats.record(name, false, started.elapsed());
-                let withheld = r#"{"withheld":"its preprocessor failed, so its input was not cleaned"}"#;
+                let withheld =
+                    r#"{"withheld":"its preprocessor failed, so its input was not cleaned"}"#;
                 (withheld.to_owned(), Err(e))
             }
         };
@@ -223,19 +227,26 @@ impl SkillContext {
             Err(Error::Blocked { .. }) => Status::Blocked,
             Err(_) => Status::Error,
         };
-        self.kernel.record_call(Some(call), Record {
-            id: 0,
-            at_ms,
-            caller: caller.to_owned(),
-            task_id: self.run.task_id.clone(),
-            tool: name.to_owned(),
-            arguments,
-            status,
-            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-            error: result.as_ref().err().map(|e| format!("[{}] {e}", e.code())),
-            hint: result.as_ref().err().and_then(Error::hint).map(str::to_owned),
-            node: String::new(),
-        });
+        self.kernel.record_call(
+            Some(call),
+            Record {
+                id: 0,
+                at_ms,
+                caller: caller.to_owned(),
+                task_id: self.run.task_id.clone(),
+                tool: name.to_owned(),
+                arguments,
+                status,
+                duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+                error: result.as_ref().err().map(|e| format!("[{}] {e}", e.code())),
+                hint: result
+                    .as_ref()
+                    .err()
+                    .and_then(Error::hint)
+                    .map(str::to_owned),
+                node: String::new(),
+            },
+        );
         result
     }
 
@@ -350,7 +361,9 @@ impl SkillContext {
                         skill,
                         Error::InvalidOutput {
                             skill: preprocessor.to_owned(),
-                            reason: format!("an input preprocessor answers {{\"input\": …}}, not {other}"),
+                            reason: format!(
+                                "an input preprocessor answers {{\"input\": …}}, not {other}"
+                            ),
                         },
                     ));
                 }
@@ -376,7 +389,9 @@ impl SkillContext {
                         if !fields.is_empty()
                             && let Err(e) = self.scratch().set(preprocessor, Value::Object(fields))
                         {
-                            tracing::warn!("{preprocessor}: what it answered besides the message is not kept: {e}");
+                            tracing::warn!(
+                                "{preprocessor}: what it answered besides the message is not kept: {e}"
+                            );
                         }
                         text
                     }
@@ -400,7 +415,9 @@ impl SkillContext {
                         "the message",
                         Error::InvalidOutput {
                             skill: preprocessor.clone(),
-                            reason: format!("a message preprocessor answers {{\"message\": …}}, not {other}"),
+                            reason: format!(
+                                "a message preprocessor answers {{\"message\": …}}, not {other}"
+                            ),
                         },
                     ));
                 }

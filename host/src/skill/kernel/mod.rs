@@ -38,8 +38,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::context::{BoxFuture, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
-use super::events::{EventSink, RunEvent};
 use super::context::{MemoryWrite, MemoryWriteOutcome, SkillOutput, WriteStatus};
+use super::events::{EventSink, RunEvent};
 use super::registry::{RegisteredSkill, SkillRegistry};
 use super::stats::Stats;
 use super::validate::{Direction, ValidationReport};
@@ -120,7 +120,10 @@ impl Preprocess {
     /// itself left out.
     pub fn of_input(&self, skill: &str) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
-        for list in [self.input.get("*"), self.input.get(skill)].into_iter().flatten() {
+        for list in [self.input.get("*"), self.input.get(skill)]
+            .into_iter()
+            .flatten()
+        {
             for name in list {
                 if name != skill && !names.contains(&name.as_str()) {
                     names.push(name);
@@ -346,13 +349,19 @@ impl Kernel {
 
     /// Names this process's node in the history from now on (the first name given
     /// stays).
-    #[cfg_attr(not(any(feature = "serve", feature = "internals")), allow(dead_code, reason = "`evo serve` and Evo's own tests use it"))]
+    #[cfg_attr(
+        not(any(feature = "serve", feature = "internals")),
+        allow(dead_code, reason = "`evo serve` and Evo's own tests use it")
+    )]
     pub fn name_node(&self, name: String) {
         let _ = self.node.set(name);
     }
 
     /// Calls as they start and finish, for watchers.
-    #[cfg_attr(not(any(feature = "serve", feature = "internals")), allow(dead_code, reason = "`evo serve` and Evo's own tests use it"))]
+    #[cfg_attr(
+        not(any(feature = "serve", feature = "internals")),
+        allow(dead_code, reason = "`evo serve` and Evo's own tests use it")
+    )]
     pub fn live(&self) -> &crate::skill::live::LiveCalls {
         &self.live
     }
@@ -364,7 +373,10 @@ impl Kernel {
     }
 
     /// Shares `stats` (e.g. with other kernels of the process).
-    #[cfg_attr(not(feature = "internals"), allow(dead_code, reason = "Evo's own tests call it"))]
+    #[cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, reason = "Evo's own tests call it")
+    )]
     pub fn with_stats(mut self, stats: Arc<Stats>) -> Self {
         self.stats = stats;
         self
@@ -504,7 +516,9 @@ impl Run {
 
     /// Whether the user already confirmed `tool`'s call; the approval is used up either way.
     fn take_approval(&self, tool: &str) -> bool {
-        self.approval().take().is_some_and(|approved| approved == tool)
+        self.approval()
+            .take()
+            .is_some_and(|approved| approved == tool)
     }
 
     fn clock(&self) -> std::sync::MutexGuard<'_, AskClock> {

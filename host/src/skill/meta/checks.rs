@@ -36,7 +36,11 @@ pub(super) fn is_semver(version: &str) -> bool {
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
-pub(super) fn pipeline(problems: &mut Vec<Problem>, value: Option<Value>, mode: Mode) -> Vec<PipelineStep> {
+pub(super) fn pipeline(
+    problems: &mut Vec<Problem>,
+    value: Option<Value>,
+    mode: Mode,
+) -> Vec<PipelineStep> {
     let steps: Vec<PipelineStep> = match value {
         None => Vec::new(),
         Some(value) => match serde_json::from_value(value) {

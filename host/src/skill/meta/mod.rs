@@ -341,7 +341,9 @@ impl SkillMeta {
         match &raw.model {
             Some(model) if mode != Mode::Llm => problems.push(problem(
                 "model",
-                format!("{model:?} is a model for an llm skill, and this skill's mode is not \"llm\""),
+                format!(
+                    "{model:?} is a model for an llm skill, and this skill's mode is not \"llm\""
+                ),
                 "take `model` out, or make the skill an llm skill (mode \"llm\" with a prompt)",
             )),
             Some(model) if model.trim().is_empty() => problems.push(problem(

@@ -13,10 +13,22 @@ fn a_deferred_schema_checks_as_the_compiled_one_once_used() {
     });
     let compiled = Schema::compile(&source).unwrap();
     let deferred = Schema::deferred(source);
-    assert!(deferred.compiled.get().is_none(), "nothing compiled before use");
+    assert!(
+        deferred.compiled.get().is_none(),
+        "nothing compiled before use"
+    );
     assert!(deferred.has_defaults() && compiled.has_defaults());
-    for value in [json!({}), json!({ "limit": 0 }), json!({ "limit": 3 }), json!(7)] {
-        assert_eq!(deferred.is_valid(&value), compiled.is_valid(&value), "{value}");
+    for value in [
+        json!({}),
+        json!({ "limit": 0 }),
+        json!({ "limit": 3 }),
+        json!(7),
+    ] {
+        assert_eq!(
+            deferred.is_valid(&value),
+            compiled.is_valid(&value),
+            "{value}"
+        );
         assert_eq!(deferred.check(&value), compiled.check(&value), "{value}");
     }
     assert!(deferred.compiled.get().is_some());
@@ -40,7 +52,11 @@ fn a_deferred_schema_that_does_not_compile_refuses_every_value_saying_why() {
 
 #[test]
 fn only_a_default_keyword_means_defaults() {
-    assert!(!Schema::compile(&json!({ "enum": ["default"] })).unwrap().has_defaults());
+    assert!(
+        !Schema::compile(&json!({ "enum": ["default"] }))
+            .unwrap()
+            .has_defaults()
+    );
     assert!(
         Schema::compile(&json!({ "items": [{ "default": 1 }] }))
             .unwrap()

@@ -19,11 +19,9 @@ impl PlainComponent {
     /// Calls the function of skill `name` with `input` (an object of its parameters)
     /// in a fresh instance, and returns its result as JSON.
     pub async fn call(&self, name: &str, input: &Value, ctx: &SkillContext) -> Result<Value> {
-        let function = self
-            .position(name)
-            .ok_or_else(|| Error::SkillNotFound {
-                name: name.to_owned(),
-            })?;
+        let function = self.position(name).ok_or_else(|| Error::SkillNotFound {
+            name: name.to_owned(),
+        })?;
         self.call_at(function, input, ctx).await
     }
 
@@ -127,9 +125,9 @@ fn json_len(value: &Value) -> usize {
     // Checked a block at a time without stopping inside one, which the compiler turns
     // into vector instructions (a byte-by-byte check was a third of a 1 MiB call).
     let plain = |block: &[u8]| {
-        block
-            .iter()
-            .fold(true, |plain, &b| plain & (b >= 0x20) & (b != b'"') & (b != b'\\'))
+        block.iter().fold(true, |plain, &b| {
+            plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
+        })
     };
     if let Value::String(text) = value
         && text.as_bytes().chunks(4096).all(plain)

@@ -101,7 +101,11 @@ pub(super) struct Oversized(pub(super) usize);
 
 impl std::fmt::Display for Oversized {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the result is {} bytes of JSON, over the output cap", self.0)
+        write!(
+            f,
+            "the result is {} bytes of JSON, over the output cap",
+            self.0
+        )
     }
 }
 
@@ -145,7 +149,11 @@ struct Call {
 }
 
 impl Call {
-    async fn returning<P>(&self, store: &mut Store<HostState>, params: P) -> wasmtime::Result<(bool, Value)>
+    async fn returning<P>(
+        &self,
+        store: &mut Store<HostState>,
+        params: P,
+    ) -> wasmtime::Result<(bool, Value)>
     where
         P: ComponentNamedList + Lower + Send + Sync,
     {
@@ -195,7 +203,9 @@ fn bytes_json(bytes: &[u8], cap: usize) -> wasmtime::Result<Value> {
     if len > cap {
         return Err(Oversized(len).into());
     }
-    Ok(Value::String(crate::engine::wasm::wit_json::base64().encode(bytes)))
+    Ok(Value::String(
+        crate::engine::wasm::wit_json::base64().encode(bytes),
+    ))
 }
 
 async fn typed<P, R>(func: Func, store: &mut Store<HostState>, params: P) -> wasmtime::Result<R>
@@ -228,8 +238,16 @@ mod tests {
             };
             assert_eq!(*len, json.len(), "{n}");
         }
-        assert_eq!(text_json("abc".into(), 5).unwrap(), Value::String("abc".into()));
-        assert!(text_json("abc".into(), 4).unwrap_err().downcast_ref::<Oversized>().is_some());
+        assert_eq!(
+            text_json("abc".into(), 5).unwrap(),
+            Value::String("abc".into())
+        );
+        assert!(
+            text_json("abc".into(), 4)
+                .unwrap_err()
+                .downcast_ref::<Oversized>()
+                .is_some()
+        );
     }
 
     #[test]

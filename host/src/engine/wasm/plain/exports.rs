@@ -102,9 +102,10 @@ pub(super) fn exports(
             unusable.push(refuse(reason));
             return;
         }
-        let params: Vec<(String, Type)> =
-            func.params().map(|(n, t)| (n.to_owned(), t)).collect();
-        if let Some(reason) = toolchain_internal(interface.map(|(full, _)| full), func_name, &params) {
+        let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_owned(), t)).collect();
+        if let Some(reason) =
+            toolchain_internal(interface.map(|(full, _)| full), func_name, &params)
+        {
             unusable.push(refuse(reason));
             return;
         }
@@ -128,7 +129,9 @@ pub(super) fn exports(
             .iter()
             .map(|(_, t)| t)
             .chain(result.as_ref())
-            .try_fold(0, |sum, t| parts_within(t, MAX_TYPE_PARTS - sum).map(|n| sum + n));
+            .try_fold(0, |sum, t| {
+                parts_within(t, MAX_TYPE_PARTS - sum).map(|n| sum + n)
+            });
         if parts.is_none() {
             unusable.push(refuse(format!(
                 "its parameters and result have more than {MAX_TYPE_PARTS} parts, too many to describe to a caller"
@@ -287,7 +290,10 @@ mod tests {
 
     #[test]
     fn interface_names_are_read_without_package_or_version() {
-        assert_eq!(short_name("wasi:http/incoming-handler@0.2.0"), "incoming-handler");
+        assert_eq!(
+            short_name("wasi:http/incoming-handler@0.2.0"),
+            "incoming-handler"
+        );
         assert_eq!(short_name("fixture:plain/kinds"), "kinds");
         assert_eq!(short_name("inline"), "inline");
     }
@@ -295,9 +301,15 @@ mod tests {
     #[test]
     fn resource_functions_say_which_resource() {
         let reason = resource_function("[method]counter.increment").unwrap();
-        assert!(reason.starts_with("it is a method of the resource `counter`"), "{reason}");
+        assert!(
+            reason.starts_with("it is a method of the resource `counter`"),
+            "{reason}"
+        );
         let reason = resource_function("[constructor]counter").unwrap();
-        assert!(reason.starts_with("it is the constructor of the resource `counter`"), "{reason}");
+        assert!(
+            reason.starts_with("it is the constructor of the resource `counter`"),
+            "{reason}"
+        );
         assert_eq!(resource_function("add"), None);
     }
 }

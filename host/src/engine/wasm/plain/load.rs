@@ -10,10 +10,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::wasm::compile::Code;
 use super::docs::Docs;
 use super::{Function, Inner, PlainComponent, Ready, Unusable, component_name, exports, overrides};
 use crate::capabilities::Policy;
+use crate::engine::wasm::compile::Code;
 use crate::engine::wasm::{Limits, WasmEngine};
 use crate::error::{Error, Result};
 use crate::skill::lanes::Streak;
@@ -79,12 +79,23 @@ impl WasmEngine {
             .exports
             .iter()
             .find_map(|e| e.split_once('@').map(|(_, v)| v.to_owned()));
-        let meta = component_meta(label, sidecar.clone(), docs.package.clone(), version.clone())?;
+        let meta = component_meta(
+            label,
+            sidecar.clone(),
+            docs.package.clone(),
+            version.clone(),
+        )?;
         let limits = Limits::resolve(&meta, &self.inner.config.limits);
         let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
         let fuel = limits.fuel.is_some();
         let (pre, source) = self
-            .prepare_as(&meta.name, &digest, Code::Bytes(bytes.into()), fuel, |_, pre| Ok(pre))
+            .prepare_as(
+                &meta.name,
+                &digest,
+                Code::Bytes(bytes.into()),
+                fuel,
+                |_, pre| Ok(pre),
+            )
             .await?;
         let engine = &self.flavor(fuel)?.engine;
         let (usable, unusable) = exports::exports(engine, pre.component(), &meta.name, &docs);
@@ -140,7 +151,9 @@ impl WasmEngine {
     ) -> Result<PlainComponent> {
         let mut sidecar = sidecar;
         // A manifest that names no capabilities asks for none: nothing to ask with.
-        let asks = sidecar.as_ref().is_some_and(|raw| raw.capabilities.is_some());
+        let asks = sidecar
+            .as_ref()
+            .is_some_and(|raw| raw.capabilities.is_some());
         let described = sidecar.as_mut().and_then(|raw| raw.functions.take());
         let meta = component_meta(
             label,
@@ -223,7 +236,9 @@ impl PlainComponent {
                 let code = Code::File(file.clone());
                 let (pre, source) = inner
                     .engine
-                    .prepare_as(&inner.meta.name, &inner.digest, code, fuel, |_, pre| Ok(pre))
+                    .prepare_as(&inner.meta.name, &inner.digest, code, fuel, |_, pre| {
+                        Ok(pre)
+                    })
                     .await?;
                 let engine = &inner.engine.flavor(fuel)?.engine;
                 let (usable, _) =
@@ -270,7 +285,10 @@ fn component_meta(
             v.split('.').count() == 3 && v.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         });
     }
-    let name = raw.name.get_or_insert_with(|| component_name(label)).clone();
+    let name = raw
+        .name
+        .get_or_insert_with(|| component_name(label))
+        .clone();
     raw.description.get_or_insert_with(|| {
         package_docs
             .filter(|d| !d.is_empty())

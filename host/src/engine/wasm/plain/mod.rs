@@ -144,7 +144,10 @@ impl PlainComponent {
     }
 
     fn position(&self, name: &str) -> Option<usize> {
-        self.inner.functions.iter().position(|f| f.meta.name == name)
+        self.inner
+            .functions
+            .iter()
+            .position(|f| f.meta.name == name)
     }
 
     /// An executor for the kernel calling the function of skill `name`.
@@ -295,7 +298,10 @@ mod tests {
             described,
             [
                 ("geometry__hello", "Says hello."),
-                ("geometry__points__distance", "The distance between two points."),
+                (
+                    "geometry__points__distance",
+                    "The distance between two points."
+                ),
             ]
         );
     }
@@ -303,7 +309,8 @@ mod tests {
     #[tokio::test]
     async fn types_too_large_to_describe_and_functions_past_the_cap_are_not_skills() {
         // Each type twice the one before: small in WIT, 2^15 parts spelt out.
-        let mut wit = String::from("package test:big;\ninterface huge {\n  type t0 = tuple<u8, u8>;\n");
+        let mut wit =
+            String::from("package test:big;\ninterface huge {\n  type t0 = tuple<u8, u8>;\n");
         for i in 1..15 {
             wit.push_str(&format!("  type t{i} = tuple<t{0}, t{0}>;\n", i - 1));
         }
@@ -320,10 +327,16 @@ mod tests {
             .unwrap();
         let unusable = component.unusable();
         let big = unusable.iter().find(|u| u.function == "huge/big").unwrap();
-        assert!(big.reason.contains("more than 10000 parts"), "{}", big.reason);
+        assert!(
+            big.reason.contains("more than 10000 parts"),
+            "{}",
+            big.reason
+        );
         assert!(component.skills().any(|m| m.name == "big__huge__small"));
         assert_eq!(component.skills().count(), super::exports::MAX_FUNCTIONS);
-        let capped = unusable.iter().filter(|u| u.reason.contains("the most one component may have"));
+        let capped = unusable
+            .iter()
+            .filter(|u| u.reason.contains("the most one component may have"));
         assert_eq!(capped.count(), 260 + 1 - super::exports::MAX_FUNCTIONS);
     }
 

@@ -241,7 +241,10 @@ fn small<T: TryFrom<i64>>(json: &Value) -> Option<T> {
 fn wide<T: TryFrom<i128> + std::str::FromStr>(json: &Value) -> Option<T> {
     match json {
         Value::Number(n) => {
-            let wide = n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))?;
+            let wide = n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from))?;
             T::try_from(wide).ok()
         }
         Value::String(text) if !text.starts_with('+') => text.parse().ok(),
@@ -270,7 +273,11 @@ fn tag<'a>(json: &'a Value, names: &[&str]) -> Option<(&'a str, Option<&'a Value
     (allowed && names.contains(&name)).then(|| (name, fields.get("val")))
 }
 
-fn payload_val(ty: Option<&Type>, payload: Option<&Value>, path: &str) -> Result<Option<Val>, Mismatch> {
+fn payload_val(
+    ty: Option<&Type>,
+    payload: Option<&Value>,
+    path: &str,
+) -> Result<Option<Val>, Mismatch> {
     match (ty, payload) {
         (None, None) => Ok(None),
         (Some(ty), Some(value)) => Ok(Some(to_val(ty, value, path)?)),

@@ -44,8 +44,7 @@ fn every_kind() -> (Vec<(String, Type)>, Type) {
     else {
         panic!("the interface is exported");
     };
-    let ComponentItem::ComponentFunc(every) = all.get_export(&engine, "every").unwrap().ty
-    else {
+    let ComponentItem::ComponentFunc(every) = all.get_export(&engine, "every").unwrap().ty else {
         panic!("the function is exported");
     };
     let params = every
@@ -106,11 +105,18 @@ fn every_kind_round_trips_and_fits_its_schema() {
             .with_draft(jsonschema::Draft::Draft7)
             .build(&schema(&ty))
             .unwrap();
-        assert!(validator.is_valid(&value), "{name}: {value} fits {}", schema(&ty));
+        assert!(
+            validator.is_valid(&value),
+            "{name}: {value} fits {}",
+            schema(&ty)
+        );
         assert_eq!(unsupported(&ty), None, "{name}");
     }
     let ok = json!({ "tag": "ok", "val": { "x": 0, "y": 0, "label": null } });
-    assert_eq!(to_json(&result, &to_val(&result, &ok, "(root)").unwrap()), ok);
+    assert_eq!(
+        to_json(&result, &to_val(&result, &ok, "(root)").unwrap()),
+        ok
+    );
 }
 
 #[test]
@@ -126,22 +132,77 @@ fn a_value_that_does_not_fit_says_where_and_what_was_expected() {
     let (params, _) = every_kind();
     for (name, value, path, expected) in [
         ("tiny", json!(256), "(root)", "an integer from 0 to 255"),
-        ("big", json!(-1), "(root)", "an integer from 0 to 18446744073709551615, or its decimal string"),
-        ("big", json!("18446744073709551616"), "(root)", "an integer from 0 to 18446744073709551615, or its decimal string"),
+        (
+            "big",
+            json!(-1),
+            "(root)",
+            "an integer from 0 to 18446744073709551615, or its decimal string",
+        ),
+        (
+            "big",
+            json!("18446744073709551616"),
+            "(root)",
+            "an integer from 0 to 18446744073709551615, or its decimal string",
+        ),
         ("letter", json!("ab"), "(root)", "a string of one character"),
-        ("bytes", json!("not base64!"), "(root)", "a base64 string (standard alphabet, padded)"),
-        ("at", json!({ "x": 1 }), "y", "a value (the field is required)"),
-        ("at", json!({ "x": 1, "y": 2, "z": 3 }), "z", "no such field; the record has x, y, label"),
-        ("at", json!({ "x": "1", "y": 2 }), "x", "an integer from -2147483648 to 2147483647"),
+        (
+            "bytes",
+            json!("not base64!"),
+            "(root)",
+            "a base64 string (standard alphabet, padded)",
+        ),
+        (
+            "at",
+            json!({ "x": 1 }),
+            "y",
+            "a value (the field is required)",
+        ),
+        (
+            "at",
+            json!({ "x": 1, "y": 2, "z": 3 }),
+            "z",
+            "no such field; the record has x, y, label",
+        ),
+        (
+            "at",
+            json!({ "x": "1", "y": 2 }),
+            "x",
+            "an integer from -2147483648 to 2147483647",
+        ),
         ("words", json!(["a", 2]), "[1]", "a string"),
-        ("sh", json!({ "tag": "triangle" }), "(root)", "{\"tag\": one of circle, square, empty, \"val\": …}"),
-        ("sh", json!({ "tag": "empty", "val": 1 }), "val", "nothing: this case has no payload"),
+        (
+            "sh",
+            json!({ "tag": "triangle" }),
+            "(root)",
+            "{\"tag\": one of circle, square, empty, \"val\": …}",
+        ),
+        (
+            "sh",
+            json!({ "tag": "empty", "val": 1 }),
+            "val",
+            "nothing: this case has no payload",
+        ),
         ("col", json!("purple"), "(root)", "one of red, green, blue"),
-        ("perm", json!(["read", "fly"]), "(root)", "an array of flags from read, write, exec"),
+        (
+            "perm",
+            json!(["read", "fly"]),
+            "(root)",
+            "an array of flags from read, write, exec",
+        ),
         ("pair", json!([1]), "(root)", "an array of 2 items"),
         // "A float that overflows f32 becomes Infinity silently; refuse it."
-        ("single", json!(1e39), "(root)", "a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float), or \"NaN\", \"Infinity\" or \"-Infinity\""),
-        ("single", json!(-1e39), "(root)", "a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float), or \"NaN\", \"Infinity\" or \"-Infinity\""),
+        (
+            "single",
+            json!(1e39),
+            "(root)",
+            "a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float), or \"NaN\", \"Infinity\" or \"-Infinity\"",
+        ),
+        (
+            "single",
+            json!(-1e39),
+            "(root)",
+            "a number from -3.4028235e38 to 3.4028235e38 (a 32-bit float), or \"NaN\", \"Infinity\" or \"-Infinity\"",
+        ),
     ] {
         let ty = param(&params, name);
         let error = to_val(&ty, &value, "(root)").unwrap_err();
@@ -155,13 +216,27 @@ fn a_value_that_does_not_fit_says_where_and_what_was_expected() {
 
 #[test]
 fn wide_integers_beyond_what_javascript_holds_are_strings() {
-    assert_eq!(to_json(&Type::U64, &Val::U64(1 << 53)), json!("9007199254740992"));
-    assert_eq!(to_json(&Type::U64, &Val::U64((1 << 53) - 1)), json!(9_007_199_254_740_991_u64));
-    assert_eq!(to_json(&Type::S64, &Val::S64(i64::MIN)), json!("-9223372036854775808"));
-    assert_eq!(to_val(&Type::S64, &json!("+5"), "(root)").map(|_| ()), Err(Mismatch {
-        path: "(root)".into(),
-        expected: "an integer from -9223372036854775808 to 9223372036854775807, or its decimal string".into(),
-    }));
+    assert_eq!(
+        to_json(&Type::U64, &Val::U64(1 << 53)),
+        json!("9007199254740992")
+    );
+    assert_eq!(
+        to_json(&Type::U64, &Val::U64((1 << 53) - 1)),
+        json!(9_007_199_254_740_991_u64)
+    );
+    assert_eq!(
+        to_json(&Type::S64, &Val::S64(i64::MIN)),
+        json!("-9223372036854775808")
+    );
+    assert_eq!(
+        to_val(&Type::S64, &json!("+5"), "(root)").map(|_| ()),
+        Err(Mismatch {
+            path: "(root)".into(),
+            expected:
+                "an integer from -9223372036854775808 to 9223372036854775807, or its decimal string"
+                    .into(),
+        })
+    );
 }
 
 #[test]
@@ -169,8 +244,14 @@ fn a_float_at_the_edge_of_f32_fits_and_its_schema_says_so() {
     let (params, _) = every_kind();
     let single = param(&params, "single");
     let edge = f64::from(f32::MAX);
-    assert_eq!(to_val(&single, &json!(edge), "(root)").unwrap(), Val::Float32(f32::MAX));
-    assert_eq!(to_val(&single, &json!("Infinity"), "(root)").unwrap(), Val::Float32(f32::INFINITY));
+    assert_eq!(
+        to_val(&single, &json!(edge), "(root)").unwrap(),
+        Val::Float32(f32::MAX)
+    );
+    assert_eq!(
+        to_val(&single, &json!("Infinity"), "(root)").unwrap(),
+        Val::Float32(f32::INFINITY)
+    );
     let schema = schema(&single);
     let validator = jsonschema::draft7::new(&schema).unwrap();
     assert!(validator.is_valid(&json!(edge)) && validator.is_valid(&json!("-Infinity")));
