@@ -1,7 +1,7 @@
 //! A skill.json: read and validated, or problems that say what is wrong.
 #![no_main]
 
-use evo_host::skill::meta::SkillMeta;
+use evo_host::skill::manifest::SkillMeta;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -1,8 +1,8 @@
 //! A SKILL.md: read and validated, or a problem that says what is wrong.
 #![no_main]
 
-use evo_host::skill::frontmatter::SkillDoc;
-use evo_host::skill::meta::SkillMeta;
+use evo_host::skill::manifest::frontmatter::SkillDoc;
+use evo_host::skill::manifest::SkillMeta;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -116,8 +116,8 @@ pub use crate::llm::config::LlmSettings;
 pub use crate::paths::{data_dir, skills_dir, wasm_cache_dir};
 // The types of settings whose meaning lives with the code that acts on them, named here
 // with the settings that hold them.
-pub use crate::skill::confirm::ConfirmPolicy;
 pub use crate::skill::kernel::HOW_TO_CONFIGURE_LLM;
+pub use crate::skill::kernel::confirm::ConfirmPolicy;
 pub use crate::skill::kernel::{Fallback, Preprocess};
 use crate::skill::permission::{Locale, Profile};
 
@@ -459,7 +459,7 @@ impl Default for Config {
                 locale: Locale::En,
                 confirm: ConfirmPolicy::Deny,
                 profile: "full".into(),
-                history_cap: crate::skill::history::DEFAULT_HISTORY_CAP,
+                history_cap: crate::skill::observe::history::DEFAULT_HISTORY_CAP,
                 bash_allow: crate::tools::ProgramTools::DEFAULT_ALLOW
                     .iter()
                     .map(|c| (*c).to_owned())

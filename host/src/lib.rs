@@ -173,63 +173,63 @@ pub mod wasm;
 
 // The modules Evo's own tests and benchmarks reach through the `internals` feature:
 // public but hidden from the docs and outside any promise of stability; private to
-// the crate without it. (Declared one by one rather than by a macro, so that rustfmt
-// formats them.)
+// the crate without it. Each is declared twice rather than through a macro because
+// rustfmt does not format a module declared inside a macro.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod capabilities;
 #[cfg(not(feature = "internals"))]
-mod capabilities;
+pub(crate) mod capabilities;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod db;
 #[cfg(not(feature = "internals"))]
-mod db;
+pub(crate) mod db;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod engine;
 #[cfg(not(feature = "internals"))]
-mod engine;
+pub(crate) mod engine;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod error;
 #[cfg(not(feature = "internals"))]
-mod error;
+pub(crate) mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod host;
 #[cfg(not(feature = "internals"))]
-mod host;
+pub(crate) mod host;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod http;
 #[cfg(not(feature = "internals"))]
-mod http;
+pub(crate) mod http;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod oci;
 #[cfg(not(feature = "internals"))]
-mod oci;
+pub(crate) mod oci;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod paths;
 #[cfg(not(feature = "internals"))]
-mod paths;
+pub(crate) mod paths;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod remote;
 #[cfg(not(feature = "internals"))]
-mod remote;
+pub(crate) mod remote;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod retrieval;
 #[cfg(not(feature = "internals"))]
-mod retrieval;
+pub(crate) mod retrieval;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod skill;
 #[cfg(not(feature = "internals"))]
-mod skill;
+pub(crate) mod skill;
 
 // What an embedder names at the root: the host and its configuration, errors, your own
 // tools and what they are given, and run events. The rest is in the namespaces above.
@@ -239,8 +239,8 @@ pub use host::{Host, HostBuilder};
 /// The schemars a [`TypedTool`]'s types derive `JsonSchema` from: depend on the same
 /// major version, or derive with `#[schemars(crate = "evo_host::schemars")]`.
 pub use schemars;
-pub use skill::events::{EventSink, RunEvent};
 pub use skill::kernel::{RunOptions, SkillContext};
+pub use skill::observe::events::{EventSink, RunEvent};
 pub use tools::{Tool, TypedTool};
 
 /// Locks `mutex`, also when a thread panicked holding it: Evo's shared tables are each

@@ -22,9 +22,9 @@ use evo_host::llm::{
     ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel,
 };
 use evo_host::memory::{Category, MemoryManager, Source};
-use evo_host::skill::events::{EventSink, RunEvent};
 use evo_host::skill::kernel::Kernel;
-use evo_host::skill::registry::SkillRegistry;
+use evo_host::skill::kernel::table::SkillTable;
+use evo_host::skill::observe::events::{EventSink, RunEvent};
 use evo_host::tools::BuiltinTools;
 use evo_tests::catalogue::{catalogue, generated_skill, shortlisting_agent};
 use evo_tests::figures::Recorder;
@@ -99,7 +99,7 @@ fn run_overhead(c: &mut Criterion) {
     let items: Vec<(&str, Category)> = texts.iter().map(|t| (t.as_str(), Category::Fact)).collect();
     memory.import(&items, Source::User).expect("imports");
 
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default()
         .register(&registry)
         .expect("builtins");
@@ -137,7 +137,7 @@ fn run_overhead(c: &mut Criterion) {
     );
 
     // The same run on a host with 1,000 more skills, shortlisted by the skill index.
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default()
         .register(&registry)
         .expect("builtins");

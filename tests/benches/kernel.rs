@@ -14,9 +14,9 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group};
-use evo_host::skill::executor::SkillOutput;
+use evo_host::skill::kernel::executor::SkillOutput;
+use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::kernel::{Kernel, RunOptions};
-use evo_host::skill::registry::SkillRegistry;
 use evo_host::skill::template::ValueTemplate;
 use evo_host::skill::validate::Schema;
 use evo_tests::kernel::register;
@@ -31,7 +31,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn call_overhead(c: &mut Criterion) {
     let rt = runtime();
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     register(
         &registry,
         json!({

@@ -24,7 +24,7 @@ use evo_host::agent::Agent;
 use evo_host::llm::local::LocalProvider;
 use evo_host::llm::local::model::{GenerateOptions, LocalModel};
 use evo_host::llm::{ChatOptions, EventStream, LlmEvent, LlmProvider, Message, event_channel};
-use evo_host::skill::events::{EventKind, EventSink};
+use evo_host::skill::observe::events::{EventKind, EventSink};
 use evo_tests::catalogue::{
     PARAPHRASES, catalogue, generated_skill, shortlisting_agent, skill_index,
 };
@@ -308,7 +308,7 @@ fn routing(_: &mut Criterion) {
     meta.timeout_ms = evo_host::llm::local::DEADLINE.as_millis() as u64;
     let router_output = meta.output.clone();
     registry.register(
-        evo_host::skill::registry::RegisteredSkill::new(meta, router.executor.clone())
+        evo_host::skill::kernel::table::RegisteredSkill::new(meta, router.executor.clone())
             .expect("the router re-registers"),
     );
     let schema = evo_host::skill::validate::Schema::compile(&router_output)

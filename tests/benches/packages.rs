@@ -243,7 +243,7 @@ criterion_group!(benches, install, catalogue);
 /// The code this bench measures: a change under these paths makes its record stale.
 const PATHS: &[&str] = &[
     "host/src/packages",
-    "host/src/skill/package",
+    "host/src/skill/manifest/package",
     "tests/benches/packages.rs",
 ];
 

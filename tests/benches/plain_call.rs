@@ -49,7 +49,7 @@ fn plain(rt: &tokio::runtime::Runtime) -> PlainComponent {
     let engine = WasmEngine::new(config()).unwrap();
     // The manifest beside it asks for that room, as an operator's `skill.json` would.
     let sidecar = || {
-        Ok(Some(evo_host::skill::meta::RawMeta {
+        Ok(Some(evo_host::skill::manifest::RawMeta {
             limits: Some(json!({ "memoryMib": MEMORY_MIB, "outputBytes": OUTPUT_BYTES })),
             ..Default::default()
         }))

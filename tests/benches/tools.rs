@@ -21,8 +21,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group};
+use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::kernel::{Kernel, RunOptions, SkillContext};
-use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::Tool;
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ fn repository() -> PathBuf {
 }
 
 fn context(root: &Path) -> SkillContext {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     evo_host::tools::register_builtins(&registry, root).expect("registers");
     Arc::new(Kernel::new(registry)).context(RunOptions::default())
 }

@@ -9,7 +9,7 @@ use evo_host::agent::{Agent, AgentOptions};
 use evo_host::llm::LlmProvider;
 use evo_host::packages::index::SkillIndex;
 use evo_host::skill::kernel::Kernel;
-use evo_host::skill::registry::SkillRegistry;
+use evo_host::skill::kernel::table::SkillTable;
 use evo_host::tools::BuiltinTools;
 use serde_json::json;
 
@@ -82,8 +82,8 @@ fn capitalize(word: &str) -> String {
 /// A registry of `total` skills: the built-in tools, then generated skills (whose body
 /// returns its input); and how many were generated (skill `i` is
 /// [`generated_skill`]`(i)`).
-pub fn catalogue(total: usize) -> (Arc<SkillRegistry>, usize) {
-    let registry = Arc::new(SkillRegistry::new());
+pub fn catalogue(total: usize) -> (Arc<SkillTable>, usize) {
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default()
         .register(&registry)
         .expect("builtins");
@@ -120,7 +120,7 @@ pub fn skill_index(dir: &Path) -> SkillIndex {
 /// An agent over `registry` thinking with `provider`, offering the router `shortlist`
 /// skills ranked by the skill index in `index_dir` (brought up to date).
 pub fn shortlisting_agent(
-    registry: &Arc<SkillRegistry>,
+    registry: &Arc<SkillTable>,
     provider: Arc<dyn LlmProvider>,
     shortlist: usize,
     index_dir: &Path,

@@ -414,12 +414,12 @@ pub mod kernel {
     use std::sync::{Arc, Mutex};
 
     use evo_host::Result;
-    use evo_host::skill::context::{BoxFuture, LlmRequest};
-    use evo_host::skill::events::{EventSink, RunEvent};
-    use evo_host::skill::executor::{Executor, ExecutorKind, SkillOutput};
+    use evo_host::skill::exchange::{BoxFuture, LlmRequest};
+    use evo_host::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
+    use evo_host::skill::kernel::table::{RegisteredSkill, SkillTable};
     use evo_host::skill::kernel::{Llm, SkillContext};
-    use evo_host::skill::meta::SkillMeta;
-    use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
+    use evo_host::skill::manifest::SkillMeta;
+    use evo_host::skill::observe::events::{EventSink, RunEvent};
     use serde_json::Value;
 
     type Body = dyn Fn(Value, SkillContext) -> BoxFuture<'static, Result<Value>> + Send + Sync;
@@ -445,7 +445,7 @@ pub mod kernel {
     }
 
     /// Registers a skill with manifest `manifest` (JSON) and body `body`.
-    pub fn register<F, Fut>(registry: &SkillRegistry, manifest: Value, body: F)
+    pub fn register<F, Fut>(registry: &SkillTable, manifest: Value, body: F)
     where
         F: Fn(Value, SkillContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value>> + Send + 'static,

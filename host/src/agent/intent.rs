@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use crate::error::{Error, Result};
 use crate::llm::{ChatOptions, LlmProvider, Message, Role, collect};
 use crate::memory::{MemoryEntry, as_prompt_data};
+use crate::skill::composite::llm::LlmExecutor;
 use crate::skill::kernel::SkillContext;
-use crate::skill::llm_mode::LlmExecutor;
-use crate::skill::meta::SkillMeta;
-use crate::skill::registry::{RegisteredSkill, SkillRegistry, ToolDefinition};
+use crate::skill::kernel::table::{RegisteredSkill, SkillTable, ToolDefinition};
+use crate::skill::manifest::SkillMeta;
 
 /// The skill's name.
 pub const SKILL_NAME: &str = "intent_recognize";
@@ -177,7 +177,12 @@ pub async fn route_to(
     };
     ctx.log(&format!("no input for {}: {why}", tool.name));
     // The description's first sentence says what the tool needs.
-    let needs = tool.description.split_inclusive(". ").next().unwrap_or_default().trim();
+    let needs = tool
+        .description
+        .split_inclusive(". ")
+        .next()
+        .unwrap_or_default()
+        .trim();
     Routing::answer(format!(
         "I could not do it: {} looked like the tool for this, but the local model could not write its input. Say it with the details the tool needs ({}: {needs})",
         tool.name, tool.name
@@ -191,19 +196,21 @@ fn required_only(schema: &Value) -> Value {
     let mut schema = schema.clone();
     let required: Vec<String> = schema["required"]
         .as_array()
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
-    if let Some(properties) = schema
-        .get_mut("properties")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
         properties.retain(|name, _| required.contains(name));
     }
     schema
 }
 
 /// Registers `intent_recognize` in `registry`.
-pub fn register(registry: &SkillRegistry) -> Result<()> {
+pub fn register(registry: &SkillTable) -> Result<()> {
     let meta = SkillMeta::from_json(SKILL_JSON).map_err(|problems| Error::InvalidManifest {
         skill: SKILL_NAME.into(),
         problems,

@@ -11,10 +11,24 @@
 //! - `intent`: the `intent_recognize` skill and the routing it returns.
 //! - `prompt`: the default prompt compiler.
 
-internal_modules!(intent, prompt, tool_loop);
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod intent;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod intent;
 mod memory;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod prompt;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod prompt;
 mod rank;
 mod small;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod tool_loop;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod tool_loop;
 
 pub use intent::{SKILL_NAME as ROUTER_SKILL, Strategy};
 pub use prompt::{PromptCompiler, PromptInput};
@@ -28,12 +42,12 @@ use crate::error::{Error, Result};
 use crate::llm::{ChatOptions, LlmProvider, Message, Role, collect};
 use crate::memory::{MemoryEntry, MemoryManager};
 use crate::packages::index::SkillIndex;
-use crate::skill::confirm::Confirmer;
-use crate::skill::events::{EventSink, RunEvent};
-use crate::skill::executor::{MemoryWriteOutcome, WriteStatus};
+use crate::skill::kernel::confirm::Confirmer;
+use crate::skill::kernel::executor::{MemoryWriteOutcome, WriteStatus};
+use crate::skill::kernel::table::{RegisteredSkill, ToolDefinition};
 use crate::skill::kernel::{Kernel, RunOptions, SkillContext};
+use crate::skill::observe::events::{EventSink, RunEvent};
 use crate::skill::permission::Profile;
-use crate::skill::registry::{RegisteredSkill, ToolDefinition};
 use intent::Routing;
 use tool_loop::{Stop, chat_with_tools};
 

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::memory::{MemoryEntry, as_prompt_data};
-use crate::skill::registry::ToolDefinition;
+use crate::skill::kernel::table::ToolDefinition;
 
 /// What a prompt is compiled from.
 #[derive(Debug, Clone, Copy)]

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::llm::{ChatOptions, ContentBlock, LlmProvider, Message, Role, ToolCall, collect};
-use crate::skill::executor::MemoryWriteOutcome;
 use crate::skill::kernel::SkillContext;
+use crate::skill::kernel::executor::MemoryWriteOutcome;
 use crate::skill::validate::Direction;
 
 /// Default bound on model requests in one loop.
@@ -61,7 +61,7 @@ pub(super) fn refuse(ctx: &SkillContext, skill: &str, arguments: &Value) -> Stri
         reason: crate::error::BlockReason::Profile,
     };
     let message = error.to_string();
-    ctx.emit(crate::skill::events::RunEvent::skill_failed(
+    ctx.emit(crate::skill::observe::events::RunEvent::skill_failed(
         skill,
         &error,
         std::time::Duration::ZERO,

@@ -7,4 +7,4 @@ pub use crate::oci::{
     CredentialSettings, Kind as ArtifactKind, Listed, RegistrySettings, TrustSettings,
     generate_signing_key,
 };
-pub use crate::skill::package::{RegistrySource, Signer};
+pub use crate::skill::manifest::package::{RegistrySource, Signer};

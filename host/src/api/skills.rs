@@ -4,25 +4,25 @@
 //! calls (history, statistics, metrics).
 
 pub use crate::engine::loader::StaticExecutor;
-pub use crate::skill::context::{
+pub use crate::skill::exchange::{
     ContextError, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome,
 };
-pub use crate::skill::events::EventKind;
-pub use crate::skill::executor::{
+pub use crate::skill::kernel::Memory;
+pub use crate::skill::kernel::executor::{
     Executor, ExecutorKind, MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus,
 };
-pub use crate::skill::history::{
+pub use crate::skill::kernel::table::{RegisteredSkill, SkillTable, ToolDefinition};
+pub use crate::skill::manifest::package::disclosure::{
+    CodeBlock, Instructions, Listed, MAX_TEXT_RESOURCE, Resource, ResourceRef, Section, SkillFiles,
+};
+pub use crate::skill::manifest::{Example, Mode, PipelineStep, RawMeta, ServiceSpec, SkillMeta};
+pub use crate::skill::observe::events::EventKind;
+pub use crate::skill::observe::history::{
     Filter as CallFilter, Record as CallRecord, SLOW_CALL_MS, Status as CallStatus, ToolStats,
     suggestions as call_suggestions,
 };
-pub use crate::skill::kernel::Memory;
-pub use crate::skill::meta::{Example, Mode, PipelineStep, RawMeta, ServiceSpec, SkillMeta};
 #[cfg(feature = "metrics")]
-pub use crate::skill::metrics::{Metrics, Scraped};
-pub use crate::skill::package::disclosure::{
-    CodeBlock, Instructions, Listed, MAX_TEXT_RESOURCE, Resource, ResourceRef, Section, SkillFiles,
-};
+pub use crate::skill::observe::metrics::{Metrics, Scraped};
+pub use crate::skill::observe::stats::SkillStats;
 pub use crate::skill::permission::{Locale, Permission, Profile};
-pub use crate::skill::registry::{RegisteredSkill, SkillRegistry, ToolDefinition};
-pub use crate::skill::stats::SkillStats;
 pub use crate::skill::validate::Schema;

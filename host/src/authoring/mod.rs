@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::engine::wasm::{WasmEngine, with_manifest, with_short_names};
 use crate::error::{Error, Result};
-use crate::skill::meta::{invalid_name, is_valid_name};
+use crate::skill::manifest::{invalid_name, is_valid_name};
 
 /// The languages a project can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use super::spans::{Spans, in_range, spans};
 use super::{Config, Isolation, MAX_POOL_SLOTS};
 use crate::capabilities::{self, Policy};
 use crate::error::{Error, Result};
-use crate::skill::confirm::ConfirmPolicy;
 use crate::skill::kernel::Fallback;
+use crate::skill::kernel::confirm::ConfirmPolicy;
 use crate::skill::permission::{Locale, Permission, Profile};
 
 #[derive(Debug, Default, Deserialize)]
@@ -247,7 +247,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
                     }),
             );
         for (key, name) in named {
-            if !crate::skill::meta::is_valid_name(name) {
+            if !crate::skill::manifest::is_valid_name(name) {
                 return Err(spans.invalid(
                     &key,
                     format!("{name:?} is not a skill name; list the skills that preprocess, e.g. [\"redact-pii\"]"),
@@ -302,7 +302,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
         note(config, &spans, &noted);
         for (name, entry) in skills {
             let key = format!("grants.skill.{name}");
-            if !crate::skill::meta::is_valid_name(&name) {
+            if !crate::skill::manifest::is_valid_name(&name) {
                 return Err(spans.invalid(
                     &key,
                     format!(
@@ -327,7 +327,7 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<()> 
     }
     for (name, values) in file.skill_config.unwrap_or_default() {
         let key = format!("skill_config.{name}");
-        if !crate::skill::meta::is_valid_name(&name) {
+        if !crate::skill::manifest::is_valid_name(&name) {
             return Err(spans.invalid(
                 &key,
                 format!("{name:?} is not a skill name (lower-case letters, digits, `_` and `-`)"),

@@ -14,27 +14,28 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[cfg(feature = "native")]
 use std::time::Duration;
 
+pub use super::instructions::StaticExecutor;
+use super::instructions::{static_input_schema, static_output_schema};
 #[cfg(feature = "native")]
 use super::native::{NativeConfig, NativeExecutor, NativeSandbox};
-pub use super::skill_dirs::{MAX_CATEGORY_DEPTH, skill_dirs};
+use super::skill_dirs::{MAX_CATEGORY_DEPTH, for_each_dir};
 use super::wasm::{WasmEngine, WasmExecutor, WasmFile, WasmSkill};
 use crate::capabilities::Policy;
 use crate::error::{Error, Result};
-use crate::skill::context::BoxFuture;
-use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
-use crate::skill::frontmatter::SkillDoc;
-use crate::skill::kernel::SkillContext;
-use crate::skill::llm_mode::LlmExecutor;
-use crate::skill::meta::{Mode, Problem, RawMeta, SkillMeta};
-use crate::skill::package::disclosure::SkillFiles;
-pub use crate::skill::package::{EXECUTE_JS, PROMPT_MD, SKILL_JSON, SKILL_MD, SKILL_WASM};
-use crate::skill::pipeline::PipelineExecutor;
-use crate::skill::registry::RegisteredSkill;
+use crate::skill::composite::llm::LlmExecutor;
+use crate::skill::composite::pipeline::PipelineExecutor;
+use crate::skill::kernel::executor::{Executor, ExecutorKind};
+use crate::skill::kernel::table::RegisteredSkill;
+use crate::skill::manifest::frontmatter::SkillDoc;
+pub use crate::skill::manifest::package::{
+    EXECUTE_JS, PROMPT_MD, SKILL_JSON, SKILL_MD, SKILL_WASM,
+};
+use crate::skill::manifest::{Mode, Problem, RawMeta, SkillMeta};
 
 /// Loads skill directories.
 #[derive(Debug, Clone)]
@@ -157,7 +158,7 @@ impl Loader {
     /// installed by the skill manager may not ask for more capabilities than it did at
     /// install ([`Error::CapabilitiesChanged`]).
     pub async fn load_package(&self, dir: &Path) -> Result<Package> {
-        let record = crate::skill::package::InstallRecord::read(dir);
+        let record = crate::skill::manifest::package::InstallRecord::read(dir);
         // Installed under another name than the one it gives itself (`--as`): loaded
         // under the name it was installed as, granted what that name is granted.
         let alias = record
@@ -182,7 +183,7 @@ impl Loader {
         }
         // A script the install turned into a component runs as that component. The
         // manifest stays the files' (a description updated since is seen).
-        let auto = dir.join(crate::skill::package::AUTO_WASM);
+        let auto = dir.join(crate::skill::manifest::package::AUTO_WASM);
         if record.runs_as == "wasm"
             && let [skill] = package.skills.as_slice()
         {
@@ -410,7 +411,7 @@ impl Loader {
         allow(dead_code, reason = "Evo's own tests call it")
     )]
     pub async fn load_all(&self, root: &Path) -> Result<Vec<(PathBuf, Result<Package>)>> {
-        self.for_each_dir(root, |loader, dir| async move {
+        for_each_dir(self, root, |loader, dir| async move {
             loader.load_package(&dir).await
         })
         .await
@@ -515,87 +516,6 @@ fn fill_from(raw: &mut RawMeta, doc: &RawMeta) {
         timeout,
         retry
     );
-}
-
-fn static_input_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "resource": {
-                "type": "string",
-                "description": "A file of this skill to read, as its instructions name it (e.g. reference.md). Leave out to get the instructions."
-            }
-        }
-    })
-}
-
-fn static_output_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "instructions": { "type": "string" },
-            "sections": { "type": "array" },
-            "resources": { "type": "array" },
-            "path": { "type": "string" },
-            "content": { "type": "string" }
-        }
-    })
-}
-
-/// An instruction-only skill (the public Agent Skills format), loaded level by level
-/// (`SkillFiles`): called with `{}` it returns its SKILL.md body, the body's section
-/// headings and the files the body refers to; called with `{ "resource": "<path>" }` it
-/// returns that file. Nothing past the frontmatter is read until the first call, so the
-/// instructions enter the model's context only when needed.
-#[derive(Debug)]
-pub struct StaticExecutor {
-    files: SkillFiles,
-}
-
-impl StaticExecutor {
-    /// The instruction-only skill in `dir`.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self {
-            files: SkillFiles::new(dir),
-        }
-    }
-
-    /// Its files, level by level.
-    pub fn files(&self) -> &SkillFiles {
-        &self.files
-    }
-
-    fn run(&self, input: &Value) -> Result<Value> {
-        if let Some(path) = input.get("resource").and_then(Value::as_str) {
-            let resource = self.files.resource(path)?;
-            return serde_json::to_value(&*resource).map_err(|e| Error::Engine(e.to_string()));
-        }
-        let instructions = self.files.instructions()?;
-        let sections: Vec<Value> = instructions
-            .sections
-            .iter()
-            .map(|s| json!({ "heading": s.heading, "level": s.level }))
-            .collect();
-        Ok(json!({
-            "instructions": instructions.body,
-            "sections": sections,
-            "resources": instructions.resources,
-        }))
-    }
-}
-
-impl Executor for StaticExecutor {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Static
-    }
-
-    fn execute(&self, input: Value, _ctx: SkillContext) -> BoxFuture<'_, Result<SkillOutput>> {
-        Box::pin(std::future::ready(self.run(&input).map(SkillOutput::from)))
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
-    }
 }
 
 #[cfg(all(test, not(feature = "native")))]

@@ -33,11 +33,11 @@ use ureq::http;
 
 use crate::capabilities::{Grant, Policy};
 use crate::error::{Error, FailureKind, Result};
-use crate::skill::context::BoxFuture;
-use crate::skill::events::RunEvent;
-use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::exchange::BoxFuture;
 use crate::skill::kernel::SkillContext;
-use crate::skill::meta::{ServiceSpec, SkillMeta};
+use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::manifest::{ServiceSpec, SkillMeta};
+use crate::skill::observe::events::RunEvent;
 
 /// The most of an error body quoted in the error.
 const QUOTED_BYTES: usize = 300;

@@ -1,13 +1,12 @@
 //! Which directories under a skills directory are skills: category folders searched to
 //! a depth bound, links out of the tree not entered; and going through them all at
-//! start-up, on every worker thread ([`Loader::for_each_dir`]).
+//! start-up, on every worker thread ([`for_each_dir`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::loader::Loader;
 use crate::error::{Error, Result};
-use crate::skill::package::{PROMPT_MD, SKILL_JSON, SKILL_MD, SKILL_WASM};
+use crate::skill::manifest::package::{PROMPT_MD, SKILL_JSON, SKILL_MD, SKILL_WASM};
 
 /// How many folders below a skills directory a skill may be: `summarize/` is one,
 /// `text/summarize/` two, `text/short/summarize/` three. A folder at the last level is
@@ -84,54 +83,54 @@ fn collect_skill_dirs(
     Ok(any)
 }
 
-impl Loader {
-    /// `each(loader, dir)` for every skill directory directly under `root`, in name
-    /// order. The directories are independent, so they are shared out among the
-    /// runtime's worker threads in runs of at least [`DIRS_PER_TASK`]: a host with 1,000
-    /// skills starts on every core (on a current-thread runtime, one after another).
-    pub(crate) async fn for_each_dir<T, F, Fut>(
-        &self,
-        root: &Path,
-        each: F,
-    ) -> Result<Vec<(PathBuf, T)>>
-    where
-        T: Send + 'static,
-        F: Fn(Arc<Self>, PathBuf) -> Fut + Clone + Send + 'static,
-        Fut: Future<Output = T> + Send,
-    {
-        let dirs = skill_dirs(root)?;
-        let loader = Arc::new(self.clone());
-        // Tasks of their own only on a Tokio runtime (an embedder may poll this elsewhere).
-        let threads = match tokio::runtime::Handle::try_current() {
-            Ok(_) => std::thread::available_parallelism().map_or(1, usize::from),
-            Err(_) => 1,
-        };
-        let tasks = threads.min(dirs.len() / DIRS_PER_TASK).max(1);
-        let run = |dirs: Vec<PathBuf>| {
-            let (loader, each) = (Arc::clone(&loader), each.clone());
-            async move {
-                let mut done = Vec::with_capacity(dirs.len());
-                for dir in dirs {
-                    let value = each(Arc::clone(&loader), dir.clone()).await;
-                    done.push((dir, value));
-                }
-                done
+/// `each(loader, dir)` for every skill directory directly under `root`, in name order,
+/// each given its own handle on `loader`. The directories are independent, so they are
+/// shared out among the runtime's worker threads in runs of at least [`DIRS_PER_TASK`]:
+/// a host with 1,000 skills starts on every core (on a current-thread runtime, one
+/// after another).
+pub(crate) async fn for_each_dir<L, T, F, Fut>(
+    loader: &L,
+    root: &Path,
+    each: F,
+) -> Result<Vec<(PathBuf, T)>>
+where
+    L: Clone + Send + Sync + 'static,
+    T: Send + 'static,
+    F: Fn(Arc<L>, PathBuf) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = T> + Send,
+{
+    let dirs = skill_dirs(root)?;
+    let loader = Arc::new(loader.clone());
+    // Tasks of their own only on a Tokio runtime (an embedder may poll this elsewhere).
+    let threads = match tokio::runtime::Handle::try_current() {
+        Ok(_) => std::thread::available_parallelism().map_or(1, usize::from),
+        Err(_) => 1,
+    };
+    let tasks = threads.min(dirs.len() / DIRS_PER_TASK).max(1);
+    let run = |dirs: Vec<PathBuf>| {
+        let (loader, each) = (Arc::clone(&loader), each.clone());
+        async move {
+            let mut done = Vec::with_capacity(dirs.len());
+            for dir in dirs {
+                let value = each(Arc::clone(&loader), dir.clone()).await;
+                done.push((dir, value));
             }
-        };
-        let share = dirs.len().div_ceil(tasks);
-        let mut runs = dirs.chunks(share.max(1)).map(<[PathBuf]>::to_vec);
-        let first = runs.next().unwrap_or_default();
-        let others: Vec<_> = runs.map(|dirs| tokio::spawn(run(dirs))).collect();
-        let mut loaded = run(first).await;
-        for other in others {
-            match other.await {
-                Ok(done) => loaded.extend(done),
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => return Err(Error::Engine(format!("loading skills stopped: {e}"))),
-            }
+            done
         }
-        Ok(loaded)
+    };
+    let share = dirs.len().div_ceil(tasks);
+    let mut runs = dirs.chunks(share.max(1)).map(<[PathBuf]>::to_vec);
+    let first = runs.next().unwrap_or_default();
+    let others: Vec<_> = runs.map(|dirs| tokio::spawn(run(dirs))).collect();
+    let mut loaded = run(first).await;
+    for other in others {
+        match other.await {
+            Ok(done) => loaded.extend(done),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => return Err(Error::Engine(format!("loading skills stopped: {e}"))),
+        }
     }
+    Ok(loaded)
 }
 
 /// The fewest skill directories worth a task of their own when loading many.

@@ -123,7 +123,7 @@ impl HostBuilder {
                 ),
             })?;
         let loader = loader(&config, &data_dir, self.launcher, self.on_compile)?;
-        let registry = Arc::new(SkillRegistry::new());
+        let registry = Arc::new(SkillTable::new());
         let project = self.project_dir.unwrap_or_else(|| PathBuf::from("."));
         let cwd = std::path::absolute(&project).unwrap_or_else(|_| project.clone());
         crate::tools::register_builtins(&registry, project.clone())?;
@@ -199,7 +199,7 @@ impl HostBuilder {
             load_errors: Vec::new(),
             unreachable_remotes: Vec::new(),
             catalogue: Mutex::new(BTreeMap::new()),
-            calls: crate::skill::calls::store_for(&storage),
+            calls: crate::skill::observe::store::store_for(&storage),
             #[cfg(feature = "postgres")]
             shared_catalogue: storage.shared().map(|pg| {
                 crate::packages::shared::SharedCatalogue::new(
@@ -257,7 +257,7 @@ impl HostBuilder {
 }
 
 /// Writes the call history and statistics in the background whenever another
-/// [`FLUSH_EVERY`](crate::skill::history::FLUSH_EVERY) calls are buffered, so that an
+/// [`FLUSH_EVERY`](crate::skill::observe::history::FLUSH_EVERY) calls are buffered, so that an
 /// embedder that never calls [`Host::flush_stats`] does not keep every call in memory.
 fn flush_when_due(host: &Host) {
     let weak = Arc::downgrade(&host.inner);
@@ -435,7 +435,7 @@ impl Inner {
     }
 
     async fn load_dir(&mut self, dir: &Path) -> Result<()> {
-        let loaded = self.loader.for_each_dir(dir, |loader, dir| async move {
+        let loaded = crate::engine::for_each_dir(&self.loader, dir, |loader, dir| async move {
             // Before the load: a change made while it runs is seen by the next reload.
             let stamp = stamp(&dir);
             (stamp, loader.load_package(&dir).await)

@@ -45,7 +45,7 @@ impl Host {
         roots.extend(inner.config.skill_dirs.iter().cloned());
         let mut now = BTreeMap::new();
         for root in roots.iter().filter(|r| r.is_dir()) {
-            for dir in crate::engine::loader::skill_dirs(root)? {
+            for dir in crate::engine::skill_dirs(root)? {
                 let stamp = stamp(&dir);
                 now.insert(dir, stamp);
             }

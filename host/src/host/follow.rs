@@ -60,7 +60,7 @@ impl Host {
     /// now, that is pulled (signature checked), installed over the old one, and pinned.
     pub async fn update_from_registry(&self, name: &str) -> Result<Updated> {
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(name);
-        if !crate::skill::meta::is_valid_name(name) || !dir.is_dir() {
+        if !crate::skill::manifest::is_valid_name(name) || !dir.is_dir() {
             return Err(Error::SkillNotFound {
                 name: name.to_owned(),
             });

@@ -9,8 +9,8 @@ use super::Host;
 use crate::capabilities::{Grant, Policy, RequestedCapabilities};
 use crate::engine::wasm::{PlainExecutor, SEPARATOR, WasmExecutor, component_name};
 use crate::error::{Error, Result};
-use crate::skill::calls::{Record, Status};
-use crate::skill::registry::RegisteredSkill;
+use crate::skill::kernel::table::RegisteredSkill;
+use crate::skill::observe::store::{Record, Status};
 
 /// How a skill takes grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -331,7 +331,7 @@ impl Host {
             caller: who.to_owned(),
             task_id: String::new(),
             tool: tool.to_owned(),
-            arguments: crate::skill::history::redact(&arguments),
+            arguments: crate::skill::observe::history::redact(&arguments),
             status,
             duration_ms: 0.0,
             error,

@@ -98,7 +98,7 @@ impl Host {
             for callee in self.registry().missing_callees(skill) {
                 outcome
                     .warnings
-                    .push(crate::skill::registry::missing_callee(skill, &callee));
+                    .push(crate::skill::kernel::table::missing_callee(skill, &callee));
             }
         }
         Ok(outcome)

@@ -40,10 +40,10 @@ use crate::memory::{MemoryConfig, MemoryManager};
 use crate::packages::SkillManager;
 use crate::packages::index::SkillIndex;
 use crate::retrieval::embed::Embedder;
-use crate::skill::events::EventSink;
-use crate::skill::executor::SkillOutput;
+use crate::skill::kernel::executor::SkillOutput;
+use crate::skill::kernel::table::{RegisteredSkill, SkillTable};
 use crate::skill::kernel::{Kernel, KernelConfig, RunOptions, SkillContext};
-use crate::skill::registry::{RegisteredSkill, SkillRegistry};
+use crate::skill::observe::events::EventSink;
 use crate::tools::Tool;
 
 mod builder;
@@ -52,6 +52,7 @@ mod follow;
 mod grants;
 mod install;
 mod oci;
+mod publish;
 mod search;
 #[cfg(feature = "postgres")]
 mod shared;
@@ -60,7 +61,8 @@ mod tools;
 pub use builder::HostBuilder;
 pub use follow::Updated;
 pub use grants::{Asking, Change, GrantValue, Operator, SkillGrants};
-pub use oci::{DownloadProgress, Preview, Published, RegistryInstall, RegistryInstalled};
+pub use oci::{DownloadProgress, Preview, RegistryInstall, RegistryInstalled};
+pub use publish::Published;
 pub use search::{LISTING_TTL, RegistrySearch};
 
 use catalogue::{Loaded, stamp};
@@ -97,7 +99,7 @@ struct Inner {
     /// Where shared state is kept.
     storage: crate::storage::Storage,
     /// Statistics and the call history, in `storage`.
-    calls: Arc<dyn crate::skill::calls::CallStore>,
+    calls: Arc<dyn crate::skill::observe::store::CallStore>,
     /// The catalogue the nodes share, when `storage` is shared.
     #[cfg(feature = "postgres")]
     shared_catalogue: Option<crate::packages::shared::SharedCatalogue>,
@@ -263,7 +265,7 @@ impl Host {
     pub(crate) fn builtin_names(&self) -> Vec<String> {
         self.skills()
             .iter()
-            .filter(|s| s.kind() == crate::skill::executor::ExecutorKind::Builtin)
+            .filter(|s| s.kind() == crate::skill::kernel::executor::ExecutorKind::Builtin)
             .map(|s| s.meta.name.clone())
             .collect()
     }
@@ -283,13 +285,15 @@ impl Host {
 
     /// Every skill's stored call figures, by name (all processes, or all nodes; what
     /// `evo skill stats` shows).
-    pub fn skill_stats(&self) -> Result<BTreeMap<String, crate::skill::stats::SkillStats>> {
+    pub fn skill_stats(
+        &self,
+    ) -> Result<BTreeMap<String, crate::skill::observe::stats::SkillStats>> {
         self.inner.calls.stats()
     }
 
     internal_pub! {
         /// The stored call statistics and history (all processes, or all nodes).
-        fn calls(&self) -> &Arc<dyn crate::skill::calls::CallStore> {
+        fn calls(&self) -> &Arc<dyn crate::skill::observe::store::CallStore> {
             &self.inner.calls
         }
     }
@@ -315,7 +319,7 @@ impl Host {
     /// durations, the sandbox's refusals (what `evo serve` gives Prometheus at
     /// `/metrics`). With the `metrics` feature.
     #[cfg(feature = "metrics")]
-    pub fn metrics(&self) -> &Arc<crate::skill::metrics::Metrics> {
+    pub fn metrics(&self) -> &Arc<crate::skill::observe::metrics::Metrics> {
         self.inner.kernel.metrics()
     }
 
@@ -353,7 +357,7 @@ impl Host {
 
     internal_pub! {
         /// The skill registry.
-        fn registry(&self) -> &Arc<SkillRegistry> {
+        fn registry(&self) -> &Arc<SkillTable> {
             self.inner.kernel.registry()
         }
     }

@@ -19,7 +19,7 @@ impl Host {
         let root = crate::paths::skills_dir(&self.inner.data_dir);
         let mut local = BTreeMap::new();
         if root.is_dir() {
-            for dir in crate::engine::loader::skill_dirs(&root)? {
+            for dir in crate::engine::skill_dirs(&root)? {
                 if let Some(record) = InstallRecord::read(&dir) {
                     local.insert(record.name.clone(), record);
                 }

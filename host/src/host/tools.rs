@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use super::Host;
 use crate::error::{Error, Result};
-use crate::skill::history::{Filter, History, Record, ToolStats};
 use crate::skill::kernel::{RunOptions, SkillContext};
+use crate::skill::observe::history::{Filter, History, Record, ToolStats};
 use crate::skill::permission::Profile;
 use crate::tools::descriptor::{ToolDescriptor, ToolRequest, ToolResult, missing_parameter};
 
@@ -88,8 +88,8 @@ impl Host {
                 caller: options.caller.clone().unwrap_or_else(|| "root".into()),
                 task_id: options.task_id.clone().unwrap_or_default(),
                 tool: name.clone(),
-                arguments: crate::skill::history::redact(&call.arguments),
-                status: crate::skill::history::Status::Error,
+                arguments: crate::skill::observe::history::redact(&call.arguments),
+                status: crate::skill::observe::history::Status::Error,
                 duration_ms: elapsed(),
                 error: Some(format!("[{}] {message}", error.code())),
                 hint: error.hint().map(str::to_owned),

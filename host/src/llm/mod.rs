@@ -14,16 +14,35 @@
 //! `Llm` interface. Nothing here knows about skills beyond
 //! tool definitions.
 
-internal_modules!(
-    anthropic,
-    config,
-    #[cfg(feature = "local-llm")]
-    constrain,
-    openai,
-    scripted,
-);
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod anthropic;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod anthropic;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod config;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod config;
+#[cfg(feature = "local-llm")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod constrain;
+#[cfg(feature = "local-llm")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod constrain;
 mod http;
 pub mod local;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod openai;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod openai;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod scripted;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod scripted;
 mod sse;
 mod turn;
 
@@ -38,8 +57,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
-use crate::skill::context::{BoxFuture, LlmRequest};
-use crate::skill::registry::ToolDefinition;
+use crate::skill::exchange::{BoxFuture, LlmRequest};
+use crate::skill::kernel::table::ToolDefinition;
 
 /// Who says a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
 
-pub use crate::retrieval::embed::HASH;
-use crate::retrieval::embed::{Embedder, HashEmbedder};
 use super::store::MEMORY_DB;
 use crate::error::{Error, Result};
+pub use crate::retrieval::embed::HASH;
+use crate::retrieval::embed::{Embedder, HashEmbedder};
 
 pub use super::{MINILM, MODEL_FILES};
 /// Every local embedder's name.

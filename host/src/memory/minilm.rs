@@ -21,8 +21,8 @@ use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
 use super::MODEL_FILES;
 use super::bert::QuantBert;
-use crate::retrieval::embed::{Embedder, normalize};
 use crate::error::{Error, Result};
+use crate::retrieval::embed::{Embedder, normalize};
 
 /// Longest input in tokens; the model was trained on 256 (longer text is cut).
 pub const MAX_TOKENS: usize = 256;

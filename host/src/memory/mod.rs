@@ -33,19 +33,50 @@
 //! assert_eq!(memory.history(&update.id).unwrap().versions.len(), 2);
 //! ```
 
-internal_modules!(
-    capture,
-    decide,
-    files,
-    index,
-    local,
-    #[cfg(feature = "minilm")]
-    minilm,
-    openai,
-    store,
-);
 #[cfg(feature = "minilm")]
 mod bert;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod capture;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod capture;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod decide;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod decide;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod files;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod files;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod index;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod index;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod local;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod local;
+#[cfg(feature = "minilm")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod minilm;
+#[cfg(feature = "minilm")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod minilm;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod openai;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod openai;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod store;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod store;
 
 /// The name of the MiniLM embedder: what picks it (`local`) and what it is (`minilm`)
 /// both say it.
@@ -71,10 +102,10 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 pub use crate::retrieval::embed::{Embedder, HashEmbedder};
 
 use crate::error::{Error, Result};
-use crate::skill::context::{BoxFuture, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
-use crate::skill::executor::{MemoryWrite, MemoryWriteOutcome, WriteStatus};
+use crate::skill::composite::pipeline::{LONG_TERM_MEMORY_KEY, RELEVANT_MEMORIES_KEY};
+use crate::skill::exchange::{BoxFuture, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
 use crate::skill::kernel::Memory;
-use crate::skill::pipeline::{LONG_TERM_MEMORY_KEY, RELEVANT_MEMORIES_KEY};
+use crate::skill::kernel::executor::{MemoryWrite, MemoryWriteOutcome, WriteStatus};
 use decide::Relation;
 use index::Meta;
 use store::{Filter, Store, new_id, now_ms};

@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::retrieval::embed::{Embedder, normalize};
 use crate::error::{Error, Result};
+use crate::retrieval::embed::{Embedder, normalize};
 
 /// Default API base.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

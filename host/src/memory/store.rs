@@ -16,12 +16,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-use crate::retrieval::embed::Embedder;
-pub(super) use crate::retrieval::{from_blob, to_blob};
 use super::files::{self, MEMORY_MD};
 use super::index::{Meta, VectorIndex};
 use super::{MemoryEntry, Source};
 use crate::error::{Error, Result};
+use crate::retrieval::embed::Embedder;
+pub(super) use crate::retrieval::{from_blob, to_blob};
 
 /// File name of the memory database in the data directory.
 pub const MEMORY_DB: &str = "memory.db";
@@ -300,7 +300,9 @@ impl Store {
             .db
             .fetch(rowids, include_superseded)?
             .into_iter()
-            .map(|(rowid, entry, vector)| (rowid, entry, crate::retrieval::embed::dot(&vector, query)))
+            .map(|(rowid, entry, vector)| {
+                (rowid, entry, crate::retrieval::embed::dot(&vector, query))
+            })
             .collect())
     }
 

@@ -12,7 +12,7 @@ pub mod reference;
 pub mod settings;
 pub mod sign;
 
-pub use crate::skill::package::{RegistrySource, Signer};
+pub use crate::skill::manifest::package::{RegistrySource, Signer};
 pub use artifact::Kind;
 pub use client::Client;
 pub use reference::Reference;

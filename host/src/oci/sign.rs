@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::artifact::{self, Descriptor, Manifest};
 use crate::error::{Error, Result};
-use crate::skill::package::Signer;
+use crate::skill::manifest::package::Signer;
 
 /// A signature layer's media type.
 pub const PAYLOAD: &str = "application/vnd.dev.cosign.simplesigning.v1+json";

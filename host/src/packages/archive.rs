@@ -135,7 +135,7 @@ pub(super) fn extract(zip: &[u8], into: &Path, progress: Progress<'_>) -> Result
 
 /// An entry's name as a relative path with no `..`, no root and no drive.
 fn safe_path(name: &str) -> Result<PathBuf> {
-    match crate::skill::package::disclosure::clean_relative(name) {
+    match crate::skill::manifest::package::disclosure::clean_relative(name) {
         Some(clean) if !name.contains('\\') => Ok(clean),
         Some(_) => Err(invalid(format!(
             "Invalid ZIP structure: {name:?} is not a usable path"

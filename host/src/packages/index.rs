@@ -126,7 +126,7 @@ impl SkillIndex {
     /// component's functions (`name__…`).
     pub fn remove_package(&mut self, name: &str) -> Result<()> {
         self.vectors = None;
-        let prefix = format!("{name}{}", crate::skill::meta::COMPONENT_SEPARATOR);
+        let prefix = format!("{name}{}", crate::skill::manifest::COMPONENT_SEPARATOR);
         self.db.transaction(|tx| {
             for table in ["skill_index_fts", "skill_index"] {
                 tx.execute(

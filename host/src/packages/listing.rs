@@ -21,7 +21,7 @@ pub struct ListedSkill {
     pub installed_at: u64,
     /// The registry it was installed from (reference, manifest digest, signer).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<crate::skill::package::RegistrySource>,
+    pub source: Option<crate::skill::manifest::package::RegistrySource>,
 }
 
 /// Filters and paging for [`SkillManager::list_skills`].

@@ -17,17 +17,29 @@
 
 mod archive;
 mod as_component;
-internal_modules!(index);
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod index;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod index;
 mod listing;
 mod staging;
 
 use staging::{PREVIOUS, lock};
-internal_modules!(
-    #[cfg(feature = "native")]
-    scripts,
-    #[cfg(feature = "postgres")]
-    shared,
-);
+#[cfg(feature = "native")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod scripts;
+#[cfg(feature = "native")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod scripts;
+#[cfg(feature = "postgres")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod shared;
+#[cfg(feature = "postgres")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod shared;
 mod update;
 
 use std::path::{Path, PathBuf};
@@ -37,10 +49,10 @@ use sha2::{Digest, Sha256};
 
 use crate::engine::loader::Loader;
 use crate::error::{Error, Result};
-use crate::skill::frontmatter::SkillDoc;
-use crate::skill::meta::{DEFAULT_VERSION, is_valid_name};
-pub use crate::skill::package::{AUTO_WASM, InstallRecord, MARKER};
-use crate::skill::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
+use crate::skill::manifest::frontmatter::SkillDoc;
+pub use crate::skill::manifest::package::{AUTO_WASM, InstallRecord, MARKER};
+use crate::skill::manifest::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
+use crate::skill::manifest::{DEFAULT_VERSION, is_valid_name};
 
 use archive::MAX_TOTAL_BYTES;
 pub use archive::Progress;
@@ -105,7 +117,7 @@ pub struct InstallOptions<'a> {
     /// digest. One that is not is refused before it replaces anything.
     pub expect: Option<Expected<'a>>,
     /// The registry the package was pulled from, kept in its install record.
-    pub source: Option<crate::skill::package::RegistrySource>,
+    pub source: Option<crate::skill::manifest::package::RegistrySource>,
     /// Install under this name instead of the one the skill gives itself (`--as`):
     /// its files are not changed; the install record keeps both names and the host
     /// serves the skill under this one (grants, `[skill_config]`, the index and the
@@ -320,7 +332,7 @@ impl SkillManager {
         let published = dir_name(&skill_dir)?;
         if let Some(wanted) = options.name.as_deref().filter(|n| *n != published) {
             if !is_valid_name(wanted) {
-                return Err(crate::skill::meta::invalid_name(wanted));
+                return Err(crate::skill::manifest::invalid_name(wanted));
             }
             let renamed = staging.path().join(wanted);
             std::fs::rename(&skill_dir, &renamed).map_err(Error::io_at(&renamed))?;

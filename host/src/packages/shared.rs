@@ -164,7 +164,10 @@ impl SharedCatalogue {
     }
 
     /// The registry skill `name` was installed from on the node that installed it.
-    pub fn source(&self, name: &str) -> Result<Option<crate::skill::package::RegistrySource>> {
+    pub fn source(
+        &self,
+        name: &str,
+    ) -> Result<Option<crate::skill::manifest::package::RegistrySource>> {
         let key = name.to_owned();
         let record: Option<String> = self.pg.run(move |client| async move {
             let row = client
@@ -198,7 +201,9 @@ impl SharedCatalogue {
     /// keys and values, as JSON), or `None` where a node removed it.
     pub fn grants(&self) -> Result<BTreeMap<String, Option<serde_json::Value>>> {
         let rows: Vec<(String, Option<String>)> = self.pg.run(|client| async move {
-            let rows = client.query("SELECT name, entry FROM skill_grants", &[]).await?;
+            let rows = client
+                .query("SELECT name, entry FROM skill_grants", &[])
+                .await?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })?;
         Ok(rows

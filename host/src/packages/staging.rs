@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::SkillManager;
 use crate::error::{Error, Result};
-use crate::skill::meta::is_valid_name;
+use crate::skill::manifest::is_valid_name;
 
 /// A staging directory whose lock is older than this and not held is abandoned.
 const STAGING_GRACE: Duration = Duration::from_secs(60);

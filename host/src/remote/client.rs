@@ -17,10 +17,10 @@ use super::protocol::{self, Reply, Request, SkillInfo};
 use super::{RemoteSpec, keep_list, lists, ws_url};
 use crate::error::{Error, Result};
 use crate::secrets::SecretStore;
-use crate::skill::context::BoxFuture;
-use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::exchange::BoxFuture;
 use crate::skill::kernel::SkillContext;
-use crate::skill::meta::SkillMeta;
+use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::manifest::SkillMeta;
 
 /// How long connecting may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

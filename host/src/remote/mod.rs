@@ -137,7 +137,7 @@ fn keep_list(data_dir: &Path, remote: &RemoteSpec, skills: &[SkillInfo]) {
 
 /// Checks a remote's name and URL.
 pub fn check(spec: &RemoteSpec) -> std::result::Result<(), String> {
-    if !crate::skill::meta::is_valid_name(&spec.name) {
+    if !crate::skill::manifest::is_valid_name(&spec.name) {
         return Err(format!(
             "{:?} is not a remote name: lower-case letters, digits, `_` and `-`, starting with a letter",
             spec.name

@@ -33,10 +33,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::refusal::Refusal;
-use crate::skill::confirm::{Confirmation, Confirmer};
-use crate::skill::context::BoxFuture;
-use crate::skill::executor::SkillOutput;
+use crate::skill::exchange::BoxFuture;
 use crate::skill::kernel::CONFIRM_WAIT;
+use crate::skill::kernel::confirm::{Confirmation, Confirmer};
+use crate::skill::kernel::executor::SkillOutput;
 
 /// The key of the question in an input-required result's `inputRequests`.
 pub const QUESTION: &str = "confirm";

@@ -239,7 +239,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
         .map_or(0, |status| status.entries as u64);
     let engine = shared.host.wasm_engine();
     let (components_from_cache, components_compiled) = engine.map_or((0, 0), |e| e.loads());
-    let scraped = crate::skill::metrics::Scraped {
+    let scraped = crate::skill::observe::metrics::Scraped {
         instances: engine.map_or(0, |engine| engine.live_instances() as u64),
         running: shared.running() as u64,
         queued: shared.queued() as u64,
@@ -259,7 +259,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     (
         [(
             axum::http::header::CONTENT_TYPE,
-            crate::skill::metrics::Metrics::CONTENT_TYPE,
+            crate::skill::observe::metrics::Metrics::CONTENT_TYPE,
         )],
         shared.host.metrics().encode(scraped),
     )
@@ -314,7 +314,7 @@ async fn list_calls(
     State(shared): State<Arc<Shared>>,
     axum::extract::Query(query): axum::extract::Query<CallsQuery>,
 ) -> Response {
-    use crate::skill::calls::{Filter, Status};
+    use crate::skill::observe::store::{Filter, Status};
     let status = match query.status.as_deref().map(|s| (s, Status::parse(s))) {
         Some((name, None)) => {
             return failure(

@@ -20,8 +20,8 @@ use super::openapi::GrantValues;
 use super::{Refusal, Shared};
 use crate::error::{BlockReason, Error};
 use crate::host::{Change, Operator, RegistryInstall};
-use crate::skill::confirm::{ConfirmPolicy, Confirmation, Confirmer, Risk};
-use crate::skill::executor::SkillOutput;
+use crate::skill::kernel::confirm::{ConfirmPolicy, Confirmation, Confirmer, Risk};
+use crate::skill::kernel::executor::SkillOutput;
 
 const INSTALL: &str = "evo_install_skill";
 const UNINSTALL: &str = "evo_uninstall_skill";

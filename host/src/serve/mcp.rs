@@ -24,11 +24,11 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::engine::loader::StaticExecutor;
-use crate::skill::confirm::Confirmer;
-use crate::skill::events::EventSink;
-use crate::skill::executor::ExecutorKind;
-use crate::skill::executor::SkillOutput;
-use crate::skill::registry::RegisteredSkill;
+use crate::skill::kernel::confirm::Confirmer;
+use crate::skill::kernel::executor::ExecutorKind;
+use crate::skill::kernel::executor::SkillOutput;
+use crate::skill::kernel::table::RegisteredSkill;
+use crate::skill::observe::events::EventSink;
 
 use super::confirm::{self, AskPeer, Asker, Call, Leg, Suspended};
 use super::notify::{self, LoggingLevelRank, Progress, rank_of};
@@ -209,7 +209,9 @@ fn instruction_skills(shared: &Shared) -> Vec<Arc<RegisteredSkill>> {
         .collect()
 }
 
-fn files_of(skill: &RegisteredSkill) -> Option<&crate::skill::package::disclosure::SkillFiles> {
+fn files_of(
+    skill: &RegisteredSkill,
+) -> Option<&crate::skill::manifest::package::disclosure::SkillFiles> {
     skill
         .executor
         .as_any()

@@ -15,7 +15,7 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ProgressNotific
 use rmcp::service::RequestContext;
 use serde_json::json;
 
-use crate::skill::events::{EventSink, RunEvent};
+use crate::skill::observe::events::{EventSink, RunEvent};
 
 /// A logging level as a number: debug 0 … emergency 7.
 pub(super) type LoggingLevelRank = u8;

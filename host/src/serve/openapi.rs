@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::skill::executor::{MemoryWriteOutcome, StepTrace};
+use crate::skill::kernel::executor::{MemoryWriteOutcome, StepTrace};
 
 /// A failed request.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

@@ -14,12 +14,12 @@ use super::refusal::Refusal;
 use crate::config::ServeSettings;
 use crate::error::Error;
 use crate::host::Host;
-use crate::skill::confirm::Confirmer;
-use crate::skill::events::EventSink;
-use crate::skill::executor::SkillOutput;
+use crate::skill::kernel::confirm::Confirmer;
+use crate::skill::kernel::executor::SkillOutput;
+use crate::skill::kernel::table::RegisteredSkill;
 use crate::skill::kernel::{DEADLINE_GRACE, RunOptions};
 use crate::skill::lanes::{Streak, long_places};
-use crate::skill::registry::RegisteredSkill;
+use crate::skill::observe::events::EventSink;
 
 /// How often the catalogue is checked for skills installed, removed or edited by
 /// another process.

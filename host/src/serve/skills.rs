@@ -13,7 +13,7 @@ use super::reply::{evo_failure, failure};
 use super::{Refusal, Shared};
 use crate::error::Error;
 
-fn summary(shared: &Shared, skill: &crate::skill::registry::RegisteredSkill) -> SkillSummary {
+fn summary(shared: &Shared, skill: &crate::skill::kernel::table::RegisteredSkill) -> SkillSummary {
     SkillSummary {
         name: skill.meta.name.clone(),
         description: skill.meta.description.clone(),
@@ -165,7 +165,7 @@ pub(super) async fn call(
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = options.events.then(|| {
         let events = events.clone();
-        crate::skill::events::EventSink::new(move |event| {
+        crate::skill::observe::events::EventSink::new(move |event| {
             let mut events = events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if events.len() < MAX_CALL_EVENTS {
                 events.push(serde_json::to_value(&event).unwrap_or(Value::Null));

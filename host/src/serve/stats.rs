@@ -11,7 +11,7 @@ use axum::response::Response;
 use super::Shared;
 use super::openapi::{ErrorCount, Gauges, NodeStats, SkillLatency, Stats, StatsQuery};
 use super::reply::blocking;
-use crate::skill::calls::{Filter, Record, Status};
+use crate::skill::observe::store::{Filter, Record, Status};
 
 /// The longest window asked for: a day.
 const MAX_WINDOW_S: u64 = 86_400;

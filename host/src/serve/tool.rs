@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::host::Host;
-use crate::skill::executor::{ExecutorKind, MemoryWriteOutcome, StepTrace};
+use crate::skill::kernel::executor::{ExecutorKind, MemoryWriteOutcome, StepTrace};
+use crate::skill::kernel::table::RegisteredSkill;
 use crate::skill::permission::Permission;
-use crate::skill::registry::RegisteredSkill;
 
 /// The MCP tool for `skill`: its schemas, and hints from what it is granted.
 pub fn tool_of(skill: &RegisteredSkill, host: &Host) -> Tool {

@@ -1,33 +1,25 @@
-//! The skill kernel: what a skill is, how it is called, and how calls are checked.
+//! Skills: what a skill is, how it is called, and how calls are checked and recorded.
 //!
-//! - [`meta`]: the manifest (`skill.json`, SKILL.md [`frontmatter`]), parsed raw → validated.
-//! - [`registry`]: every skill the agent can call, whatever runs it.
 //! - [`kernel`]: [`kernel::SkillContext::call`], the one path every call takes: depth
-//!   limit, lookup, gate 1, timeout and retry, gate 2, statistics, [`events`].
+//!   limit, lookup in the [`kernel::table`] of skills, gate 1, timeout and retry, gate 2,
+//!   statistics, events; the [`kernel::executor::Executor`] trait every kind of skill
+//!   implements, and the confirmation of dangerous calls.
+//! - [`manifest`]: `skill.json` and SKILL.md, parsed raw → validated, and what a skill
+//!   directory holds.
+//! - [`observe`]: run events, the call history, statistics, live calls and metrics.
+//! - [`composite`]: the pipeline and llm executors.
+//! - [`exchange`]: the data a running skill and the host exchange.
 //! - [`validate`]: JSON Schema validation with reports a model can act on.
 //! - [`template`]: the `{{ }}` language of pipelines and prompts.
-//! - [`pipeline`] and [`llm_mode`]: the composite and llm executors.
-//! - [`context`]: what a Wasm guest may ask of the host.
-//! - [`package`]: what a skill directory holds, and its install record.
+//! - [`permission`]: permission levels, agent profiles, and what a refusal says.
+//! - [`lanes`]: the two-lane rule that keeps slow calls from holding every place.
 
-pub mod calls;
-pub mod confirm;
-pub mod context;
-pub mod events;
-pub mod executor;
-pub mod frontmatter;
-pub mod history;
+pub mod composite;
+pub mod exchange;
 pub mod kernel;
 pub mod lanes;
-pub mod live;
-pub mod llm_mode;
-pub mod meta;
-#[cfg(feature = "metrics")]
-pub mod metrics;
-pub mod package;
+pub mod manifest;
+pub mod observe;
 pub mod permission;
-pub mod pipeline;
-pub mod registry;
-pub mod stats;
 pub mod template;
 pub mod validate;

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-
 use super::Pg;
 use super::pg::error;
 

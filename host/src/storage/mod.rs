@@ -13,14 +13,22 @@
 //! and the behaviour tests run against both. This module holds what they share: the
 //! settings and the connection to PostgreSQL.
 
-internal_modules!(
-    #[cfg(feature = "postgres")]
-    listen,
-    #[cfg(feature = "postgres")]
-    pg,
-);
+#[cfg(feature = "postgres")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod listen;
+#[cfg(feature = "postgres")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod listen;
 #[cfg(feature = "postgres")]
 mod migrations;
+#[cfg(feature = "postgres")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod pg;
+#[cfg(feature = "postgres")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod pg;
 #[cfg(feature = "postgres")]
 mod tls;
 

@@ -259,17 +259,17 @@ pub(crate) fn error(url: &str, error: &tokio_postgres::Error) -> Error {
     let tls = code.is_none() && (text.contains("TLS") || text.contains("tls"));
     let transient = !tls
         && (error.is_closed()
-        || code.is_none() && std::error::Error::source(error).is_some()
-        || code.is_some_and(|c| {
-            [
-                SqlState::T_R_SERIALIZATION_FAILURE,
-                SqlState::T_R_DEADLOCK_DETECTED,
-                SqlState::TOO_MANY_CONNECTIONS,
-                SqlState::ADMIN_SHUTDOWN,
-                SqlState::CANNOT_CONNECT_NOW,
-            ]
-            .contains(c)
-        }));
+            || code.is_none() && std::error::Error::source(error).is_some()
+            || code.is_some_and(|c| {
+                [
+                    SqlState::T_R_SERIALIZATION_FAILURE,
+                    SqlState::T_R_DEADLOCK_DETECTED,
+                    SqlState::TOO_MANY_CONNECTIONS,
+                    SqlState::ADMIN_SHUTDOWN,
+                    SqlState::CANNOT_CONNECT_NOW,
+                ]
+                .contains(c)
+            }));
     let what_to_do = match code {
         None if tls && text.contains("does not support TLS") => {
             "; the server does not offer TLS: turn `ssl` on in its postgresql.conf, or use sslmode=disable on a trusted network".into()

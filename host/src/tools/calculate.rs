@@ -59,7 +59,11 @@ impl TypedTool for Calculate {
         })
     }
 
-    fn run(&self, input: CalculateInput, _ctx: SkillContext) -> BoxFuture<'_, Result<CalculateOutput>> {
+    fn run(
+        &self,
+        input: CalculateInput,
+        _ctx: SkillContext,
+    ) -> BoxFuture<'_, Result<CalculateOutput>> {
         Box::pin(std::future::ready(Self::evaluate(&input)))
     }
 }

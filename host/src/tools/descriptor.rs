@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::permission::{Locale, Permission, missing_parameter_message};
 use crate::error::Error;
-use crate::skill::meta::Example;
-use crate::skill::registry::{RegisteredSkill, SkillRegistry};
+use crate::skill::kernel::table::{RegisteredSkill, SkillTable};
+use crate::skill::manifest::Example;
 
 /// A tool as the registry describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,7 +45,7 @@ pub struct ToolDescriptor {
 
 impl ToolDescriptor {
     /// The descriptor of `skill` in `registry`.
-    pub fn of(skill: &RegisteredSkill, registry: &SkillRegistry) -> Self {
+    pub fn of(skill: &RegisteredSkill, registry: &SkillTable) -> Self {
         let meta = &skill.meta;
         Self {
             name: meta.name.clone(),

@@ -14,13 +14,13 @@ use super::confirm::{Confirmation, Risk};
 use super::{BoxFuture, TypedTool};
 use crate::error::{Error, FailureKind, Result};
 use crate::memory::{Category, Source};
-use crate::skill::context::{MemoryFilter, StoreOutcome};
+use crate::skill::exchange::{MemoryFilter, StoreOutcome};
 use crate::skill::kernel::Memory;
 use crate::skill::kernel::SkillContext;
-use crate::skill::registry::SkillRegistry;
+use crate::skill::kernel::table::SkillTable;
 
 /// Registers the three memory tools in `registry`.
-pub fn register(registry: &SkillRegistry) -> Result<()> {
+pub fn register(registry: &SkillTable) -> Result<()> {
     super::register(registry, Arc::new(MemorySearch))?;
     super::register(registry, Arc::new(MemoryStore))?;
     super::register(registry, Arc::new(MemoryForget))

@@ -14,35 +14,98 @@
 //! manifest's schemas are generated from them. Implement [`Tool`] itself only for a tool
 //! whose schema is known at run time alone (one read from a file, say).
 
-internal_modules!(
-    #[cfg(feature = "dev-tools")]
-    bash,
-    calculate,
-    descriptor,
-    edit,
-    #[cfg(feature = "dev-tools")]
-    git,
-    glob,
-    grep,
-    #[cfg(feature = "dev-tools")]
-    lsp,
-    memory,
-    project,
-    read,
-    search,
-    #[cfg(feature = "dev-tools")]
-    shell,
-    #[cfg(feature = "dev-tools")]
-    terminal,
-    write,
-);
+#[cfg(feature = "dev-tools")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod bash;
+#[cfg(feature = "dev-tools")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod bash;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod calculate;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod calculate;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod descriptor;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod descriptor;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod edit;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod edit;
+#[cfg(feature = "dev-tools")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod git;
+#[cfg(feature = "dev-tools")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod git;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod glob;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod glob;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod grep;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod grep;
+#[cfg(feature = "dev-tools")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod lsp;
+#[cfg(feature = "dev-tools")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod lsp;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod memory;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod memory;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod project;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod project;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod read;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod read;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod search;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod search;
+#[cfg(feature = "dev-tools")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod shell;
+#[cfg(feature = "dev-tools")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod shell;
+#[cfg(feature = "dev-tools")]
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod terminal;
+#[cfg(feature = "dev-tools")]
+#[cfg(not(feature = "internals"))]
+pub(crate) mod terminal;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod write;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod write;
 internal! {
     /// Confirmation of dangerous calls (defined with the kernel, which asks).
-    pub use crate::skill::confirm;
+    pub use crate::skill::kernel::confirm;
 }
 internal! {
     /// The call history (defined with the kernel, which records it).
-    pub use crate::skill::history;
+    pub use crate::skill::observe::history;
 }
 internal! {
     /// Permission levels and profiles (defined with the kernel, which checks them).
@@ -52,7 +115,7 @@ internal! {
 mod toolchains;
 mod typed;
 
-pub use crate::skill::confirm::{Always, Confirmation, Confirmer, Risk};
+pub use crate::skill::kernel::confirm::{Always, Confirmation, Confirmer, Risk};
 pub use descriptor::{ToolDescriptor, ToolRequest, ToolResult};
 
 use std::fmt;
@@ -62,11 +125,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::{Error, FailureKind, Result};
-pub use crate::skill::context::BoxFuture;
-use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+pub use crate::skill::exchange::BoxFuture;
 use crate::skill::kernel::SkillContext;
-use crate::skill::meta::SkillMeta;
-use crate::skill::registry::{RegisteredSkill, SkillRegistry};
+use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::kernel::table::{RegisteredSkill, SkillTable};
+use crate::skill::manifest::SkillMeta;
 use permission::Permission;
 pub use typed::TypedTool;
 
@@ -94,7 +157,7 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
 
 internal! {
     /// Registers `tool` (and its aliases) in `registry`, replacing a skill of the same name.
-    pub fn register(registry: &SkillRegistry, tool: Arc<dyn Tool>) -> Result<()> {
+    pub fn register(registry: &SkillTable, tool: Arc<dyn Tool>) -> Result<()> {
         let manifest = tool.manifest();
         let meta =
             SkillMeta::from_json(&manifest.to_string()).map_err(|problems| Error::InvalidManifest {
@@ -135,7 +198,7 @@ internal! {
     /// Registers every built-in tool that needs no sandbox in `registry`: the file tools
     /// (`read`, `write`, `edit`, `glob`, `grep`, `search`, confined to the project at
     /// `root`), `calculate`, and the memory tools.
-    pub fn register_builtins(registry: &SkillRegistry, root: impl Into<PathBuf>) -> Result<()> {
+    pub fn register_builtins(registry: &SkillTable, root: impl Into<PathBuf>) -> Result<()> {
         let root = root.into();
         BuiltinTools::new(root.clone()).register(registry)?;
         register(registry, Arc::new(write::Write::new(root.clone())))?;
@@ -187,7 +250,7 @@ internal! {
     /// and `git` in `sandbox`, and `lsp`'s language servers (the `dev-tools` feature).
     #[cfg(feature = "dev-tools")]
     pub fn register_programs(
-        registry: &SkillRegistry,
+        registry: &SkillTable,
         root: impl Into<PathBuf>,
         sandbox: &crate::engine::native::NativeSandbox,
         settings: ProgramTools,
@@ -264,7 +327,7 @@ impl BuiltinTools {
     }
 
     /// Registers `read` and `calculate` (and their aliases) in `registry`.
-    pub fn register(&self, registry: &SkillRegistry) -> Result<()> {
+    pub fn register(&self, registry: &SkillTable) -> Result<()> {
         register(registry, Arc::new(self.read.clone()))?;
         register(registry, Arc::new(calculate::Calculate))
     }

@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::permission::Locale;
-use super::project::Project;
 #[cfg(any(test, feature = "internals"))]
 use super::contained;
+use super::permission::Locale;
+use super::project::Project;
 use super::{BoxFuture, TypedTool, invalid};
 use crate::error::Result;
 #[cfg(any(test, feature = "internals"))]

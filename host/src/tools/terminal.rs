@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::bash::Bash;
-use crate::engine::native::cgroup::{CallCgroup, Limits};
 use super::{BoxFuture, TypedTool, invalid};
+use crate::engine::native::cgroup::{CallCgroup, Limits};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -395,7 +395,6 @@ fn key_bytes(key: &str) -> Option<&'static [u8]> {
     })
 }
 
-
 fn failed(message: String) -> Error {
     Error::Skill {
         skill: "terminal".into(),
@@ -542,7 +541,11 @@ impl TypedTool for Terminal {
         &["Terminal"]
     }
 
-    fn run(&self, input: TerminalInput, ctx: SkillContext) -> BoxFuture<'_, Result<TerminalOutput>> {
+    fn run(
+        &self,
+        input: TerminalInput,
+        ctx: SkillContext,
+    ) -> BoxFuture<'_, Result<TerminalOutput>> {
         Box::pin(async move {
             match input.action {
                 Action::Start => self.start(&input),

@@ -7,9 +7,9 @@ use evo_host::agent::intent::Strategy;
 use evo_host::agent::{Agent, AgentOptions};
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::memory::MemoryManager;
-use evo_host::skill::events::{EventKind, EventSink, RunEvent};
 use evo_host::skill::kernel::Kernel;
-use evo_host::skill::registry::SkillRegistry;
+use evo_host::skill::kernel::table::SkillTable;
+use evo_host::skill::observe::events::{EventKind, EventSink, RunEvent};
 use evo_host::tools::BuiltinTools;
 use serde_json::json;
 
@@ -25,7 +25,7 @@ struct Run {
 }
 
 fn agent(responses: Vec<serde_json::Value>, memory: Option<Arc<MemoryManager>>) -> Run {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default().register(&registry).unwrap();
     let mut kernel = Kernel::new(registry.clone());
     if let Some(memory) = &memory {
@@ -284,7 +284,7 @@ async fn a_preference_captured_in_one_run_is_recalled_into_the_next() {
 async fn memory_a_wasm_skill_suggests_is_kept_at_the_end_of_the_run() {
     use evo_host::capabilities::Policy;
     use evo_host::engine::wasm::WasmExecutor;
-    use evo_host::skill::registry::RegisteredSkill;
+    use evo_host::skill::kernel::table::RegisteredSkill;
 
     let dir = tempfile::tempdir().unwrap();
     let memory = Arc::new(MemoryManager::open(dir.path()).unwrap());
@@ -407,7 +407,7 @@ async fn the_skill_index_shortlists_skills_and_is_synced_only_where_skills_chang
     use evo_host::memory::HashEmbedder;
     use evo_host::packages::index::SkillIndex;
 
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default().register(&registry).unwrap();
     let topics = [
         (
@@ -536,7 +536,7 @@ impl evo_host::llm::LlmProvider for Small {
 }
 
 fn small_agent(responses: Vec<serde_json::Value>) -> (Agent, Arc<ScriptedProvider>) {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default().register(&registry).unwrap();
     let script = json!({ "responses": responses }).to_string();
     let provider = ScriptedProvider::from_json("small", &script).unwrap();
@@ -635,7 +635,7 @@ fn small_agent_in(
     responses: Vec<serde_json::Value>,
     confirmer: Option<Arc<Counting>>,
 ) -> (Agent, Arc<ScriptedProvider>) {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     evo_host::tools::register_builtins(&registry, project).unwrap();
     let script = json!({ "responses": responses }).to_string();
     let provider = ScriptedProvider::from_json("small", &script).unwrap();
@@ -729,7 +729,7 @@ async fn a_small_models_guess_that_writes_runs_only_once_the_user_says_yes_and_a
 
 #[tokio::test]
 async fn a_small_models_optional_inputs_are_left_to_the_skills_defaults() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     let dir = tempfile::tempdir().unwrap();
     let memory = Arc::new(MemoryManager::open(dir.path()).unwrap());
     evo_host::tools::register_builtins(&registry, ".").unwrap();

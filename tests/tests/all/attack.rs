@@ -636,7 +636,7 @@ async fn through_the_agent_a_timed_out_script_under_load_leaves_nothing_and_the_
     let outcome = agent
         .run(
             "run the escape skill",
-            evo_host::skill::events::EventSink::new(|_| {}),
+            evo_host::skill::observe::events::EventSink::new(|_| {}),
         )
         .await
         .unwrap();

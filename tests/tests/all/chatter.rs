@@ -74,7 +74,7 @@ fn flooding_stderr_through_the_cli_hits_the_cap() {
 async fn logs_and_events_are_capped_per_call_in_number_and_size() {
     use std::sync::{Arc, Mutex};
 
-    use evo_host::skill::events::{EventSink, RunEvent};
+    use evo_host::skill::observe::events::{EventSink, RunEvent};
     let data = tempfile::tempdir().unwrap();
     let host = evo_host::Host::builder()
         .data_dir(data.path())

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use evo_host::Error;
-use evo_host::skill::events::RunEvent;
+use evo_host::skill::composite::llm::{FIRST_TEMPERATURE, LlmExecutor, RETRY_TEMPERATURE};
+use evo_host::skill::composite::pipeline::PipelineExecutor;
+use evo_host::skill::kernel::table::{RegisteredSkill, SkillTable};
 use evo_host::skill::kernel::{Fallback, Kernel, KernelConfig, RunOptions};
-use evo_host::skill::llm_mode::{FIRST_TEMPERATURE, LlmExecutor, RETRY_TEMPERATURE};
-use evo_host::skill::meta::SkillMeta;
-use evo_host::skill::pipeline::PipelineExecutor;
-use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
+use evo_host::skill::manifest::SkillMeta;
+use evo_host::skill::observe::events::RunEvent;
 use evo_tests::kernel::{ScriptedLlm, recorder, register};
 use serde_json::{Value, json};
 
@@ -17,13 +17,13 @@ fn meta(manifest: &Value) -> SkillMeta {
     SkillMeta::from_json(&manifest.to_string()).unwrap_or_else(|p| panic!("{p:?}"))
 }
 
-fn register_llm(registry: &SkillRegistry, manifest: Value, prompt: &str) {
+fn register_llm(registry: &SkillTable, manifest: Value, prompt: &str) {
     let meta = meta(&manifest);
     let executor = LlmExecutor::new(&meta, prompt).unwrap();
     registry.register(RegisteredSkill::new(meta, Arc::new(executor)).unwrap());
 }
 
-fn register_composite(registry: &SkillRegistry, manifest: Value) {
+fn register_composite(registry: &SkillTable, manifest: Value) {
     let meta = meta(&manifest);
     let executor = PipelineExecutor::new(&meta).unwrap();
     registry.register(RegisteredSkill::new(meta, Arc::new(executor)).unwrap());
@@ -46,7 +46,7 @@ fn intent_manifest() -> Value {
 }
 
 fn kernel_with(
-    registry: Arc<SkillRegistry>,
+    registry: Arc<SkillTable>,
     llm: Arc<ScriptedLlm>,
     fallback: Fallback,
 ) -> Arc<Kernel> {
@@ -62,7 +62,7 @@ fn kernel_with(
 
 #[tokio::test]
 async fn an_llm_skill_heals_its_output_on_the_second_attempt() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     register_llm(
         &registry,
         intent_manifest(),
@@ -142,7 +142,7 @@ async fn self_heal_gives_up_after_three_attempts_as_the_fallback_says() {
             Some(json!({"intents":[],"_invalid":["routing.strategy"]})),
         ),
     ] {
-        let registry = Arc::new(SkillRegistry::new());
+        let registry = Arc::new(SkillTable::new());
         register_llm(&registry, intent_manifest(), "{{input.message}}");
         let llm = ScriptedLlm::new(["not json at all", bad, bad]);
         let ctx = kernel_with(registry, llm.clone(), fallback).context(RunOptions::default());
@@ -197,8 +197,8 @@ fn research_and_summarize() -> Value {
 }
 
 /// A memory_search test skill over a fixed list, and a summarize llm skill.
-fn research_registry(snippets: &'static [&'static str]) -> Arc<SkillRegistry> {
-    let registry = Arc::new(SkillRegistry::new());
+fn research_registry(snippets: &'static [&'static str]) -> Arc<SkillTable> {
+    let registry = Arc::new(SkillTable::new());
     register(
         &registry,
         json!({ "name": "memory_search", "description": "Searches memory.",
@@ -298,7 +298,7 @@ async fn a_false_condition_skips_the_step_and_the_mapping_falls_back() {
 
 #[tokio::test]
 async fn foreach_collects_outputs_and_the_last_step_is_the_default_output() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     evo_host::tools::BuiltinTools::default()
         .register(&registry)
         .unwrap();

@@ -129,8 +129,8 @@ async fn a_wasm_skill_reaches_the_kernel_through_its_context_imports() {
 
     use evo_host::capabilities::MemoryAccess;
     use evo_host::engine::wasm::WasmExecutor;
+    use evo_host::skill::kernel::table::{RegisteredSkill, SkillTable};
     use evo_host::skill::kernel::{Kernel, RunOptions};
-    use evo_host::skill::registry::{RegisteredSkill, SkillRegistry};
     use evo_host::tools::BuiltinTools;
     use evo_tests::kernel::ScriptedLlm;
 
@@ -141,7 +141,7 @@ async fn a_wasm_skill_reaches_the_kernel_through_its_context_imports() {
         ..Policy::default()
     };
     let probe = load(&engine, skills::FIXTURE_PROBE, &policy).await;
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default().register(&registry).unwrap();
     registry.register(
         RegisteredSkill::new(probe.meta().clone(), Arc::new(WasmExecutor::new(probe))).unwrap(),

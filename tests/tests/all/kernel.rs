@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use evo_host::Error;
 use evo_host::error::FailureKind;
-use evo_host::skill::events::{EventKind, RunEvent};
+use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::kernel::{Kernel, KernelConfig, RunOptions};
-use evo_host::skill::registry::SkillRegistry;
+use evo_host::skill::observe::events::{EventKind, RunEvent};
 use evo_host::skill::validate::Direction;
 use evo_host::tools::BuiltinTools;
 use evo_tests::kernel::{recorder, register};
 use serde_json::{Value, json};
 
-fn kernel(registry: Arc<SkillRegistry>) -> Arc<Kernel> {
+fn kernel(registry: Arc<SkillTable>) -> Arc<Kernel> {
     Arc::new(Kernel::new(registry).with_config(KernelConfig {
         retry_backoff: Duration::from_millis(1),
         ..KernelConfig::default()
@@ -48,7 +48,7 @@ async fn unknown_skills_are_not_found() {
 
 #[tokio::test]
 async fn a_skill_calling_itself_stops_at_the_depth_limit() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     let depths = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = depths.clone();
     register(
@@ -79,7 +79,7 @@ async fn a_skill_calling_itself_stops_at_the_depth_limit() {
 
 #[tokio::test]
 async fn gate_one_applies_defaults_and_reports_every_violation() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     let calls = Arc::new(AtomicU32::new(0));
     let counter = calls.clone();
     register(&registry, memory_search_manifest(), move |input, _ctx| {
@@ -146,7 +146,7 @@ async fn gate_one_applies_defaults_and_reports_every_violation() {
 
 #[tokio::test]
 async fn gate_two_fails_a_code_skill_that_breaks_its_output_schema() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     register(&registry, memory_search_manifest(), |_input, _ctx| async {
         Ok(json!({ "results": "not a list" }))
     });
@@ -172,7 +172,7 @@ async fn gate_two_fails_a_code_skill_that_breaks_its_output_schema() {
 
 #[tokio::test]
 async fn transient_errors_are_retried_with_backoff_others_are_not() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     let flaky_calls = Arc::new(AtomicU32::new(0));
     let counter = flaky_calls.clone();
     register(
@@ -261,7 +261,7 @@ async fn transient_errors_are_retried_with_backoff_others_are_not() {
 
 #[tokio::test]
 async fn validation_and_depth_errors_are_never_retried() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     let runs = Arc::new(AtomicU32::new(0));
     let counter = runs.clone();
     let mut manifest = memory_search_manifest();
@@ -282,7 +282,7 @@ async fn validation_and_depth_errors_are_never_retried() {
 
 #[tokio::test]
 async fn calls_emit_events_with_their_depth() {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default().register(&registry).unwrap();
     register(
         &registry,
@@ -345,7 +345,7 @@ async fn calls_emit_events_with_their_depth() {
 async fn builtins_answer_to_the_seeds_aliases() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("README.md"), "hello").unwrap();
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::new(dir.path()).register(&registry).unwrap();
     let ctx = kernel(registry.clone()).context(RunOptions::default());
     for name in ["read", "file-read", "Read"] {
@@ -399,7 +399,7 @@ async fn the_time_a_user_takes_to_answer_is_not_the_calls_time() {
     // A dangerous call waits for the user's confirmation; a call's time limit is for
     // its work, so a user who reads the question for longer than the limit does not
     // turn their yes into a timeout. The work after the answer is still limited.
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     let manifest = |name: &str| {
         json!({
             "name": name,

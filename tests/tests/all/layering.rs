@@ -416,23 +416,24 @@ fn siblings_named(
     named
 }
 
-/// An import circle among the modules of `room` (a directory of `host/src`), if any,
-/// leaving out the imports `allowed` (`(from, to)`).
-fn circle_in(room: &str, allowed: &[(&str, &str)]) -> Option<Vec<String>> {
+/// An import circle among the modules of `room` (a directory of `host/src`), if any: a
+/// module that is a directory counts as all of its files.
+fn circle_in(src: &Path, room: &str) -> Option<Vec<String>> {
     use std::collections::BTreeMap;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../host/src")
-        .join(room);
-    let mut files = BTreeMap::new();
+    let dir = src.join(room);
+    let mut files: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         if path.is_dir() && path.join("mod.rs").exists() {
-            files.insert(name, path.join("mod.rs"));
+            let mut inside = Vec::new();
+            sources(&path, &mut inside);
+            inside.retain(|p| p.file_name().is_none_or(|n| n != "tests.rs"));
+            files.insert(name, inside);
         } else if path.extension().is_some_and(|e| e == "rs")
             && !["mod", "tests"].contains(&name.as_str())
         {
-            files.insert(name, path);
+            files.insert(name, vec![path]);
         }
     }
     let modules: Vec<String> = files.keys().cloned().collect();
@@ -460,11 +461,22 @@ fn circle_in(room: &str, allowed: &[(&str, &str)]) -> Option<Vec<String>> {
     }
     let graph: BTreeMap<String, std::collections::BTreeSet<String>> = files
         .iter()
-        .map(|(name, path)| {
-            let source = std::fs::read_to_string(path).unwrap();
-            let mut named = siblings_named(&source, room, &modules, &reexports);
+        .map(|(name, paths)| {
+            let mut named = std::collections::BTreeSet::new();
+            for path in paths {
+                let source = std::fs::read_to_string(path).unwrap();
+                // Below a directory module, `super::` is that module, not the room.
+                let in_room = path.parent() == Some(dir.as_path())
+                    || path.file_name().is_some_and(|n| n == "mod.rs")
+                        && path.parent().and_then(Path::parent) == Some(dir.as_path());
+                let source = if in_room {
+                    source
+                } else {
+                    source.replace("super::", "")
+                };
+                named.extend(siblings_named(&source, room, &modules, &reexports));
+            }
             named.remove(name);
-            named.retain(|to| !allowed.contains(&(name.as_str(), to.as_str())));
             (name.clone(), named)
         })
         .collect();
@@ -499,37 +511,46 @@ fn circle_in(room: &str, allowed: &[(&str, &str)]) -> Option<Vec<String>> {
         .find_map(|node| visit(node, &graph, &mut Vec::new(), &mut done))
 }
 
+/// Every directory of `host/src` with a `mod.rs`, relative to it.
+fn rooms(dir: &Path, under: &str, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() && path.join("mod.rs").exists() {
+            let name = path.file_name().unwrap().to_string_lossy();
+            let room = if under.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{under}/{name}")
+            };
+            rooms(&path, &room, out);
+            out.push(room);
+        }
+    }
+}
+
 #[test]
 fn the_files_of_a_room_do_not_import_each_other_in_a_circle() {
-    // Loading builds a skill, a skill's call compiles on first use: `load` → `call` →
-    // `compile`, never back. The call store holds the rows that statistics and the
-    // history flush to: `stats`/`history` → `calls`, never back. The server's
-    // transports (`stdio`, `http`, `ws`) serve the MCP server (`mcp`), never the other
-    // way; what both answer a refused call lives below them (`refusal`).
-    for room in [
-        "engine/wasm",
-        "memory",
-        "capabilities",
-        "retrieval",
-        "serve",
-    ] {
-        assert_eq!(
-            circle_in(room, &[]),
-            None,
-            "an import circle in host/src/{room}"
-        );
-    }
-    // One by design: the kernel holds the executors, and an executor is handed the
-    // kernel's frame (`SkillContext`) to call back through its gates; the trait names
-    // the frame, nothing else of the kernel.
-    assert_eq!(
-        circle_in("skill", &[("executor", "kernel")]),
-        None,
-        "an import circle in host/src/skill"
-    );
+    // For example: loading builds a skill, a skill's call compiles on first use: `load`
+    // → `call` → `compile`, never back. The call store holds the rows that statistics
+    // and the history flush to: `stats`/`history` → `store`, never back. The kernel
+    // holds the executors, and an executor is handed the kernel's frame
+    // (`SkillContext`): both live in `skill/kernel`, which the composite executors and
+    // the engines import, never the other way.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src");
+    let mut all = Vec::new();
+    rooms(&src, "", &mut all);
+    all.sort();
+    assert!(all.len() > 20, "only {} rooms found", all.len());
+    let circles: Vec<String> = all
+        .iter()
+        .filter_map(|room| {
+            circle_in(&src, room).map(|c| format!("host/src/{room}: {}", c.join(" → ")))
+        })
+        .collect();
     assert!(
-        circle_in("skill", &[]).is_some(),
-        "the check sees the kernel's own"
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
     );
 }
 
@@ -548,6 +569,32 @@ fn the_circle_check_finds_a_circle() {
         ["call".to_owned()].into()
     );
     assert_eq!(group_heads("a::b, c::{d, e}, f"), ["a", "c", "f"]);
+    // A circle through a directory module's inner file is a circle.
+    let src = tempfile::tempdir().unwrap();
+    let room = src.path().join("room");
+    std::fs::create_dir_all(room.join("deep")).unwrap();
+    std::fs::write(room.join("mod.rs"), "mod deep;\nmod flat;\n").unwrap();
+    std::fs::write(room.join("flat.rs"), "use super::deep::Thing;\n").unwrap();
+    std::fs::write(room.join("deep/mod.rs"), "mod inner;\n").unwrap();
+    std::fs::write(
+        room.join("deep/inner.rs"),
+        "use crate::room::flat::Other;\n",
+    )
+    .unwrap();
+    assert_eq!(
+        circle_in(src.path(), "room"),
+        Some(vec![
+            "deep".to_owned(),
+            "flat".to_owned(),
+            "deep".to_owned()
+        ])
+    );
+    std::fs::write(room.join("deep/inner.rs"), "use super::flat::Other;\n").unwrap();
+    assert_eq!(
+        circle_in(src.path(), "room"),
+        None,
+        "super:: below deep is deep"
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use evo_host::llm::anthropic::AnthropicProvider;
 use evo_host::llm::openai::OpenAiProvider;
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::llm::{ChatOptions, LlmEvent, LlmProvider, Message, ProviderLlm, Role, collect};
-use evo_host::skill::registry::ToolDefinition;
+use evo_host::skill::kernel::table::ToolDefinition;
 use evo_tests::http::{Reply, serve_replies};
 use serde_json::{Value, json};
 
@@ -461,17 +461,18 @@ async fn the_scripted_provider_replays_and_drives_llm_skills() {
     assert_eq!(script.describe(), "scripted:test");
 
     // Through the kernel: an llm skill uses the provider as its model.
-    let registry = Arc::new(evo_host::skill::registry::SkillRegistry::new());
-    let meta = evo_host::skill::meta::SkillMeta::from_json(
+    let registry = Arc::new(evo_host::skill::kernel::table::SkillTable::new());
+    let meta = evo_host::skill::manifest::SkillMeta::from_json(
         &json!({ "name": "summarize", "description": "Summarises.", "mode": "llm",
                  "output": { "type": "object", "properties": { "summary": { "type": "string" } }, "required": ["summary"] } })
         .to_string(),
     )
     .unwrap();
     let executor =
-        evo_host::skill::llm_mode::LlmExecutor::new(&meta, "Summarise: {{input.text}}").unwrap();
+        evo_host::skill::composite::llm::LlmExecutor::new(&meta, "Summarise: {{input.text}}")
+            .unwrap();
     registry.register(
-        evo_host::skill::registry::RegisteredSkill::new(meta, Arc::new(executor)).unwrap(),
+        evo_host::skill::kernel::table::RegisteredSkill::new(meta, Arc::new(executor)).unwrap(),
     );
     let kernel = Arc::new(
         evo_host::skill::kernel::Kernel::new(registry)

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use evo_host::memory::{Category, MemoryConfig, MemoryManager, Source};
 use evo_host::retrieval::embed::Embedder;
-use evo_host::skill::executor::{MemoryWrite, WriteStatus};
+use evo_host::skill::kernel::executor::{MemoryWrite, WriteStatus};
 use serde_json::json;
 
 fn open(dir: &std::path::Path) -> MemoryManager {
@@ -679,7 +679,7 @@ fn an_openai_compatible_server_embeds_over_http() {
 #[test]
 fn recall_fills_scratch_and_prompts_mark_memories_as_data() {
     use evo_host::memory::as_prompt_data;
-    use evo_host::skill::context::Scratch;
+    use evo_host::skill::exchange::Scratch;
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("MEMORY.md"), "- Standups are at 09:30\n").unwrap();

@@ -274,7 +274,7 @@ async fn the_example_skills_run_through_the_host() {
     for name in ["git-commit", "csv-to-json", "text-stats"] {
         assert_eq!(
             host.skill(name).map(|s| s.kind()),
-            Some(evo_host::skill::executor::ExecutorKind::Native)
+            Some(evo_host::skill::kernel::executor::ExecutorKind::Native)
         );
     }
     let ctx = host.context(None);

@@ -1,9 +1,9 @@
 use std::sync::{Arc, Mutex};
 
 use evo_host::capabilities::Policy;
-use evo_host::skill::events::{EventSink, RunEvent};
+use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::kernel::{Kernel, RunOptions, SkillContext};
-use evo_host::skill::registry::SkillRegistry;
+use evo_host::skill::observe::events::{EventSink, RunEvent};
 use evo_tests::{engine, load, skills};
 use serde_json::json;
 
@@ -17,7 +17,7 @@ async fn notes_live_in_scratch_across_calls_of_one_run() {
     let skill = load(&engine, skills::NOTES, &write).await;
     let events = Arc::new(Mutex::new(Vec::<RunEvent>::new()));
     let sink = events.clone();
-    let run = Arc::new(Kernel::new(Arc::new(SkillRegistry::new()))).context(RunOptions {
+    let run = Arc::new(Kernel::new(Arc::new(SkillTable::new()))).context(RunOptions {
         events: Some(EventSink::new(move |e| sink.lock().unwrap().push(e))),
         ..RunOptions::default()
     });

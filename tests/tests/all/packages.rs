@@ -796,8 +796,8 @@ from pypdf import PdfWriter
 
 #[tokio::test]
 async fn agent_skills_format_installs_lists_and_loads_level_by_level() {
+    use evo_host::skill::kernel::table::SkillTable;
     use evo_host::skill::kernel::{Kernel, RunOptions};
-    use evo_host::skill::registry::SkillRegistry;
     use serde_json::json;
     use std::sync::Arc;
 
@@ -836,7 +836,7 @@ async fn agent_skills_format_installs_lists_and_loads_level_by_level() {
     );
 
     // Level 1 at start-up: the loader reads the frontmatter; levels 2 and 3 on use.
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     let loader = evo_host::engine::loader::Loader::new();
     for (dir, loaded) in loader.load_all(manager.root()).await.unwrap() {
         let package = loaded.unwrap_or_else(|e| panic!("{} loads: {e}", dir.display()));
@@ -1025,7 +1025,7 @@ async fn agent_skills_with_python_and_shell_helpers_install_as_instruction_skill
         let skill = host.skill(name).expect("callable at once");
         assert_eq!(
             skill.kind(),
-            evo_host::skill::executor::ExecutorKind::Static
+            evo_host::skill::kernel::executor::ExecutorKind::Static
         );
         let files = skill
             .executor

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use evo_host::agent::tool_loop::{Permissions, Stop, chat_with_tools};
 use evo_host::llm::scripted::ScriptedProvider;
 use evo_host::llm::{ChatOptions, ContentBlock, Message, Role};
+use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::kernel::{Kernel, RunOptions};
-use evo_host::skill::registry::SkillRegistry;
 use evo_host::tools::BuiltinTools;
 use serde_json::{Value, json};
 
@@ -19,7 +19,7 @@ fn setup(
     evo_host::skill::kernel::SkillContext,
     ChatOptions,
 ) {
-    let registry = Arc::new(SkillRegistry::new());
+    let registry = Arc::new(SkillTable::new());
     BuiltinTools::default().register(&registry).unwrap();
     let options = ChatOptions {
         tools: registry.to_tool_definitions(),

@@ -7,7 +7,7 @@ use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use evo_host::Host;
-use evo_host::skill::context::BoxFuture;
+use evo_host::skill::exchange::BoxFuture;
 use evo_host::skill::kernel::RunOptions;
 use evo_host::tools::confirm::{Always, Confirmation, Confirmer, Risk};
 use evo_host::tools::descriptor::ToolRequest;
@@ -468,7 +468,7 @@ async fn an_explore_agent_is_told_it_may_not_write() {
     let outcome = agent
         .run(
             "write a plan",
-            evo_host::skill::events::EventSink::new(|_| {}),
+            evo_host::skill::observe::events::EventSink::new(|_| {}),
         )
         .await
         .unwrap();

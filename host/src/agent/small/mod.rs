@@ -20,8 +20,8 @@
 mod words;
 
 use super::*;
-use crate::skill::confirm::{Confirmation, Risk};
-use crate::skill::executor::ExecutorKind;
+use crate::skill::kernel::confirm::{Confirmation, Risk};
+use crate::skill::kernel::executor::ExecutorKind;
 use crate::skill::permission::Permission;
 
 /// Characters of a tool's result quoted in an answer; the whole result is in the run's

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{NativeSandbox, egress};
 use crate::error::{Error, Result};
-use crate::skill::context::{MemoryWrite, granted_writes};
+use crate::skill::exchange::{MemoryWrite, granted_writes};
 
 /// A native skill as a kernel executor.
 #[derive(Debug, Clone)]
@@ -48,9 +48,9 @@ impl NativeExecutor {
     }
 }
 
-impl crate::skill::executor::Executor for NativeExecutor {
-    fn kind(&self) -> crate::skill::executor::ExecutorKind {
-        crate::skill::executor::ExecutorKind::Native
+impl crate::skill::kernel::executor::Executor for NativeExecutor {
+    fn kind(&self) -> crate::skill::kernel::executor::ExecutorKind {
+        crate::skill::kernel::executor::ExecutorKind::Native
     }
 
     fn owns_deadline(&self) -> bool {
@@ -61,7 +61,8 @@ impl crate::skill::executor::Executor for NativeExecutor {
         &self,
         input: Value,
         ctx: crate::skill::kernel::SkillContext,
-    ) -> crate::skill::context::BoxFuture<'_, Result<crate::skill::executor::SkillOutput>> {
+    ) -> crate::skill::exchange::BoxFuture<'_, Result<crate::skill::kernel::executor::SkillOutput>>
+    {
         Box::pin(async move {
             let result = if self.grant.hosts.is_empty() {
                 self.sandbox
@@ -118,7 +119,7 @@ impl crate::skill::executor::Executor for NativeExecutor {
                 .collect();
             let granted = self.grant.memory == crate::capabilities::MemoryAccess::ReadWrite;
             let (memory_writes, memory) = granted_writes(&self.name, granted, suggested);
-            Ok(crate::skill::executor::SkillOutput {
+            Ok(crate::skill::kernel::executor::SkillOutput {
                 output,
                 memory_writes,
                 memory,

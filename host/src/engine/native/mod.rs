@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::skill::stats::Stats;
+use crate::skill::observe::stats::Stats;
 
 pub use executor::NativeExecutor;
 #[cfg(feature = "internals")]
@@ -317,7 +317,7 @@ impl NativeSandbox {
 
     /// The script of skill `name`, or `Skills not found: <name>` (`ENOENT`).
     pub fn script(&self, name: &str) -> Result<PathBuf> {
-        let valid = crate::skill::meta::is_valid_name(name);
+        let valid = crate::skill::manifest::is_valid_name(name);
         let script = self.skills_root.join(name).join(SCRIPT);
         if valid && script.is_file() {
             Ok(script)

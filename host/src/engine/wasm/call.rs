@@ -15,10 +15,10 @@ use crate::capabilities::{Grant, MemoryAccess, Policy};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 use crate::skill::lanes::Streak;
-use crate::skill::meta::SkillMeta;
+use crate::skill::manifest::SkillMeta;
 
-use crate::skill::context::{MemoryWriteOutcome, granted_writes};
-pub use crate::skill::executor::{MemoryWrite, StepTrace};
+use crate::skill::exchange::{MemoryWriteOutcome, granted_writes};
+pub use crate::skill::kernel::executor::{MemoryWrite, StepTrace};
 
 /// What a successful call returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]

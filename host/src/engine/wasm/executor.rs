@@ -6,9 +6,9 @@ use serde_json::Value;
 
 use super::WasmSkill;
 use crate::error::Result;
-use crate::skill::context::BoxFuture;
-use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::exchange::BoxFuture;
 use crate::skill::kernel::SkillContext;
+use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
 
 /// Runs a loaded [`WasmSkill`] for the kernel.
 #[derive(Debug, Clone)]

@@ -110,7 +110,7 @@ pub(super) struct KnownPlain {
 }
 
 /// A key for a plain component's sidecar manifest as read: equal keys, equal sidecars.
-pub(super) fn sidecar_key(sidecar: Option<&crate::skill::meta::RawMeta>) -> String {
+pub(super) fn sidecar_key(sidecar: Option<&crate::skill::manifest::RawMeta>) -> String {
     // `RawMeta` is read, never written: its debug form stands for its content (object
     // keys in order), and a format that changed with a release only costs a reload.
     let text = format!("{sidecar:?}");

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::skill::meta::SkillMeta;
+use crate::skill::manifest::SkillMeta;
 
 /// Memory a skill gets when its manifest does not say: enough for a Rust guest parsing
 /// a few MiB of JSON, small enough that a bomb is caught early.

@@ -14,7 +14,7 @@ use crate::capabilities::{Grant, Policy};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 use crate::skill::lanes::Streak;
-use crate::skill::meta::SkillMeta;
+use crate::skill::manifest::SkillMeta;
 use crate::skill::validate::Schema;
 
 impl WasmEngine {
@@ -104,7 +104,7 @@ impl WasmEngine {
     pub async fn load_any_file(
         &self,
         path: &Path,
-        sidecar: impl FnOnce() -> Result<Option<crate::skill::meta::RawMeta>>,
+        sidecar: impl FnOnce() -> Result<Option<crate::skill::manifest::RawMeta>>,
         policy: &Policy,
     ) -> Result<super::WasmFile> {
         let label = label_of(path);
@@ -316,7 +316,7 @@ impl WasmEngine {
         }
         Err(Error::InvalidManifest {
             skill: label.to_owned(),
-            problems: vec![crate::skill::meta::Problem {
+            problems: vec![crate::skill::manifest::Problem {
                 field: format!("({MANIFEST_SECTION})"),
                 message: "the manifest embedded in the component is not the one its `manifest` export returns"
                     .to_owned(),

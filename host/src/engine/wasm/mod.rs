@@ -259,7 +259,7 @@ pub enum WasmFile {
 
 impl WasmFile {
     /// The manifests of the skills it holds.
-    pub fn skills(&self) -> Box<dyn Iterator<Item = &crate::skill::meta::SkillMeta> + '_> {
+    pub fn skills(&self) -> Box<dyn Iterator<Item = &crate::skill::manifest::SkillMeta> + '_> {
         match self {
             Self::Skill(skill) => Box::new(std::iter::once(skill.meta())),
             Self::Component(component) => Box::new(component.skills()),
@@ -267,8 +267,8 @@ impl WasmFile {
     }
 
     /// The skills it holds, ready to register.
-    pub fn registered(&self) -> Result<Vec<crate::skill::registry::RegisteredSkill>> {
-        use crate::skill::registry::RegisteredSkill;
+    pub fn registered(&self) -> Result<Vec<crate::skill::kernel::table::RegisteredSkill>> {
+        use crate::skill::kernel::table::RegisteredSkill;
         match self {
             Self::Skill(skill) => {
                 let (meta, executor) = (

@@ -11,11 +11,11 @@ use super::bindings::evo::skill::{context, types};
 use super::limits::{HOST_CALL_TIMEOUT, MAX_CHATTER_BYTES, MAX_LOG_AND_EVENT_CALLS, StoreLimiter};
 use crate::capabilities::{Grant, MemoryAccess};
 use crate::error::FailureKind;
-use crate::skill::context::{
+use crate::skill::exchange::{
     ContextError, LlmRequest, MAX_SCRATCH_VALUE_BYTES, MemoryFilter, MemoryHit,
 };
-use crate::skill::events::RunEvent;
 use crate::skill::kernel::SkillContext;
+use crate::skill::observe::events::RunEvent;
 
 /// Everything a store holds for one call.
 pub struct HostState {

@@ -32,15 +32,29 @@ enum Frame {
     /// One of these texts, of which `at` characters are read.
     Literal { options: Rc<Vec<String>>, at: usize },
     /// Inside a string: characters so far, after a backslash, hex digits of `\u` left.
-    Str { len: usize, max: usize, escape: bool, hex: u8 },
+    Str {
+        len: usize,
+        max: usize,
+        escape: bool,
+        hex: u8,
+    },
     /// Inside a number: where, and digits in its current part (whole digits are kept
     /// to 15 and exponents to 2, so every number reads back as the same `f64`).
     Number { at: Num, integer: bool, digits: u8 },
     /// Inside an object: the properties written (a bit each), whether a value was
     /// just read, how many keys so far.
-    Object { node: Rc<Node>, seen: u64, after_value: bool, count: usize },
+    Object {
+        node: Rc<Node>,
+        seen: u64,
+        after_value: bool,
+        count: usize,
+    },
     /// Inside an array: items read, whether one was just read.
-    Array { node: Rc<Node>, count: usize, after_value: bool },
+    Array {
+        node: Rc<Node>,
+        count: usize,
+        after_value: bool,
+    },
     /// A key of an open object (a string), then `:`.
     Colon,
 }
@@ -432,7 +446,6 @@ fn object_step(
         );
     }
 }
-
 
 impl Machine {
     /// Whether nothing may follow what was read (the document is closed).

@@ -115,11 +115,10 @@ fn compile(schema: &Value, depth: usize) -> Rc<Node> {
                     .map_or(DEFAULT_MAX_STRING, |m| m as usize),
             },
             "array" => Node::Array {
-                items: object
-                    .get("items")
-                    .map_or_else(|| Rc::new(Node::Any(depth.saturating_sub(1))), |i| {
-                        compile(i, depth.saturating_sub(1))
-                    }),
+                items: object.get("items").map_or_else(
+                    || Rc::new(Node::Any(depth.saturating_sub(1))),
+                    |i| compile(i, depth.saturating_sub(1)),
+                ),
                 min: object.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize,
                 max: object
                     .get("maxItems")
@@ -147,11 +146,16 @@ fn compile(schema: &Value, depth: usize) -> Rc<Node> {
                             .collect()
                     })
                     .unwrap_or_default();
-                let open = properties.is_empty().then(|| match object.get("additionalProperties") {
-                    Some(Value::Bool(false)) => None,
-                    Some(extra @ Value::Object(_)) => Some(compile(extra, depth.saturating_sub(1))),
-                    _ => (depth > 0).then(|| Rc::new(Node::Any(depth - 1))),
-                });
+                let open =
+                    properties
+                        .is_empty()
+                        .then(|| match object.get("additionalProperties") {
+                            Some(Value::Bool(false)) => None,
+                            Some(extra @ Value::Object(_)) => {
+                                Some(compile(extra, depth.saturating_sub(1)))
+                            }
+                            _ => (depth > 0).then(|| Rc::new(Node::Any(depth - 1))),
+                        });
                 Node::Object {
                     properties,
                     open: open.flatten(),
@@ -163,7 +167,11 @@ fn compile(schema: &Value, depth: usize) -> Rc<Node> {
     match object.get("type") {
         Some(Value::String(kind)) => of_type(kind),
         Some(Value::Array(kinds)) => Rc::new(Node::AnyOf(
-            kinds.iter().filter_map(Value::as_str).map(of_type).collect(),
+            kinds
+                .iter()
+                .filter_map(Value::as_str)
+                .map(of_type)
+                .collect(),
         )),
         _ if object.contains_key("properties") => of_type("object"),
         _ if object.contains_key("items") => of_type("array"),

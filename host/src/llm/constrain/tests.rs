@@ -25,13 +25,28 @@ fn objects_take_their_properties_once_each_and_need_the_required_ones() {
         "required": ["strategy", "n"]
     });
     assert!(accepts(&schema, r#"{"strategy":"single_skill","n":3}"#));
-    assert!(accepts(&schema, r#"{"strategy":"direct_answer","note":"hi \"x\"","n":0}"#));
-    assert!(!accepts(&schema, r#"{"strategy":"single_skill"}"#), "n is required");
+    assert!(accepts(
+        &schema,
+        r#"{"strategy":"direct_answer","note":"hi \"x\"","n":0}"#
+    ));
+    assert!(
+        !accepts(&schema, r#"{"strategy":"single_skill"}"#),
+        "n is required"
+    );
     assert!(!prefix_ok(&schema, r#"{"strategy":"other"#));
-    assert!(accepts(&schema, r#"{"n":1,"strategy":"single_skill"}"#), "any order");
+    assert!(
+        accepts(&schema, r#"{"n":1,"strategy":"single_skill"}"#),
+        "any order"
+    );
     assert!(!prefix_ok(&schema, r#"{"n":1,"n""#), "each once");
-    assert!(!prefix_ok(&schema, r#"{"strategy":"single_skill","n":-"#), "minimum 0");
-    assert!(!prefix_ok(&schema, r#"{"strategy":"single_skill","n":1.5"#), "an integer");
+    assert!(
+        !prefix_ok(&schema, r#"{"strategy":"single_skill","n":-"#),
+        "minimum 0"
+    );
+    assert!(
+        !prefix_ok(&schema, r#"{"strategy":"single_skill","n":1.5"#),
+        "an integer"
+    );
     assert!(!prefix_ok(&schema, "{ "), "compact");
 }
 
@@ -43,7 +58,12 @@ fn arrays_any_values_and_alternatives() {
     assert!(!prefix_ok(&schema, r#"["a",null,"#), "maxItems");
     assert!(!prefix_ok(&schema, "[1"));
     let any = json!({});
-    for text in [r#"{"a":[1,2.5e3,{"b":null}],"c":"d"}"#, "true", "-0.5", r#""s""#] {
+    for text in [
+        r#"{"a":[1,2.5e3,{"b":null}],"c":"d"}"#,
+        "true",
+        "-0.5",
+        r#""s""#,
+    ] {
         assert!(accepts(&any, text), "{text}");
     }
     assert!(!accepts(&any, r#"{"a":}"#));
@@ -67,7 +87,11 @@ fn the_vocabulary_allows_exactly_the_tokens_that_fit() {
     let mut machine = Grammar::new(&schema).start();
     let mut allowed = vocabulary.allowed(&machine);
     allowed.sort_unstable();
-    assert_eq!(allowed, [0, 1], "an opening brace alone or with a quote; not after a space");
+    assert_eq!(
+        allowed,
+        [0, 1],
+        "an opening brace alone or with a quote; not after a space"
+    );
     assert!(machine.feed_str("{\"a\":"));
     let mut allowed = vocabulary.allowed(&machine);
     allowed.sort_unstable();
@@ -83,7 +107,10 @@ fn a_number_at_the_end_is_complete_and_strings_keep_their_escapes() {
     let text = json!({ "type": "string", "maxLength": 3 });
     assert!(accepts(&text, r#""a\u00e9""#));
     assert!(!prefix_ok(&text, r#""abcd"#), "maxLength");
-    assert!(!prefix_ok(&text, "\"a\nb"), "control characters are escaped");
+    assert!(
+        !prefix_ok(&text, "\"a\nb"),
+        "control characters are escaped"
+    );
 }
 
 /// A small deterministic generator (xorshift), so the fuzzed cases are the same on
@@ -133,8 +160,8 @@ fn schema(rng: &mut Rng, depth: usize) -> Value {
 fn pieces() -> Vec<String> {
     let mut pieces: Vec<String> = (' '..='~').map(String::from).collect();
     for piece in [
-        "{\"", "\":", "\",\"", "\"}", "},", "}]", "[{", "null", "true", "false", "k0", "k1",
-        "k2", "k3", "12", "0.", "e5", "\\u00", "é", "\\n", "b c", "\"a\"", ",\"k",
+        "{\"", "\":", "\",\"", "\"}", "},", "}]", "[{", "null", "true", "false", "k0", "k1", "k2",
+        "k3", "12", "0.", "e5", "\\u00", "é", "\\n", "b c", "\"a\"", ",\"k",
     ] {
         pieces.push(piece.to_owned());
     }
@@ -159,7 +186,10 @@ fn constrained_choices_never_yield_json_the_schema_rejects() {
             let allowed = vocabulary.allowed(&machine);
             if allowed.is_empty() {
                 // Only the end may come (a number as long as numbers go).
-                assert!(machine.complete(), "case {case}: stuck after {text:?} for {schema}");
+                assert!(
+                    machine.complete(),
+                    "case {case}: stuck after {text:?} for {schema}"
+                );
                 break;
             }
             // Prefer the pieces that close things, so most walks end.
@@ -183,7 +213,10 @@ fn constrained_choices_never_yield_json_the_schema_rejects() {
         let value: Value = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("case {case}: {text:?} is not JSON ({e}) for {schema}"));
         let violations = check.check(&value);
-        assert!(violations.is_empty(), "case {case}: {text} breaks {schema}: {violations:?}");
+        assert!(
+            violations.is_empty(),
+            "case {case}: {text} breaks {schema}: {violations:?}"
+        );
     }
     assert!(finished > 200, "only {finished} of 300 walks ended");
 }

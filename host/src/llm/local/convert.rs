@@ -6,7 +6,7 @@ use candle_core::Device;
 use candle_core::quantized::gguf_file;
 
 use super::arch::Weights;
-use super::model::damaged;
+use super::damaged;
 use crate::error::{Error, Result};
 
 /// The model's weights, with those stored as Q4_1 held as Q8_0 instead: candle

@@ -14,6 +14,7 @@ use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
 
 use super::arch::{self, Weights};
+use super::damaged;
 use super::template::ChatTemplate;
 use super::tokenizer::{self, GgufTokenizer};
 use crate::error::{Error, Result};
@@ -115,13 +116,6 @@ impl std::fmt::Debug for LocalModel {
             .field("path", &self.path)
             .field("name", &self.name)
             .finish_non_exhaustive()
-    }
-}
-
-pub(super) fn damaged(path: &Path, reason: impl std::fmt::Display) -> Error {
-    Error::LocalModel {
-        path: path.to_owned(),
-        reason: reason.to_string(),
     }
 }
 

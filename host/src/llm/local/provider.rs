@@ -15,7 +15,7 @@ use crate::llm::{
     ChatOptions, ContentBlock, EventStream, LlmEvent, LlmProvider, Message, ModelTraits, Role,
     ToolCall,
 };
-use crate::skill::registry::ToolDefinition;
+use crate::skill::kernel::table::ToolDefinition;
 
 /// Model files smaller than this hold a few hundred million parameters: too few to
 /// choose among skills from their descriptions (see [`ModelTraits::small`]).

@@ -29,7 +29,7 @@ impl SkillContext {
     /// for them fails with a message saying so. For running one component on its own
     /// (tests, benchmarks, reading a manifest).
     pub fn detached() -> Self {
-        Arc::new(Kernel::new(Arc::new(SkillRegistry::new()))).context(RunOptions::default())
+        Arc::new(Kernel::new(Arc::new(SkillTable::new()))).context(RunOptions::default())
     }
 
     /// The run's id.
@@ -89,7 +89,7 @@ impl SkillContext {
             caller: caller.to_owned(),
             task_id: self.run.task_id.clone(),
             tool: tool.to_owned(),
-            arguments: crate::skill::history::redact(arguments),
+            arguments: crate::skill::observe::history::redact(arguments),
             status: Status::Blocked,
             duration_ms: 0.0,
             error: Some(format!("[PERMISSION_DENIED] {message}")),
@@ -211,7 +211,7 @@ impl SkillContext {
                     r#"{"withheld":"a preprocessor's call: its input is what it was asked to clean"}"#
                         .to_owned()
                 } else {
-                    crate::skill::history::redact(&input)
+                    crate::skill::observe::history::redact(&input)
                 };
                 (arguments, self.gated(&skill, input, started).await)
             }

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::SkillContext;
 use crate::error::{Error, Result};
-use crate::skill::confirm::{ConfirmPolicy, Confirmation};
+use crate::skill::kernel::confirm::{ConfirmPolicy, Confirmation};
+use crate::skill::kernel::table::RegisteredSkill;
 use crate::skill::permission::{self, Locale, Profile};
-use crate::skill::registry::RegisteredSkill;
 
 impl SkillContext {
     /// The run's profile's verdict on calling `skill` with `input`.

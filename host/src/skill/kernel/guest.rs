@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::SkillContext;
 use crate::error::{Error, FailureKind};
-use crate::skill::context::{ContextError, LlmRequest, MemoryFilter, MemoryHit, StoreOutcome};
+use crate::skill::exchange::{ContextError, LlmRequest, MemoryFilter, MemoryHit, StoreOutcome};
 use crate::skill::validate::Direction;
 
 /// What a guest asks through the WIT `context` imports, answered by the calling frame.

@@ -16,11 +16,11 @@
 //! use std::sync::Arc;
 //! use evo_host::tools::BuiltinTools;
 //! use evo_host::skill::kernel::{Kernel, RunOptions};
-//! use evo_host::skill::registry::SkillRegistry;
+//! use evo_host::skill::kernel::table::SkillTable;
 //! use serde_json::json;
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let registry = Arc::new(SkillRegistry::new());
+//! let registry = Arc::new(SkillTable::new());
 //! BuiltinTools::default().register(&registry).unwrap();
 //! let kernel = Arc::new(Kernel::new(registry));
 //! let ctx = kernel.context(RunOptions::default());
@@ -37,21 +37,26 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::context::{BoxFuture, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome};
-use super::context::{MemoryWrite, MemoryWriteOutcome, SkillOutput, WriteStatus};
-use super::events::{EventSink, RunEvent};
-use super::registry::{RegisteredSkill, SkillRegistry};
-use super::stats::Stats;
-use super::validate::{Direction, ValidationReport};
+use crate::skill::exchange::{
+    BoxFuture, LlmRequest, MemoryFilter, MemoryHit, Scratch, StoreOutcome,
+};
+use crate::skill::exchange::{MemoryWrite, MemoryWriteOutcome, SkillOutput, WriteStatus};
+use crate::skill::kernel::table::{RegisteredSkill, SkillTable};
+use crate::skill::observe::events::{EventSink, RunEvent};
+use crate::skill::observe::stats::Stats;
+use crate::skill::validate::{Direction, ValidationReport};
 
+pub mod confirm;
 mod context;
+pub mod executor;
 mod gate;
 mod guest;
+pub mod table;
 
 use crate::error::{Error, Result};
 use crate::secrets::{SecretStore, Secrets};
-use crate::skill::confirm::{ConfirmPolicy, Confirmer};
-use crate::skill::history::{History, Record, Status};
+use crate::skill::kernel::confirm::{ConfirmPolicy, Confirmer};
+use crate::skill::observe::history::{History, Record, Status};
 use crate::skill::permission::{Locale, Profile};
 pub use context::SkillContext;
 
@@ -247,14 +252,14 @@ pub trait Memory: Send + Sync + fmt::Debug {
 /// Everything the calls of a host share.
 #[derive(Debug)]
 pub struct Kernel {
-    registry: Arc<SkillRegistry>,
+    registry: Arc<SkillTable>,
     config: KernelConfig,
     llm: Option<Arc<dyn Llm>>,
     memory: Option<Arc<dyn Memory>>,
     stats: Arc<Stats>,
     #[cfg(feature = "metrics")]
-    metrics: Arc<crate::skill::metrics::Metrics>,
-    live: crate::skill::live::LiveCalls,
+    metrics: Arc<crate::skill::observe::metrics::Metrics>,
+    live: crate::skill::observe::live::LiveCalls,
     /// The node's name in the history, once `evo serve` has named it.
     node: std::sync::OnceLock<String>,
     history: Arc<History>,
@@ -263,7 +268,7 @@ pub struct Kernel {
 
 impl Kernel {
     /// A kernel over `registry` with the default [`KernelConfig`], no model and no memory.
-    pub fn new(registry: Arc<SkillRegistry>) -> Self {
+    pub fn new(registry: Arc<SkillTable>) -> Self {
         Self {
             registry,
             config: KernelConfig::default(),
@@ -272,7 +277,7 @@ impl Kernel {
             stats: Arc::new(Stats::default()),
             #[cfg(feature = "metrics")]
             metrics: Arc::default(),
-            live: crate::skill::live::LiveCalls::default(),
+            live: crate::skill::observe::live::LiveCalls::default(),
             node: std::sync::OnceLock::new(),
             history: Arc::new(History::default()),
             secrets: None,
@@ -362,13 +367,13 @@ impl Kernel {
         not(any(feature = "serve", feature = "internals")),
         allow(dead_code, reason = "`evo serve` and Evo's own tests use it")
     )]
-    pub fn live(&self) -> &crate::skill::live::LiveCalls {
+    pub fn live(&self) -> &crate::skill::observe::live::LiveCalls {
         &self.live
     }
 
     /// The figures for monitoring (`evo serve`'s `/metrics`).
     #[cfg(feature = "metrics")]
-    pub fn metrics(&self) -> &Arc<crate::skill::metrics::Metrics> {
+    pub fn metrics(&self) -> &Arc<crate::skill::observe::metrics::Metrics> {
         &self.metrics
     }
 
@@ -388,7 +393,7 @@ impl Kernel {
     }
 
     /// The skills.
-    pub fn registry(&self) -> &Arc<SkillRegistry> {
+    pub fn registry(&self) -> &Arc<SkillTable> {
         &self.registry
     }
 

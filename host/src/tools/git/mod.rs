@@ -461,7 +461,11 @@ fn confirmation(input: &GitInput) -> Option<Confirmation> {
             Risk::Medium,
             format!(
                 "git commit{} will record the staged changes as {:?}",
-                if input.all == Some(true) { " --all" } else { "" },
+                if input.all == Some(true) {
+                    " --all"
+                } else {
+                    ""
+                },
                 input.message.as_deref().unwrap_or_default()
             ),
         ),

@@ -293,7 +293,6 @@ impl Server {
     }
 }
 
-
 /// `file://` URI of `path` (absolute), with the characters URIs reserve escaped.
 pub fn file_uri(path: &Path) -> String {
     let mut uri = String::from("file://");

@@ -328,7 +328,6 @@ impl Lsp {
     }
 }
 
-
 fn failed(message: String) -> Error {
     Error::Skill {
         skill: "lsp".into(),

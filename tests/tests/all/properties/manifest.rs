@@ -1,8 +1,8 @@
 //! SKILL.md and skill.json.
 
 use super::*;
-use evo_host::skill::frontmatter::SkillDoc;
-use evo_host::skill::meta::SkillMeta;
+use evo_host::skill::manifest::SkillMeta;
+use evo_host::skill::manifest::frontmatter::SkillDoc;
 
 const FRONTMATTER: &[&str] = &[
     "---\n",

@@ -11,9 +11,9 @@ use crate::engine::wasm::guest::run_guest;
 use crate::engine::wasm::limits::{MAX_ERROR_BYTES, cut};
 use crate::engine::wasm::wit_json::{Mismatch, to_json, to_val};
 use crate::error::{Error, FailureKind, Result};
-use crate::skill::context::BoxFuture;
-use crate::skill::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::exchange::BoxFuture;
 use crate::skill::kernel::SkillContext;
+use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
 
 impl PlainComponent {
     /// Calls the function of skill `name` with `input` (an object of its parameters)

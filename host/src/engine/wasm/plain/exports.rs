@@ -8,9 +8,9 @@ use wasmtime::component::{Component, ComponentExportIndex, Type};
 
 use super::docs::Docs;
 use crate::engine::wasm::wit_json::{schema, unsupported};
-use crate::skill::meta::MAX_NAME_LEN;
+use crate::skill::manifest::MAX_NAME_LEN;
 
-pub use crate::skill::meta::COMPONENT_SEPARATOR as SEPARATOR;
+pub use crate::skill::manifest::COMPONENT_SEPARATOR as SEPARATOR;
 
 /// Parts (types, fields, cases) a function's parameters and result may have in all,
 /// counted as its JSON Schema spells them out.

@@ -17,7 +17,7 @@ use crate::engine::wasm::compile::Code;
 use crate::engine::wasm::{Limits, WasmEngine};
 use crate::error::{Error, Result};
 use crate::skill::lanes::Streak;
-use crate::skill::meta::{RawMeta, SkillMeta};
+use crate::skill::manifest::{RawMeta, SkillMeta};
 
 /// What a plain component's bytes said, for the component name its sidecar gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

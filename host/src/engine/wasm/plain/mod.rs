@@ -30,7 +30,7 @@ use super::{HostState, Limits, LoadSource, WasmEngine};
 use crate::capabilities::Grant;
 use crate::error::Result;
 use crate::skill::lanes::Streak;
-use crate::skill::meta::SkillMeta;
+use crate::skill::manifest::SkillMeta;
 
 /// A loaded plain component: its functions are skills. Cheap to clone.
 #[derive(Clone)]

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::skill::meta::{Example, Problem, SkillMeta};
+use crate::skill::manifest::{Example, Problem, SkillMeta};
 
 /// What the sidecar says of one function.
 #[derive(Debug, Default, Deserialize)]

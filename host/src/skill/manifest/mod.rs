@@ -1,11 +1,13 @@
-//! Skill metadata, the `skill.json` contract, parsed in two stages.
+//! A skill's manifest: the `skill.json` contract, parsed in two stages; SKILL.md and
+//! its [`frontmatter`]; and what a skill [`package`] holds on disk.
+//!
 //!
 //! [`RawMeta`] is exactly what serde reads, with every field optional; [`SkillMeta::from_raw`]
 //! checks it and reports every problem at once, each with its field and a fix, so an
 //! author fixes a manifest in one round.
 //!
 //! ```
-//! use evo_host::skill::meta::SkillMeta;
+//! use evo_host::skill::manifest::SkillMeta;
 //!
 //! let meta = SkillMeta::from_json(r#"{
 //!     "name": "calculate",
@@ -25,12 +27,12 @@ use requests::{capabilities, secrets, service};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::template::{self, Template};
 use crate::capabilities::{
     Access, DirRequest, HostPattern, HostRequest, MemoryAccess, RequestedCapabilities,
     SecretRequest,
 };
 use crate::skill::permission::Permission;
+use crate::skill::template::{self, Template};
 
 /// Default `timeout`: 30 s per call.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -226,7 +228,7 @@ pub struct SkillMeta {
     pub service: Option<ServiceSpec>,
     /// The level the skill declares (`read_only`, `read_write`, `execute`, `admin`); the
     /// effective level is never below what its capabilities imply
-    /// ([`RegisteredSkill::permission`](crate::skill::registry::RegisteredSkill::permission)).
+    /// ([`RegisteredSkill::permission`](crate::skill::kernel::table::RegisteredSkill::permission)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub permission: Option<Permission>,
     /// Example calls.
@@ -512,6 +514,8 @@ impl SkillMeta {
 }
 
 mod checks;
+pub mod frontmatter;
+pub mod package;
 mod requests;
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::skill::calls::Record;
+use crate::skill::observe::store::Record;
 
 /// Events a watcher may fall behind by before it misses some.
 pub const BACKLOG: usize = 1024;

@@ -11,7 +11,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::skill::context::BoxFuture;
+use crate::skill::exchange::BoxFuture;
 
 /// How bad the call is if it was a mistake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

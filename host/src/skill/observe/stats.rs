@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::skill::calls::CallStore;
-pub use crate::skill::calls::SkillStats;
+use crate::skill::observe::store::CallStore;
+pub use crate::skill::observe::store::SkillStats;
 
 #[derive(Debug, Default)]
 struct Counts {
@@ -146,7 +146,7 @@ mod tests {
             let stats = Stats::default();
             stats.record("calculate", true, Duration::from_millis(10));
             stats.record("calculate", false, Duration::from_millis(30));
-            let store = crate::skill::calls::store_for(&storage);
+            let store = crate::skill::observe::store::store_for(&storage);
             stats.flush(store.as_ref()).unwrap();
             stats.record("calculate", true, Duration::from_millis(20));
             stats.flush(store.as_ref()).unwrap();
@@ -155,10 +155,11 @@ mod tests {
             let other = Stats::default();
             other.record("calculate", true, Duration::from_millis(40));
             other
-                .flush(crate::skill::calls::store_for(&storage).as_ref())
+                .flush(crate::skill::observe::store::store_for(&storage).as_ref())
                 .unwrap();
 
-            let stored = Stats::load(crate::skill::calls::store_for(&storage).as_ref()).unwrap();
+            let stored =
+                Stats::load(crate::skill::observe::store::store_for(&storage).as_ref()).unwrap();
             let s = &stored["calculate"];
             assert_eq!(serde_json::to_value(s).unwrap()["toolName"], "calculate");
             assert_eq!(

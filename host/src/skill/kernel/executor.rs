@@ -3,17 +3,19 @@
 //!
 //! The kernel knows executors only through this trait: built-in tools, Wasm components,
 //! Node scripts, prompts, pipelines and instruction-only skills all plug into the same
-//! [`SkillContext::call`](super::kernel::SkillContext::call) and its gates.
+//! [`SkillContext::call`](crate::skill::kernel::SkillContext::call) and its gates.
 
 use std::fmt;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::context::BoxFuture;
-pub use super::context::{MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus};
-use super::kernel::SkillContext;
 use crate::error::Result;
+use crate::skill::exchange::BoxFuture;
+pub use crate::skill::exchange::{
+    MemoryWrite, MemoryWriteOutcome, SkillOutput, StepTrace, WriteStatus,
+};
+use crate::skill::kernel::SkillContext;
 
 /// What runs a skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

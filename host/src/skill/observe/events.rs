@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::context::MemoryWriteOutcome;
+use crate::skill::exchange::MemoryWriteOutcome;
 
 /// The kind of a [`RunEvent`] (its `type` field), for matching without the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

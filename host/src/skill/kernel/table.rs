@@ -1,4 +1,4 @@
-//! The instruction table: every skill the agent can call, whatever runs it.
+//! The table of skills: every skill the agent can call, whatever runs it.
 //!
 //! A [`RegisteredSkill`] pairs a validated [`SkillMeta`] with its [`Executor`] and the
 //! compiled input and output schemas, so the gates never recompile a schema. Registering
@@ -6,9 +6,9 @@
 //!
 //! ```
 //! use evo_host::tools::BuiltinTools;
-//! use evo_host::skill::registry::SkillRegistry;
+//! use evo_host::skill::kernel::table::SkillTable;
 //!
-//! let registry = SkillRegistry::new();
+//! let registry = SkillTable::new();
 //! BuiltinTools::default().register(&registry).unwrap();
 //! assert!(registry.has("calculate"));
 //! assert!(registry.has("file-read")); // an alias of `read`
@@ -23,12 +23,12 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::executor::{Executor, ExecutorKind};
-use super::meta::{Problem, SkillMeta};
-use super::validate::Schema;
 use crate::capabilities::{Access, MemoryAccess};
 use crate::error::{Error, Result};
+use crate::skill::kernel::executor::{Executor, ExecutorKind};
+use crate::skill::manifest::{Problem, SkillMeta};
 use crate::skill::permission::Permission;
+use crate::skill::validate::Schema;
 
 /// Tag that keeps a skill out of the model's tool list and system prompt: internal
 /// skills are not exposed to the user's conversation.
@@ -164,7 +164,7 @@ struct Table {
 
 /// The skills of one host. Shared (`Arc`) and safe to change while calls run.
 #[derive(Debug, Default)]
-pub struct SkillRegistry {
+pub struct SkillTable {
     table: RwLock<Table>,
 }
 
@@ -175,7 +175,7 @@ pub fn missing_callee(skill: &str, callee: &str) -> String {
     )
 }
 
-impl SkillRegistry {
+impl SkillTable {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
@@ -278,7 +278,7 @@ impl SkillRegistry {
         missing
     }
 
-    /// What [`SkillRegistry::missing_callees`] finds for every skill, as warnings:
+    /// What [`SkillTable::missing_callees`] finds for every skill, as warnings:
     /// `NAME calls CALLEE, which is not loaded: …`.
     pub fn callee_warnings(&self) -> Vec<String> {
         self.list()
@@ -360,9 +360,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::skill::context::BoxFuture;
-    use crate::skill::executor::SkillOutput;
+    use crate::skill::exchange::BoxFuture;
     use crate::skill::kernel::SkillContext;
+    use crate::skill::kernel::executor::SkillOutput;
 
     /// Never runs: these tests only list skills.
     #[derive(Debug)]
@@ -383,8 +383,8 @@ mod tests {
         RegisteredSkill::new(meta, Arc::new(Listed)).unwrap()
     }
 
-    fn registry() -> SkillRegistry {
-        let registry = SkillRegistry::new();
+    fn registry() -> SkillTable {
+        let registry = SkillTable::new();
         registry.register(skill(json!({ "name": "memory_search", "description": "Searches\n  memory.", "category": "memory",
             "input": { "type": "object", "properties": { "query": { "type": "string" } } },
             "output": { "type": "object", "properties": { "results": { "type": "array" } } } })));
@@ -423,7 +423,7 @@ mod tests {
             "You can call these skills:\n\n## memory\n- memory_search: Searches memory.\n\n## text\n- summarize: Summarises text.\n"
         );
         assert_eq!(
-            SkillRegistry::new().to_system_prompt(),
+            SkillTable::new().to_system_prompt(),
             "No skills are available."
         );
     }

@@ -14,12 +14,12 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::context::BoxFuture;
-use super::executor::{Executor, ExecutorKind, SkillOutput, StepTrace};
-use super::kernel::SkillContext;
-use super::meta::SkillMeta;
-use super::template::{self, Template, TemplateError, ValueTemplate};
 use crate::error::{Error, Result};
+use crate::skill::exchange::BoxFuture;
+use crate::skill::kernel::SkillContext;
+use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput, StepTrace};
+use crate::skill::manifest::SkillMeta;
+use crate::skill::template::{self, Template, TemplateError, ValueTemplate};
 
 /// Scratch key holding memories recalled for the run (`memory.relevant` in templates).
 pub const RELEVANT_MEMORIES_KEY: &str = "relevantMemories";

@@ -6,7 +6,7 @@
 //! or a comma-separated string. Fields Evo does not know are ignored.
 //!
 //! ```
-//! use evo_host::skill::frontmatter::SkillDoc;
+//! use evo_host::skill::manifest::frontmatter::SkillDoc;
 //!
 //! let doc = SkillDoc::parse("---\nname: git-commit\ndescription: >\n  Builds a commit\n  message.\nmetadata:\n  version: 1.2.0\n---\n# Steps\n").unwrap();
 //! assert_eq!(doc.raw.name.as_deref(), Some("git-commit"));
@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::meta::{Problem, RawMeta};
+use crate::skill::manifest::{Problem, RawMeta};
 
 /// A parsed SKILL.md.
 #[derive(Debug, Clone, Default)]

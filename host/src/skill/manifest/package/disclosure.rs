@@ -148,7 +148,7 @@ impl SkillFiles {
             return Ok(cached.clone());
         }
         let text = std::fs::read_to_string(&path).map_err(Error::io_at(&path))?;
-        let doc = crate::skill::frontmatter::SkillDoc::parse(&text).map_err(|p| {
+        let doc = crate::skill::manifest::frontmatter::SkillDoc::parse(&text).map_err(|p| {
             Error::InvalidSkillStructure(format!(
                 "Invalid skill structure: SKILL.md: {}",
                 p.message

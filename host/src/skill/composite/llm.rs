@@ -7,21 +7,21 @@
 //! answer is parsed as JSON, from plain text or a fenced block, and
 //! checked against the output schema (gate 2). When it fails, the model is asked again
 //! with the validation report appended and a lower temperature, up to
-//! [`KernelConfig::max_output_attempts`](super::kernel::KernelConfig) times; each failed
+//! [`KernelConfig::max_output_attempts`](crate::skill::kernel::KernelConfig) times; each failed
 //! attempt emits `skill_validation_retry`. When every attempt fails, the kernel's
 //! [`Fallback`] decides: fail, return the raw answer, or return the valid part.
 
 use serde_json::{Map, Value};
 
-use super::context::{BoxFuture, LlmRequest};
-use super::events::RunEvent;
-use super::executor::{Executor, ExecutorKind, SkillOutput};
-use super::kernel::{Fallback, SkillContext};
-use super::meta::SkillMeta;
-use super::pipeline::memory_scope;
-use super::template::Template;
-use super::validate::{Direction, Schema, ValidationReport, Violation};
 use crate::error::{Error, Result};
+use crate::skill::composite::pipeline::memory_scope;
+use crate::skill::exchange::{BoxFuture, LlmRequest};
+use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
+use crate::skill::kernel::{Fallback, SkillContext};
+use crate::skill::manifest::SkillMeta;
+use crate::skill::observe::events::RunEvent;
+use crate::skill::template::Template;
+use crate::skill::validate::{Direction, Schema, ValidationReport, Violation};
 
 /// Temperature of the first attempt: low, because the answer must fit a schema.
 pub const FIRST_TEMPERATURE: f32 = 0.3;
@@ -91,7 +91,7 @@ impl LlmExecutor {
         })?;
         let schema = Schema::compile(&meta.output).map_err(|message| Error::InvalidManifest {
             skill: meta.name.clone(),
-            problems: vec![super::meta::Problem {
+            problems: vec![crate::skill::manifest::Problem {
                 field: "output".into(),
                 message,
                 fix: "write a draft-7 JSON Schema".into(),

@@ -1,7 +1,7 @@
 //! The data a running skill exchanges with the host, whatever runs it: the run's
 //! [`Scratch`] space, requests to the model, memory hits, what a run returns
 //! ([`SkillOutput`]), and the expected failures ([`ContextError`]) a guest gets back. The frame itself is
-//! [`SkillContext`](super::kernel::SkillContext).
+//! [`SkillContext`](crate::skill::kernel::SkillContext).
 
 use std::collections::HashMap;
 use std::fmt;

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capabilities::RequestedCapabilities;
 use crate::error::{Error, Result};
-use crate::skill::meta::SkillMeta;
+use crate::skill::manifest::SkillMeta;
 
 /// The instructions file of a skill.
 pub const SKILL_MD: &str = "SKILL.md";

@@ -1,5 +1,5 @@
-//! Call statistics and the call history (with the security log's `blocked` rows): what
-//! [`Stats`](crate::skill::stats::Stats) and [`History`](crate::skill::history::History)
+//! Where call statistics and the call history (with the security log's `blocked` rows)
+//! are kept: what [`Stats`](super::stats::Stats) and [`History`](super::history::History)
 //! flush to, in SQLite (`evo.db`) or PostgreSQL, and the rows they are made of.
 
 use std::collections::BTreeMap;

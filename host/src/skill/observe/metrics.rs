@@ -17,7 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::skill::calls::{Record, Status};
+use crate::skill::observe::store::{Record, Status};
 
 /// Upper bounds of the call-duration buckets, in seconds: 100 µs to ~105 s, ×4 each.
 const DURATION_BUCKETS: [f64; 11] = [

@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::skill::calls::CallStore;
-pub use crate::skill::calls::{Filter, Record, Status};
+use crate::skill::observe::store::CallStore;
+pub use crate::skill::observe::store::{Filter, Record, Status};
 
 /// Default number of calls kept: months of interactive use, a few MB on disk.
 pub const DEFAULT_HISTORY_CAP: u64 = 100_000;
@@ -338,7 +338,7 @@ mod tests {
         // 100 records; the latest 10 calls of Read, newest first.
         let dir = tempfile::tempdir().unwrap();
         for storage in crate::storage::testing::both(dir.path()) {
-            let store = crate::skill::calls::store_for(&storage);
+            let store = crate::skill::observe::store::store_for(&storage);
             let history = History::default();
             for i in 0..100 {
                 let tool = if i % 2 == 0 { "read" } else { "grep" };
@@ -365,7 +365,7 @@ mod tests {
     fn the_cap_drops_the_oldest() {
         let dir = tempfile::tempdir().unwrap();
         for storage in crate::storage::testing::both(dir.path()) {
-            let store = crate::skill::calls::store_for(&storage);
+            let store = crate::skill::observe::store::store_for(&storage);
             let history = History::default();
             for i in 0..30 {
                 history.record(record("read", Status::Success, 1.0, i));
@@ -381,7 +381,7 @@ mod tests {
     fn stats_give_p95_and_failure_rate_and_suggest_for_slow_frequent_tools() {
         let dir = tempfile::tempdir().unwrap();
         for storage in crate::storage::testing::both(dir.path()) {
-            let store = crate::skill::calls::store_for(&storage);
+            let store = crate::skill::observe::store::store_for(&storage);
             let history = History::default();
             for i in 1..=20 {
                 let status = if i <= 2 {
