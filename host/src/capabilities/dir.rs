@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Access, Capability, Grant, GrantFlag, Policy, RequestedCapabilities};
+use super::{Access, Capability, Grant, GrantFlag, Policy, RequestedCapabilities, Sandbox};
 
 pub use evo_manifest::DirRequest;
 use evo_manifest::normalize_guest_path;
@@ -103,6 +103,10 @@ pub(super) struct Dirs;
 const HOW: &str = "use HOST::GUEST or HOST::GUEST:ro with an existing host directory";
 
 impl Capability for Dirs {
+    fn confine(&self, grant: &Grant, sandbox: &mut dyn Sandbox) -> Result<(), String> {
+        grant.dirs.iter().try_for_each(|dir| sandbox.preopen(dir))
+    }
+
     fn key(&self) -> &'static str {
         "dirs"
     }

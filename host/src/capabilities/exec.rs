@@ -6,6 +6,19 @@ use std::path::Path;
 
 use super::{Capability, Grant, GrantFlag, Policy, RequestedCapabilities};
 
+impl Policy {
+    /// Whether skill `name`'s helper scripts may be run under this policy; the error
+    /// says how to allow it.
+    pub fn check_exec(&self, name: &str) -> Result<(), String> {
+        if self.for_skill(name).exec {
+            return Ok(());
+        }
+        Err(format!(
+            "running {name}'s scripts needs the exec grant: pass --allow-exec, or set `exec = true` under [grants.skill.{name}] in evo.toml, if you trust the skill"
+        ))
+    }
+}
+
 /// Helper scripts: `[grants] exec`, `--allow-exec`.
 pub(super) struct Exec;
 

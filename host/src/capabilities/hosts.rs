@@ -7,6 +7,37 @@ use super::{
     Capability, Grant, GrantFlag, HostPattern, HostRequest, Policy, RequestedCapabilities,
 };
 
+impl Grant {
+    /// The granted pattern the origin `scheme://host:port` is inside, or why a request
+    /// from `skill` to it is refused.
+    pub fn admit_origin(
+        &self,
+        skill: &str,
+        (scheme, host, port): (&str, &str, u16),
+    ) -> Result<&HostPattern, String> {
+        let origin = format!("{scheme}://{host}:{port}");
+        self.hosts
+            .iter()
+            .find(|p| p.matches_origin(scheme, host, port))
+            .ok_or_else(|| {
+                if self.hosts.is_empty() {
+                    format!(
+                        "{origin}: {skill} was granted no outbound hosts; the skill must ask for it in its manifest (capabilities.hosts) and the operator must allow it (--allow-host or [grants] hosts)"
+                    )
+                } else {
+                    format!(
+                        "{origin}: not among the hosts granted to {skill} ({})",
+                        self.hosts
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            })
+    }
+}
+
 /// Outbound hosts: `[grants] hosts`, `--allow-host`.
 pub(super) struct Hosts;
 

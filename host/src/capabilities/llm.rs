@@ -5,6 +5,17 @@ use std::path::Path;
 
 use super::{Capability, Grant, GrantFlag, Policy, RequestedCapabilities};
 
+impl Grant {
+    /// Whether `skill` may prompt the model; the error is what it is told.
+    pub fn check_llm(&self, skill: &str) -> Result<(), String> {
+        if self.llm {
+            Ok(())
+        } else {
+            Err(super::not_granted(skill, "the language model"))
+        }
+    }
+}
+
 /// The language model: `[grants] llm`, `--allow-llm`.
 pub(super) struct Llm;
 

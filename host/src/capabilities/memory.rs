@@ -5,6 +5,36 @@ use std::path::Path;
 
 use super::{Capability, Grant, GrantFlag, MemoryAccess, Policy, RequestedCapabilities};
 
+impl Grant {
+    /// Whether `skill` may have `needed` access to memory (searching it, or storing in
+    /// it); the error is what it is told.
+    pub fn check_memory(&self, skill: &str, needed: MemoryAccess) -> Result<(), String> {
+        if self.memory >= needed {
+            return Ok(());
+        }
+        Err(super::not_granted(
+            skill,
+            match needed {
+                MemoryAccess::ReadWrite => "write access to memory",
+                _ => "read access to memory",
+            },
+        ))
+    }
+
+    /// Whether the memory writes `skill` suggests in its result may be kept: they are
+    /// writes by another name, so they need write access (without it a skill could fill
+    /// memory, and so the model's context, with what it likes). The error is the reason
+    /// each suggestion is refused with.
+    pub fn check_suggested_writes(&self, skill: &str) -> Result<(), String> {
+        if self.memory == MemoryAccess::ReadWrite {
+            return Ok(());
+        }
+        Err(format!(
+            "{skill} may not write to memory: it needs `\"memory\": \"read-write\"` among its capabilities and that grant from the operator (`[grants] memory = \"read-write\"`, `[grants.skill.{skill}]`, or `--allow-memory read-write`)"
+        ))
+    }
+}
+
 /// Memory: `[grants] memory`, `--allow-memory`.
 pub(super) struct Memory;
 

@@ -9,6 +9,30 @@ use super::{
 };
 use evo_manifest::check_secret_name as check_name;
 
+impl Grant {
+    /// Whether secret `name` may go into a request from `skill` to the origin
+    /// `scheme://host:port`; the error is why not.
+    pub fn check_secret(
+        &self,
+        skill: &str,
+        name: &str,
+        (scheme, host, port): (&str, &str, u16),
+    ) -> Result<(), String> {
+        let mut named = self.secrets.iter().filter(|g| g.name == name).peekable();
+        let Some(first) = named.peek().map(|g| g.host.clone()) else {
+            return Err(format!(
+                "secret {name} is not granted to {skill}; it must ask for it in its manifest (capabilities.secrets) and the operator must allow it (--allow-secret {name} or [grants] secrets)"
+            ));
+        };
+        if named.any(|g| g.host.matches_origin(scheme, host, port)) {
+            return Ok(());
+        }
+        Err(format!(
+            "secret {name} is granted to {skill} for {first} only, not for this host"
+        ))
+    }
+}
+
 /// Secrets: `[grants] secrets`, `--allow-secret`.
 pub(super) struct Secrets;
 

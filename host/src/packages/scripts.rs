@@ -63,11 +63,7 @@ impl RunSkillScript {
             )));
         };
         let name = skill.meta.name.as_str();
-        if !self.grants.for_skill(name).exec {
-            return Err(Error::Capability(format!(
-                "running {name}'s scripts needs the exec grant: pass --allow-exec, or set `exec = true` under [grants.skill.{name}] in evo.toml, if you trust the skill"
-            )));
-        }
+        self.grants.check_exec(name).map_err(Error::Capability)?;
         // Only the scripts the skill lists (every file under scripts/), and only with an
         // interpreter Evo runs; `..`, absolute paths and links out are not resources.
         let mut listed: Vec<String> = files

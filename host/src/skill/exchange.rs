@@ -94,20 +94,19 @@ impl MemoryWriteOutcome {
 }
 
 /// A skill's suggested memory writes as the kernel takes them: all of them when the
-/// skill may write to memory (`granted`), else none, each refused with the reason.
-/// Suggestions are writes by another name: without the grant a skill could fill memory
-/// (and so the model's context) with what it likes.
+/// skill may write to memory (`allowed`, its grant's
+/// [`check_suggested_writes`](crate::capabilities::Grant::check_suggested_writes)),
+/// else none, each refused with the reason.
 pub fn granted_writes(
     skill: &str,
-    granted: bool,
+    allowed: Result<(), String>,
     suggested: Vec<MemoryWrite>,
 ) -> (Vec<MemoryWrite>, Vec<MemoryWriteOutcome>) {
-    if granted || suggested.is_empty() {
-        return (suggested, Vec::new());
-    }
-    let reason = format!(
-        "{skill} may not write to memory: it needs `\"memory\": \"read-write\"` among its capabilities and that grant from the operator (`[grants] memory = \"read-write\"`, `[grants.skill.{skill}]`, or `--allow-memory read-write`)"
-    );
+    let reason = match allowed {
+        _ if suggested.is_empty() => return (suggested, Vec::new()),
+        Ok(()) => return (suggested, Vec::new()),
+        Err(reason) => reason,
+    };
     tracing::info!(
         skill,
         dropped = suggested.len(),

@@ -117,8 +117,8 @@ impl crate::skill::kernel::executor::Executor for NativeExecutor {
                     category: w.category,
                 })
                 .collect();
-            let granted = self.grant.memory == crate::capabilities::MemoryAccess::ReadWrite;
-            let (memory_writes, memory) = granted_writes(&self.name, granted, suggested);
+            let allowed = self.grant.check_suggested_writes(&self.name);
+            let (memory_writes, memory) = granted_writes(&self.name, allowed, suggested);
             Ok(crate::skill::kernel::executor::SkillOutput {
                 output,
                 memory_writes,

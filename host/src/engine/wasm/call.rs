@@ -267,8 +267,8 @@ impl WasmSkill {
                 category: w.category,
             })
             .collect();
-        let granted = skill.grant.memory == MemoryAccess::ReadWrite;
-        let (memory_writes, memory) = granted_writes(&skill.meta.name, granted, suggested);
+        let allowed = skill.grant.check_suggested_writes(&skill.meta.name);
+        let (memory_writes, memory) = granted_writes(&skill.meta.name, allowed, suggested);
         Ok(SkillOutcome {
             output: value,
             memory_writes,

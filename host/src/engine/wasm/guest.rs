@@ -14,7 +14,7 @@ use super::limits::{Limits, MAX_RESOURCES, STDIO_CAP_BYTES, StoreLimiter};
 use super::slots::Slot;
 use super::state::HostState;
 use super::{EPOCH_TICK, WasmEngine};
-use crate::capabilities::{Access, Grant};
+use crate::capabilities::{Access, DirGrant, Grant, Sandbox};
 use crate::error::{Error, Result};
 use crate::skill::kernel::SkillContext;
 use crate::skill::lanes::Streak;
@@ -99,12 +99,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     let state = HostState {
         wasi,
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
-        outbound: super::http::Outbound::new(
-            skill_name.clone(),
-            grant.hosts.clone(),
-            grant.secrets.clone(),
-            Some(ctx.clone()),
-        ),
+        outbound: super::http::Outbound::new(skill_name.clone(), grant, Some(ctx.clone())),
         table,
         limiter: StoreLimiter::new(limits.memory_bytes())
             .with_instances(engine.inner.config.limits.max_instances),
@@ -222,22 +217,22 @@ fn wasi_ctx(
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
-    for dir in &grant.dirs {
+    crate::capabilities::confine(grant, &mut builder).map_err(Error::Capability)?;
+    Ok(builder.build())
+}
+
+/// The Wasm engine's sandbox is the WASI context a guest gets: a granted directory is
+/// preopened there, reached through a capability handle.
+impl Sandbox for WasiCtxBuilder {
+    fn preopen(&mut self, dir: &DirGrant) -> Result<(), String> {
         let perms = match dir.access {
             Access::Read => FsPerms::ReadOnly,
             Access::ReadWrite => FsPerms::ReadWrite,
         };
-        builder
-            .preopened_dir(&dir.host, &dir.guest, perms)
-            .map_err(|e| {
-                Error::Capability(format!(
-                    "cannot open {} for {}: {e}",
-                    dir.host.display(),
-                    dir.guest
-                ))
-            })?;
+        self.preopened_dir(&dir.host, &dir.guest, perms)
+            .map(drop)
+            .map_err(|e| format!("cannot open {} for {}: {e}", dir.host.display(), dir.guest))
     }
-    Ok(builder.build())
 }
 
 impl GuestRun {

@@ -110,22 +110,10 @@ impl From<ContextError> for types::SkillError {
 }
 
 impl HostState {
-    fn denied(&self, what: &str) -> types::SkillError {
-        types::SkillError::Denied(format!(
-            "{} was not granted {what}; the skill must request it in its manifest and the operator must allow it",
-            self.skill
-        ))
-    }
-
     fn memory(&self, needed: MemoryAccess) -> Result<(), types::SkillError> {
-        if self.grant.memory >= needed {
-            Ok(())
-        } else {
-            Err(self.denied(match needed {
-                MemoryAccess::ReadWrite => "write access to memory",
-                _ => "read access to memory",
-            }))
-        }
+        self.grant
+            .check_memory(&self.skill, needed)
+            .map_err(types::SkillError::Denied)
     }
 
     /// Counts a `log`/`emit` call; false once the per-call budget is spent.
@@ -182,9 +170,9 @@ impl context::Host for HostState {
     }
 
     async fn llm(&mut self, request: types::LlmRequest) -> Result<String, types::SkillError> {
-        if !self.grant.llm {
-            return Err(self.denied("the language model"));
-        }
+        self.grant
+            .check_llm(&self.skill)
+            .map_err(types::SkillError::Denied)?;
         let ctx = self.ctx.clone();
         let request = LlmRequest {
             caller: self.skill.to_string(),

@@ -93,6 +93,7 @@ pub fn find_package_file() -> Result<PathBuf> {
 }
 
 /// The error of a model file that does not load: what `path` is and why.
+#[cfg(feature = "local-llm")]
 fn damaged(path: &Path, reason: impl std::fmt::Display) -> Error {
     Error::LocalModel {
         path: path.to_owned(),

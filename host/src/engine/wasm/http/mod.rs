@@ -40,7 +40,7 @@ mod send;
 
 use self::body::{Budget, Capped, OnSecret, Scan};
 use super::scrub::Scrub;
-use crate::capabilities::{HostPattern, SecretGrant};
+use crate::capabilities::{Grant, HostPattern};
 use crate::secrets::Secrets;
 use crate::skill::kernel::SkillContext;
 
@@ -55,12 +55,12 @@ pub const MAX_BYTES_IN_PER_CALL: u64 = 64 << 20;
 #[derive(Debug)]
 pub(super) struct Outbound {
     skill: Arc<str>,
-    hosts: Vec<HostPattern>,
+    /// What of the skill's grant its requests are checked against: its hosts, and its
+    /// secrets, each for its host.
+    grant: Arc<Grant>,
     requests: u32,
     sent: Arc<Budget>,
     received: Arc<Budget>,
-    /// The secrets granted, each for its host.
-    granted: Vec<SecretGrant>,
     /// Every secret's value, to put in and to keep out.
     pub(super) scrub: Scrub,
     /// The calling frame, for the security log.
@@ -70,23 +70,21 @@ pub(super) struct Outbound {
 }
 
 impl Outbound {
-    pub(super) fn new(
-        skill: Arc<str>,
-        hosts: Vec<HostPattern>,
-        granted: Vec<SecretGrant>,
-        ctx: Option<SkillContext>,
-    ) -> Self {
+    pub(super) fn new(skill: Arc<str>, grant: &Grant, ctx: Option<SkillContext>) -> Self {
         let secrets = match &ctx {
-            Some(ctx) if !hosts.is_empty() => ctx.kernel().secrets(),
+            Some(ctx) if !grant.hosts.is_empty() => ctx.kernel().secrets(),
             _ => Arc::default(),
         };
         Self {
             skill,
-            hosts,
+            grant: Arc::new(Grant {
+                hosts: grant.hosts.clone(),
+                secrets: grant.secrets.clone(),
+                ..Grant::default()
+            }),
             requests: 0,
             sent: Budget::new(MAX_BYTES_OUT_PER_CALL),
             received: Budget::new(MAX_BYTES_IN_PER_CALL),
-            granted,
             scrub: Scrub::new(secrets, ctx.clone()),
             ctx,
             last_refusal: Arc::default(),
@@ -127,28 +125,9 @@ impl Outbound {
             ));
         }
         let pattern = self
-            .hosts
-            .iter()
-            .find(|p| p.matches_origin(&scheme, &host, port))
-            .cloned()
-            .ok_or_else(|| {
-                if self.hosts.is_empty() {
-                    format!(
-                        "{origin}: {} was granted no outbound hosts; the skill must ask for it in its manifest (capabilities.hosts) and the operator must allow it (--allow-host or [grants] hosts)",
-                        self.skill
-                    )
-                } else {
-                    format!(
-                        "{origin}: not among the hosts granted to {} ({})",
-                        self.skill,
-                        self.hosts
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            })?;
+            .grant
+            .admit_origin(&self.skill, (&scheme, &host, port))?
+            .clone();
         self.requests += 1;
         Ok((pattern, host, port))
     }
@@ -213,7 +192,7 @@ impl WasiHttpHooks for Outbound {
         let ctx = self.ctx.clone();
         let (sent, received) = (self.sent.clone(), self.received.clone());
         let secrets = self.scrub.secrets().clone();
-        let granted = self.granted.clone();
+        let grant = self.grant.clone();
         let last_refusal = self.last_refusal.clone();
         Box::new(async move {
             let method = request.method().to_string();
@@ -240,7 +219,7 @@ impl WasiHttpHooks for Outbound {
             put_secrets(
                 &mut parts,
                 &secrets,
-                &granted,
+                &grant,
                 &skill,
                 (&scheme, &host, port),
             )
@@ -321,7 +300,7 @@ pub(crate) async fn send_checked(
     {
         request.headers_mut().insert(http::header::HOST, host);
     }
-    let mut outbound = Outbound::new(skill, grant.hosts.clone(), grant.secrets.clone(), Some(ctx));
+    let mut outbound = Outbound::new(skill, grant, Some(ctx));
     let options = RequestOptions {
         connect_timeout: Some(timeout),
         first_byte_timeout: Some(timeout),
@@ -351,9 +330,9 @@ pub(crate) async fn send_checked(
 fn put_secrets(
     parts: &mut http::request::Parts,
     secrets: &Secrets,
-    granted: &[SecretGrant],
+    grant: &Grant,
     skill: &str,
-    (scheme, host, port): (&str, &str, u16),
+    origin: (&str, &str, u16),
 ) -> Result<(), String> {
     let carried = |text: &[u8]| -> Result<(), String> {
         match secrets.find(text) {
@@ -364,20 +343,7 @@ fn put_secrets(
         }
     };
     let value = |name: &str| -> Result<String, String> {
-        if !granted
-            .iter()
-            .any(|g| g.name == name && g.host.matches_origin(scheme, host, port))
-        {
-            return Err(match granted.iter().find(|g| g.name == name) {
-                Some(g) => format!(
-                    "secret {name} is granted to {skill} for {} only, not for this host",
-                    g.host
-                ),
-                None => format!(
-                    "secret {name} is not granted to {skill}; it must ask for it in its manifest (capabilities.secrets) and the operator must allow it (--allow-secret {name} or [grants] secrets)"
-                ),
-            });
-        }
+        grant.check_secret(skill, name, origin)?;
         secrets.value(name).map(str::to_owned).ok_or_else(|| {
             format!("no secret named {name} is set; set it with `evo secret set {name}`")
         })
@@ -414,15 +380,14 @@ mod tests {
     use super::*;
 
     fn outbound(hosts: &[&str]) -> Outbound {
-        Outbound::new(
-            "fetch".into(),
-            hosts
+        let grant = Grant {
+            hosts: hosts
                 .iter()
                 .map(|h| HostPattern::parse(h).unwrap())
                 .collect(),
-            Vec::new(),
-            None,
-        )
+            ..Grant::default()
+        };
+        Outbound::new("fetch".into(), &grant, None)
     }
 
     #[test]
