@@ -11,7 +11,7 @@ use super::bindings::evo::skill::types;
 use super::guest::run_guest;
 use super::limits::{Limits, MAX_ERROR_BYTES, RETURNED_ENTRY_BYTES, cut};
 use super::{LoadSource, WasmEngine};
-use crate::capabilities::{Grant, MemoryAccess, Policy};
+use crate::capabilities::{Grant, Policy};
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 use crate::skill::lanes::Streak;

@@ -216,16 +216,9 @@ impl WasiHttpHooks for Outbound {
             let (mut parts, body) = request.into_parts();
             let scheme = parts.uri.scheme_str().unwrap_or("https").to_owned();
             let origin = format!("{scheme}://{host}:{port}");
-            put_secrets(
-                &mut parts,
-                &secrets,
-                &grant,
-                &skill,
-                (&scheme, &host, port),
-            )
-            .map_err(|reason| {
-                refuse(HttpError::HttpRequestDenied, &format!("{origin}: {reason}"))
-            })?;
+            put_secrets(&mut parts, &secrets, &grant, &skill, (&scheme, &host, port)).map_err(
+                |reason| refuse(HttpError::HttpRequestDenied, &format!("{origin}: {reason}")),
+            )?;
             let addresses = resolve(&pattern, &host, port)
                 .await
                 .map_err(|(code, reason)| refuse(code, &reason))?;
@@ -280,7 +273,7 @@ pub type HttpBody = WasiBody;
 /// each wait for bytes. The error says why the request was refused or failed.
 pub(crate) async fn send_checked(
     skill: Arc<str>,
-    grant: &crate::capabilities::Grant,
+    grant: &Grant,
     ctx: SkillContext,
     request: http::Request<WasiBody>,
     timeout: std::time::Duration,
