@@ -1,5 +1,7 @@
 //! `evo.toml`: the host's configuration, layered defaults → file → environment → flags,
-//! with where every value came from.
+//! with where every value came from. Each table is defined by the subsystem it
+//! configures (its settings type, its defaults and its checks, re-exported here); this
+//! module composes them into [`Config`].
 //!
 //! The file is `evo.toml` in the data directory, or the one `--config` / `EVO_CONFIG`
 //! names. Every key is optional; a key the host does not know, a value of the wrong
@@ -99,13 +101,13 @@ mod edit;
 mod entries;
 pub(crate) use edit::set_skill_grants;
 mod file;
+mod serve;
 mod spans;
 
 use std::collections::BTreeMap;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Serialize;
 
@@ -119,20 +121,22 @@ pub use crate::paths::{data_dir, skills_dir, wasm_cache_dir};
 pub use crate::skill::kernel::HOW_TO_CONFIGURE_LLM;
 pub use crate::skill::kernel::confirm::ConfirmPolicy;
 pub use crate::skill::kernel::{Fallback, Preprocess};
-use crate::skill::permission::{Locale, Profile};
+use crate::skill::permission::Locale;
+// Each table of `evo.toml`, defined (with its defaults and checks) by the subsystem it
+// configures.
+pub use crate::agent::AgentSettings;
+pub use crate::engine::native_settings::{Isolation, NativeSettings};
+pub use crate::engine::wasm::settings::{DEFAULT_POOL_SLOTS, EngineSettings, MAX_POOL_SLOTS};
+pub use crate::skill::kernel::KernelSettings;
+pub use crate::tools::ToolsSettings;
+pub use serve::{
+    DEFAULT_MAX_MESSAGE_KB, DEFAULT_MAX_SERVE_CALLS, DEFAULT_MAX_SERVE_QUEUE, ServeSettings,
+};
 
 /// Name of the configuration file in the data directory.
 pub const CONFIG_FILE: &str = "evo.toml";
 /// Names another configuration file (the `--config` flag sets it too).
 pub const EVO_CONFIG: &str = "EVO_CONFIG";
-
-/// Wasm calls that may run at once by default: the pool is sized to it (a pool sized to
-/// need starts ~10× faster than wasmtime's defaults), and a CLI invocation
-/// runs a handful of calls.
-pub const DEFAULT_POOL_SLOTS: u32 = 16;
-/// The largest pool `evo.toml` may ask for: each slot reserves address space for a
-/// memory of the policy's maximum size.
-pub const MAX_POOL_SLOTS: u32 = 1_024;
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -169,180 +173,6 @@ impl fmt::Display for Source {
         }
     }
 }
-
-/// Sizing and limits of the Wasm engine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct EngineSettings {
-    /// Calls that may run at once (the pool's size); more wait for a slot.
-    pub pool_slots: u32,
-    /// Use the pooling allocator.
-    pub pooling: bool,
-    /// Keep compiled components in the data directory across runs.
-    pub compile_cache: bool,
-    /// The most memory any skill may ask for, MiB.
-    pub max_memory_mib: u64,
-    /// The largest output any skill may ask for, bytes.
-    pub max_output_bytes: u64,
-    /// The longest deadline any skill may ask for, ms.
-    pub max_timeout_ms: u64,
-    /// The most fuel per call, if the operator caps it.
-    pub max_fuel: Option<u64>,
-    /// The most core instances (and tables) one component may create.
-    pub max_instances: u32,
-    /// Largest component compiled at all, MiB.
-    pub max_component_mb: u64,
-    /// Longest wait for a component to compile, ms.
-    pub compile_deadline_ms: u64,
-    /// Whether a skill may make symbolic links in a read-write grant (only ones that
-    /// point down, into the directory that holds them); `false` refuses every link.
-    pub symlinks: bool,
-}
-
-/// Whether native skills may run without file-system isolation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Isolation {
-    /// Confine them when the kernel can (Landlock), else run them with process limits
-    /// only, and say so.
-    #[default]
-    BestEffort,
-    /// Refuse to run them unconfined.
-    Required,
-}
-
-/// How native script skills run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NativeSettings {
-    /// Scripts that may run at once.
-    pub concurrency: usize,
-    /// See [`Isolation`].
-    pub isolation: Isolation,
-    /// Wall-clock limit per script, ms.
-    pub timeout_ms: u64,
-    /// Memory limit, MiB: of the script's whole process tree where a cgroup caps it,
-    /// else of V8's heap.
-    pub max_old_space_mb: u32,
-    /// Tasks (processes and threads) one script may have at once, where a cgroup caps
-    /// them.
-    pub max_tasks: u64,
-    /// CPU one script's process tree may use, in percent of one core (100: one core;
-    /// 0: no cap), where a cgroup's `cpu` controller caps it.
-    pub max_cpu_percent: u64,
-    /// The Node binary.
-    pub node: PathBuf,
-}
-
-/// How the kernel runs calls.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KernelSettings {
-    /// Call depth limit.
-    pub max_depth: u32,
-    /// Tries a model gets to fix a skill's arguments in one run.
-    pub max_input_attempts: u32,
-    /// Tries an llm skill gets to produce valid output.
-    pub max_output_attempts: u32,
-    /// What an llm skill returns when its output is still invalid.
-    pub fallback: Fallback,
-    /// First wait before a retry, ms (doubled each time).
-    pub retry_backoff_ms: u64,
-}
-
-/// How the agent runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AgentSettings {
-    /// Model requests one tool loop may make.
-    pub max_llm_rounds: u32,
-    /// Skills offered to the router.
-    pub shortlist: usize,
-    /// Route each message first.
-    pub intent_recognition: bool,
-}
-
-/// What `evo serve` offers its clients.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ServeSettings {
-    /// The skills served as tools, by name; a trailing `*` matches a prefix. Empty:
-    /// every skill that is not internal.
-    pub tools: Vec<String>,
-    /// Calls run at once across all sessions; more wait their turn.
-    pub max_calls: usize,
-    /// Calls that may wait for a slot at once, in each lane (quick calls, and skills
-    /// whose calls run long); more are refused as busy (HTTP 503 with `Retry-After`, an
-    /// MCP error) rather than queued without end.
-    pub max_queue: usize,
-    /// The largest message a client may send, KiB.
-    pub max_message_kb: usize,
-    /// Whether MCP clients get the management tools (install, uninstall, grant,
-    /// revoke, search), each change confirmed by the user (`evo serve --manage`).
-    pub manage: bool,
-    /// Host directories below which a grant made over the wire (the HTTP API, the
-    /// console, the MCP management tools) may bind a directory; none by default, so
-    /// such grants bind no directory until the operator names one.
-    pub grant_dirs: Vec<PathBuf>,
-}
-
-impl ServeSettings {
-    /// Whether skill `name` is served, by [`ServeSettings::tools`].
-    pub fn serves(&self, name: &str) -> bool {
-        self.tools.is_empty()
-            || self
-                .tools
-                .iter()
-                .any(|pattern| match pattern.strip_suffix('*') {
-                    Some(prefix) => name.starts_with(prefix),
-                    None => pattern == name,
-                })
-    }
-}
-
-/// The built-in tools' settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolsSettings {
-    /// The language of refusals: `zh` when `LC_ALL`, `LC_MESSAGES` or `LANG` starts
-    /// with `zh`, else `en`, unless `evo.toml` says (`en`, `zh`, or `auto` for the same
-    /// choice).
-    pub locale: Locale,
-    /// What a dangerous call does when nobody can be asked.
-    pub confirm: ConfirmPolicy,
-    /// The profile runs get unless a front end picks one.
-    pub profile: String,
-    /// Calls kept in the history.
-    pub history_cap: u64,
-    /// The commands `bash` may run (every command of a pipeline or chain is checked).
-    pub bash_allow: Vec<String>,
-    /// The longest `timeout` a `bash` call may ask for, ms.
-    pub bash_max_timeout_ms: u64,
-    /// Hosts a `bash` command line may name in a URL.
-    pub allowed_hosts: Vec<String>,
-    /// Directories `bash` may use read-only besides the system's programs: toolchains
-    /// installed in a home directory (`~/.cargo`, `~/.rustup`). None by default: they
-    /// can hold credentials (`~/.cargo/credentials.toml`), so the operator chooses.
-    pub toolchains: Vec<PathBuf>,
-    /// Seconds a language server may sit unused before `lsp` shuts it down.
-    pub lsp_idle_secs: u64,
-    /// Profiles defined in `evo.toml`, besides the built-in ones.
-    pub profiles: BTreeMap<String, Profile>,
-}
-
-impl ToolsSettings {
-    /// The profile named `name`: one from `evo.toml`, else a built-in one
-    /// (`Profile::builtin`).
-    pub fn profile_named(&self, name: &str) -> Option<Profile> {
-        self.profiles
-            .get(name)
-            .cloned()
-            .or_else(|| Profile::builtin(name))
-    }
-}
-
-/// Calls `evo serve` lets wait for a slot at once unless `serve.max_queue` says
-/// otherwise: four rounds of the default `max_calls`.
-pub const DEFAULT_MAX_SERVE_QUEUE: usize = 128;
-/// Calls `evo serve` runs at once unless `serve.max_calls` says otherwise.
-pub const DEFAULT_MAX_SERVE_CALLS: usize = 32;
-/// The largest client message `evo serve` takes unless `serve.max_message_kb` says
-/// otherwise: 4 MiB.
-pub const DEFAULT_MAX_MESSAGE_KB: usize = 4 << 10;
 
 /// The effective configuration of a host.
 #[derive(Debug, Clone, Serialize)]
@@ -393,83 +223,21 @@ pub struct Config {
 pub struct Provenance(BTreeMap<String, Source>);
 
 impl Default for Config {
-    /// Every default, from the constants of the parts it configures:
-    ///
-    /// - no extra skill directories, no model, nothing granted;
-    /// - [`DEFAULT_POOL_SLOTS`] pool slots, the engine's limit policy, compile cache on;
-    /// - native scripts as many at once as there are cores, best-effort isolation;
-    /// - the kernel's and the agent's defaults.
+    /// Every default, each from the subsystem it configures: no extra skill
+    /// directories, no model, nothing granted, and each table's own defaults.
     fn default() -> Self {
-        use crate::engine::native_limits as native;
-        use crate::engine::wasm::LimitPolicy;
-        use crate::skill::kernel;
-        let limits = LimitPolicy::default();
         Self {
             skill_dirs: Vec::new(),
             llm: LlmSettings::default(),
             env: BTreeMap::new(),
             preprocess: Preprocess::default(),
             grants: Policy::default(),
-            engine: EngineSettings {
-                pool_slots: DEFAULT_POOL_SLOTS,
-                pooling: true,
-                compile_cache: true,
-                max_memory_mib: limits.max_memory_mib,
-                max_output_bytes: limits.max_output_bytes,
-                max_timeout_ms: limits.max_timeout_ms,
-                max_fuel: limits.max_fuel,
-                max_instances: limits.max_instances,
-                max_component_mb: crate::engine::wasm::DEFAULT_MAX_COMPONENT_BYTES >> 20,
-                compile_deadline_ms: u64::try_from(
-                    crate::engine::wasm::DEFAULT_COMPILE_DEADLINE.as_millis(),
-                )
-                .unwrap_or(u64::MAX),
-                symlinks: true,
-            },
-            native: NativeSettings {
-                concurrency: std::thread::available_parallelism().map_or(1, usize::from),
-                isolation: Isolation::BestEffort,
-                timeout_ms: millis(native::DEFAULT_TIMEOUT),
-                max_old_space_mb: native::DEFAULT_MAX_OLD_SPACE_MB,
-                max_tasks: native::DEFAULT_MAX_TASKS,
-                max_cpu_percent: native::DEFAULT_MAX_CPU_PERCENT,
-                node: PathBuf::from("node"),
-            },
-            kernel: KernelSettings {
-                max_depth: kernel::DEFAULT_MAX_DEPTH,
-                max_input_attempts: kernel::DEFAULT_MAX_INPUT_ATTEMPTS,
-                max_output_attempts: kernel::DEFAULT_MAX_OUTPUT_ATTEMPTS,
-                fallback: Fallback::Throw,
-                retry_backoff_ms: millis(kernel::DEFAULT_RETRY_BACKOFF),
-            },
-            agent: AgentSettings {
-                max_llm_rounds: crate::agent::tool_loop::DEFAULT_MAX_LLM_ROUNDS,
-                shortlist: crate::agent::DEFAULT_SHORTLIST,
-                intent_recognition: true,
-            },
-            serve: ServeSettings {
-                tools: Vec::new(),
-                max_calls: DEFAULT_MAX_SERVE_CALLS,
-                max_queue: DEFAULT_MAX_SERVE_QUEUE,
-                max_message_kb: DEFAULT_MAX_MESSAGE_KB,
-                manage: false,
-                grant_dirs: Vec::new(),
-            },
-            tools: ToolsSettings {
-                locale: Locale::En,
-                confirm: ConfirmPolicy::Deny,
-                profile: "full".into(),
-                history_cap: crate::skill::observe::history::DEFAULT_HISTORY_CAP,
-                bash_allow: crate::tools::ProgramTools::DEFAULT_ALLOW
-                    .iter()
-                    .map(|c| (*c).to_owned())
-                    .collect(),
-                bash_max_timeout_ms: millis(crate::tools::ProgramTools::MAX_TIMEOUT),
-                allowed_hosts: Vec::new(),
-                toolchains: Vec::new(),
-                lsp_idle_secs: crate::tools::ProgramTools::LSP_IDLE.as_secs(),
-                profiles: BTreeMap::new(),
-            },
+            engine: EngineSettings::default(),
+            native: NativeSettings::default(),
+            kernel: KernelSettings::default(),
+            agent: AgentSettings::default(),
+            serve: ServeSettings::default(),
+            tools: ToolsSettings::default(),
             storage: crate::storage::StorageSettings::default(),
             registries: crate::oci::RegistrySettings::default(),
             trust: crate::oci::TrustSettings::default(),
@@ -477,10 +245,6 @@ impl Default for Config {
             provenance: Provenance::default(),
         }
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Config {

@@ -225,6 +225,7 @@ pub(crate) mod remote;
 pub mod retrieval;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod retrieval;
+mod settings;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod skill;

@@ -259,7 +259,7 @@ criterion_group!(benches, native);
 /// The code this bench measures: a change under these paths makes its record stale.
 const PATHS: &[&str] = &[
     "host/src/engine/native",
-    "host/src/engine/native_limits.rs",
+    "host/src/engine/native_settings.rs",
     "tests/benches/native.rs",
 ];
 

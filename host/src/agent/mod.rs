@@ -23,6 +23,7 @@ pub mod prompt;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod prompt;
 mod rank;
+mod settings;
 mod small;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -32,6 +33,7 @@ pub(crate) mod tool_loop;
 
 pub use intent::{SKILL_NAME as ROUTER_SKILL, Strategy};
 pub use prompt::{PromptCompiler, PromptInput};
+pub use settings::AgentSettings;
 pub use tool_loop::Permissions;
 
 use std::sync::Arc;

@@ -42,6 +42,16 @@ impl Spans<'_> {
         }
     }
 
+    /// Every key under the table `table` (`engine.pool_slots` under `engine`).
+    pub(super) fn keys_under(&self, table: &str) -> Vec<String> {
+        let prefix = format!("{table}.");
+        self.keys
+            .keys()
+            .filter(|key| key.starts_with(&prefix))
+            .cloned()
+            .collect()
+    }
+
     /// The innermost key whose entry holds `offset`.
     pub(super) fn key_at(&self, offset: usize) -> Option<&str> {
         self.keys
@@ -90,20 +100,4 @@ fn walk(prefix: &str, table: &toml::de::DeTable<'_>, keys: &mut BTreeMap<String,
             walk(&name, inner, keys);
         }
     }
-}
-
-/// `value` for `key` if it is within `min..=max`; else an error naming the key and the
-/// range.
-pub(super) fn in_range(spans: &Spans<'_>, key: &str, value: u64, min: u64, max: u64) -> Result<()> {
-    if (min..=max).contains(&value) {
-        return Ok(());
-    }
-    Err(spans.invalid(
-        key,
-        if max == u64::MAX {
-            format!("{value} is too small; the least is {min}")
-        } else {
-            format!("{value} is out of range; use {min} to {max}")
-        },
-    ))
 }

@@ -120,6 +120,36 @@ fn out_of_range_and_unknown_words_are_refused_not_defaulted() {
             "\"gpt-4o\" is not provider:model, e.g. \"ollama:llama3.2\"",
         ),
         (
+            "[tools]\nlocale = \"fr\"\n",
+            "tools.locale",
+            "\"fr\" is not a locale; use en, zh or auto",
+        ),
+        (
+            "[tools]\nprofile = \"reviewer\"\n",
+            "tools.profile",
+            "\"reviewer\" is not a profile; use explore, edit, full, admin or one under [tools.profiles]",
+        ),
+        (
+            "[tools.profiles.reviewer]\nlevel = \"root\"\n",
+            "tools.profiles.reviewer.level",
+            "\"root\" is not a permission level; use read_only, read_write, execute or admin",
+        ),
+        (
+            "[native]\nmax_tasks = 8\n",
+            "native.max_tasks",
+            "8 is out of range; use 16 to 4194304",
+        ),
+        (
+            "[agent]\nshortlist = 0\n",
+            "agent.shortlist",
+            "0 is out of range; use 1 to 10000",
+        ),
+        (
+            "[serve]\nmax_calls = 5000\n",
+            "serve.max_calls",
+            "5000 is out of range; use 1 to 4096",
+        ),
+        (
             "[grants.skill.Bad]\nllm = true\n",
             "grants.skill.Bad",
             "\"Bad\" is not a skill name (lower-case letters, digits, `_` and `-`)",
@@ -286,4 +316,28 @@ fn registries_and_trust_are_read_with_keys_beside_the_file() {
     );
     let (_, key, _) = invalid("[trust]\nrequire_signatures = true\n");
     assert_eq!(key.as_deref(), Some("trust.require_signatures"));
+}
+
+#[test]
+fn every_key_of_a_table_read_says_it_came_from_the_file() {
+    let config = parse(
+        "[registries.credentials.\"ghcr.io\"]\nusername = \"alice\"\nsecret = \"GHCR_TOKEN\"\n\n[tools.profiles.reviewer]\nlevel = \"read_only\"\n",
+    )
+    .unwrap();
+    for (key, line) in [
+        ("registries.credentials.ghcr.io.username", 2),
+        ("registries.credentials.ghcr.io.secret", 3),
+        ("tools.profiles.reviewer.level", 6),
+    ] {
+        assert_eq!(
+            config.source(key),
+            Source::File {
+                path: PathBuf::from("/etc/evo/evo.toml"),
+                line
+            },
+            "{key}"
+        );
+    }
+    assert_eq!(config.source("tools.locale"), Source::Default);
+    assert_eq!(config.source("engine.pool_slots"), Source::Default);
 }

@@ -311,7 +311,7 @@ impl Loader {
         #[cfg(feature = "native")]
         let script_limit = self.native.config().timeout;
         #[cfg(not(feature = "native"))]
-        let script_limit = super::native_limits::DEFAULT_TIMEOUT;
+        let script_limit = super::native_settings::DEFAULT_TIMEOUT;
         if dir.join(EXECUTE_JS).is_file() {
             let limit = u64::try_from(script_limit.as_millis()).unwrap_or(u64::MAX);
             meta.timeout_ms = if timeout_given {

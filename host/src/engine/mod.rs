@@ -17,7 +17,7 @@ mod instructions;
 pub mod loader;
 #[cfg(feature = "native")]
 pub mod native;
-pub(crate) mod native_limits;
+pub(crate) mod native_settings;
 pub mod service;
 mod skill_dirs;
 pub mod wasm;

@@ -21,10 +21,12 @@ use super::anthropic::{ANTHROPIC_BASE_URL, AnthropicProvider};
 use super::openai::{OLLAMA_BASE_URL, OPENAI_BASE_URL, OpenAiProvider};
 use super::scripted::ScriptedProvider;
 use crate::error::{Error, Result};
+use crate::settings::Invalid;
 use crate::skill::kernel::HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE;
 
-/// The language model to use.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+/// The language model to use: `[llm]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LlmSettings {
     /// `provider:model` (`openai:gpt-4o-mini`, `anthropic:…`, `ollama:…`, `scripted:FILE`).
     pub model: Option<String>,
@@ -33,6 +35,30 @@ pub struct LlmSettings {
     /// Models a run (the HTTP API's `model`) or an llm skill (its manifest's `model`)
     /// may ask for instead of the configured one, by the provider's name for them.
     pub models: Vec<String>,
+}
+
+impl crate::settings::Section for LlmSettings {
+    const TABLE: &'static str = "llm";
+
+    fn check(&mut self, _: &std::path::Path) -> std::result::Result<(), Invalid> {
+        if let Some(model) = &self.model
+            && !model
+                .split_once(':')
+                .is_some_and(|(p, m)| !p.is_empty() && !m.is_empty())
+        {
+            return Err(Invalid::new(
+                "llm.model",
+                format!("{model:?} is not provider:model, e.g. \"ollama:llama3.2\""),
+            ));
+        }
+        if let Some(empty) = self.models.iter().find(|m| m.trim().is_empty()) {
+            return Err(Invalid::new(
+                "llm.models",
+                format!("{empty:?} is not a model name, e.g. \"gpt-4o-mini\""),
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn var(name: &str) -> Option<String> {

@@ -6,13 +6,48 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::secrets::Secrets;
+use crate::settings::{Invalid, Section, beside};
+
+impl Section for RegistrySettings {
+    const TABLE: &'static str = "registries";
+
+    fn check(&mut self, _: &std::path::Path) -> std::result::Result<(), Invalid> {
+        for host in &self.insecure {
+            check_registry_host(host).map_err(|why| Invalid::new("registries.insecure", why))?;
+        }
+        for (host, entry) in &self.credentials {
+            let key = format!("registries.credentials.{host}");
+            check_registry_host(host).map_err(|why| Invalid::new(&key, why))?;
+            crate::secrets::check_name(&entry.secret).map_err(|e| {
+                Invalid::new(
+                    &key,
+                    format!("secret: {e} (the `evo secret` holding the password or token)"),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Section for TrustSettings {
+    const TABLE: &'static str = "trust";
+
+    /// Keys are read relative to the file that names them.
+    fn check(&mut self, base: &std::path::Path) -> std::result::Result<(), Invalid> {
+        for key in &mut self.keys {
+            beside(base, key);
+        }
+        Ok(())
+    }
+}
 
 /// `[registries]`: how to reach registries.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RegistrySettings {
     /// Registries (`host:port`) reached over plain HTTP; every other one over HTTPS.
     pub insecure: Vec<String>,
@@ -22,7 +57,8 @@ pub struct RegistrySettings {
 }
 
 /// `[registries.credentials."HOST"]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CredentialSettings {
     /// The user name.
     pub username: String,
@@ -31,7 +67,8 @@ pub struct CredentialSettings {
 }
 
 /// `[trust]`: whose signatures to accept.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TrustSettings {
     /// Public keys (PEM, ECDSA P-256, as cosign writes them) whose signatures are
     /// trusted; each is known by its file's name without the extension.

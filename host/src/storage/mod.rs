@@ -52,12 +52,25 @@ pub const PASSWORD_VAR: &str = "EVO_STORAGE_PASSWORD";
 pub const URL_VAR: &str = "EVO_STORAGE_URL";
 
 /// `[storage]` in `evo.toml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
     /// A PostgreSQL URL (`postgres://user@host:port/db`): shared state lives there.
     /// None: SQLite files in the data directory.
     #[serde(serialize_with = "redacted_url")]
     pub url: Option<String>,
+}
+
+impl crate::settings::Section for StorageSettings {
+    const TABLE: &'static str = "storage";
+
+    fn check(&mut self, _: &Path) -> std::result::Result<(), crate::settings::Invalid> {
+        match &self.url {
+            Some(url) => check_url(url)
+                .map_err(|message| crate::settings::Invalid::new("storage.url", message)),
+            None => Ok(()),
+        }
+    }
 }
 
 fn redacted_url<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {

@@ -111,6 +111,7 @@ internal! {
     /// Permission levels and profiles (defined with the kernel, which checks them).
     pub use crate::skill::permission;
 }
+mod settings;
 #[cfg(feature = "dev-tools")]
 mod toolchains;
 mod typed;
@@ -131,6 +132,7 @@ use crate::skill::kernel::executor::{Executor, ExecutorKind, SkillOutput};
 use crate::skill::kernel::table::{RegisteredSkill, SkillTable};
 use crate::skill::manifest::SkillMeta;
 use permission::Permission;
+pub use settings::ToolsSettings;
 pub use typed::TypedTool;
 
 /// A skill written in Rust and run in-process.

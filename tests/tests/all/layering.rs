@@ -4,7 +4,7 @@
 //!
 //! | layer | modules |
 //! | --- | --- |
-//! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`, `lock`) |
+//! | 0 | `error` (and the crate root's `Error`, `Result`, `unix_millis`, `lock`), `settings` (what a table of `evo.toml` is to its subsystem) |
 //! | 1 | `paths`, `capabilities`, `db`, `storage` (the connection to PostgreSQL), `http`, `retrieval` (embedders, vectors, ranking) |
 //! | 2 | `skill` (the kernel) |
 //! | 3 | `llm`, `memory`, `engine`, `oci` (registries: the install record's types are the kernel's) |
@@ -21,8 +21,9 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [(&str, u8); 26] = [
+const LAYERS: [(&str, u8); 27] = [
     ("error", 0),
+    ("settings", 0),
     ("Error", 0),
     ("Result", 0),
     ("unix_millis", 0),

@@ -36,7 +36,7 @@ pub use executor::NativeExecutor;
 #[cfg(feature = "internals")]
 pub use run::execute_script;
 
-pub use super::native_limits::{
+pub use super::native_settings::{
     DEFAULT_MAX_CPU_PERCENT, DEFAULT_MAX_OLD_SPACE_MB, DEFAULT_MAX_TASKS, DEFAULT_TIMEOUT,
 };
 /// Default cap on stdout + stderr.

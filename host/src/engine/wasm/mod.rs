@@ -42,6 +42,7 @@ mod load;
 mod names;
 mod plain;
 mod scrub;
+pub mod settings;
 mod since_v0_1_0;
 mod slots;
 mod state;

@@ -51,6 +51,7 @@ mod context;
 pub mod executor;
 mod gate;
 mod guest;
+mod settings;
 pub mod table;
 
 use crate::error::{Error, Result};
@@ -59,6 +60,7 @@ use crate::skill::kernel::confirm::{ConfirmPolicy, Confirmer};
 use crate::skill::observe::history::{History, Record, Status};
 use crate::skill::permission::{Locale, Profile};
 pub use context::SkillContext;
+pub use settings::{Fallback, KernelSettings, Preprocess};
 
 pub use crate::error::HOW_TO_CONFIGURE_LLM;
 
@@ -83,72 +85,11 @@ pub const CONFIRM_WAIT: Duration = Duration::from_secs(10 * 60);
 /// The longest between retries of a transient failure.
 pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(5);
 
-/// What an llm skill returns when its output is still invalid after the last attempt
-/// (`[kernel] fallback` in evo.toml: `throw`, `return_raw` or `return_partial`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fallback {
-    /// Fail with `SKILL_VALIDATION_FAILED` (strict; the default).
-    #[default]
-    Throw,
-    /// Return what the model said: the parsed JSON, or the text if it was not JSON.
-    ReturnRaw,
-    /// Return the valid fields, with the invalid ones listed under `_invalid`.
-    ReturnPartial,
-}
-
 /// The values the host puts in every run's [`SkillContext::env`] (operators name theirs
 /// otherwise): `session` (the run's id, or the session the front end gave), `locale`
 /// (`en` or `zh`, the language of refusals), `cwd` (the project directory the built-in
 /// tools work in) and `model` (the model the run asked for, when it did).
 pub const HOST_ENV_KEYS: [&str; 4] = ["session", "locale", "cwd", "model"];
-
-/// The skills that preprocess (`[preprocess]` in evo.toml): each is called before what it
-/// preprocesses, in the order listed, and its answer replaces what it was given. A
-/// preprocessor is any skill that takes and gives these shapes (redaction,
-/// normalisation, language detection); what it calls is not preprocessed, and one that
-/// fails stops what it preprocesses (`PREPROCESSOR_FAILED`): a redaction that did not
-/// happen must not let the text through.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Preprocess {
-    /// Called with `{"message"}` on every agent message, before recall and routing;
-    /// answers `{"message", …}` (the other fields go into the run's scratch under the
-    /// preprocessor's name).
-    pub message: Vec<String>,
-    /// By skill name (`*` for every skill): called with `{"skill", "input"}` before
-    /// that skill's input is checked; answers `{"input"}`.
-    pub input: std::collections::BTreeMap<String, Vec<String>>,
-}
-
-impl Preprocess {
-    /// The preprocessors of `skill`'s input: those of `*`, then its own, each once,
-    /// itself left out.
-    pub fn of_input(&self, skill: &str) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for list in [self.input.get("*"), self.input.get(skill)]
-            .into_iter()
-            .flatten()
-        {
-            for name in list {
-                if name != skill && !names.contains(&name.as_str()) {
-                    names.push(name);
-                }
-            }
-        }
-        names
-    }
-
-    /// Every skill named, each once.
-    pub fn named(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for name in self.message.iter().chain(self.input.values().flatten()) {
-            if !names.contains(&name.as_str()) {
-                names.push(name);
-            }
-        }
-        names
-    }
-}
 
 /// How the kernel runs calls.
 #[derive(Debug, Clone)]
