@@ -106,8 +106,11 @@
 //! [`SkillContext`] with its validation gates, templates, pipelines and llm skills),
 //! the engines that run skills (Wasm components, Node scripts, skill directories), the
 //! in-process tools, memory, the skill manager, the agent and the language-model
-//! providers. Those modules are private; Evo's own tests reach them through the
-//! `internals` feature, which promises nothing to anyone else.
+//! providers. Those modules are private. Evo's own tests and benchmarks reach six of
+//! them (`skill`, `engine`, `retrieval`, `db`, `oci`, `paths`: fixtures built from the
+//! kernel's and the engine's parts, and files checked as stored) through the
+//! `internals` feature, which promises nothing to anyone else; the rest only through
+//! the namespaces above.
 #![deny(missing_docs)]
 
 /// A method that is public with the `internals` feature (hidden from the docs) and
@@ -175,11 +178,7 @@ pub mod wasm;
 // public but hidden from the docs and outside any promise of stability; private to
 // the crate without it. Each is declared twice rather than through a macro because
 // rustfmt does not format a module declared inside a macro.
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod capabilities;
-#[cfg(not(feature = "internals"))]
-pub(crate) mod capabilities;
+mod capabilities;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod db;
@@ -190,21 +189,9 @@ pub(crate) mod db;
 pub mod engine;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod engine;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod error;
-#[cfg(not(feature = "internals"))]
-pub(crate) mod error;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod host;
-#[cfg(not(feature = "internals"))]
-pub(crate) mod host;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod http;
-#[cfg(not(feature = "internals"))]
-pub(crate) mod http;
+mod error;
+mod host;
+mod http;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod oci;
@@ -215,11 +202,7 @@ pub(crate) mod oci;
 pub mod paths;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod paths;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod remote;
-#[cfg(not(feature = "internals"))]
-pub(crate) mod remote;
+mod remote;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod retrieval;

@@ -19,9 +19,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use evo_host::capabilities::Policy;
+use evo_host::Host;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine};
-use evo_host::host::Host;
+use evo_host::grants::Policy;
 use evo_host::packages::InstallOptions;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;

@@ -197,9 +197,9 @@ fn remote(c: &mut Criterion) {
     let b_home = tempfile::tempdir().unwrap();
     let b = evo_tests::cli::HttpServer::start(b_home.path(), &[]);
     let a_home = tempfile::tempdir().unwrap();
-    evo_host::remote::add(
+    evo_host::remotes::add(
         a_home.path(),
-        evo_host::remote::RemoteSpec {
+        evo_host::remotes::RemoteSpec {
             name: "b".into(),
             url: b.base.clone(),
             token_secret: None,

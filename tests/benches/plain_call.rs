@@ -19,8 +19,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group};
-use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, PlainComponent, WasmEngine, WasmFile};
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;
 use serde_json::{Value, json};

@@ -16,9 +16,10 @@ use std::hint::black_box;
 use std::io::Read as _;
 
 use criterion::{Criterion, Throughput, criterion_group};
-use evo_host::host::{Host, RegistryInstall};
+use evo_host::Host;
 use evo_host::oci::{Caps, Kind, Reference, Registries, Registry, RegistrySettings, TrustSettings};
 use evo_host::packages::InstallOptions;
+use evo_host::registry::RegistryInstall;
 use evo_tests::skills;
 
 fn registry_address() -> String {

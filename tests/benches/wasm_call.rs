@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group};
-use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine, WasmSkill};
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::skills;
 use wasmtime::Engine;

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, WasmEngine, WasmSkill};
+use evo_host::grants::Policy;
 
 pub mod catalogue;
 pub mod crash;

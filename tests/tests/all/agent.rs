@@ -282,8 +282,8 @@ async fn a_preference_captured_in_one_run_is_recalled_into_the_next() {
 
 #[tokio::test]
 async fn memory_a_wasm_skill_suggests_is_kept_at_the_end_of_the_run() {
-    use evo_host::capabilities::Policy;
     use evo_host::engine::wasm::WasmExecutor;
+    use evo_host::grants::Policy;
     use evo_host::skill::kernel::table::RegisteredSkill;
 
     let dir = tempfile::tempdir().unwrap();
@@ -300,7 +300,7 @@ async fn memory_a_wasm_skill_suggests_is_kept_at_the_end_of_the_run() {
     );
     let engine = evo_tests::engine();
     let write = Policy {
-        memory: evo_host::capabilities::MemoryAccess::ReadWrite,
+        memory: evo_host::grants::MemoryAccess::ReadWrite,
         ..Policy::default()
     };
     let notes = evo_tests::load(&engine, evo_tests::skills::NOTES, &write).await;

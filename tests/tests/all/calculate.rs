@@ -1,4 +1,4 @@
-use evo_host::capabilities::Policy;
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
 use serde_json::json;

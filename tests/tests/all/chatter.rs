@@ -1,7 +1,7 @@
 //! What a guest prints, logs and emits: captured, never inherited, and capped per call
 //! (stdout and stderr at 64 KiB, log lines and events at 16 KiB each and 1,000 in all).
 
-use evo_host::capabilities::Policy;
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
 use serde_json::json;

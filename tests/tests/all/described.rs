@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::{EngineConfig, LoadSource, WasmEngine, inspect, with_manifest};
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::cli::{evo, stderr, stdout};
 use evo_tests::skills;
@@ -311,7 +311,7 @@ async fn a_skill_file_replaced_after_the_host_described_it_never_runs_the_new_by
 
     // Without the compiled code at hand, the other host would have to read the file:
     // it refuses instead.
-    let cache = evo_host::paths::wasm_cache_dir(&home);
+    let cache = evo_host::config::wasm_cache_dir(&home);
     for artifact in std::fs::read_dir(&cache).unwrap() {
         let artifact = artifact.unwrap().path();
         if artifact.extension().is_some_and(|e| e == "cwasm") {

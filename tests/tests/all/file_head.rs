@@ -1,4 +1,4 @@
-use evo_host::capabilities::{Access, DirPolicy, Policy};
+use evo_host::grants::{Access, DirPolicy, Policy};
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
 use serde_json::json;

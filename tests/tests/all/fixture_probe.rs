@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use evo_host::capabilities::Policy;
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_tests::{engine, load, skills};
 use serde_json::json;
@@ -95,7 +95,7 @@ async fn host_calls_that_are_not_granted_return_errors_not_traps() {
 
 #[tokio::test]
 async fn granted_memory_reaches_the_kernel_services() {
-    use evo_host::capabilities::MemoryAccess;
+    use evo_host::grants::MemoryAccess;
     let engine = engine();
     let policy = Policy {
         memory: MemoryAccess::ReadWrite,
@@ -127,8 +127,8 @@ async fn granted_memory_reaches_the_kernel_services() {
 async fn a_wasm_skill_reaches_the_kernel_through_its_context_imports() {
     use std::sync::Arc;
 
-    use evo_host::capabilities::MemoryAccess;
     use evo_host::engine::wasm::WasmExecutor;
+    use evo_host::grants::MemoryAccess;
     use evo_host::skill::kernel::table::{RegisteredSkill, SkillTable};
     use evo_host::skill::kernel::{Kernel, RunOptions};
     use evo_host::tools::BuiltinTools;
@@ -230,7 +230,7 @@ async fn probe_every_host_call(
     Arc<evo_host::llm::scripted::ScriptedProvider>,
     tempfile::TempDir,
 ) {
-    use evo_host::capabilities::MemoryAccess;
+    use evo_host::grants::MemoryAccess;
     use evo_host::llm::scripted::ScriptedProvider;
 
     let data = tempfile::tempdir().unwrap();
@@ -660,7 +660,7 @@ fn memory_granted_to(name: &str) -> evo_host::Config {
     config.grants.skills.insert(
         name.into(),
         Policy {
-            memory: evo_host::capabilities::MemoryAccess::ReadWrite,
+            memory: evo_host::grants::MemoryAccess::ReadWrite,
             ..Policy::default()
         },
     );

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use evo_host::Error;
-use evo_host::error::FailureKind;
+use evo_host::errors::FailureKind;
 use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::kernel::{Kernel, KernelConfig, RunOptions};
 use evo_host::skill::observe::events::{EventKind, RunEvent};

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use evo_host::capabilities::Policy;
 use evo_host::engine::wasm::WasmEngine;
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::SkillContext;
 use evo_host::{Error, Result};
 use evo_tests::{engine, load, skills, wat_skill};

@@ -1,6 +1,6 @@
 use std::sync::{Arc, Mutex};
 
-use evo_host::capabilities::Policy;
+use evo_host::grants::Policy;
 use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::kernel::{Kernel, RunOptions, SkillContext};
 use evo_host::skill::observe::events::{EventSink, RunEvent};
@@ -11,7 +11,7 @@ use serde_json::json;
 async fn notes_live_in_scratch_across_calls_of_one_run() {
     let engine = engine();
     let write = Policy {
-        memory: evo_host::capabilities::MemoryAccess::ReadWrite,
+        memory: evo_host::grants::MemoryAccess::ReadWrite,
         ..Policy::default()
     };
     let skill = load(&engine, skills::NOTES, &write).await;

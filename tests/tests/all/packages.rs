@@ -393,10 +393,8 @@ fn zip_bytes(files: &[(&str, &[u8])]) -> Vec<u8> {
 }
 
 fn wasm_manager(data: &std::path::Path) -> SkillManager {
-    let loader = evo_host::engine::loader::Loader::new().with_wasm(
-        evo_tests::engine(),
-        evo_host::capabilities::Policy::default(),
-    );
+    let loader = evo_host::engine::loader::Loader::new()
+        .with_wasm(evo_tests::engine(), evo_host::grants::Policy::default());
     SkillManager::new(data).with_loader(loader)
 }
 

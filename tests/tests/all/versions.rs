@@ -1,7 +1,7 @@
 //! Components that are not Evo skills of a supported version are refused before they
 //! are instantiated, with a message naming what was found and what is supported.
 
-use evo_host::capabilities::Policy;
+use evo_host::grants::Policy;
 use evo_tests::{SKILL_WIT, component_from_wat, engine};
 
 const CORE: &str = r#"(module

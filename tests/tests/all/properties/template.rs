@@ -45,7 +45,7 @@ const TEMPLATE: &[&str] = &[
 
 /// A template error says what is wrong and where: a message, and an offset inside the
 /// source on a character boundary, both in what it prints.
-fn says_what_and_where(source: &str, e: &evo_host::error::TemplateError) {
+fn says_what_and_where(source: &str, e: &evo_host::errors::TemplateError) {
     assert!(
         !e.message.trim().is_empty(),
         "{source:?}: an error without a message"
