@@ -50,7 +50,8 @@ use sha2::{Digest, Sha256};
 use crate::engine::loader::Loader;
 use crate::error::{Error, Result};
 use crate::skill::manifest::frontmatter::SkillDoc;
-pub use crate::skill::manifest::package::{AUTO_WASM, InstallRecord, MARKER};
+use crate::skill::manifest::package::AUTO_WASM;
+pub use crate::skill::manifest::package::{InstallRecord, MARKER};
 use crate::skill::manifest::package::{SKILL_JSON, SKILL_MD, SKILL_WASM};
 use crate::skill::manifest::{DEFAULT_VERSION, is_valid_name};
 

@@ -41,7 +41,7 @@ use serde::Serialize;
 #[cfg(feature = "postgres")]
 pub use listen::{Listening, Notices};
 #[cfg(feature = "postgres")]
-pub use pg::{Conn, Pg};
+pub use pg::{Conn, Params, Pg};
 
 use crate::error::{Error, Result};
 

@@ -212,7 +212,9 @@ internal! {
     }
 }
 
-/// How the tools that run programs are set up.
+internal! {
+/// How the tools that run programs are set up (from `[tools]`; what the builder
+/// hands the registration of `bash`, `terminal`, `git` and `lsp`).
 #[derive(Debug, Clone)]
 pub struct ProgramTools {
     /// The commands `bash` (and a terminal's prompt) may run.
@@ -225,6 +227,7 @@ pub struct ProgramTools {
     pub lsp_idle: std::time::Duration,
     /// Toolchain directories `bash` may use, read-only (`[tools] toolchains`).
     pub toolchains: Vec<PathBuf>,
+}
 }
 
 impl ProgramTools {
