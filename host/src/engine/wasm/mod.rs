@@ -11,7 +11,7 @@
 //! what was learnt then, and its compiled code is loaded on its first call.
 //!
 //! ```no_run
-//! use evo_host::capabilities::Policy;
+//! use evo_host::grants::Policy;
 //! use evo_host::engine::wasm::{EngineConfig, WasmEngine};
 //! use evo_host::skill::kernel::SkillContext;
 //!
