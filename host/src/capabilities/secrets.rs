@@ -18,17 +18,18 @@ impl Grant {
         name: &str,
         (scheme, host, port): (&str, &str, u16),
     ) -> Result<(), String> {
-        let mut named = self.secrets.iter().filter(|g| g.name == name).peekable();
-        let Some(first) = named.peek().map(|g| g.host.clone()) else {
+        let named = || self.secrets.iter().filter(|g| g.name == name);
+        if named().any(|g| g.host.matches_origin(scheme, host, port)) {
+            return Ok(());
+        }
+        let Some(first) = named().next() else {
             return Err(format!(
                 "secret {name} is not granted to {skill}; it must ask for it in its manifest (capabilities.secrets) and the operator must allow it (--allow-secret {name} or [grants] secrets)"
             ));
         };
-        if named.any(|g| g.host.matches_origin(scheme, host, port)) {
-            return Ok(());
-        }
         Err(format!(
-            "secret {name} is granted to {skill} for {first} only, not for this host"
+            "secret {name} is granted to {skill} for {} only, not for this host",
+            first.host
         ))
     }
 }

@@ -15,15 +15,13 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
     InputRequiredResult, InputResponses, JsonObject, ListPromptsResult, ListResourcesResult,
     ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscriptionFilter, Tool,
+    ReadResourceRequestParams, ReadResourceResponse, Role, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::engine::loader::StaticExecutor;
 use crate::skill::kernel::confirm::Confirmer;
 use crate::skill::kernel::executor::ExecutorKind;
 use crate::skill::kernel::executor::SkillOutput;
@@ -33,20 +31,17 @@ use crate::skill::observe::events::EventSink;
 use super::confirm::{self, AskPeer, Asker, Call, Leg, Suspended};
 use super::notify::{self, LoggingLevelRank, Progress, rank_of};
 use super::refusal::SHUTTING_DOWN;
+use super::resources::{files_of, instruction_skills};
 use super::signin::Scope;
 use super::tool::{failure_text, structured, tool_of, trail};
 use super::{Refusal, Shared};
 use crate::error::Error;
 use tokio_util::sync::CancellationToken;
 
-/// Resources per `resources/list` page.
-pub const RESOURCES_PAGE: usize = 100;
 /// How often a session's change forwarder checks that the session is still open.
 const SESSION_CHECK: Duration = Duration::from_secs(5);
 /// How often a call with a progress token hears that it is still running.
 const HEARTBEAT: Duration = Duration::from_secs(1);
-/// The largest resource file served whole.
-const MAX_RESOURCE_BYTES: u64 = 16 << 20;
 
 /// One MCP session's handler (a new one per HTTP session; one for stdio).
 #[derive(Debug, Clone)]
@@ -200,37 +195,6 @@ enum Ask {
     Invalid(McpError),
 }
 
-/// The served instruction skills.
-fn instruction_skills(shared: &Shared) -> Vec<Arc<RegisteredSkill>> {
-    shared
-        .served_skills()
-        .into_iter()
-        .filter(|s| s.kind() == ExecutorKind::Static)
-        .collect()
-}
-
-fn files_of(
-    skill: &RegisteredSkill,
-) -> Option<&crate::skill::manifest::package::disclosure::SkillFiles> {
-    skill
-        .executor
-        .as_any()
-        .and_then(|any| any.downcast_ref::<StaticExecutor>())
-        .map(StaticExecutor::files)
-}
-
-/// `skill://NAME/PATH` → (NAME, PATH).
-fn parse_uri(uri: &str) -> Option<(&str, &str)> {
-    uri.strip_prefix("skill://")?.split_once('/')
-}
-
-fn unknown_resource(uri: &str) -> McpError {
-    McpError::resource_not_found(
-        format!("no resource {uri}; resources/list shows what this server has"),
-        Some(json!({ "uri": uri })),
-    )
-}
-
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -380,45 +344,7 @@ impl ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let start = match request.and_then(|r| r.cursor) {
-            None => 0,
-            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
-                McpError::invalid_params(
-                    format!("{cursor:?} is not a cursor this server gave"),
-                    None,
-                )
-            })?,
-        };
-        let mut resources = Vec::new();
-        let mut next = None;
-        let mut index = 0usize;
-        'skills: for skill in instruction_skills(&self.shared) {
-            let Some(files) = files_of(&skill) else {
-                continue;
-            };
-            for file in files.listing() {
-                if index >= start {
-                    if resources.len() == RESOURCES_PAGE {
-                        next = Some(index.to_string());
-                        break 'skills;
-                    }
-                    let mut resource = Resource::new(
-                        format!("skill://{}/{}", skill.meta.name, file.path),
-                        format!("{}/{}", skill.meta.name, file.path),
-                    )
-                    .with_mime_type(file.media_type)
-                    .with_size(file.bytes);
-                    if file.path == "SKILL.md" {
-                        resource = resource.with_description(skill.meta.description.clone());
-                    }
-                    resources.push(resource);
-                }
-                index += 1;
-            }
-        }
-        let mut result = ListResourcesResult::with_all_items(resources);
-        result.next_cursor = next;
-        Ok(result)
+        super::resources::list(&self.shared, request.and_then(|r| r.cursor))
     }
 
     async fn read_resource(
@@ -426,35 +352,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let uri = request.uri.as_str();
-        let (name, path) = parse_uri(uri).ok_or_else(|| unknown_resource(uri))?;
-        let skill = self
-            .shared
-            .served(name)
-            .filter(|s| s.kind() == ExecutorKind::Static)
-            .ok_or_else(|| unknown_resource(uri))?;
-        let files = files_of(&skill).ok_or_else(|| unknown_resource(uri))?;
-        // Checks the path stays inside the skill and names a file.
-        let resource = files.resource(path).map_err(|_| unknown_resource(uri))?;
-        if resource.bytes > MAX_RESOURCE_BYTES {
-            return Err(McpError::invalid_params(
-                format!(
-                    "{uri} is {} bytes; the most served is {MAX_RESOURCE_BYTES}",
-                    resource.bytes
-                ),
-                None,
-            ));
-        }
-        let full = files.dir().join(&resource.path);
-        let bytes = std::fs::read(&full)
-            .map_err(|e| McpError::internal_error(format!("could not read {uri}: {e}"), None))?;
-        let contents = match String::from_utf8(bytes) {
-            Ok(text) if resource.kind == "text" => ResourceContents::text(text, uri),
-            Ok(text) => ResourceContents::blob(base64_of(text.as_bytes()), uri),
-            Err(e) => ResourceContents::blob(base64_of(e.as_bytes()), uri),
-        }
-        .with_mime_type(resource.media_type);
-        Ok(ReadResourceResult::new(vec![contents]).into())
+        super::resources::read(&self.shared, request.uri.as_str())
     }
 
     async fn list_prompts(
@@ -597,11 +495,6 @@ impl ServerHandler for Server {
             }
         });
     }
-}
-
-fn base64_of(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// `result` with the `trail` of its call (see [`trail`]): one more text block, and `_meta`.

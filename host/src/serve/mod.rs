@@ -40,6 +40,7 @@ pub mod openapi;
 mod pages;
 mod refusal;
 mod reply;
+mod resources;
 #[cfg(feature = "postgres")]
 mod sessions;
 mod shared;
@@ -50,7 +51,8 @@ pub mod stdio;
 mod tool;
 mod ws;
 
-pub use mcp::{RESOURCES_PAGE, Server};
+pub use mcp::Server;
 pub use refusal::Refusal;
+pub use resources::RESOURCES_PAGE;
 pub use shared::{CATALOGUE_POLL, STATS_EVERY, Shared};
 pub use tool::{annotations, failure_text, tool_of};

@@ -103,9 +103,8 @@ pub fn granted_writes(
     suggested: Vec<MemoryWrite>,
 ) -> (Vec<MemoryWrite>, Vec<MemoryWriteOutcome>) {
     let reason = match allowed {
-        _ if suggested.is_empty() => return (suggested, Vec::new()),
-        Ok(()) => return (suggested, Vec::new()),
-        Err(reason) => reason,
+        Err(reason) if !suggested.is_empty() => reason,
+        _ => return (suggested, Vec::new()),
     };
     tracing::info!(
         skill,
