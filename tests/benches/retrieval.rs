@@ -1,7 +1,7 @@
 //! `cargo bench -p evo-tests --bench retrieval`
 //!
 //! Retrieval quality on the generated conversational set (`evo_tests::retrieval`,
-//! seed 2026): recall@1, recall@5, MRR, the share of never-updated facts found in the
+//! seed 2026), once with its updates worded plainly and once paraphrased: recall@1, recall@5, MRR, the share of never-updated facts found in the
 //! first 20 ("kept"), and how often an updated fact's old version comes first
 //! ("stale"), for FTS5 bm25 alone and the hybrid search with each embedder, with Evo's
 //! dedup, without dedup, and with the dedup Evo had before (a store refused at cosine
@@ -131,9 +131,11 @@ fn hybrid(set: &Set, memory: &MemoryManager) -> (Scores, f64) {
     (scores, per_query)
 }
 
-fn quality(set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
+/// Scores every configuration on `set`; `prefix` starts the label of each row of a
+/// set other than the plain one.
+fn quality(set: &Set, prefix: &str, embedders: &[(&str, Arc<dyn Embedder>)]) {
     println!(
-        "{} turns stored, {} questions ({} about updated facts)\n",
+        "{prefix}{} turns stored, {} questions ({} about updated facts)\n",
         set.turns.len(),
         set.questions.len(),
         set.questions.iter().filter(|q| q.stale.is_some()).count()
@@ -158,7 +160,7 @@ fn quality(set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
                 let scores = retrieval::score(set, |q| retrieval::bm25(&db, q, 100));
                 let per_query = start.elapsed().as_secs_f64() * 1e3 / set.questions.len() as f64;
                 row(
-                    &format!("FTS5 bm25 alone, the {name} store (Evo dedup)"),
+                    &format!("{prefix}FTS5 bm25 alone, the {name} store (Evo dedup)"),
                     scores,
                     lost,
                     per_store,
@@ -167,7 +169,7 @@ fn quality(set: &Set, embedders: &[(&str, Arc<dyn Embedder>)]) {
             }
             let (scores, per_query) = hybrid(set, &memory);
             row(
-                &format!("hybrid, {name}, {label}"),
+                &format!("{prefix}hybrid, {name}, {label}"),
                 scores,
                 lost,
                 per_store,
@@ -279,7 +281,10 @@ fn main() {
         Ok(minilm) => embedders.push(("MiniLM", Arc::new(minilm))),
         Err(e) => println!("MiniLM: not measured ({e})\n"),
     }
-    quality(&set, &embedders);
+    quality(&set, "", &embedders);
+    println!();
+    let paraphrased = retrieval::generate_worded(2026, retrieval::Updates::Paraphrased);
+    quality(&paraphrased, "paraphrased updates: ", &embedders);
     println!();
     let mut criterion = Criterion::default().configure_from_args();
     cost(&mut criterion, &set, &embedders);

@@ -152,11 +152,30 @@ struct Fact {
     update: Option<String>,
 }
 
-/// The set for `seed`.
+/// How the updates of a set are worded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Updates {
+    /// Close to the fact's own words: `Alice now lives in Porto`, `Alice moved to
+    /// Porto last month`, the same sentence with the new port or day.
+    Plain,
+    /// As people say a change, in other words than the fact: `Alice's new home is in
+    /// Porto`, `We switched the billing service over to port 9000`, `Atlas got pushed
+    /// back to November 9`. The facts, the small talk and the questions are the ones
+    /// [`Updates::Plain`] gives for the same seed.
+    Paraphrased,
+}
+
+/// The set for `seed`, its updates worded plainly.
 pub fn generate(seed: u64) -> Set {
+    generate_worded(seed, Updates::Plain)
+}
+
+/// The set for `seed` with its updates worded as `updates` says.
+pub fn generate_worded(seed: u64, updates: Updates) -> Set {
+    let paraphrased = updates == Updates::Paraphrased;
     let mut rng = Rng(seed | 1);
     let mut facts: Vec<Fact> = Vec::new();
-    for person in PEOPLE {
+    for (n, person) in PEOPLE.into_iter().enumerate() {
         let city = rng.pick(&CITIES);
         let other_city = loop {
             let c = rng.pick(&CITIES);
@@ -169,10 +188,16 @@ pub fn generate(seed: u64) -> Set {
                 text: format!("{person} lives in {city}"),
                 question: format!("which town is {person} based in"),
                 category: Category::Fact,
-                update: Some(if rng.below(2) == 0 {
-                    format!("{person} now lives in {other_city}")
-                } else {
-                    format!("{person} moved to {other_city} last month")
+                update: Some(match (rng.below(2), paraphrased) {
+                    (0, false) => format!("{person} now lives in {other_city}"),
+                    (_, false) => format!("{person} moved to {other_city} last month"),
+                    (_, true) => match n % 5 {
+                        0 => format!("{person} relocated to {other_city}"),
+                        1 => format!("{person}'s new home is in {other_city}"),
+                        2 => format!("{person} is living in {other_city} these days"),
+                        3 => format!("{person} has settled in {other_city}"),
+                        _ => format!("{person} has been based in {other_city} since the spring"),
+                    },
                 }),
             },
             Fact {
@@ -213,14 +238,20 @@ pub fn generate(seed: u64) -> Set {
         }
     }
     for (port, service) in (8000..).zip(SERVICES) {
+        let new_port = port + 1000;
         facts.push(Fact {
             text: format!("The {service} service listens on port {port}"),
             question: format!("what port is the {service} service on"),
             category: Category::Fact,
-            update: Some(format!(
-                "The {service} service listens on port {}",
-                port + 1000
-            )),
+            update: Some(match (paraphrased, port % 4) {
+                (false, _) => format!("The {service} service listens on port {new_port}"),
+                (true, 0) => format!("{service} now runs on port {new_port}"),
+                (true, 1) => format!("The {service} service moved to port {new_port}"),
+                (true, 2) => format!("Port {new_port} is where {service} listens now"),
+                (true, _) => {
+                    format!("We switched the {service} service over to port {new_port}")
+                }
+            }),
         });
         facts.push(Fact {
             text: format!(
@@ -232,16 +263,20 @@ pub fn generate(seed: u64) -> Set {
             update: None,
         });
     }
-    for project in PROJECTS {
+    for (n, project) in PROJECTS.into_iter().enumerate() {
         let day = 1 + rng.below(28);
+        let new_day = day % 28 + 2;
         facts.push(Fact {
             text: format!("The {project} deadline is November {day}"),
             question: format!("when is project {project} due"),
             category: Category::Decision,
-            update: Some(format!(
-                "The {project} deadline is now November {}",
-                day % 28 + 2
-            )),
+            update: Some(match (paraphrased, n % 4) {
+                (false, _) => format!("The {project} deadline is now November {new_day}"),
+                (true, 0) => format!("Project {project} is now due November {new_day}"),
+                (true, 1) => format!("{project} got pushed back to November {new_day}"),
+                (true, 2) => format!("The {project} deadline moved to November {new_day}"),
+                (true, _) => format!("{project} was rescheduled for November {new_day}"),
+            }),
         });
     }
 
@@ -431,5 +466,17 @@ mod tests {
         assert!(a.questions.len() >= 150, "{}", a.questions.len());
         assert!(a.turns.len() > a.questions.len() + 150);
         assert!(same("Alice lives in Lisbon", "alice lives in lisbon."));
+    }
+
+    #[test]
+    fn the_paraphrased_set_differs_from_the_plain_one_in_its_updates_alone() {
+        let (plain, paraphrased) = (generate(7), generate_worded(7, Updates::Paraphrased));
+        assert_eq!(plain.questions.len(), paraphrased.questions.len());
+        let mut differ = 0;
+        for (a, b) in plain.questions.iter().zip(&paraphrased.questions) {
+            assert_eq!((&a.text, &a.stale), (&b.text, &b.stale));
+            differ += usize::from(a.answer != b.answer);
+        }
+        assert!(differ >= 10, "{differ}");
     }
 }

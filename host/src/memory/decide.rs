@@ -16,8 +16,23 @@
 //!   the same subject and attribute (`my phone number is 555-1234` → `… 555-9876`,
 //!   `deploys happen on Tuesday afternoons` → `… Thursday afternoons`); the new entry
 //!   supersedes the old one, which stays reachable;
+//! - the new text keeps the old one's subject (its first word) and gives a new value of
+//!   the same kind (a name for a name, a number for a number, a day or month for a day
+//!   or month) for the same attribute, either announcing the change (`now`, `moved`,
+//!   `switched`, `since`, …) or, when the subject is a name, in the same words around
+//!   the value: a **change of state** and an update too (`Alice lives in Lisbon` →
+//!   `Alice moved to Porto last month`, `The billing service listens on port 8000` →
+//!   `We switched the billing service over to port 9000`). The attribute is the same
+//!   when the words the old text loses are none, or the two share a second word besides
+//!   the subject, or a lost word and a word of the new text name one attribute
+//!   ([`ATTRIBUTES`]: `lives` and `moved`, `works` and `joined`, `deadline` and `due`);
+//!   and every word the new text adds must be the change's own (a cue, a word of the
+//!   same attribute, a time such as `last month`, or the subject's title: `Project
+//!   Atlas`). So `Alice joined the Porto office` does not replace where Alice lives,
+//!   and `Alice moved the Atlas deadline to November 9` does not either;
 //! - anything else (two places differ, words added, the subject changed, a name
-//!   replaced: `lunch with Sven` / `lunch with Bianca`): **different facts**; both stay.
+//!   replaced in an event: `I had lunch with Sven` / `I had lunch with Bianca`):
+//!   **different facts**; both stay.
 //!
 //! When in doubt the rule keeps both texts: a duplicate costs a line in a search result,
 //! a lost fact costs the user.
@@ -151,6 +166,84 @@ const CALENDAR: &[&str] = &[
 /// CJK characters that negate.
 const CJK_NEGATIONS: &[char] = &['不', '没', '沒', '无', '無', '非', '别', '別', '未', '勿'];
 
+/// Words that announce that a value changed (read before fillers are dropped, so `now`
+/// and `new` count).
+const CHANGE_CUES: &[&str] = &[
+    "now",
+    "nowadays",
+    "new",
+    "anymore",
+    "instead",
+    "since",
+    "lately",
+    "recently",
+    "moved",
+    "relocated",
+    "settled",
+    "switched",
+    "changed",
+    "updated",
+    "became",
+    "joined",
+    "transferred",
+    "replaced",
+    "renamed",
+    "postponed",
+    "pushed",
+    "rescheduled",
+    "delayed",
+    "brought",
+];
+
+/// Words that name one attribute of a subject: a lost word of the old text and a word
+/// of the new one in the same list say the same attribute changed (`lives in Lisbon`
+/// → `moved to Porto`). Compared by their keys, so any form of a word counts.
+const ATTRIBUTES: &[&[&str]] = &[
+    &[
+        "live",
+        "reside",
+        "based",
+        "home",
+        "house",
+        "moved",
+        "relocated",
+        "settled",
+        "stay",
+        "address",
+        "located",
+    ],
+    &[
+        "work", "employed", "employer", "employs", "job", "joined", "hired", "company", "role",
+        "position",
+    ],
+    &[
+        "deadline",
+        "due",
+        "date",
+        "scheduled",
+        "rescheduled",
+        "postponed",
+        "pushed",
+        "delayed",
+        "planned",
+        "brought",
+    ],
+    &[
+        "port", "listen", "runs", "run", "served", "serves", "bound", "hosted", "moved", "switched",
+    ],
+    &["called", "named", "name", "renamed"],
+    &[
+        "data", "stored", "keeps", "database", "backed", "moved", "switched",
+    ],
+];
+
+/// Words a change of state may add besides its cue and its value: when it happened and
+/// the particles of its verbs (`pushed back`, `switched over`, `these days`).
+const CHANGE_WORDS: &[&str] = &[
+    "back", "over", "up", "out", "off", "where", "got", "get", "gets", "been", "these", "days",
+    "last", "month", "week", "year", "ago", "spring", "summer", "autumn", "winter", "since",
+];
+
 /// A word of a text: its key for comparison and how it was written.
 #[derive(Debug, Clone)]
 struct Word {
@@ -160,6 +253,19 @@ struct Word {
     /// Written with a capital and not a day or month: a name, which identifies what a
     /// fact is about rather than giving it a value.
     name: bool,
+    /// What kind of value the word can be, if any.
+    kind: Option<Kind>,
+}
+
+/// The kinds of value a fact holds: a change of state replaces one with the same kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A name: `Lisbon`, `Initech`.
+    Name,
+    /// Anything with a digit: `8000`, `555-1234`, `v1.2.3`.
+    Number,
+    /// A day or a month.
+    Calendar,
 }
 
 /// The content words of `text`, in order. Words keep inner punctuation, so
@@ -171,13 +277,28 @@ fn words(text: &str) -> Vec<Word> {
         let mut run = String::new();
         let flush = |run: &mut String, out: &mut Vec<Word>| {
             let trimmed = run.trim_matches(|c: char| !c.is_alphanumeric() && c != '/');
+            // A possessive is its owner: `Alice's home` is about Alice.
+            let trimmed = ["'s", "’s"]
+                .iter()
+                .find_map(|s| trimmed.strip_suffix(s))
+                .unwrap_or(trimmed);
             if !trimmed.is_empty() {
                 let lower = trimmed.to_lowercase().replace(['\'', '’'], "");
                 let key = normalise(&lower);
                 if !FILLER.contains(&key.as_str()) && !FILLER.contains(&lower.as_str()) {
+                    let calendar = CALENDAR.contains(&lower.as_str());
+                    let name = trimmed.starts_with(char::is_uppercase) && !calendar;
                     out.push(Word {
-                        name: trimmed.starts_with(char::is_uppercase)
-                            && !CALENDAR.contains(&lower.as_str()),
+                        name,
+                        kind: if trimmed.chars().any(|c| c.is_ascii_digit()) {
+                            Some(Kind::Number)
+                        } else if calendar {
+                            Some(Kind::Calendar)
+                        } else if name {
+                            Some(Kind::Name)
+                        } else {
+                            None
+                        },
                         key,
                         written: trimmed.to_owned(),
                         negation: NEGATIONS.contains(&lower.as_str()),
@@ -194,6 +315,7 @@ fn words(text: &str) -> Vec<Word> {
                     written: c.to_string(),
                     negation: CJK_NEGATIONS.contains(&c),
                     name: false,
+                    kind: None,
                 });
             } else {
                 run.push(c);
@@ -259,6 +381,12 @@ pub fn relate(old: &str, new: &str) -> Relation {
             to: describe(&span.new),
         };
     }
+    if let Some((from, to)) = state_change(&a, &b, announces_change(new)) {
+        return Relation::Update {
+            from: describe(&from),
+            to: describe(&to),
+        };
+    }
     let shown: Vec<String> = spans
         .iter()
         .take(3)
@@ -274,6 +402,89 @@ pub fn relate(old: &str, new: &str) -> Relation {
         if subject { "a different subject: " } else { "" },
         shown.join(", ")
     ))
+}
+
+/// Whether `text` says that something changed: a word of [`CHANGE_CUES`], or `these
+/// days`.
+fn announces_change(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().any(|w| CHANGE_CUES.contains(w))
+        || words.windows(2).any(|pair| pair == ["these", "days"])
+}
+
+/// Whether two keys name one attribute ([`ATTRIBUTES`]).
+fn one_attribute(a: &str, b: &str) -> bool {
+    ATTRIBUTES.iter().any(|family| {
+        let holds = |key: &str| family.iter().any(|w| normalise(w) == key);
+        holds(a) && holds(b)
+    })
+}
+
+/// A change of state (see the module's rules): the values of `old` that `new`
+/// replaces, and the values it gives instead.
+fn state_change(old: &[Word], new: &[Word], cue: bool) -> Option<(Vec<Word>, Vec<Word>)> {
+    // The subject: the first word that is not the announcement of an earlier change
+    // (`We switched the gateway service …` is about the gateway).
+    let is_cue = |w: &Word| {
+        CHANGE_CUES.iter().any(|c| normalise(c) == w.key)
+            || CHANGE_WORDS.iter().any(|c| normalise(c) == w.key)
+    };
+    let start = old.iter().position(|w| !is_cue(w))?;
+    let subject = &old[start];
+    let at = new.iter().position(|w| w.key == subject.key)?;
+    // A name right after it is part of it: `Project Meridian` is not `Project Atlas`.
+    let named = old[start + 1..]
+        .iter()
+        .take_while(|w| w.kind == Some(Kind::Name));
+    if named.clone().any(|w| !new.iter().any(|x| x.key == w.key)) {
+        return None;
+    }
+    let in_new = |w: &Word| new.iter().any(|x| x.key == w.key);
+    let in_old = |w: &Word| old.iter().any(|x| x.key == w.key);
+    let lost: Vec<&Word> = old.iter().filter(|w| !in_new(w)).collect();
+    let added: Vec<&Word> = new.iter().filter(|w| !in_old(w)).collect();
+    let shared = old.len() - lost.len();
+    let from: Vec<Word> = lost
+        .iter()
+        .filter(|w| w.kind.is_some())
+        .map(|w| (*w).clone())
+        .collect();
+    let to: Vec<Word> = added
+        .iter()
+        .filter(|w| w.kind.is_some())
+        .map(|w| (*w).clone())
+        .collect();
+    if !from.iter().any(|f| to.iter().any(|t| t.kind == f.kind)) {
+        return None;
+    }
+    let lost_words: Vec<&&Word> = lost.iter().filter(|w| w.kind.is_none()).collect();
+    let same_attribute = lost_words.is_empty()
+        || shared >= 2
+        || lost_words
+            .iter()
+            .any(|w| new.iter().any(|x| one_attribute(&w.key, &x.key)));
+    // The subject's title (`Project Atlas`) stands beside it.
+    let beside_subject = |w: &Word| {
+        new.iter()
+            .position(|x| std::ptr::eq(x, w))
+            .is_some_and(|i| i + 1 == at || i == at + 1)
+    };
+    let added_words: Vec<&&Word> = added.iter().filter(|w| w.kind.is_none()).collect();
+    let unexplained = added_words
+        .iter()
+        .filter(|w| {
+            !(is_cue(w) || old.iter().any(|x| one_attribute(&x.key, &w.key)) || beside_subject(w))
+        })
+        .count();
+    // Where the attribute's own word is kept, the value may be more than a name or a
+    // number (`as a nurse` → `as a pilot`): as many words as it lost.
+    let only_the_change = unexplained == 0 || (shared >= 2 && unexplained <= lost_words.len());
+    let in_place = lost_words.is_empty() && added_words.is_empty() && subject.name;
+    (same_attribute && only_the_change && (cue || in_place)).then_some((from, to))
 }
 
 /// A run of words that differs between two texts.
@@ -410,15 +621,116 @@ mod tests {
             "I had lunch with Sven",
             "I had lunch with Bianca"
         ));
-        assert!(is_different(
-            "Alice lives in Lisbon",
-            "Alice now lives in Porto"
-        ));
         // A change in the middle of a statement is not its value.
         assert!(is_different(
             "Zara said the search dashboard looks slow again",
             "Zara said the inventory dashboard looks slow again"
         ));
+    }
+
+    #[test]
+    fn a_change_of_state_announced_in_other_words_is_an_update() {
+        // "An update that contradicts a stored fact about the same subject supersedes it."
+        assert_eq!(
+            relate("Alice lives in Lisbon", "Alice now lives in Porto"),
+            Relation::Update {
+                from: "Lisbon".into(),
+                to: "Porto".into()
+            }
+        );
+        for (old, new) in [
+            ("Alice lives in Lisbon", "Alice lives in Porto"),
+            ("Alice lives in Lisbon", "Alice moved to Porto last month"),
+            ("Alice lives in Lisbon", "Alice's new home is in Porto"),
+            (
+                "Alice lives in Lisbon",
+                "Alice is living in Porto these days",
+            ),
+            (
+                "Alice lives in Lisbon",
+                "Alice has been based in Porto since the spring",
+            ),
+            (
+                "Alice works at Initech as a nurse",
+                "Alice now works at Globex as a pilot",
+            ),
+            (
+                "The billing service listens on port 8000",
+                "We switched the billing service over to port 9000",
+            ),
+            (
+                "The billing service listens on port 8000",
+                "Port 9000 is where billing listens now",
+            ),
+            (
+                "The Atlas deadline is November 5",
+                "Project Atlas is now due November 7",
+            ),
+            (
+                "The Atlas deadline is November 5",
+                "Atlas got pushed back to November 9",
+            ),
+        ] {
+            assert!(is_update(old, new), "{old} / {new}: {:?}", relate(old, new));
+        }
+    }
+
+    #[test]
+    fn a_change_of_another_attribute_or_subject_keeps_both() {
+        // "Every distinct fact still findable": what a change does not replace stays.
+        for (old, new) in [
+            // Another attribute of the same subject.
+            (
+                "Alice works at Initech as a nurse",
+                "Alice moved to Porto last month",
+            ),
+            (
+                "Alice's dog is called Biscuit",
+                "Alice moved to Porto last month",
+            ),
+            ("Alice lives in Lisbon", "Alice joined the Porto office"),
+            (
+                "Alice lives in Lisbon",
+                "Alice moved the Atlas deadline to November 9",
+            ),
+            // Another subject with the same value.
+            ("Alice lives in Lisbon", "Bruno now lives in Lisbon"),
+            ("Alice lives in Lisbon", "Bruno moved to Porto"),
+            // No value of the same kind.
+            (
+                "Alice lives in Lisbon",
+                "Alice is based in the quiet room this week",
+            ),
+            (
+                "The billing service listens on port 8000",
+                "The billing service had a port scan alert on Friday",
+            ),
+            (
+                "The billing service listens on port 8000",
+                "The billing service keeps its data in PostgreSQL",
+            ),
+            (
+                "The Atlas deadline is November 5",
+                "Project Atlas is due for a database review",
+            ),
+            // A name replaced in an event.
+            ("I had lunch with Sven", "I had lunch with Bianca"),
+            (
+                "Project Meridian is now due November 13",
+                "Project Atlas is now due November 11",
+            ),
+            // An earlier change of another subject.
+            (
+                "We switched the gateway service over to port 9003",
+                "We switched the audit service over to port 9015",
+            ),
+        ] {
+            assert!(
+                is_different(old, new),
+                "{old} / {new}: {:?}",
+                relate(old, new)
+            );
+        }
     }
 
     #[test]

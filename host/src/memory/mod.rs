@@ -119,6 +119,9 @@ use store::{Filter, Store, new_id, now_ms};
 pub const DEFAULT_COMPARE_THRESHOLD: f32 = 0.75;
 /// Entries a new text is compared with, nearest first.
 pub(crate) const COMPARE_CANDIDATES: usize = 10;
+/// Entries a new text may update, nearest first: a change of state said in other
+/// words than the fact can stand further from it than a restatement does.
+pub(crate) const UPDATE_CANDIDATES: usize = 40;
 /// Texts embedded per batch by [`MemoryManager::reindex`].
 pub(crate) const REINDEX_BATCH: usize = 32;
 /// Longest text one entry holds: a memory is a fact, not a document.

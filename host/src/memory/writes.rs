@@ -118,20 +118,35 @@ impl MemoryManager {
         category: Category,
         vector: &[f32],
     ) -> Result<Comparison> {
+        // A change of state shares its subject and little else with what it changes
+        // (`Alice lives in Lisbon` → `Alice moved to Porto`): past the nearest few,
+        // which are compared whatever they are, more are compared for an update only.
         let nearest = store
             .index
-            .top_k_where(vector, COMPARE_CANDIDATES, &|m| m.source != Source::Log);
+            .top_k_where(vector, UPDATE_CANDIDATES, &|m| m.source != Source::Log);
         let rowids: Vec<i64> = nearest.iter().map(|(r, _)| *r).collect();
-        let mut close = store.fetch(&rowids, vector, false)?;
-        close.retain(|(_, _, cosine)| *cosine >= self.config.compare_threshold);
+        let threshold = self.config.compare_threshold;
+        let mut close: Vec<(i64, MemoryEntry, f32, Relation)> = store
+            .fetch(&rowids, vector, false)?
+            .into_iter()
+            .filter_map(|(rowid, entry, cosine)| {
+                let relation = decide::relate(&entry.text, text);
+                let compared = cosine >= threshold
+                    && nearest[..nearest.len().min(COMPARE_CANDIDATES)]
+                        .iter()
+                        .any(|(r, _)| *r == rowid);
+                (compared || matches!(relation, Relation::Update { .. }))
+                    .then_some((rowid, entry, cosine, relation))
+            })
+            .collect();
         close.sort_by(|a, b| b.2.total_cmp(&a.2));
         let mut update = None;
         let mut beside = match close.first() {
             Some(_) => String::new(),
             None => "no stored entry is close to it".to_owned(),
         };
-        for (rowid, entry, cosine) in &close {
-            match decide::relate(&entry.text, text) {
+        for (rowid, entry, cosine, relation) in close {
+            match relation {
                 Relation::Restatement => {
                     let noop = StoreDecision {
                         action: Action::Noop,
@@ -155,7 +170,7 @@ impl MemoryManager {
                             || entry.category == Category::Other) =>
                 {
                     update = Some(Supersede {
-                        rowid: *rowid,
+                        rowid,
                         id: entry.id.clone(),
                         change: format!("{from:?} → {to:?}"),
                     });
