@@ -61,6 +61,8 @@
 //! max_llm_rounds = 10
 //! shortlist = 12
 //! intent_recognition = true
+//! decisive_routing = true             # the index's clear first pick, without a router request
+//! decisive_margin = 0.35              # how far ahead of the second it must be
 //!
 //! [tools]
 //! locale = "auto"                     # en | zh | auto (zh when LANG=zh*): refusals' language

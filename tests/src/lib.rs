@@ -20,6 +20,7 @@ pub fn percentiles(
     (rank(50), rank(99))
 }
 pub mod retrieval;
+pub mod routing;
 
 /// Paths of the skills in `skills-wasm/`, built for `wasm32-wasip2` by `build.rs`.
 pub mod skills {

@@ -136,8 +136,9 @@ pub const SMALL_MODEL_MIN_SCORE: f32 = 0.4;
 /// Tokens a small model may spend on a skill's input.
 const SMALL_MODEL_INPUT_TOKENS: u32 = 256;
 
-/// A small model's routing to `skill` (ranked first by the skill index at `score`): a
-/// `single_skill` call whose input the model writes, held to the skill's input schema.
+/// The routing to `skill` that the skill index ranks first at `score` (for a small
+/// model always, for a capable one when the ranking is decisive): a `single_skill` call
+/// whose input the model writes, held to the skill's input schema.
 /// If the model cannot write it, the answer says so: answered by the model instead, the
 /// message would get a fact nobody computed.
 pub async fn route_to(
@@ -154,9 +155,15 @@ pub async fn route_to(
         "Tool {}: {}\nWrite the tool's input for the user's message.\n\nUser: {message}",
         tool.name, tool.description
     );
+    // A small model fills in what the skill needs; a capable one may set its options.
+    let small = provider.traits().small;
     let options = ChatOptions {
         max_tokens: Some(SMALL_MODEL_INPUT_TOKENS),
-        output_schema: Some(required_only(&tool.parameters)),
+        output_schema: Some(if small {
+            required_only(&tool.parameters)
+        } else {
+            tool.parameters.clone()
+        }),
         ..options
     };
     let answer = collect(
@@ -184,8 +191,10 @@ pub async fn route_to(
         .unwrap_or_default()
         .trim();
     Routing::answer(format!(
-        "I could not do it: {} looked like the tool for this, but the local model could not write its input. Say it with the details the tool needs ({}: {needs})",
-        tool.name, tool.name
+        "I could not do it: {} looked like the tool for this, but the {}model could not write its input. Say it with the details the tool needs ({}: {needs})",
+        tool.name,
+        if small { "local " } else { "" },
+        tool.name
     ))
 }
 

@@ -83,6 +83,11 @@ pub struct AgentOptions {
     /// one (`evo agent run --model`); an llm skill that names its own keeps it. The
     /// provider's name for it (`gpt-4o`, `llama3.2:1b`): the provider stays the same.
     pub model: Option<String>,
+    /// The lead of the skill index's first pick over its second at which a capable
+    /// model is not asked to route: the pick is taken, and the model only writes its
+    /// input (held to the skill's schema). Only a skill that reads is taken this way; one
+    /// that changes something is left to the router. `None`: the router decides always.
+    pub decisive_margin: Option<f32>,
 }
 
 impl Default for AgentOptions {
@@ -101,6 +106,7 @@ impl Default for AgentOptions {
             profile: None,
             confirmer: None,
             model: None,
+            decisive_margin: Some(DECISIVE_MARGIN),
         }
     }
 }
@@ -141,6 +147,11 @@ pub const DEFAULT_SHORTLIST: usize = 12;
 /// [`ModelTraits::small`](crate::llm::ModelTraits::small)): each tool's definition is
 /// a hundred tokens or more it reads at a few hundred tokens a second.
 pub const SMALL_MODEL_SHORTLIST: usize = 3;
+
+/// Default [`AgentOptions::decisive_margin`]: above the margin at which the skill index
+/// routed no message of the fitting half of the routing set wrongly, with either
+/// embedder (`./scripts/bench routing` fits it again and fails if it came out higher).
+pub const DECISIVE_MARGIN: f32 = 0.35;
 
 /// What a run produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -339,12 +350,22 @@ impl Agent {
             json!({ "message": message }),
         )
         .await;
-        let candidates = self.shortlist(ctx, message);
+        let (candidates, decisive) = self.shortlist(ctx, message);
         let (system, answer_system) = self.compile_prompt(ctx, &candidates, &recalled);
         let routing = if !self.options.intent_recognition {
             Routing::fallback()
         } else if self.provider.traits().small {
             self.route_small(ctx, message).await
+        } else if let Some((skill, score)) = decisive {
+            intent::route_to(
+                ctx,
+                self.provider.as_ref(),
+                self.chat_options(),
+                message,
+                &skill,
+                score,
+            )
+            .await
         } else {
             intent::recognize(ctx, message, history, &candidates, &recalled).await
         };

@@ -4,6 +4,7 @@
 //! `small`).
 
 use super::*;
+use crate::skill::permission::Permission;
 
 impl Agent {
     /// The skills the model may be offered: exposed, and allowed by the permissions.
@@ -64,31 +65,52 @@ impl Agent {
     }
 
     /// The exposed skills most relevant to `message`, at most `options.shortlist` (see
-    /// [`Self::ranked`]). Skills nothing in the message points to fill the remaining
-    /// places in name order.
-    pub(super) fn shortlist(&self, ctx: &SkillContext, message: &str) -> Vec<ToolDefinition> {
+    /// [`Self::ranked`]), and the skill the ranking makes decisive, if any (see
+    /// [`AgentOptions::decisive_margin`]), with its score. Skills nothing in the message
+    /// points to fill the remaining places in name order.
+    pub(super) fn shortlist(
+        &self,
+        ctx: &SkillContext,
+        message: &str,
+    ) -> (Vec<ToolDefinition>, Option<(Arc<RegisteredSkill>, f32)>) {
         // Definitions are built only for the chosen: schemas are not cloned for a
         // catalogue of a thousand.
         let skills = self.offered(ctx);
         let mut limit = self.options.shortlist;
-        if self.provider.traits().small {
+        let small = self.provider.traits().small;
+        if small {
             limit = limit.min(SMALL_MODEL_SHORTLIST);
         }
-        if skills.len() <= limit {
-            return skills.iter().map(|s| s.to_tool_definition()).collect();
+        let margin = self.options.decisive_margin.filter(|_| !small);
+        if skills.len() <= limit && margin.is_none() {
+            return (
+                skills.iter().map(|s| s.to_tool_definition()).collect(),
+                None,
+            );
         }
-        let mut chosen: Vec<usize> = self
-            .ranked(message, &skills, limit)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect();
+        let ranked = self.ranked(message, &skills, limit.max(2));
+        let decisive = margin.and_then(|margin| {
+            let &(first, score) = ranked.first()?;
+            let second = ranked.get(1).map_or(0.0, |r| r.1);
+            let skill = &skills[first];
+            (score - second >= margin && skill.permission() <= Permission::ReadOnly)
+                .then(|| (skill.clone(), score))
+        });
+        if skills.len() <= limit {
+            return (
+                skills.iter().map(|s| s.to_tool_definition()).collect(),
+                decisive,
+            );
+        }
+        let mut chosen: Vec<usize> = ranked.into_iter().take(limit).map(|(i, _)| i).collect();
         // Skills nothing pointed to fill the remaining places, in name order (the
         // registry lists by name).
         let rest: Vec<usize> = (0..skills.len()).filter(|i| !chosen.contains(i)).collect();
         chosen.extend(rest.into_iter().take(limit.saturating_sub(chosen.len())));
-        chosen
+        let definitions = chosen
             .into_iter()
             .map(|i| skills[i].to_tool_definition())
-            .collect()
+            .collect();
+        (definitions, decisive)
     }
 }

@@ -238,6 +238,7 @@ impl Host {
             max_llm_rounds: a.max_llm_rounds,
             shortlist: a.shortlist,
             intent_recognition: a.intent_recognition,
+            decisive_margin: a.decisive_routing.then_some(a.decisive_margin as f32),
             ..AgentOptions::default()
         };
         options_fn(&mut options);

@@ -94,9 +94,13 @@ async fn single_skill_calls_then_formats_the_result() {
         ],
         None,
     );
+    // The router decides even where the skill index's pick is clear.
+    let router_only = run.agent.clone().with_options(AgentOptions {
+        decisive_margin: None,
+        ..AgentOptions::default()
+    });
     let (sink, events) = recorder();
-    let outcome = run
-        .agent
+    let outcome = router_only
         .run("what is sqrt(144) + 10?", sink)
         .await
         .unwrap();
@@ -112,6 +116,76 @@ async fn single_skill_calls_then_formats_the_result() {
         "{formatting:?}"
     );
     assert!(kinds(&events).contains(&(EventKind::SkillResult, Some("calculate".into()))));
+}
+
+#[tokio::test]
+async fn a_clear_first_pick_that_reads_is_taken_without_a_router_request() {
+    // "Route without a model call when the index is decisive": the model only writes
+    // the input, held to the skill's schema, and answers.
+    let run = agent(
+        vec![
+            json!({ "expression": "sqrt(144) + 10" }).to_string().into(),
+            "It is 22.".into(),
+        ],
+        None,
+    );
+    let (sink, events) = recorder();
+    let outcome = run
+        .agent
+        .run("what is sqrt(144) + 10?", sink)
+        .await
+        .unwrap();
+    assert_eq!(
+        (outcome.strategy, outcome.response.as_str()),
+        (Strategy::SingleSkill, "It is 22.")
+    );
+    let requests = run.provider.requests();
+    assert_eq!(requests.len(), 2, "the input, then the answer");
+    let calculate = run.agent.kernel().registry().get("calculate").unwrap();
+    assert_eq!(
+        requests[0].1.output_schema.as_ref(),
+        Some(&calculate.to_tool_definition().parameters)
+    );
+    let first: String = requests[0].0.iter().map(|m| m.joined_text()).collect();
+    assert!(
+        !first.contains("memory_search"),
+        "no other skill is shown: {first}"
+    );
+    let kinds = kinds(&events);
+    assert!(
+        !kinds.contains(&(EventKind::SkillCall, Some("intent_recognize".into()))),
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&(EventKind::SkillCall, Some("calculate".into()))));
+
+    // A clear pick that changes something is the router's to decide: here every lead
+    // is clear, and the message is memory_store's own description.
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Arc::new(MemoryManager::open(dir.path()).unwrap());
+    let run = agent(
+        vec![routing(
+            json!({ "strategy": "direct_answer", "direct_response": "Not now." }),
+        )],
+        Some(memory),
+    );
+    let any_lead = run.agent.clone().with_options(AgentOptions {
+        decisive_margin: Some(1e-6),
+        ..AgentOptions::default()
+    });
+    let ranked_first = any_lead
+        .run(
+            "Save important information to long-term memory: my locker code is 4411",
+            recorder().0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ranked_first.response, "Not now.");
+    let router: String = run.provider.requests()[0]
+        .0
+        .iter()
+        .map(|m| m.joined_text())
+        .collect();
+    assert!(router.contains("Skills you can use"), "{router}");
 }
 
 #[tokio::test]
@@ -480,6 +554,7 @@ async fn the_skill_index_shortlists_skills_and_is_synced_only_where_skills_chang
         .unwrap()
         .with_options(AgentOptions {
             shortlist: 3,
+            decisive_margin: None,
             ..AgentOptions::default()
         })
         .with_skill_index(index)

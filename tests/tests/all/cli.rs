@@ -479,11 +479,12 @@ fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
     );
 
     let script = home.path().join("script.json");
-    let routing = json!({ "intents": [], "routing": { "strategy": "single_skill",
-        "skills": [{ "name": "calculate", "input": { "expression": "sqrt(144) + 10" }, "reason": "math" }] } });
+    // The skill index's first pick is clear (and only reads): the model is not asked to
+    // route, only to write calculate's input, then to answer.
+    let input = json!({ "expression": "sqrt(144) + 10" });
     std::fs::write(
         &script,
-        json!({ "responses": [routing.to_string(), "It is 22."] }).to_string(),
+        json!({ "responses": [input.to_string(), "It is 22."] }).to_string(),
     )
     .unwrap();
     let run = |extra: &[&str]| {
