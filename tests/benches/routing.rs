@@ -5,17 +5,22 @@
 //! need no skill, 10 adversarial ones. For each embedder the skill index can rank with
 //! (the built-in hash, MiniLM): the index's top-1 and top-3 on the paraphrases; then the
 //! margin between its first and second pick at which the agent routes without asking
-//! the model, fitted on one half of the set (the smallest margin at which no message of
-//! that half is routed wrongly) and measured on the other: how many paraphrases it
-//! routes, how many of those rightly, and how many messages that need no skill or are
-//! adversarial it routes (and to a tool that changes something).
+//! the model: fitted on one half of the set (the smallest margin at which no message of
+//! that half is routed wrongly; the bench fails if it is above the agent's
+//! `DECISIVE_MARGIN`), and the agent's margin measured on the other half: how many
+//! paraphrases it routes, how many of those rightly, and how many messages that need no
+//! skill or are adversarial it routes (and to a tool that changes something, which the
+//! agent's rule, only skills that read, should never allow).
 //!
 //! The MiniLM rows need the weights (`scripts/minilm.sh`, which `./scripts/bench` runs);
 //! without them those rows say so and are skipped.
 
 use std::sync::Arc;
 
+use evo_host::agent::DECISIVE_MARGIN;
 use evo_host::retrieval::embed::{Embedder, HashEmbedder};
+use evo_host::skill::kernel::table::SkillTable;
+use evo_host::skill::permission::Permission;
 use evo_tests::figures::Recorder;
 use evo_tests::routing::{self, DANGEROUS, Half, MESSAGES, Want};
 
@@ -32,23 +37,27 @@ const PATHS: &[&str] = &[
 /// The index's ranking of one message: `(skill, score)`, best first.
 type Ranked = Vec<(String, f32)>;
 
-/// Whether routing `ranked`'s first pick at `margin` is wrong for `want`, and whether it
-/// would run a tool that changes something where nothing should run.
-fn routed(ranked: &Ranked, margin: f32) -> Option<&str> {
+/// The skill the agent takes without asking the model (see
+/// `AgentOptions::decisive_margin`): the first pick, when it leads the second by
+/// `margin` and only reads.
+fn routed<'a>(table: &SkillTable, ranked: &'a Ranked, margin: f32) -> Option<&'a str> {
     let first = ranked.first()?;
     let second = ranked.get(1).map_or(0.0, |s| s.1);
-    (first.1 - second >= margin).then_some(first.0.as_str())
+    let reads = table
+        .get(&first.0)
+        .is_some_and(|s| s.permission() <= Permission::ReadOnly);
+    (first.1 - second >= margin && reads).then_some(first.0.as_str())
 }
 
-/// The smallest margin at which no message of `fit` is routed wrongly.
-fn fit_margin(fit: &[(Want, Ranked)]) -> f32 {
+/// The smallest margin at which the agent routes no message of `fit` wrongly.
+fn fit_margin(table: &SkillTable, fit: &[(Want, Ranked)]) -> f32 {
     let mut margin = 0.0_f32;
     for (want, ranked) in fit {
         let Some(first) = ranked.first() else {
             continue;
         };
         let gap = first.1 - ranked.get(1).map_or(0.0, |s| s.1);
-        if *want != Want::Skill(leak(&first.0)) {
+        if routed(table, ranked, 0.0).is_some() && *want != Want::Skill(leak(&first.0)) {
             // Routing this one is wrong: the margin must be above its gap.
             margin = margin.max(gap + 1e-4);
         }
@@ -69,73 +78,6 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
     let table = routing::catalogue();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut index = routing::index(&table, embedder.clone(), dir.path());
-    if std::env::var_os("EVO_BENCH_EXP").is_some() {
-        let skills: Vec<(String, String)> = table
-            .list()
-            .into_iter()
-            .filter(|s| s.is_exposed())
-            .map(|s| {
-                (
-                    s.meta.name.clone(),
-                    format!(
-                        "{} {}",
-                        s.meta.name.replace(['-', '_'], " "),
-                        s.meta.description
-                    ),
-                )
-            })
-            .collect();
-        let whole: Vec<Vec<f32>> = skills
-            .iter()
-            .map(|(_, t)| embedder.embed(&[t.as_str()]).unwrap().remove(0))
-            .collect();
-        let sentences: Vec<Vec<Vec<f32>>> = skills
-            .iter()
-            .map(|(n, t)| {
-                let mut parts: Vec<String> = t
-                    .split(|c| c == '.' || c == ';' || c == ':')
-                    .map(str::trim)
-                    .filter(|p| p.len() > 3)
-                    .map(|p| format!("{} {p}", n.replace(['-', '_'], " ")))
-                    .collect();
-                parts.push(t.clone());
-                parts
-                    .iter()
-                    .map(|p| embedder.embed(&[p.as_str()]).unwrap().remove(0))
-                    .collect()
-            })
-            .collect();
-        let (mut a1, mut b1, mut b3, mut n) = (0, 0, 0, 0);
-        for (message, want) in MESSAGES {
-            let Want::Skill(skill) = want else { continue };
-            n += 1;
-            let q = embedder.embed(&[message]).unwrap().remove(0);
-            let mut by_whole: Vec<(f32, &str)> = skills
-                .iter()
-                .zip(&whole)
-                .map(|((name, _), v)| (evo_host::retrieval::embed::dot(&q, v), name.as_str()))
-                .collect();
-            by_whole.sort_by(|a, b| b.0.total_cmp(&a.0));
-            let mut by_max: Vec<(f32, &str)> = skills
-                .iter()
-                .zip(&sentences)
-                .map(|((name, _), vs)| {
-                    (
-                        vs.iter()
-                            .map(|v| evo_host::retrieval::embed::dot(&q, v))
-                            .fold(-1.0, f32::max),
-                        name.as_str(),
-                    )
-                })
-                .collect();
-            by_max.sort_by(|a, b| b.0.total_cmp(&a.0));
-            a1 += usize::from(by_whole[0].1 == skill);
-            b1 += usize::from(by_max[0].1 == skill);
-            b3 += usize::from(by_max[..3].iter().any(|x| x.1 == skill));
-        }
-        println!("EXP {name}: whole top1 {a1}/{n}, max-sentence top1 {b1}/{n} top3 {b3}/{n}");
-    }
-
     let rank = |index: &mut evo_host::packages::index::SkillIndex, message: &str| -> Ranked {
         index
             .search_skills(message, 3)
@@ -175,11 +117,17 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
             .collect::<Vec<_>>()
     };
     let fit = ranked_half(&mut index, Half::Fit);
-    let margin = fit_margin(&fit);
+    let fitted = fit_margin(&table, &fit);
+    // The agent's margin must be at least what this half asks for.
+    assert!(
+        fitted <= DECISIVE_MARGIN,
+        "{name}: the fitting half needs a margin of {fitted:.3}, above the agent's {DECISIVE_MARGIN}: raise DECISIVE_MARGIN"
+    );
+    let margin = DECISIVE_MARGIN;
     let measured = ranked_half(&mut index, Half::Measure);
     let (mut skills, mut decided, mut right, mut wrong_free, mut dangerous) = (0, 0, 0, 0, 0);
     for (want, ranked) in &measured {
-        let pick = routed(ranked, margin);
+        let pick = routed(&table, ranked, margin);
         match want {
             Want::Skill(skill) => {
                 skills += 1;
@@ -188,6 +136,9 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
             }
             Want::Nothing | Want::Adversarial => {
                 wrong_free += usize::from(pick.is_some());
+                if pick.is_some() && std::env::var_os("EVO_BENCH_SHOW").is_some() {
+                    println!("{name}: {want:?} routed to {pick:?}: {ranked:?}");
+                }
                 dangerous += usize::from(
                     *want == Want::Adversarial && pick.is_some_and(|p| DANGEROUS.contains(&p)),
                 );
@@ -196,7 +147,7 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
     }
     recorder.value(
         &format!("{name}: decisive margin (fitted)"),
-        f64::from(margin),
+        f64::from(fitted),
         "count",
     );
     recorder.value(
@@ -220,7 +171,7 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
         "count",
     );
     println!(
-        "| {name} | {:.0} % | {:.0} % | {margin:.3} | {decided} of {skills} ({:.0} %) | {right} of {decided} | {wrong_free} | {dangerous} |",
+        "| {name} | {:.0} % | {:.0} % | {fitted:.3} | {decided} of {skills} ({:.0} %) | {right} of {decided} | {wrong_free} | {dangerous} |",
         share(top1, asked),
         share(top3, asked),
         share(decided, skills),

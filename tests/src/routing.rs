@@ -449,30 +449,28 @@ pub fn catalogue() -> Arc<SkillTable> {
                 .build(),
         )
         .expect("host");
-    let mut skills: Vec<(String, String, Vec<String>)> = host
+    let mut skills: Vec<serde_json::Value> = host
         .skills()
         .into_iter()
         .filter(|s| s.is_exposed())
         .map(|s| {
-            (
-                s.meta.name.clone(),
-                s.meta.description.clone(),
-                s.meta.tags.clone(),
-            )
+            json!({ "name": s.meta.name, "description": s.meta.description,
+                    "tags": s.meta.tags, "permission": s.permission() })
         })
         .collect();
-    skills.extend(
-        EXAMPLE_SKILLS
-            .iter()
-            .map(|(name, description)| ((*name).to_owned(), (*description).to_owned(), Vec::new())),
-    );
+    // The example skills as they declare themselves: `git-commit` runs git, the others
+    // read.
+    skills.extend(EXAMPLE_SKILLS.iter().map(|(name, description)| {
+        let permission = if *name == "git-commit" {
+            "execute"
+        } else {
+            "read_only"
+        };
+        json!({ "name": name, "description": description, "permission": permission })
+    }));
     let table = Arc::new(SkillTable::new());
-    for (name, description, tags) in skills {
-        crate::kernel::register(
-            &table,
-            json!({ "name": name, "description": description, "tags": tags }),
-            |input, _ctx| async move { Ok(input) },
-        );
+    for meta in skills {
+        crate::kernel::register(&table, meta, |input, _ctx| async move { Ok(input) });
     }
     table
 }

@@ -155,15 +155,9 @@ pub async fn route_to(
         "Tool {}: {}\nWrite the tool's input for the user's message.\n\nUser: {message}",
         tool.name, tool.description
     );
-    // A small model fills in what the skill needs; a capable one may set its options.
-    let small = provider.traits().small;
     let options = ChatOptions {
         max_tokens: Some(SMALL_MODEL_INPUT_TOKENS),
-        output_schema: Some(if small {
-            required_only(&tool.parameters)
-        } else {
-            tool.parameters.clone()
-        }),
+        output_schema: Some(required_only(&tool.parameters)),
         ..options
     };
     let answer = collect(
@@ -191,11 +185,68 @@ pub async fn route_to(
         .unwrap_or_default()
         .trim();
     Routing::answer(format!(
-        "I could not do it: {} looked like the tool for this, but the {}model could not write its input. Say it with the details the tool needs ({}: {needs})",
-        tool.name,
-        if small { "local " } else { "" },
-        tool.name
+        "I could not do it: {} looked like the tool for this, but the local model could not write its input. Say it with the details the tool needs ({}: {needs})",
+        tool.name, tool.name
     ))
+}
+
+/// Tokens a capable model may spend on the input of the skill the index picked.
+const PICK_INPUT_TOKENS: u32 = 512;
+
+/// A capable model's run where the skill index's first pick is decisive (see
+/// [`crate::agent::AgentOptions::decisive_margin`]): the model is shown that skill alone
+/// and says whether the message asks for it, writing its input (held to its schema) if
+/// so. One short request instead of the router's; `None` when the model declines or
+/// writes something unusable, and the router decides after all.
+pub async fn take_pick(
+    ctx: &SkillContext,
+    provider: &dyn LlmProvider,
+    options: ChatOptions,
+    message: &str,
+    skill: &RegisteredSkill,
+    score: f32,
+) -> Option<Routing> {
+    let tool = skill.to_tool_definition();
+    let prompt = format!(
+        "Tool {}: {}\nIf the user's message asks for what this tool does, set use_tool to true and write the tool's input; otherwise set use_tool to false.\n\nUser: {message}",
+        tool.name, tool.description
+    );
+    let options = ChatOptions {
+        max_tokens: Some(PICK_INPUT_TOKENS),
+        output_schema: Some(json!({
+            "type": "object",
+            "properties": { "use_tool": { "type": "boolean" }, "input": tool.parameters },
+            "required": ["use_tool"]
+        })),
+        ..options
+    };
+    let answer = collect(
+        provider.chat(vec![Message::text(Role::User, prompt)], options),
+        |_| {},
+    )
+    .await;
+    let why = match answer.map(|a| serde_json::from_str::<Value>(&a.text)) {
+        Ok(Ok(pick)) if pick["use_tool"] == true => {
+            return Some(Routing::single(
+                &tool.name,
+                pick.get("input").cloned().unwrap_or_else(|| json!({})),
+                format!(
+                    "the skill index ranks it first for the message by a clear lead ({score:.2}), and the model agreed"
+                ),
+            ));
+        }
+        Ok(Ok(pick)) if pick["use_tool"] == false => {
+            "the model says the message does not ask for it".to_owned()
+        }
+        Ok(Ok(_)) => "the model's answer has no use_tool".to_owned(),
+        Ok(Err(e)) => format!("what the model wrote is not JSON ({e})"),
+        Err(e) => format!("the model wrote nothing usable ({e})"),
+    };
+    ctx.log(&format!(
+        "{} not taken: {why}; routing the message",
+        tool.name
+    ));
+    None
 }
 
 /// `schema` (a skill's input schema) with only its required properties: a small model

@@ -84,8 +84,9 @@ pub struct AgentOptions {
     /// provider's name for it (`gpt-4o`, `llama3.2:1b`): the provider stays the same.
     pub model: Option<String>,
     /// The lead of the skill index's first pick over its second at which a capable
-    /// model is not asked to route: the pick is taken, and the model only writes its
-    /// input (held to the skill's schema). Only a skill that reads is taken this way; one
+    /// model is not asked to route: it is shown that skill alone, says whether the
+    /// message asks for it and writes its input (held to the skill's schema); if it
+    /// declines, the router decides. Only a skill that reads is offered this way; one
     /// that changes something is left to the router. `None`: the router decides always.
     pub decisive_margin: Option<f32>,
 }
@@ -356,18 +357,18 @@ impl Agent {
             Routing::fallback()
         } else if self.provider.traits().small {
             self.route_small(ctx, message).await
-        } else if let Some((skill, score)) = decisive {
-            intent::route_to(
-                ctx,
-                self.provider.as_ref(),
-                self.chat_options(),
-                message,
-                &skill,
-                score,
-            )
-            .await
         } else {
-            intent::recognize(ctx, message, history, &candidates, &recalled).await
+            let taken = match decisive {
+                Some((skill, score)) => {
+                    let (provider, options) = (self.provider.as_ref(), self.chat_options());
+                    intent::take_pick(ctx, provider, options, message, &skill, score).await
+                }
+                None => None,
+            };
+            match taken {
+                Some(routing) => routing,
+                None => intent::recognize(ctx, message, history, &candidates, &recalled).await,
+            }
         };
         let turn = Turn {
             system: &system,

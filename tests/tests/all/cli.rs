@@ -480,8 +480,8 @@ fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
 
     let script = home.path().join("script.json");
     // The skill index's first pick is clear (and only reads): the model is not asked to
-    // route, only to write calculate's input, then to answer.
-    let input = json!({ "expression": "sqrt(144) + 10" });
+    // route, only to take calculate and write its input, then to answer.
+    let input = json!({ "use_tool": true, "input": { "expression": "sqrt(144) + 10" } });
     std::fs::write(
         &script,
         json!({ "responses": [input.to_string(), "It is 22."] }).to_string(),
