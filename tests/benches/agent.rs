@@ -13,11 +13,10 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group};
 use evo_host::agent::Agent;
-use evo_host::llm::scripted::ScriptedProvider;
+use evo_host::agent::AgentOptions;
 use evo_host::llm::{
     ChatOptions, EventStream, LlmEvent, LlmProvider, Message, Role, collect, event_channel,
 };
@@ -26,28 +25,67 @@ use evo_host::skill::kernel::Kernel;
 use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::observe::events::{EventSink, RunEvent};
 use evo_host::tools::BuiltinTools;
-use evo_tests::catalogue::{catalogue, generated_skill, shortlisting_agent};
+use evo_tests::catalogue::{catalogue, generated_skill, indexed_agent};
 use evo_tests::figures::Recorder;
 use serde_json::json;
 
+const MULTI: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"multi_skill","skills":[]}}"#;
 const ROUTING: &str = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"single_skill","skills":[{"name":"calculate","input":{"expression":"sqrt(144) + 10"},"reason":"math"}]}}"#;
 
-/// A model that answers instantly and forever: the routing, then the answer, in turn.
-/// Its cost (a channel and two events) is the floor's.
-#[derive(Debug, Default)]
-struct Alternating(AtomicUsize);
+/// The input the model writes when it takes `calculate`, the index's decisive pick.
+const TAKEN: &str = r#"{"use_tool":true,"input":{"expression":"sqrt(144) + 10"}}"#;
 
-impl LlmProvider for Alternating {
-    fn describe(&self) -> String {
-        "bench:alternating".into()
+/// A model that answers instantly and forever, each request by its kind: the router's
+/// with `routing`, the one offering the index's decisive pick with [`TAKEN`], any other
+/// with the answer. Its cost (a look at the request, a channel and two events) is the
+/// floor's. With `record`, it keeps every request.
+#[derive(Debug)]
+struct Instant {
+    routing: &'static str,
+    record: Option<std::sync::Mutex<Vec<(Vec<Message>, ChatOptions)>>>,
+}
+
+impl Instant {
+    fn new(routing: &'static str) -> Self {
+        Self {
+            routing,
+            record: None,
+        }
     }
 
-    fn chat(&self, _: Vec<Message>, _: ChatOptions) -> EventStream {
-        let text = if self.0.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
-            ROUTING
-        } else {
-            "It is 22."
+    fn recording(routing: &'static str) -> Self {
+        Self {
+            routing,
+            record: Some(std::sync::Mutex::default()),
+        }
+    }
+
+    fn requests(&self) -> Vec<(Vec<Message>, ChatOptions)> {
+        self.record
+            .as_ref()
+            .map(|r| r.lock().expect("lock").clone())
+            .unwrap_or_default()
+    }
+}
+
+impl LlmProvider for Instant {
+    fn describe(&self) -> String {
+        "bench:instant".into()
+    }
+
+    fn chat(&self, messages: Vec<Message>, options: ChatOptions) -> EventStream {
+        let properties = options
+            .output_schema
+            .as_ref()
+            .and_then(|s| s.get("properties"));
+        let text = match properties {
+            Some(p) if p.get("routing").is_some() => self.routing,
+            Some(p) if p.get("use_tool").is_some() => TAKEN,
+            _ => "It is 22.",
         };
+        if let Some(record) = &self.record {
+            record.lock().expect("lock").push((messages, options));
+        }
         let (tx, rx) = event_channel();
         let _ = tx.try_send(LlmEvent::Token {
             content: text.to_owned(),
@@ -59,8 +97,7 @@ impl LlmProvider for Alternating {
     }
 }
 
-/// Runs `agent` once and checks it: the answer, the router's call, and `calculate`
-/// called with success.
+/// Runs `agent` once and checks it: the answer, and `calculate` called with success.
 fn check_run(rt: &tokio::runtime::Runtime, agent: &Agent) {
     let results = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = {
@@ -76,12 +113,13 @@ fn check_run(rt: &tokio::runtime::Runtime, agent: &Agent) {
         .block_on(agent.run("what is sqrt(144) + 10?", sink))
         .expect("runs");
     assert_eq!(outcome.response, "It is 22.");
+    // Routed by the router, or taken without it where the index's pick is decisive:
+    // either way `calculate` answers.
+    let results = results.lock().expect("lock");
     assert_eq!(
-        *results.lock().expect("lock"),
-        [
-            ("intent_recognize".to_owned(), None),
-            ("calculate".to_owned(), Some(22.0))
-        ]
+        results.last(),
+        Some(&("calculate".to_owned(), Some(22.0))),
+        "{results:?}"
     );
 }
 
@@ -105,11 +143,11 @@ fn run_overhead(c: &mut Criterion) {
         .expect("builtins");
     let agent = Agent::new(
         Kernel::new(registry).with_memory(memory.clone()),
-        Arc::new(Alternating::default()),
+        Arc::new(Instant::new(ROUTING)),
     )
     .expect("agent")
     .with_memory(memory);
-    let floor = Alternating::default();
+    let floor = Instant::new(ROUTING);
     check_run(&rt, &agent);
 
     let mut group = c.benchmark_group("agent_run");
@@ -155,7 +193,7 @@ fn run_overhead(c: &mut Criterion) {
     let memory = Arc::new(MemoryManager::open(dir.path()).expect("memory"));
     let big = Agent::new(
         Kernel::new(registry).with_memory(memory.clone()),
-        Arc::new(Alternating::default()),
+        Arc::new(Instant::new(ROUTING)),
     )
     .expect("agent")
     .with_memory(memory)
@@ -232,67 +270,118 @@ fn tokens(_: &mut Criterion) {
     for total in [60usize, 1_000] {
         let (registry, generated) = catalogue(total);
         let memory_dir = tempfile::tempdir().expect("tempdir");
-        // One run with a shortlist of `shortlist`, the router answering `routing`: the
-        // requests the model got.
-        let run_once = |shortlist: usize, routing: &str, message: &str| {
-            let provider = ScriptedProvider::from_json(
-                "bench",
-                &json!({ "responses": [routing, "It is 22."] }).to_string(),
-            )
-            .expect("script");
-            let agent =
-                shortlisting_agent(&registry, provider.clone(), shortlist, memory_dir.path());
+        // One run of `message` with `options`, the router answering `routing`: every
+        // request the model got.
+        let run_once = |options: AgentOptions, routing: &'static str, message: &str| {
+            let provider = Arc::new(Instant::recording(routing));
+            let agent = indexed_agent(&registry, provider.clone(), options, memory_dir.path());
             rt.block_on(agent.run(message, EventSink::new(|_| {})))
                 .expect("runs");
             provider.requests()
         };
-        // Each strategy against itself: the same router answer and the same answer path,
-        // with every skill offered and with the shortlist. A `single_skill` answer never
-        // carries tools, so comparing it with a `multi_skill` baseline (whose answer
-        // carries every tool) would count tools it never sends as saved.
-        let multi = r#"{"intents":[{"name":"ask_question","confidence":0.9}],"routing":{"strategy":"multi_skill","skills":[]}}"#;
-        for (strategy, routing) in [("single_skill", ROUTING), ("multi_skill", multi)] {
-            let mut baseline = 0;
-            for (label, shortlist) in [
-                ("every skill offered", usize::MAX),
-                ("shortlist", evo_host::agent::DEFAULT_SHORTLIST),
-            ] {
-                let requests = run_once(shortlist, routing, "what is sqrt(144) + 10?");
-                let router = request_bytes(&requests[0].0, &requests[0].1);
-                let answer = request_bytes(&requests[1].0, &requests[1].1);
-                if baseline == 0 {
-                    baseline = router + answer;
-                }
-                let saved = 100.0 * (1.0 - (router + answer) as f64 / baseline as f64);
-                println!(
-                    "tokens, {total} skills, {strategy}, {label}: router {router} B, answer {answer} B (tools: {}), total {} B, saved {saved:.1} % against {strategy} with every skill offered",
-                    requests[1].1.tools.len(),
-                    router + answer,
-                );
-                let key = format!(
-                    "bytes-{total}-{strategy}-{}",
-                    if shortlist == usize::MAX {
-                        "all"
-                    } else {
-                        "shortlist"
-                    }
-                );
-                rec.value(&key, (router + answer) as f64, "B");
-                rec.value(&format!("{key}-router"), router as f64, "B");
-                if shortlist != usize::MAX {
-                    rec.value(&format!("saved-{total}-{strategy}"), saved, "%");
-                }
-            }
+        let bytes = |requests: &[(Vec<Message>, ChatOptions)]| -> usize {
+            requests.iter().map(|(m, o)| request_bytes(m, o)).sum()
+        };
+        // The baseline: the router decides, shown every skill (no progressive
+        // disclosure). Evo: the shortlist, and no router request where the index's pick
+        // is decisive (the model, shown that skill alone, takes it).
+        let every_skill = AgentOptions {
+            shortlist: usize::MAX,
+            decisive_margin: None,
+            ..AgentOptions::default()
+        };
+        // Each strategy against itself: the same router answer and the same answer
+        // path. A `single_skill` answer never carries tools, so comparing it with a
+        // `multi_skill` baseline (whose answer carries every tool) would count tools it
+        // never sends as saved.
+        for (strategy, routing) in [("single_skill", ROUTING), ("multi_skill", MULTI)] {
+            let all = run_once(every_skill.clone(), routing, "what is sqrt(144) + 10?");
+            let evo = run_once(AgentOptions::default(), routing, "what is sqrt(144) + 10?");
+            let (baseline, spent) = (bytes(&all), bytes(&evo));
+            let router = request_bytes(&all[0].0, &all[0].1);
+            let saved = 100.0 * (1.0 - spent as f64 / baseline as f64);
+            println!(
+                "tokens, {total} skills, {strategy}: every skill offered {baseline} B (router {router} B) in {} requests; Evo {spent} B in {} requests; saved {saved:.1} %",
+                all.len(),
+                evo.len(),
+            );
+            rec.value(
+                &format!("bytes-{total}-{strategy}-all"),
+                baseline as f64,
+                "B",
+            );
+            rec.value(
+                &format!("bytes-{total}-{strategy}-all-router"),
+                router as f64,
+                "B",
+            );
+            rec.value(
+                &format!("bytes-{total}-{strategy}-shortlist"),
+                spent as f64,
+                "B",
+            );
+            rec.value(&format!("saved-{total}-{strategy}"), saved, "%");
         }
+        // A message the index is not decisive about (a paraphrase): the router decides,
+        // shown the shortlist.
+        let undecided = evo_tests::catalogue::PARAPHRASES[0].1;
+        let all = run_once(every_skill.clone(), ROUTING, undecided);
+        let evo = run_once(AgentOptions::default(), ROUTING, undecided);
+        let is_router = |(_, o): &(Vec<Message>, ChatOptions)| {
+            o.output_schema
+                .as_ref()
+                .is_some_and(|s| s["properties"].get("routing").is_some())
+        };
+        assert!(is_router(&evo[0]), "the router decides {undecided:?}");
+        let saved = 100.0 * (1.0 - bytes(&evo) as f64 / bytes(&all) as f64);
+        rec.value(
+            &format!("bytes-{total}-undecided-shortlist"),
+            bytes(&evo) as f64,
+            "B",
+        );
+        rec.value(&format!("saved-{total}-undecided"), saved, "%");
+        println!(
+            "tokens, {total} skills, a message the index is not decisive about ({undecided:?}): every skill offered {} B, Evo {} B, saved {saved:.1} %",
+            bytes(&all),
+            bytes(&evo)
+        );
+        // How often the index is decisive on the scenario messages, and how often
+        // rightly: the model is offered the pick alone.
+        let mut decisive = 0;
+        let mut right = 0;
         // Routing accuracy's precondition: the skill a message asks for is shown.
         let scenarios: Vec<usize> = (0..generated).step_by((generated / 40).max(1)).collect();
         let mut shown = 0;
+        let router_only = AgentOptions {
+            decisive_margin: None,
+            ..AgentOptions::default()
+        };
         for &i in &scenarios {
             let (name, _, message) = generated_skill(i);
-            let requests = run_once(evo_host::agent::DEFAULT_SHORTLIST, multi, &message);
+            let requests = run_once(router_only.clone(), MULTI, &message);
             let offered = &requests[1].1.tools;
             shown += usize::from(offered.iter().any(|t| t.name == name));
+            let first = &run_once(AgentOptions::default(), MULTI, &message)[0];
+            if !is_router(first) {
+                decisive += 1;
+                let prompt: String = first.0.iter().map(|m| m.joined_text()).collect();
+                right += usize::from(prompt.starts_with(&format!("Tool {name}:")));
+            }
         }
+        rec.value(
+            &format!("decisive-{total}"),
+            100.0 * decisive as f64 / scenarios.len() as f64,
+            "%",
+        );
+        rec.value(
+            &format!("decisive-right-{total}"),
+            100.0 * right as f64 / decisive.max(1) as f64,
+            "%",
+        );
+        println!(
+            "tokens, {total} skills: the index decisive for {decisive} of {} scenario messages, rightly for {right}",
+            scenarios.len()
+        );
         rec.value(
             &format!("shown-{total}"),
             100.0 * shown as f64 / scenarios.len() as f64,

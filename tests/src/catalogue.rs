@@ -118,19 +118,38 @@ pub fn skill_index(dir: &Path) -> SkillIndex {
 }
 
 /// An agent over `registry` thinking with `provider`, offering the router `shortlist`
-/// skills ranked by the skill index in `index_dir` (brought up to date).
+/// skills ranked by the skill index in `index_dir` (brought up to date); the router
+/// decides every message (no decisive pick is taken without it: what the router
+/// benches measure).
 pub fn shortlisting_agent(
     registry: &Arc<SkillTable>,
     provider: Arc<dyn LlmProvider>,
     shortlist: usize,
     index_dir: &Path,
 ) -> Agent {
+    indexed_agent(
+        registry,
+        provider,
+        AgentOptions {
+            shortlist,
+            decisive_margin: None,
+            ..AgentOptions::default()
+        },
+        index_dir,
+    )
+}
+
+/// An agent over `registry` thinking with `provider`, run with `options`, ranking
+/// skills with the skill index in `index_dir` (brought up to date).
+pub fn indexed_agent(
+    registry: &Arc<SkillTable>,
+    provider: Arc<dyn LlmProvider>,
+    options: AgentOptions,
+    index_dir: &Path,
+) -> Agent {
     Agent::new(Kernel::new(registry.clone()), provider)
         .expect("agent")
-        .with_options(AgentOptions {
-            shortlist,
-            ..AgentOptions::default()
-        })
+        .with_options(options)
         .with_skill_index(skill_index(index_dir))
         .expect("index syncs")
 }

@@ -269,6 +269,31 @@ fn required_only(schema: &Value) -> Value {
     schema
 }
 
+/// Characters of a skill's description the router is shown at most.
+const ROUTER_DESCRIPTION_CHARS: usize = 160;
+
+/// What the router is shown of a skill's description: its first sentence (what the
+/// skill does; the rest says how to call it, which the tool's own definition says when
+/// it is offered), at most [`ROUTER_DESCRIPTION_CHARS`] characters.
+fn first_sentence(description: &str) -> String {
+    // A sentence ends at a full stop before a capital: `e.g. \`sqrt\`` goes on.
+    let end = description
+        .match_indices(". ")
+        .map(|(i, _)| i + 1)
+        .find(|&i| {
+            description[i..]
+                .trim_start()
+                .starts_with(char::is_uppercase)
+        })
+        .unwrap_or(description.len());
+    let first = description[..end].trim();
+    if first.chars().count() <= ROUTER_DESCRIPTION_CHARS {
+        return first.to_owned();
+    }
+    let cut: String = first.chars().take(ROUTER_DESCRIPTION_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
 /// Registers `intent_recognize` in `registry`.
 pub fn register(registry: &SkillTable) -> Result<()> {
     let meta = SkillMeta::from_json(SKILL_JSON).map_err(|problems| Error::InvalidManifest {
@@ -293,7 +318,7 @@ pub async fn recognize(
 ) -> Routing {
     let available: Vec<Value> = candidates
         .iter()
-        .map(|t| json!({ "name": t.name, "description": t.description }))
+        .map(|t| json!({ "name": t.name, "description": first_sentence(&t.description) }))
         .collect();
     let mut input = json!({ "message": message, "available_skills": available });
     if !recalled.is_empty() {
@@ -316,5 +341,22 @@ pub async fn recognize(
             ctx.log(&format!("intent_recognize failed ({e}); using multi_skill"));
             Routing::fallback()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_router_is_shown_a_descriptions_first_sentence() {
+        use super::first_sentence;
+        assert_eq!(
+            first_sentence(
+                "Evaluates an arithmetic expression exactly, e.g. `sqrt(144) + 10` → 22. Use it instead of doing arithmetic in your head."
+            ),
+            "Evaluates an arithmetic expression exactly, e.g. `sqrt(144) + 10` → 22."
+        );
+        assert_eq!(first_sentence("Counts words"), "Counts words");
+        let long = first_sentence(&"word ".repeat(100));
+        assert!(long.ends_with('…') && long.chars().count() <= super::ROUTER_DESCRIPTION_CHARS);
     }
 }

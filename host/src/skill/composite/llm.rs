@@ -76,7 +76,8 @@ pub struct LlmExecutor {
     model: Option<String>,
     prompt: Template,
     schema: Schema,
-    /// The output schema as written, for providers that constrain their output to it.
+    /// The output schema as written (without its descriptions for a terse schema), for
+    /// providers that constrain their output to it.
     output: Value,
     /// The system message: the same for every call.
     system: String,
@@ -115,6 +116,8 @@ impl LlmExecutor {
         let mut terse = meta.output.clone();
         strip_descriptions(&mut terse);
         self.system = system_message(&meta.name, &terse);
+        // The schema a provider constrains the answer to goes without them too.
+        self.output = terse;
         self
     }
 
