@@ -160,21 +160,15 @@ pub async fn route_to(
         output_schema: Some(required_only(&tool.parameters)),
         ..options
     };
-    let answer = collect(
-        provider.chat(vec![Message::text(Role::User, prompt)], options),
-        |_| {},
-    )
-    .await;
-    let why = match answer.map(|a| serde_json::from_str::<Value>(&a.text)) {
-        Ok(Ok(input)) => {
+    let why = match ask_json(provider, prompt, options).await {
+        Ok(input) => {
             return Routing::single(
                 &tool.name,
                 input,
                 format!("the skill index ranks it first for the message ({score:.2})"),
             );
         }
-        Ok(Err(e)) => format!("what the model wrote is not JSON ({e})"),
-        Err(e) => format!("the model wrote nothing usable ({e})"),
+        Err(why) => why,
     };
     ctx.log(&format!("no input for {}: {why}", tool.name));
     // The description's first sentence says what the tool needs.
@@ -188,6 +182,25 @@ pub async fn route_to(
         "I could not do it: {} looked like the tool for this, but the local model could not write its input. Say it with the details the tool needs ({}: {needs})",
         tool.name, tool.name
     ))
+}
+
+/// The model's answer to `prompt` (one user message) under `options`, read as JSON; what
+/// went wrong otherwise.
+async fn ask_json(
+    provider: &dyn LlmProvider,
+    prompt: String,
+    options: ChatOptions,
+) -> std::result::Result<Value, String> {
+    let answer = collect(
+        provider.chat(vec![Message::text(Role::User, prompt)], options),
+        |_| {},
+    )
+    .await;
+    match answer.map(|a| serde_json::from_str::<Value>(&a.text)) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(format!("what the model wrote is not JSON ({e})")),
+        Err(e) => Err(format!("the model wrote nothing usable ({e})")),
+    }
 }
 
 /// Tokens a capable model may spend on the input of the skill the index picked.
@@ -220,13 +233,8 @@ pub async fn take_pick(
         })),
         ..options
     };
-    let answer = collect(
-        provider.chat(vec![Message::text(Role::User, prompt)], options),
-        |_| {},
-    )
-    .await;
-    let why = match answer.map(|a| serde_json::from_str::<Value>(&a.text)) {
-        Ok(Ok(pick)) if pick["use_tool"] == true => {
+    let why = match ask_json(provider, prompt, options).await {
+        Ok(pick) if pick["use_tool"] == true => {
             return Some(Routing::single(
                 &tool.name,
                 pick.get("input").cloned().unwrap_or_else(|| json!({})),
@@ -235,12 +243,11 @@ pub async fn take_pick(
                 ),
             ));
         }
-        Ok(Ok(pick)) if pick["use_tool"] == false => {
+        Ok(pick) if pick["use_tool"] == false => {
             "the model says the message does not ask for it".to_owned()
         }
-        Ok(Ok(_)) => "the model's answer has no use_tool".to_owned(),
-        Ok(Err(e)) => format!("what the model wrote is not JSON ({e})"),
-        Err(e) => format!("the model wrote nothing usable ({e})"),
+        Ok(_) => "the model's answer has no use_tool".to_owned(),
+        Err(why) => why,
     };
     ctx.log(&format!(
         "{} not taken: {why}; routing the message",
