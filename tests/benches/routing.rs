@@ -30,6 +30,7 @@ const PATHS: &[&str] = &[
     "host/src/retrieval",
     "host/src/memory/minilm.rs",
     "host/src/agent/rank.rs",
+    "host/src/agent/mod.rs",
     "tests/src/routing.rs",
     "tests/benches/routing.rs",
 ];
