@@ -251,10 +251,11 @@ fn state_change(old: &[Word], new: &[Word], cue: bool) -> Option<(Vec<Word>, Vec
     let start = old.iter().position(|w| !is_cue(w))?;
     let subject = &old[start];
     let at = new.iter().position(|w| w.key == subject.key)?;
-    // A name right after it is part of it: `Project Meridian` is not `Project Atlas`.
+    // A name or a number right after it is part of it: `Project Meridian` is not
+    // `Project Atlas`, `Service 12` is not `Service 13`.
     let named = old[start + 1..]
         .iter()
-        .take_while(|w| w.kind == Some(Kind::Name));
+        .take_while(|w| matches!(w.kind, Some(Kind::Name | Kind::Number)));
     if named.clone().any(|w| !new.iter().any(|x| x.key == w.key)) {
         return None;
     }

@@ -180,6 +180,14 @@ fn a_change_of_another_attribute_or_subject_keeps_both() {
             "Project Meridian is now due November 13",
             "Project Atlas is now due November 11",
         ),
+        (
+            "Service 12 listens on port 7012",
+            "Service 13 listens on port 7013",
+        ),
+        (
+            "Step 39: w5dec25 w6cfebd wcc2800",
+            "Step 46: w7e78df wa753ee w4f26c9",
+        ),
         // An earlier change of another subject.
         (
             "We switched the gateway service over to port 9003",
