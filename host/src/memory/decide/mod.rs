@@ -24,8 +24,9 @@
 //!   `Alice moved to Porto last month`, `The billing service listens on port 8000` →
 //!   `We switched the billing service over to port 9000`). The attribute is the same
 //!   when the words the old text loses are none, or the two share a second word besides
-//!   the subject, or a lost word and a word of the new text name one attribute
-//!   ([`ATTRIBUTES`]: `lives` and `moved`, `works` and `joined`, `deadline` and `due`);
+//!   the subject, or a lost word and a word of the new text name one attribute (the
+//!   lists of `decide/lexicon.rs`: `lives` and `moved`, `works` and `joined`,
+//!   `deadline` and `due`);
 //!   and every word the new text adds must be the change's own (a cue, a word of the
 //!   same attribute, a time such as `last month`, or the subject's title: `Project
 //!   Atlas`). So `Alice joined the Porto office` does not replace where Alice lives,
