@@ -520,6 +520,44 @@ fn agent_run_streams_the_answer_and_says_how_to_configure_a_model() {
 }
 
 #[test]
+fn through_evo_a_skill_that_writes_is_never_taken_without_the_router() {
+    // "0 dangerous tool runs": however clear the index's pick, a skill that changes
+    // something is the router's to choose. Here every lead is clear (evo.toml), and the
+    // message is `write`'s own description; had it been offered alone, the script's one
+    // answer (the router's) would not take it, and the router would find the script
+    // exhausted.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[agent]\ndecisive_margin = 0.000001\n",
+    )
+    .unwrap();
+    let script = home.path().join("script.json");
+    let routing = json!({ "intents": [], "routing": { "strategy": "direct_answer",
+        "direct_response": "Not without asking." } });
+    std::fs::write(
+        &script,
+        json!({ "responses": [routing.to_string()] }).to_string(),
+    )
+    .unwrap();
+    let out = evo_tests::cli::command(
+        home.path(),
+        &[
+            "agent",
+            "run",
+            "Creates a file in the project with the given content, or replaces one: notes.txt",
+        ],
+    )
+    .env("EVO_LLM", format!("scripted:{}", script.display()))
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Not without asking.\n");
+    assert!(!stderr(&out).contains("→ write"), "{}", stderr(&out));
+    assert!(!home.path().join("notes.txt").exists());
+}
+
+#[test]
 fn agent_chat_keeps_the_conversation_between_turns() {
     use std::io::Write as _;
 

@@ -131,6 +131,11 @@ fn a_grant_the_operator_misspelt_or_mistyped_runs_nothing() {
             "grants.hosts",
             "expected a list of strings, e.g. [\"…\"], found a string",
         ),
+        (
+            "[agent]\ndecisive_margin = 0.0\n",
+            "agent.decisive_margin",
+            "0 is out of range; use more than 0 and at most 1 (or decisive_routing = false to always ask the model)",
+        ),
     ] {
         std::fs::write(&file, text).unwrap();
         let out = evo(

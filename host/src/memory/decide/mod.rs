@@ -40,6 +40,9 @@
 
 mod lexicon;
 
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
 use crate::retrieval::embed::stem;
 
 /// How a new text relates to one stored entry.
@@ -232,12 +235,29 @@ fn announces_change(text: &str) -> bool {
         || words.windows(2).any(|pair| pair == ["these", "days"])
 }
 
+/// The words of a change as keys, made once: [`CHANGE_CUES`] and [`CHANGE_WORDS`]
+/// together, and each list of [`ATTRIBUTES`].
+struct ChangeKeys {
+    cues: HashSet<String>,
+    attributes: Vec<HashSet<String>>,
+}
+
+static CHANGE_KEYS: LazyLock<ChangeKeys> = LazyLock::new(|| {
+    let keys = |words: &[&str]| words.iter().map(|w| normalise(w)).collect::<HashSet<_>>();
+    let mut cues = keys(CHANGE_CUES);
+    cues.extend(keys(CHANGE_WORDS));
+    ChangeKeys {
+        cues,
+        attributes: ATTRIBUTES.iter().map(|family| keys(family)).collect(),
+    }
+});
+
 /// Whether two keys name one attribute ([`ATTRIBUTES`]).
 fn one_attribute(a: &str, b: &str) -> bool {
-    ATTRIBUTES.iter().any(|family| {
-        let holds = |key: &str| family.iter().any(|w| normalise(w) == key);
-        holds(a) && holds(b)
-    })
+    CHANGE_KEYS
+        .attributes
+        .iter()
+        .any(|family| family.contains(a) && family.contains(b))
 }
 
 /// A change of state (see the module's rules): the values of `old` that `new`
@@ -245,10 +265,7 @@ fn one_attribute(a: &str, b: &str) -> bool {
 fn state_change(old: &[Word], new: &[Word], cue: bool) -> Option<(Vec<Word>, Vec<Word>)> {
     // The subject: the first word that is not the announcement of an earlier change
     // (`We switched the gateway service …` is about the gateway).
-    let is_cue = |w: &Word| {
-        CHANGE_CUES.iter().any(|c| normalise(c) == w.key)
-            || CHANGE_WORDS.iter().any(|c| normalise(c) == w.key)
-    };
+    let is_cue = |w: &Word| CHANGE_KEYS.cues.contains(&w.key);
     let start = old.iter().position(|w| !is_cue(w))?;
     let subject = &old[start];
     let at = new.iter().position(|w| w.key == subject.key)?;
