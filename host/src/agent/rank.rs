@@ -82,13 +82,13 @@ impl Agent {
             limit = limit.min(SMALL_MODEL_SHORTLIST);
         }
         let margin = self.options.decisive_margin.filter(|_| !small);
-        if skills.len() <= limit && margin.is_none() {
-            return (
-                skills.iter().map(|s| s.to_tool_definition()).collect(),
-                None,
-            );
-        }
-        let ranked = self.ranked(message, &skills, limit.max(2));
+        let all_fit = skills.len() <= limit;
+        // Ranked when not every skill fits, or to see whether the first pick is decisive.
+        let ranked = if all_fit && margin.is_none() {
+            Vec::new()
+        } else {
+            self.ranked(message, &skills, limit.max(2))
+        };
         let decisive = margin.and_then(|margin| {
             let &(first, score) = ranked.first()?;
             let second = ranked.get(1).map_or(0.0, |r| r.1);
@@ -96,17 +96,16 @@ impl Agent {
             (score - second >= margin && skill.permission() <= Permission::ReadOnly)
                 .then(|| (skill.clone(), score))
         });
-        if skills.len() <= limit {
-            return (
-                skills.iter().map(|s| s.to_tool_definition()).collect(),
-                decisive,
-            );
-        }
-        let mut chosen: Vec<usize> = ranked.into_iter().take(limit).map(|(i, _)| i).collect();
-        // Skills nothing pointed to fill the remaining places, in name order (the
-        // registry lists by name).
-        let rest: Vec<usize> = (0..skills.len()).filter(|i| !chosen.contains(i)).collect();
-        chosen.extend(rest.into_iter().take(limit.saturating_sub(chosen.len())));
+        let chosen: Vec<usize> = if all_fit {
+            (0..skills.len()).collect()
+        } else {
+            let mut chosen: Vec<usize> = ranked.into_iter().take(limit).map(|(i, _)| i).collect();
+            // Skills nothing pointed to fill the remaining places, in name order (the
+            // registry lists by name).
+            let rest: Vec<usize> = (0..skills.len()).filter(|i| !chosen.contains(i)).collect();
+            chosen.extend(rest.into_iter().take(limit.saturating_sub(chosen.len())));
+            chosen
+        };
         let definitions = chosen
             .into_iter()
             .map(|i| skills[i].to_tool_definition())
