@@ -25,6 +25,7 @@ pub struct Manifest {
     category: String,
     version: Option<String>,
     tags: Vec<String>,
+    requests: Vec<String>,
     author: Option<String>,
     timeout_ms: Option<u64>,
     retry: u32,
@@ -47,6 +48,7 @@ impl Manifest {
             category: "general".to_owned(),
             version: None,
             tags: Vec::new(),
+            requests: Vec::new(),
             author: None,
             timeout_ms: None,
             retry: 0,
@@ -75,6 +77,19 @@ impl Manifest {
         S: Into<String>,
     {
         self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// A few things a user might say when they want the skill, in their own words
+    /// (`"how long would this take to read?"`), up to 8 of at most 200 characters: the
+    /// host's skill index ranks a message by the closest of these and the description,
+    /// so the skill is found for words its description does not use.
+    pub fn requests<I, S>(mut self, requests: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.requests = requests.into_iter().map(Into::into).collect();
         self
     }
 
@@ -186,6 +201,7 @@ impl Manifest {
                     .unwrap_or_else(|| crate_version.to_owned()),
             ),
             tags: self.tags.clone(),
+            requests: self.requests.clone(),
             author: self.author.clone(),
             timeout: self.timeout_ms,
             retry: Some(self.retry),
@@ -229,6 +245,7 @@ mod tests {
         assert_eq!(value["input"]["properties"]["expression"]["type"], "string");
         assert_eq!(value["input"]["required"], json!(["expression"]));
         assert!(value.get("timeout").is_none());
+        assert!(value.get("requests").is_none());
         assert_eq!(value["capabilities"], json!({}));
     }
 

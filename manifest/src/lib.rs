@@ -57,6 +57,12 @@ pub struct SkillManifest {
     /// Free-form tags (`readonly`, `destructive`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// A few things a user might say when they want this skill, in their words ("how
+    /// long would this take to read?"): the skill index ranks a message by the closest of
+    /// these and the description, so a skill is found for words its description does
+    /// not use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<String>,
     /// Who wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
@@ -89,6 +95,7 @@ impl SkillManifest {
             output: Value::Null,
             version: None,
             tags: Vec::new(),
+            requests: Vec::new(),
             author: None,
             timeout: None,
             retry: None,

@@ -489,13 +489,7 @@ pub fn index(
         .filter(|s| s.is_exposed())
         .collect();
     index
-        .sync(skills.iter().map(|s| {
-            (
-                s.meta.name.as_str(),
-                s.meta.description.as_str(),
-                s.meta.tags.as_slice(),
-            )
-        }))
+        .sync(skills.iter().map(|s| (&s.meta).into()))
         .expect("indexes");
     index
 }

@@ -167,13 +167,7 @@ impl Agent {
             .into_iter()
             .filter(|s| s.is_exposed())
             .collect();
-        let updated = index.sync(skills.iter().map(|s| {
-            (
-                s.meta.name.as_str(),
-                s.meta.description.as_str(),
-                s.meta.tags.as_slice(),
-            )
-        }))?;
+        let updated = index.sync(skills.iter().map(|s| (&s.meta).into()))?;
         if updated > 0 {
             tracing::debug!(updated, "skill index brought up to date");
         }

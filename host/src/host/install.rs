@@ -41,13 +41,8 @@ impl Host {
             Ok(package) => {
                 if package.plain {
                     // Each function is a skill of its own to find (`evo skill search`).
-                    self.skill_index()?.sync(package.skills.iter().map(|s| {
-                        (
-                            s.meta.name.as_str(),
-                            s.meta.description.as_str(),
-                            s.meta.tags.as_slice(),
-                        )
-                    }))?;
+                    self.skill_index()?
+                        .sync(package.skills.iter().map(|s| (&s.meta).into()))?;
                 }
                 package
                     .skills

@@ -1,6 +1,12 @@
-//! The skill index: installed skills' names, tags and
-//! descriptions in `evo.db`, searchable by keywords (FTS5) and meaning (embeddings),
-//! fused as the memory kernel fuses them ([`rank::fuse`]).
+//! The skill index: installed skills' names, tags, descriptions and requests in
+//! `evo.db`, searchable by keywords (FTS5) and meaning (embeddings), fused as the memory
+//! kernel fuses them ([`rank::fuse`]).
+//!
+//! A skill's meaning is several vectors: its name, description and tags as one text, and
+//! each of its requests (what a user might say when they want it) on its own. A message
+//! scores the cosine of the closest of them, so "how long would this take to read?"
+//! finds a skill whose description says "estimates reading time" through a request
+//! worded like it, and one sentence of a skill never dilutes another.
 
 use std::sync::Arc;
 
@@ -12,6 +18,8 @@ use crate::error::Result;
 use crate::retrieval::embed::{Embedder, dot};
 use crate::retrieval::rank;
 use crate::retrieval::{from_blob, to_blob};
+use crate::skill::manifest::SkillMeta;
+use crate::skill::manifest::package::InstallRecord;
 
 /// A skill found for a request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,17 +40,80 @@ pub struct SkillIndex {
     vectors: Option<(i64, Vectors)>,
 }
 
-/// Each indexed skill's name and embedding.
+/// Each indexed skill's name and embeddings, one after the other (see
+/// [`Indexed::texts`]).
 type Vectors = Arc<Vec<(String, Vec<f32>)>>;
 
-/// What is indexed of a skill: its name as words, its description, its tags.
-fn indexed_text(name: &str, description: &str, tags: &[String]) -> String {
-    format!(
-        "{} {} {}",
-        name.replace(['-', '_'], " "),
-        description,
-        tags.join(" ")
-    )
+/// What the index holds of a skill.
+#[derive(Debug, Clone, Copy)]
+pub struct Indexed<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// Its description.
+    pub description: &'a str,
+    /// Its tags.
+    pub tags: &'a [String],
+    /// What a user might say when they want it.
+    pub requests: &'a [String],
+}
+
+impl<'a> From<&'a SkillMeta> for Indexed<'a> {
+    fn from(meta: &'a SkillMeta) -> Self {
+        Self {
+            name: &meta.name,
+            description: &meta.description,
+            tags: &meta.tags,
+            requests: &meta.requests,
+        }
+    }
+}
+
+impl<'a> From<&'a InstallRecord> for Indexed<'a> {
+    fn from(record: &'a InstallRecord) -> Self {
+        Self {
+            name: &record.name,
+            description: &record.description,
+            tags: &record.tags,
+            requests: &record.requests,
+        }
+    }
+}
+
+impl Indexed<'_> {
+    /// The texts embedded, each a vector of its own: the name as words with the
+    /// description and the tags, then each request.
+    fn texts(&self) -> Vec<String> {
+        let main = format!(
+            "{} {} {}",
+            self.name.replace(['-', '_'], " "),
+            self.description,
+            self.tags.join(" ")
+        );
+        std::iter::once(main)
+            .chain(self.requests.iter().cloned())
+            .collect()
+    }
+}
+
+/// A skill as stored: its name, and its texts one per line (what keywords match, and
+/// what tells [`SkillIndex::sync`] that it changed).
+struct Stored {
+    name: String,
+    texts: Vec<String>,
+}
+
+impl From<Indexed<'_>> for Stored {
+    fn from(skill: Indexed<'_>) -> Self {
+        Self {
+            name: skill.name.to_owned(),
+            // A request is one line: a line break in one would split it in two.
+            texts: skill
+                .texts()
+                .into_iter()
+                .map(|t| t.replace(['\n', '\r'], " "))
+                .collect(),
+        }
+    }
 }
 
 impl SkillIndex {
@@ -57,49 +128,54 @@ impl SkillIndex {
         }
     }
 
-    /// Indexes (or re-indexes) skill `name`.
-    pub fn index_skill(&mut self, name: &str, description: &str, tags: &[String]) -> Result<()> {
-        self.write(&[(name.to_owned(), indexed_text(name, description, tags))])
+    /// Indexes (or re-indexes) `skill`.
+    pub fn index_skill(&mut self, skill: Indexed<'_>) -> Result<()> {
+        self.write(&[skill.into()])
     }
 
-    /// Makes sure each of `skills` (name, description, tags) is indexed as it is now,
-    /// embedding only those that are new, changed, or embedded with another model; the
-    /// others are left as they are. Returns how many were (re-)indexed.
-    pub fn sync<'a>(
-        &mut self,
-        skills: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>,
-    ) -> Result<usize> {
+    /// Makes sure each of `skills` is indexed as it is now, embedding only those that
+    /// are new, changed, or embedded with another model; the others are left as they
+    /// are. Returns how many were (re-)indexed.
+    pub fn sync<'a>(&mut self, skills: impl IntoIterator<Item = Indexed<'a>>) -> Result<usize> {
         let model = self.embedder.model();
         let current: std::collections::HashMap<String, (String, String)> = self.db.read(|c| {
             let mut q = c.prepare("SELECT name, text, model FROM skill_index")?;
             let rows = q.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
             rows.collect()
         })?;
-        let stale: Vec<(String, String)> = skills
+        let stale: Vec<Stored> = skills
             .into_iter()
-            .map(|(name, description, tags)| {
-                (name.to_owned(), indexed_text(name, description, tags))
-            })
-            .filter(|(name, text)| {
+            .map(Stored::from)
+            .filter(|skill| {
                 current
-                    .get(name)
-                    .is_none_or(|(t, m)| t != text || *m != model)
+                    .get(&skill.name)
+                    .is_none_or(|(t, m)| *t != skill.texts.join("\n") || *m != model)
             })
             .collect();
         self.write(&stale)?;
         Ok(stale.len())
     }
 
-    fn write(&mut self, skills: &[(String, String)]) -> Result<()> {
+    fn write(&mut self, skills: &[Stored]) -> Result<()> {
         if skills.is_empty() {
             return Ok(());
         }
         self.vectors = None;
-        let texts: Vec<&str> = skills.iter().map(|(_, text)| text.as_str()).collect();
-        let vectors = self.embedder.embed(&texts)?;
+        let texts: Vec<&str> = skills
+            .iter()
+            .flat_map(|s| s.texts.iter().map(String::as_str))
+            .collect();
+        let mut vectors = self.embedder.embed(&texts)?.into_iter();
         let model = self.embedder.model();
+        let rows: Vec<(&str, String, Vec<f32>)> = skills
+            .iter()
+            .map(|s| {
+                let vector = vectors.by_ref().take(s.texts.len()).flatten().collect();
+                (s.name.as_str(), s.texts.join("\n"), vector)
+            })
+            .collect();
         self.db.transaction(|tx| {
-            for ((name, text), vector) in skills.iter().zip(&vectors) {
+            for (name, text, vector) in &rows {
                 tx.execute("DELETE FROM skill_index_fts WHERE name = ?1", [name])?;
                 tx.execute("INSERT INTO skill_index_fts (name, text) VALUES (?1, ?2)", params![name, text])?;
                 tx.execute(
@@ -208,11 +284,16 @@ impl SkillIndex {
         let scored = vectors
             .iter()
             .filter(|(name, _)| keep(name))
-            .map(|(name, embedding)| {
-                let cosine = if embedding.len() == vector.len() {
-                    dot(embedding, &vector)
-                } else {
+            .map(|(name, embeddings)| {
+                // The closest of the skill's vectors; none when they were made by an
+                // embedder of another size.
+                let cosine = if vector.is_empty() || embeddings.len() % vector.len() != 0 {
                     0.0
+                } else {
+                    embeddings
+                        .chunks_exact(vector.len())
+                        .map(|e| dot(e, &vector))
+                        .fold(0.0_f32, f32::max)
                 };
                 (
                     rank::fuse(cosine, keyword.get(name).copied(), best),
@@ -226,5 +307,51 @@ impl SkillIndex {
                 score,
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::embed::HashEmbedder;
+
+    #[test]
+    fn a_message_worded_like_a_request_finds_its_skill() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = SkillIndex::new(Db::open(dir.path()).unwrap(), Arc::new(HashEmbedder));
+        let requests = ["how long would this essay take me to get through?".to_owned()];
+        let skills = [
+            Indexed {
+                name: "text-stats",
+                description: "Counts words and sentences and estimates reading time.",
+                tags: &[],
+                requests: &requests,
+            },
+            Indexed {
+                name: "timer",
+                description: "Tells how long a task took, from its start and end.",
+                tags: &[],
+                requests: &[],
+            },
+        ];
+        assert_eq!(index.sync(skills).unwrap(), 2);
+        assert_eq!(index.sync(skills).unwrap(), 0, "nothing changed");
+        let hits = index
+            .search_skills("how long would my essay take to get through", 2)
+            .unwrap();
+        assert_eq!(hits[0].name, "text-stats", "{hits:?}");
+        assert!(hits[0].score > hits[1].score + 0.2, "{hits:?}");
+
+        // Without the request, its words find the other skill: the request was the way.
+        let [stats, timer] = skills;
+        let bare = Indexed {
+            requests: &[],
+            ..stats
+        };
+        assert_eq!(index.sync([bare, timer]).unwrap(), 1, "a request removed");
+        let hits = index
+            .search_skills("how long would my essay take to get through", 2)
+            .unwrap();
+        assert_eq!(hits[0].name, "timer", "{hits:?}");
     }
 }

@@ -183,6 +183,7 @@ fn legacy_record(dir: &Path, name: &str) -> InstallRecord {
         description: raw.description.unwrap_or_default(),
         version: raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned()),
         tags: raw.tags.unwrap_or_default(),
+        requests: raw.requests.unwrap_or_default(),
         installed_at: old["installedAt"].as_u64().unwrap_or(0),
         updated_at: old["updatedAt"].as_u64().unwrap_or(0),
         digest: old["digest"].as_str().unwrap_or_default().to_owned(),

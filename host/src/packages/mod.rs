@@ -215,7 +215,7 @@ impl SkillManager {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match record {
-            Some(r) => index.index_skill(name, &r.description, &r.tags),
+            Some(r) => index.index_skill(index::Indexed { name, ..r.into() }),
             None => index.remove_package(name),
         }
     }

@@ -546,25 +546,12 @@ async fn the_skill_index_shortlists_skills_and_is_synced_only_where_skills_chang
         registry
             .to_tool_definitions()
             .into_iter()
-            .map(|t| {
-                let meta = &registry.get(&t.name).unwrap().meta;
-                (
-                    meta.name.clone(),
-                    meta.description.clone(),
-                    meta.tags.clone(),
-                )
-            })
+            .map(|t| registry.get(&t.name).unwrap().meta.clone())
             .collect::<Vec<_>>()
     };
     let skills = exposed();
-    let synced = |index: &mut SkillIndex, skills: &[(String, String, Vec<String>)]| {
-        index
-            .sync(
-                skills
-                    .iter()
-                    .map(|(n, d, t)| (n.as_str(), d.as_str(), t.as_slice())),
-            )
-            .unwrap()
+    let synced = |index: &mut SkillIndex, skills: &[evo_host::skill::manifest::SkillMeta]| {
+        index.sync(skills.iter().map(Into::into)).unwrap()
     };
     assert_eq!(synced(&mut index, &skills), 10, "8 skills and 2 built-ins");
     assert_eq!(
@@ -573,8 +560,10 @@ async fn the_skill_index_shortlists_skills_and_is_synced_only_where_skills_chang
         "nothing changed, nothing embedded"
     );
     let mut changed = skills.clone();
-    changed[0].1 = "Something else entirely.".into();
+    changed[0].description = "Something else entirely.".into();
     assert_eq!(synced(&mut index, &changed), 1);
+    changed[1].requests = vec!["will I need an umbrella tomorrow?".into()];
+    assert_eq!(synced(&mut index, &changed), 1, "a request added");
 
     let script = json!({ "responses": [routing(json!({ "strategy": "direct_answer", "direct_response": "Sunny." }))] });
     let provider = ScriptedProvider::from_json("agent-test", &script.to_string()).unwrap();

@@ -27,6 +27,45 @@ pub(super) fn schema(problems: &mut Vec<Problem>, field: &str, value: Option<Val
     }
 }
 
+/// The most requests a skill may list, and the longest one, in characters: a few
+/// sentences a user would type, not a second description.
+const MAX_REQUESTS: usize = 8;
+/// See [`MAX_REQUESTS`].
+const MAX_REQUEST_CHARS: usize = 200;
+
+/// `requests`: at most [`MAX_REQUESTS`] sentences, none empty or longer than
+/// [`MAX_REQUEST_CHARS`].
+pub(super) fn requests(problems: &mut Vec<Problem>, requests: Option<Vec<String>>) -> Vec<String> {
+    let requests = requests.unwrap_or_default();
+    if requests.len() > MAX_REQUESTS {
+        problems.push(problem(
+            "requests",
+            format!(
+                "lists {} requests, more than {MAX_REQUESTS}",
+                requests.len()
+            ),
+            format!("keep the {MAX_REQUESTS} that differ most in their words"),
+        ));
+    }
+    for (i, request) in requests.iter().enumerate() {
+        let chars = request.chars().count();
+        if request.trim().is_empty() {
+            problems.push(problem(
+                &format!("requests[{i}]"),
+                "is empty",
+                "write what a user would say when they want the skill, or take it out",
+            ));
+        } else if chars > MAX_REQUEST_CHARS {
+            problems.push(problem(
+                &format!("requests[{i}]"),
+                format!("is {chars} characters long, more than {MAX_REQUEST_CHARS}"),
+                "write one short sentence, as a user would type it",
+            ));
+        }
+    }
+    requests
+}
+
 pub(super) fn is_semver(version: &str) -> bool {
     let core = version.split(['-', '+']).next().unwrap_or_default();
     let parts: Vec<&str> = core.split('.').collect();

@@ -94,6 +94,16 @@ impl SkillDoc {
             ),
             _ => None,
         });
+        // Sentences hold commas: only a list is read.
+        let requests = field("requests").and_then(|v| match v {
+            Value::Array(items) => Some(
+                items
+                    .into_iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        });
         let raw = RawMeta {
             name: text_field("name"),
             description: text_field("description"),
@@ -101,6 +111,7 @@ impl SkillDoc {
             version: text_field("version").map(|v| pad_version(&v)),
             author: text_field("author"),
             tags,
+            requests,
             input: field("input"),
             output: field("output"),
             mode: field("mode"),
@@ -170,6 +181,18 @@ mod tests {
         assert_eq!(doc.raw.version.as_deref(), Some("2.0.0"));
         assert_eq!(doc.raw.tags, Some(vec!["git".into(), "vcs".into()]));
         assert_eq!(doc.body, "Body");
+        let doc = SkillDoc::parse(
+            "---\nname: x\ndescription: d\nrequests:\n  - word my commit, please\n  - is this message fine?\n---\n",
+        )
+        .unwrap();
+        assert_eq!(
+            doc.raw.requests,
+            Some(vec![
+                "word my commit, please".into(),
+                "is this message fine?".into()
+            ]),
+            "a list, commas kept"
+        );
         let doc = SkillDoc::parse("---\nname: x\ndescription: d\nversion: 1.0\n---\n").unwrap();
         assert_eq!(
             doc.raw.version.as_deref(),

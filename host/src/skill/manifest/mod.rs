@@ -111,6 +111,8 @@ pub struct RawMeta {
     pub version: Option<String>,
     /// See [`SkillMeta::tags`].
     pub tags: Option<Vec<String>>,
+    /// See [`SkillMeta::requests`].
+    pub requests: Option<Vec<String>>,
     /// See [`SkillMeta::author`].
     pub author: Option<String>,
     /// See [`SkillMeta::timeout_ms`].
@@ -197,6 +199,11 @@ pub struct SkillMeta {
     pub version: String,
     /// Free-form tags.
     pub tags: Vec<String>,
+    /// A few things a user might say when they want the skill, in their words: the
+    /// skill index ranks a message by the closest of these and the description
+    /// ([`SkillIndex`](crate::packages::index::SkillIndex)).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<String>,
     /// Author, if given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
@@ -365,6 +372,7 @@ impl SkillMeta {
                 ));
             }
         }
+        let requests = checks::requests(&mut problems, raw.requests);
         let version = raw.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned());
         if !is_semver(&version) {
             problems.push(problem(
@@ -493,6 +501,7 @@ impl SkillMeta {
                 calls,
                 version,
                 tags: raw.tags.unwrap_or_default(),
+                requests,
                 author: raw.author,
                 timeout_ms,
                 retry,

@@ -9,6 +9,7 @@ fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
         output: serde_json::json!({ "type": "object" }),
         version: Some("2.1.0".into()),
         tags: vec!["readonly".into()],
+        requests: vec!["what is three plus four?".into()],
         author: Some("Ada".into()),
         timeout: Some(1_500),
         retry: Some(2),
@@ -47,6 +48,7 @@ fn every_field_the_sdk_writes_is_the_field_the_host_reads() {
     assert_eq!((meta.input, meta.output), (written.input, written.output));
     assert_eq!((meta.tags, meta.calls), (written.tags, written.calls));
     assert_eq!(meta.author, written.author);
+    assert_eq!(meta.requests, written.requests);
     assert_eq!((meta.timeout_ms, meta.retry), (1_500, 2));
     assert_eq!(meta.limits, written.limits);
     assert_eq!(meta.capabilities, written.capabilities);
@@ -131,6 +133,40 @@ fn a_secret_is_asked_for_by_name_for_a_host_the_skill_asks_for() {
                 "capabilities.secrets[1].host",
                 "the secret is for https://evil.example, which is not inside the hosts the skill asks for"
             ),
+        ]
+    );
+}
+
+#[test]
+fn requests_are_a_few_short_sentences() {
+    let manifest = |requests: Value| {
+        SkillMeta::from_json(
+            &serde_json::json!({ "name": "x", "description": "d", "requests": requests })
+                .to_string(),
+        )
+    };
+    assert_eq!(
+        manifest(serde_json::json!(["how many words is this?"]))
+            .unwrap()
+            .requests,
+        ["how many words is this?"]
+    );
+    let fields = |requests| -> Vec<String> {
+        manifest(requests)
+            .unwrap_err()
+            .into_iter()
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect()
+    };
+    assert_eq!(
+        fields(serde_json::json!(vec!["a"; 9])),
+        ["requests: lists 9 requests, more than 8"]
+    );
+    assert_eq!(
+        fields(serde_json::json!([" ", "x".repeat(201)])),
+        [
+            "requests[0]: is empty",
+            "requests[1]: is 201 characters long, more than 200"
         ]
     );
 }

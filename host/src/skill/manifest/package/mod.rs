@@ -54,6 +54,10 @@ pub struct InstallRecord {
     pub version: String,
     /// Its tags.
     pub tags: Vec<String>,
+    /// What a user might say when they want it (see
+    /// [`SkillMeta::requests`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<String>,
     /// How it runs: `wasm`, `native`, `llm`, `composite` or `static`.
     pub kind: String,
     /// What it asked for when it was installed: the most it will be given.
@@ -122,6 +126,7 @@ impl InstallRecord {
             description: meta.description.clone(),
             version: meta.version.clone(),
             tags: meta.tags.clone(),
+            requests: meta.requests.clone(),
             kind: kind.to_owned(),
             capabilities: meta.capabilities.clone(),
             ..Self::default()
