@@ -509,6 +509,7 @@ fn fill_from(raw: &mut RawMeta, doc: &RawMeta) {
         category,
         version,
         tags,
+        requests,
         author,
         input,
         output,

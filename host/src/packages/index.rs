@@ -1,6 +1,6 @@
 //! The skill index: installed skills' names, tags, descriptions and requests in
 //! `evo.db`, searchable by keywords (FTS5) and meaning (embeddings), fused as the memory
-//! kernel fuses them ([`rank::fuse`]).
+//! kernel fuses them ([`rank::fuse_weighted`]), with less weight on wording.
 //!
 //! A skill's meaning is several vectors: its name, description and tags as one text, and
 //! each of its requests (what a user might say when they want it) on its own. A message
@@ -20,6 +20,13 @@ use crate::retrieval::rank;
 use crate::retrieval::{from_blob, to_blob};
 use crate::skill::manifest::SkillMeta;
 use crate::skill::manifest::package::InstallRecord;
+
+/// Weight of the keyword (bm25) score in a skill's rank; the rest is its closest cosine.
+/// Lower than memory's ([`rank::KEYWORD_WEIGHT`]): a skill's requests are written to be
+/// found by meaning, and a message shares few words with them. Fitted on the fitting half
+/// of the routing bench's messages (`./scripts/bench routing`): 0.2 ranked the most first
+/// picks right there with MiniLM (0.0, 0.1, 0.2 and 0.3 tried).
+const KEYWORD_WEIGHT: f32 = 0.2;
 
 /// A skill found for a request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -296,7 +303,7 @@ impl SkillIndex {
                         .fold(0.0_f32, f32::max)
                 };
                 (
-                    rank::fuse(cosine, keyword.get(name).copied(), best),
+                    rank::fuse_weighted(cosine, keyword.get(name).copied(), best, KEYWORD_WEIGHT),
                     name.as_str(),
                 )
             });

@@ -59,7 +59,7 @@ use archive::MAX_TOTAL_BYTES;
 pub use archive::Progress;
 #[cfg(feature = "internals")]
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO};
-pub use index::{SkillHit, SkillIndex};
+pub use index::{Indexed, SkillHit, SkillIndex};
 pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
 
 /// Largest skill archive taken from a registry: as much as a ZIP install extracts.
@@ -215,7 +215,7 @@ impl SkillManager {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match record {
-            Some(r) => index.index_skill(index::Indexed { name, ..r.into() }),
+            Some(r) => index.index_skill(Indexed { name, ..r.into() }),
             None => index.remove_package(name),
         }
     }

@@ -151,6 +151,13 @@ impl TypedTool for RunSkillScript {
             "description": "Runs one of an instruction skill's helper scripts (a path under its scripts/: .py with python3, .sh with bash, .js with node) with arguments, in a sandbox that sees only the skill's files and a scratch directory, and returns its stdout, stderr and exit code. Only for skills the operator allowed to run scripts.",
             "category": "skills",
             "tags": ["skills", "exec"],
+            "requests": [
+                "use the pdf skill's helper to fill in this form",
+                "execute collect.sh from the release-notes skill",
+                "call the docx skill's convert script on report.docx",
+                "run the python helper that ships with the pdf skill",
+                "invoke a skill's bundled script with these arguments"
+            ],
             "timeout": timeout,
             "examples": [
                 { "description": "A PDF skill's form filler", "input": { "skill": "pdf", "script": "scripts/fill_fillable_fields.py", "args": ["form.pdf", "values.json", "out.pdf"] } },

@@ -2,23 +2,28 @@
 //! terms for FTS5, and one hybrid score that fuses meaning (cosine of embeddings) with
 //! wording (bm25),
 //!
-//! `score = VECTOR_WEIGHT × max(cosine, 0) + KEYWORD_WEIGHT × bm25 / best bm25`,
+//! `score = (1 − KEYWORD_WEIGHT) × max(cosine, 0) + KEYWORD_WEIGHT × bm25 / best bm25`,
 //!
 //! in [0, 1], so results from different stores compare.
 
-/// Weight of the vector similarity in a hybrid score: meaning over wording.
-pub const VECTOR_WEIGHT: f32 = 0.7;
-/// Weight of the keyword (bm25) score.
+/// Weight of the keyword (bm25) score; the vector similarity has the rest of 1 (0.7:
+/// meaning over wording).
 pub const KEYWORD_WEIGHT: f32 = 0.3;
 
 /// The hybrid score of a candidate: its cosine and its bm25 relative to the best bm25
 /// among the candidates (0 when it had no keyword match), in [0, 1].
 pub fn fuse(cosine: f32, bm25: Option<f32>, best_bm25: f32) -> f32 {
+    fuse_weighted(cosine, bm25, best_bm25, KEYWORD_WEIGHT)
+}
+
+/// [`fuse`] with another weight for the keyword score (the vector's is the rest of 1),
+/// for a store whose texts were written to be found by meaning.
+pub fn fuse_weighted(cosine: f32, bm25: Option<f32>, best_bm25: f32, keyword_weight: f32) -> f32 {
     let keyword = match bm25 {
         Some(score) if best_bm25 > 0.0 => score / best_bm25,
         _ => 0.0,
     };
-    (VECTOR_WEIGHT * cosine.max(0.0) + KEYWORD_WEIGHT * keyword).clamp(0.0, 1.0)
+    ((1.0 - keyword_weight) * cosine.max(0.0) + keyword_weight * keyword).clamp(0.0, 1.0)
 }
 
 /// Words a question is made of that say nothing about its topic: matching "the" or

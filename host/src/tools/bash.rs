@@ -308,6 +308,16 @@ impl TypedTool for Bash {
             "description": "Runs a shell command line in the project directory and returns its stdout, stderr and exit code. Use it for git, builds, tests and file utilities; every command of the line must be in the allowlist.",
             "category": "shell",
             "tags": ["shell", "execute"],
+            "requests": [
+                "run the tests and tell me which ones fail",
+                "build the project with make",
+                "how much disk space is left on this machine?",
+                "install the npm dependencies",
+                "which version of python do we have here?",
+                "list what is in this folder with ls -la",
+                "compile it and show me the errors",
+                "count the lines of code in src with wc"
+            ],
             "permission": "execute",
             // The sandbox enforces the call's own timeout; the kernel's only backs it up.
             "timeout": max_ms + 5_000,

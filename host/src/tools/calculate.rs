@@ -49,6 +49,16 @@ impl TypedTool for Calculate {
             "description": "Evaluates an arithmetic expression exactly, e.g. `sqrt(144) + 10` → 22. Use it instead of doing arithmetic in your head.",
             "category": "math",
             "tags": ["math", "readonly"],
+            "requests": [
+                "what is 17% of 2,340?",
+                "multiply 12 by 37 and add 5",
+                "give me sqrt(2) to six decimals",
+                "add up 19.99, 4.50 and 12.25",
+                "what is 2 to the power of 20",
+                "divide 1000 by 7",
+                "if I split 4800 over 12 months, how much each month?",
+                "convert 3/8 to a decimal"
+            ],
             "timeout": 1000,
             "examples": [
                 { "description": "A root and a sum", "input": { "expression": "sqrt(144) + 10" } },

@@ -133,6 +133,15 @@ impl TypedTool for Edit {
             "description": "Replaces an exact piece of text in a project file with new text (after the user confirms). old_string must occur exactly once (copy it from read's output, with enough surrounding lines to be unique) unless replace_all is true.",
             "category": "file",
             "tags": ["file", "write"],
+            "requests": [
+                "set max_connections to 200 instead of 100 in settings.py",
+                "rename the variable foo to bar in main.rs",
+                "correct the misspelled word in the docstring of parse()",
+                "swap the old import for the new one in app.py",
+                "bump the version in Cargo.toml to 0.3.0",
+                "take the debug print out of the handler",
+                "make this function return early when the list is empty"
+            ],
             "permission": "read_write",
             "timeout": 10_000,
             "examples": [

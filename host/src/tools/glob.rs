@@ -122,6 +122,15 @@ impl TypedTool for Glob {
             "description": "Finds files by path pattern (e.g. `**/*.rs`, `src/**/test_*.py`) under the working directory, newest first; files ignored by .gitignore and hidden files are left out. Use it to find files by name; use a search tool for their contents.",
             "category": "file",
             "tags": ["file", "readonly"],
+            "requests": [
+                "list all the python files in the project",
+                "where are the test files?",
+                "which markdown documents are under docs?",
+                "show every .rs file in src",
+                "are there any files named config.*?",
+                "what yaml files does this repo have?",
+                "locate the files ending in .json"
+            ],
             "timeout": 10000,
             "examples": [
                 { "description": "Every Rust file, newest first", "input": { "pattern": "**/*.rs" } },

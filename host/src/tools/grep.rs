@@ -255,6 +255,15 @@ impl TypedTool for Grep {
             "description": "Searches file contents under the working directory for a regular expression (ripgrep's engine; .gitignore, hidden and binary files skipped). output_mode: files_with_matches (default; paths), content (path:line:text, with context lines), count (path:count). Filter with glob (`*.rs`) or type (rust, py, js, …).",
             "category": "file",
             "tags": ["file", "readonly", "search"],
+            "requests": [
+                "where is TODO written in the code?",
+                "which files mention API_KEY?",
+                "show every line that contains unwrap(",
+                "look for lines matching fn main",
+                "find occurrences of the message 'permission denied'",
+                "which source files call connect(",
+                "grep for the word deprecated"
+            ],
             "timeout": 30000,
             "examples": [
                 { "description": "TODO comments with their lines", "input": { "pattern": "TODO:", "path": "src/", "output_mode": "content" } },

@@ -107,6 +107,14 @@ impl TypedTool for MemorySearch {
             "description": "Search the user's long-term memory and daily logs. Use it when the user asks about something discussed before.",
             "category": "memory",
             "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "search", "builtin"],
+            "requests": [
+                "what did I tell you about my favourite editor?",
+                "do you remember what we decided about the release?",
+                "what did we talk about yesterday?",
+                "remind me of my dentist's name",
+                "have I mentioned my sister's birthday before?",
+                "what was the plan we discussed last week?"
+            ],
             "notes": [
                 "Hybrid search: keywords (FTS5) and vectors, fused. The default embedder matches words, not meaning; `evo memory reindex --embedder minilm` adds meaning, offline.",
                 "Entries, MEMORY.md and the daily logs are searched together; `sources`, `since` and `until` narrow it.",
@@ -181,6 +189,14 @@ impl TypedTool for MemoryStore {
             "description": "Save important information to long-term memory. Use it only when the user explicitly asks to remember something or the information really matters.",
             "category": "memory",
             "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "store", "builtin"],
+            "requests": [
+                "remember that I prefer tabs over spaces",
+                "for the future: my manager is called Priya",
+                "my birthday is March 3rd, don't forget it",
+                "make a note for the future: we deploy only on Tuesdays",
+                "from now on, know that I'm vegetarian",
+                "save the fact that the staging password rotates monthly"
+            ],
             "notes": [
                 "A restatement of a stored fact is not stored again; a new value of the same fact (a new phone number) supersedes the old one, which stays in the fact's history; facts of one shape about different things all stay. The reason says which.",
                 "Writes long-term memory: needs read_write."
@@ -231,6 +247,13 @@ impl TypedTool for MemoryForget {
             "description": "Delete specific content from memory. Use it when the user explicitly asks to forget or delete some information.",
             "category": "memory",
             "mode": "code", "calls": [], "version": "1.1.0", "tags": ["memory", "delete", "builtin"],
+            "requests": [
+                "forget that I live in Berlin",
+                "wipe your knowledge of my previous employer",
+                "drop what you saved about my password hint",
+                "don't keep my phone number anymore",
+                "remove everything you stored about Alice"
+            ],
             "notes": [
                 "Matches by id or by search; the older versions of a forgotten fact go with it; the answer counts what was deleted.",
                 "MEMORY.md and the daily logs are files: edit them to remove what they say.",

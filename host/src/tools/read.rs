@@ -203,6 +203,14 @@ impl TypedTool for Read {
             "description": "Reads a text file of the project and returns its lines numbered like `cat -n` (2,000 lines from the start unless offset and limit say otherwise). Use it to look at a file before editing it.",
             "category": "file",
             "tags": ["file", "readonly"],
+            "requests": [
+                "show me what is in src/main.rs",
+                "open the README so I can see it",
+                "print the contents of config.yaml",
+                "let me look at lines 100 to 150 of server.py",
+                "what does package.json say?",
+                "display Cargo.toml"
+            ],
             "permission": "read_only",
             "timeout": 10_000,
             "examples": [

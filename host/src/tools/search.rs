@@ -211,6 +211,14 @@ impl TypedTool for Search {
             "description": "Searches the whole project for a word or two, in file names and contents at once, best matches first. Use it to find where something lives; use grep for exact patterns.",
             "category": "file",
             "tags": ["file", "search", "readonly"],
+            "requests": [
+                "which module takes care of user sign-in?",
+                "where is the configuration loaded?",
+                "which part of the project deals with payments?",
+                "look around the codebase for anything about caching",
+                "where is the database pool set up?",
+                "is there something in the repo about retries?"
+            ],
             "permission": "read_only",
             "timeout": 30_000,
             "examples": [

@@ -522,6 +522,15 @@ impl TypedTool for Terminal {
             "description": "A persistent shell session on a terminal, for interactive programs and long-running commands: start a session, send it input (and keys such as ctrl-c), read its screen, stop it. Use bash for one-off commands.",
             "category": "shell",
             "tags": ["shell", "execute", "terminal"],
+            "requests": [
+                "start a python REPL and keep it open",
+                "open an interactive session and run top",
+                "start the dev server and leave it running",
+                "press ctrl-c in the running program",
+                "type yes into the prompt that is waiting",
+                "what is on the session's screen now?",
+                "keep a shell open so I can tail the logs"
+            ],
             "permission": "execute",
             "timeout": 40_000,
             "examples": [

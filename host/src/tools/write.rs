@@ -107,6 +107,14 @@ impl TypedTool for Write {
             "description": "Creates a file in the project with the given content, or replaces one (after the user confirms). Use edit to change part of an existing file.",
             "category": "file",
             "tags": ["file", "write"],
+            "requests": [
+                "create main.go with a basic HTTP server",
+                "save this text as notes.md",
+                "put a .gitignore in the project with target/ in it",
+                "put a CONTRIBUTING.md in the repo explaining how to send patches",
+                "overwrite settings.json with this content",
+                "generate a Dockerfile for the app"
+            ],
             "permission": "read_write",
             "timeout": 10_000,
             "examples": [

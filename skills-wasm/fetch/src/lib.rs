@@ -50,6 +50,14 @@ impl Skill for Fetch {
         )
         .category("network")
         .tags(["http", "test"])
+        .requests([
+            "get https://example.com/api/status",
+            "download the page at https://api.github.com/repos/rust-lang/rust",
+            "call the weather API at api.example.com",
+            "post this JSON to the webhook URL",
+            "what does the /health endpoint return?",
+            "hit the server's URL and show me the reply",
+        ])
         .timeout_ms(3_000)
         .host("http://*:*", "the servers the tests start")
     }

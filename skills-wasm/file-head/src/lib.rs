@@ -44,6 +44,13 @@ impl Skill for FileHead {
         )
         .category("files")
         .tags(["files", "readonly"])
+        .requests([
+            "what is at the very beginning of /data/events.log?",
+            "preview the beginning of the dataset in /data",
+            "the first 10 lines of /data/input.csv",
+            "peek at the start of the report in /data",
+            "what do the opening lines of /data/notes.txt say?",
+        ])
         .timeout_ms(5_000)
         .dir("/data", Access::Read, "the files it is asked to read")
     }

@@ -52,6 +52,14 @@ impl Skill for Notes {
         )
         .category("productivity")
         .tags(["notes", "scratch"])
+        .requests([
+            "scribble a reminder to renew the certificate",
+            "add 'check the logs' to my scratch list",
+            "what's on my to-do list for this job?",
+            "wipe the scratch list",
+            "keep track of this for now: the bug is in parser.rs",
+            "show what I've written down so far",
+        ])
         .timeout_ms(1_000)
         // `important` notes are suggested for long-term memory, which needs the grant.
         .memory(evo_guest::MemoryAccess::ReadWrite)

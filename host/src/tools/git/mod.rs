@@ -398,6 +398,16 @@ impl TypedTool for Git {
             "description": "Git in the project's repository with structured results: status, diff, log, show and branch read; add, commit and creating a branch write.",
             "category": "vcs",
             "tags": ["git", "vcs"],
+            "requests": [
+                "show me my uncommitted work",
+                "which files did I modify?",
+                "show me the recent history of the repository",
+                "what branch am I on?",
+                "stage everything and commit it with a message",
+                "who touched this file last?",
+                "start a new branch for the login feature",
+                "what went into the latest revision?"
+            ],
             "permission": "read_write",
             "timeout": 70_000,
             "examples": [

@@ -500,6 +500,15 @@ impl TypedTool for Lsp {
             "description": "Asks a language server about code: where a symbol is defined, where it is used, its type and docs (hover), or the file's diagnostics. Positions are 1-based line and column as read shows them. Servers: rust-analyzer, typescript-language-server, pyright, gopls, clangd.",
             "category": "code",
             "tags": ["code", "lsp"],
+            "requests": [
+                "where is the function parse_config defined?",
+                "what type does this variable have on line 40?",
+                "who uses the Parser::next method?",
+                "are there compile errors in src/main.rs?",
+                "jump to the declaration of Config",
+                "find every reference to the User struct",
+                "what do the docs say about the method at line 10, column 4?"
+            ],
             "permission": "execute",
             "timeout": 120_000,
             "examples": [

@@ -11,31 +11,77 @@ use evo_host::skill::kernel::table::SkillTable;
 use serde_json::json;
 
 /// The example skills of this repository as an agent's catalogue lists them: `(name,
-/// description)`, the descriptions their manifests give.
-pub const EXAMPLE_SKILLS: [(&str, &str); 6] = [
+/// description, requests)`, as their manifests give them (a test checks).
+pub const EXAMPLE_SKILLS: [(&str, &str, &[&str]); 6] = [
     (
         "file-head",
         "Reads the first lines of a text file in the granted /data directory.",
+        &[
+            "what is at the very beginning of /data/events.log?",
+            "preview the beginning of the dataset in /data",
+            "the first 10 lines of /data/input.csv",
+            "peek at the start of the report in /data",
+            "what do the opening lines of /data/notes.txt say?",
+        ],
     ),
     (
         "notes",
         "Keeps a list of notes for the current task: add a note, list them, or clear them.",
+        &[
+            "scribble a reminder to renew the certificate",
+            "add 'check the logs' to my scratch list",
+            "what's on my to-do list for this job?",
+            "wipe the scratch list",
+            "keep track of this for now: the bug is in parser.rs",
+            "show what I've written down so far",
+        ],
     ),
     (
         "fetch",
         "Sends one HTTP request to a granted host and returns the response.",
+        &[
+            "get https://example.com/api/status",
+            "download the page at https://api.github.com/repos/rust-lang/rust",
+            "call the weather API at api.example.com",
+            "post this JSON to the webhook URL",
+            "what does the /health endpoint return?",
+            "hit the server's URL and show me the reply",
+        ],
     ),
     (
         "text-stats",
         "Counts words, sentences and characters in a text, estimates reading time, and lists the most frequent words.",
+        &[
+            "how many words are in this paragraph?",
+            "how long would this essay take to read?",
+            "give me a word count for the following text",
+            "which words come up most often in this article?",
+            "how many sentences does this have?",
+            "give me statistics on this text",
+        ],
     ),
     (
         "csv-to-json",
         "Turns CSV text into JSON rows keyed by the header, with quoted fields, embedded commas and newlines handled.",
+        &[
+            "convert this spreadsheet data to JSON",
+            "turn these comma-separated values into objects",
+            "parse this table with a header line into a list of records",
+            "I have a .csv export, make it JSON",
+            "change these rows from Excel into JSON objects",
+        ],
     ),
     (
         "git-commit",
         "Checks a commit message against Conventional Commits and records it as a commit in a scratch git repository, returning the commit id and the normalised message.",
+        &[
+            "is 'fix: handle empty input' a valid conventional commit message?",
+            "check that my commit message follows the feat/fix convention",
+            "normalise this commit message and record it",
+            "lint this commit summary against the conventional format",
+            "does 'Added stuff' follow our commit message rules?",
+            "turn this change description into a proper conventional commit",
+        ],
     ),
 ];
 
@@ -455,18 +501,20 @@ pub fn catalogue() -> Arc<SkillTable> {
         .filter(|s| s.is_exposed())
         .map(|s| {
             json!({ "name": s.meta.name, "description": s.meta.description,
-                    "tags": s.meta.tags, "permission": s.permission() })
+                    "tags": s.meta.tags, "requests": s.meta.requests,
+                    "permission": s.permission() })
         })
         .collect();
     // The example skills as they declare themselves: `git-commit` runs git, the others
     // read.
-    skills.extend(EXAMPLE_SKILLS.iter().map(|(name, description)| {
+    skills.extend(EXAMPLE_SKILLS.iter().map(|(name, description, requests)| {
         let permission = if *name == "git-commit" {
             "execute"
         } else {
             "read_only"
         };
-        json!({ "name": name, "description": description, "permission": permission })
+        json!({ "name": name, "description": description, "requests": requests,
+                "permission": permission })
     }));
     let table = Arc::new(SkillTable::new());
     for meta in skills {
@@ -514,46 +562,4 @@ pub fn half(half: Half) -> impl Iterator<Item = (&'static str, Want)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paraphrases_use_neither_the_name_nor_the_key_words_of_their_skill() {
-        for (message, want) in MESSAGES {
-            let Want::Skill(skill) = want else { continue };
-            let words: Vec<String> = message
-                .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
-                .map(str::to_lowercase)
-                .collect();
-            let (_, key) = KEY_WORDS
-                .iter()
-                .find(|(name, _)| *name == skill)
-                .expect("listed");
-            for word in key.iter().copied().chain([skill]) {
-                assert!(
-                    !words.iter().any(|w| w == word),
-                    "{message:?} uses {word:?}, a word of {skill}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn the_set_has_what_the_bench_reports_on() {
-        let count = |f: fn(&Want) -> bool| MESSAGES.iter().filter(|(_, w)| f(w)).count();
-        assert!(count(|w| matches!(w, Want::Skill(_))) >= 60);
-        assert_eq!(count(|w| *w == Want::Nothing), 20);
-        assert_eq!(count(|w| *w == Want::Adversarial), 10);
-        for (name, _) in KEY_WORDS {
-            let asked = MESSAGES
-                .iter()
-                .filter(|(_, w)| *w == Want::Skill(name))
-                .count();
-            assert!(asked >= 3, "{name}: {asked}");
-        }
-        assert_eq!(
-            half(Half::Fit).count() + half(Half::Measure).count(),
-            MESSAGES.len()
-        );
-    }
-}
+mod tests;
