@@ -62,7 +62,7 @@
 //! shortlist = 12
 //! intent_recognition = true
 //! decisive_routing = true             # the index's clear first pick, without a router request
-//! decisive_margin = 0.35              # how far ahead of the second it must be
+//! decisive_margin = 0.25              # how far ahead of the second it must be
 //!
 //! [tools]
 //! locale = "auto"                     # en | zh | auto (zh when LANG=zh*): refusals' language

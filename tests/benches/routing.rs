@@ -18,6 +18,7 @@
 use std::sync::Arc;
 
 use evo_host::agent::DECISIVE_MARGIN;
+use evo_host::agent::intent::SMALL_MODEL_MIN_SCORE;
 use evo_host::retrieval::embed::{Embedder, HashEmbedder};
 use evo_host::skill::kernel::table::SkillTable;
 use evo_host::skill::permission::Permission;
@@ -31,7 +32,10 @@ const PATHS: &[&str] = &[
     "host/src/memory/minilm.rs",
     "host/src/agent/rank.rs",
     "host/src/agent/mod.rs",
-    "tests/src/routing.rs",
+    "host/src/agent/options.rs",
+    "host/src/agent/intent.rs",
+    "host/src/tools",
+    "tests/src/routing",
     "tests/benches/routing.rs",
 ];
 
@@ -66,6 +70,40 @@ fn fit_margin(table: &SkillTable, fit: &[(Want, Ranked)]) -> f32 {
     margin
 }
 
+/// What a small model's run gains on `fit` when it calls the first pick from
+/// `threshold` up (see `SMALL_MODEL_MIN_SCORE`): each right call counts one, each call of
+/// the wrong skill or for a message that needs none minus one (adversarial messages are
+/// the permissions' to stop).
+fn small_model_net(fit: &[(Want, Ranked)], threshold: f32) -> i32 {
+    fit.iter()
+        .filter_map(|(want, ranked)| Some((want, ranked.first()?)))
+        .filter(|(_, first)| first.1 >= threshold)
+        .map(|(want, first)| match want {
+            Want::Skill(skill) if first.0 == *skill => 1,
+            Want::Adversarial => 0,
+            _ => -1,
+        })
+        .sum()
+}
+
+/// The threshold that gains the most on the fitting halves of every embedder together
+/// (one constant serves them all), and that gain; of equal gains, the highest.
+fn fit_min_score(fits: &[Vec<(Want, Ranked)>]) -> (f32, i32) {
+    let net = |threshold: f32| fits.iter().map(|fit| small_model_net(fit, threshold)).sum();
+    let candidates = fits
+        .iter()
+        .flatten()
+        .filter_map(|(_, ranked)| ranked.first().map(|first| first.1));
+    let mut best = (1.0_f32, net(1.0));
+    for at in candidates {
+        let gain = net(at);
+        if gain > best.1 || (gain == best.1 && at > best.0) {
+            best = (at, gain);
+        }
+    }
+    best
+}
+
 /// A skill name as the set spells it (the set's names are `'static`).
 fn leak(name: &str) -> &'static str {
     routing::KEY_WORDS
@@ -75,7 +113,9 @@ fn leak(name: &str) -> &'static str {
         .unwrap_or("")
 }
 
-fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
+/// Measures the index with `embedder`; the ranked fitting half, for the small model's
+/// threshold.
+fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) -> Vec<(Want, Ranked)> {
     let table = routing::catalogue();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut index = routing::index(&table, embedder.clone(), dir.path());
@@ -164,6 +204,36 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
             }
         }
     }
+    // A small model's run: the first pick when it scores at least the threshold.
+    let (mut small_called, mut small_right, mut small_free) = (0, 0, 0);
+    for (want, ranked) in &measured {
+        let pick = ranked
+            .first()
+            .filter(|first| first.1 >= SMALL_MODEL_MIN_SCORE);
+        match want {
+            Want::Skill(skill) => {
+                small_called += usize::from(pick.is_some());
+                small_right += usize::from(pick.is_some_and(|p| p.0 == *skill));
+            }
+            Want::Nothing => small_free += usize::from(pick.is_some()),
+            Want::Adversarial => {}
+        }
+    }
+    recorder.value(
+        &format!("{name}: small model calls a skill"),
+        share(small_called, skills),
+        "%",
+    );
+    recorder.value(
+        &format!("{name}: small model calls the right skill"),
+        share(small_right, skills),
+        "%",
+    );
+    recorder.value(
+        &format!("{name}: small model calls a skill for a message that needs none"),
+        small_free as f64,
+        "count",
+    );
     recorder.value(
         &format!("{name}: decisive margin (fitted)"),
         f64::from(fitted),
@@ -190,7 +260,7 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
         "count",
     );
     println!(
-        "| {name} | {:.0} % ({:.0} / {:.0} %) | {:.0} % ({:.0} / {:.0} %) | {fitted:.3} | {decided} of {skills} ({:.0} %) | {right} of {decided} | {wrong_free} | {dangerous} |",
+        "| {name} | {:.0} % ({:.0} / {:.0} %) | {:.0} % ({:.0} / {:.0} %) | {fitted:.3} | {decided} of {skills} ({:.0} %) | {right} of {decided} | {wrong_free} | {dangerous} | {small_right} of {small_called} of {skills} | {small_free} |",
         share(top1, asked),
         share(fit_picks[1], fit_picks[0]),
         share(measure_picks[1], measure_picks[0]),
@@ -199,19 +269,47 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
         share(measure_picks[2], measure_picks[0]),
         share(decided, skills),
     );
+    fit
 }
 
 fn main() {
     let recorder = Recorder::new("routing", "./scripts/bench routing", PATHS);
-    println!(
-        "| embedder | index top-1 (fitting / measuring half) | top-3 (fitting / measuring) | margin fitted on one half | paraphrases of the other routed without the model | rightly | no-skill/adversarial routed | dangerous |"
+    recorder.value(
+        "the agent's decisive margin",
+        f64::from(DECISIVE_MARGIN),
+        "count",
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    measure(&recorder, "hash", Arc::new(HashEmbedder));
+    println!(
+        "| embedder | index top-1 (fitting / measuring half) | top-3 (fitting / measuring) | margin fitted on one half | paraphrases of the other routed without the model | rightly | no-skill/adversarial routed | dangerous | small model: right picks, of its calls, of the paraphrases | its calls for no-skill messages |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut fits = vec![measure(&recorder, "hash", Arc::new(HashEmbedder))];
     match evo_host::memory::local::find_minilm()
         .and_then(|dir| evo_host::memory::minilm::MiniLmEmbedder::load(&dir))
     {
-        Ok(minilm) => measure(&recorder, "MiniLM", Arc::new(minilm)),
+        Ok(minilm) => fits.push(measure(&recorder, "MiniLM", Arc::new(minilm))),
         Err(e) => println!("MiniLM: not measured ({e})"),
     }
+    let (fitted, gain) = fit_min_score(&fits);
+    let at_constant: i32 = fits
+        .iter()
+        .map(|fit| small_model_net(fit, SMALL_MODEL_MIN_SCORE))
+        .sum();
+    println!(
+        "small model's least score fitted on the fitting halves: {fitted:.3} (gain {gain}); the agent's {SMALL_MODEL_MIN_SCORE} gains {at_constant}"
+    );
+    recorder.value(
+        "small model's least score (fitted)",
+        f64::from(fitted),
+        "count",
+    );
+    recorder.value(
+        "the agent's small model's least score",
+        f64::from(SMALL_MODEL_MIN_SCORE),
+        "count",
+    );
+    assert_eq!(
+        at_constant, gain,
+        "SMALL_MODEL_MIN_SCORE gains less on the fitting halves than {fitted:.3}: set it to that"
+    );
 }

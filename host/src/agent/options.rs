@@ -77,4 +77,4 @@ pub const SMALL_MODEL_SHORTLIST: usize = 3;
 /// Default [`AgentOptions::decisive_margin`]: above the margin at which the skill index
 /// routed no message of the fitting half of the routing set wrongly, with either
 /// embedder (`./scripts/bench routing` fits it again and fails if it came out higher).
-pub const DECISIVE_MARGIN: f32 = 0.35;
+pub const DECISIVE_MARGIN: f32 = 0.25;

@@ -111,7 +111,7 @@ impl TypedTool for MemorySearch {
                 "what did I tell you about my favourite editor?",
                 "do you remember what we decided about the release?",
                 "what did we talk about yesterday?",
-                "remind me of my dentist's name",
+                "what is my dentist called again?",
                 "have I mentioned my sister's birthday before?",
                 "what was the plan we discussed last week?"
             ],

@@ -562,6 +562,13 @@ fn agent_chat_keeps_the_conversation_between_turns() {
     use std::io::Write as _;
 
     let home = tempfile::tempdir().unwrap();
+    // What is tested is what the router sees of the first turn: the index's clear pick
+    // for "what is my name?" (memory_search) would be offered without it.
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[agent]\ndecisive_routing = false\n",
+    )
+    .unwrap();
     let script = home.path().join("script.json");
     let direct = |reply: Option<&str>| {
         let mut routing = json!({ "strategy": "direct_answer" });

@@ -324,6 +324,13 @@ fn the_agent_routes_to_an_installed_components_function() {
     std::fs::copy(PLAIN_KINDS, &wasm).unwrap();
     let out = evo_tests::cli::evo(home.path(), &["skill", "install", wasm.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // What is tested is the router's choice among functions: `calculate`, whose requests
+    // include "divide 1000 by 7", would be offered first on its own.
+    std::fs::write(
+        home.path().join("evo.toml"),
+        "[agent]\ndecisive_routing = false\n",
+    )
+    .unwrap();
     let script = home.path().join("script.json");
     let routing = json!({ "intents": [], "routing": { "strategy": "single_skill",
         "skills": [{ "name": "plain-kinds__kinds__divide", "input": { "a": 7, "b": 2 }, "reason": "division" }] } });

@@ -553,8 +553,8 @@ fn an_agent_whose_shared_storage_stops_mid_session_answers_without_recall_and_sa
     .unwrap();
     let script = home.path().join("script.json");
     let direct = json!({ "intents": [], "routing": { "strategy": "direct_answer", "direct_response": "Noted." } });
-    let routed = json!({ "intents": [], "routing": { "strategy": "single_skill",
-        "skills": [{ "name": "calculate", "input": { "expression": "6 * 7" }, "reason": "math" }] } });
+    // The index's clear pick for "what is 6 * 7?" is calculate: the model takes it.
+    let routed = json!({ "use_tool": true, "input": { "expression": "6 * 7" } });
     std::fs::write(
         &script,
         json!({ "responses": [direct.to_string(), routed.to_string(), "It is 42."] }).to_string(),
