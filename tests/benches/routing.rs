@@ -136,21 +136,32 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) -> Vec<
         let first = rank(&mut index, &skill.meta.description);
         assert_eq!(first[0].0, name, "{first:?}");
     }
-    // Each half's top-1 and top-3 (what a weight or threshold of the index is chosen on,
-    // and what it is measured on), and the whole set's.
-    let mut picks = [[0_usize; 3]; 2];
-    for (half, row) in [Half::Fit, Half::Measure].into_iter().zip(&mut picks) {
-        for (message, want) in routing::half(half) {
+    // Each half ranked once: what a weight or threshold of the index is chosen on, and
+    // what it is measured on.
+    let mut ranked_half = |half| {
+        routing::half(half)
+            .map(|(message, want)| {
+                let ranked = rank(&mut index, message);
+                if std::env::var_os("EVO_BENCH_SHOW").is_some() {
+                    println!("{name} {want:?} <- {message:?}: {ranked:?}");
+                }
+                (want, ranked)
+            })
+            .collect::<Vec<_>>()
+    };
+    let fit = ranked_half(Half::Fit);
+    let measured = ranked_half(Half::Measure);
+    // Each half's top-1 and top-3, and the whole set's.
+    let picks = [&fit, &measured].map(|half| {
+        let mut row = [0_usize; 3];
+        for (want, ranked) in half.iter() {
             let Want::Skill(skill) = want else { continue };
-            let ranked = rank(&mut index, message);
-            if std::env::var_os("EVO_BENCH_SHOW").is_some() {
-                println!("{name} {skill:>16} <- {message:?}: {ranked:?}");
-            }
             row[0] += 1;
-            row[1] += usize::from(ranked.first().is_some_and(|r| r.0 == skill));
-            row[2] += usize::from(ranked.iter().any(|r| r.0 == skill));
+            row[1] += usize::from(ranked.first().is_some_and(|r| r.0 == *skill));
+            row[2] += usize::from(ranked.iter().any(|r| r.0 == *skill));
         }
-    }
+        row
+    });
     let [fit_picks, measure_picks] = picks;
     let [asked, top1, top3] = [0, 1, 2].map(|i| fit_picks[i] + measure_picks[i]);
     let share = |n: usize, of: usize| 100.0 * n as f64 / of.max(1) as f64;
@@ -170,12 +181,6 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) -> Vec<
     }
     recorder.value(&format!("{name}: paraphrases"), asked as f64, "count");
 
-    let ranked_half = |index: &mut evo_host::packages::index::SkillIndex, half| {
-        routing::half(half)
-            .map(|(message, want)| (want, rank(index, message)))
-            .collect::<Vec<_>>()
-    };
-    let fit = ranked_half(&mut index, Half::Fit);
     let fitted = fit_margin(&table, &fit);
     // The agent's margin must be at least what this half asks for.
     assert!(
@@ -183,7 +188,6 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) -> Vec<
         "{name}: the fitting half needs a margin of {fitted:.3}, above the agent's {DECISIVE_MARGIN}: raise DECISIVE_MARGIN"
     );
     let margin = DECISIVE_MARGIN;
-    let measured = ranked_half(&mut index, Half::Measure);
     let (mut skills, mut decided, mut right, mut wrong_free, mut dangerous) = (0, 0, 0, 0, 0);
     for (want, ranked) in &measured {
         let pick = routed(&table, ranked, margin);
