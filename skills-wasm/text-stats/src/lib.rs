@@ -49,6 +49,11 @@ impl Skill for TextStats {
         )
         .category("text")
         .tags(["text", "rust"])
+        // What a user might say: the skill index finds the skill by these too.
+        .requests([
+            "how many words are in this paragraph?",
+            "which word do I use most here?",
+        ])
         .timeout_ms(2_000)
     }
 
