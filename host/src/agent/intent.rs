@@ -308,9 +308,22 @@ pub fn register(registry: &SkillTable) -> Result<()> {
         skill: SKILL_NAME.into(),
         problems,
     })?;
-    // The prompt says what each output field means and shows one; the schema's
-    // descriptions would say it again in every request.
-    let executor = LlmExecutor::new(&meta, PROMPT_MD)?.with_terse_schema(&meta);
+    // The prompt says what each strategy means and the system message shows an answer;
+    // the schema goes to the provider without its descriptions, once.
+    let executor = LlmExecutor::new(&meta, PROMPT_MD)?
+        .with_terse_schema(&meta)
+        .with_example_answer(&json!({
+            "intents": [{ "name": "search_memory", "confidence": 0.92 }],
+            "entities": { "topic": "database design", "time_reference": "yesterday" },
+            "routing": {
+                "strategy": "single_skill",
+                "skills": [{
+                    "name": "memory_search",
+                    "input": { "query": "database design discussed yesterday" },
+                    "reason": "asks for an earlier discussion"
+                }]
+            }
+        }));
     registry.register(RegisteredSkill::new(meta, Arc::new(executor))?);
     Ok(())
 }

@@ -121,6 +121,19 @@ impl LlmExecutor {
         self
     }
 
+    /// Shows the model `example`, an answer of the right shape, in the system message
+    /// instead of the schema: for a skill whose answer's schema goes to the provider
+    /// anyway (it constrains the answer to it) and is still what the answer is checked
+    /// against, a second copy in every request is bytes the model reads twice, where one
+    /// example line says the shape.
+    pub fn with_example_answer(mut self, example: &Value) -> Self {
+        self.system = format!(
+            "You are the executor of the `{}` skill. Answer with the JSON object only, no other text, shaped like this example: {example}",
+            self.skill
+        );
+        self
+    }
+
     async fn run(&self, input: Value, ctx: SkillContext) -> Result<SkillOutput> {
         let mut scope = Map::new();
         scope.insert("input".into(), input);
