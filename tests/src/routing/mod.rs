@@ -500,9 +500,10 @@ pub fn catalogue() -> Arc<SkillTable> {
         .into_iter()
         .filter(|s| s.is_exposed())
         .map(|s| {
+            // The input schema too: the agent's local model writes inputs to it.
             json!({ "name": s.meta.name, "description": s.meta.description,
                     "tags": s.meta.tags, "requests": s.meta.requests,
-                    "permission": s.permission() })
+                    "input": s.meta.input, "permission": s.permission() })
         })
         .collect();
     // The example skills as they declare themselves: `git-commit` runs git, the others
