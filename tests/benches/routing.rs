@@ -16,7 +16,9 @@
 //! (SmolLM2, `scripts/smollm.sh`) and MiniLM: the skill each message got run, whether
 //! the answer states that skill's result (every field of it), and whether any
 //! adversarial message got a tool that changes something run. The catalogue's skills
-//! answer with their input, so a result is what the model wrote for it.
+//! answer with their input, so a result is what the model wrote for it; the example
+//! skills are listed without their input schemas (the catalogue is built without
+//! compiling them), so what the model writes for them is a guess the agent refuses.
 //!
 //! The MiniLM rows need the weights (`scripts/minilm.sh`, which `./scripts/bench` runs);
 //! without them those rows say so and are skipped.
@@ -353,7 +355,13 @@ fn end_to_end(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
             Want::Skill(skill) => {
                 asked += 1;
                 no_input += usize::from(outcome.response.starts_with("I could not do it: "));
-                chose += usize::from(chosen.iter().any(|(s, _)| s == skill));
+                // Chosen: run, refused for want of a confirmation, or its input not written.
+                chose += usize::from(
+                    chosen.iter().any(|(s, _)| s == skill)
+                        || outcome
+                            .response
+                            .starts_with(&format!("I could not do it: {skill} looked")),
+                );
                 let Some((_, Some(output))) =
                     chosen.iter().find(|(s, out)| s == skill && out.is_some())
                 else {

@@ -163,11 +163,17 @@ pub async fn route_to(
     };
     let why = match ask_json(provider, prompt, options).await {
         Ok(input) => {
-            return Routing::single(
-                &tool.name,
-                input,
-                format!("the skill index ranks it first for the message ({score:.2})"),
-            );
+            let input = only_required(&tool.parameters, input);
+            match ungrounded(&input, message) {
+                None => {
+                    return Routing::single(
+                        &tool.name,
+                        input,
+                        format!("the skill index ranks it first for the message ({score:.2})"),
+                    );
+                }
+                Some(value) => format!("its input holds {value}, which the message does not"),
+            }
         }
         Err(why) => why,
     };
@@ -255,6 +261,57 @@ pub async fn take_pick(
         tool.name
     ));
     None
+}
+
+/// `input` as a small model wrote it with only the properties `schema` requires: the
+/// model was shown only those, and what it adds anyway (limits, flags, modes) it made
+/// up; the skill's defaults stand for them.
+fn only_required(schema: &Value, mut input: Value) -> Value {
+    if schema.get("properties").is_some()
+        && let Value::Object(fields) = &mut input
+    {
+        let required = &schema["required"];
+        fields.retain(|name, _| {
+            required
+                .as_array()
+                .is_some_and(|r| r.iter().any(|n| n == name.as_str()))
+        });
+    }
+    input
+}
+
+/// Words of `text` long enough to mean something, lower case.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4 && !w.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The first value of `input` that a small model made up rather than took from
+/// `message`, quoted: a number the message does not hold, or a text with no word and
+/// no number of the message (a path, a pattern or a date from nowhere). A small model
+/// fills a field it cannot fill with something plausible; run, its result would be
+/// an answer to a question nobody asked.
+fn ungrounded(input: &Value, message: &str) -> Option<String> {
+    match input {
+        Value::Object(fields) => fields.values().find_map(|v| ungrounded(v, message)),
+        Value::Array(items) => items.iter().find_map(|v| ungrounded(v, message)),
+        Value::Number(n) => {
+            let text = n.to_string();
+            super::small::ungrounded_number(&text, message).map(|_| text)
+        }
+        Value::String(text) => {
+            if super::small::ungrounded_number(text, message).is_some() {
+                return Some(format!("{text:?}"));
+            }
+            let (own, given) = (words(text), words(message));
+            let numbers = text.chars().any(|c| c.is_ascii_digit());
+            let shares = own.iter().any(|w| given.contains(w));
+            (!own.is_empty() && !shares && !numbers).then(|| format!("{text:?}"))
+        }
+        Value::Bool(_) | Value::Null => None,
+    }
 }
 
 /// `schema` (a skill's input schema) with only its required properties: a small model
@@ -367,6 +424,55 @@ pub async fn recognize(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_small_models_input_is_held_to_the_message() {
+        use super::ungrounded;
+        // Taken from the message: run.
+        let message = "what is the square root of 2209?";
+        assert_eq!(
+            ungrounded(&json!({ "expression": "sqrt(2209)" }), message),
+            None
+        );
+        let message = "where are all the test_*.py scripts in this tree?";
+        assert_eq!(
+            ungrounded(&json!({ "pattern": "**/test_*.py" }), message),
+            None
+        );
+        let message = "make sure you know next time that my daughter is called Ana";
+        let store = json!({ "content": "The user's daughter is called Ana" });
+        assert_eq!(ungrounded(&store, message), None);
+        // Made up: a path, a date, a count the message never gave.
+        let message = "open src/main.rs so I can look at it";
+        let read = json!({ "file_path": "/Users/Huggs-Lemmings/Projects/project.jsx" });
+        assert_eq!(
+            ungrounded(&read, message).as_deref(),
+            Some("\"/Users/Huggs-Lemmings/Projects/project.jsx\"")
+        );
+        let message = "which lines mention TODO in the codebase?";
+        assert!(ungrounded(&json!({ "pattern": "2022-07-22T12:22:22Z" }), message).is_some());
+        let message = "make structured data out of this export: id,total\n7,19.5";
+        assert!(ungrounded(&json!({ "id": 1, "total": "19.5" }), message).is_some());
+    }
+
+    #[test]
+    fn a_small_models_input_keeps_only_what_the_schema_requires() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "pattern": { "type": "string" }, "head_limit": { "type": "integer" } },
+            "required": ["pattern"]
+        });
+        let written = json!({ "pattern": "TODO", "head_limit": 500, "invented": true });
+        assert_eq!(
+            super::only_required(&schema, written),
+            json!({ "pattern": "TODO" })
+        );
+        // A skill without a schema of properties takes what was written.
+        let free = json!({ "anything": 1 });
+        assert_eq!(super::only_required(&json!({}), free.clone()), free);
+    }
+
     #[test]
     fn the_router_is_shown_a_descriptions_first_sentence() {
         use super::first_sentence;

@@ -643,7 +643,9 @@ async fn a_small_model_is_routed_by_the_skill_ranking_writes_only_the_skills_req
         json!({ "expression": "sqrt(144) + 10" }).to_string().into(),
     ]);
     let (sink, events) = recorder();
-    let message = "evaluate an arithmetic expression exactly: the one in my notes";
+    // The input's numbers are the message's: a small model's input holding what the
+    // message does not is refused as made up.
+    let message = "evaluate an arithmetic expression exactly: the square root of 144, plus 10";
     let outcome = agent.run(message, sink).await.unwrap();
     // The result as calculate gave it, after what was run: no model rewording it.
     assert_eq!(
@@ -744,7 +746,7 @@ fn small_agent_in(
 async fn a_small_models_guess_that_writes_runs_only_once_the_user_says_yes_and_asks_once() {
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("notes.txt"), "colour\n").unwrap();
-    let message = "replace an exact piece of text in a project file with new text";
+    let message = "replace an exact piece of text in a project file with new text: colour with color in notes.txt";
     let input = json!({ "file_path": "notes.txt", "old_string": "colour", "new_string": "color" });
 
     // Nobody to ask: refused, whatever the score, and the file is kept.

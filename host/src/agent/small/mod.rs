@@ -341,7 +341,7 @@ fn failed(name: &str, input: &Value, error: &Error) -> String {
 
 /// The first number in `answer` (a run of digits) that `message` does not hold: one the
 /// model made up.
-fn ungrounded_number(answer: &str, message: &str) -> Option<String> {
+pub(super) fn ungrounded_number(answer: &str, message: &str) -> Option<String> {
     let numbers = |text: &str| -> Vec<String> {
         text.split(|c: char| !c.is_ascii_digit())
             .filter(|n| !n.is_empty())
