@@ -288,6 +288,17 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether `text` and `message` share two ideographs in a row: Chinese and Japanese are
+/// written without spaces, so a phrase is not split into words, and a fact taken from
+/// the message keeps some of its characters together.
+fn shares_ideographs(text: &str, message: &str) -> bool {
+    let ideograph = |c: char| ('\u{3040}'..='\u{9fff}').contains(&c);
+    let chars: Vec<char> = text.chars().collect();
+    chars.windows(2).any(|pair| {
+        pair.iter().all(|&c| ideograph(c)) && message.contains(&pair.iter().collect::<String>())
+    })
+}
+
 /// The first value of `input` that a small model made up rather than took from
 /// `message`, quoted: a number the message does not hold, or a text with no word and
 /// no number of the message (a path, a pattern or a date from nowhere). A small model
@@ -305,9 +316,11 @@ fn ungrounded(input: &Value, message: &str) -> Option<String> {
             if super::small::ungrounded_number(text, message).is_some() {
                 return Some(format!("{text:?}"));
             }
-            let (own, given) = (words(text), words(message));
+            let given = message.to_lowercase();
+            let own = words(text);
             let numbers = text.chars().any(|c| c.is_ascii_digit());
-            let shares = own.iter().any(|w| given.contains(w));
+            let shares =
+                own.iter().any(|w| given.contains(w.as_str())) || shares_ideographs(text, &given);
             (!own.is_empty() && !shares && !numbers).then(|| format!("{text:?}"))
         }
         Value::Bool(_) | Value::Null => None,
@@ -450,6 +463,13 @@ mod tests {
             ungrounded(&read, message).as_deref(),
             Some("\"/Users/Huggs-Lemmings/Projects/project.jsx\"")
         );
+        // Written without spaces: two characters of the message in a row are enough.
+        let message = "记住我的牙医叫王医生";
+        assert_eq!(
+            ungrounded(&json!({ "content": "用户的牙医是王医生" }), message),
+            None
+        );
+        assert!(ungrounded(&json!({ "content": "明天下午开会讨论预算" }), message).is_some());
         let message = "which lines mention TODO in the codebase?";
         assert!(ungrounded(&json!({ "pattern": "2022-07-22T12:22:22Z" }), message).is_some());
         let message = "make structured data out of this export: id,total\n7,19.5";
