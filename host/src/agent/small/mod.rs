@@ -352,9 +352,92 @@ pub(super) fn ungrounded_number(answer: &str, message: &str) -> Option<String> {
     numbers(answer).into_iter().find(|n| !given.contains(n))
 }
 
+/// Words of `text` long enough to mean something, lower case.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4 && !w.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether `text` and `message` share two ideographs in a row: Chinese and Japanese are
+/// written without spaces, so a phrase is not split into words, and a fact taken from
+/// the message keeps some of its characters together.
+fn shares_ideographs(text: &str, message: &str) -> bool {
+    let ideograph = |c: char| ('\u{3040}'..='\u{9fff}').contains(&c);
+    let chars: Vec<char> = text.chars().collect();
+    chars.windows(2).any(|pair| {
+        pair.iter().all(|&c| ideograph(c)) && message.contains(&pair.iter().collect::<String>())
+    })
+}
+
+/// The first value of `input` that a small model made up rather than took from
+/// `message`, quoted: a number the message does not hold, or a text with no word and
+/// no number of the message (a path, a pattern or a date from nowhere). A small model
+/// fills a field it cannot fill with something plausible; run, its result would be
+/// an answer to a question nobody asked.
+pub(super) fn made_up(input: &Value, message: &str) -> Option<String> {
+    match input {
+        Value::Object(fields) => fields.values().find_map(|v| made_up(v, message)),
+        Value::Array(items) => items.iter().find_map(|v| made_up(v, message)),
+        Value::Number(n) => {
+            let text = n.to_string();
+            ungrounded_number(&text, message).map(|_| text)
+        }
+        Value::String(text) => {
+            if ungrounded_number(text, message).is_some() {
+                return Some(format!("{text:?}"));
+            }
+            let given = message.to_lowercase();
+            let own = words(text);
+            let numbers = text.chars().any(|c| c.is_ascii_digit());
+            let shares =
+                own.iter().any(|w| given.contains(w.as_str())) || shares_ideographs(text, &given);
+            (!own.is_empty() && !shares && !numbers).then(|| format!("{text:?}"))
+        }
+        Value::Bool(_) | Value::Null => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_models_input_is_held_to_the_message() {
+        // Taken from the message: run.
+        let message = "what is the square root of 2209?";
+        assert_eq!(
+            made_up(&json!({ "expression": "sqrt(2209)" }), message),
+            None
+        );
+        let message = "where are all the test_*.py scripts in this tree?";
+        assert_eq!(
+            made_up(&json!({ "pattern": "**/test_*.py" }), message),
+            None
+        );
+        let message = "make sure you know next time that my daughter is called Ana";
+        let store = json!({ "content": "The user's daughter is called Ana" });
+        assert_eq!(made_up(&store, message), None);
+        // Made up: a path, a date, a count the message never gave.
+        let message = "open src/main.rs so I can look at it";
+        let read = json!({ "file_path": "/Users/Huggs-Lemmings/Projects/project.jsx" });
+        assert_eq!(
+            made_up(&read, message).as_deref(),
+            Some("\"/Users/Huggs-Lemmings/Projects/project.jsx\"")
+        );
+        // Written without spaces: two characters of the message in a row are enough.
+        let message = "记住我的牙医叫王医生";
+        assert_eq!(
+            made_up(&json!({ "content": "用户的牙医是王医生" }), message),
+            None
+        );
+        assert!(made_up(&json!({ "content": "明天下午开会讨论预算" }), message).is_some());
+        let message = "which lines mention TODO in the codebase?";
+        assert!(made_up(&json!({ "pattern": "2022-07-22T12:22:22Z" }), message).is_some());
+        let message = "make structured data out of this export: id,total\n7,19.5";
+        assert!(made_up(&json!({ "id": 1, "total": "19.5" }), message).is_some());
+    }
 
     #[test]
     fn a_result_is_quoted_with_what_was_run() {
