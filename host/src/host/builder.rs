@@ -435,6 +435,8 @@ impl Inner {
     }
 
     async fn load_dir(&mut self, dir: &Path) -> Result<()> {
+        // What is learnt of the components written once, at the end.
+        let _batch = self.loader.wasm_engine().map(WasmEngine::batch);
         let loaded = crate::engine::for_each_dir(&self.loader, dir, |loader, dir| async move {
             // Before the load: a change made while it runs is seen by the next reload.
             let stamp = stamp(&dir);

@@ -81,6 +81,10 @@ impl Host {
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&dir);
         }
+        let _batch = inner
+            .loader
+            .wasm_engine()
+            .map(crate::engine::wasm::WasmEngine::batch);
         for dir in changed {
             self.reload_dir(&dir).await;
         }

@@ -1,7 +1,7 @@
 //! What the engine remembers about each component file it has loaded, so that loading
 //! it again reads neither the component nor its compiled code until the first call.
 //!
-//! Beside the compile cache, one small record per file: the file's fingerprint (device,
+//! Beside the compile cache, one record per file: the file's fingerprint (device,
 //! inode, size, modification and change times, and a hash of its first and last 4 KiB)
 //! and what was learnt from its bytes (SHA-256, API version, SDK stamp, manifest). When
 //! the fingerprint still matches, the record stands for the bytes, as git's index stands
@@ -11,12 +11,19 @@
 //! a file changed within [`SETTLE`] of its fingerprint is not remembered: timestamps
 //! are as coarse as a clock tick, and a second write in the same tick would keep them.
 //!
-//! A record is written atomically (temp file + rename); one that cannot be read is
-//! ignored. Like the compile cache, it can only make a load faster, never fail one.
+//! The records of every file are kept together, in one catalogue record read once per
+//! engine: a host loading a thousand skills reads one file, not a thousand. It is
+//! written atomically (temp file + rename), merged with what another process wrote
+//! meanwhile; a file that cannot be read, or that another Evo wrote, is ignored. Two
+//! processes writing at once may lose each other's newest records, which costs only a
+//! reread of those components. Like the compile cache, it can only make a load faster,
+//! never fail one.
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -123,67 +130,202 @@ pub(super) fn sidecar_key(sidecar: Option<&crate::skill::manifest::RawMeta>) -> 
 /// not used, and the file is read again.
 const MADE_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "+described.3");
 
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Record {
-    #[serde(default)]
-    made_by: String,
-    path: PathBuf,
     fingerprint: Fingerprint,
     known: Known,
 }
 
-/// The records, one file each, in `dir`.
-#[derive(Debug, Clone)]
+/// The catalogue record as a file holds it: every component file's record, by path.
+#[derive(Default, Serialize, Deserialize)]
+struct Catalogue {
+    #[serde(default)]
+    made_by: String,
+    #[serde(default)]
+    records: HashMap<PathBuf, Record>,
+}
+
+/// The file's identity as last read: when it changes, another process wrote it.
+type Stat = Option<(u64, u64, i128)>;
+
+fn stat_of(path: &Path) -> Stat {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some((
+        meta.ino(),
+        meta.len(),
+        i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+    ))
+}
+
+/// What one engine holds of the catalogue record.
+#[derive(Default)]
+struct State {
+    /// The records as last read from the file, with this engine's own added.
+    records: HashMap<PathBuf, Record>,
+    /// Whether the file has been read, and what it was then.
+    read: Option<Stat>,
+    /// The records this engine added since it last wrote the file.
+    unsaved: HashMap<PathBuf, Record>,
+    /// Batches open ([`KnownFiles::batch`]): the file is written when the last closes.
+    batches: usize,
+}
+
+/// The catalogue record: what was learnt of every component file, in one file
+/// (`catalogue.json` in `dir`), read once when the first component is loaded rather
+/// than a file per component, and read again only when another process wrote it.
+/// A load of many files ([`KnownFiles::open_batch`]) writes it once, at the end.
+#[derive(Debug)]
 pub(super) struct KnownFiles {
     dir: PathBuf,
     settle: std::time::Duration,
+    state: Mutex<State>,
 }
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("records", &self.records.len())
+            .field("unsaved", &self.unsaved.len())
+            .field("batches", &self.batches)
+            .finish()
+    }
+}
+
+/// The file of the catalogue record in its directory.
+const FILE: &str = "catalogue.json";
 
 impl KnownFiles {
     pub(super) fn new(dir: PathBuf) -> Self {
         Self {
             dir,
             settle: SETTLE,
+            state: Mutex::default(),
         }
     }
 
-    fn record_path(&self, path: &Path) -> PathBuf {
-        let key = Sha256::digest(path.as_os_str().as_encoded_bytes());
-        self.dir.join(format!("{}.json", hex::encode(&key[..16])))
+    fn file(&self) -> PathBuf {
+        self.dir.join(FILE)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The records in the file now, with its identity: none when it is missing, cannot
+    /// be read, or was written by another Evo.
+    fn read_file(&self) -> (HashMap<PathBuf, Record>, Stat) {
+        let file = self.file();
+        let stat = stat_of(&file);
+        let records = std::fs::read(&file)
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Catalogue>(&text).ok())
+            .filter(|c| c.made_by == MADE_BY)
+            .map(|c| c.records)
+            .unwrap_or_default();
+        (records, stat)
+    }
+
+    /// Reads the file into `state` when it has not been read, or (`again`) when
+    /// another process wrote it since; this engine's unsaved records stay.
+    fn refresh(&self, state: &mut State, again: bool) {
+        let stale = match &state.read {
+            None => true,
+            Some(stat) => again && *stat != stat_of(&self.file()),
+        };
+        if stale {
+            let (mut records, stat) = self.read_file();
+            records.extend(state.unsaved.iter().map(|(p, r)| (p.clone(), r.clone())));
+            state.records = records;
+            state.read = Some(stat);
+        }
     }
 
     /// What is known about the file at `path` if it has not changed since: `None` when
     /// nothing is, or it changed.
     pub(super) fn get(&self, path: &Path, now: &Fingerprint) -> Option<Known> {
-        let text = std::fs::read(self.record_path(path)).ok()?;
-        let record: Record = serde_json::from_slice(&text).ok()?;
-        (record.made_by == MADE_BY && record.path == path && record.fingerprint == *now)
-            .then_some(record.known)
+        let mut state = self.state();
+        self.refresh(&mut state, false);
+        let found = |state: &State| {
+            state
+                .records
+                .get(path)
+                .filter(|r| r.fingerprint == *now)
+                .map(|r| r.known.clone())
+        };
+        if let Some(known) = found(&state) {
+            return Some(known);
+        }
+        // Another process (an install beside a running server) may have learnt it.
+        self.refresh(&mut state, true);
+        found(&state)
     }
 
     /// Remembers `known` for the file at `path` with fingerprint `fingerprint` (taken
     /// before its bytes were read, so that a write in between makes the record stale
-    /// rather than wrong).
+    /// rather than wrong). Written at once, or when the batch open closes.
     pub(super) fn put(&self, path: &Path, fingerprint: Fingerprint, known: Known) {
         if fingerprint.unsettled(self.settle) {
             return;
         }
-        let record = Record {
+        let record = Record { fingerprint, known };
+        let mut state = self.state();
+        state.records.insert(path.to_owned(), record.clone());
+        state.unsaved.insert(path.to_owned(), record);
+        if state.batches == 0 {
+            self.save(&mut state);
+        }
+    }
+
+    /// Holds the writes of [`KnownFiles::put`] until [`KnownFiles::close_batch`]: a
+    /// load of a thousand files writes the record once.
+    pub(super) fn open_batch(&self) {
+        self.state().batches += 1;
+    }
+
+    /// Closes a batch [`KnownFiles::open_batch`] opened; the last writes the record.
+    pub(super) fn close_batch(&self) {
+        let mut state = self.state();
+        state.batches = state.batches.saturating_sub(1);
+        if state.batches == 0 {
+            self.save(&mut state);
+        }
+    }
+
+    /// Writes this engine's unsaved records into the file, merged with what it holds
+    /// now (another process may have added to it), without the records of files that
+    /// are gone.
+    fn save(&self, state: &mut State) {
+        if state.unsaved.is_empty() {
+            return;
+        }
+        let (mut records, _) = self.read_file();
+        records.retain(|path, _| path.exists());
+        records.extend(state.unsaved.drain());
+        let catalogue = Catalogue {
             made_by: MADE_BY.to_owned(),
-            path: path.to_owned(),
-            fingerprint,
-            known,
+            records,
         };
         let written = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(&self.dir)?;
             let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-            tmp.write_all(&serde_json::to_vec(&record).map_err(std::io::Error::other)?)?;
-            tmp.persist(self.record_path(path)).map_err(|e| e.error)?;
+            serde_json::to_writer(std::io::BufWriter::new(&mut tmp), &catalogue)
+                .map_err(std::io::Error::other)?;
+            tmp.persist(self.file()).map_err(|e| e.error)?;
+            // The records of earlier releases, one file each, are superseded.
+            for entry in std::fs::read_dir(&self.dir)?.flatten() {
+                let name = entry.file_name();
+                if name != FILE && name.to_string_lossy().ends_with(".json") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
             Ok(())
         })();
         if let Err(e) = written {
-            tracing::warn!(dir = %self.dir.display(), error = %e, "could not remember a loaded component");
+            tracing::warn!(dir = %self.dir.display(), error = %e, "could not remember the loaded components");
         }
+        state.read = Some(stat_of(&self.file()));
+        state.records = catalogue.records;
     }
 }
 
@@ -266,9 +408,12 @@ mod tests {
         let now = Fingerprint::of(&path).unwrap();
         files.put(&path, now.clone(), known("a"));
         let mut record: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(files.record_path(&path)).unwrap()).unwrap();
+            serde_json::from_slice(&std::fs::read(files.file()).unwrap()).unwrap();
         assert_eq!(record["made_by"], MADE_BY);
-        assert_eq!(files.get(&path, &now), Some(known("a")));
+        assert_eq!(
+            settled(dir.path().to_owned()).get(&path, &now),
+            Some(known("a"))
+        );
         for older in [
             serde_json::json!("0.0.9+described.2"),
             serde_json::Value::Null,
@@ -280,8 +425,10 @@ mod tests {
                     .unwrap()
                     .insert("made_by".into(), older),
             };
-            std::fs::write(files.record_path(&path), record.to_string()).unwrap();
-            assert_eq!(files.get(&path, &now), None, "{record}");
+            std::fs::write(files.file(), record.to_string()).unwrap();
+            // A new process reads the file.
+            let next = settled(dir.path().to_owned());
+            assert_eq!(next.get(&path, &now), None, "{record}");
         }
     }
 
@@ -294,7 +441,96 @@ mod tests {
         let now = Fingerprint::of(&path).unwrap();
         files.put(&path, now.clone(), known("a"));
         assert_eq!(files.get(&path, &now), Some(known("a")));
-        std::fs::write(files.record_path(&path), b"{ not json").unwrap();
-        assert_eq!(files.get(&path, &now), None);
+        std::fs::write(files.file(), b"{ not json").unwrap();
+        let next = settled(dir.path().to_owned());
+        assert_eq!(next.get(&path, &now), None);
+        // And the next record written replaces it.
+        next.put(&path, now.clone(), known("b"));
+        assert_eq!(
+            settled(dir.path().to_owned()).get(&path, &now),
+            Some(known("b"))
+        );
+    }
+
+    /// Files `n` components in `dir`, each with its fingerprint.
+    fn components(dir: &Path, n: usize) -> Vec<(PathBuf, Fingerprint)> {
+        (0..n)
+            .map(|i| {
+                let path = dir.join(format!("c{i}.wasm"));
+                std::fs::write(&path, format!("component {i}")).unwrap();
+                let now = Fingerprint::of(&path).unwrap();
+                (path, now)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_writes_the_record_once_when_it_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = settled(dir.path().join("known"));
+        let all = components(dir.path(), 3);
+        files.open_batch();
+        files.open_batch();
+        for (i, (path, now)) in all.iter().enumerate() {
+            files.put(path, now.clone(), known(&i.to_string()));
+            // Seen at once by this engine, not yet written.
+            assert_eq!(files.get(path, now), Some(known(&i.to_string())));
+        }
+        files.close_batch();
+        assert!(
+            !files.file().exists(),
+            "an inner batch closing writes nothing"
+        );
+        files.close_batch();
+        // One file holds them all, and a new process reads them from it.
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("known"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [FILE]);
+        let next = settled(dir.path().join("known"));
+        for (i, (path, now)) in all.iter().enumerate() {
+            assert_eq!(next.get(path, now), Some(known(&i.to_string())));
+        }
+    }
+
+    #[test]
+    fn what_another_process_learnt_is_kept_and_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = components(dir.path(), 3);
+        let (server, installer) = (
+            settled(dir.path().join("known")),
+            settled(dir.path().join("known")),
+        );
+        server.put(&all[0].0, all[0].1.clone(), known("0"));
+        // The server has read the record; an install in another process adds to it.
+        assert_eq!(server.get(&all[1].0, &all[1].1), None);
+        installer.put(&all[1].0, all[1].1.clone(), known("1"));
+        assert_eq!(installer.get(&all[0].0, &all[0].1), Some(known("0")));
+        // The server sees the installer's record, and its next write keeps it.
+        assert_eq!(server.get(&all[1].0, &all[1].1), Some(known("1")));
+        server.put(&all[2].0, all[2].1.clone(), known("2"));
+        let next = settled(dir.path().join("known"));
+        for (i, (path, now)) in all.iter().enumerate() {
+            assert_eq!(next.get(path, now), Some(known(&i.to_string())));
+        }
+        // A component removed since is forgotten at the next write.
+        std::fs::remove_file(&all[0].0).unwrap();
+        next.put(&all[1].0, all[1].1.clone(), known("1b"));
+        let text = std::fs::read_to_string(next.file()).unwrap();
+        assert!(!text.contains("c0.wasm"), "{text}");
+        assert!(text.contains("c2.wasm"), "{text}");
+    }
+
+    #[test]
+    fn the_records_of_earlier_releases_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let known_dir = dir.path().join("known");
+        std::fs::create_dir_all(&known_dir).unwrap();
+        let old = known_dir.join("0123456789abcdef0123456789abcdef.json");
+        std::fs::write(&old, "{}").unwrap();
+        let all = components(dir.path(), 1);
+        settled(known_dir).put(&all[0].0, all[0].1.clone(), known("0"));
+        assert!(!old.exists());
     }
 }

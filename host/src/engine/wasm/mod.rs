@@ -469,6 +469,16 @@ impl WasmEngine {
         })
     }
 
+    /// Loads many component files as one: what is learnt of them is written to the
+    /// catalogue record once, when the returned batch is dropped, instead of once per
+    /// file.
+    pub(crate) fn batch(&self) -> LoadBatch {
+        if let Some(known) = &self.inner.known {
+            known.open_batch();
+        }
+        LoadBatch(self.clone())
+    }
+
     /// Instances (stores) alive now: those of the calls running, and none once they
     /// have all ended. A number that stays above zero when nothing runs is a leak.
     pub fn live_instances(&self) -> usize {
@@ -518,5 +528,18 @@ impl WasmEngine {
             })
             .as_ref()
             .map_err(|e| Error::Engine(e.clone()))
+    }
+}
+
+/// Loads under way as one ([`WasmEngine::batch`]): dropping it writes what they learnt.
+#[derive(Debug)]
+#[must_use = "the batch closes when dropped"]
+pub(crate) struct LoadBatch(WasmEngine);
+
+impl Drop for LoadBatch {
+    fn drop(&mut self) {
+        if let Some(known) = &self.0.inner.known {
+            known.close_batch();
+        }
     }
 }
