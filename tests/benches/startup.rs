@@ -178,21 +178,48 @@ fn catalogue(c: &mut Criterion) {
         });
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
+    let build = |home: &Path| {
+        rt.block_on(
+            evo_host::Host::builder()
+                .data_dir(home)
+                .config(evo_tests::config(home))
+                .build(),
+        )
+        .unwrap()
+    };
     for (label, home) in [("no skills", &empty), ("1,000 Wasm skills", &full)] {
-        let config = evo_tests::config(home.path());
         group.bench_function(format!("Host::build in process, {label}"), |b| {
-            b.iter(|| {
-                rt.block_on(
-                    evo_host::Host::builder()
-                        .data_dir(home.path())
-                        .config(config.clone())
-                        .build(),
-                )
-                .unwrap()
-            })
+            b.iter(|| build(home.path()))
         });
     }
     group.finish();
+
+    // What each installed skill adds to `Host::build`: the medians of builds with and
+    // without them, taken in turns, their difference shared out.
+    const BUILDS: usize = 31;
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..BUILDS {
+        for (home, times) in [(&empty, &mut without), (&full, &mut with)] {
+            let started = Instant::now();
+            let host = build(home.path());
+            times.push(started.elapsed());
+            drop(host);
+        }
+    }
+    let median = |times: &mut Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let (with, without) = (median(&mut with), median(&mut without));
+    let per_skill = with.saturating_sub(without).as_secs_f64() * 1e9 / SKILLS as f64;
+    let recorder = evo_tests::figures::Recorder::new("startup", "./scripts/bench startup", PATHS);
+    recorder.value("Host::build per installed Wasm skill", per_skill, "ns");
+    println!(
+        "Host::build: {:.1} ms with {SKILLS} Wasm skills, {:.1} ms with none: {:.1} µs per skill",
+        with.as_secs_f64() * 1e3,
+        without.as_secs_f64() * 1e3,
+        per_skill / 1e3
+    );
 
     for (label, home) in [("no skills", &empty), ("1,000 Wasm skills", &full)] {
         let (child, ready, _) = serve_ready(home.path());
