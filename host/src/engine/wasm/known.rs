@@ -130,11 +130,15 @@ pub(super) fn sidecar_key(sidecar: Option<&crate::skill::manifest::RawMeta>) -> 
 /// not used, and the file is read again.
 const MADE_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "+described.3");
 
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct Record {
     fingerprint: Fingerprint,
     known: Known,
 }
+
+/// A record as the file holds it: decoded only when its file is loaded, by the thread
+/// that loads it, so that reading the catalogue record is one pass over its bytes.
+type Raw = Box<serde_json::value::RawValue>;
 
 /// The catalogue record as a file holds it: every component file's record, by path.
 #[derive(Default, Serialize, Deserialize)]
@@ -142,7 +146,7 @@ struct Catalogue {
     #[serde(default)]
     made_by: String,
     #[serde(default)]
-    records: HashMap<PathBuf, Record>,
+    records: HashMap<PathBuf, Raw>,
 }
 
 /// The file's identity as last read: when it changes, another process wrote it.
@@ -162,11 +166,11 @@ fn stat_of(path: &Path) -> Stat {
 #[derive(Default)]
 struct State {
     /// The records as last read from the file, with this engine's own added.
-    records: HashMap<PathBuf, Record>,
+    records: HashMap<PathBuf, Raw>,
     /// Whether the file has been read, and what it was then.
     read: Option<Stat>,
     /// The records this engine added since it last wrote the file.
-    unsaved: HashMap<PathBuf, Record>,
+    unsaved: HashMap<PathBuf, Raw>,
     /// Batches open ([`KnownFiles::batch`]): the file is written when the last closes.
     batches: usize,
 }
@@ -214,7 +218,7 @@ impl KnownFiles {
 
     /// The records in the file now, with its identity: none when it is missing, cannot
     /// be read, or was written by another Evo.
-    fn read_file(&self) -> (HashMap<PathBuf, Record>, Stat) {
+    fn read_file(&self) -> (HashMap<PathBuf, Raw>, Stat) {
         let file = self.file();
         let stat = stat_of(&file);
         let records = std::fs::read(&file)
@@ -244,21 +248,28 @@ impl KnownFiles {
     /// What is known about the file at `path` if it has not changed since: `None` when
     /// nothing is, or it changed.
     pub(super) fn get(&self, path: &Path, now: &Fingerprint) -> Option<Known> {
-        let mut state = self.state();
-        self.refresh(&mut state, false);
-        let found = |state: &State| {
-            state
-                .records
-                .get(path)
+        // Decoded outside the lock: the loads of a directory's skills run side by side.
+        let decode = |raw: Option<Raw>| {
+            serde_json::from_str::<Record>(raw?.get())
+                .ok()
                 .filter(|r| r.fingerprint == *now)
-                .map(|r| r.known.clone())
+                .map(|r| r.known)
         };
-        if let Some(known) = found(&state) {
+        let raw = {
+            let mut state = self.state();
+            self.refresh(&mut state, false);
+            state.records.get(path).cloned()
+        };
+        if let Some(known) = decode(raw) {
             return Some(known);
         }
         // Another process (an install beside a running server) may have learnt it.
-        self.refresh(&mut state, true);
-        found(&state)
+        let raw = {
+            let mut state = self.state();
+            self.refresh(&mut state, true);
+            state.records.get(path).cloned()
+        };
+        decode(raw)
     }
 
     /// Remembers `known` for the file at `path` with fingerprint `fingerprint` (taken
@@ -268,10 +279,12 @@ impl KnownFiles {
         if fingerprint.unsettled(self.settle) {
             return;
         }
-        let record = Record { fingerprint, known };
+        let Ok(raw) = serde_json::value::to_raw_value(&Record { fingerprint, known }) else {
+            return;
+        };
         let mut state = self.state();
-        state.records.insert(path.to_owned(), record.clone());
-        state.unsaved.insert(path.to_owned(), record);
+        state.records.insert(path.to_owned(), raw.clone());
+        state.unsaved.insert(path.to_owned(), raw);
         if state.batches == 0 {
             self.save(&mut state);
         }
