@@ -171,7 +171,7 @@ struct State {
     read: Option<Stat>,
     /// The records this engine added since it last wrote the file.
     unsaved: HashMap<PathBuf, Raw>,
-    /// Batches open ([`KnownFiles::batch`]): the file is written when the last closes.
+    /// Batches open ([`KnownFiles::open_batch`]): the file is written when the last closes.
     batches: usize,
 }
 
