@@ -322,8 +322,11 @@ impl KnownFiles {
         let written = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(&self.dir)?;
             let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-            serde_json::to_writer(std::io::BufWriter::new(&mut tmp), &catalogue)
-                .map_err(std::io::Error::other)?;
+            // Flushed here, not on drop: a failed write must not be renamed into place.
+            let mut out = std::io::BufWriter::new(&mut tmp);
+            serde_json::to_writer(&mut out, &catalogue).map_err(std::io::Error::other)?;
+            std::io::Write::flush(&mut out)?;
+            drop(out);
             tmp.persist(self.file()).map_err(|e| e.error)?;
             // The records of earlier releases, one file each, are superseded.
             for entry in std::fs::read_dir(&self.dir)?.flatten() {
