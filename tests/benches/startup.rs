@@ -178,11 +178,17 @@ fn catalogue(c: &mut Criterion) {
         });
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
+    // Each home's configuration made once, outside what is timed.
+    let configs = [&empty, &full].map(|home| (home.path(), evo_tests::config(home.path())));
     let build = |home: &Path| {
+        let config = configs
+            .iter()
+            .find(|(h, _)| *h == home)
+            .map(|(_, c)| c.clone());
         rt.block_on(
             evo_host::Host::builder()
                 .data_dir(home)
-                .config(evo_tests::config(home))
+                .config(config.expect("a home of this bench"))
                 .build(),
         )
         .unwrap()
@@ -206,11 +212,10 @@ fn catalogue(c: &mut Criterion) {
             drop(host);
         }
     }
-    let median = |times: &mut Vec<Duration>| {
-        times.sort();
-        times[times.len() / 2]
-    };
-    let (with, without) = (median(&mut with), median(&mut without));
+    let (with, without) = (
+        evo_tests::percentiles(with).0,
+        evo_tests::percentiles(without).0,
+    );
     let per_skill = with.saturating_sub(without).as_secs_f64() * 1e9 / SKILLS as f64;
     let recorder = evo_tests::figures::Recorder::new("startup", "./scripts/bench startup", PATHS);
     recorder.value("Host::build per installed Wasm skill", per_skill, "ns");
