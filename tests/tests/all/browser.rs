@@ -49,12 +49,18 @@ impl std::fmt::Debug for Browser {
 /// How long one step (a load, a wait for what a page shows) may take.
 const STEP: Duration = Duration::from_secs(20);
 
+/// How long Chromium may take to open its DevTools port. Start-up waits for the port
+/// or for Chromium to exit; this bound only catches a hang, and is wide because a
+/// loaded CI machine has been seen to take over 20 s to start it.
+const LAUNCH: Duration = Duration::from_secs(180);
+
 impl Browser {
     /// Starts Chromium headless with a fresh profile, its window `width`×`height`.
     pub fn start(width: u32, height: u32) -> Self {
         let profile = tempfile::tempdir().expect("a profile directory");
         let binary = chromium();
-        let child = Command::new(&binary)
+        let log = tempfile::NamedTempFile::new().expect("a file for Chromium's stderr");
+        let mut child = Command::new(&binary)
             .args([
                 "--headless",
                 "--no-sandbox",
@@ -70,7 +76,7 @@ impl Browser {
                 "about:blank",
             ])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log.reopen().expect("Chromium's stderr file"))
             .spawn()
             .unwrap_or_else(|e| {
                 panic!(
@@ -78,7 +84,7 @@ impl Browser {
                     binary.display()
                 )
             });
-        let port = wait_for_port(profile.path());
+        let port = wait_for_port(profile.path(), &mut child, log.path());
         let targets: Value = ureq::get(&format!("http://127.0.0.1:{port}/json/list"))
             .call()
             .expect("Chromium lists its pages")
@@ -301,10 +307,12 @@ impl Drop for Browser {
     }
 }
 
-/// The DevTools port Chromium writes to `DevToolsActivePort` in its profile.
-fn wait_for_port(profile: &Path) -> u16 {
+/// The DevTools port Chromium writes to `DevToolsActivePort` in its profile, waited
+/// for until it is there or Chromium has exited (then what it printed is shown).
+fn wait_for_port(profile: &Path, child: &mut Child, log: &Path) -> u16 {
     let file = profile.join("DevToolsActivePort");
-    let deadline = Instant::now() + STEP;
+    let printed = || std::fs::read_to_string(log).unwrap_or_default();
+    let deadline = Instant::now() + LAUNCH;
     while Instant::now() < deadline {
         if let Some(port) = std::fs::read_to_string(&file)
             .ok()
@@ -312,7 +320,16 @@ fn wait_for_port(profile: &Path) -> u16 {
         {
             return port;
         }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "Chromium exited ({status}) before opening its DevTools port; it printed:\n{}",
+                printed()
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("Chromium did not open its DevTools port within {STEP:?}");
+    panic!(
+        "Chromium did not open its DevTools port within {LAUNCH:?}; it printed:\n{}",
+        printed()
+    );
 }
