@@ -21,8 +21,7 @@ pub(super) async fn list(
 ) -> Result<(), Failure> {
     let host = args::host(globals, sources, &Grants::default()).await?;
     let installed: std::collections::HashMap<String, evo_host::packages::ListedSkill> = host
-        .manager()?
-        .list_skills(&ListQuery::default())?
+        .list_installed(&ListQuery::default())?
         .skills
         .into_iter()
         .map(|s| (s.name.clone(), s))

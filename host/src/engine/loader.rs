@@ -159,10 +159,19 @@ impl Loader {
     /// install ([`Error::CapabilitiesChanged`]).
     pub async fn load_package(&self, dir: &Path) -> Result<Package> {
         let record = crate::skill::manifest::package::InstallRecord::read(dir);
+        self.load_recorded(dir, record.as_ref()).await
+    }
+
+    /// [`Loader::load_package`] with the install record already read (`None`: the
+    /// directory has none), so a caller that keeps the record reads it once.
+    pub(crate) async fn load_recorded(
+        &self,
+        dir: &Path,
+        record: Option<&crate::skill::manifest::package::InstallRecord>,
+    ) -> Result<Package> {
         // Installed under another name than the one it gives itself (`--as`): loaded
         // under the name it was installed as, granted what that name is granted.
         let alias = record
-            .as_ref()
             .filter(|r| !r.published_as.is_empty())
             .map(|r| Alias {
                 published: &r.published_as,

@@ -438,19 +438,13 @@ impl Inner {
         // What is learnt of the components written once, at the end.
         let _batch = self.loader.wasm_engine().map(WasmEngine::batch);
         let loaded = crate::engine::for_each_dir(&self.loader, dir, |loader, dir| async move {
-            // Before the load: a change made while it runs is seen by the next reload.
-            let stamp = stamp(&dir);
-            (stamp, loader.load_package(&dir).await)
+            Loaded::load(&loader, &dir).await
         });
-        for (path, (stamp, result)) in loaded.await? {
-            let skills = result
-                .as_ref()
-                .map(|p| p.skills.iter().map(|s| s.meta.name.clone()).collect())
-                .unwrap_or_default();
+        for (path, (loaded, result)) in loaded.await? {
             self.catalogue
                 .get_mut()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(path.clone(), Loaded { stamp, skills });
+                .insert(path.clone(), loaded);
             match result {
                 Ok(package) => {
                     for skill in package.skills {

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
 use super::Host;
+use crate::engine::loader::{Loader, Package};
 use crate::error::Result;
+use crate::packages::{InstallRecord, ListQuery, Listing};
 
 /// A skill directory as last loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +16,30 @@ pub(super) struct Loaded {
     pub(super) stamp: u64,
     /// The skills it holds (none when it did not load).
     pub(super) skills: Vec<String>,
+    /// Its install record, read with it (`None`: a directory of skills the host was
+    /// pointed at, or one copied in by hand).
+    pub(super) record: Option<InstallRecord>,
+}
+
+impl Loaded {
+    /// Loads the skill directory `dir`: what it looks like and its install record are
+    /// taken before the load, so a change made while it runs is seen by the next
+    /// reload. Returns the entry (its skills not yet filled in) and the load.
+    pub(super) async fn load(loader: &Loader, dir: &Path) -> (Self, Result<Package>) {
+        let stamp = stamp(dir);
+        let record = InstallRecord::read(dir);
+        let package = loader.load_recorded(dir, record.as_ref()).await;
+        let skills = package
+            .as_ref()
+            .map(|p| p.skills.iter().map(|s| s.meta.name.clone()).collect())
+            .unwrap_or_default();
+        let loaded = Self {
+            stamp,
+            skills,
+            record,
+        };
+        (loaded, package)
+    }
 }
 
 impl Host {
@@ -104,36 +130,50 @@ impl Host {
             .get(dir)
             .map(|l| l.skills.clone())
             .unwrap_or_default();
-        let skills = match inner.loader.load_package(dir).await {
-            Ok(package) => package
-                .skills
-                .into_iter()
-                .map(|skill| {
-                    let name = skill.meta.name.clone();
+        let (loaded, package) = Loaded::load(&inner.loader, dir).await;
+        match package {
+            Ok(package) => {
+                for skill in package.skills {
+                    tracing::info!(skill = %skill.meta.name, "loaded into the catalogue");
                     self.registry().register(skill);
-                    tracing::info!(skill = %name, "loaded into the catalogue");
-                    name
-                })
-                .collect(),
-            Err(e) => {
-                tracing::warn!("skipped {}: [{}] {e}", dir.display(), e.code());
-                Vec::new()
+                }
             }
-        };
-        for old in before.iter().filter(|old| !skills.contains(old)) {
+            Err(e) => tracing::warn!("skipped {}: [{}] {e}", dir.display(), e.code()),
+        }
+        for old in before.iter().filter(|old| !loaded.skills.contains(old)) {
             self.registry().unregister(old);
         }
         inner
             .catalogue
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                dir.to_owned(),
-                Loaded {
-                    stamp: stamp(dir),
-                    skills,
-                },
-            );
+            .insert(dir.to_owned(), loaded);
+    }
+
+    /// The installed skills, filtered and paged, as
+    /// [`SkillManager::list_skills`](crate::packages::SkillManager::list_skills) lists
+    /// them, from the install records this host read when it loaded them (or last
+    /// reloaded them: [`Host::refresh`]) rather than from the disk again. A host built
+    /// without its installed skills asks the skill manager.
+    pub fn list_installed(&self, query: &ListQuery) -> Result<Listing> {
+        let root = crate::paths::skills_dir(&self.inner.data_dir);
+        let installed: Vec<crate::packages::ListedSkill> = self
+            .inner
+            .catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(dir, _)| dir.parent() == Some(root.as_path()))
+            .filter_map(|(dir, loaded)| {
+                let name = dir.file_name()?.to_string_lossy().into_owned();
+                let record = crate::packages::installed_record(dir, &name, loaded.record.clone())?;
+                Some(crate::packages::ListedSkill::of(name, record))
+            })
+            .collect();
+        if installed.is_empty() {
+            return self.manager()?.list_skills(query);
+        }
+        Ok(Listing::of(installed, query))
     }
 
     /// The catalogue's directory that holds skill `name`.
@@ -163,7 +203,7 @@ impl Host {
 /// What a skill directory looks like now: a hash of its own metadata and of the names,
 /// sizes and modification times of its top-level files. An install (an atomic rename)
 /// or an edit of the manifest, SKILL.md or component changes it.
-pub(super) fn stamp(dir: &Path) -> u64 {
+fn stamp(dir: &Path) -> u64 {
     use std::hash::{Hash, Hasher};
     use std::os::unix::fs::MetadataExt;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::PoisonError;
 
-use super::{Host, Loaded, stamp};
+use super::{Host, Loaded};
 use crate::error::{Error, Result};
 use crate::packages::{InstallOptions, Outcome};
 
@@ -37,40 +37,26 @@ impl Host {
     /// and the index), and stores it for the other nodes.
     pub(super) async fn installed(&self, outcome: Outcome) -> Result<Outcome> {
         let dir = crate::paths::skills_dir(&self.inner.data_dir).join(&outcome.name);
-        let skills = match self.inner.loader.load_package(&dir).await {
+        let (loaded, package) = Loaded::load(&self.inner.loader, &dir).await;
+        match package {
             Ok(package) => {
                 if package.plain {
                     // Each function is a skill of its own to find (`evo skill search`).
                     self.skill_index()?
                         .sync(package.skills.iter().map(|s| (&s.meta).into()))?;
                 }
-                package
-                    .skills
-                    .into_iter()
-                    .map(|skill| {
-                        let name = skill.meta.name.clone();
-                        self.registry().register(skill);
-                        name
-                    })
-                    .collect()
+                for skill in package.skills {
+                    self.registry().register(skill);
+                }
             }
-            Err(e) => {
-                tracing::warn!("installed {} but could not load it: {e}", outcome.name);
-                Vec::new()
-            }
-        };
-        let stamp = stamp(&dir);
+            Err(e) => tracing::warn!("installed {} but could not load it: {e}", outcome.name),
+        }
+        let skills = loaded.skills.clone();
         self.inner
             .catalogue
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                dir,
-                Loaded {
-                    stamp,
-                    skills: skills.clone(),
-                },
-            );
+            .insert(dir, loaded);
         self.changed();
         #[cfg(feature = "postgres")]
         if let (Some(shared), Some(record)) = (&self.inner.shared_catalogue, &outcome.skill)

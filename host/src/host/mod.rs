@@ -65,7 +65,7 @@ pub use oci::{DownloadProgress, Preview, RegistryInstall, RegistryInstalled};
 pub use publish::Published;
 pub use search::{LISTING_TTL, RegistrySearch};
 
-use catalogue::{Loaded, stamp};
+use catalogue::Loaded;
 
 /// A skill directory (or a remote's skills) that could not be loaded; the host starts
 /// without it.

@@ -97,36 +97,11 @@ impl SkillManager {
             if name.starts_with('.') || query.name.as_deref().is_some_and(|n| !name.contains(n)) {
                 continue;
             }
-            // The install record says it is a skill; without one, its files must.
-            let record = match InstallRecord::read(&dir) {
-                Some(record) => record,
-                None if is_skill_dir(&dir) => legacy_record(&dir, &name),
-                None => continue,
-            };
-            if !query.tags.iter().all(|t| record.tags.contains(t)) {
-                continue;
+            if let Some(record) = installed_record(&dir, &name, InstallRecord::read(&dir)) {
+                skills.push(ListedSkill::of(name, record));
             }
-            skills.push(ListedSkill {
-                name,
-                description: record.description,
-                version: record.version,
-                tags: record.tags,
-                kind: record.kind,
-                installed_at: record.installed_at,
-                source: record.source,
-            });
         }
-        skills.sort_by(|a, b| a.name.cmp(&b.name));
-        let total = skills.len();
-        if let Some(limit) = query.limit.filter(|l| *l > 0) {
-            let page = query.page.unwrap_or(1).max(1);
-            skills = skills
-                .into_iter()
-                .skip((page - 1) * limit)
-                .take(limit)
-                .collect();
-        }
-        Ok(Listing { skills, total })
+        Ok(Listing::of(skills, query))
     }
 
     /// Counts of what is installed.
@@ -164,6 +139,58 @@ impl SkillManager {
             installs_per_day: counts(per_day),
             installs_per_week: counts(per_week),
         })
+    }
+}
+
+/// The record of the installed directory `dir` (named `name`), given what its install
+/// record file held: that record says it is a skill; without one, its files must (then
+/// what they say stands in for it). `None`: not a skill.
+pub(crate) fn installed_record(
+    dir: &Path,
+    name: &str,
+    record: Option<InstallRecord>,
+) -> Option<InstallRecord> {
+    match record {
+        Some(record) => Some(record),
+        None if is_skill_dir(dir) => Some(legacy_record(dir, name)),
+        None => None,
+    }
+}
+
+impl ListedSkill {
+    /// Skill `name` as its install record describes it.
+    pub(crate) fn of(name: String, record: InstallRecord) -> Self {
+        Self {
+            name,
+            description: record.description,
+            version: record.version,
+            tags: record.tags,
+            kind: record.kind,
+            installed_at: record.installed_at,
+            source: record.source,
+        }
+    }
+}
+
+impl Listing {
+    /// The page `query` asks for of `skills`, those it filters out left out, sorted by
+    /// name; the total counts every match.
+    pub(crate) fn of(mut skills: Vec<ListedSkill>, query: &ListQuery) -> Self {
+        skills.retain(|s| {
+            query.name.as_deref().is_none_or(|n| s.name.contains(n))
+                && query.tags.iter().all(|t| s.tags.contains(t))
+        });
+        skills.sort_by(|a, b| a.name.cmp(&b.name));
+        let total = skills.len();
+        if let Some(limit) = query.limit.filter(|l| *l > 0) {
+            let page = query.page.unwrap_or(1).max(1);
+            skills = skills
+                .into_iter()
+                .skip((page - 1) * limit)
+                .take(limit)
+                .collect();
+        }
+        Self { skills, total }
     }
 }
 

@@ -60,6 +60,7 @@ pub use archive::Progress;
 #[cfg(feature = "internals")]
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO};
 pub use index::{Indexed, SkillHit, SkillIndex};
+pub(crate) use listing::installed_record;
 pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
 
 /// Largest skill archive taken from a registry: as much as a ZIP install extracts.

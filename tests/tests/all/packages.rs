@@ -281,6 +281,42 @@ async fn uninstall_update_and_list_follow_the_seed() {
         (page.skills.len(), page.skills[0].name.as_str(), page.total),
         (1, "git-push", 3)
     );
+    // A host lists what it loaded as the manager lists the disk: a skill copied in by
+    // hand (no install record) by what its SKILL.md says, a folder that is no skill not
+    // at all.
+    let hand = data.path().join("skills/hand-made");
+    std::fs::create_dir_all(&hand).unwrap();
+    std::fs::write(
+        hand.join("SKILL.md"),
+        "---\nname: hand-made\ndescription: Copied in.\ntags: [git]\n---\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(data.path().join("skills/empty-folder")).unwrap();
+    let host = evo_host::Host::builder()
+        .data_dir(data.path())
+        .config(evo_tests::config(data.path()))
+        .build()
+        .await
+        .unwrap();
+    for query in [
+        ListQuery::default(),
+        ListQuery {
+            name: Some("git".into()),
+            ..ListQuery::default()
+        },
+        ListQuery {
+            tags: vec!["git".into()],
+            page: Some(2),
+            limit: Some(2),
+            ..ListQuery::default()
+        },
+    ] {
+        let listed = host.list_installed(&query).unwrap();
+        assert_eq!(listed, manager.list_skills(&query).unwrap(), "{query:?}");
+        assert!(listed.total > 0, "{query:?}");
+    }
+    std::fs::remove_dir_all(&hand).unwrap();
+    std::fs::remove_dir_all(data.path().join("skills/empty-folder")).unwrap();
 
     let md_before =
         std::fs::read_to_string(data.path().join("skills/git-commit/SKILL.md")).unwrap();
