@@ -166,7 +166,10 @@ impl Host {
             .filter(|(dir, _)| dir.parent() == Some(root.as_path()))
             .filter_map(|(dir, loaded)| {
                 let name = dir.file_name()?.to_string_lossy().into_owned();
-                let record = crate::packages::installed_record(dir, &name, loaded.record.clone())?;
+                // A directory that loaded skills is one; one that did not may still be.
+                let is_skill = (!loaded.skills.is_empty()).then_some(true);
+                let record =
+                    crate::packages::installed_record(dir, &name, loaded.record.clone(), is_skill)?;
                 Some(crate::packages::ListedSkill::of(name, record))
             })
             .collect();
