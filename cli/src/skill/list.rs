@@ -73,6 +73,7 @@ pub(super) async fn list(
             "{}",
             json!({ "skills": items, "total": total, "errors": host.load_errors() })
         );
+        exit_without_freeing(host);
         return Ok(());
     }
     let width = skills.iter().map(|s| s.meta.name.len()).max().unwrap_or(0);
@@ -90,7 +91,18 @@ pub(super) async fn list(
             skills.len()
         );
     }
+    exit_without_freeing(host);
     Ok(())
+}
+
+/// Leaves `host` to the end of the process instead of dropping it. This command ran
+/// nothing (no call, no tool, no child process): what the host holds is memory, the
+/// database's connections and the engine's threads, which the process's exit releases
+/// at once, where dropping a catalogue of a thousand skills frees each one's
+/// description piece by piece first. SQLite keeps a connection that was not closed
+/// safe: its next open reads the write-ahead log.
+fn exit_without_freeing(host: evo_host::Host) {
+    std::mem::forget(host);
 }
 
 pub(super) async fn search(globals: &Globals, query: &str, limit: usize) -> Result<(), Failure> {

@@ -21,7 +21,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -48,18 +47,16 @@ impl Fingerprint {
     /// The fingerprint of the file at `path` as it is now.
     pub(super) fn of(path: &Path) -> std::io::Result<Self> {
         use std::os::unix::fs::MetadataExt;
-        let mut file = File::open(path)?;
+        let file = File::open(path)?;
         let meta = file.metadata()?;
         let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
         let mut hasher = Sha256::new();
-        let mut buf = vec![0; SAMPLE as usize];
-        let head = read_up_to(&mut file, &mut buf)?;
+        let mut buf = [0; SAMPLE as usize];
+        let head = read_up_to(&file, &mut buf, 0)?;
         hasher.update(&buf[..head]);
         if meta.len() > SAMPLE {
-            file.seek(SeekFrom::Start(
-                meta.len().saturating_sub(SAMPLE).max(SAMPLE),
-            ))?;
-            let tail = read_up_to(&mut file, &mut buf)?;
+            let at = meta.len().saturating_sub(SAMPLE).max(SAMPLE);
+            let tail = read_up_to(&file, &mut buf, at)?;
             hasher.update(&buf[..tail]);
         }
         Ok(Self {
@@ -83,10 +80,13 @@ impl Fingerprint {
     }
 }
 
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Reads into `buf` from offset `at` until it is full or the file ends (a read at an
+/// offset: no seek in between); how many bytes it read.
+fn read_up_to(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
     let mut filled = 0;
     while filled < buf.len() {
-        match file.read(&mut buf[filled..])? {
+        match file.read_at(&mut buf[filled..], at + filled as u64)? {
             0 => break,
             n => filled += n,
         }
