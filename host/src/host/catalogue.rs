@@ -24,7 +24,7 @@ pub(super) struct Loaded {
 impl Loaded {
     /// Loads the skill directory `dir`: what it looks like and its install record are
     /// taken before the load, so a change made while it runs is seen by the next
-    /// reload. Returns the entry (its skills not yet filled in) and the load.
+    /// reload. Returns the entry (with the names of the skills it loaded) and the load.
     pub(super) async fn load(loader: &Loader, dir: &Path) -> (Self, Result<Package>) {
         let stamp = stamp(dir);
         let record = InstallRecord::read(dir);
@@ -167,9 +167,12 @@ impl Host {
             .filter_map(|(dir, loaded)| {
                 let name = dir.file_name()?.to_string_lossy().into_owned();
                 // A directory that loaded skills is one; one that did not may still be.
-                let is_skill = (!loaded.skills.is_empty()).then_some(true);
-                let record =
-                    crate::packages::installed_record(dir, &name, loaded.record.clone(), is_skill)?;
+                let record = crate::packages::installed_record(
+                    dir,
+                    &name,
+                    loaded.record.clone(),
+                    !loaded.skills.is_empty(),
+                )?;
                 Some(crate::packages::ListedSkill::of(name, record))
             })
             .collect();

@@ -97,7 +97,7 @@ impl SkillManager {
             if name.starts_with('.') || query.name.as_deref().is_some_and(|n| !name.contains(n)) {
                 continue;
             }
-            if let Some(record) = installed_record(&dir, &name, InstallRecord::read(&dir), None) {
+            if let Some(record) = installed_record(&dir, &name, InstallRecord::read(&dir), false) {
                 skills.push(ListedSkill::of(name, record));
             }
         }
@@ -144,17 +144,17 @@ impl SkillManager {
 
 /// The record of the installed directory `dir` (named `name`), given what its install
 /// record file held: that record says it is a skill; without one, its files must
-/// (`is_skill`, when known, says whether they do), and what they say stands in for
-/// it. `None`: not a skill.
+/// (unless `loaded_skills` says it loaded as one already), and what they say stands in
+/// for it. `None`: not a skill.
 pub(crate) fn installed_record(
     dir: &Path,
     name: &str,
     record: Option<InstallRecord>,
-    is_skill: Option<bool>,
+    loaded_skills: bool,
 ) -> Option<InstallRecord> {
     match record {
         Some(record) => Some(record),
-        None if is_skill.unwrap_or_else(|| is_skill_dir(dir)) => Some(legacy_record(dir, name)),
+        None if loaded_skills || is_skill_dir(dir) => Some(legacy_record(dir, name)),
         None => None,
     }
 }
