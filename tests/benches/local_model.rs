@@ -301,7 +301,7 @@ fn routing(_: &mut Criterion) {
     let router = registry
         .get(evo_host::agent::ROUTER_SKILL)
         .expect("registered");
-    let mut meta = router.meta.clone();
+    let mut meta = evo_host::skills::SkillMeta::clone(&router.meta);
     meta.timeout_ms = evo_host::llm::local::DEADLINE.as_millis() as u64;
     let router_output = meta.output.clone();
     registry.register(

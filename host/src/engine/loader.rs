@@ -263,8 +263,8 @@ impl Loader {
                 }
             };
             let (meta, plain) = match &loaded {
-                WasmFile::Skill(skill) => (skill.meta().clone(), false),
-                WasmFile::Component(component) => (component.meta().clone(), true),
+                WasmFile::Skill(skill) => (skill.shared_meta(), false),
+                WasmFile::Component(component) => (Arc::new(component.meta().clone()), true),
             };
             return Ok(Package {
                 name: meta.name.clone(),
@@ -434,7 +434,7 @@ pub struct Package {
     pub name: String,
     /// Its own manifest: its skill's, or its component's (name, description, version,
     /// capabilities, limits).
-    pub meta: SkillMeta,
+    pub meta: Arc<SkillMeta>,
     /// Whether it is a plain component (each of its functions a skill).
     pub plain: bool,
     /// Its skills: one, or a plain component's functions.
@@ -445,7 +445,7 @@ impl Package {
     fn one(skill: RegisteredSkill) -> Self {
         Self {
             name: skill.meta.name.clone(),
-            meta: skill.meta.clone(),
+            meta: Arc::clone(&skill.meta),
             plain: false,
             skills: vec![skill],
         }

@@ -9,11 +9,13 @@ use super::Host;
 use crate::engine::loader::{Loader, Package};
 use crate::error::Result;
 use crate::packages::{InstallRecord, ListQuery, Listing};
+use crate::skill::manifest::package::{MARKER, SKILL_MD};
 
 /// A skill directory as last loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Loaded {
-    pub(super) stamp: u64,
+    /// How it looked when loaded.
+    pub(super) look: Look,
     /// The skills it holds (none when it did not load).
     pub(super) skills: Vec<String>,
     /// Its install record, read with it (`None`: a directory of skills the host was
@@ -26,15 +28,19 @@ impl Loaded {
     /// taken before the load, so a change made while it runs is seen by the next
     /// reload. Returns the entry (with the names of the skills it loaded) and the load.
     pub(super) async fn load(loader: &Loader, dir: &Path) -> (Self, Result<Package>) {
-        let stamp = stamp(dir);
-        let record = InstallRecord::read(dir);
+        let look = Look::of(dir);
+        let record = if look.record {
+            InstallRecord::read(dir)
+        } else {
+            None
+        };
         let package = loader.load_recorded(dir, record.as_ref()).await;
         let skills = package
             .as_ref()
             .map(|p| p.skills.iter().map(|s| s.meta.name.clone()).collect())
             .unwrap_or_default();
         let loaded = Self {
-            stamp,
+            look,
             skills,
             record,
         };
@@ -72,7 +78,7 @@ impl Host {
         let mut now = BTreeMap::new();
         for root in roots.iter().filter(|r| r.is_dir()) {
             for dir in crate::engine::skill_dirs(root)? {
-                let stamp = stamp(&dir);
+                let stamp = Look::of(&dir).stamp;
                 now.insert(dir, stamp);
             }
         }
@@ -83,7 +89,7 @@ impl Host {
                 .unwrap_or_else(PoisonError::into_inner);
             let changed: Vec<PathBuf> = now
                 .iter()
-                .filter(|(dir, stamp)| catalogue.get(*dir).is_none_or(|l| l.stamp != **stamp))
+                .filter(|(dir, stamp)| catalogue.get(*dir).is_none_or(|l| l.look.stamp != **stamp))
                 .map(|(dir, _)| dir.clone())
                 .collect();
             let gone: Vec<(PathBuf, Vec<String>)> = catalogue
@@ -172,6 +178,10 @@ impl Host {
                     &name,
                     loaded.record.clone(),
                     !loaded.skills.is_empty(),
+                    crate::packages::Holds {
+                        skill_md: loaded.look.skill_md,
+                        marker: loaded.look.record,
+                    },
                 )?;
                 Some(crate::packages::ListedSkill::of(name, record))
             })
@@ -206,39 +216,136 @@ impl Host {
     }
 }
 
-/// What a skill directory looks like now: a hash of its own metadata and of the names,
-/// sizes and modification times of its top-level files. An install (an atomic rename)
-/// or an edit of the manifest, SKILL.md or component changes it.
-fn stamp(dir: &Path) -> u64 {
-    use std::hash::{Hash, Hasher};
-    use std::os::unix::fs::MetadataExt;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut describe = |name: Option<&std::ffi::OsStr>, meta: &std::fs::Metadata| {
-        name.hash(&mut hasher);
-        meta.len().hash(&mut hasher);
-        meta.modified().ok().hash(&mut hasher);
-        meta.ino().hash(&mut hasher);
-    };
-    if let Ok(meta) = std::fs::metadata(dir) {
-        describe(dir.file_name(), &meta);
-    }
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut files: Vec<(std::ffi::OsString, std::fs::Metadata)> = entries
-            .filter_map(|e| {
-                let e = e.ok()?;
-                // A link is described by what it leads to; anything else by the entry,
-                // looked up beside the listing rather than by its whole path.
-                let meta = match e.file_type() {
-                    Ok(t) if !t.is_symlink() => e.metadata(),
-                    _ => std::fs::metadata(e.path()),
-                };
-                Some((e.file_name(), meta.ok()?))
-            })
-            .collect();
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, meta) in &files {
-            describe(Some(name), meta);
+/// What a skill directory looks like now: a stamp that changes with it, and which of
+/// the files a listing reads it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Look {
+    /// A hash of the directory's own metadata and of the names, sizes, modification
+    /// times and inodes of its top-level entries: an install (an atomic rename) or an
+    /// edit of the manifest, SKILL.md or component changes it.
+    pub(super) stamp: u64,
+    /// It holds an install record.
+    pub(super) record: bool,
+    /// It holds a SKILL.md.
+    pub(super) skill_md: bool,
+}
+
+impl Look {
+    /// How `dir` looks now: one open of the directory, its entries read into a buffer on
+    /// the stack, and a `statx` of each beside the listing (a host starting with a
+    /// thousand skills does this a thousand times, so nothing is allocated). A link is
+    /// described by what it leads to. A directory that cannot be read has the stamp of
+    /// nothing, and holds nothing.
+    pub(super) fn of(dir: &Path) -> Self {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, StatxFlags};
+        use std::hash::{Hash, Hasher};
+        let describe = |name: &[u8], st: &rustix::fs::Statx| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            name.hash(&mut hasher);
+            st.stx_size.hash(&mut hasher);
+            (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec).hash(&mut hasher);
+            st.stx_ino.hash(&mut hasher);
+            hasher.finish()
+        };
+        let mut look = Self {
+            stamp: 0,
+            record: false,
+            skill_md: false,
+        };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) else {
+            return look;
+        };
+        let stat = |name: &std::ffi::CStr, follow: bool| {
+            let at = match (name.is_empty(), follow) {
+                (true, _) => AtFlags::EMPTY_PATH,
+                (false, true) => AtFlags::empty(),
+                (false, false) => AtFlags::SYMLINK_NOFOLLOW,
+            };
+            rustix::fs::statx(&fd, name, at, StatxFlags::BASIC_STATS)
+        };
+        // Entries are summed rather than sorted: the order the file system lists them
+        // in does not matter, and a change to any one changes the sum.
+        let mut sum = match stat(c"", true) {
+            Ok(st) => describe(dir.as_os_str().as_encoded_bytes(), &st),
+            Err(_) => return look,
+        };
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+        let mut entries = RawDir::new(&fd, &mut buf);
+        while let Some(Ok(entry)) = entries.next() {
+            let name = entry.file_name();
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            let link = matches!(entry.file_type(), FileType::Symlink | FileType::Unknown);
+            let Ok(mut st) = stat(name, false) else {
+                continue;
+            };
+            if link && FileType::from_raw_mode(st.stx_mode.into()) == FileType::Symlink {
+                match stat(name, true) {
+                    Ok(target) => st = target,
+                    Err(_) => continue,
+                }
+            }
+            sum = sum.wrapping_add(describe(bytes, &st));
+            look.record |= bytes == MARKER.as_bytes();
+            look.skill_md |= bytes == SKILL_MD.as_bytes();
         }
+        look.stamp = sum;
+        look
     }
-    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets `file`'s modification time `secs` seconds after the epoch.
+    fn touch(file: &Path, secs: u64) {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_look_changes_with_any_top_level_entry_and_says_what_the_listing_reads() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("skill");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("skill.wasm"), b"one").unwrap();
+        touch(&dir.join("skill.wasm"), 1_000);
+        let first = Look::of(&dir);
+        assert_eq!(Look::of(&dir), first, "nothing changed, the same look");
+        assert!(!first.record && !first.skill_md);
+
+        // Rewritten in place, same length: only its modification time tells.
+        std::fs::write(dir.join("skill.wasm"), b"two").unwrap();
+        touch(&dir.join("skill.wasm"), 2_000);
+        let rewritten = Look::of(&dir);
+        assert_ne!(rewritten.stamp, first.stamp);
+
+        std::fs::write(dir.join(SKILL_MD), "---\nname: s\n---\n").unwrap();
+        std::fs::write(dir.join(MARKER), "{}").unwrap();
+        let described = Look::of(&dir);
+        assert_ne!(described.stamp, rewritten.stamp);
+        assert!(described.record && described.skill_md);
+
+        // A link is described by what it leads to.
+        let target = root.path().join("prompt.md");
+        std::fs::write(&target, "a prompt").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("prompt.md")).unwrap();
+        let linked = Look::of(&dir);
+        std::fs::write(&target, "another prompt").unwrap();
+        assert_ne!(Look::of(&dir).stamp, linked.stamp);
+
+        // A directory that is not there holds nothing.
+        let gone = Look::of(&root.path().join("gone"));
+        assert!(!gone.record && !gone.skill_md);
+        assert_ne!(gone.stamp, linked.stamp);
+    }
 }

@@ -75,6 +75,13 @@ impl<'a> From<&'a SkillMeta> for Indexed<'a> {
     }
 }
 
+/// A registered skill's manifest ([`RegisteredSkill::meta`](crate::skills::RegisteredSkill::meta)).
+impl<'a> From<&'a Arc<SkillMeta>> for Indexed<'a> {
+    fn from(meta: &'a Arc<SkillMeta>) -> Self {
+        Self::from(&**meta)
+    }
+}
+
 impl<'a> From<&'a InstallRecord> for Indexed<'a> {
     fn from(record: &'a InstallRecord) -> Self {
         Self {

@@ -73,7 +73,7 @@ impl SkillManager {
     /// The record of installed skill `name` in `dir`; for a skill copied in by hand or
     /// installed by an older version, what its SKILL.md says.
     pub(super) fn record(&self, dir: &Path, name: &str) -> InstallRecord {
-        InstallRecord::read(dir).unwrap_or_else(|| legacy_record(dir, name))
+        InstallRecord::read(dir).unwrap_or_else(|| legacy_record(dir, name, Holds::UNKNOWN))
     }
 
     /// Installed skills sorted by name, filtered and paged.
@@ -97,7 +97,13 @@ impl SkillManager {
             if name.starts_with('.') || query.name.as_deref().is_some_and(|n| !name.contains(n)) {
                 continue;
             }
-            if let Some(record) = installed_record(&dir, &name, InstallRecord::read(&dir), false) {
+            if let Some(record) = installed_record(
+                &dir,
+                &name,
+                InstallRecord::read(&dir),
+                false,
+                Holds::UNKNOWN,
+            ) {
                 skills.push(ListedSkill::of(name, record));
             }
         }
@@ -142,19 +148,38 @@ impl SkillManager {
     }
 }
 
+/// Which of the files that describe a skill without an install record a directory
+/// holds (as a listing of it found), so that none is looked for in vain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Holds {
+    /// Its SKILL.md.
+    pub(crate) skill_md: bool,
+    /// An older version's install record ([`MARKER`]), with dates and a digest.
+    pub(crate) marker: bool,
+}
+
+impl Holds {
+    /// Not known: each file is tried.
+    pub(crate) const UNKNOWN: Self = Self {
+        skill_md: true,
+        marker: true,
+    };
+}
+
 /// The record of the installed directory `dir` (named `name`), given what its install
 /// record file held: that record says it is a skill; without one, its files must
-/// (unless `loaded_skills` says it loaded as one already), and what they say stands in
-/// for it. `None`: not a skill.
+/// (unless `loaded_skills` says it loaded as one already), and what those it `holds`
+/// say stands in for it. `None`: not a skill.
 pub(crate) fn installed_record(
     dir: &Path,
     name: &str,
     record: Option<InstallRecord>,
     loaded_skills: bool,
+    holds: Holds,
 ) -> Option<InstallRecord> {
     match record {
         Some(record) => Some(record),
-        None if loaded_skills || is_skill_dir(dir) => Some(legacy_record(dir, name)),
+        None if loaded_skills || is_skill_dir(dir) => Some(legacy_record(dir, name, holds)),
         None => None,
     }
 }
@@ -198,12 +223,13 @@ impl Listing {
 
 /// What SKILL.md (and an older marker's dates and digest) say of a skill copied in by
 /// hand or installed by an older version, which has no install record.
-fn legacy_record(dir: &Path, name: &str) -> InstallRecord {
-    let doc = std::fs::read_to_string(dir.join(SKILL_MD))
-        .ok()
-        .and_then(|text| SkillDoc::parse(&text).ok());
-    let old: serde_json::Value = std::fs::read_to_string(dir.join(MARKER))
-        .ok()
+fn legacy_record(dir: &Path, name: &str, holds: Holds) -> InstallRecord {
+    let read = |held: bool, file: &str| {
+        held.then(|| std::fs::read_to_string(dir.join(file)).ok())
+            .flatten()
+    };
+    let doc = read(holds.skill_md, SKILL_MD).and_then(|text| SkillDoc::parse(&text).ok());
+    let old: serde_json::Value = read(holds.marker, MARKER)
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
     let raw = doc.map(|d| d.raw).unwrap_or_default();

@@ -60,8 +60,8 @@ pub use archive::Progress;
 #[cfg(feature = "internals")]
 pub use archive::{MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_RATIO};
 pub use index::{Indexed, SkillHit, SkillIndex};
-pub(crate) use listing::installed_record;
 pub use listing::{DateCount, ListQuery, ListedSkill, Listing, Statistics};
+pub(crate) use listing::{Holds, installed_record};
 
 /// Largest skill archive taken from a registry: as much as a ZIP install extracts.
 pub(crate) const MAX_ARCHIVE_BYTES: u64 = MAX_TOTAL_BYTES;

@@ -546,7 +546,9 @@ async fn the_skill_index_shortlists_skills_and_is_synced_only_where_skills_chang
         registry
             .to_tool_definitions()
             .into_iter()
-            .map(|t| registry.get(&t.name).unwrap().meta.clone())
+            .map(|t| {
+                evo_host::skill::manifest::SkillMeta::clone(&registry.get(&t.name).unwrap().meta)
+            })
             .collect::<Vec<_>>()
     };
     let skills = exposed();

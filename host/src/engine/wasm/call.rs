@@ -57,7 +57,7 @@ pub struct WasmSkill {
 
 struct SkillInner {
     engine: WasmEngine,
-    meta: SkillMeta,
+    meta: Arc<SkillMeta>,
     info: super::ComponentInfo,
     digest: String,
     limits: Limits,
@@ -117,7 +117,7 @@ impl WasmSkill {
             calls: meta.calls.clone().into(),
             grant: Arc::new(grant),
             engine,
-            meta,
+            meta: Arc::new(meta),
             info,
             digest,
             limits,
@@ -146,7 +146,7 @@ impl WasmSkill {
                 "{name}: a skill in use cannot be renamed; load it again"
             ))
         })?;
-        inner.meta.name = name.to_owned();
+        Arc::make_mut(&mut inner.meta).name = name.to_owned();
         inner.name = name.into();
         inner.grant = Arc::new(grant_for(&inner.meta, policy, true));
         Ok(Self {
@@ -157,6 +157,11 @@ impl WasmSkill {
     /// The manifest, as the component describes itself (or as installed, renamed).
     pub fn meta(&self) -> &SkillMeta {
         &self.inner.meta
+    }
+
+    /// The manifest, shared (registering the skill does not copy it).
+    pub(crate) fn shared_meta(&self) -> Arc<SkillMeta> {
+        Arc::clone(&self.inner.meta)
     }
 
     /// The limits each call runs under.

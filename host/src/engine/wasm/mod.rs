@@ -273,7 +273,7 @@ impl WasmFile {
         match self {
             Self::Skill(skill) => {
                 let (meta, executor) = (
-                    skill.meta().clone(),
+                    skill.shared_meta(),
                     Arc::new(WasmExecutor::new(skill.clone())),
                 );
                 Ok(vec![if skill.remembered() {

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -39,18 +39,20 @@ pub const SYSTEM_CATEGORY: &str = "system";
 /// A skill in the registry: metadata, executor, compiled schemas.
 #[derive(Debug)]
 pub struct RegisteredSkill {
-    /// The manifest.
-    pub meta: SkillMeta,
+    /// The manifest, shared with what runs it (a Wasm skill's component keeps it too).
+    pub meta: Arc<SkillMeta>,
     /// What runs it.
     pub executor: Arc<dyn Executor>,
-    input: Schema,
-    output: Schema,
+    /// Filled when the skill is registered ([`RegisteredSkill::new`]), or on first use.
+    input: OnceLock<Schema>,
+    output: OnceLock<Schema>,
 }
 
 impl RegisteredSkill {
     /// Pairs `meta` with `executor`, compiling both schemas; a schema that does not
     /// compile is an invalid manifest.
-    pub fn new(meta: SkillMeta, executor: Arc<dyn Executor>) -> Result<Self> {
+    pub fn new(meta: impl Into<Arc<SkillMeta>>, executor: Arc<dyn Executor>) -> Result<Self> {
+        let meta = meta.into();
         let mut problems = Vec::new();
         let mut compile = |field: &str, schema: &Value| {
             Schema::compile(schema).map_err(|message| {
@@ -67,24 +69,25 @@ impl RegisteredSkill {
             (Ok(input), Ok(output)) => Ok(Self {
                 meta,
                 executor,
-                input,
-                output,
+                input: OnceLock::from(input),
+                output: OnceLock::from(output),
             }),
             _ => Err(Error::InvalidManifest {
-                skill: meta.name,
+                skill: meta.name.clone(),
                 problems,
             }),
         }
     }
 
     /// Pairs `meta` with `executor` for a skill whose schemas are known to compile
-    /// (described from a record made when they did): each is compiled on its first use,
-    /// so that a catalogue of many skills starts without compiling them all. Should one
-    /// not compile after all, the gate using it refuses every value, saying so.
-    pub(crate) fn with_checked_schemas(meta: SkillMeta, executor: Arc<dyn Executor>) -> Self {
+    /// (described from a record made when they did): each is taken from the manifest
+    /// and compiled on its first use, so that a catalogue of many skills starts without
+    /// copying or compiling them all. Should one not compile after all, the gate using
+    /// it refuses every value, saying so.
+    pub(crate) fn with_checked_schemas(meta: Arc<SkillMeta>, executor: Arc<dyn Executor>) -> Self {
         Self {
-            input: Schema::deferred(meta.input.clone()),
-            output: Schema::deferred(meta.output.clone()),
+            input: OnceLock::new(),
+            output: OnceLock::new(),
             meta,
             executor,
         }
@@ -92,12 +95,14 @@ impl RegisteredSkill {
 
     /// The compiled input schema (gate 1).
     pub fn input_schema(&self) -> &Schema {
-        &self.input
+        self.input
+            .get_or_init(|| Schema::deferred(self.meta.input.clone()))
     }
 
     /// The compiled output schema (gate 2).
     pub fn output_schema(&self) -> &Schema {
-        &self.output
+        self.output
+            .get_or_init(|| Schema::deferred(self.meta.output.clone()))
     }
 
     /// The executor's kind.
