@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -101,11 +101,39 @@ pub(super) struct Known {
     pub(super) digest: String,
     pub(super) api_version: String,
     pub(super) sdk: Option<String>,
-    /// The manifest JSON, as validated when the file was first loaded.
-    pub(super) manifest: String,
+    /// The manifest JSON, as validated when the file was first loaded (none for a plain
+    /// component).
+    #[serde(default)]
+    pub(super) manifest: Option<Manifest>,
     /// For a plain component, what its bytes said (and the sidecar it was read with).
     #[serde(default)]
     pub(super) plain: Option<KnownPlain>,
+}
+
+/// A manifest's JSON, held in the record as JSON rather than as a string of it: reading
+/// a record neither unescapes nor copies it, and it is parsed once, into the skill's
+/// manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct Manifest(Box<serde_json::value::RawValue>);
+
+impl Manifest {
+    /// `json`, if it is JSON.
+    pub(super) fn new(json: String) -> Option<Self> {
+        serde_json::value::RawValue::from_string(json)
+            .ok()
+            .map(Self)
+    }
+
+    pub(super) fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for Manifest {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
 }
 
 /// What a plain component's bytes said, read with the sidecar whose key is `sidecar`
@@ -128,7 +156,7 @@ pub(super) fn sidecar_key(sidecar: Option<&crate::skill::manifest::RawMeta>) -> 
 /// another release, or before that way changed (the number goes up with every change to
 /// what is learnt from a component, such as the schemas derived from its WIT types), is
 /// not used, and the file is read again.
-const MADE_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "+described.3");
+const MADE_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "+described.4");
 
 #[derive(Serialize, Deserialize)]
 struct Record {
@@ -137,16 +165,58 @@ struct Record {
 }
 
 /// A record as the file holds it: decoded only when its file is loaded, by the thread
-/// that loads it, so that reading the catalogue record is one pass over its bytes.
-type Raw = Box<serde_json::value::RawValue>;
+/// that loads it, so that reading the catalogue record is one pass over its bytes. Its
+/// text is shared with the file's as read (a copy of a record costs a count, not its
+/// bytes).
+#[derive(Clone)]
+struct Raw {
+    text: Arc<str>,
+    at: std::ops::Range<usize>,
+}
+
+impl Raw {
+    /// A record of its own.
+    fn own(text: String) -> Self {
+        let at = 0..text.len();
+        Self {
+            text: text.into(),
+            at,
+        }
+    }
+
+    /// `raw`, a part of `text`, shared with it.
+    fn within(text: &Arc<str>, raw: &serde_json::value::RawValue) -> Self {
+        let part = raw.get();
+        let start = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+        match text.get(start..start.saturating_add(part.len())) {
+            Some(found) if std::ptr::eq(found, part) => Self {
+                text: Arc::clone(text),
+                at: start..start + part.len(),
+            },
+            _ => Self::own(part.to_owned()),
+        }
+    }
+
+    fn get(&self) -> &str {
+        &self.text[self.at.clone()]
+    }
+}
+
+impl Serialize for Raw {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str(self.get()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
 
 /// The catalogue record as a file holds it: every component file's record, by path.
 #[derive(Default, Serialize, Deserialize)]
-struct Catalogue {
+struct Catalogue<R> {
     #[serde(default)]
     made_by: String,
-    #[serde(default)]
-    records: HashMap<PathBuf, Raw>,
+    #[serde(default = "HashMap::new")]
+    records: HashMap<PathBuf, R>,
 }
 
 /// The file's identity as last read: when it changes, another process wrote it.
@@ -221,11 +291,20 @@ impl KnownFiles {
     fn read_file(&self) -> (HashMap<PathBuf, Raw>, Stat) {
         let file = self.file();
         let stat = stat_of(&file);
-        let records = std::fs::read(&file)
-            .ok()
-            .and_then(|text| serde_json::from_slice::<Catalogue>(&text).ok())
-            .filter(|c| c.made_by == MADE_BY)
-            .map(|c| c.records)
+        let text: Option<Arc<str>> = std::fs::read_to_string(&file).ok().map(Into::into);
+        let records = text
+            .as_ref()
+            .and_then(|text| {
+                serde_json::from_str::<Catalogue<&serde_json::value::RawValue>>(text)
+                    .ok()
+                    .filter(|c| c.made_by == MADE_BY)
+                    .map(|c| {
+                        c.records
+                            .into_iter()
+                            .map(|(path, raw)| (path, Raw::within(text, raw)))
+                            .collect()
+                    })
+            })
             .unwrap_or_default();
         (records, stat)
     }
@@ -279,7 +358,7 @@ impl KnownFiles {
         if fingerprint.unsettled(self.settle) {
             return;
         }
-        let Ok(raw) = serde_json::value::to_raw_value(&Record { fingerprint, known }) else {
+        let Ok(raw) = serde_json::to_string(&Record { fingerprint, known }).map(Raw::own) else {
             return;
         };
         let mut state = self.state();
@@ -354,7 +433,7 @@ mod tests {
             digest: digest.into(),
             api_version: "0.1.0".into(),
             sdk: None,
-            manifest: "{}".into(),
+            manifest: Manifest::new("{}".into()),
             plain: None,
         }
     }
@@ -536,6 +615,32 @@ mod tests {
         let text = std::fs::read_to_string(next.file()).unwrap();
         assert!(!text.contains("c0.wasm"), "{text}");
         assert!(text.contains("c2.wasm"), "{text}");
+    }
+
+    #[test]
+    fn records_are_read_as_parts_of_the_file_and_hold_manifests_as_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = components(dir.path(), 2);
+        let files = settled(dir.path().join("known"));
+        let mut described = known("0");
+        described.manifest = Manifest::new(r#"{"name":"c0","note":"a \"quoted\" word"}"#.into());
+        files.put(&all[0].0, all[0].1.clone(), described.clone());
+        files.put(&all[1].0, all[1].1.clone(), known("1"));
+        let text = std::fs::read_to_string(files.file()).unwrap();
+        assert!(
+            text.contains(r#""manifest":{"name":"c0","note":"a \"quoted\" word"}"#),
+            "the manifest is JSON in the record, not a string of it: {text}"
+        );
+        let (records, _) = files.read_file();
+        let texts: Vec<_> = records.values().map(|r| Arc::clone(&r.text)).collect();
+        assert_eq!(texts.len(), 2);
+        assert!(
+            Arc::ptr_eq(&texts[0], &texts[1]),
+            "both records share the text read"
+        );
+        let next = settled(dir.path().join("known"));
+        assert_eq!(next.get(&all[0].0, &all[0].1), Some(described));
+        assert_eq!(next.get(&all[1].0, &all[1].1), Some(known("1")));
     }
 
     #[test]

@@ -50,7 +50,8 @@ impl WasmEngine {
     ) -> Result<WasmSkill> {
         if let Some(seen) = seen
             && seen.plain.is_none()
-            && let Ok(meta) = SkillMeta::from_json(&seen.manifest)
+            && let Some(manifest) = &seen.manifest
+            && let Ok(meta) = SkillMeta::from_json(manifest.get())
         {
             let info = ComponentInfo {
                 api_version: seen.api_version,
@@ -86,7 +87,7 @@ impl WasmEngine {
                 digest: skill.digest().to_owned(),
                 api_version: skill.info().api_version.clone(),
                 sdk: skill.info().sdk.clone(),
-                manifest,
+                manifest: known::Manifest::new(manifest),
                 plain: None,
             },
         );
@@ -172,7 +173,7 @@ impl WasmEngine {
                     digest: learnt.digest.clone(),
                     api_version: String::new(),
                     sdk: None,
-                    manifest: String::new(),
+                    manifest: None,
                     plain: Some(known::KnownPlain {
                         sidecar: key,
                         learnt,
