@@ -159,15 +159,17 @@ impl Loader {
     /// install ([`Error::CapabilitiesChanged`]).
     pub async fn load_package(&self, dir: &Path) -> Result<Package> {
         let record = crate::skill::manifest::package::InstallRecord::read(dir);
-        self.load_recorded(dir, record.as_ref()).await
+        self.load_recorded(dir, record.as_ref(), None).await
     }
 
     /// [`Loader::load_package`] with the install record already read (`None`: the
-    /// directory has none), so a caller that keeps the record reads it once.
+    /// directory has none), so a caller that keeps the record reads it once; and, when a
+    /// listing of `dir` just said, whether it holds a component (`None`: looked up).
     pub(crate) async fn load_recorded(
         &self,
         dir: &Path,
         record: Option<&crate::skill::manifest::package::InstallRecord>,
+        component: Option<bool>,
     ) -> Result<Package> {
         // Installed under another name than the one it gives itself (`--as`): loaded
         // under the name it was installed as, granted what that name is granted.
@@ -177,7 +179,7 @@ impl Loader {
                 published: &r.published_as,
                 name: &r.name,
             });
-        let package = self.load_files(dir, alias).await?;
+        let package = self.load_files(dir, alias, component).await?;
         let Some(record) = record else {
             return Ok(package);
         };
@@ -225,7 +227,12 @@ impl Loader {
         Ok(Some(raw))
     }
 
-    async fn load_files(&self, dir: &Path, alias: Option<Alias<'_>>) -> Result<Package> {
+    async fn load_files(
+        &self,
+        dir: &Path,
+        alias: Option<Alias<'_>>,
+        component: Option<bool>,
+    ) -> Result<Package> {
         let label = dir.file_name().map_or_else(
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -234,7 +241,7 @@ impl Loader {
         // plain one is described by the manifest beside it, named after the directory
         // when that gives no name.
         let wasm = dir.join(SKILL_WASM);
-        if wasm.is_file() {
+        if component.unwrap_or_else(|| wasm.is_file()) {
             let loaded = match &self.wasm {
                 Some(engine) => {
                     let sidecar = || {

@@ -9,7 +9,7 @@ use super::Host;
 use crate::engine::loader::{Loader, Package};
 use crate::error::Result;
 use crate::packages::{InstallRecord, ListQuery, Listing};
-use crate::skill::manifest::package::{MARKER, SKILL_MD};
+use crate::skill::manifest::package::{MARKER, SKILL_MD, SKILL_WASM};
 
 /// A skill directory as last loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +34,9 @@ impl Loaded {
         } else {
             None
         };
-        let package = loader.load_recorded(dir, record.as_ref()).await;
+        let package = loader
+            .load_recorded(dir, record.as_ref(), Some(look.component))
+            .await;
         let skills = package
             .as_ref()
             .map(|p| p.skills.iter().map(|s| s.meta.name.clone()).collect())
@@ -228,6 +230,8 @@ pub(super) struct Look {
     pub(super) record: bool,
     /// It holds a SKILL.md.
     pub(super) skill_md: bool,
+    /// It holds a component (`skill.wasm`, a file or a link to one).
+    pub(super) component: bool,
 }
 
 impl Look {
@@ -251,6 +255,7 @@ impl Look {
             stamp: 0,
             record: false,
             skill_md: false,
+            component: false,
         };
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) else {
@@ -291,6 +296,8 @@ impl Look {
             sum = sum.wrapping_add(describe(bytes, &st));
             look.record |= bytes == MARKER.as_bytes();
             look.skill_md |= bytes == SKILL_MD.as_bytes();
+            look.component |= bytes == SKILL_WASM.as_bytes()
+                && FileType::from_raw_mode(st.stx_mode.into()) == FileType::RegularFile;
         }
         look.stamp = sum;
         look
@@ -322,6 +329,7 @@ mod tests {
         let first = Look::of(&dir);
         assert_eq!(Look::of(&dir), first, "nothing changed, the same look");
         assert!(!first.record && !first.skill_md);
+        assert!(first.component);
 
         // Rewritten in place, same length: only its modification time tells.
         std::fs::write(dir.join("skill.wasm"), b"two").unwrap();
@@ -345,7 +353,12 @@ mod tests {
 
         // A directory that is not there holds nothing.
         let gone = Look::of(&root.path().join("gone"));
-        assert!(!gone.record && !gone.skill_md);
+        assert!(!gone.record && !gone.skill_md && !gone.component);
+
+        // A folder named like a component is none.
+        let other = root.path().join("other");
+        std::fs::create_dir_all(other.join(SKILL_WASM)).unwrap();
+        assert!(!Look::of(&other).component);
         assert_ne!(gone.stamp, linked.stamp);
     }
 }

@@ -2,7 +2,8 @@
 //! it again reads neither the component nor its compiled code until the first call.
 //!
 //! Beside the compile cache, one record per file: the file's fingerprint (device,
-//! inode, size, modification and change times, and a hash of its first and last 4 KiB)
+//! inode, size, modification and change times, and a CRC-32 of its first and of its
+//! last 4 KiB)
 //! and what was learnt from its bytes (SHA-256, API version, SDK stamp, manifest). When
 //! the fingerprint still matches, the record stands for the bytes, as git's index stands
 //! for a work tree: the change time moves on every write and cannot be set back by the
@@ -50,14 +51,18 @@ impl Fingerprint {
         let file = File::open(path)?;
         let meta = file.metadata()?;
         let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
-        let mut hasher = Sha256::new();
+        // Each end's CRC-32: a change of up to 32 bits in a row is always caught, any
+        // other all but once in four billion times. (A SHA-256 of the two samples was
+        // 6 % of a profiled start with 1,000 skills.)
+        use std::fmt::Write as _;
         let mut buf = [0; SAMPLE as usize];
+        let mut sample = String::with_capacity(16);
         let head = read_up_to(&file, &mut buf, 0)?;
-        hasher.update(&buf[..head]);
+        let _ = write!(sample, "{:08x}", crc32fast::hash(&buf[..head]));
         if meta.len() > SAMPLE {
             let at = meta.len().saturating_sub(SAMPLE).max(SAMPLE);
             let tail = read_up_to(&file, &mut buf, at)?;
-            hasher.update(&buf[..tail]);
+            let _ = write!(sample, "{:08x}", crc32fast::hash(&buf[..tail]));
         }
         Ok(Self {
             dev: meta.dev(),
@@ -65,7 +70,7 @@ impl Fingerprint {
             len: meta.len(),
             mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
             ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
-            sample: hex::encode(&hasher.finalize()[..16]),
+            sample,
         })
     }
 
