@@ -53,7 +53,7 @@ impl Fingerprint {
         let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
         // Each end's CRC-32: a change of up to 32 bits in a row is always caught, any
         // other all but once in four billion times. (A SHA-256 of the two samples was
-        // 6 % of a profiled start with 1,000 skills.)
+        // among the larger costs of a profiled start with 1,000 skills.)
         use std::fmt::Write as _;
         let mut buf = [0; SAMPLE as usize];
         let mut sample = String::with_capacity(16);
