@@ -329,6 +329,64 @@ async fn a_skill_file_replaced_after_the_host_described_it_never_runs_the_new_by
     );
 }
 
+/// The attack on the catalogue record: an installed component, described from its
+/// record at every start, is rewritten in place (same path, same inode) with a manifest
+/// asking for more. Through `evo`, the next start reads the new bytes and refuses them
+/// for what they ask (CAPABILITIES_CHANGED); it never describes them from the old record
+/// or runs them.
+#[tokio::test]
+async fn a_component_rewritten_in_place_is_read_again_by_the_next_evo_and_refused_for_what_it_asks()
+{
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let out = evo(&home, &["skill", "install", skills::TEXT_STATS]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::thread::sleep(SETTLE);
+    let out = evo(&home, &["skill", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = evo(&home, &["skill", "info", "text-stats", "--json"]);
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        info["loadedFrom"], "deferred",
+        "described from its record: {info}"
+    );
+
+    let wider = text_stats_with(&evo_tests::engine(), |manifest| {
+        manifest["capabilities"] = json!({ "memory": "read-write" });
+    })
+    .await;
+    let installed = home.join("skills/text-stats/skill.wasm");
+    let inode =
+        |path: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap());
+    let before = inode(&installed);
+    std::fs::write(&installed, &wider).unwrap();
+    assert_eq!(inode(&installed), before, "rewritten in place");
+
+    let out = evo(&home, &["skill", "run", "text-stats", "--input", TEXT]);
+    assert!(!out.status.success(), "the new bytes ran: {}", stdout(&out));
+    assert!(
+        stderr(&out).contains("CAPABILITIES_CHANGED"),
+        "{}",
+        stderr(&out)
+    );
+    let out = evo(&home, &["skill", "list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors = listed["errors"].to_string();
+    assert!(
+        errors.contains("CAPABILITIES_CHANGED") && errors.contains("memory (read-write)"),
+        "{listed}"
+    );
+    assert!(
+        !listed["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "text-stats"),
+        "{listed}"
+    );
+}
+
 /// A plain component (`plain-kinds`) in `dir/kinds/`, with `manifest` beside it.
 fn plain_dir(dir: &Path, manifest: &Value) -> std::path::PathBuf {
     let skill = dir.join("kinds");
