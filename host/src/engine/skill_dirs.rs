@@ -134,7 +134,6 @@ where
             for folder in folders {
                 let mut dirs = Vec::new();
                 classify(folder, &real_root, 0, &mut dirs)?;
-                dirs.sort();
                 for dir in dirs {
                     let value = each(Arc::clone(&loader), dir.clone()).await;
                     done.push((dir, value));
