@@ -326,11 +326,19 @@ fn builder(config: Config, globals: &Globals) -> evo_host::HostBuilder {
                 }
             }
         });
-    // This binary confines itself (`evo __native-exec`) before becoming Node.
-    match std::env::current_exe() {
-        Ok(exe) => builder.native_launcher(exe),
-        Err(_) => builder,
+    match native_launcher() {
+        Some(launcher) => builder.native_launcher(launcher),
+        None => builder,
     }
+}
+
+/// The program native calls start, which confines itself before it becomes Node: the
+/// small `evo-launcher` installed beside this binary, or this binary itself (it has the
+/// same hidden commands) when that one is missing.
+pub(crate) fn native_launcher() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let small = exe.with_file_name(evo_host::sandbox::LAUNCHER);
+    Some(if small.is_file() { small } else { exe })
 }
 
 /// The registered name of SKILL (a name, a directory or a `.wasm` file); a path that

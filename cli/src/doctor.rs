@@ -289,6 +289,24 @@ pub(super) async fn run(globals: &Globals) -> Result<(), Failure> {
     if !protections.iter().any(|p| p == "cgroup-memory") {
         detail.push_str("; no cgroup: memory is capped for V8's heap only, and a fork bomb only by the user's process limit");
     }
+    checks.push(match args::native_launcher() {
+        Some(launcher) if launcher.ends_with(evo_host::sandbox::LAUNCHER) => {
+            Check::ok("native launcher", launcher.display().to_string())
+        }
+        Some(launcher) => Check::note(
+            "native launcher",
+            format!(
+                "{} itself: {} is not installed beside it, so each native call starts the \
+                 whole evo binary (slower); install both (`cargo install --path cli`)",
+                launcher.display(),
+                evo_host::sandbox::LAUNCHER
+            ),
+        ),
+        None => Check::note(
+            "native launcher",
+            "this binary's own path is unknown: native skills run with process limits only".into(),
+        ),
+    });
     checks.push(match level {
         IsolationLevel::ProcessLimits if required && native_skills > 0 => Check::broken(
             "native isolation",

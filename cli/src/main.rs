@@ -155,37 +155,6 @@ enum Command {
     },
     /// Print the man page (roff) to stdout, e.g. `evo man > evo.1`.
     Man,
-    /// Internal: join the given cgroups, enter the namespaces and prepare the root, wait
-    /// for a job on stdin, then finish confining and become the job's program (a
-    /// launcher started ahead of its call).
-    #[command(name = "__native-wait", hide = true)]
-    NativeWait {
-        /// `cgroup.procs` files to join at once.
-        #[arg(long)]
-        cgroup: Vec<PathBuf>,
-    },
-    /// Internal: confine this process and become a native skill's Node.
-    #[command(name = "__native-exec", hide = true)]
-    NativeExec {
-        /// The only writable directory.
-        #[arg(long)]
-        workspace: PathBuf,
-        /// Extra read-only directories.
-        #[arg(long = "read")]
-        read: Vec<PathBuf>,
-        /// CPU seconds allowed.
-        #[arg(long, default_value_t = 60)]
-        cpu_seconds: u64,
-        /// `cgroup.procs` files to join first.
-        #[arg(long)]
-        cgroup: Vec<PathBuf>,
-        /// Optional layers to apply: namespaces, landlock, seccomp (all), or none.
-        #[arg(long, default_value = "namespaces,landlock,seccomp")]
-        layers: evo_host::sandbox::SandboxLayers,
-        /// The program and its arguments.
-        #[arg(last = true, required = true)]
-        program: Vec<std::ffi::OsString>,
-    },
 }
 
 /// Options every command sees.
@@ -225,40 +194,20 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // The sandbox's launcher commands (hidden; the small `evo-launcher` beside this binary
+    // runs the same), read before anything else exists: the launcher confines itself and
+    // becomes the script, and none of Evo's own start-up is any use to it.
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args
+        .peek()
+        .is_some_and(|first| evo_host::sandbox::is_launcher_command(first))
+    {
+        return ExitCode::from(evo_host::sandbox::launcher_main(args));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return parse_failure(&e),
     };
-    // Before any runtime or thread exists: the launcher replaces itself with the script.
-    if let Command::NativeExec {
-        workspace,
-        read,
-        cpu_seconds,
-        cgroup,
-        layers,
-        program,
-    } = &cli.command
-    {
-        let spec = evo_host::sandbox::LaunchSpec {
-            workspace: workspace.clone(),
-            read_only: read.clone(),
-            cpu_seconds: *cpu_seconds,
-            cgroups: cgroup.clone(),
-            layers: *layers,
-        };
-        let error = evo_host::sandbox::confine_and_exec(&spec, &program[0], &program[1..]);
-        eprintln!(
-            "Failed to spawn process: {}: {error}",
-            program[0].to_string_lossy()
-        );
-        return ExitCode::from(127);
-    }
-    if let Command::NativeWait { cgroup } = &cli.command {
-        // Everything that needs no job first, while the call is not yet there.
-        let error = evo_host::sandbox::wait_for_job(cgroup);
-        eprintln!("Failed to spawn process: {error}");
-        return ExitCode::from(127);
-    }
     let data_dir = evo_host::config::data_dir(cli.data_dir.as_deref());
     init_tracing(
         cli.verbose,

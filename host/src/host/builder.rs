@@ -71,8 +71,9 @@ impl HostBuilder {
         self
     }
 
-    /// A program that confines itself and then runs a native skill's Node (the `evo`
-    /// binary's hidden `__native-exec`); without one native skills run with process
+    /// A program that confines itself and then runs a native skill's Node: the small
+    /// `evo-launcher` installed beside `evo` (or `evo` itself, which has the same hidden
+    /// commands; see [`crate::sandbox::launcher_main`]); without one native skills run with process
     /// limits only, and `isolation = "required"` refuses to run them. A build without the
     /// `native` feature runs no scripts and has no use for one.
     pub fn native_launcher(mut self, program: impl Into<PathBuf>) -> Self {

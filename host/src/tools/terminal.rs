@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use super::bash::Bash;
 use super::{BoxFuture, TypedTool, invalid};
 use crate::engine::native::cgroup::{CallCgroup, Limits};
+use crate::engine::native::confine::launcher;
 use crate::error::{Error, FailureKind, Result};
 use crate::skill::kernel::SkillContext;
 
@@ -164,7 +165,7 @@ impl Terminal {
         let mut command = match &self.launcher {
             Some(launcher) => {
                 let mut command = CommandBuilder::new(launcher);
-                command.args(["__native-exec", "--workspace"]);
+                command.args([launcher::EXEC, "--workspace"]);
                 command.arg(&root);
                 for procs in cgroup.iter().flat_map(CallCgroup::procs) {
                     command.arg("--cgroup");

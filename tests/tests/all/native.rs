@@ -882,3 +882,59 @@ fn through_the_cli_a_script_cannot_gain_privileges_and_runs_under_its_limits() {
     assert_eq!(seen["cpu"], json!(["61", "61"]), "{seen}");
     assert_eq!(seen["processes"], json!(["4096", "4096"]), "{seen}");
 }
+
+/// The CLI starts each native call through the small `evo-launcher` installed beside it,
+/// and through itself (it has the same hidden commands) when that one is missing: `evo
+/// doctor` says which, and either confines the script alike.
+#[test]
+fn the_cli_confines_scripts_through_the_small_launcher_beside_it_or_else_through_itself() {
+    let root = skills(&[("privilege-probe", PRIVILEGE_PROBE)]);
+    let probe = root.path().join("privilege-probe");
+    let evo = evo_tests::evo_bin();
+    // A folder of the build's own (so a hard link works) holding `evo` and nothing else.
+    let alone = tempfile::tempdir_in(evo.parent().unwrap()).unwrap();
+    let lone = alone.path().join("evo");
+    std::fs::hard_link(&evo, &lone).unwrap();
+    for (bin, launcher, small) in [
+        (&evo, evo.with_file_name("evo-launcher"), true),
+        (&lone, lone.clone(), false),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("evo.toml"),
+            "[native]\nisolation = \"required\"\n",
+        )
+        .unwrap();
+        let run = |args: &[&str]| {
+            let out = evo_tests::cli::command_of(bin, home.path(), args)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?}: {stdout}{stderr}");
+            serde_json::from_str::<Value>(&stdout).unwrap()
+        };
+        let check = &run(&["doctor", "--json"])["checks"]["native launcher"];
+        let detail = check["detail"].as_str().unwrap();
+        assert_eq!(check["ok"], small, "{check}");
+        assert!(
+            detail.starts_with(&launcher.display().to_string()),
+            "{launcher:?}: {detail}"
+        );
+        if !small {
+            assert!(
+                detail.contains("evo-launcher is not installed beside it"),
+                "{detail}"
+            );
+        }
+        let seen = run(&["skill", "run", probe.to_str().unwrap(), "--json"])["output"].clone();
+        assert_eq!(seen["noNewPrivs"], "1", "{bin:?}: {seen}");
+        assert_eq!(seen["seccomp"], "2", "{bin:?}: {seen}");
+        assert_eq!(seen["capBnd"], "0000000000000000", "{bin:?}: {seen}");
+        assert_eq!(
+            seen["processes"],
+            json!(["4096", "4096"]),
+            "{bin:?}: {seen}"
+        );
+    }
+}

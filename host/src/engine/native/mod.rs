@@ -69,8 +69,8 @@ pub struct NativeConfig {
     pub max_cpu_percent: u64,
     /// Scripts that may run at once.
     pub max_concurrency: usize,
-    /// A program that confines itself and then becomes Node (the `evo` binary's
-    /// `__native-exec`, see [`confine`]); `None` runs Node directly, without
+    /// A program that confines itself and then becomes Node: `evo-launcher`, or the `evo`
+    /// binary itself (both run [`confine::launcher::main`]); `None` runs Node directly, without
     /// file-system and network isolation.
     pub launcher: Option<PathBuf>,
     /// Refuse to run scripts when file-system isolation is not available.

@@ -75,7 +75,7 @@ pub async fn execute_script(
     .await
 }
 
-/// A launcher started ahead of its call (`evo __native-wait`): it has joined (or is
+/// A launcher started ahead of its call (`evo-launcher __native-wait`): it has joined (or is
 /// joining) its call's cgroup and waits for its [`confine::Job`] on stdin.
 #[derive(Debug)]
 pub struct Waiting {
@@ -88,7 +88,7 @@ impl Waiting {
     pub fn start(config: &NativeConfig, launcher: &Path) -> std::io::Result<Self> {
         let cgroup = CallCgroup::create(config.cgroup_limits());
         let mut command = Command::new(launcher);
-        command.arg("__native-wait");
+        command.arg(confine::launcher::WAIT);
         for procs in cgroup.iter().flat_map(CallCgroup::procs) {
             command.arg("--cgroup").arg(procs);
         }
@@ -436,7 +436,7 @@ pub(super) async fn probe(config: &NativeConfig) -> Vec<String> {
 fn launcher_command(launcher: &Path, workspace: &Path, cgroup: Option<&CallCgroup>) -> Command {
     let mut command = Command::new(launcher);
     command
-        .arg("__native-exec")
+        .arg(confine::launcher::EXEC)
         .arg("--workspace")
         .arg(workspace);
     for procs in cgroup.map(CallCgroup::procs).unwrap_or_default() {

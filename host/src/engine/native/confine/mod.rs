@@ -24,6 +24,7 @@
 //! could enforce on stderr's first line, prefixed with [`STATUS_PREFIX`]; the sandbox
 //! strips it and lists the protections in the result (`evo doctor` shows the same list).
 
+pub mod launcher;
 pub mod namespaces;
 mod seccomp;
 
