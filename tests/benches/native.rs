@@ -4,7 +4,8 @@
 //! run: a bare `node` (no flags) reading the same JSON on stdin and printing the answer,
 //! started the way the sandbox starts its child (tokio `Command`, PATH-only environment,
 //! piped stdin/stdout/stderr, own process group, an empty working directory). Then each layer of the confined call,
-//! added one at a time through the launcher (`evo __native-exec --layers …`), and the
+//! added one at a time through the launcher (`evo-launcher __native-exec --layers …`;
+//! the first also through `evo` itself, the launcher's fallback), and the
 //! whole call through [`NativeSandbox`]. Budget: confined call ≤ 1.15× bare
 //! node. Every row checks its answer once before it is timed.
 //! Also: ten calls at maxConcurrency 1 vs 2.
@@ -90,33 +91,53 @@ fn native(c: &mut Criterion) {
         b.iter(|| black_box(rt.block_on(sandbox.execute("echo", &input)).expect("runs")));
     });
 
-    // The launcher is the `evo` binary built next to this bench
-    // (`cargo build --release -p evo-cli`).
-    let evo = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join("evo")))
-        .filter(|path| path.is_file())
-        .expect("the evo binary is built next to this bench: cargo build --release -p evo-cli");
+    // The launchers are the binaries built next to this bench (`cargo build --release
+    // -p evo-cli`): the small `evo-launcher` the CLI starts, and `evo` itself, its fallback.
+    let built = |name: &str| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.parent()?.join(name)))
+            .filter(|path| path.is_file())
+            .unwrap_or_else(|| {
+                panic!("{name} is built next to this bench: cargo build --release -p evo-cli")
+            })
+    };
+    let evo = built("evo");
+    let small = built(evo_host::sandbox::LAUNCHER);
     let limits = Limits {
         memory_bytes: 512 << 20,
         max_tasks: 256,
         cpu_percent: evo_host::engine::native::DEFAULT_MAX_CPU_PERCENT,
     };
-    for (label, layers, cgroup) in [
+    for (label, launcher, layers, cgroup) in [
         (
             "layers: launcher only (exec through evo, rlimits)",
+            &evo,
             "none",
             false,
         ),
-        ("layers: + landlock", "landlock", false),
+        (
+            "layers: launcher only (exec through evo-launcher, rlimits)",
+            &small,
+            "none",
+            false,
+        ),
+        ("layers: + landlock", &small, "landlock", false),
         (
             "layers: + namespaces, private root",
+            &small,
             "landlock,namespaces",
             false,
         ),
-        ("layers: + seccomp", "landlock,namespaces,seccomp", false),
+        (
+            "layers: + seccomp",
+            &small,
+            "landlock,namespaces,seccomp",
+            false,
+        ),
         (
             "layers: + cgroup (made, joined, killed, removed)",
+            &small,
             "landlock,namespaces,seccomp",
             true,
         ),
@@ -125,7 +146,7 @@ fn native(c: &mut Criterion) {
             let cgroup =
                 cgroup.then(|| CallCgroup::create(limits).expect("a cgroup can be made here"));
             let mut args: Vec<std::ffi::OsString> = vec![
-                "__native-exec".into(),
+                evo_host::sandbox::LAUNCHER_EXEC.into(),
                 "--workspace".into(),
                 workspace.path().into(),
                 "--read".into(),
@@ -139,7 +160,7 @@ fn native(c: &mut Criterion) {
             }
             args.extend(["--".into(), node.clone().into(), script.clone().into()]);
             let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-            let out = spawn(&evo, &args, workspace.path(), &input).await;
+            let out = spawn(launcher, &args, workspace.path(), &input).await;
             if let Some(cgroup) = cgroup {
                 cgroup.remove().await;
             }
@@ -151,7 +172,7 @@ fn native(c: &mut Criterion) {
     let sandbox = NativeSandbox::new(
         root.path(),
         NativeConfig {
-            launcher: Some(evo),
+            launcher: Some(small),
             ..NativeConfig::default()
         },
     );
@@ -260,6 +281,7 @@ criterion_group!(benches, native);
 const PATHS: &[&str] = &[
     "host/src/engine/native",
     "host/src/engine/native_settings.rs",
+    "cli/src/launcher.rs",
     "tests/benches/native.rs",
 ];
 
