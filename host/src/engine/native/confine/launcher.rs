@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use super::{Layers, Spec, confine_and_exec, wait_for_job};
 
 /// Joins the given cgroups, enters the namespaces and prepares the root, waits for a
-/// job (the program and its directories, as JSON behind its length) on stdin, then finishes confining and becomes the job's program
-/// (a launcher started ahead of its call): `WAIT [--cgroup PROCS]…`.
+/// job (the program and its directories, as JSON behind its length) on stdin, then
+/// finishes confining and becomes the job's program (a launcher started ahead of its
+/// call): `WAIT [--cgroup PROCS]…`.
 pub const WAIT: &str = "__native-wait";
 /// Confines this process and becomes the program after `--`:
 /// `EXEC --workspace DIR [--read DIR]… [--cpu-seconds N] [--cgroup PROCS]…
