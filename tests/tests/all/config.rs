@@ -392,7 +392,7 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
         ),
         "note  language model     none configured (the agent and llm skills need one; EVO_LLM or [llm] in evo.toml)".to_owned(),
     ];
-    assert_eq!(lines.len(), 11, "{printed}");
+    assert_eq!(lines.len(), 12, "{printed}");
     assert_eq!(lines[..7], exact, "{printed}");
     // What the machine has: its node's version, and how far it can confine a script.
     let node_version = std::process::Command::new("node")
@@ -406,18 +406,29 @@ fn doctor_on_a_fresh_data_directory_says_all_of_this() {
             String::from_utf8_lossy(&node_version.stdout).trim()
         )
     );
+    // The small launcher native calls start, built beside `evo`.
+    assert_eq!(
+        lines[8],
+        format!(
+            "ok    native launcher    {}",
+            evo_tests::evo_bin()
+                .with_file_name("evo-launcher")
+                .display()
+        ),
+        "{printed}"
+    );
     assert!(
-        lines[8].starts_with("ok    native isolation   ")
-            || lines[8].starts_with("note  native isolation   "),
+        lines[9].starts_with("ok    native isolation   ")
+            || lines[9].starts_with("note  native isolation   "),
         "{printed}"
     );
     assert_eq!(
-        lines[9],
+        lines[10],
         "note  trust              no [trust] keys: skills from registries install unsigned, with a warning",
         "{printed}"
     );
     assert_eq!(
-        lines[10], "ok    skills             15 available",
+        lines[11], "ok    skills             15 available",
         "{printed}"
     );
 }
