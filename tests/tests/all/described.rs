@@ -282,13 +282,7 @@ async fn a_section_asking_for_more_gets_what_the_operator_grants_through_evo() {
 #[tokio::test]
 async fn a_skill_file_replaced_after_the_host_described_it_never_runs_the_new_bytes() {
     let work = tempfile::tempdir().unwrap();
-    let home = work.path().join("home");
-    let out = evo(&home, &["skill", "install", skills::TEXT_STATS]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    std::thread::sleep(SETTLE);
-    // A first load after the file settled records it.
-    let out = evo(&home, &["skill", "list"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let home = recorded_text_stats(work.path());
 
     let host = || async {
         evo_host::Host::builder()
@@ -338,12 +332,7 @@ async fn a_skill_file_replaced_after_the_host_described_it_never_runs_the_new_by
 async fn a_component_rewritten_in_place_is_read_again_by_the_next_evo_and_refused_for_what_it_asks()
 {
     let work = tempfile::tempdir().unwrap();
-    let home = work.path().join("home");
-    let out = evo(&home, &["skill", "install", skills::TEXT_STATS]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    std::thread::sleep(SETTLE);
-    let out = evo(&home, &["skill", "list"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let home = recorded_text_stats(work.path());
     let out = evo(&home, &["skill", "info", "text-stats", "--json"]);
     let info: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -388,6 +377,18 @@ async fn a_component_rewritten_in_place_is_read_again_by_the_next_evo_and_refuse
 }
 
 /// A plain component (`plain-kinds`) in `dir/kinds/`, with `manifest` beside it.
+/// A home under `work` with `text-stats` installed through `evo` and, once its file
+/// settled, listed: its catalogue record is written.
+fn recorded_text_stats(work: &Path) -> std::path::PathBuf {
+    let home = work.join("home");
+    let out = evo(&home, &["skill", "install", skills::TEXT_STATS]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::thread::sleep(SETTLE);
+    let out = evo(&home, &["skill", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    home
+}
+
 fn plain_dir(dir: &Path, manifest: &Value) -> std::path::PathBuf {
     let skill = dir.join("kinds");
     std::fs::create_dir_all(&skill).unwrap();

@@ -432,16 +432,22 @@ mod tests {
         assert_eq!(files.get(&other, &Fingerprint::of(&other).unwrap()), None);
     }
 
-    #[test]
-    fn a_record_made_by_another_evo_is_ignored() {
-        // An upgrade may describe a component differently (a schema derived from its
-        // WIT types that changed): what an older Evo learnt is read again.
+    /// A settled record file in a fresh folder holding one component, recorded as `a`.
+    fn one_recorded() -> (tempfile::TempDir, KnownFiles, PathBuf, Fingerprint) {
         let dir = tempfile::tempdir().unwrap();
         let files = settled(dir.path().to_owned());
         let path = dir.path().join("skill.wasm");
         std::fs::write(&path, b"x").unwrap();
         let now = Fingerprint::of(&path).unwrap();
         files.put(&path, now.clone(), known("a"));
+        (dir, files, path, now)
+    }
+
+    #[test]
+    fn a_record_made_by_another_evo_is_ignored() {
+        // An upgrade may describe a component differently (a schema derived from its
+        // WIT types that changed): what an older Evo learnt is read again.
+        let (dir, files, path, now) = one_recorded();
         let mut record: serde_json::Value =
             serde_json::from_slice(&std::fs::read(files.file()).unwrap()).unwrap();
         assert_eq!(record["made_by"], MADE_BY);
@@ -469,12 +475,7 @@ mod tests {
 
     #[test]
     fn a_damaged_record_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let files = settled(dir.path().to_owned());
-        let path = dir.path().join("skill.wasm");
-        std::fs::write(&path, b"x").unwrap();
-        let now = Fingerprint::of(&path).unwrap();
-        files.put(&path, now.clone(), known("a"));
+        let (dir, files, path, now) = one_recorded();
         assert_eq!(files.get(&path, &now), Some(known("a")));
         std::fs::write(files.file(), b"{ not json").unwrap();
         let next = settled(dir.path().to_owned());
