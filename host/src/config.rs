@@ -40,6 +40,7 @@
 //! max_component_mb = 64               # larger components are refused
 //! compile_deadline_ms = 120000        # a longer compile fails the load
 //! symlinks = false                    # skills make no symbolic links at all
+//! parked_instances = 8                # instances made ahead of their calls (0: off)
 //!
 //! [native]
 //! concurrency = 4

@@ -30,6 +30,8 @@ use common::{Floor, runtime};
 fn config() -> EngineConfig {
     EngineConfig {
         max_concurrent_calls: 16,
+        // Each call instantiates, as the raw wasmtime floor beside it does.
+        parked_instances: 0,
         ..EngineConfig::default()
     }
 }

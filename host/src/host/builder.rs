@@ -296,6 +296,7 @@ fn loader(
         max_concurrent_calls: e.pool_slots,
         pooling: e.pooling,
         symlinks: e.symlinks,
+        parked_instances: e.parked_instances,
         limits: LimitPolicy {
             max_memory_mib: e.max_memory_mib,
             max_output_bytes: e.max_output_bytes,

@@ -77,6 +77,10 @@ struct Input {
     /// instance would find it (`left`).
     #[serde(default)]
     leave: Option<String>,
+    /// Report a fingerprint of the instance's whole linear memory as the call found it
+    /// (`memory`), before doing anything else.
+    #[serde(default)]
+    fingerprint: bool,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -107,6 +111,9 @@ struct Output {
     left: Option<String>,
     /// How creating `symlink` ended: `linked` or the error.
     symlink: Option<String>,
+    /// With `fingerprint`: the memory's size in pages and a hash of all its bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<String>,
 }
 
 /// Text a call leaves behind (`leave`): its length, then its bytes, in one static.
@@ -125,6 +132,31 @@ fn swap_left(leave: Option<&str>) -> Option<String> {
         *len = text.len();
     }
     found
+}
+
+/// The linear memory's size in pages and an FNV-1a hash of every byte of it (but the
+/// first, at the null address): what the instance held when the call began, its
+/// globals' values (the stack pointer, the heap's end) among them.
+#[cfg(target_arch = "wasm32")]
+#[expect(
+    unsafe_code,
+    reason = "reads the whole of linear memory, which no Rust object spans"
+)]
+fn memory_fingerprint() -> String {
+    let pages = core::arch::wasm32::memory_size(0);
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for address in 1..pages * 65_536 {
+        // SAFETY: every address below the memory's size is in bounds in Wasm, and a
+        // volatile read of a byte has no alignment to respect or object to alias.
+        let byte = unsafe { core::ptr::read_volatile(address as *const u8) };
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{pages} pages, {hash:016x}")
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn memory_fingerprint() -> String {
+    String::from("no linear memory outside Wasm")
 }
 
 struct FixtureProbe;
@@ -153,6 +185,7 @@ impl Skill for FixtureProbe {
     }
 
     fn execute(input: Input) -> Result<Output, Error> {
+        let memory = input.fingerprint.then(memory_fingerprint);
         let left = swap_left(input.leave.as_deref());
         let line = [b'x'; 63];
         let mut stdout = std::io::stdout();
@@ -336,6 +369,7 @@ impl Skill for FixtureProbe {
             recursion_error,
             left,
             symlink,
+            memory,
         })
     }
 }

@@ -43,6 +43,7 @@ mod native;
 mod nodes;
 mod notes;
 mod packages;
+mod parked;
 mod per_run;
 mod plain_hostile;
 mod plain_io;

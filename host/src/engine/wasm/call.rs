@@ -70,6 +70,8 @@ struct SkillInner {
     file: Option<std::path::PathBuf>,
     /// Whether its last calls ran long (they start in the long lane).
     streak: Streak,
+    /// Its next instance, made ahead (see [`super::parked`]).
+    parked: Arc<super::parked::Spot<super::contract::SkillInstance>>,
     /// Described from the engine's record of its file, whose manifest's schemas
     /// compiled when the record was made.
     remembered: bool,
@@ -124,6 +126,7 @@ impl WasmSkill {
             prepared,
             file,
             streak: Streak::default(),
+            parked: Arc::default(),
             remembered,
         };
         Self {
@@ -220,7 +223,8 @@ impl WasmSkill {
             .await
     }
 
-    /// Runs the skill on `input` (JSON text) in a fresh instance.
+    /// Runs the skill on `input` (JSON text) in a fresh instance: one made for the
+    /// call, or made ahead after the previous call and never run before.
     pub async fn call(&self, input: &str, ctx: &SkillContext) -> Result<SkillOutcome> {
         let skill = &self.inner;
         serde_json::from_str::<serde::de::IgnoredAny>(input).map_err(|e| Error::InvalidInput {
@@ -239,6 +243,7 @@ impl WasmSkill {
             &skill.calls,
             ctx,
             &skill.streak,
+            Some(&skill.parked),
             move |plugin, store| Box::pin(async move { plugin.execute(store, input).await }),
         )
         .await?;

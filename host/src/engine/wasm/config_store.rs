@@ -12,7 +12,7 @@ use wasmtime::component::{HasData, Linker};
 /// A store's state that holds the call's configuration values.
 pub(super) trait HasConfig: 'static {
     /// The values the call was granted.
-    fn config_values(&self) -> &BTreeMap<String, String>;
+    fn config_values(&mut self) -> &BTreeMap<String, String>;
 }
 
 /// Every `wasi:config` interface Evo provides, for the message that names what a

@@ -11,6 +11,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::evo::skill::types;
 use super::limits::{Limits, MAX_RESOURCES, STDIO_CAP_BYTES, StoreLimiter};
+use super::parked::Spot;
 use super::slots::Slot;
 use super::state::HostState;
 use super::{EPOCH_TICK, WasmEngine};
@@ -33,7 +34,7 @@ pub(super) type GuestFuture<'a, T> =
 /// resolved) or a plain component (its functions looked up by the caller).
 pub(super) trait Instantiate: Clone + Send + Sync + 'static {
     /// What instantiating gives the call's body.
-    type Instance: Send;
+    type Instance: Send + 'static;
     fn instantiate<'a>(
         &'a self,
         store: &'a mut Store<HostState>,
@@ -78,6 +79,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     calls: &[String],
     ctx: &SkillContext,
     streak: &Streak,
+    spot: Option<&Arc<Spot<P::Instance>>>,
     body: impl for<'a> FnOnce(P::Instance, &'a mut Store<HostState>) -> GuestFuture<'a, T>
     + Send
     + 'static,
@@ -96,23 +98,46 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     let mut table = wasmtime::component::ResourceTable::new();
     table.set_max_capacity(MAX_RESOURCES);
     let skill_name: Arc<str> = skill.into();
-    let state = HostState {
-        wasi,
-        http: wasmtime_wasi_http::WasiHttpCtx::new(),
-        outbound: super::http::Outbound::new(skill_name.clone(), grant, Some(ctx.clone())),
-        table,
-        limiter: StoreLimiter::new(limits.memory_bytes())
-            .with_instances(engine.inner.config.limits.max_instances),
-        skill: skill_name,
-        calls: calls.into(),
-        grant: grant.clone(),
-        ctx: ctx.clone(),
-        chatter: 0,
-        _live: engine.live(),
+    let parked = spot.and_then(|spot| spot.take());
+    let (mut store, ready) = match parked {
+        // Its state is neutral: everything of the call replaces it, the limiter (which
+        // counted the memory its instantiation made) and the place in the pool stay.
+        Some(parked) => {
+            let mut store = parked.store;
+            let state = store.data_mut();
+            state.wasi = wasi;
+            state.outbound =
+                super::http::Outbound::new(skill_name.clone(), grant, Some(ctx.clone()));
+            state.table = table;
+            state.skill = skill_name.clone();
+            state.calls = calls.into();
+            state.grant = grant.clone();
+            state.ctx = ctx.clone();
+            state._live = engine.live();
+            (store, Some(parked.instance))
+        }
+        None => {
+            let state = HostState {
+                wasi,
+                http: wasmtime_wasi_http::WasiHttpCtx::new(),
+                outbound: super::http::Outbound::new(skill_name.clone(), grant, Some(ctx.clone())),
+                table,
+                limiter: StoreLimiter::new(limits.memory_bytes())
+                    .with_instances(engine.inner.config.limits.max_instances),
+                skill: skill_name.clone(),
+                calls: calls.into(),
+                grant: grant.clone(),
+                ctx: ctx.clone(),
+                chatter: 0,
+                reached: false,
+                _live: engine.live(),
+            };
+            let flavor = engine.flavor(limits.fuel.is_some())?;
+            let mut store = Store::new(&flavor.engine, state);
+            store.limiter(|state| &mut state.limiter);
+            (store, None)
+        }
     };
-    let flavor = engine.flavor(limits.fuel.is_some())?;
-    let mut store = Store::new(&flavor.engine, state);
-    store.limiter(|state| &mut state.limiter);
     store.set_hostcall_fuel(super::limits::MAX_COPIED_BYTES);
     super::limits::set_deadline(&mut store, limits.timeout_ms, long.clone());
     if let Some(fuel) = limits.fuel {
@@ -126,6 +151,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     // The epoch deadline interrupts guest code; this guard also bounds time spent in
     // host calls, which the epoch cannot interrupt.
     let guard = Duration::from_millis(limits.timeout_ms) + EPOCH_TICK * 2;
+    let made = pre.clone();
     let pre = pre.clone();
     let held = Held {
         store,
@@ -135,7 +161,10 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         // The whole of `held`, not only the field used below (closures capture fields).
         let mut held = held;
         let result = async {
-            let instance = pre.instantiate(&mut held.store).await?;
+            let instance = match ready {
+                Some(instance) => instance,
+                None => pre.instantiate(&mut held.store).await?,
+            };
             body(instance, &mut held.store).await
         }
         .await;
@@ -153,6 +182,9 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     let outcome = tokio::time::timeout(guard, super::background::run(work, &long, moved)).await;
     if !long.computed_long() {
         streak.ran_short();
+    }
+    if let Some(spot) = spot {
+        engine.park_next(&made, spot, &skill_name, limits);
     }
     let (result, memory_exceeded, timed_out) = match outcome {
         Ok(Some((result, memory_exceeded))) => (result, memory_exceeded, false),

@@ -170,6 +170,11 @@ impl StoreLimiter {
         }
     }
 
+    /// Bytes of linear memory the store's memories hold now.
+    pub(super) fn memory_used(&self) -> usize {
+        self.memory_used
+    }
+
     /// The same, allowing `instances` core instances and as many tables.
     pub fn with_instances(self, instances: u32) -> Self {
         Self {

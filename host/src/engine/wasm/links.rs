@@ -28,7 +28,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>, allowed: bool) -> wa
         "[method]descriptor.symlink-at",
         move |mut store, (dir, target, link): (Resource<Descriptor>, String, String)| {
             Box::new(async move {
-                let state = store.data_mut();
+                let state = super::state::reached(store.data_mut());
                 if !allowed || !points_down(&target) {
                     tracing::warn!(
                         skill = %state.skill,

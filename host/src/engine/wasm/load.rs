@@ -372,6 +372,7 @@ pub(super) async fn read_manifest(
         &[],
         &SkillContext::detached(),
         &Streak::default(),
+        None,
         |plugin, store| Box::pin(async move { plugin.manifest(store).await }),
     )
     .await?;

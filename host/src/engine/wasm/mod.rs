@@ -40,6 +40,7 @@ pub mod limits;
 mod links;
 mod load;
 mod names;
+mod parked;
 mod plain;
 mod scrub;
 pub mod settings;
@@ -69,6 +70,7 @@ pub(crate) use inspect::check_component_header;
 pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
 pub use limits::{LimitPolicy, Limits};
 pub use names::with_short_names;
+pub use parked::{DEFAULT_PARKED_INSTANCES, PARKED_MEMORY_BYTES};
 pub use plain::{PlainComponent, PlainExecutor, SEPARATOR, Unusable, component_name};
 pub use slots::NESTED_RESERVE;
 pub use state::HostState;
@@ -174,6 +176,10 @@ pub struct EngineConfig {
     /// Whether a skill may make symbolic links in a read-write grant (only ones that
     /// point down, into the directory that holds them); `false` refuses every link.
     pub symlinks: bool,
+    /// Instances that may be made ahead of their calls, one per component at most
+    /// (0: each call makes its own when it starts). The pool keeps places for them
+    /// beside its call slots; see [`PARKED_MEMORY_BYTES`] for the memory they may hold.
+    pub parked_instances: u32,
 }
 
 impl Default for EngineConfig {
@@ -183,7 +189,8 @@ impl Default for EngineConfig {
     /// - [`DEFAULT_MAX_CONCURRENT_CALLS`] concurrent calls,
     /// - the pooling allocator,
     /// - the default [`LimitPolicy`],
-    /// - symbolic links that point down allowed.
+    /// - symbolic links that point down allowed,
+    /// - [`DEFAULT_PARKED_INSTANCES`] instances made ahead.
     fn default() -> Self {
         Self {
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
@@ -194,6 +201,7 @@ impl Default for EngineConfig {
             pooling: true,
             limits: LimitPolicy::default(),
             symlinks: true,
+            parked_instances: DEFAULT_PARKED_INSTANCES,
         }
     }
 }
@@ -224,7 +232,10 @@ impl EngineConfig {
 
     fn pooling_config(&self, page_scan: bool) -> PoolingAllocationConfig {
         let calls = self.max_concurrent_calls.max(1);
-        let calls = calls + NESTED_RESERVE + slots::long_lane(calls);
+        let calls = calls
+            + NESTED_RESERVE
+            + slots::long_lane(calls)
+            + parked::Parking::new(self.parked_instances).places();
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(calls)
             .total_core_instances(calls * CORE_INSTANCES_PER_CALL)
@@ -421,6 +432,8 @@ struct Inner {
     slots: slots::Slots,
     /// Stores alive now (see [`WasmEngine::live_instances`]).
     live: Arc<std::sync::atomic::AtomicUsize>,
+    /// Instances made ahead of their calls.
+    parking: parked::Parking,
     /// Calls waiting for a slot or running (see [`background`]): what a long call
     /// would take the CPU from.
     calls: Arc<std::sync::atomic::AtomicUsize>,
@@ -452,6 +465,7 @@ impl WasmEngine {
             .as_ref()
             .map(|dir| known::KnownFiles::new(dir.join("known")));
         let slots = slots::Slots::new(config.max_concurrent_calls);
+        let parking = parked::Parking::new(config.parked_instances);
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -462,6 +476,7 @@ impl WasmEngine {
                 known,
                 slots,
                 live: Arc::default(),
+                parking,
                 calls: Arc::default(),
                 from_cache: Default::default(),
                 compiled: Default::default(),

@@ -43,11 +43,14 @@ pub struct EngineSettings {
     /// Whether a skill may make symbolic links in a read-write grant (only ones that
     /// point down, into the directory that holds them); `false` refuses every link.
     pub symlinks: bool,
+    /// Instances made ahead of their calls, one per component at most; 0 turns it off.
+    pub parked_instances: u32,
 }
 
 impl Default for EngineSettings {
     /// [`DEFAULT_POOL_SLOTS`] pooled slots, the engine's limit policy, the compile
-    /// cache on, links that point down allowed.
+    /// cache on, links that point down allowed, [`super::DEFAULT_PARKED_INSTANCES`]
+    /// instances made ahead.
     fn default() -> Self {
         let limits = LimitPolicy::default();
         Self {
@@ -63,6 +66,7 @@ impl Default for EngineSettings {
             compile_deadline_ms: u64::try_from(DEFAULT_COMPILE_DEADLINE.as_millis())
                 .unwrap_or(u64::MAX),
             symlinks: true,
+            parked_instances: super::DEFAULT_PARKED_INSTANCES,
         }
     }
 }
@@ -75,6 +79,12 @@ impl Section for EngineSettings {
             "engine.pool_slots",
             self.pool_slots,
             1,
+            MAX_POOL_SLOTS.into(),
+        )?;
+        in_range(
+            "engine.parked_instances",
+            self.parked_instances,
+            0,
             MAX_POOL_SLOTS.into(),
         )?;
         in_range("engine.max_memory_mib", self.max_memory_mib, 1, 1 << 20)?;

@@ -12,7 +12,7 @@ use super::state::HostState;
 
 /// Adds the 0.1.0 `context` interface to `linker`.
 pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    old_context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
+    old_context::add_to_linker::<HostState, HasSelf<HostState>>(linker, super::state::reached)
 }
 
 /// A 0.1.0 `execute` result as the current type.

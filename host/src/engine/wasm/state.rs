@@ -31,6 +31,10 @@ pub struct HostState {
     /// The calling frame: scratch, events, skill calls, model and memory.
     pub(super) ctx: SkillContext,
     pub(super) chatter: u32,
+    /// Set by every host call (WASI, `wasi:http`, `wasi:config`, the context): whether
+    /// the guest reached the host, as an instance made ahead must not have (see
+    /// [`super::parked`]).
+    pub(super) reached: bool,
     /// Counts this store in [`WasmEngine::live_instances`](super::WasmEngine::live_instances).
     pub(super) _live: Live,
 }
@@ -63,6 +67,7 @@ impl std::fmt::Debug for HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.reached = true;
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
@@ -71,13 +76,15 @@ impl WasiView for HostState {
 }
 
 impl super::config_store::HasConfig for HostState {
-    fn config_values(&self) -> &std::collections::BTreeMap<String, String> {
+    fn config_values(&mut self) -> &std::collections::BTreeMap<String, String> {
+        self.reached = true;
         &self.grant.config
     }
 }
 
 impl WasiHttpView for HostState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
+        self.reached = true;
         WasiHttpCtxView {
             ctx: &mut self.http,
             table: &mut self.table,
@@ -93,8 +100,14 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     super::config_store::add_to_linker(linker)?;
-    context::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)?;
+    context::add_to_linker::<HostState, HasSelf<HostState>>(linker, reached)?;
     Ok(())
+}
+
+/// The state a context call works on, marked as reached.
+pub(super) fn reached(state: &mut HostState) -> &mut HostState {
+    state.reached = true;
+    state
 }
 
 impl From<ContextError> for types::SkillError {

@@ -54,6 +54,7 @@ impl PlainComponent {
             &inner.calls,
             ctx,
             streak,
+            Some(&inner.parked),
             move |instance, store| {
                 Box::pin(async move {
                     let func = instance.get_func(&mut *store, index).ok_or_else(|| {

@@ -205,6 +205,7 @@ impl WasmEngine {
                 unusable: learnt.unusable.clone(),
                 ready,
                 file,
+                parked: Arc::default(),
             }),
         })
     }

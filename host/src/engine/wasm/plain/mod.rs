@@ -55,6 +55,9 @@ struct Inner {
     ready: tokio::sync::OnceCell<Ready>,
     /// The file it is loaded from on its first call, when not at load.
     file: Option<std::path::PathBuf>,
+    /// Its next instance, made ahead (see [`super::parked`]); any function's call
+    /// takes it.
+    parked: Arc<super::parked::Spot<wasmtime::component::Instance>>,
 }
 
 /// A function that is a skill.
