@@ -1,15 +1,39 @@
 //! The contract version a component was built against: its linked form and its
 //! instances, whose exports answer as the current contract's types whatever the version
-//! (a 0.1.0 component's through [`since_v0_1_0`](super::since_v0_1_0)).
+//! (a 0.1.0 component's through [`since_v0_1_0`](super::since_v0_1_0)), and what
+//! instantiating any linked component gives a call.
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
 use super::bindings::evo::skill::types;
 use super::bindings_v0_1_0 as v0_1_0;
-use super::guest::{GuestFuture, Instantiate};
 use super::since_v0_1_0::{error, output};
 use super::state::HostState;
+
+pub(super) type GuestFuture<'a, T> =
+    std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
+
+/// A linked component a call instantiates: an Evo skill (its `evo:skill/skill` export
+/// resolved) or a plain component (its functions looked up by the caller).
+pub(super) trait Instantiate: Clone + Send + Sync + 'static {
+    /// What instantiating gives the call's body.
+    type Instance: Send + 'static;
+    fn instantiate<'a>(
+        &'a self,
+        store: &'a mut Store<HostState>,
+    ) -> GuestFuture<'a, Self::Instance>;
+}
+
+impl Instantiate for InstancePre<HostState> {
+    type Instance = wasmtime::component::Instance;
+    fn instantiate<'a>(
+        &'a self,
+        store: &'a mut Store<HostState>,
+    ) -> GuestFuture<'a, Self::Instance> {
+        Box::pin(self.instantiate_async(store))
+    }
+}
 
 /// A linked Evo skill, of the contract version it was built against.
 #[derive(Clone)]

@@ -10,6 +10,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::evo::skill::types;
+use super::contract::{GuestFuture, Instantiate};
 use super::limits::{Limits, MAX_RESOURCES, STDIO_CAP_BYTES, StoreLimiter};
 use super::parked::Spot;
 use super::slots::Slot;
@@ -25,30 +26,6 @@ use crate::skill::lanes::Streak;
 struct Held {
     store: Store<HostState>,
     _slot: Arc<std::sync::Mutex<Slot>>,
-}
-
-pub(super) type GuestFuture<'a, T> =
-    std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
-
-/// A linked component a call instantiates: an Evo skill (its `evo:skill/skill` export
-/// resolved) or a plain component (its functions looked up by the caller).
-pub(super) trait Instantiate: Clone + Send + Sync + 'static {
-    /// What instantiating gives the call's body.
-    type Instance: Send + 'static;
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<HostState>,
-    ) -> GuestFuture<'a, Self::Instance>;
-}
-
-impl Instantiate for wasmtime::component::InstancePre<HostState> {
-    type Instance = wasmtime::component::Instance;
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<HostState>,
-    ) -> GuestFuture<'a, Self::Instance> {
-        Box::pin(self.instantiate_async(store))
-    }
 }
 
 /// What is left of a store after a call, to explain how it ended.

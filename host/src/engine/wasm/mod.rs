@@ -70,7 +70,7 @@ pub(crate) use inspect::check_component_header;
 pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
 pub use limits::{LimitPolicy, Limits};
 pub use names::with_short_names;
-pub use parked::{DEFAULT_PARKED_INSTANCES, PARKED_MEMORY_BYTES};
+pub use parked::DEFAULT_PARKED_INSTANCES;
 pub use plain::{PlainComponent, PlainExecutor, SEPARATOR, Unusable, component_name};
 pub use slots::NESTED_RESERVE;
 pub use state::HostState;
@@ -178,7 +178,7 @@ pub struct EngineConfig {
     pub symlinks: bool,
     /// Instances that may be made ahead of their calls, one per component at most
     /// (0: each call makes its own when it starts). The pool keeps places for them
-    /// beside its call slots; see [`PARKED_MEMORY_BYTES`] for the memory they may hold.
+    /// beside its call slots; they hold at most 64 MiB of linear memory in all.
     pub parked_instances: u32,
 }
 

@@ -13,8 +13,8 @@
 //!   whose initialization asks the host anything (its environment, a preopen, the clock)
 //!   would have been answered from the neutral state instead of its call's. Seen once,
 //!   that component is never parked again, and each of its calls makes its own instance
-//!   as before. Making an instance runs under a deadline of one epoch tick and the
-//!   skill's memory limit; one that fails either is not parked either.
+//!   as before. Making an instance runs under the skill's deadline and memory limit;
+//!   one that fails either is not parked either.
 //! - At most one instance per component, [`EngineConfig::parked_instances`] in all
 //!   (`[engine] parked_instances`, 0 turns parking off) and [`PARKED_MEMORY_BYTES`] of
 //!   linear memory in all: parking past either evicts the instances parked longest ago.
@@ -36,17 +36,20 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use wasmtime::Store;
 
-use super::WasmEngine;
-use super::guest::Instantiate;
+use super::contract::Instantiate;
 use super::limits::{Limits, MAX_COPIED_BYTES, StoreLimiter};
 use super::state::{HostState, Live};
+use super::{EPOCH_TICK, WasmEngine};
 use crate::skill::kernel::SkillContext;
 
 /// Instances that may be parked at once by default.
 pub const DEFAULT_PARKED_INSTANCES: u32 = 8;
 /// Linear memory parked instances may hold in all: a Rust skill's instance holds about
 /// 1 MiB, a componentize-js one about 10, a componentize-py one several tens.
-pub const PARKED_MEMORY_BYTES: usize = 64 << 20;
+pub(super) const PARKED_MEMORY_BYTES: usize = 64 << 20;
+
+/// [`EPOCH_TICK`] in milliseconds.
+const EPOCH_TICK_MS: u64 = EPOCH_TICK.as_millis() as u64;
 
 /// An instance made ahead, with its store.
 pub(super) struct Parked<I> {
@@ -298,7 +301,9 @@ impl WasmEngine {
         let mut store = Store::new(&flavor.engine, state);
         store.limiter(|state| &mut state.limiter);
         store.set_hostcall_fuel(MAX_COPIED_BYTES);
-        store.set_epoch_deadline(1);
+        // The call's own deadline, as a fresh instance's making has: a component's
+        // initialization (a Rust component's runs its constructors) may span a tick.
+        store.set_epoch_deadline(limits.timeout_ms / EPOCH_TICK_MS + 1);
         store.epoch_deadline_trap();
         if let Some(fuel) = limits.fuel
             && store.set_fuel(fuel).is_err()
@@ -320,8 +325,9 @@ impl WasmEngine {
                 tracing::debug!(skill = %skill, "not parked: its initialization reaches the host, so each call makes its own instance");
             }
             Err(error) => {
-                // A trap (its initialization ran past the deadline or the memory limit)
-                // recurs every time; a full pool does not.
+                // A trap (its initialization ran past the call's deadline or memory
+                // limit, as it would in a fresh instance) recurs every time; a full
+                // pool does not.
                 if error.downcast_ref::<wasmtime::Trap>().is_some()
                     || store.data().limiter.memory_exceeded
                 {

@@ -49,7 +49,7 @@ pub struct EngineSettings {
 
 impl Default for EngineSettings {
     /// [`DEFAULT_POOL_SLOTS`] pooled slots, the engine's limit policy, the compile
-    /// cache on, links that point down allowed, [`super::DEFAULT_PARKED_INSTANCES`]
+    /// cache on, links that point down allowed, [`crate::wasm::DEFAULT_PARKED_INSTANCES`]
     /// instances made ahead.
     fn default() -> Self {
         let limits = LimitPolicy::default();
