@@ -287,3 +287,64 @@ fn parking_starts_at_the_second_call_holds_at_most_its_places_and_goes_with_its_
     );
     assert_eq!(parking.live_instances(), 0);
 }
+
+/// A plain component whose core module's start function sets a global: with `reach`,
+/// to the monotonic clock's `now` (asking the host while it is made), else to 7.
+fn initializing_component(reach: bool) -> Vec<u8> {
+    let (import, init, with) = if reach {
+        (
+            r#"(import "wasi:clocks/monotonic-clock@0.2.0" (instance $clock
+                 (export "now" (func (result u64)))))
+               (core func $now (canon lower (func $clock "now")))
+               (core instance $host (export "now" (func $now)))"#,
+            r#"(import "host" "now" (func $now (result i64)))
+               (func $init (global.set $t (call $now)))"#,
+            r#"(with "host" (instance $host))"#,
+        )
+    } else {
+        ("", r#"(func $init (global.set $t (i64.const 7)))"#, "")
+    };
+    let text = format!(
+        r#"(component
+             {import}
+             (core module $m
+               {init}
+               (global $t (mut i64) (i64.const 0))
+               (start $init)
+               (func (export "answer") (result i32) i32.const 42))
+             (core instance $i (instantiate $m {with}))
+             (func (export "answer") (result s32) (canon lift (core func $i "answer"))))"#
+    );
+    wat::parse_str(text).expect("the component is valid")
+}
+
+#[test]
+fn a_component_whose_making_asks_the_host_anything_is_never_parked() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (reach, parked) in [(true, 0), (false, 1)] {
+        let engine = engine(8);
+        let path = dir.path().join(format!("init-{reach}.wasm"));
+        std::fs::write(&path, initializing_component(reach)).expect("the component is written");
+        let file = rt.block_on(load(&engine, path.to_str().expect("a UTF-8 path")));
+        let skill = calls(&file).remove(0).0;
+        for _ in 0..3 {
+            assert_eq!(
+                rt.block_on(answer(&file, &skill, &json!({}))),
+                Ok(json!(42)),
+                "{skill}"
+            );
+            settle(&rt, &engine);
+        }
+        assert_eq!(
+            engine.parked_instances(),
+            parked,
+            "a start function that reads the clock {} parked",
+            if reach {
+                "is never"
+            } else {
+                "that asks nothing is"
+            }
+        );
+    }
+}

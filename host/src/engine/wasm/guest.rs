@@ -83,6 +83,9 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
             let mut store = parked.store;
             let state = store.data_mut();
             state.wasi = wasi;
+            state.http = wasmtime_wasi_http::WasiHttpCtx::new();
+            state.chatter = 0;
+            state.reached = false;
             state.outbound =
                 super::http::Outbound::new(skill_name.clone(), grant, Some(ctx.clone()));
             state.table = table;

@@ -13,8 +13,10 @@
 //!   whose initialization asks the host anything (its environment, a preopen, the clock)
 //!   would have been answered from the neutral state instead of its call's. Seen once,
 //!   that component is never parked again, and each of its calls makes its own instance
-//!   as before. Making an instance runs under the skill's deadline and memory limit;
-//!   one that fails either is not parked either.
+//!   as before. Making an instance runs under the skill's memory limit and a deadline
+//!   of [`MAKING_DEADLINE`] (or the skill's own, if shorter); a component that fails
+//!   either is not parked again either. The deadline bounds how long a component whose
+//!   initialization spins holds the runtime's thread while it is made ahead: once.
 //! - At most one instance per component, [`EngineConfig::parked_instances`] in all
 //!   (`[engine] parked_instances`, 0 turns parking off) and [`PARKED_MEMORY_BYTES`] of
 //!   linear memory in all: parking past either evicts the instances parked longest ago.
@@ -33,6 +35,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use wasmtime::Store;
 
@@ -48,8 +51,18 @@ pub const DEFAULT_PARKED_INSTANCES: u32 = 8;
 /// 1 MiB, a componentize-js one about 10, a componentize-py one several tens.
 pub(super) const PARKED_MEMORY_BYTES: usize = 64 << 20;
 
-/// [`EPOCH_TICK`] in milliseconds.
-const EPOCH_TICK_MS: u64 = EPOCH_TICK.as_millis() as u64;
+/// The longest an instance may take to be made ahead: far more than any example's
+/// making takes, short enough that a component whose initialization spins holds its
+/// runtime's thread for no longer, once.
+pub(super) const MAKING_DEADLINE: Duration = Duration::from_millis(250);
+
+/// Epoch ticks to give a making: [`MAKING_DEADLINE`], or the skill's own deadline if
+/// shorter, as a fresh instance's making would have.
+fn making_ticks(timeout_ms: u64) -> u64 {
+    let tick = EPOCH_TICK.as_millis().max(1);
+    let deadline = MAKING_DEADLINE.as_millis().min(u128::from(timeout_ms));
+    u64::try_from(deadline / tick).unwrap_or(u64::MAX) + 1
+}
 
 /// An instance made ahead, with its store.
 pub(super) struct Parked<I> {
@@ -301,9 +314,12 @@ impl WasmEngine {
         let mut store = Store::new(&flavor.engine, state);
         store.limiter(|state| &mut state.limiter);
         store.set_hostcall_fuel(MAX_COPIED_BYTES);
-        // The call's own deadline, as a fresh instance's making has: a component's
-        // initialization (a Rust component's runs its constructors) may span a tick.
-        store.set_epoch_deadline(limits.timeout_ms / EPOCH_TICK_MS + 1);
+        // A component's initialization may run guest code (a Rust component's runs its
+        // constructors), which may span a tick; past the making's own deadline it is
+        // not parked, and its calls make their instances, moving to the long lane if
+        // they run long. The making cannot move: its deadline bounds how long it holds
+        // its runtime's thread (that of every request of `evo serve` over stdio).
+        store.set_epoch_deadline(making_ticks(limits.timeout_ms));
         store.epoch_deadline_trap();
         if let Some(fuel) = limits.fuel
             && store.set_fuel(fuel).is_err()
@@ -325,9 +341,8 @@ impl WasmEngine {
                 tracing::debug!(skill = %skill, "not parked: its initialization reaches the host, so each call makes its own instance");
             }
             Err(error) => {
-                // A trap (its initialization ran past the call's deadline or memory
-                // limit, as it would in a fresh instance) recurs every time; a full
-                // pool does not.
+                // A trap (its initialization ran past the making's deadline or the
+                // memory limit) recurs every time; a full pool does not.
                 if error.downcast_ref::<wasmtime::Trap>().is_some()
                     || store.data().limiter.memory_exceeded
                 {
