@@ -113,6 +113,18 @@ pub fn evo_bin() -> PathBuf {
     bin
 }
 
+/// The small `evo-launcher` installed beside `evo`, through which the CLI starts each
+/// native call (as a user's install does).
+pub fn launcher_bin() -> PathBuf {
+    let bin = evo_bin().with_file_name(evo_host::sandbox::LAUNCHER);
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build -p evo-cli` (./scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
 /// Running the `evo` binary as a user would, with a data directory of its own and none
 /// of the developer's Evo settings leaking in.
 pub mod cli {

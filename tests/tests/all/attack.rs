@@ -625,7 +625,7 @@ async fn through_the_agent_a_timed_out_script_under_load_leaves_nothing_and_the_
         .config(config)
         .llm(model.clone())
         .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
-        .native_launcher(evo_tests::evo_bin())
+        .native_launcher(evo_tests::launcher_bin())
         .build()
         .await
         .unwrap();

@@ -623,7 +623,7 @@ async fn a_native_scripts_memory_suggestions_need_the_memory_grant_too() {
                 .data_dir(data)
                 .config(config)
                 .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
-                .native_launcher(evo_tests::evo_bin())
+                .native_launcher(evo_tests::launcher_bin())
                 .build()
                 .await
                 .unwrap();

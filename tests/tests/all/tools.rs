@@ -78,7 +78,7 @@ async fn host(project: &Path, home: &Path, locale: Locale) -> Host {
         .data_dir(home)
         .config(config)
         .project_dir(project)
-        .native_launcher(evo_tests::evo_bin())
+        .native_launcher(evo_tests::launcher_bin())
         .embedder(Arc::new(evo_host::retrieval::embed::HashEmbedder))
         .build()
         .await
