@@ -137,6 +137,16 @@ impl Drop for Pending {
     }
 }
 
+/// The engine's one turn to make an instance ahead, given back however the making ends
+/// (a runtime shutting down drops its task midway).
+struct Turn(WasmEngine);
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        self.0.inner.parking.making.store(false, Ordering::Release);
+    }
+}
+
 /// The engine's parked instances: how many may be, and which are, oldest first.
 pub(super) struct Parking {
     max: usize,
@@ -290,8 +300,8 @@ impl WasmEngine {
             if parking.making.swap(true, Ordering::Acquire) {
                 return;
             }
+            let _turn = Turn(engine.clone());
             engine.make_parked(&pre, &spot, skill, &limits).await;
-            parking.making.store(false, Ordering::Release);
         });
     }
 
