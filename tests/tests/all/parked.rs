@@ -348,3 +348,51 @@ fn a_component_whose_making_asks_the_host_anything_is_never_parked() {
         );
     }
 }
+
+#[test]
+fn through_evo_serve_each_call_finds_a_fresh_instance_whether_made_ahead_or_not() {
+    use std::io::{BufReader, Write as _};
+
+    use super::serve_stdio::{answer as reply, initialize, line};
+
+    // The path users take: `evo serve` over stdio, its calls spaced out by the client's
+    // round trips, so from the third call on each takes an instance made ahead. Every
+    // call leaves a secret in the instance's memory and looks at all of it first: none
+    // finds what an earlier call left, and each finds the bytes the first found.
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let skills = root.path().join("skills");
+    std::fs::create_dir_all(skills.join("probe")).expect("a skill directory");
+    std::fs::copy(skills::FIXTURE_PROBE, skills.join("probe/skill.wasm")).expect("copied");
+    let mut child = evo_tests::cli::command(&root.path().join("home"), &["serve", "--skills-dir"])
+        .arg(&skills)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("evo serve starts");
+    let mut to_server = child.stdin.take().expect("its input");
+    let mut from_server = BufReader::new(child.stdout.take().expect("its output"));
+    to_server.write_all(&initialize()).expect("written");
+    reply(&mut from_server, 1);
+    let mut looks = Vec::new();
+    for id in 2..10 {
+        let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "fixture-probe",
+            "arguments": { "fingerprint": true, "leave": "the secret of a call" },
+        } });
+        to_server.write_all(&line(&call)).expect("written");
+        let answer = reply(&mut from_server, id);
+        let output = &answer["result"]["structuredContent"];
+        assert_eq!(
+            output["left"],
+            Value::Null,
+            "call {id} found what another left: {answer}"
+        );
+        assert_eq!(output["env"], json!([]), "{answer}");
+        looks.push(output["memory"].clone());
+    }
+    assert!(looks[0].is_string(), "{looks:?}");
+    assert!(looks.iter().all(|look| *look == looks[0]), "{looks:?}");
+    drop(to_server);
+    assert!(child.wait().expect("evo serve exits").success());
+}

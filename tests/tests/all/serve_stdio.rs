@@ -34,13 +34,13 @@ fn skills(root: &std::path::Path) -> std::path::PathBuf {
     skills
 }
 
-fn line(message: &Value) -> Vec<u8> {
+pub(crate) fn line(message: &Value) -> Vec<u8> {
     let mut line = serde_json::to_vec(message).unwrap();
     line.push(b'\n');
     line
 }
 
-fn initialize() -> Vec<u8> {
+pub(crate) fn initialize() -> Vec<u8> {
     line(
         &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }),
     )
@@ -53,7 +53,7 @@ fn echo(id: u64, text: &str) -> Vec<u8> {
 }
 
 /// Reads answers until the one with `id`.
-fn answer(read: &mut impl BufRead, id: u64) -> Value {
+pub(crate) fn answer(read: &mut impl BufRead, id: u64) -> Value {
     let mut text = String::new();
     loop {
         text.clear();
