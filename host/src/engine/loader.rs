@@ -159,17 +159,19 @@ impl Loader {
     /// install ([`Error::CapabilitiesChanged`]).
     pub async fn load_package(&self, dir: &Path) -> Result<Package> {
         let record = crate::skill::manifest::package::InstallRecord::read(dir);
-        self.load_recorded(dir, record.as_ref(), None).await
+        self.load_recorded(dir, record.as_ref(), None, None).await
     }
 
     /// [`Loader::load_package`] with the install record already read (`None`: the
     /// directory has none), so a caller that keeps the record reads it once; and, when a
-    /// listing of `dir` just said, whether it holds a component (`None`: looked up).
+    /// listing of `dir` just said, whether it holds a component (`None`: looked up),
+    /// and the component file it opened.
     pub(crate) async fn load_recorded(
         &self,
         dir: &Path,
         record: Option<&crate::skill::manifest::package::InstallRecord>,
         component: Option<bool>,
+        open: Option<crate::engine::wasm::OpenComponent>,
     ) -> Result<Package> {
         // Installed under another name than the one it gives itself (`--as`): loaded
         // under the name it was installed as, granted what that name is granted.
@@ -179,7 +181,7 @@ impl Loader {
                 published: &r.published_as,
                 name: &r.name,
             });
-        let package = self.load_files(dir, alias, component).await?;
+        let package = self.load_files(dir, alias, component, open).await?;
         let Some(record) = record else {
             return Ok(package);
         };
@@ -232,6 +234,7 @@ impl Loader {
         dir: &Path,
         alias: Option<Alias<'_>>,
         component: Option<bool>,
+        open: Option<crate::engine::wasm::OpenComponent>,
     ) -> Result<Package> {
         let label = dir.file_name().map_or_else(
             || dir.display().to_string(),
@@ -251,7 +254,7 @@ impl Loader {
                         Ok(Some(raw))
                     };
                     let policy = self.policy();
-                    match engine.load_any_file(&wasm, sidecar, &policy).await? {
+                    match engine.load_any_open(&wasm, open, sidecar, &policy).await? {
                         WasmFile::Skill(skill) => match alias {
                             Some(alias) if skill.meta().name == alias.published => {
                                 WasmFile::Skill(skill.installed_as(alias.name, &policy)?)

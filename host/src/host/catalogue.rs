@@ -28,14 +28,14 @@ impl Loaded {
     /// taken before the load, so a change made while it runs is seen by the next
     /// reload. Returns the entry (with the names of the skills it loaded) and the load.
     pub(super) async fn load(loader: &Loader, dir: &Path) -> (Self, Result<Package>) {
-        let look = Look::of(dir);
+        let (look, open) = Look::opening(dir);
         let record = if look.record {
             InstallRecord::read(dir)
         } else {
             None
         };
         let package = loader
-            .load_recorded(dir, record.as_ref(), Some(look.component))
+            .load_recorded(dir, record.as_ref(), Some(look.component), open)
             .await;
         let skills = package
             .as_ref()
@@ -241,6 +241,17 @@ impl Look {
     /// described by what it leads to. A directory that cannot be read has the stamp of
     /// nothing, and holds nothing.
     pub(super) fn of(dir: &Path) -> Self {
+        Self::look(dir, false).0
+    }
+
+    /// [`Look::of`] `dir`, with its component file kept open for the load that follows
+    /// (described by a `statx` of the open file rather than of its name): its
+    /// fingerprint then costs two reads, not another open and `statx` by path.
+    pub(super) fn opening(dir: &Path) -> (Self, Option<crate::engine::wasm::OpenComponent>) {
+        Self::look(dir, true)
+    }
+
+    fn look(dir: &Path, keep: bool) -> (Self, Option<crate::engine::wasm::OpenComponent>) {
         use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, StatxFlags};
         use std::hash::{Hash, Hasher};
         let describe = |name: &[u8], st: &rustix::fs::Statx| {
@@ -257,9 +268,10 @@ impl Look {
             skill_md: false,
             component: false,
         };
+        let mut open = None;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) else {
-            return look;
+            return (look, open);
         };
         let stat = |name: &std::ffi::CStr, follow: bool| {
             let at = match (name.is_empty(), follow) {
@@ -271,9 +283,18 @@ impl Look {
         };
         // Entries are summed rather than sorted: the order the file system lists them
         // in does not matter, and a change to any one changes the sum.
+        // The component opened (never waiting: a FIFO in its place is not read), and
+        // described as the open file: what is sampled is what was described.
+        let open_component = |name: &std::ffi::CStr| {
+            let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+            let file = rustix::fs::openat(&fd, name, flags, Mode::empty()).ok()?;
+            let st =
+                rustix::fs::statx(&file, c"", AtFlags::EMPTY_PATH, StatxFlags::BASIC_STATS).ok()?;
+            Some((std::fs::File::from(file), st))
+        };
         let mut sum = match stat(c"", true) {
             Ok(st) => describe(dir.as_os_str().as_encoded_bytes(), &st),
-            Err(_) => return look,
+            Err(_) => return (look, open),
         };
         let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
         let mut entries = RawDir::new(&fd, &mut buf);
@@ -283,24 +304,39 @@ impl Look {
             if bytes == b"." || bytes == b".." {
                 continue;
             }
-            let link = matches!(entry.file_type(), FileType::Symlink | FileType::Unknown);
-            let Ok(mut st) = stat(name, false) else {
-                continue;
-            };
-            if link && FileType::from_raw_mode(st.stx_mode.into()) == FileType::Symlink {
-                match stat(name, true) {
-                    Ok(target) => st = target,
-                    Err(_) => continue,
+            let component = bytes == SKILL_WASM.as_bytes();
+            let opened = (keep && component && entry.file_type() != FileType::Directory)
+                .then(|| open_component(name))
+                .flatten();
+            let st = match opened {
+                Some((file, st)) => {
+                    if FileType::from_raw_mode(st.stx_mode.into()) == FileType::RegularFile {
+                        open = crate::engine::wasm::OpenComponent::new(file, st);
+                    }
+                    st
                 }
-            }
+                None => {
+                    let link = matches!(entry.file_type(), FileType::Symlink | FileType::Unknown);
+                    let Ok(mut st) = stat(name, false) else {
+                        continue;
+                    };
+                    if link && FileType::from_raw_mode(st.stx_mode.into()) == FileType::Symlink {
+                        match stat(name, true) {
+                            Ok(target) => st = target,
+                            Err(_) => continue,
+                        }
+                    }
+                    st
+                }
+            };
             sum = sum.wrapping_add(describe(bytes, &st));
             look.record |= bytes == MARKER.as_bytes();
             look.skill_md |= bytes == SKILL_MD.as_bytes();
-            look.component |= bytes == SKILL_WASM.as_bytes()
-                && FileType::from_raw_mode(st.stx_mode.into()) == FileType::RegularFile;
+            look.component |=
+                component && FileType::from_raw_mode(st.stx_mode.into()) == FileType::RegularFile;
         }
         look.stamp = sum;
-        look
+        (look, open)
     }
 }
 
@@ -360,5 +396,46 @@ mod tests {
         std::fs::create_dir_all(other.join(SKILL_WASM)).unwrap();
         assert!(!Look::of(&other).component);
         assert_ne!(gone.stamp, linked.stamp);
+    }
+
+    #[test]
+    fn a_look_that_keeps_the_component_open_is_the_same_look() {
+        let root = tempfile::tempdir().unwrap();
+        let plain = root.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        std::fs::write(plain.join(SKILL_WASM), b"a component").unwrap();
+        std::fs::write(plain.join(SKILL_MD), "---\nname: s\n---\n").unwrap();
+        // A link is opened through: described, and sampled, as what it leads to.
+        let linked = root.path().join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(plain.join(SKILL_WASM), linked.join(SKILL_WASM)).unwrap();
+        for dir in [&plain, &linked] {
+            let (look, open) = Look::opening(dir);
+            assert_eq!(look, Look::of(dir), "{}", dir.display());
+            assert!(look.component && open.is_some(), "{}", dir.display());
+        }
+
+        // Neither a folder nor a FIFO in its place is a component; the FIFO is not
+        // waited on (this would hang); a broken link is left out, as by `Look::of`.
+        let odd = root.path().join("odd");
+        std::fs::create_dir_all(odd.join(SKILL_WASM)).unwrap();
+        let fifo = root.path().join("fifo");
+        std::fs::create_dir(&fifo).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo.join(SKILL_WASM),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        let broken = root.path().join("broken");
+        std::fs::create_dir(&broken).unwrap();
+        std::os::unix::fs::symlink(root.path().join("nowhere"), broken.join(SKILL_WASM)).unwrap();
+        for dir in [&odd, &fifo, &broken] {
+            let (look, open) = Look::opening(dir);
+            assert_eq!(look, Look::of(dir), "{}", dir.display());
+            assert!(!look.component && open.is_none(), "{}", dir.display());
+        }
     }
 }

@@ -108,6 +108,18 @@ impl WasmEngine {
         sidecar: impl FnOnce() -> Result<Option<crate::skill::manifest::RawMeta>>,
         policy: &Policy,
     ) -> Result<super::WasmFile> {
+        self.load_any_open(path, None, sidecar, policy).await
+    }
+
+    /// [`WasmEngine::load_any_file`] of the file at `path`, which `open` is when given
+    /// (opened by the listing of its directory): its fingerprint is taken from it.
+    pub(crate) async fn load_any_open(
+        &self,
+        path: &Path,
+        open: Option<super::OpenComponent>,
+        sidecar: impl FnOnce() -> Result<Option<crate::skill::manifest::RawMeta>>,
+        policy: &Policy,
+    ) -> Result<super::WasmFile> {
         let label = label_of(path);
         let mut sidecar = Some(sidecar);
         let mut read_sidecar = || sidecar.take().map_or(Ok(None), |read| read());
@@ -115,7 +127,12 @@ impl WasmEngine {
         let known_at = match &self.inner.known {
             Some(known) => {
                 let path = std::path::absolute(path).map_err(Error::io_at(path))?;
-                let fingerprint = known::Fingerprint::of(&path).map_err(Error::io_at(&path))?;
+                let fingerprint = match &open {
+                    Some(open) => known::Fingerprint::of_open(open),
+                    None => known::Fingerprint::of(&path),
+                }
+                .map_err(Error::io_at(&path))?;
+                drop(open);
                 let seen = known.get(&path, &fingerprint);
                 if let Some(plain) = seen.as_ref().and_then(|s| s.plain.as_ref()) {
                     let raw = read_sidecar()?;

@@ -21,26 +21,38 @@ pub(in crate::engine::wasm) struct Fingerprint {
     sample: String,
 }
 
+/// A component file opened by whoever listed its directory, with the `statx` of the open
+/// file (not of its name: what is sampled is what was described), so that its
+/// fingerprint costs only the two reads.
+#[derive(Debug)]
+pub struct OpenComponent {
+    file: File,
+    stat: rustix::fs::Statx,
+}
+
+impl OpenComponent {
+    /// `file`, described by `stat` (a `statx` of the open file with at least the basic
+    /// statistics); `None` if `stat` lacks one the fingerprint needs.
+    pub(crate) fn new(file: File, stat: rustix::fs::Statx) -> Option<Self> {
+        use rustix::fs::StatxFlags;
+        let needed = StatxFlags::INO | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::CTIME;
+        StatxFlags::from_bits_retain(stat.stx_mask)
+            .contains(needed)
+            .then_some(Self { file, stat })
+    }
+}
+
+fn nanos(secs: i64, nsec: i64) -> i128 {
+    i128::from(secs) * 1_000_000_000 + i128::from(nsec)
+}
+
 impl Fingerprint {
     /// The fingerprint of the file at `path` as it is now.
     pub(in crate::engine::wasm) fn of(path: &Path) -> std::io::Result<Self> {
         use std::os::unix::fs::MetadataExt;
         let file = File::open(path)?;
         let meta = file.metadata()?;
-        let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
-        // Each end's CRC-32: a change of up to 32 bits in a row is always caught, any
-        // other all but once in four billion times. (A SHA-256 of the two samples was
-        // among the larger costs of a profiled start with 1,000 skills.)
-        use std::fmt::Write as _;
-        let mut buf = [0; SAMPLE as usize];
-        let mut sample = String::with_capacity(16);
-        let head = read_up_to(&file, &mut buf, 0)?;
-        let _ = write!(sample, "{:08x}", crc32fast::hash(&buf[..head]));
-        if meta.len() > SAMPLE {
-            let at = meta.len().saturating_sub(SAMPLE).max(SAMPLE);
-            let tail = read_up_to(&file, &mut buf, at)?;
-            let _ = write!(sample, "{:08x}", crc32fast::hash(&buf[..tail]));
-        }
+        let sample = sample(&file, meta.len())?;
         Ok(Self {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -48,6 +60,21 @@ impl Fingerprint {
             mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
             ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
             sample,
+        })
+    }
+
+    /// The fingerprint of a component its directory's listing opened: the same as
+    /// [`Fingerprint::of`] its path, without opening and describing it again.
+    pub(in crate::engine::wasm) fn of_open(open: &OpenComponent) -> std::io::Result<Self> {
+        let st = &open.stat;
+        let time = |t: &rustix::fs::StatxTimestamp| nanos(t.tv_sec, i64::from(t.tv_nsec));
+        Ok(Self {
+            dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            len: st.stx_size,
+            mtime_ns: time(&st.stx_mtime),
+            ctime_ns: time(&st.stx_ctime),
+            sample: sample(&open.file, st.stx_size)?,
         })
     }
 
@@ -60,6 +87,23 @@ impl Fingerprint {
         let changed = self.ctime_ns.max(self.mtime_ns);
         now - changed < settle.as_nanos() as i128
     }
+}
+
+/// The CRC-32 of each end of `file`, `len` bytes long: a change of up to 32 bits in a
+/// row is always caught, any other all but once in four billion times. (A SHA-256 of the
+/// two samples was among the larger costs of a profiled start with 1,000 skills.)
+fn sample(file: &File, len: u64) -> std::io::Result<String> {
+    use std::fmt::Write as _;
+    let mut buf = [0; SAMPLE as usize];
+    let mut sample = String::with_capacity(16);
+    let head = read_up_to(file, &mut buf, 0)?;
+    let _ = write!(sample, "{:08x}", crc32fast::hash(&buf[..head]));
+    if len > SAMPLE {
+        let at = len.saturating_sub(SAMPLE).max(SAMPLE);
+        let tail = read_up_to(file, &mut buf, at)?;
+        let _ = write!(sample, "{:08x}", crc32fast::hash(&buf[..tail]));
+    }
+    Ok(sample)
 }
 
 /// Reads into `buf` from offset `at` until it is full or the file ends (a read at an

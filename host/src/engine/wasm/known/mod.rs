@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 mod fingerprint;
 
 pub(super) use fingerprint::Fingerprint;
+pub use fingerprint::OpenComponent;
 
 /// How long after its last change a file is remembered.
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -383,6 +384,30 @@ mod tests {
         KnownFiles {
             settle: std::time::Duration::ZERO,
             ..KnownFiles::new(dir)
+        }
+    }
+
+    #[test]
+    fn a_file_opened_by_its_listing_has_the_fingerprint_of_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [0, 10, 4096, 4097, 9000] {
+            let path = dir.path().join(format!("{len}.wasm"));
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            std::fs::write(&path, bytes).unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            let stat = rustix::fs::statx(
+                &file,
+                c"",
+                rustix::fs::AtFlags::EMPTY_PATH,
+                rustix::fs::StatxFlags::BASIC_STATS,
+            )
+            .unwrap();
+            let open = OpenComponent::new(file, stat).expect("the basic statistics");
+            assert_eq!(
+                Fingerprint::of_open(&open).unwrap(),
+                Fingerprint::of(&path).unwrap(),
+                "{len} bytes"
+            );
         }
     }
 
