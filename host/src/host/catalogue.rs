@@ -241,17 +241,17 @@ impl Look {
     /// described by what it leads to. A directory that cannot be read has the stamp of
     /// nothing, and holds nothing.
     pub(super) fn of(dir: &Path) -> Self {
-        Self::look(dir, false).0
+        Self::taken(dir, false).0
     }
 
     /// [`Look::of`] `dir`, with its component file kept open for the load that follows
     /// (described by a `statx` of the open file rather than of its name): its
     /// fingerprint then costs two reads, not another open and `statx` by path.
     pub(super) fn opening(dir: &Path) -> (Self, Option<crate::engine::wasm::OpenComponent>) {
-        Self::look(dir, true)
+        Self::taken(dir, true)
     }
 
-    fn look(dir: &Path, keep: bool) -> (Self, Option<crate::engine::wasm::OpenComponent>) {
+    fn taken(dir: &Path, keep: bool) -> (Self, Option<crate::engine::wasm::OpenComponent>) {
         use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, StatxFlags};
         use std::hash::{Hash, Hasher};
         let describe = |name: &[u8], st: &rustix::fs::Statx| {
@@ -423,7 +423,7 @@ mod tests {
         std::fs::create_dir(&fifo).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &fifo.join(SKILL_WASM),
+            fifo.join(SKILL_WASM),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
             0,
