@@ -68,7 +68,7 @@ pub(crate) use http::send_checked;
 pub use inspect::API_VERSION;
 pub(crate) use inspect::check_component_header;
 pub use inspect::{ComponentInfo, MANIFEST_SECTION, inspect, with_manifest};
-pub use known::OpenComponent;
+pub(crate) use known::OpenComponent;
 pub use limits::{LimitPolicy, Limits};
 pub use names::with_short_names;
 pub use parked::DEFAULT_PARKED_INSTANCES;

@@ -25,7 +25,7 @@ pub(in crate::engine::wasm) struct Fingerprint {
 /// file (not of its name: what is sampled is what was described), so that its
 /// fingerprint costs only the two reads.
 #[derive(Debug)]
-pub struct OpenComponent {
+pub(crate) struct OpenComponent {
     file: File,
     stat: rustix::fs::Statx,
 }

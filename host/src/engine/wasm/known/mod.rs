@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 mod fingerprint;
 
 pub(super) use fingerprint::Fingerprint;
-pub use fingerprint::OpenComponent;
+pub(crate) use fingerprint::OpenComponent;
 
 /// How long after its last change a file is remembered.
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
