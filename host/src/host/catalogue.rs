@@ -281,8 +281,6 @@ impl Look {
             };
             rustix::fs::statx(&fd, name, at, StatxFlags::BASIC_STATS)
         };
-        // Entries are summed rather than sorted: the order the file system lists them
-        // in does not matter, and a change to any one changes the sum.
         // The component opened (never waiting: a FIFO in its place is not read), and
         // described as the open file: what is sampled is what was described.
         let open_component = |name: &std::ffi::CStr| {
@@ -292,6 +290,8 @@ impl Look {
                 rustix::fs::statx(&file, c"", AtFlags::EMPTY_PATH, StatxFlags::BASIC_STATS).ok()?;
             Some((std::fs::File::from(file), st))
         };
+        // Entries are summed rather than sorted: the order the file system lists them
+        // in does not matter, and a change to any one changes the sum.
         let mut sum = match stat(c"", true) {
             Ok(st) => describe(dir.as_os_str().as_encoded_bytes(), &st),
             Err(_) => return (look, open),
