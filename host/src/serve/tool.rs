@@ -30,15 +30,24 @@ pub fn tool_of(skill: &RegisteredSkill, host: &Host) -> Tool {
 
 /// `schema` if it describes a JSON object (what MCP requires of tool schemas).
 fn object_schema(schema: &Value) -> Option<JsonObject> {
-    let object = schema.as_object()?;
-    (object.get("type").and_then(Value::as_str) == Some("object")).then(|| object.clone())
+    is_object_schema(schema).then(|| schema.as_object().cloned())?
+}
+
+/// Whether `schema` describes a JSON object.
+fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
+/// Whether an output described by `schema` is wrapped ([`wrapped_schema`]).
+fn is_wrapped(schema: &Value) -> bool {
+    schema.is_object() && !is_object_schema(schema)
 }
 
 /// For an output that is not an object (a plain component's function returning a
 /// string, a number, a list): MCP's structured content must be an object, so it is
 /// `{ "result": output }`, described by this schema.
 fn wrapped_schema(schema: &Value) -> Option<JsonObject> {
-    if !schema.is_object() || object_schema(schema).is_some() {
+    if !is_wrapped(schema) {
         return None;
     }
     match json!({
@@ -54,10 +63,11 @@ fn wrapped_schema(schema: &Value) -> Option<JsonObject> {
 /// The structured content of `output`, a result of `skill`: the output itself when its
 /// schema is an object's, else `{ "result": output }` ([`wrapped_schema`]).
 pub(super) fn structured(skill: &RegisteredSkill, output: Value) -> Option<Value> {
-    if object_schema(&skill.meta.output).is_some() {
+    let schema = &skill.meta.output;
+    if is_object_schema(schema) {
         return output.is_object().then_some(output);
     }
-    wrapped_schema(&skill.meta.output).map(|_| json!({ "result": output }))
+    is_wrapped(schema).then(|| json!({ "result": output }))
 }
 
 /// What a client may assume of `skill`, from its permission level: read-only only
