@@ -210,45 +210,53 @@ fn advice(tool: &str, locale: crate::skill::permission::Locale) -> &'static str 
 /// `arguments` as stored: values under secret-looking keys, and strings shaped like
 /// API tokens, replaced by `[REDACTED]`; cut at [`MAX_ARGUMENT_CHARS`].
 pub fn redact(arguments: &Value) -> String {
-    fn walk(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| {
-                        let v = if secret_key(k) && !v.is_null() {
-                            Value::String(REDACTED.into())
-                        } else {
-                            walk(v)
-                        };
-                        (k.clone(), v)
-                    })
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
-            Value::String(s) => {
-                // A whole file's content (`write`) is cut first, so that it is neither
-                // scanned nor copied and serialised in full on every call.
-                let kept: String = if s.len() > MAX_ARGUMENT_CHARS {
-                    s.chars().take(MAX_ARGUMENT_CHARS).collect()
-                } else {
-                    s.clone()
-                };
-                Value::String(if token_shaped(&kept) {
-                    REDACTED.into()
-                } else {
-                    kept
-                })
-            }
-            other => other.clone(),
-        }
-    }
-    let text = walk(arguments).to_string();
+    // Written out as it is walked: no copy of the arguments is made first.
+    let text = serde_json::to_string(&Redacted(arguments)).unwrap_or_default();
     if text.chars().count() > MAX_ARGUMENT_CHARS {
         let mut cut: String = text.chars().take(MAX_ARGUMENT_CHARS).collect();
         cut.push('…');
         cut
     } else {
         text
+    }
+}
+
+/// A value serialized as [`redact`] stores it.
+struct Redacted<'a>(&'a Value);
+
+impl Serialize for Redacted<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self.0 {
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (key, value) in map {
+                    if secret_key(key) && !value.is_null() {
+                        out.serialize_entry(key, REDACTED)?;
+                    } else {
+                        out.serialize_entry(key, &Redacted(value))?;
+                    }
+                }
+                out.end()
+            }
+            Value::Array(items) => serializer.collect_seq(items.iter().map(Redacted)),
+            Value::String(text) => {
+                // A whole file's content (`write`) is cut first, so that it is neither
+                // scanned nor written out in full on every call.
+                let kept = if text.len() > MAX_ARGUMENT_CHARS {
+                    text.char_indices()
+                        .nth(MAX_ARGUMENT_CHARS)
+                        .map_or(text.as_str(), |(end, _)| &text[..end])
+                } else {
+                    text
+                };
+                serializer.serialize_str(if token_shaped(kept) { REDACTED } else { kept })
+            }
+            other => other.serialize(serializer),
+        }
     }
 }
 
@@ -426,5 +434,60 @@ mod tests {
         assert!(text.contains("src/main.rs"));
         let long = redact(&json!({ "content": "x".repeat(10_000) }));
         assert_eq!(long.chars().count(), MAX_ARGUMENT_CHARS + 1);
+    }
+
+    /// What `redact` stored when it copied the arguments with each value replaced, then
+    /// wrote the copy out.
+    fn redacted_by_copy(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let v = if secret_key(k) && !v.is_null() {
+                            Value::String(REDACTED.into())
+                        } else {
+                            redacted_by_copy(v)
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(redacted_by_copy).collect()),
+            Value::String(s) => {
+                let kept: String = if s.len() > MAX_ARGUMENT_CHARS {
+                    s.chars().take(MAX_ARGUMENT_CHARS).collect()
+                } else {
+                    s.clone()
+                };
+                Value::String(if token_shaped(&kept) {
+                    REDACTED.into()
+                } else {
+                    kept
+                })
+            }
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn arguments_are_stored_as_a_redacted_copy_would_be() {
+        let token = "sk-abcdefghijklmnopqrstuvwxyz";
+        for arguments in [
+            json!(null),
+            json!({}),
+            json!([1, -2.5, true, null, "plain"]),
+            json!({ "z": 1, "a": { "token": token, "password": null, "list": [token, "ok"] } }),
+            json!({ "content": "é".repeat(MAX_ARGUMENT_CHARS + 7), "n": 3 }),
+            json!({ "head": format!("{}{token}", "x".repeat(MAX_ARGUMENT_CHARS - 4)) }),
+            json!({ "quote\"d": "line\nbreak \u{1}", "API_KEY": ["a", "b"] }),
+        ] {
+            let copy = redacted_by_copy(&arguments).to_string();
+            let expected = if copy.chars().count() > MAX_ARGUMENT_CHARS {
+                copy.chars().take(MAX_ARGUMENT_CHARS).chain(['…']).collect()
+            } else {
+                copy
+            };
+            assert_eq!(redact(&arguments), expected, "{arguments}");
+        }
     }
 }
