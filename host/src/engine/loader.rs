@@ -66,6 +66,18 @@ impl Default for Loader {
     }
 }
 
+/// What a listing of a skill directory found of its component file.
+#[derive(Debug)]
+pub(crate) enum Listed {
+    /// Not listed: the load looks it up.
+    Unknown,
+    /// No `skill.wasm` that is a file.
+    NoComponent,
+    /// A component, kept open by the listing when it could be (its fingerprint is then
+    /// taken from the open file).
+    Component(Option<crate::engine::wasm::OpenComponent>),
+}
+
 impl Loader {
     /// A loader for skills of every kind but Wasm.
     pub fn new() -> Self {
@@ -159,19 +171,18 @@ impl Loader {
     /// install ([`Error::CapabilitiesChanged`]).
     pub async fn load_package(&self, dir: &Path) -> Result<Package> {
         let record = crate::skill::manifest::package::InstallRecord::read(dir);
-        self.load_recorded(dir, record.as_ref(), None, None).await
+        self.load_recorded(dir, record.as_ref(), Listed::Unknown)
+            .await
     }
 
     /// [`Loader::load_package`] with the install record already read (`None`: the
-    /// directory has none), so a caller that keeps the record reads it once; and, when a
-    /// listing of `dir` just said, whether it holds a component (`None`: looked up),
-    /// and the component file it opened.
+    /// directory has none), so a caller that keeps the record reads it once, and with
+    /// what a listing of `dir` just found of its component.
     pub(crate) async fn load_recorded(
         &self,
         dir: &Path,
         record: Option<&crate::skill::manifest::package::InstallRecord>,
-        component: Option<bool>,
-        open: Option<crate::engine::wasm::OpenComponent>,
+        listed: Listed,
     ) -> Result<Package> {
         // Installed under another name than the one it gives itself (`--as`): loaded
         // under the name it was installed as, granted what that name is granted.
@@ -181,7 +192,7 @@ impl Loader {
                 published: &r.published_as,
                 name: &r.name,
             });
-        let package = self.load_files(dir, alias, component, open).await?;
+        let package = self.load_files(dir, alias, listed).await?;
         let Some(record) = record else {
             return Ok(package);
         };
@@ -233,8 +244,7 @@ impl Loader {
         &self,
         dir: &Path,
         alias: Option<Alias<'_>>,
-        component: Option<bool>,
-        open: Option<crate::engine::wasm::OpenComponent>,
+        listed: Listed,
     ) -> Result<Package> {
         let label = dir.file_name().map_or_else(
             || dir.display().to_string(),
@@ -244,7 +254,12 @@ impl Loader {
         // plain one is described by the manifest beside it, named after the directory
         // when that gives no name.
         let wasm = dir.join(SKILL_WASM);
-        if component.unwrap_or_else(|| wasm.is_file()) {
+        let (component, open) = match listed {
+            Listed::Unknown => (wasm.is_file(), None),
+            Listed::NoComponent => (false, None),
+            Listed::Component(open) => (true, open),
+        };
+        if component {
             let loaded = match &self.wasm {
                 Some(engine) => {
                     let sidecar = || {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
 use super::Host;
-use crate::engine::loader::{Loader, Package};
+use crate::engine::loader::{Listed, Loader, Package};
 use crate::error::Result;
 use crate::packages::{InstallRecord, ListQuery, Listing};
 use crate::skill::manifest::package::{MARKER, SKILL_MD, SKILL_WASM};
@@ -28,15 +28,13 @@ impl Loaded {
     /// taken before the load, so a change made while it runs is seen by the next
     /// reload. Returns the entry (with the names of the skills it loaded) and the load.
     pub(super) async fn load(loader: &Loader, dir: &Path) -> (Self, Result<Package>) {
-        let (look, open) = Look::opening(dir);
+        let (look, listed) = Look::opening(dir);
         let record = if look.record {
             InstallRecord::read(dir)
         } else {
             None
         };
-        let package = loader
-            .load_recorded(dir, record.as_ref(), Some(look.component), open)
-            .await;
+        let package = loader.load_recorded(dir, record.as_ref(), listed).await;
         let skills = package
             .as_ref()
             .map(|p| p.skills.iter().map(|s| s.meta.name.clone()).collect())
@@ -244,11 +242,18 @@ impl Look {
         Self::taken(dir, false).0
     }
 
-    /// [`Look::of`] `dir`, with its component file kept open for the load that follows
-    /// (described by a `statx` of the open file rather than of its name): its
-    /// fingerprint then costs two reads, not another open and `statx` by path.
-    pub(super) fn opening(dir: &Path) -> (Self, Option<crate::engine::wasm::OpenComponent>) {
-        Self::taken(dir, true)
+    /// [`Look::of`] `dir`, and what it found of the component, kept open for the load
+    /// that follows when the listing names a regular file (described by a `statx` of the
+    /// open file rather than of its name): its fingerprint then costs two reads, not
+    /// another open and `statx` by path.
+    pub(super) fn opening(dir: &Path) -> (Self, Listed) {
+        let (look, open) = Self::taken(dir, true);
+        let listed = if look.component {
+            Listed::Component(open)
+        } else {
+            Listed::NoComponent
+        };
+        (look, listed)
     }
 
     fn taken(dir: &Path, keep: bool) -> (Self, Option<crate::engine::wasm::OpenComponent>) {
@@ -281,8 +286,8 @@ impl Look {
             };
             rustix::fs::statx(&fd, name, at, StatxFlags::BASIC_STATS)
         };
-        // The component opened (never waiting: a FIFO in its place is not read), and
-        // described as the open file: what is sampled is what was described.
+        // The component opened (never waiting, should it have become a FIFO since it was
+        // listed), and described as the open file: what is sampled is what was described.
         let open_component = |name: &std::ffi::CStr| {
             let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
             let file = rustix::fs::openat(&fd, name, flags, Mode::empty()).ok()?;
@@ -305,13 +310,15 @@ impl Look {
                 continue;
             }
             let component = bytes == SKILL_WASM.as_bytes();
-            let opened = (keep && component && entry.file_type() != FileType::Directory)
+            // Only what the listing names a regular file: opening a link could reach a
+            // device, which opening alone may act on.
+            let opened = (keep && component && entry.file_type() == FileType::RegularFile)
                 .then(|| open_component(name))
                 .flatten();
             let st = match opened {
                 Some((file, st)) => {
                     if FileType::from_raw_mode(st.stx_mode.into()) == FileType::RegularFile {
-                        open = crate::engine::wasm::OpenComponent::new(file, st);
+                        open = crate::engine::wasm::OpenComponent::new(file, &st);
                     }
                     st
                 }
@@ -405,18 +412,20 @@ mod tests {
         std::fs::create_dir(&plain).unwrap();
         std::fs::write(plain.join(SKILL_WASM), b"a component").unwrap();
         std::fs::write(plain.join(SKILL_MD), "---\nname: s\n---\n").unwrap();
-        // A link is opened through: described, and sampled, as what it leads to.
+        let (look, listed) = Look::opening(&plain);
+        assert_eq!(look, Look::of(&plain));
+        assert!(matches!(listed, Listed::Component(Some(_))), "{listed:?}");
+        // A link is a component all the same, but not opened: it could lead to a device,
+        // which opening alone may act on. Its load opens it by path, as before.
         let linked = root.path().join("linked");
         std::fs::create_dir(&linked).unwrap();
         std::os::unix::fs::symlink(plain.join(SKILL_WASM), linked.join(SKILL_WASM)).unwrap();
-        for dir in [&plain, &linked] {
-            let (look, open) = Look::opening(dir);
-            assert_eq!(look, Look::of(dir), "{}", dir.display());
-            assert!(look.component && open.is_some(), "{}", dir.display());
-        }
+        let (look, listed) = Look::opening(&linked);
+        assert_eq!(look, Look::of(&linked));
+        assert!(matches!(listed, Listed::Component(None)), "{listed:?}");
 
-        // Neither a folder nor a FIFO in its place is a component; the FIFO is not
-        // waited on (this would hang); a broken link is left out, as by `Look::of`.
+        // Neither a folder nor a FIFO in its place is a component (nor waited on); a
+        // broken link is left out, as by `Look::of`.
         let odd = root.path().join("odd");
         std::fs::create_dir_all(odd.join(SKILL_WASM)).unwrap();
         let fifo = root.path().join("fifo");
@@ -433,9 +442,9 @@ mod tests {
         std::fs::create_dir(&broken).unwrap();
         std::os::unix::fs::symlink(root.path().join("nowhere"), broken.join(SKILL_WASM)).unwrap();
         for dir in [&odd, &fifo, &broken] {
-            let (look, open) = Look::opening(dir);
+            let (look, listed) = Look::opening(dir);
             assert_eq!(look, Look::of(dir), "{}", dir.display());
-            assert!(!look.component && open.is_none(), "{}", dir.display());
+            assert!(matches!(listed, Listed::NoComponent), "{}", dir.display());
         }
     }
 }

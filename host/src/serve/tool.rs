@@ -30,7 +30,10 @@ pub fn tool_of(skill: &RegisteredSkill, host: &Host) -> Tool {
 
 /// `schema` if it describes a JSON object (what MCP requires of tool schemas).
 fn object_schema(schema: &Value) -> Option<JsonObject> {
-    is_object_schema(schema).then(|| schema.as_object().cloned())?
+    schema
+        .as_object()
+        .filter(|_| is_object_schema(schema))
+        .cloned()
 }
 
 /// Whether `schema` describes a JSON object.

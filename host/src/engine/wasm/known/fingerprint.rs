@@ -21,24 +21,36 @@ pub(in crate::engine::wasm) struct Fingerprint {
     sample: String,
 }
 
-/// A component file opened by whoever listed its directory, with the `statx` of the open
-/// file (not of its name: what is sampled is what was described), so that its
-/// fingerprint costs only the two reads.
+/// A component file opened by whoever listed its directory, with what a `statx` of the
+/// open file (not of its name: what is sampled is what was described) said of it, so
+/// that its fingerprint costs only the two reads.
 #[derive(Debug)]
 pub(crate) struct OpenComponent {
     file: File,
-    stat: rustix::fs::Statx,
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
 }
 
 impl OpenComponent {
     /// `file`, described by `stat` (a `statx` of the open file with at least the basic
     /// statistics); `None` if `stat` lacks one the fingerprint needs.
-    pub(crate) fn new(file: File, stat: rustix::fs::Statx) -> Option<Self> {
+    pub(crate) fn new(file: File, stat: &rustix::fs::Statx) -> Option<Self> {
         use rustix::fs::StatxFlags;
         let needed = StatxFlags::INO | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::CTIME;
+        let time = |t: &rustix::fs::StatxTimestamp| nanos(t.tv_sec, i64::from(t.tv_nsec));
         StatxFlags::from_bits_retain(stat.stx_mask)
             .contains(needed)
-            .then_some(Self { file, stat })
+            .then(|| Self {
+                file,
+                dev: rustix::fs::makedev(stat.stx_dev_major, stat.stx_dev_minor),
+                ino: stat.stx_ino,
+                len: stat.stx_size,
+                mtime_ns: time(&stat.stx_mtime),
+                ctime_ns: time(&stat.stx_ctime),
+            })
     }
 }
 
@@ -66,15 +78,13 @@ impl Fingerprint {
     /// The fingerprint of a component its directory's listing opened: the same as
     /// [`Fingerprint::of`] its path, without opening and describing it again.
     pub(in crate::engine::wasm) fn of_open(open: &OpenComponent) -> std::io::Result<Self> {
-        let st = &open.stat;
-        let time = |t: &rustix::fs::StatxTimestamp| nanos(t.tv_sec, i64::from(t.tv_nsec));
         Ok(Self {
-            dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
-            ino: st.stx_ino,
-            len: st.stx_size,
-            mtime_ns: time(&st.stx_mtime),
-            ctime_ns: time(&st.stx_ctime),
-            sample: sample(&open.file, st.stx_size)?,
+            dev: open.dev,
+            ino: open.ino,
+            len: open.len,
+            mtime_ns: open.mtime_ns,
+            ctime_ns: open.ctime_ns,
+            sample: sample(&open.file, open.len)?,
         })
     }
 

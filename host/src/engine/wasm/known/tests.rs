@@ -35,7 +35,7 @@ fn a_file_opened_by_its_listing_has_the_fingerprint_of_its_path() {
             rustix::fs::StatxFlags::BASIC_STATS,
         )
         .unwrap();
-        let open = OpenComponent::new(file, stat).expect("the basic statistics");
+        let open = OpenComponent::new(file, &stat).expect("the basic statistics");
         assert_eq!(
             Fingerprint::of_open(&open).unwrap(),
             Fingerprint::of(&path).unwrap(),
