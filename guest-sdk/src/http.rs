@@ -185,21 +185,31 @@ pub fn send(request: &Request) -> Result<Response, Error> {
     outgoing
         .set_path_with_query(Some(&path))
         .map_err(|()| invalid("bad path"))?;
-    let body = outgoing
-        .body()
-        .map_err(|()| Error::failed("the request body was taken"))?;
+    // A request without a body takes none: the host can then send it from where the
+    // guest waits for its response, without a task of its own to read a body.
+    let body = if request.body.is_empty() {
+        None
+    } else {
+        Some(
+            outgoing
+                .body()
+                .map_err(|()| Error::failed("the request body was taken"))?,
+        )
+    };
     let pending = outgoing_handler::handle(outgoing, None).map_err(|e| refused(&origin, &e))?;
-    {
-        let stream = body
-            .write()
-            .map_err(|()| Error::failed("the request body cannot be written"))?;
-        for chunk in request.body.chunks(4096) {
-            stream
-                .blocking_write_and_flush(chunk)
-                .map_err(|e| Error::failed(format!("{origin}: sending the body failed: {e:?}")))?;
+    if let Some(body) = body {
+        {
+            let stream = body
+                .write()
+                .map_err(|()| Error::failed("the request body cannot be written"))?;
+            for chunk in request.body.chunks(4096) {
+                stream.blocking_write_and_flush(chunk).map_err(|e| {
+                    Error::failed(format!("{origin}: sending the body failed: {e:?}"))
+                })?;
+            }
         }
+        OutgoingBody::finish(body, None).map_err(|e| refused(&origin, &e))?;
     }
-    OutgoingBody::finish(body, None).map_err(|e| refused(&origin, &e))?;
     pending.subscribe().block();
     let incoming = match pending.get() {
         Some(Ok(Ok(response))) => response,

@@ -107,6 +107,16 @@ fn outbound(c: &mut Criterion) {
     let mut group = c.benchmark_group("outbound");
     group.measurement_time(Duration::from_secs(8));
     group.bench_function("floor: ureq GET (new connection)", |b| b.iter(floor));
+    // The async floor on the same runtime, called the same way (`block_on` from outside
+    // its workers): hyper with the connection driven where the response is awaited, as
+    // Evo's sender drives it. Its readiness events cross from the worker that polls the
+    // network to the waiting thread as Evo's do; the blocking client above pays none.
+    let sock = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(rt.block_on(hyper_get(sock)), BODY);
+    group.bench_function(
+        "floor: hyper GET (connection in place), multi-thread",
+        |b| b.iter(|| rt.block_on(hyper_get(sock))),
+    );
     group.bench_function("evo: fetch skill GET (Host::call)", |b| {
         b.iter(|| rt.block_on(host.call("fetch", granted.clone())).unwrap())
     });
@@ -190,6 +200,28 @@ fn outbound(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// A GET of `/` from `address` by hyper, its connection polled beside the response in
+/// the same future: no task of its own.
+async fn hyper_get(address: std::net::SocketAddr) -> bytes::Bytes {
+    use http_body_util::BodyExt as _;
+    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(wasmtime_wasi_http::io::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    let request = http::Request::get("/")
+        .header("host", "127.0.0.1")
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = async {
+        let response = sender.send_request(request).await.unwrap();
+        response.into_body().collect().await.unwrap().to_bytes()
+    };
+    let (body, _) = tokio::join!(response, connection);
+    body
 }
 
 fn remote(c: &mut Criterion) {

@@ -181,6 +181,70 @@ fn a_granted_origin_is_reached_and_any_other_is_refused_before_connecting() {
     assert_eq!(granted.connections(), 1);
 }
 
+/// A request without a body is sent from where its guest waits; one with a body keeps a
+/// task of its own, which reads the body while the guest writes it after handing the
+/// request over. A body of many writes (more than the body stream buffers) therefore
+/// reaches the server whole, and does not wait for a reader that never comes.
+#[test]
+fn a_body_written_after_the_request_is_handed_over_reaches_the_server_whole() {
+    let home = tempfile::tempdir().unwrap();
+    let server = Server::start_with(|path, request| {
+        let body = request.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+        ok(&format!("{path} got {} bytes", body.len()))
+    });
+    let allow = vec![format!("http://127.0.0.1:{}", server.port)];
+    // The guest writes it 4 KiB at a time: 16 writes.
+    let body: String = (0..64 * 1024)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({
+            "url": format!("http://127.0.0.1:{}/upload", server.port),
+            "method": "POST",
+            "body": body,
+        }),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["body"], "/upload got 65536 bytes");
+    let received = server.received();
+    assert!(
+        received[0].starts_with("POST /upload HTTP/1.1\r\n"),
+        "{}",
+        &received[0][..80]
+    );
+    assert!(
+        received[0].ends_with(&body),
+        "the body arrived cut or changed"
+    );
+
+    // Without a body, from where the guest waits.
+    let out = fetch(
+        home.path(),
+        &allow,
+        json!({ "url": format!("http://127.0.0.1:{}/nothing", server.port), "method": "DELETE" }),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["body"], "/nothing got 0 bytes");
+    let received = server.received();
+    assert!(
+        received[1].starts_with("DELETE /nothing HTTP/1.1\r\n"),
+        "{}",
+        received[1]
+    );
+    assert!(
+        !received[1]
+            .to_ascii_lowercase()
+            .contains("transfer-encoding"),
+        "a request without a body is sent as one: {}",
+        received[1]
+    );
+    assert_eq!(server.connections(), 2);
+}
+
 #[test]
 fn a_redirect_to_another_host_is_refused_at_the_hop() {
     let home = tempfile::tempdir().unwrap();

@@ -99,6 +99,7 @@ impl WasiHttpView for HostState {
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    super::http::add_to_linker(linker)?;
     super::config_store::add_to_linker(linker)?;
     context::add_to_linker::<HostState, HasSelf<HostState>>(linker, reached)?;
     Ok(())

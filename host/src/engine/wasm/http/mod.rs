@@ -36,7 +36,10 @@ use ureq::http;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 mod body;
+mod handler;
 mod send;
+
+pub(super) use self::handler::add_to_linker;
 
 use self::body::{Budget, Capped, OnSecret, Scan};
 use super::scrub::Scrub;
