@@ -1,7 +1,8 @@
 //! Published figures as recorded results. Every bench and measuring script writes what
 //! it measured to `bench-results/NAME.json` (the value, its unit, the command, the
 //! commit, the machine, the date), and the documents quote a record next to each
-//! number with a marker (for a ratio, `A ÷ B`, two figures of the same run):
+//! number with a marker (for a ratio, `A ÷ B`, two figures of the same run; against a
+//! budget made of two costs, `A ÷ (B + C)`, three):
 //!
 //! ```text
 //! 1.82 ms [1.81, 1.83]<!--fig tools/read-1mb-->
@@ -381,7 +382,8 @@ fn print(value: f64, decimals: usize, like: &str) -> String {
 }
 
 /// The figure a marker names: `KEY` in the record, or for `A ÷ B` the ratio of two
-/// figures of the record measured in the same run, in `×`.
+/// figures of the record measured in the same run, in `×`; `B` may be a sum,
+/// `(B1 + B2)`, of figures of that run too.
 fn figure_of(record: &Value, key: &str) -> Result<Value, String> {
     let one = |k: &str| {
         let f = &record["figures"][k];
@@ -394,13 +396,21 @@ fn figure_of(record: &Value, key: &str) -> Result<Value, String> {
     let Some((a, b)) = key.split_once(" ÷ ") else {
         return one(key);
     };
-    let (a, b) = (one(a)?, one(b)?);
-    if a["run"] != b["run"] || a["commit"] != b["commit"] || a["unit"] != b["unit"] {
-        return Err(format!(
-            "{key}: the two sides were not measured in the same run"
-        ));
+    let a = one(a)?;
+    let divisors = match b.strip_prefix('(').and_then(|b| b.strip_suffix(')')) {
+        Some(sum) => sum.split(" + ").map(one).collect::<Result<Vec<_>, _>>()?,
+        None => vec![one(b)?],
+    };
+    let mut divisor = 0.0;
+    for b in &divisors {
+        if a["run"] != b["run"] || a["commit"] != b["commit"] || a["unit"] != b["unit"] {
+            return Err(format!(
+                "{key}: the two sides were not measured in the same run"
+            ));
+        }
+        divisor += b["value"].as_f64().unwrap_or(f64::NAN);
     }
-    let value = a["value"].as_f64().unwrap_or(f64::NAN) / b["value"].as_f64().unwrap_or(f64::NAN);
+    let value = a["value"].as_f64().unwrap_or(f64::NAN) / divisor;
     Ok(json!({ "value": value, "unit": "×" }))
 }
 
@@ -719,6 +729,35 @@ mod tests {
             [
                 "X.md:1: quotes tools/evo ÷ old: evo ÷ old: the two sides were not measured in the same run",
                 "X.md:1: \"2.4 ×\" is a measured figure with no record marker",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_ratio_may_divide_by_a_sum_of_figures_of_the_same_run() {
+        let mut records = records();
+        let figures = &mut records.get_mut("tools").unwrap()["figures"];
+        for (k, v) in [
+            ("evo", 26.0),
+            ("client", 15.0),
+            ("instance", 5.0),
+            ("old", 5.0),
+        ] {
+            figures[k] = json!({ "value": v, "unit": "ns", "commit": "c1", "run": 7 });
+        }
+        figures["old"]["run"] = json!(6);
+        let text = "1.30×<!--fig tools/evo ÷ (client + instance)-->\n\
+                    1.2×<!--fig tools/evo ÷ (client + instance)-->\n\
+                    1.3×<!--fig tools/evo ÷ (client + old)-->\n\
+                    1.3×<!--fig tools/evo ÷ (client + nope)-->\n";
+        assert_eq!(
+            check_text("X.md", text, &records),
+            [
+                "X.md:2: tools/evo ÷ (client + instance): the text says 1.2 ×, the record 1.3 ×",
+                "X.md:3: quotes tools/evo ÷ (client + old): evo ÷ (client + old): the two sides were not measured in the same run",
+                "X.md:4: quotes tools/evo ÷ (client + nope): no figure \"nope\"",
+                "X.md:3: \"1.3 ×\" is a measured figure with no record marker",
+                "X.md:4: \"1.3 ×\" is a measured figure with no record marker",
             ]
         );
     }
