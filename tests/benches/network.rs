@@ -8,8 +8,8 @@
 //!   request, as `wasi:http` does. Also the same skill refused before connecting: the
 //!   instance and the check, without the request; and the skill failing before any
 //!   request (an `ftp://` URL): the instance cost. Each also on a current-thread
-//!   runtime, with the same GET by hyper there (the async floor). Budget: ≤ 1.3× the
-//!   client plus the instance cost.
+//!   runtime; on each runtime, the same GET by hyper called as the skill is (the async
+//!   floor). Budget: ≤ 1.3× the client plus the instance cost.
 //! - **remote**: `calculate` on node B (`evo serve --http`, a subprocess) called from
 //!   node A's `Host` as `b/calculate`, next to A's own `calculate`.
 
@@ -132,8 +132,7 @@ fn outbound(c: &mut Criterion) {
                 .unwrap_err()
         })
     });
-    // The same on a current-thread runtime: what the hand-offs between threads cost
-    // (`wasi:http` runs each request as a task of its own).
+    // The same on a current-thread runtime: what the hand-offs between threads cost.
     let single = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
