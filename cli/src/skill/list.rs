@@ -76,6 +76,11 @@ pub(super) async fn list(
         exit_without_freeing(host);
         return Ok(());
     }
+    if total == 0 {
+        out!("{}", nothing_matches(filter));
+        exit_without_freeing(host);
+        return Ok(());
+    }
     let width = skills.iter().map(|s| s.meta.name.len()).max().unwrap_or(0);
     for skill in &skills {
         out!(
@@ -93,6 +98,24 @@ pub(super) async fn list(
     }
     exit_without_freeing(host);
     Ok(())
+}
+
+/// What `evo skill list` says when no skill passes `filter`, rather than nothing.
+fn nothing_matches(filter: &Filter) -> String {
+    let mut asked: Vec<String> = filter
+        .name
+        .iter()
+        .map(|n| format!("a name containing {n:?}"))
+        .collect();
+    asked.extend(filter.tags.iter().map(|t| format!("the tag {t:?}")));
+    if asked.is_empty() {
+        "no skills are loaded; `evo skill install SOURCE` installs one".to_owned()
+    } else {
+        format!(
+            "no skill has {}; `evo skill list` shows them all, `evo skill stats` their tags",
+            asked.join(" and ")
+        )
+    }
 }
 
 /// Leaves `host` to the end of the process instead of dropping it. This command ran

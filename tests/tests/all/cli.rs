@@ -760,6 +760,17 @@ fn skills_install_from_a_directory_and_are_managed_from_the_cli() {
         "the built-in git tool matches too"
     );
 
+    // A filter that matches nothing says so, instead of printing nothing.
+    let out = evo(
+        home.path(),
+        &["skill", "list", "--tag", "nosuch", "--name", "git"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "no skill has a name containing \"git\" and the tag \"nosuch\"; `evo skill list` shows them all, `evo skill stats` their tags\n"
+    );
+
     let out = evo(home.path(), &["skill", "stats", "--installs", "--json"]);
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
