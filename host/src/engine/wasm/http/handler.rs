@@ -190,20 +190,21 @@ fn handle(
         Ok(built) => built,
         Err(code) => return Ok(Err(code)),
     };
-    let has_body = built.1;
+    let (request, has_body) = built;
     let future = state
         .outbound
-        .send_request(built.0, options, Box::new(async { Ok(()) }));
+        .send_request(request, options, Box::new(async { Ok(()) }));
     let future = Pin::from(future);
     let response = async move { future.await.map(|(response, _io)| response) };
-    let mut entry = if has_body {
+    let entry = if has_body {
         FutureResponse::Task(wasmtime_wasi::runtime::spawn(response))
     } else {
-        FutureResponse::Here(Box::pin(response))
+        let mut here = FutureResponse::Here(Box::pin(response));
+        // Started now, as far as it goes without waiting: checked, and refused or
+        // connecting, before the guest waits for it.
+        here.poll_once();
+        here
     };
-    // Started now, as far as it goes without waiting: checked, and refused or
-    // connecting, before the guest waits for it.
-    entry.poll_once();
     Ok(Ok(state.table.push(entry)?))
 }
 
