@@ -306,3 +306,201 @@ fn a_component_of_many_instances_runs_within_the_cap_and_past_it_is_told_the_set
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "7");
 }
+
+/// A server on loopback that counts the connections it accepts and those still open.
+/// It answers each request's head with `ok`, or, when `answers` is false, never answers
+/// and holds the connection until the client closes it.
+struct Counting {
+    base: String,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    open: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Counting {
+    fn start(answers: bool) -> Self {
+        use std::io::{BufRead as _, BufReader, Read as _};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+        let open = std::sync::Arc::new(AtomicUsize::new(0));
+        let (count, held) = (accepted.clone(), open.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                held.fetch_add(1, Ordering::SeqCst);
+                let held = held.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                        line.clear();
+                    }
+                    if answers {
+                        let _ = std::io::Write::write_all(
+                            &mut stream,
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                        );
+                    } else {
+                        // Held until the client lets go.
+                        let mut rest = [0; 4096];
+                        while reader.read(&mut rest).is_ok_and(|n| n > 0) {}
+                    }
+                    held.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self {
+            base,
+            accepted,
+            open,
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until no connection is open; false if some still are after a minute.
+    fn all_closed(&self) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while self.open.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        true
+    }
+}
+
+/// plain-hostile as `hostile`, asking for any port on 127.0.0.1.
+fn networked_hostile(root: &std::path::Path) -> std::path::PathBuf {
+    let dir = root.join("hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(PLAIN_HOSTILE, dir.join("skill.wasm")).unwrap();
+    std::fs::write(
+        dir.join("skill.json"),
+        r#"{"name":"hostile","description":"Misbehaves.","capabilities":{"hosts":["http://127.0.0.1:*"]}}"#,
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn a_component_that_fires_requests_without_waiting_gets_64_a_call_and_no_more() {
+    // "a call makes at most 64 requests": requests handed over without waiting for any
+    // are counted when they are handed over, not when they are waited for.
+    let server = Counting::start(true);
+    let root = tempfile::tempdir().unwrap();
+    let dir = networked_hostile(root.path());
+    let home = root.path().join("home");
+    let input =
+        serde_json::json!({ "url": format!("{}/x", server.base), "n": 100, "mode": "wait" });
+    let out = command(
+        &home,
+        &[
+            "skill",
+            "run",
+            &format!("{}#swarm", dir.display()),
+            "--input",
+            &input.to_string(),
+            "--allow-host",
+            "http://127.0.0.1:*",
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let result = &value["output"];
+    assert_eq!(
+        (&result["handed"], &result["answered"], &result["refused"]),
+        (&100.into(), &64.into(), &36.into()),
+        "{value}"
+    );
+    assert_eq!(
+        result["first-refusal"], "ErrorCode::HttpRequestDenied",
+        "{value}"
+    );
+    assert_eq!(server.accepted(), 64);
+    // The refusals are in the security log, with the rule.
+    let out = command(&home, &["tool", "history", "--status", "blocked"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("already made 64 requests, the most one call may make"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+#[test]
+fn connections_a_component_forgets_close_when_its_call_ends_while_evo_serves_on() {
+    // A guest that returns with requests pending, their futures and unfinished bodies
+    // forgotten so that nothing drops them, holds no connection past its call.
+    let server = Counting::start(false);
+    let root = tempfile::tempdir().unwrap();
+    let skills = root.path().join("skills");
+    networked_hostile(&skills);
+    std::fs::copy(evo_tests::skills::PLAIN_KINDS, {
+        std::fs::create_dir_all(skills.join("kinds")).unwrap();
+        skills.join("kinds").join("skill.wasm")
+    })
+    .unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut raw = crate::serve::Raw::start_in(
+        &home,
+        std::path::Path::new("."),
+        &[
+            "--skills-dir",
+            skills.to_str().unwrap(),
+            "--allow-host",
+            "http://127.0.0.1:*",
+        ],
+    );
+    let url = format!("{}/held", server.base);
+    raw.call(
+        1,
+        "hostile__swarm",
+        serde_json::json!({ "url": url, "n": 64, "mode": "forget" }),
+    );
+    raw.call(
+        2,
+        "hostile__swarm",
+        serde_json::json!({ "url": url, "n": 64, "mode": "forget-with-body" }),
+    );
+    raw.call(
+        3,
+        "kinds__greet",
+        serde_json::json!({ "name": "still here" }),
+    );
+    for id in [1, 2] {
+        let answer = raw.expect_id(id);
+        assert_eq!(
+            answer["result"]["structuredContent"]["handed"], 64,
+            "{answer}"
+        );
+    }
+    let good = raw.expect_id(3);
+    assert_eq!(
+        good["result"]["structuredContent"],
+        serde_json::json!({ "result": "hello, still here" }),
+        "{good}"
+    );
+    assert!(server.accepted() > 0, "the requests were started");
+    assert!(
+        server.accepted() <= 128,
+        "{} connections",
+        server.accepted()
+    );
+    assert!(
+        server.all_closed(),
+        "{} connections still open after their calls ended",
+        server.open.load(std::sync::atomic::Ordering::SeqCst)
+    );
+}
