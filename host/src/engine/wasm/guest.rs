@@ -206,7 +206,11 @@ fn drop_later(held: Held) {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread => {
             runtime.spawn(async move {
-                // Woken again only after the tasks ready now, the answer's among them.
+                // Each yield waits for the runtime to have run what is ready and looked
+                // for input. After the first, the answer is out and the next instance is
+                // parked (its making yields once); after the second, a request read
+                // meanwhile has had its turns to reach its call. Neither waits for this.
+                tokio::task::yield_now().await;
                 tokio::task::yield_now().await;
                 drop(held);
             });
