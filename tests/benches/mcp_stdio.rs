@@ -19,8 +19,18 @@
 //!   leaves it at `target/dist/evo`): what the size settings cost a call.
 //!
 //! Each call's answer is checked before anything is timed. Printed after criterion's
-//! figures: p50/p99 over 20,000 sequential calls and the **server's CPU per call** (user
-//! + system time of the server process over those calls, from `/proc/PID/stat`).
+//! figures, in two ways of calling, each server's batches interleaved with the others'
+//! (40 rounds, the order rotating) so that the machine's moods fall on all of them:
+//!
+//! - **one call after another** (20,000 calls a server, in batches of 500), as criterion
+//!   times them: a server may still be finishing the last call's work when the next
+//!   arrives, and is not woken for it;
+//! - **after 1 ms idle** (2,000 calls a server, in batches of 50): the server has
+//!   finished everything and sleeps when the call arrives, as it does between an
+//!   agent's calls.
+//!
+//! For each: p50/p99 and the **server's CPU per call** (user + system time of the
+//! server process over the batches, from `/proc/PID/stat`).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -36,8 +46,39 @@ const BASELINE_ENV: &str = "EVO_BENCH_BASELINE_EVO";
 const DIST_ENV: &str = "EVO_BENCH_DIST_EVO";
 /// The string every call echoes.
 const TEXT: &str = "hello, evo";
-/// Sequential calls behind the percentiles and the CPU figure.
-const CALLS: u32 = 20_000;
+/// Rounds of interleaved batches behind the percentiles and the CPU figures.
+const ROUNDS: usize = 40;
+/// Calls one after another in a round's batch (20,000 a server in all).
+const BATCH: usize = 500;
+/// Calls in a round's batch of calls to an idle server (2,000 a server in all).
+const IDLE_BATCH: usize = 50;
+/// The pause before each call to an idle server: far longer than any server here takes
+/// to finish the work a call leaves, far shorter than an agent's pause between calls.
+const IDLE: Duration = Duration::from_millis(1);
+
+/// One way of calling a server, and what its calls took.
+#[derive(Default)]
+struct Regime {
+    times: Vec<Duration>,
+    /// The server's CPU time over the batches (the pauses included, when it idles).
+    cpu: Duration,
+}
+
+impl Regime {
+    /// `calls` timed calls of `session`, each after `pause` if given.
+    fn batch(&mut self, session: &mut Session, calls: usize, pause: Option<Duration>) {
+        let cpu = session.cpu();
+        for _ in 0..calls {
+            if let Some(pause) = pause {
+                std::thread::sleep(pause);
+            }
+            let start = Instant::now();
+            session.echo();
+            self.times.push(start.elapsed());
+        }
+        self.cpu += session.cpu() - cpu;
+    }
+}
 
 /// The floor: a hand-written MCP server on stdio whose one tool returns its argument.
 fn echo_server() {
@@ -294,35 +335,37 @@ fn main() {
     group.finish();
     c.final_summary();
 
-    for (target, session) in targets.iter().zip(&mut sessions) {
-        let cpu = session.cpu();
-        let started = Instant::now();
-        let times = (0..CALLS)
-            .map(|_| {
-                let start = Instant::now();
-                session.echo();
-                start.elapsed()
-            })
-            .collect();
-        let wall = started.elapsed();
-        let cpu = session.cpu() - cpu;
-        let (p50, p99) = evo_tests::percentiles(times);
-        let ns = |d: Duration| d.as_secs_f64() * 1e9;
-        recorder.value(&format!("{}: p50", target.label), ns(p50), "ns");
-        recorder.value(&format!("{}: p99", target.label), ns(p99), "ns");
-        recorder.value(
-            &format!("{}: server CPU per call", target.label),
-            ns(cpu) / f64::from(CALLS),
-            "ns",
-        );
-        println!(
-            "{:<26} p50 {:>6.1} µs  p99 {:>6.1} µs  mean {:>6.1} µs  server CPU {:>5.1} µs/call",
-            target.label,
-            p50.as_secs_f64() * 1e6,
-            p99.as_secs_f64() * 1e6,
-            wall.as_secs_f64() * 1e6 / f64::from(CALLS),
-            cpu.as_secs_f64() * 1e6 / f64::from(CALLS),
-        );
+    let mut regimes: Vec<Vec<Regime>> = sessions
+        .iter()
+        .map(|_| vec![Regime::default(), Regime::default()])
+        .collect();
+    for round in 0..ROUNDS {
+        // Each server's batches in turn, the order rotating, so that what the machine
+        // does meanwhile falls on every server alike.
+        for offset in 0..sessions.len() {
+            let i = (round + offset) % sessions.len();
+            let session = &mut sessions[i];
+            regimes[i][0].batch(session, BATCH, None);
+            regimes[i][1].batch(session, IDLE_BATCH, Some(IDLE));
+        }
+    }
+    for (target, regimes) in targets.iter().zip(regimes) {
+        for (regime, kind) in regimes.into_iter().zip(["", ": after 1 ms idle"]) {
+            let calls = regime.times.len() as f64;
+            let cpu = regime.cpu.as_secs_f64() * 1e9 / calls;
+            let (p50, p99) = evo_tests::percentiles(regime.times);
+            let ns = |d: Duration| d.as_secs_f64() * 1e9;
+            let label = format!("{}{kind}", target.label);
+            recorder.value(&format!("{label}: p50"), ns(p50), "ns");
+            recorder.value(&format!("{label}: p99"), ns(p99), "ns");
+            recorder.value(&format!("{label}: server CPU per call"), cpu, "ns");
+            println!(
+                "{label:<44} p50 {:>6.1} µs  p99 {:>6.1} µs  server CPU {:>5.1} µs/call",
+                p50.as_secs_f64() * 1e6,
+                p99.as_secs_f64() * 1e6,
+                cpu / 1e3,
+            );
+        }
     }
     recorder.criterion_all();
 }
