@@ -48,6 +48,7 @@ mod since_v0_1_0;
 mod slots;
 mod state;
 mod swap;
+mod ticker;
 mod wit_json;
 
 use std::path::PathBuf;
@@ -330,12 +331,14 @@ struct Flavor {
 }
 
 impl Flavor {
-    /// The engine with or without fuel; with `functions`, Cranelift reuses the
-    /// functions compiled before (for any component) from there.
+    /// The engine with or without fuel, its epoch ticking while `running` holds a store;
+    /// with `functions`, Cranelift reuses the functions compiled before (for any
+    /// component) from there.
     fn new(
         config: &EngineConfig,
         fuel: bool,
         functions: Option<&Arc<functions::FunctionCache>>,
+        running: &Arc<ticker::Running>,
     ) -> Result<Self> {
         let page_scan = !swap::is_on();
         let wasmtime_config = |config: &EngineConfig| {
@@ -378,40 +381,17 @@ impl Flavor {
         links::add_to_linker(&mut linker, config.symlinks)
             .map_err(|e| Error::Engine(e.to_string()))?;
         since_v0_1_0::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
-        start_epoch_ticker(&engine, page_scan && allocator == Allocator::Pooling);
+        ticker::start(
+            &engine,
+            page_scan && allocator == Allocator::Pooling,
+            running.clone(),
+        );
         Ok(Self {
             key: ArtifactCache::engine_key(&engine),
             engine,
             linker,
             allocator,
         })
-    }
-}
-
-/// Advances the engine's epoch every [`EPOCH_TICK`] until the engine is dropped; if
-/// `watch_swap` (its pool resets memory with the page scan), also says when swap is
-/// turned on.
-fn start_epoch_ticker(engine: &Engine, watch_swap: bool) {
-    let weak = engine.weak();
-    let spawned = std::thread::Builder::new()
-        .name("evo-epoch".into())
-        .spawn(move || {
-            let mut swap = watch_swap.then(swap::Watch::new);
-            loop {
-                std::thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => return,
-                }
-                if let Some(swap) = &mut swap {
-                    swap.tick(EPOCH_TICK);
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        // Without a ticker, deadlines never fire; the tokio guard in `call` still
-        // bounds each call's wall-clock time, so this degrades rather than hangs.
-        tracing::error!(error = %e, "could not start the epoch ticker; deadlines rely on the async guard only");
     }
 }
 
@@ -433,6 +413,8 @@ struct Inner {
     slots: slots::Slots,
     /// Stores alive now (see [`WasmEngine::live_instances`]).
     live: Arc<std::sync::atomic::AtomicUsize>,
+    /// Stores that may run guest code now: the epoch ticks while there are any.
+    running: Arc<ticker::Running>,
     /// Instances made ahead of their calls.
     parking: parked::Parking,
     /// Calls waiting for a slot or running (see [`background`]): what a long call
@@ -460,7 +442,13 @@ impl WasmEngine {
     /// (logged) if the pool's address space cannot be reserved.
     pub fn new(config: EngineConfig) -> Result<Self> {
         let cache = config.cache_dir.clone().map(ArtifactCache::new);
-        let plain = Flavor::new(&config, false, cache.as_ref().map(ArtifactCache::functions))?;
+        let running = Arc::new(ticker::Running::default());
+        let plain = Flavor::new(
+            &config,
+            false,
+            cache.as_ref().map(ArtifactCache::functions),
+            &running,
+        )?;
         let known = config
             .cache_dir
             .as_ref()
@@ -477,6 +465,7 @@ impl WasmEngine {
                 known,
                 slots,
                 live: Arc::default(),
+                running,
                 parking,
                 calls: Arc::default(),
                 from_cache: Default::default(),
@@ -516,8 +505,9 @@ impl WasmEngine {
         &self.inner.calls
     }
 
+    /// Counts a call's store among the live ones, and keeps the epoch ticking for it.
     fn live(&self) -> state::Live {
-        state::Live::new(&self.inner.live)
+        state::Live::new(&self.inner.live).running(self.inner.running.awake())
     }
 
     /// The allocator in use.
@@ -540,7 +530,8 @@ impl WasmEngine {
             .fuel
             .get_or_init(|| {
                 let functions = self.inner.cache.as_ref().map(ArtifactCache::functions);
-                Flavor::new(&self.inner.config, true, functions).map_err(|e| e.to_string())
+                Flavor::new(&self.inner.config, true, functions, &self.inner.running)
+                    .map_err(|e| e.to_string())
             })
             .as_ref()
             .map_err(|e| Error::Engine(e.clone()))

@@ -336,7 +336,9 @@ impl WasmEngine {
         {
             return;
         }
+        let awake = self.inner.running.awake();
         let made = pre.instantiate(&mut store).await;
+        drop(awake);
         let reached = store.data().reached;
         match made {
             Ok(instance) if !reached => {

@@ -39,20 +39,34 @@ pub struct HostState {
     pub(super) _live: Live,
 }
 
-/// One live store, counted from its creation to its drop.
+/// One live store, counted from its creation to its drop; a store that may run guest
+/// code also keeps the epoch ticking.
 #[derive(Debug)]
-pub(super) struct Live(Arc<std::sync::atomic::AtomicUsize>);
+pub(super) struct Live {
+    count: Arc<std::sync::atomic::AtomicUsize>,
+    _awake: Option<super::ticker::Awake>,
+}
 
 impl Live {
     pub(super) fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
         count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Self(count.clone())
+        Self {
+            count: count.clone(),
+            _awake: None,
+        }
+    }
+
+    /// The store may run guest code: the epoch ticks while it lives.
+    pub(super) fn running(mut self, awake: super::ticker::Awake) -> Self {
+        self._awake = Some(awake);
+        self
     }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.count
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -10,10 +10,10 @@
 //! paged out). So the scan is used only where nothing can be swapped: on a machine
 //! with swap each slot is put back whole, at about twice the cost of a small call.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// How often the epoch ticker looks again, to tell an operator who turns swap on
-/// while the engine runs with the scan.
+/// How often the epoch ticker looks again (idle or ticking), to tell an operator who
+/// turns swap on while the engine runs with the scan.
 pub(super) const RECHECK: Duration = Duration::from_secs(5);
 
 /// Whether any swap area is on (`/proc/swaps` lists one). Where the file cannot be
@@ -31,29 +31,25 @@ fn lists_an_area(swaps: &str) -> bool {
 /// the page scan: until Evo restarts, a call's page that goes to swap may be seen by
 /// the next call.
 pub(super) struct Watch {
-    ticks: u32,
+    last: Instant,
     told: bool,
 }
 
 impl Watch {
     pub(super) fn new() -> Self {
         Self {
-            ticks: 0,
+            last: Instant::now(),
             told: false,
         }
     }
 
-    /// Called every `tick`; looks at `/proc/swaps` every [`RECHECK`].
-    pub(super) fn tick(&mut self, tick: Duration) {
-        if self.told {
+    /// Called whenever the epoch ticker wakes, ticking or idle; looks at `/proc/swaps`
+    /// every [`RECHECK`].
+    pub(super) fn check(&mut self) {
+        if self.told || self.last.elapsed() < RECHECK {
             return;
         }
-        self.ticks += 1;
-        let every = (RECHECK.as_millis() / tick.as_millis().max(1)).max(1);
-        if u128::from(self.ticks) < every {
-            return;
-        }
-        self.ticks = 0;
+        self.last = Instant::now();
         if is_on() {
             self.told = true;
             tracing::error!(
