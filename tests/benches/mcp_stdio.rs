@@ -8,6 +8,10 @@
 //! - the **floor**: a hand-written stdio echo server (this bench binary with
 //!   `EVO_BENCH_RAW_ECHO=1`): it reads a line, parses it, writes the answer as Evo
 //!   shapes it (the text and `structuredContent: {"result": …}`), on one thread;
+//! - the **floor with the instance**: the same server, whose tool makes a fresh
+//!   instance of the same component per call and calls its `echo-string` through
+//!   wasmtime alone (`EVO_BENCH_RAW_WASM_ECHO=1`): the least a server that runs each
+//!   call in a fresh instance must do;
 //! - **`evo serve`** serving `skills-wasm/plain-kinds` (a plain `wit-bindgen`
 //!   component; its `kinds/echo-string` returns its argument), a fresh instance per call;
 //! - **Wassette** serving the same component, when `EVO_BENCH_WASSETTE` names its binary
@@ -38,9 +42,14 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use evo_host::engine::wasm::EngineConfig;
 use serde_json::{Value, json};
 
+#[path = "common/mod.rs"]
+mod common;
+
 const ECHO_ENV: &str = "EVO_BENCH_RAW_ECHO";
+const WASM_ECHO_ENV: &str = "EVO_BENCH_RAW_WASM_ECHO";
 const WASSETTE_ENV: &str = "EVO_BENCH_WASSETTE";
 const BASELINE_ENV: &str = "EVO_BENCH_BASELINE_EVO";
 const DIST_ENV: &str = "EVO_BENCH_DIST_EVO";
@@ -80,8 +89,9 @@ impl Regime {
     }
 }
 
-/// The floor: a hand-written MCP server on stdio whose one tool returns its argument.
-fn echo_server() {
+/// The floor: a hand-written MCP server on stdio whose one tool returns what `echo`
+/// makes of its argument.
+fn echo_server(mut echo: impl FnMut(&Value) -> Value) {
     let stdin = std::io::stdin().lock();
     let mut out = std::io::stdout().lock();
     for line in stdin.lines() {
@@ -105,7 +115,7 @@ fn echo_server() {
                 "inputSchema": { "type": "object", "properties": { "v": { "type": "string" } } },
             }] }),
             Some("tools/call") => {
-                let v = &params["arguments"]["v"];
+                let v = &echo(&params["arguments"]["v"]);
                 json!({
                     "content": [{ "type": "text", "text": v.to_string() }],
                     "structuredContent": { "result": v },
@@ -121,6 +131,26 @@ fn echo_server() {
             return;
         }
     }
+}
+
+/// The floor with the instance: the echo server whose tool makes a fresh instance of
+/// the same component for each call and calls its `echo-string`, as a bare wasmtime host
+/// would (Evo's engine configuration, WASI linked, an `InstancePre`, a typed call, no
+/// JSON for the values), on one thread.
+fn wasm_echo_server() {
+    let bytes = std::fs::read(evo_tests::skills::PLAIN_KINDS).unwrap();
+    let floor = common::TypedFloor::new(
+        &EngineConfig::default(),
+        &bytes,
+        Some("fixture:plain/kinds@0.1.0"),
+        "echo-string",
+    );
+    let rt = common::runtime();
+    echo_server(|v| {
+        let text = v.as_str().unwrap_or_default().to_owned();
+        let (echoed,) = rt.block_on(floor.call::<(String,), (String,)>((text,)));
+        Value::String(echoed)
+    });
 }
 
 /// A server to measure.
@@ -244,10 +274,16 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
         .arg("--skills-dir")
         .arg(skills)
         .env("EVO_HOME", home);
+    let mut wasm_floor = Command::new(std::env::current_exe().unwrap());
+    wasm_floor.env(WASM_ECHO_ENV, "1");
     let mut targets = vec![
         Target {
             label: "hand-written echo (floor)".into(),
             command: floor,
+        },
+        Target {
+            label: "hand-written echo, a fresh instance per call (floor)".into(),
+            command: wasm_floor,
         },
         Target {
             label: "evo serve".into(),
@@ -304,7 +340,11 @@ fn targets(home: &Path, skills: &Path) -> Vec<Target> {
 
 fn main() {
     if std::env::var_os(ECHO_ENV).is_some() {
-        echo_server();
+        echo_server(Value::clone);
+        return;
+    }
+    if std::env::var_os(WASM_ECHO_ENV).is_some() {
+        wasm_echo_server();
         return;
     }
     let work = tempfile::tempdir().unwrap();
