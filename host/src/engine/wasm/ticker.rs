@@ -26,22 +26,31 @@ const IDLE_CHECK: Duration = Duration::from_secs(1);
 /// The stores that may run guest code now, shared by the tickers of an engine's flavors.
 #[derive(Debug, Default)]
 pub(super) struct Running {
-    held: Mutex<usize>,
+    state: Mutex<Held>,
     woken: Condvar,
     /// Epoch ticks so far, all flavors together.
     ticks: AtomicU64,
 }
 
+#[derive(Debug, Default)]
+struct Held {
+    /// Guards held.
+    guards: usize,
+    /// Tickers waiting for one: only then does taking a guard wake anything (a wake-up
+    /// is a system call, on the path of the call that takes the guard).
+    waiting: usize,
+}
+
 impl Running {
-    fn held(&self) -> MutexGuard<'_, usize> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, Held> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Keeps the tickers ticking until the returned guard drops.
     pub(super) fn awake(self: &Arc<Self>) -> Awake {
-        let mut held = self.held();
-        *held += 1;
-        if *held == 1 {
+        let mut state = self.state();
+        state.guards += 1;
+        if state.guards == 1 && state.waiting > 0 {
             self.woken.notify_all();
         }
         Awake(self.clone())
@@ -49,12 +58,17 @@ impl Running {
 
     /// Blocks while nothing is held, for at most `idle`; whether something is held.
     fn wait(&self, idle: Duration) -> bool {
-        let held = self.held();
-        let (held, _) = self
+        let mut state = self.state();
+        if state.guards > 0 {
+            return true;
+        }
+        state.waiting += 1;
+        let (mut state, _) = self
             .woken
-            .wait_timeout_while(held, idle, |held| *held == 0)
+            .wait_timeout_while(state, idle, |state| state.guards == 0)
             .unwrap_or_else(PoisonError::into_inner);
-        *held > 0
+        state.waiting -= 1;
+        state.guards > 0
     }
 
     /// Epoch ticks so far.
@@ -70,7 +84,7 @@ pub(super) struct Awake(Arc<Running>);
 
 impl Drop for Awake {
     fn drop(&mut self) {
-        *self.0.held() -= 1;
+        self.0.state().guards -= 1;
     }
 }
 
