@@ -8,20 +8,24 @@
 //! and keeps the requests it read until each is answered: on SIGTERM, every request
 //! read before the signal runs to its answer (within [`GRACE`]) and every one read after
 //! it is refused as it is read.
+//!
+//! Once the session has begun, `tools/call` requests are answered beside the SDK's
+//! service loop ([`Direct`]); everything else goes through the loop.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
-use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientNotification, ClientRequest, ErrorCode,
-    JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+    GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, ProtocolVersion,
+    RequestId,
 };
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::{Peer, RoleServer, Service};
 use rustix::fs::{FileType, OFlags, fcntl_getfl, fcntl_setfl, fstat};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -47,6 +51,7 @@ pub struct LineTransport {
     messages: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
     writer: SharedWriter,
     requests: Requests,
+    direct: Arc<OnceLock<Arc<Direct>>>,
 }
 
 /// The requests read and not yet answered, and whether new ones are still taken.
@@ -99,18 +104,23 @@ impl LineTransport {
         let (tx, messages) = mpsc::channel(64);
         let eof = CancellationToken::new();
         let requests = Requests::new();
+        let direct = Arc::new(OnceLock::new());
         tokio::spawn(read_lines(
             BufReader::new(read),
             max_bytes,
-            tx,
-            writer.clone(),
-            requests.clone(),
+            Lines {
+                messages: tx,
+                writer: writer.clone(),
+                requests: requests.clone(),
+                direct: direct.clone(),
+            },
             eof.clone(),
         ));
         let transport = Self {
             messages,
             writer,
             requests,
+            direct,
         };
         (transport, eof)
     }
@@ -213,16 +223,30 @@ fn refusal(text: &[u8]) -> Value {
     }
 }
 
+/// Where the lines read go.
+struct Lines {
+    /// The messages for the SDK's service loop.
+    messages: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
+    writer: SharedWriter,
+    requests: Requests,
+    /// The calls answered beside the loop, once the session has begun.
+    direct: Arc<OnceLock<Arc<Direct>>>,
+}
+
 /// Reads lines until the end of input, handing on the messages and answering the
 /// lines that are not.
 async fn read_lines(
     mut read: BufReader<impl AsyncRead + Unpin>,
     max_bytes: usize,
-    messages: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
-    writer: SharedWriter,
-    requests: Requests,
+    lines: Lines,
     eof: CancellationToken,
 ) {
+    let Lines {
+        messages,
+        writer,
+        requests,
+        direct,
+    } = lines;
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -256,7 +280,13 @@ async fn read_lines(
                 Ok(message) => match taken(&message, &requests) {
                     Err(refused) => Some(refused),
                     Ok(()) => {
-                        if messages.send(message).await.is_err() {
+                        let message = match direct.get() {
+                            Some(direct) => direct.take(message, &writer, &requests),
+                            None => Some(message),
+                        };
+                        if let Some(message) = message
+                            && messages.send(message).await.is_err()
+                        {
                             break;
                         }
                         None
@@ -272,6 +302,123 @@ async fn read_lines(
         }
     }
     eof.cancel();
+}
+
+/// Answers `tools/call` beside the SDK's service loop, once the session has begun.
+///
+/// The loop takes each request from the reader through a channel, runs it on a task
+/// of its own, takes the answer back through another channel and writes it from a
+/// third task, with a cancellation token, a tracing span and a table entry made for
+/// each. A call here goes
+/// from the line read to a task of its own, which runs the SDK's own request handler
+/// (its checks of protocol version and metadata included) and writes the answer. The
+/// session's peer is shared: what a call sends the client (progress, log messages,
+/// the questions it asks and the answers to them) still goes through the loop.
+struct Direct {
+    server: Server,
+    peer: Peer<RoleServer>,
+    /// Cancelled when the session ends.
+    stop: CancellationToken,
+    /// The calls running, by request id: what cancels each.
+    running: std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
+}
+
+impl Direct {
+    /// Takes `message` when it is for this path: a call (then run) or the cancellation
+    /// of one running here. Any other message is given back, for the loop.
+    fn take(
+        self: &Arc<Self>,
+        message: RxJsonRpcMessage<RoleServer>,
+        writer: &SharedWriter,
+        requests: &Requests,
+    ) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match message {
+            JsonRpcMessage::Request(JsonRpcRequest {
+                id,
+                request: request @ ClientRequest::CallToolRequest(_),
+                jsonrpc,
+            }) => {
+                if !self.serves(&request) {
+                    return Some(JsonRpcMessage::Request(JsonRpcRequest {
+                        jsonrpc,
+                        id,
+                        request,
+                    }));
+                }
+                self.run(id, request, writer.clone(), requests.clone());
+                None
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                    && let Some(call) = self.calls().remove(id)
+                {
+                    // A cancelled request is not answered.
+                    call.cancel();
+                    return None;
+                }
+                Some(JsonRpcMessage::Notification(notification))
+            }
+            other => Some(other),
+        }
+    }
+
+    /// Whether the call is answered here. The loop runs a request's handler knowing
+    /// the protocol version its `_meta` names, and refuses a request to the client
+    /// from a session on 2026-07-28 or later only by that version; here the session's
+    /// version stands in. The two agree unless the call names an earlier version
+    /// than the session's: such a call goes to the loop.
+    fn serves(&self, request: &ClientRequest) -> bool {
+        match request.get_meta().protocol_version() {
+            None => true,
+            Some(named) => {
+                named >= ProtocolVersion::V_2026_07_28
+                    || self
+                        .peer
+                        .peer_info()
+                        .is_some_and(|info| info.protocol_version == named)
+            }
+        }
+    }
+
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs the call on a task of its own and writes its answer, unless it was
+    /// cancelled meanwhile.
+    fn run(
+        self: &Arc<Self>,
+        id: RequestId,
+        mut request: ClientRequest,
+        writer: SharedWriter,
+        requests: Requests,
+    ) {
+        let cancel = self.stop.child_token();
+        self.calls().insert(id.clone(), cancel.clone());
+        let mut context = RequestContext::new(id.clone(), self.peer.clone());
+        context.ct = cancel;
+        context.meta = std::mem::take(request.get_meta_mut());
+        context.extensions = std::mem::take(request.extensions_mut());
+        let this = self.clone();
+        tokio::spawn(async move {
+            let answer: TxJsonRpcMessage<RoleServer> =
+                match this.server.handle_request(request, context).await {
+                    Ok(result) => JsonRpcMessage::response(result, id.clone()),
+                    Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
+                };
+            let Some(call) = this.calls().remove(&id) else {
+                return;
+            };
+            // What the call left running (a heartbeat) stops with it.
+            call.cancel();
+            if let Err(e) = write_line(&writer, &answer).await {
+                tracing::debug!("stdout: {e}");
+            }
+            requests.answered(&id);
+        });
+    }
 }
 
 /// Notes a request read (or a cancelled one given up); a request read once the session
@@ -373,14 +520,21 @@ pub async fn serve(
     let max_bytes = shared.settings.max_message_kb << 10;
     let (transport, eof) = LineTransport::new(read, write, max_bytes);
     let requests = transport.requests.clone();
+    let direct = transport.direct.clone();
     let stop = CancellationToken::new();
     tokio::spawn(shared.clone().watch_catalogue(stop.clone()));
     let session = {
         let stop = stop.clone();
         let server = Server::new(shared.clone());
         async move {
-            match rmcp::service::serve_server_with_ct(server, transport, stop).await {
+            match rmcp::service::serve_server_with_ct(server, transport, stop.clone()).await {
                 Ok(running) => {
+                    let _ = direct.set(Arc::new(Direct {
+                        server: running.service().clone(),
+                        peer: running.peer().clone(),
+                        stop,
+                        running: std::sync::Mutex::new(HashMap::new()),
+                    }));
                     let _ = running.waiting().await;
                 }
                 Err(e) => tracing::debug!("session ended before it began: {e}"),

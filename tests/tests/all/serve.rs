@@ -440,6 +440,18 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
         raw.expect_id(31)["result"]["structuredContent"]["result"],
         2
     );
+    // A call whose `_meta` names an earlier protocol version than the session's is
+    // answered too (by the SDK's own loop, which runs it under that version).
+    raw.send_line(
+        &json!({ "jsonrpc": "2.0", "id": 32, "method": "tools/call", "params": {
+            "name": "calculate", "arguments": { "expression": "2 + 3" },
+            "_meta": { "io.modelcontextprotocol/protocolVersion": "2025-06-18" } } })
+        .to_string(),
+    );
+    assert_eq!(
+        raw.expect_id(32)["result"]["structuredContent"]["result"],
+        5
+    );
 
     // The end of input ends the server promptly, even with a call running.
     raw.call(40, "forever", json!({}));
@@ -460,14 +472,22 @@ fn a_session_survives_bad_lines_runaways_bombs_and_cancellation() {
         "a script outlived the server",
         || live_processes(&marker) > 0,
     );
+    // Everything it wrote has been read: the cancelled call was never answered.
+    raw.early
+        .extend(raw.lines.iter().filter(|m| m.get("id").is_some()));
+    assert!(
+        !raw.early.iter().any(|m| m["id"] == 30),
+        "the cancelled call was answered: {:?}",
+        raw.early
+    );
 
     // The calls are in the statistics.
     let out = command(&home, &["skill", "stats", "--json"])
         .output()
         .unwrap();
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(stats["calculate"]["callCount"], 6, "{stats}");
-    assert_eq!(stats["calculate"]["successCount"], 6, "{stats}");
+    assert_eq!(stats["calculate"]["callCount"], 7, "{stats}");
+    assert_eq!(stats["calculate"]["successCount"], 7, "{stats}");
 }
 
 #[test]
