@@ -10,7 +10,7 @@
 //! it is refused as it is read.
 //!
 //! Once the session has begun, `tools/call` requests are answered beside the SDK's
-//! service loop ([`Direct`]); everything else goes through the loop.
+//! service loop, on a task of their own (`Direct`); everything else goes through the loop.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
