@@ -10,28 +10,30 @@
 //! it is refused as it is read.
 //!
 //! Once the session has begun, `tools/call` requests are answered beside the SDK's
-//! service loop, on a task of their own (`Direct`); everything else goes through the loop.
+//! service loop, on a task of their own (`direct`); everything else goes through the loop.
 
-use std::collections::{HashMap, HashSet};
+mod direct;
+mod streams;
+
+use std::collections::HashSet;
 use std::future::Future;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::{Arc, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientNotification, ClientRequest, ErrorCode,
-    GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, ProtocolVersion,
-    RequestId,
+    JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId,
 };
-use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::{Peer, RoleServer, Service};
-use rustix::fs::{FileType, OFlags, fcntl_getfl, fcntl_setfl, fstat};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc, watch};
 use tokio_util::sync::CancellationToken;
+
+use direct::Direct;
+pub use streams::{Reader, StdStreams, Writer, std_streams};
 
 use super::refusal::SHUTTING_DOWN;
 use super::{Server, Shared};
@@ -304,123 +306,6 @@ async fn read_lines(
     eof.cancel();
 }
 
-/// Answers `tools/call` beside the SDK's service loop, once the session has begun.
-///
-/// The loop takes each request from the reader through a channel, runs it on a task
-/// of its own, takes the answer back through another channel and writes it from a
-/// third task, with a cancellation token, a tracing span and a table entry made for
-/// each. A call here goes
-/// from the line read to a task of its own, which runs the SDK's own request handler
-/// (its checks of protocol version and metadata included) and writes the answer. The
-/// session's peer is shared: what a call sends the client (progress, log messages,
-/// the questions it asks and the answers to them) still goes through the loop.
-struct Direct {
-    server: Server,
-    peer: Peer<RoleServer>,
-    /// Cancelled when the session ends.
-    stop: CancellationToken,
-    /// The calls running, by request id: what cancels each.
-    running: std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
-}
-
-impl Direct {
-    /// Takes `message` when it is for this path: a call (then run) or the cancellation
-    /// of one running here. Any other message is given back, for the loop.
-    fn take(
-        self: &Arc<Self>,
-        message: RxJsonRpcMessage<RoleServer>,
-        writer: &SharedWriter,
-        requests: &Requests,
-    ) -> Option<RxJsonRpcMessage<RoleServer>> {
-        match message {
-            JsonRpcMessage::Request(JsonRpcRequest {
-                id,
-                request: request @ ClientRequest::CallToolRequest(_),
-                jsonrpc,
-            }) => {
-                if !self.serves(&request) {
-                    return Some(JsonRpcMessage::Request(JsonRpcRequest {
-                        jsonrpc,
-                        id,
-                        request,
-                    }));
-                }
-                self.run(id, request, writer.clone(), requests.clone());
-                None
-            }
-            JsonRpcMessage::Notification(notification) => {
-                if let ClientNotification::CancelledNotification(cancelled) =
-                    &notification.notification
-                    && let Some(id) = &cancelled.params.request_id
-                    && let Some(call) = self.calls().remove(id)
-                {
-                    // A cancelled request is not answered.
-                    call.cancel();
-                    return None;
-                }
-                Some(JsonRpcMessage::Notification(notification))
-            }
-            other => Some(other),
-        }
-    }
-
-    /// Whether the call is answered here. The loop runs a request's handler knowing
-    /// the protocol version its `_meta` names, and refuses a request to the client
-    /// from a session on 2026-07-28 or later only by that version; here the session's
-    /// version stands in. The two agree unless the call names an earlier version
-    /// than the session's: such a call goes to the loop.
-    fn serves(&self, request: &ClientRequest) -> bool {
-        match request.get_meta().protocol_version() {
-            None => true,
-            Some(named) => {
-                named >= ProtocolVersion::V_2026_07_28
-                    || self
-                        .peer
-                        .peer_info()
-                        .is_some_and(|info| info.protocol_version == named)
-            }
-        }
-    }
-
-    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs the call on a task of its own and writes its answer, unless it was
-    /// cancelled meanwhile.
-    fn run(
-        self: &Arc<Self>,
-        id: RequestId,
-        mut request: ClientRequest,
-        writer: SharedWriter,
-        requests: Requests,
-    ) {
-        let cancel = self.stop.child_token();
-        self.calls().insert(id.clone(), cancel.clone());
-        let mut context = RequestContext::new(id.clone(), self.peer.clone());
-        context.ct = cancel;
-        context.meta = std::mem::take(request.get_meta_mut());
-        context.extensions = std::mem::take(request.extensions_mut());
-        let this = self.clone();
-        tokio::spawn(async move {
-            let answer: TxJsonRpcMessage<RoleServer> =
-                match this.server.handle_request(request, context).await {
-                    Ok(result) => JsonRpcMessage::response(result, id.clone()),
-                    Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
-                };
-            let Some(call) = this.calls().remove(&id) else {
-                return;
-            };
-            // What the call left running (a heartbeat) stops with it.
-            call.cancel();
-            if let Err(e) = write_line(&writer, &answer).await {
-                tracing::debug!("stdout: {e}");
-            }
-            requests.answered(&id);
-        });
-    }
-}
-
 /// Notes a request read (or a cancelled one given up); a request read once the session
 /// is closing is refused instead, with the answer to write.
 fn taken(message: &RxJsonRpcMessage<RoleServer>, requests: &Requests) -> Result<(), Value> {
@@ -529,12 +414,11 @@ pub async fn serve(
         async move {
             match rmcp::service::serve_server_with_ct(server, transport, stop.clone()).await {
                 Ok(running) => {
-                    let _ = direct.set(Arc::new(Direct {
-                        server: running.service().clone(),
-                        peer: running.peer().clone(),
+                    let _ = direct.set(Arc::new(Direct::new(
+                        running.service().clone(),
+                        running.peer().clone(),
                         stop,
-                        running: std::sync::Mutex::new(HashMap::new()),
-                    }));
+                    )));
                     let _ = running.waiting().await;
                 }
                 Err(e) => tracing::debug!("session ended before it began: {e}"),
@@ -566,91 +450,6 @@ pub async fn serve(
         let _ = tokio::time::timeout(Duration::from_millis(50), &mut session).await;
     }
     shared.flush_stats().await;
-}
-
-/// A stream [`serve`] reads messages from.
-pub type Reader = Box<dyn AsyncRead + Send + Unpin>;
-/// A stream [`serve`] writes messages to.
-pub type Writer = Box<dyn AsyncWrite + Send + Unpin>;
-
-/// This process's standard input and output, ready for [`serve`], and what puts them
-/// back as they were.
-///
-/// An MCP client starts its server with pipes (or a socket pair) on the server's
-/// standard input and output: those are made non-blocking and read and written by the
-/// runtime's event loop, on the thread that handles the message. Tokio's own
-/// `stdin()`/`stdout()`, used for anything else (a terminal, a file), hand every read
-/// and every write to a blocking thread and back: two thread hand-offs on each call's
-/// path, and the CPU time of waking those threads.
-///
-/// Whether a stream blocks is a property of the open file, which other processes may
-/// share (a shell's pipe): the [`StdStreams`] returned puts the flags back as it found
-/// them when dropped. Must be called on a Tokio runtime with I/O enabled.
-pub fn std_streams() -> (Reader, Writer, StdStreams) {
-    let mut streams = StdStreams(Vec::new());
-    let read = streams
-        .evented(std::io::stdin().as_fd(), |kind, fd| match kind {
-            Kind::Pipe => Ok(Box::new(pipe::Receiver::from_owned_fd_unchecked(fd)?) as Reader),
-            Kind::Socket => Ok(Box::new(tokio::net::UnixStream::from_std(fd.into())?)),
-        })
-        .unwrap_or_else(|| Box::new(tokio::io::stdin()));
-    let write = streams
-        .evented(std::io::stdout().as_fd(), |kind, fd| match kind {
-            Kind::Pipe => Ok(Box::new(pipe::Sender::from_owned_fd_unchecked(fd)?) as Writer),
-            Kind::Socket => Ok(Box::new(tokio::net::UnixStream::from_std(fd.into())?)),
-        })
-        .unwrap_or_else(|| Box::new(tokio::io::stdout()));
-    (read, write, streams)
-}
-
-/// What a standard stream is, when the event loop can wait on it.
-enum Kind {
-    Pipe,
-    Socket,
-}
-
-/// Standard streams made non-blocking, with the flags each had before: restored on drop.
-#[derive(Debug)]
-pub struct StdStreams(Vec<(OwnedFd, OFlags)>);
-
-impl StdStreams {
-    /// `fd` (a copy of it) made non-blocking and given to `register`, when it is a pipe
-    /// or a socket; `None` (and `fd` as it was) otherwise or when that fails.
-    fn evented<T>(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        register: impl FnOnce(Kind, OwnedFd) -> std::io::Result<T>,
-    ) -> Option<T> {
-        let kind = match FileType::from_raw_mode(fstat(fd).ok()?.st_mode) {
-            FileType::Fifo => Kind::Pipe,
-            FileType::Socket => Kind::Socket,
-            _ => return None,
-        };
-        let flags = fcntl_getfl(fd).ok()?;
-        let (copy, keep) = (fd.try_clone_to_owned().ok()?, fd.try_clone_to_owned().ok()?);
-        fcntl_setfl(fd, flags | OFlags::NONBLOCK).ok()?;
-        match register(kind, copy) {
-            Ok(stream) => {
-                self.0.push((keep, flags));
-                Some(stream)
-            }
-            Err(e) => {
-                tracing::debug!("standard stream not evented: {e}");
-                let _ = fcntl_setfl(fd, flags);
-                None
-            }
-        }
-    }
-}
-
-impl Drop for StdStreams {
-    fn drop(&mut self) {
-        // Last made first: when standard input and output are one socket, the second
-        // saw the first's change as its original flags.
-        for (fd, flags) in self.0.iter().rev() {
-            let _ = fcntl_setfl(fd, *flags);
-        }
-    }
 }
 
 #[cfg(test)]
