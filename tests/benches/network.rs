@@ -9,14 +9,17 @@
 //!   instance and the check, without the request; and the skill failing before any
 //!   request (an `ftp://` URL): the instance cost. Each also on a current-thread
 //!   runtime; on each runtime, the same GET by hyper called as the skill is (the async
-//!   floor). Budget: ≤ 1.3× the client plus the instance cost.
+//!   floor). Budget: ≤ 1.3× the client plus the instance cost. Each is measured by
+//!   criterion, and then all of them again in interleaved batches (each call's batch
+//!   in turn, 100 rounds), whose p50s are what the budget's ratio divides.
 //! - **remote**: `calculate` on node B (`evo serve --http`, a subprocess) called from
 //!   node A's `Host` as `b/calculate`, next to A's own `calculate`.
 
+use std::hint::black_box;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use evo_host::Host;
@@ -104,34 +107,6 @@ fn outbound(c: &mut Criterion) {
     };
     assert_eq!(floor(), BODY);
 
-    let mut group = c.benchmark_group("outbound");
-    group.measurement_time(Duration::from_secs(8));
-    group.bench_function("floor: ureq GET (new connection)", |b| b.iter(floor));
-    // The async floor on the same runtime, called the same way (`block_on` from outside
-    // its workers): hyper with the connection driven where the response is awaited, as
-    // Evo's sender drives it. Its readiness events cross from the worker that polls the
-    // network to the waiting thread as Evo's do; the blocking client above pays none.
-    let sock = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    assert_eq!(rt.block_on(hyper_get(sock)), BODY);
-    group.bench_function(
-        "floor: hyper GET (connection in place), multi-thread",
-        |b| b.iter(|| rt.block_on(hyper_get(sock))),
-    );
-    group.bench_function("evo: fetch skill GET (Host::call)", |b| {
-        b.iter(|| rt.block_on(host.call("fetch", granted.clone())).unwrap())
-    });
-    group.bench_function("evo: fetch skill, no request (instance cost)", |b| {
-        b.iter(|| {
-            rt.block_on(host.call("fetch", no_request.clone()))
-                .unwrap_err()
-        })
-    });
-    group.bench_function("evo: fetch skill refused before connecting", |b| {
-        b.iter(|| {
-            rt.block_on(host.call("fetch", refused.clone()))
-                .unwrap_err()
-        })
-    });
     // The same on a current-thread runtime: what the hand-offs between threads cost.
     let single = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -147,58 +122,150 @@ fn outbound(c: &mut Criterion) {
         .block_on(single_host.call("fetch", granted.clone()))
         .unwrap();
     assert_eq!(out["body"].as_str(), Some(BODY));
-    group.bench_function("evo: fetch skill GET, current-thread runtime", |b| {
-        b.iter(|| {
-            single
-                .block_on(single_host.call("fetch", granted.clone()))
-                .unwrap()
-        })
-    });
-    group.bench_function(
-        "evo: fetch skill, no request, current-thread runtime",
-        |b| {
-            b.iter(|| {
-                single
-                    .block_on(single_host.call("fetch", no_request.clone()))
-                    .unwrap_err()
-            })
-        },
-    );
-    // The async floor: the same GET by hyper on the same runtime, as
-    // wasmtime-wasi-http's own sender makes it.
-    group.bench_function(
-        "floor: hyper GET (default_send_request), current-thread",
-        |b| {
-            b.iter(|| {
-                single.block_on(async {
-                    use http_body_util::BodyExt as _;
-                    let req = http::Request::get(&url)
-                        .header("host", "127.0.0.1")
-                        .body(
-                            http_body_util::Empty::<bytes::Bytes>::new()
-                                .map_err(|_| unreachable!())
-                                .boxed_unsync(),
-                        )
-                        .unwrap();
-                    let (res, io) = wasmtime_wasi_http::default_send_request(req, None)
-                        .await
-                        .unwrap();
-                    let io = tokio::spawn(io);
-                    let body = res.into_body().collect().await.unwrap().to_bytes();
-                    let _ = io.await;
-                    body
-                })
-            })
-        },
-    );
-    group.bench_function("evo: fetch skill refused, current-thread runtime", |b| {
-        b.iter(|| {
-            single
-                .block_on(single_host.call("fetch", refused.clone()))
-                .unwrap_err()
-        })
-    });
+    // The async floor on the same runtime, called the same way (`block_on` from outside
+    // its workers): hyper with the connection driven where the response is awaited, as
+    // Evo's sender drives it. Its readiness events cross from the worker that polls the
+    // network to the waiting thread as Evo's do; the blocking client above pays none.
+    let sock = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(rt.block_on(hyper_get(sock)), BODY);
+    assert_eq!(single.block_on(hyper_default_send(&url)), BODY);
+
+    let mut calls: Vec<(&str, Call<'_>)> = vec![
+        (
+            "floor: ureq GET (new connection)",
+            Box::new(|| drop(black_box(floor()))),
+        ),
+        (
+            "floor: hyper GET (connection in place), multi-thread",
+            Box::new(|| drop(black_box(rt.block_on(hyper_get(sock))))),
+        ),
+        (
+            "evo: fetch skill GET (Host::call)",
+            Box::new(|| {
+                drop(black_box(
+                    rt.block_on(host.call("fetch", granted.clone())).unwrap(),
+                ))
+            }),
+        ),
+        (
+            "evo: fetch skill, no request (instance cost)",
+            Box::new(|| {
+                drop(black_box(
+                    rt.block_on(host.call("fetch", no_request.clone()))
+                        .unwrap_err(),
+                ))
+            }),
+        ),
+        (
+            "evo: fetch skill refused before connecting",
+            Box::new(|| {
+                drop(black_box(
+                    rt.block_on(host.call("fetch", refused.clone()))
+                        .unwrap_err(),
+                ))
+            }),
+        ),
+        (
+            "evo: fetch skill GET, current-thread runtime",
+            Box::new(|| {
+                drop(black_box(
+                    single
+                        .block_on(single_host.call("fetch", granted.clone()))
+                        .unwrap(),
+                ))
+            }),
+        ),
+        (
+            "evo: fetch skill, no request, current-thread runtime",
+            Box::new(|| {
+                drop(black_box(
+                    single
+                        .block_on(single_host.call("fetch", no_request.clone()))
+                        .unwrap_err(),
+                ))
+            }),
+        ),
+        // The async floor: the same GET by hyper on the same runtime, as
+        // wasmtime-wasi-http's own sender makes it.
+        (
+            "floor: hyper GET (default_send_request), current-thread",
+            Box::new(|| drop(black_box(single.block_on(hyper_default_send(&url))))),
+        ),
+        (
+            "evo: fetch skill refused, current-thread runtime",
+            Box::new(|| {
+                drop(black_box(
+                    single
+                        .block_on(single_host.call("fetch", refused.clone()))
+                        .unwrap_err(),
+                ))
+            }),
+        ),
+    ];
+
+    let mut group = c.benchmark_group("outbound");
+    group.measurement_time(Duration::from_secs(8));
+    for (name, call) in &mut calls {
+        group.bench_function(*name, |b| b.iter(&mut *call));
+    }
     group.finish();
+
+    // Criterion measures each for seconds in turn, and this machine's speed drifts
+    // between them: a ratio of two of its figures moved by a fifth from run to run.
+    // Here every call's batches take turns, so the drift falls on all of them alike.
+    let recorder = evo_tests::figures::Recorder::new("network", "./scripts/bench network", PATHS);
+    let mut times = vec![Vec::with_capacity(ROUNDS * BATCH); calls.len()];
+    for round in 0..ROUNDS {
+        for offset in 0..calls.len() {
+            let i = (round + offset) % calls.len();
+            let call = &mut calls[i].1;
+            for _ in 0..BATCH {
+                let start = Instant::now();
+                call();
+                times[i].push(start.elapsed());
+            }
+        }
+    }
+    for ((name, _), times) in calls.iter().zip(times) {
+        let (p50, p99) = evo_tests::percentiles(times);
+        let ns = |d: Duration| d.as_secs_f64() * 1e9;
+        recorder.value(&format!("outbound, interleaved/{name}: p50"), ns(p50), "ns");
+        recorder.value(&format!("outbound, interleaved/{name}: p99"), ns(p99), "ns");
+        println!(
+            "{name:<58} p50 {:>6.1} µs  p99 {:>6.1} µs",
+            p50.as_secs_f64() * 1e6,
+            p99.as_secs_f64() * 1e6
+        );
+    }
+}
+
+/// One way of making the request, timed.
+type Call<'a> = Box<dyn FnMut() + 'a>;
+
+/// Rounds of interleaved batches behind the percentiles, each call's batch in turn.
+const ROUNDS: usize = 100;
+/// Calls in a round's batch (5,000 of each in all).
+const BATCH: usize = 50;
+
+/// A GET of `url` by `wasmtime_wasi_http::default_send_request`, its connection a task
+/// of its own.
+async fn hyper_default_send(url: &str) -> bytes::Bytes {
+    use http_body_util::BodyExt as _;
+    let req = http::Request::get(url)
+        .header("host", "127.0.0.1")
+        .body(
+            http_body_util::Empty::<bytes::Bytes>::new()
+                .map_err(|_| unreachable!())
+                .boxed_unsync(),
+        )
+        .unwrap();
+    let (res, io) = wasmtime_wasi_http::default_send_request(req, None)
+        .await
+        .unwrap();
+    let io = tokio::spawn(io);
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    let _ = io.await;
+    body
 }
 
 /// A GET of `/` from `address` by hyper, its connection polled beside the response in

@@ -137,6 +137,8 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         store,
         _slot: slot.clone(),
     };
+    let moved_away = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let work_moved = moved_away.clone();
     let work = async move {
         // The whole of `held`, not only the field used below (closures capture fields).
         let mut held = held;
@@ -149,12 +151,20 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         }
         .await;
         let memory_exceeded = held.store.data().limiter.memory_exceeded;
-        drop_later(held);
-        (result, memory_exceeded)
+        // A call that moved to the low-priority threads gives its store back there;
+        // one that did not, after its answer (below).
+        let held = if work_moved.load(std::sync::atomic::Ordering::Acquire) {
+            drop(held);
+            None
+        } else {
+            Some(held)
+        };
+        (result, memory_exceeded, held)
     };
     // Past its first milliseconds, beside other calls, the call moves to the
     // low-priority threads, and its slot from the pool to the long lane.
     let moved = || {
+        moved_away.store(true, std::sync::atomic::Ordering::Release);
         if let Ok(mut slot) = slot.lock() {
             engine.slots().to_long_lane(&mut slot);
         }
@@ -163,8 +173,18 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     if !long.computed_long() {
         streak.ran_short();
     }
-    if let Some(spot) = spot {
-        engine.park_next(&made, spot, &skill_name, limits);
+    let (outcome, held) = match outcome {
+        Ok(Some((result, memory_exceeded, held))) => (Ok(Some((result, memory_exceeded))), held),
+        other => (other.map(|_| None), None),
+    };
+    // The store is given back after the answer: with the next instance's making when
+    // one is made, else on its own.
+    let held = match spot {
+        Some(spot) => engine.park_next(&made, spot, &skill_name, limits, held),
+        None => held,
+    };
+    if let Some(held) = held {
+        drop_later(held);
     }
     let (result, memory_exceeded, timed_out) = match outcome {
         Ok(Some((result, memory_exceeded))) => (result, memory_exceeded, false),
@@ -200,8 +220,10 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
 /// holds its slot until then, so no more instances live than slots allow.
 ///
 /// Only on a current-thread runtime (`evo serve` over stdio), where the answer and the
-/// drop take turns on one thread. On a multi-thread runtime the spawned drop wakes
-/// another worker, which costs more than it saves (measured: `mcp_stdio` bench).
+/// drop take turns on one thread. On a multi-thread runtime a task of its own wakes
+/// another worker, which costs more than it saves (measured: `mcp_stdio` bench); there
+/// the making of the next instance, which wakes one anyway, takes the store when there
+/// is one ([`WasmEngine::park_next`]), and this drops it in place.
 fn drop_later(held: Held) {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread => {

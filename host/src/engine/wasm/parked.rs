@@ -29,6 +29,10 @@
 //!   instance was made with none.
 //! - A parked instance is not counted in [`WasmEngine::live_instances`] (the instances
 //!   of calls under way) but in [`WasmEngine::parked_instances`].
+//! - On a multi-thread runtime the making also gives the ended call's store back to the
+//!   pool, after the next instance is made: the reset of the memory its guest wrote
+//!   leaves the caller's path, and the worker that makes the instance is woken once for
+//!   both. Until then that store keeps its slot and counts as live.
 //!
 //! [`EngineConfig::parked_instances`]: super::EngineConfig::parked_instances
 
@@ -264,13 +268,22 @@ impl WasmEngine {
     /// runtime has ready now (the answer of the call that just ended) has run; nothing
     /// if parking is off, the spot holds one, its component reaches the host when
     /// instantiated, or another instance is being made.
-    pub(super) fn park_next<P: Instantiate>(
+    ///
+    /// `ended` is what is left of the call that just ended (its store). On a
+    /// multi-thread runtime the making takes it and drops it once the next instance is
+    /// made: giving a store back resets the memory its guest wrote, which then happens
+    /// on the worker that makes the instance, woken once for both, instead of on the
+    /// caller's path. Otherwise (no making, or a current-thread runtime, where the
+    /// caller drops it after the answer) it is handed back.
+    pub(super) fn park_next<P: Instantiate, E: Send + 'static>(
         &self,
         pre: &P,
         spot: &Arc<Spot<P::Instance>>,
         skill: &Arc<str>,
         limits: &Limits,
-    ) where
+        ended: Option<E>,
+    ) -> Option<E>
+    where
         P::Instance: 'static,
     {
         let parking = &self.inner.parking;
@@ -280,10 +293,14 @@ impl WasmEngine {
         spot.calls.store(called, Ordering::Relaxed);
         if parking.max == 0 || called < 2 || !spot.parkable.load(Ordering::Relaxed) || spot.holds()
         {
-            return;
+            return ended;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
+            return ended;
+        };
+        let (taken, ended) = match runtime.runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::CurrentThread => (None, ended),
+            _ => (ended, None),
         };
         let pending = Pending::new(&parking.pending);
         let (engine, pre, spot, skill, limits) = (
@@ -295,6 +312,9 @@ impl WasmEngine {
         );
         runtime.spawn(async move {
             let _pending = pending;
+            // Dropped before `_pending`, however the task ends: once no making is
+            // pending, the store it took is gone too.
+            let _ended = taken;
             tokio::task::yield_now().await;
             let parking = &engine.inner.parking;
             if parking.making.swap(true, Ordering::Acquire) {
@@ -303,6 +323,7 @@ impl WasmEngine {
             let _turn = Turn(engine.clone());
             engine.make_parked(&pre, &spot, skill, &limits).await;
         });
+        ended
     }
 
     async fn make_parked<P: Instantiate>(
