@@ -399,3 +399,29 @@ fn through_evo_serve_each_call_finds_a_fresh_instance_whether_made_ahead_or_not(
     drop(to_server);
     assert!(child.wait().expect("evo serve exits").success());
 }
+
+/// A store whose call ended waits to be given back: on a current-thread runtime driven
+/// by `block_on` from outside, until the next call's `block_on` runs its task. "The
+/// thread that advances the Wasm engine's epoch ticks only while a call's guest code may
+/// run, or an instance is being made ahead": so an embedder's idle host, between two
+/// calls, keeps no ticker awake.
+#[test]
+fn a_call_that_ended_keeps_no_ticker_awake_while_its_store_waits_to_be_dropped() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    for parked_instances in [0, 8] {
+        let engine = engine(parked_instances);
+        let file = rt.block_on(load(&engine, skills::CALCULATE));
+        let input = json!({ "expression": "1 + 1" });
+        for call in 0..3 {
+            let out = rt.block_on(answer(&file, "calculate", &input));
+            assert!(out.is_ok(), "{out:?}");
+            assert!(
+                !engine.epoch_ticking(),
+                "call {call} (parked_instances = {parked_instances}) left the epoch ticking"
+            );
+        }
+    }
+}

@@ -151,6 +151,10 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         }
         .await;
         let memory_exceeded = held.store.data().limiter.memory_exceeded;
+        // Its guest runs no more: the epoch's ticker may sleep while the store waits to
+        // be given back (on a current-thread runtime driven by `block_on`, until the
+        // next call).
+        held.store.data_mut()._live.stop_running();
         // A call that moved to the low-priority threads gives its store back there;
         // one that did not, after its answer (below).
         let held = if work_moved.load(std::sync::atomic::Ordering::Acquire) {

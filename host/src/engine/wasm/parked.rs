@@ -247,6 +247,14 @@ impl WasmEngine {
         self.inner.parking.count()
     }
 
+    /// Whether the epoch's ticker is kept ticking: a call's guest may run, or an
+    /// instance is being made.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn epoch_ticking(&self) -> bool {
+        self.inner.running.ticking()
+    }
+
     /// Instances to be made and parked that are not yet (or not parked after all): a
     /// test waits for none.
     #[cfg(feature = "internals")]

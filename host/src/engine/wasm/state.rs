@@ -61,6 +61,12 @@ impl Live {
         self._awake = Some(awake);
         self
     }
+
+    /// Its store runs no more guest code (its call ended): the epoch need not tick for
+    /// it while it waits to be dropped.
+    pub(super) fn stop_running(&mut self) {
+        self._awake = None;
+    }
 }
 
 impl Drop for Live {

@@ -56,6 +56,12 @@ impl Running {
         Awake(self.clone())
     }
 
+    /// Whether something is held.
+    #[cfg(feature = "internals")]
+    pub(super) fn ticking(&self) -> bool {
+        self.state().guards > 0
+    }
+
     /// Blocks while nothing is held, for at most `idle`; whether something is held.
     fn wait(&self, idle: Duration) -> bool {
         let mut state = self.state();
