@@ -351,3 +351,57 @@ async fn a_top_level_call_waits_for_the_pool_not_the_nested_reserve() {
     assert_eq!(first.await.unwrap().code(), "SKILL_TIMEOUT");
     assert_eq!(second.await.unwrap().code(), "SKILL_TIMEOUT");
 }
+
+/// An embedder that drives its own runtime with `block_on` per call, as a program
+/// without an async main does: between calls nothing runs, and the finished call's store
+/// waits for the next `block_on` to be dropped without keeping the epoch's ticker awake.
+/// A runaway that comes after such an idle spell is still stopped by its deadline ("a
+/// guest that computes without end" ends with `SKILL_TIMEOUT`; a ticker left asleep
+/// would leave it spinning and this test hanging), and a memory bomb by the memory limit,
+/// on either kind of runtime.
+#[test]
+fn after_an_embedders_idle_spell_a_runaway_is_still_stopped_by_its_deadline() {
+    for multi_thread in [false, true] {
+        let rt = if multi_thread {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let host = rt.block_on(runaway_host(root.path(), 500, ""));
+        let calculate = rt.block_on(host.resolve(skills::CALCULATE)).unwrap();
+        // Twice, so that the second call's instance is made ahead and parked.
+        for _ in 0..2 {
+            let answer = rt
+                .block_on(host.call(&calculate, json!({ "expression": "6*7" })))
+                .unwrap();
+            assert_eq!(answer, json!({ "result": 42 }));
+        }
+        // Idle: long enough for the ticker to find nothing held and wait.
+        std::thread::sleep(Duration::from_millis(100));
+        let error = rt.block_on(host.call("spin", json!({}))).unwrap_err();
+        assert_eq!(
+            error.code(),
+            "SKILL_TIMEOUT",
+            "multi_thread = {multi_thread}: {error}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let error = rt.block_on(host.call("bomb", json!({}))).unwrap_err();
+        assert_eq!(
+            error.code(),
+            "MEMORY_LIMIT_EXCEEDED",
+            "multi_thread = {multi_thread}: {error}"
+        );
+        // And the host still answers.
+        let answer = rt
+            .block_on(host.call(&calculate, json!({ "expression": "6*7" })))
+            .unwrap();
+        assert_eq!(answer, json!({ "result": 42 }));
+    }
+}

@@ -137,8 +137,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         store,
         _slot: slot.clone(),
     };
-    let moved_away = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let work_moved = moved_away.clone();
+    let work_long = long.clone();
     let work = async move {
         // The whole of `held`, not only the field used below (closures capture fields).
         let mut held = held;
@@ -157,7 +156,7 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
         held.store.data_mut()._live.stop_running();
         // A call that moved to the low-priority threads gives its store back there;
         // one that did not, after its answer (below).
-        let held = if work_moved.load(std::sync::atomic::Ordering::Acquire) {
+        let held = if work_long.is_marked() {
             drop(held);
             None
         } else {
@@ -168,7 +167,6 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
     // Past its first milliseconds, beside other calls, the call moves to the
     // low-priority threads, and its slot from the pool to the long lane.
     let moved = || {
-        moved_away.store(true, std::sync::atomic::Ordering::Release);
         if let Ok(mut slot) = slot.lock() {
             engine.slots().to_long_lane(&mut slot);
         }
