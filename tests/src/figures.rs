@@ -223,7 +223,14 @@ fn run_facts(workspace: &Path, paths: &[&str]) -> Value {
         "commit": commit,
         "dirty": dirty,
         "date": date,
-        "machine": { "cpu": cpu, "cores": cores, "os": format!("{} {kernel}", std::env::consts::OS) },
+        "machine": {
+            "cpu": cpu,
+            "cores": cores,
+            "os": format!("{} {kernel}", std::env::consts::OS),
+            // With swap on, Evo's pool puts each Wasm slot's memory back whole after a
+            // call (a memset of up to 4 MiB) instead of only the pages it wrote.
+            "swap": evo_host::engine::wasm::resets_memory_whole(),
+        },
         "rustc": rustc,
     })
 }
@@ -425,27 +432,43 @@ fn problem(file: &str, text: &str, at: usize, what: String) -> String {
 /// of two figures of one run), and a measured figure with no marker.
 pub fn check(workspace: &Path) -> Vec<String> {
     let records = records(workspace);
+    let mut problems = check_records(&records);
+    for file in QUOTING {
+        let Ok(text) = std::fs::read_to_string(workspace.join(file)) else {
+            continue;
+        };
+        problems.extend(check_text(file, &text, &records));
+    }
+    problems
+}
+
+/// What is wrong with the records themselves: a figure missing a field every figure
+/// has, and a bench's figure measured with swap on.
+fn check_records(records: &BTreeMap<String, Value>) -> Vec<String> {
     let mut problems = Vec::new();
-    for (name, record) in &records {
+    for (name, record) in records {
         let Some(figures) = record["figures"].as_object() else {
             problems.push(format!(
                 "bench-results/{name}.json: not a record (no figures)"
             ));
             continue;
         };
+        let bench = record["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("./scripts/bench "));
         for (key, figure) in figures {
             for field in ["value", "unit", "commit", "date", "machine"] {
                 if figure.get(field).is_none() {
                     problems.push(format!("bench-results/{name}.json: {key} has no {field}"));
                 }
             }
+            if bench && figure["machine"]["swap"] == json!(true) {
+                problems.push(format!(
+                    "bench-results/{name}.json: {key} was measured with swap on, where Evo's pool puts each Wasm slot's memory back whole after a call; the benches are recorded with swap off: turn it off (`swapoff -a`) and run `{}` again",
+                    record["command"].as_str().unwrap_or_default()
+                ));
+            }
         }
-    }
-    for file in QUOTING {
-        let Ok(text) = std::fs::read_to_string(workspace.join(file)) else {
-            continue;
-        };
-        problems.extend(check_text(file, &text, &records));
     }
     problems
 }
@@ -758,6 +781,32 @@ mod tests {
                 "X.md:4: quotes tools/evo ÷ (client + nope): no figure \"nope\"",
                 "X.md:3: \"1.3 ×\" is a measured figure with no record marker",
                 "X.md:4: \"1.3 ×\" is a measured figure with no record marker",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bench_figure_measured_with_swap_on_is_refused() {
+        let figure = |swap: bool| {
+            json!({ "value": 1.0, "unit": "ns", "commit": "c1", "date": "d",
+                    "machine": { "cores": 2, "swap": swap } })
+        };
+        let records = BTreeMap::from([
+            (
+                "wasm".to_owned(),
+                json!({ "command": "./scripts/bench wasm", "figures": {
+                    "on": figure(true), "off": figure(false),
+                }}),
+            ),
+            (
+                "suite".to_owned(),
+                json!({ "command": "./scripts/suite-cost", "figures": { "on": figure(true) } }),
+            ),
+        ]);
+        assert_eq!(
+            check_records(&records),
+            [
+                "bench-results/wasm.json: on was measured with swap on, where Evo's pool puts each Wasm slot's memory back whole after a call; the benches are recorded with swap off: turn it off (`swapoff -a`) and run `./scripts/bench wasm` again"
             ]
         );
     }

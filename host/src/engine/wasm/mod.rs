@@ -100,6 +100,15 @@ pub(crate) mod bindings_v0_1_0 {
     });
 }
 
+/// Whether an engine made now puts each slot's memory back whole after a call (swap is
+/// on) rather than only the pages the call wrote: a fact of the machine that every
+/// bench record carries, for it moves what a Wasm call costs.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn resets_memory_whole() -> bool {
+    swap::is_on()
+}
+
 /// How often the epoch advances. Deadlines are rounded up to it, so a call overruns its
 /// timeout by at most this much; 10 ms keeps the ticker's cost negligible.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
