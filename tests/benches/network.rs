@@ -173,7 +173,8 @@ fn outbound(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("outbound");
     group.measurement_time(Duration::from_secs(8));
-    // Whether criterion ran any of them: a filter that leaves all of them out (`-- remote`)
+    // Whether criterion measured any of them: a filter that leaves all of them out
+    // (`-- remote`), or a run that measures nothing (`--profile-time`, for a profiler),
     // skips the interleaved batches too, and records none of their figures.
     let mut measured = false;
     for (name, call) in &mut calls {
@@ -183,7 +184,7 @@ fn outbound(c: &mut Criterion) {
         });
     }
     group.finish();
-    if !measured {
+    if !measured || evo_tests::figures::unmeasured_mode(std::env::args()).is_some() {
         return;
     }
 

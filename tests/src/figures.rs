@@ -40,10 +40,32 @@ macro_rules! recorded_main {
             criterion::Criterion::default()
                 .configure_from_args()
                 .final_summary();
-            let recorded = recorder.criterion_all();
-            println!("{recorded} figure(s) recorded in bench-results/{}.json", $name);
+            match $crate::figures::unmeasured_mode(std::env::args()) {
+                Some(mode) => println!(
+                    "nothing recorded in bench-results/{}.json: criterion's {mode} measures nothing",
+                    $name
+                ),
+                None => {
+                    let recorded = recorder.criterion_all();
+                    println!("{recorded} figure(s) recorded in bench-results/{}.json", $name);
+                }
+            }
         }
     };
+}
+
+/// The option of criterion's that runs benchmarks without measuring them, if `args`
+/// (a bench's command line) name one: `--profile-time` (each benchmark run for a
+/// profiler), `--test` (each run once) or `--list`. A run in such a mode records
+/// nothing, not even the figures a bench times itself after criterion's: the machine was
+/// busy with a profiler, or nothing was timed.
+pub fn unmeasured_mode(args: impl IntoIterator<Item = String>) -> Option<&'static str> {
+    args.into_iter().skip(1).find_map(|arg| {
+        let option = arg.split('=').next().unwrap_or_default().to_owned();
+        ["--profile-time", "--test", "--list"]
+            .into_iter()
+            .find(|mode| *mode == option)
+    })
 }
 
 /// The directory the records live in, at the workspace's root.
@@ -140,6 +162,9 @@ impl Recorder {
     }
 
     fn write(&self, key: &str, mut figure: Value) {
+        if unmeasured_mode(std::env::args()).is_some() {
+            return;
+        }
         let path = self.file();
         let mut record = read_record(&path).unwrap_or_else(|| json!({ "figures": {} }));
         record["name"] = json!(self.name);
@@ -783,6 +808,26 @@ mod tests {
                 "X.md:4: \"1.3 ×\" is a measured figure with no record marker",
             ]
         );
+    }
+
+    #[test]
+    fn a_bench_run_by_criterion_without_measuring_records_nothing() {
+        let args = |line: &str| line.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        for (line, mode) in [
+            (
+                "network --bench outbound --profile-time 6",
+                Some("--profile-time"),
+            ),
+            ("network --bench --profile-time=6", Some("--profile-time")),
+            ("network --test", Some("--test")),
+            ("network --bench --list", Some("--list")),
+            ("network --bench", None),
+            ("network --bench remote", None),
+            // The bench's own name is not an option.
+            ("--test --bench", None),
+        ] {
+            assert_eq!(unmeasured_mode(args(line)), mode, "{line}");
+        }
     }
 
     #[test]
