@@ -184,14 +184,14 @@ fn outbound(c: &mut Criterion) {
         });
     }
     group.finish();
-    if !measured || evo_tests::figures::unmeasured_mode(std::env::args()).is_some() {
+    let recorder = evo_tests::figures::Recorder::new("network", "./scripts/bench network", PATHS);
+    if !measured || recorder.unmeasured().is_some() {
         return;
     }
 
     // Criterion measures each for seconds in turn, and this machine's speed drifts
     // between them: a ratio of two of its figures moved by a fifth from run to run.
     // Here every call's batches take turns, so the drift falls on all of them alike.
-    let recorder = evo_tests::figures::Recorder::new("network", "./scripts/bench network", PATHS);
     let mut times = vec![Vec::with_capacity(ROUNDS * BATCH); calls.len()];
     for round in 0..ROUNDS {
         for offset in 0..calls.len() {

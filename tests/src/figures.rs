@@ -40,7 +40,7 @@ macro_rules! recorded_main {
             criterion::Criterion::default()
                 .configure_from_args()
                 .final_summary();
-            match $crate::figures::unmeasured_mode(std::env::args()) {
+            match recorder.unmeasured() {
                 Some(mode) => println!(
                     "nothing recorded in bench-results/{}.json: criterion's {mode} measures nothing",
                     $name
@@ -61,7 +61,7 @@ macro_rules! recorded_main {
 /// busy with a profiler, or nothing was timed.
 pub fn unmeasured_mode(args: impl IntoIterator<Item = String>) -> Option<&'static str> {
     args.into_iter().skip(1).find_map(|arg| {
-        let option = arg.split('=').next().unwrap_or_default().to_owned();
+        let option = arg.split('=').next().unwrap_or_default();
         ["--profile-time", "--test", "--list"]
             .into_iter()
             .find(|mode| *mode == option)
@@ -96,6 +96,9 @@ pub struct Recorder {
     /// When this recorder was made: criterion's files older than that are an earlier
     /// run's, not this one's.
     since: std::time::SystemTime,
+    /// Criterion's mode that measures nothing, when this process runs in one: then
+    /// nothing is written.
+    unmeasured: Option<&'static str>,
 }
 
 impl Recorder {
@@ -121,7 +124,14 @@ impl Recorder {
             run,
             workspace,
             since,
+            unmeasured: unmeasured_mode(std::env::args()),
         }
+    }
+
+    /// Criterion's option this process runs under that measures nothing (see
+    /// [`unmeasured_mode`]), if any: then this recorder writes nothing.
+    pub fn unmeasured(&self) -> Option<&'static str> {
+        self.unmeasured
     }
 
     /// Records `value` in `unit` under `key`.
@@ -162,7 +172,7 @@ impl Recorder {
     }
 
     fn write(&self, key: &str, mut figure: Value) {
-        if unmeasured_mode(std::env::args()).is_some() {
+        if self.unmeasured.is_some() {
             return;
         }
         let path = self.file();
