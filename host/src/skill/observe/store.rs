@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
+use rusqlite::{Connection, Transaction};
 use serde::Serialize;
 
 use crate::db::Db;
@@ -197,24 +198,77 @@ fn stats_row(name: String, calls: i64, successes: i64, total: f64, max: f64) -> 
     s
 }
 
-/// `evo.db` in a data directory.
+/// `evo.db` in a data directory, through one connection kept open between uses.
+///
+/// A host writes its buffered calls every [`FLUSH_EVERY`](super::history::FLUSH_EVERY)
+/// calls: opening the file for each write (the schema check, the WAL switch) and
+/// closing it (the last connection's checkpoint, with its `fsync`) cost more than the
+/// rows. The connection is opened afresh when the file at the path is no longer the
+/// one it has open (removed, or replaced by a restore), which would otherwise take the
+/// writes into a file nobody reads, and after a use that failed.
 #[derive(Debug, Clone)]
 pub struct SqliteCalls {
     dir: PathBuf,
+    db: Arc<std::sync::Mutex<Option<(Db, FileId)>>>,
+}
+
+/// Which file a path names: its device and inode.
+type FileId = (u64, u64);
+
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl SqliteCalls {
-    /// The store of `data_dir`.
+    /// The store of `data_dir`; the file is opened at the first use.
     pub fn new(data_dir: &Path) -> Self {
         Self {
             dir: data_dir.to_owned(),
+            db: Arc::default(),
         }
+    }
+
+    /// `f` on the kept connection, opened first if there is none or its file is no
+    /// longer the one at the path.
+    fn with<T>(&self, f: impl FnOnce(&mut Db) -> Result<T>) -> Result<T> {
+        let mut kept = self.db.lock().unwrap_or_else(PoisonError::into_inner);
+        let path = self.dir.join(crate::db::DB_FILE);
+        if kept
+            .as_ref()
+            .is_some_and(|(_, id)| file_id(&path) != Some(*id))
+        {
+            *kept = None;
+        }
+        let (db, _) = match kept.as_mut() {
+            Some(kept) => kept,
+            None => {
+                let db = Db::open(&self.dir)?;
+                let id = file_id(db.path()).unwrap_or_default();
+                kept.insert((db, id))
+            }
+        };
+        let result = f(db);
+        if result.is_err() {
+            *kept = None;
+        }
+        result
+    }
+
+    /// `f` in a write transaction on the kept connection.
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>) -> Result<T> {
+        self.with(|db| db.transaction(f))
+    }
+
+    /// The read-only `f` on the kept connection.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        self.with(|db| db.read(f))
     }
 }
 
 impl CallStore for SqliteCalls {
     fn add_stats(&self, counts: &[SkillStats]) -> Result<()> {
-        Db::open(&self.dir)?.transaction(|tx| {
+        self.write(|tx| {
             let mut upsert = tx.prepare_cached(
                 "INSERT INTO skill_stats (skill, call_count, success_count, total_duration_ms, max_duration_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5)
@@ -238,7 +292,7 @@ impl CallStore for SqliteCalls {
     }
 
     fn stats(&self) -> Result<BTreeMap<String, SkillStats>> {
-        Db::open(&self.dir)?.read(|conn| {
+        self.read(|conn| {
             let mut query = conn.prepare(
                 "SELECT skill, call_count, success_count, total_duration_ms, max_duration_ms
                  FROM skill_stats ORDER BY skill",
@@ -259,7 +313,7 @@ impl CallStore for SqliteCalls {
     }
 
     fn append_calls(&self, calls: &[Record], cap: u64) -> Result<()> {
-        Db::open(&self.dir)?.transaction(|tx| {
+        self.write(|tx| {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO tool_history (at_ms, caller, task_id, tool, arguments, status, duration_ms, error, hint, node)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -287,7 +341,7 @@ impl CallStore for SqliteCalls {
     }
 
     fn calls(&self, filter: &Filter) -> Result<Vec<Record>> {
-        Db::open(&self.dir)?.read(|conn| {
+        self.read(|conn| {
             let mut query = conn.prepare(
                 "SELECT id, at_ms, caller, task_id, tool, arguments, status, duration_ms, error, hint, node
                  FROM tool_history
@@ -327,7 +381,7 @@ impl CallStore for SqliteCalls {
     }
 
     fn durations(&self, since_ms: Option<i64>) -> Result<Vec<Duration>> {
-        Db::open(&self.dir)?.read(|conn| {
+        self.read(|conn| {
             let mut query = conn.prepare(
                 "SELECT tool, duration_ms, status FROM tool_history
                  WHERE ?1 IS NULL OR at_ms >= ?1 ORDER BY tool, duration_ms",
@@ -529,6 +583,66 @@ mod tests {
             hint: None,
             node: node.into(),
         }
+    }
+
+    #[test]
+    fn stores_that_keep_their_connections_open_see_each_others_writes() {
+        // Two processes on one data directory (an `evo serve` and an `evo history`), each
+        // keeping its connection between flushes.
+        let dir = tempfile::tempdir().unwrap();
+        let (serve, cli) = (SqliteCalls::new(dir.path()), SqliteCalls::new(dir.path()));
+        serve.append_calls(&[call(1_000, "a")], 100).unwrap();
+        assert_eq!(cli.calls(&Filter::default()).unwrap().len(), 1);
+        cli.append_calls(&[call(2_000, "b")], 100).unwrap();
+        serve.append_calls(&[call(3_000, "a")], 2).unwrap();
+        let listed: Vec<i64> = cli
+            .calls(&Filter::default())
+            .unwrap()
+            .iter()
+            .map(|r| r.at_ms)
+            .collect();
+        assert_eq!(listed, [3_000, 2_000], "the cap keeps the newest 2 of both");
+        serve
+            .add_stats(&[SkillStats {
+                tool_name: "calculate".into(),
+                call_count: 2,
+                success_count: 1,
+                total_duration: 3.0,
+                max_duration: 2.0,
+                ..SkillStats::default()
+            }])
+            .unwrap();
+        assert_eq!(cli.stats().unwrap()["calculate"].call_count, 2);
+    }
+
+    #[test]
+    fn a_store_whose_database_was_removed_or_replaced_writes_to_the_file_now_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteCalls::new(dir.path());
+        let ats = |store: &SqliteCalls| -> Vec<i64> {
+            let listed = store.calls(&Filter::default()).unwrap();
+            listed.iter().map(|r| r.at_ms).collect()
+        };
+        store.append_calls(&[call(1_000, "a")], 100).unwrap();
+        // Removed while the connection is open: the next write makes a new file
+        // instead of going into the one removed, which nobody would read again.
+        for name in ["evo.db", "evo.db-wal", "evo.db-shm"] {
+            let _ = std::fs::remove_file(dir.path().join(name));
+        }
+        store.append_calls(&[call(2_000, "a")], 100).unwrap();
+        assert_eq!(ats(&SqliteCalls::new(dir.path())), [2_000]);
+        // Replaced by another (a restored backup): the writes go to the new one.
+        let other = tempfile::tempdir().unwrap();
+        let backup = SqliteCalls::new(other.path());
+        backup.append_calls(&[call(500, "b")], 100).unwrap();
+        drop(backup);
+        std::fs::rename(other.path().join("evo.db"), dir.path().join("evo.db")).unwrap();
+        for name in ["evo.db-wal", "evo.db-shm"] {
+            let _ = std::fs::remove_file(dir.path().join(name));
+        }
+        store.append_calls(&[call(3_000, "a")], 100).unwrap();
+        assert_eq!(ats(&store), [3_000, 500]);
+        assert_eq!(ats(&SqliteCalls::new(dir.path())), [3_000, 500]);
     }
 
     #[test]
