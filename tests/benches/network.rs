@@ -11,7 +11,10 @@
 //!   runtime; on each runtime, the same GET by hyper called as the skill is (the async
 //!   floor). Budget: ≤ 1.3× the client plus the instance cost. Each is measured by
 //!   criterion, and then all of them again in interleaved batches (each call's batch
-//!   in turn, 100 rounds), whose p50s are what the budget's ratio divides.
+//!   in turn, 100 rounds), whose p50s are what the budget's ratio divides. Beside each
+//!   p50, the process's CPU time per call over its batches (`getrusage`, every thread:
+//!   the loopback server's, which does the same work for every GET, included): what
+//!   tells a call that waits from one that computes.
 //! - **remote**: `calculate` on node B (`evo serve --http`, a subprocess) called from
 //!   node A's `Host` as `b/calculate`, next to A's own `calculate`.
 
@@ -193,28 +196,57 @@ fn outbound(c: &mut Criterion) {
     // between them: a ratio of two of its figures moved by a fifth from run to run.
     // Here every call's batches take turns, so the drift falls on all of them alike.
     let mut times = vec![Vec::with_capacity(ROUNDS * BATCH); calls.len()];
+    let mut cpu = vec![Duration::ZERO; calls.len()];
     for round in 0..ROUNDS {
         for offset in 0..calls.len() {
             let i = (round + offset) % calls.len();
             let call = &mut calls[i].1;
+            let used = process_cpu();
             for _ in 0..BATCH {
                 let start = Instant::now();
                 call();
                 times[i].push(start.elapsed());
             }
+            cpu[i] += process_cpu().saturating_sub(used);
         }
     }
-    for ((name, _), times) in calls.iter().zip(times) {
+    for (((name, _), times), cpu) in calls.iter().zip(times).zip(cpu) {
         let (p50, p99) = evo_tests::percentiles(times);
+        let cpu = cpu / u32::try_from(ROUNDS * BATCH).unwrap();
         let ns = |d: Duration| d.as_secs_f64() * 1e9;
         recorder.value(&format!("outbound, interleaved/{name}: p50"), ns(p50), "ns");
         recorder.value(&format!("outbound, interleaved/{name}: p99"), ns(p99), "ns");
+        recorder.value(
+            &format!("outbound, interleaved/{name}: process CPU per call"),
+            ns(cpu),
+            "ns",
+        );
         println!(
-            "{name:<58} p50 {:>6.1} µs  p99 {:>6.1} µs",
+            "{name:<58} p50 {:>6.1} µs  p99 {:>6.1} µs  process CPU {:>6.1} µs/call",
             p50.as_secs_f64() * 1e6,
-            p99.as_secs_f64() * 1e6
+            p99.as_secs_f64() * 1e6,
+            cpu.as_secs_f64() * 1e6
         );
     }
+}
+
+/// The CPU time (user and system) of every thread of this process so far, those that
+/// ended included.
+fn process_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    #[expect(unsafe_code, reason = "getrusage has no safe wrapper among our crates")]
+    // SAFETY: `usage` is a valid place for one `rusage`, which the call fills.
+    let usage = unsafe {
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0);
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| {
+        Duration::new(
+            u64::try_from(t.tv_sec).unwrap(),
+            u32::try_from(t.tv_usec).unwrap() * 1_000,
+        )
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// One way of making the request, timed.
