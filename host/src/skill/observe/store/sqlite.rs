@@ -12,7 +12,7 @@ use crate::error::Result;
 
 /// `evo.db` in a data directory, through one connection kept open between uses.
 ///
-/// A host writes its buffered calls every [`FLUSH_EVERY`](super::history::FLUSH_EVERY)
+/// A host writes its buffered calls every [`FLUSH_EVERY`](crate::skill::observe::history::FLUSH_EVERY)
 /// calls: opening the file for each write (the schema check, the WAL switch) and
 /// closing it (the last connection's checkpoint, with its `fsync`) cost more than the
 /// rows. The connection is opened afresh when the file at the path is no longer the
