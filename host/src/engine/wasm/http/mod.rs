@@ -70,6 +70,8 @@ pub(super) struct Outbound {
     ctx: Option<SkillContext>,
     /// The reason of the last refusal, for callers that report it themselves.
     pub(in crate::engine::wasm) last_refusal: Arc<std::sync::Mutex<Option<String>>>,
+    /// The call's connections that ended, closed with its state.
+    linger: send::Linger,
 }
 
 impl Outbound {
@@ -91,6 +93,7 @@ impl Outbound {
             scrub: Scrub::new(secrets, ctx.clone()),
             ctx,
             last_refusal: Arc::default(),
+            linger: send::Linger::default(),
         }
     }
 
@@ -197,6 +200,7 @@ impl WasiHttpHooks for Outbound {
         let secrets = self.scrub.secrets().clone();
         let grant = self.grant.clone();
         let last_refusal = self.last_refusal.clone();
+        let linger = self.linger.clone();
         Box::new(async move {
             let method = request.method().to_string();
             let uri = request.uri().to_string();
@@ -235,7 +239,7 @@ impl WasiHttpHooks for Outbound {
             // Sent to the addresses that were checked, not to a second lookup of the
             // name; the Host header keeps the name.
             let server_name = host.trim_start_matches('[').trim_end_matches(']');
-            let response = send::send(request, &addresses, server_name, options).await?;
+            let response = send::send(request, &addresses, server_name, options, linger).await?;
             let (mut parts, body) = response.into_parts();
             let body = Capped::new(
                 body.boxed_unsync(),
@@ -373,6 +377,9 @@ fn put_secrets(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use super::send::MAX_LINGERING;
     use super::*;
 
     fn outbound(hosts: &[&str]) -> Outbound {
@@ -453,6 +460,74 @@ mod tests {
             reason,
             "127.0.0.1:9000 resolves to 127.0.0.1, inside the machine or a private network, which only a grant naming that address allows"
         );
+    }
+
+    #[tokio::test]
+    async fn connections_that_ended_close_with_the_call_and_past_the_cap_at_once() {
+        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+        // A server that answers each connection once and then reports when the client
+        // closed it (its read sees the end of the stream).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (closed, closes) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(mut stream) = stream else { return };
+                let closed = closed.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        line.clear();
+                    }
+                    let body = format!("answer {n}");
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    stream
+                        .write_all(format!("{head}{body}").as_bytes())
+                        .unwrap();
+                    let mut rest = Vec::new();
+                    let _ = reader.read_to_end(&mut rest);
+                    let _ = closed.send(n);
+                });
+            }
+        });
+        let origin = format!("http://127.0.0.1:{port}");
+        let mut out = outbound(&[&origin]);
+        let requests = MAX_LINGERING + 2;
+        for n in 0..requests {
+            let request = http::Request::get(format!("{origin}/"))
+                .header(http::header::HOST, format!("127.0.0.1:{port}"))
+                .body(
+                    http_body_util::Empty::new()
+                        .map_err(|never| match never {})
+                        .boxed_unsync(),
+                )
+                .unwrap();
+            let sent = out.send_request(request, None, Box::new(async { Ok(()) }));
+            let (response, _io) = Box::into_pin(sent).await.unwrap();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body, format!("answer {n}"));
+        }
+        // The first four stay open with the call; the two past the cap were closed.
+        assert_eq!(out.linger.count(), MAX_LINGERING);
+        let wait = Duration::from_secs(60);
+        let mut early = vec![
+            closes.recv_timeout(wait).unwrap(),
+            closes.recv_timeout(wait).unwrap(),
+        ];
+        early.sort_unstable();
+        assert_eq!(early, [MAX_LINGERING, MAX_LINGERING + 1]);
+        assert!(closes.try_recv().is_err(), "a kept connection was closed");
+        // Dropping the call's state closes the rest.
+        drop(out);
+        let mut late: Vec<usize> = (0..MAX_LINGERING)
+            .map(|_| closes.recv_timeout(wait).unwrap())
+            .collect();
+        late.sort_unstable();
+        assert_eq!(late, (0..MAX_LINGERING).collect::<Vec<_>>());
     }
 
     #[tokio::test]
