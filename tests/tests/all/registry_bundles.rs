@@ -150,20 +150,50 @@ fn serve(stream: TcpStream, upstream: &str, remembered: &Remembered) {
         .max_redirects(0)
         .build()
         .into();
-    let mut request = http::Request::builder()
-        .method(method.as_str())
-        .uri(format!("http://{upstream}{path}"));
-    for (name, value) in &headers {
-        if !matches!(name.as_str(), "host" | "connection" | "content-length") {
-            request = request.header(name, value);
+    let request = || {
+        let mut request = http::Request::builder()
+            .method(method.as_str())
+            .uri(format!("http://{upstream}{path}"));
+        for (name, value) in &headers {
+            if !matches!(name.as_str(), "host" | "connection" | "content-length") {
+                request = request.header(name, value);
+            }
+        }
+        request.body(body.clone()).unwrap()
+    };
+    // A body cut short would go out under the registry's own digest header, and the
+    // client would take it for a registry serving other bytes than it names: read it
+    // whole, asking again (reads only) on a failure, or say the front failed.
+    let attempts = if matches!(method.as_str(), "GET" | "HEAD") {
+        3
+    } else {
+        1
+    };
+    let mut read = None;
+    for _ in 0..attempts {
+        let Ok(mut response) = agent.run(request()) else {
+            continue;
+        };
+        let bytes = if method == "HEAD" {
+            Ok(Vec::new())
+        } else {
+            response
+                .body_mut()
+                .with_config()
+                .limit(1 << 30)
+                .read_to_vec()
+        };
+        if let Ok(bytes) = bytes {
+            read = Some((response, bytes));
+            break;
         }
     }
-    let Ok(mut response) = agent.run(request.body(body.clone()).unwrap()) else {
+    let Some((response, bytes)) = read else {
         return respond(
             stream,
             502,
             &[],
-            b"the registry behind the front did not answer",
+            b"the registry behind the front did not answer, or its answer could not be read whole",
             false,
         );
     };
@@ -173,16 +203,6 @@ fn serve(stream: TcpStream, upstream: &str, remembered: &Remembered) {
         .iter()
         .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
         .collect();
-    let bytes = if method == "HEAD" {
-        Vec::new()
-    } else {
-        response
-            .body_mut()
-            .with_config()
-            .limit(1 << 30)
-            .read_to_vec()
-            .unwrap_or_default()
-    };
     if method == "PUT"
         && status == 201
         && let Some((name, _)) = route
