@@ -277,10 +277,9 @@ impl Body for Driven {
 pub(super) const MAX_LINGERING: usize = 4;
 
 /// The connections of one call that ended cleanly, closed when the call's host state is
-/// dropped. That is after the answer on a current-thread runtime (the store's delayed
-/// drop) and on a multi-thread one where the next instance is made (its worker drops
-/// the store); a multi-thread call that makes none drops its store in place, with the
-/// connections, as before. At most [`MAX_LINGERING`] are kept, so a call making many
+/// dropped, after the answer: on a current-thread runtime by the store's delayed drop,
+/// on a multi-thread one by the worker that makes the next instance or by a task of its
+/// own; in place only outside any runtime. At most [`MAX_LINGERING`] are kept, so a call making many
 /// requests holds no more sockets than that beyond the one it is using. A connection
 /// that did not end (a body the guest dropped unread) is closed where it is dropped, at
 /// once.
