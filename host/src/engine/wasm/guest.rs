@@ -226,11 +226,8 @@ pub(super) async fn run_guest<P: Instantiate, T: Send + 'static>(
 /// the store when there is one ([`WasmEngine::park_next`]); a store it does not take
 /// (the spot already held an instance made late, after the next call had instantiated
 /// its own) goes to a task of its own too, which wakes a worker: more CPU, a shorter
-/// answer. Measured by the `network` bench, the build before and after alternated
-/// twice: the multi-thread GET's p50 1.26× and 1.23× hyper plus the instance, against
-/// 1.30× and 1.31×, its process CPU per call 3–8 % higher. (An earlier measurement that
-/// kept the drop in place was of `evo serve` over stdio, since then on a current-thread
-/// runtime.) Outside any runtime it drops in place.
+/// answer (docs/decisions.md, "An ended connection closes with the call, after its
+/// answer"). Outside any runtime it drops in place.
 fn drop_later(held: Held) {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread => {

@@ -234,9 +234,6 @@ impl Body for Driven {
             && let Poll::Ready(ended) = conn.as_mut().poll(cx)
         {
             let ended_conn = self.conn.take();
-            if ended.is_ok() {
-                self.linger.keep(ended_conn);
-            }
             if let Err(e) = ended {
                 return Poll::Ready(Some(Err(if e.is_timeout() {
                     HttpError::HttpResponseTimeout
@@ -244,6 +241,7 @@ impl Body for Driven {
                     HttpError::from(e)
                 })));
             }
+            self.linger.keep(ended_conn);
         }
         match Pin::new(&mut self.incoming).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
@@ -279,10 +277,10 @@ pub(super) const MAX_LINGERING: usize = 4;
 /// The connections of one call that ended cleanly, closed when the call's host state is
 /// dropped, after the answer: on a current-thread runtime by the store's delayed drop,
 /// on a multi-thread one by the worker that makes the next instance or by a task of its
-/// own; in place only outside any runtime. At most [`MAX_LINGERING`] are kept, so a call making many
-/// requests holds no more sockets than that beyond the one it is using. A connection
-/// that did not end (a body the guest dropped unread) is closed where it is dropped, at
-/// once.
+/// own; in place only outside any runtime. At most [`MAX_LINGERING`] are kept, so a
+/// call making many requests holds no more sockets than that beyond the one it is
+/// using. A connection that did not end (a body the guest dropped unread) is closed
+/// where it is dropped, at once.
 #[derive(Clone, Default)]
 pub(super) struct Linger(Arc<Mutex<Vec<Pin<Box<Connection>>>>>);
 
