@@ -84,18 +84,12 @@ pub(super) async fn send(
         if let Poll::Ready(answer) = response.as_mut().poll(cx) {
             return Poll::Ready(answer);
         }
-        if let Some(running) = conn.as_mut()
-            && let Poll::Ready(ended) = running.as_mut().poll(cx)
-        {
-            let ended_conn = conn.take();
-            if let Err(e) = ended {
-                return Poll::Ready(Ok(Err(e)));
-            }
-            linger.keep(ended_conn);
+        match linger.drive(&mut conn, cx) {
+            Poll::Ready(Err(e)) => Poll::Ready(Ok(Err(e))),
             // The connection ended cleanly: the answer is ready or never comes.
-            return response.as_mut().poll(cx);
+            Poll::Ready(Ok(())) => response.as_mut().poll(cx),
+            Poll::Pending => Poll::Pending,
         }
-        Poll::Pending
     })
     .await
     .map_err(|_| HttpError::ConnectionReadTimeout)??;
@@ -230,32 +224,27 @@ impl Body for Driven {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
-        if let Some(conn) = self.conn.as_mut()
-            && let Poll::Ready(ended) = conn.as_mut().poll(cx)
-        {
-            let ended_conn = self.conn.take();
-            if let Err(e) = ended {
-                return Poll::Ready(Some(Err(if e.is_timeout() {
-                    HttpError::HttpResponseTimeout
-                } else {
-                    HttpError::from(e)
-                })));
-            }
-            self.linger.keep(ended_conn);
-        }
-        match Pin::new(&mut self.incoming).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                self.timer.reset();
-                Poll::Ready(Some(Ok(frame)))
-            }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(if e.is_timeout() {
+        /// What a failure while the body is read is to the guest.
+        fn body_error(e: hyper::Error) -> HttpError {
+            if e.is_timeout() {
                 HttpError::HttpResponseTimeout
             } else {
                 HttpError::from(e)
-            }))),
+            }
+        }
+        let this = &mut *self;
+        if let Poll::Ready(Err(e)) = this.linger.drive(&mut this.conn, cx) {
+            return Poll::Ready(Some(Err(body_error(e))));
+        }
+        match Pin::new(&mut this.incoming).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                this.timer.reset();
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(body_error(e)))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
-                ready!(self.timer.poll_tick(cx));
+                ready!(this.timer.poll_tick(cx));
                 Poll::Ready(Some(Err(HttpError::ConnectionReadTimeout)))
             }
         }
@@ -285,10 +274,29 @@ pub(super) const MAX_LINGERING: usize = 4;
 pub(super) struct Linger(Arc<Mutex<Vec<Pin<Box<Connection>>>>>);
 
 impl Linger {
+    /// Drives `conn` while it runs. Once it ends it is taken from there: kept if it
+    /// ended cleanly, dropped (closed) with its error returned if not. `Pending` while
+    /// it runs, and when there is none.
+    fn drive(
+        &self,
+        conn: &mut Option<Pin<Box<Connection>>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), hyper::Error>> {
+        let Some(running) = conn.as_mut() else {
+            return Poll::Pending;
+        };
+        let ended = ready!(running.as_mut().poll(cx));
+        if let Some(ended_conn) = conn.take()
+            && ended.is_ok()
+        {
+            self.keep(ended_conn);
+        }
+        Poll::Ready(ended)
+    }
+
     /// Keeps `conn` until the call's state is dropped, or drops it now if the call
     /// already keeps as many as it may.
-    fn keep(&self, conn: Option<Pin<Box<Connection>>>) {
-        let Some(conn) = conn else { return };
+    fn keep(&self, conn: Pin<Box<Connection>>) {
         let mut kept = self
             .0
             .lock()
